@@ -1,0 +1,17 @@
+"""roofline: is this kernel waiting on the arithmetic units or on memory, and how fast can it go?
+
+The analytic core (units, dtypes, hardware, graph, kernels, analysis, explain) imports no torch,
+numpy-free where it can, and no plotting library; `measure` and `report` sit on top of it.
+"""
+
+from roofline.analysis import GraphAnalysis, Placement, analyze_graph, crossover, kernel_time, place, place_flop_bytes
+from roofline.dtypes import DType, get_dtype
+from roofline.errors import RooflineError
+from roofline.graph import Cost, FusionPlan, Graph, Kernel, Op, Tensor
+from roofline.hardware import Machine, get_machine, load_machine_file
+
+__version__ = "0.1.0"
+
+__all__ = ["Cost", "DType", "FusionPlan", "Graph", "GraphAnalysis", "Kernel", "Machine", "Op", "Placement",
+           "RooflineError", "Tensor", "analyze_graph", "crossover", "get_dtype", "get_machine", "kernel_time",
+           "load_machine_file", "place", "place_flop_bytes"]

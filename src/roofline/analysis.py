@@ -1,0 +1,314 @@
+"""Placement of kernels on a machine: intensity, ridge, attainable FLOP/s, time floor, bound.
+
+    attainable = min(peak, BW × I)
+    time floor = max(FLOPs of each unit / that unit's peak, bytes of each level / its bandwidth)
+
+The largest term of the time floor names the limiter. With one unit and one level this is exactly
+the seed's `kernel_time`, which is here too, as the seed wrote it.
+
+Layering: imports roofline.graph, roofline.hardware, roofline.dtypes, roofline.errors only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from roofline.dtypes import DType, get_dtype
+from roofline.errors import RooflineError
+from roofline.graph import UNFUSED, Cost, FusionPlan, Graph, Kernel, simple_cost
+from roofline.hardware import DRAM, MATRIX, Machine, get_machine
+
+
+def kernel_time(flops: float, bytes_moved: float, peak_flops: float = 989e12,
+                bw: float = 3.35e12) -> tuple[float, float, str]:
+    """The seed's ten lines: (intensity, time floor, bound) for one unit and one memory level."""
+    intensity = flops / bytes_moved
+    ridge = peak_flops / bw
+    t = max(flops / peak_flops, bytes_moved / bw)
+    bound = "compute" if intensity > ridge else "memory"
+    return intensity, t, bound
+
+
+@dataclass(frozen=True)
+class Placement:
+    """One kernel on one machine. flop, bytes and times are for one instance; `count` instances run
+    per step (layers are not repeated op by op)."""
+
+    name: str
+    machine: Machine
+    dtype: DType
+    cost: Cost
+    peak_by_unit: Mapping[str, float]
+    bandwidth_by_level: Mapping[str, float]
+    count: int = 1
+    kind: str = ""
+    kernel: Kernel | None = None
+    measured_time_s: float | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "peak_by_unit", MappingProxyType(dict(self.peak_by_unit)))
+        object.__setattr__(self, "bandwidth_by_level", MappingProxyType(dict(self.bandwidth_by_level)))
+
+    # --- the kernel --------------------------------------------------------------------------
+    @property
+    def flop(self) -> float:
+        return self.cost.flop
+
+    @property
+    def bytes(self) -> float:
+        return self.cost.bytes
+
+    @property
+    def flop_per_byte(self) -> float:
+        """I = FLOPs / DRAM bytes."""
+        return self.flop / self.bytes if self.bytes else math.inf
+
+    # --- the machine's terms ----------------------------------------------------------------
+    @property
+    def unit_times_s(self) -> dict[str, float]:
+        return {u: f / self.peak_by_unit[u] for u, f in self.cost.flop_by_unit.items() if f}
+
+    @property
+    def level_times_s(self) -> dict[str, float]:
+        return {lv: b / self.bandwidth_by_level[lv] for lv, b in self.cost.bytes_by_level.items()
+                if b and lv in self.bandwidth_by_level}
+
+    @property
+    def compute_time_s(self) -> float:
+        return max(self.unit_times_s.values(), default=0.0)
+
+    @property
+    def memory_time_s(self) -> float:
+        return max(self.level_times_s.values(), default=0.0)
+
+    @property
+    def time_s(self) -> float:
+        """The time floor: the slowest of the compute and memory terms."""
+        return max(self.compute_time_s, self.memory_time_s)
+
+    @property
+    def total_time_s(self) -> float:
+        return self.time_s * self.count
+
+    @property
+    def limiter(self) -> str:
+        """The unit or level whose term sets the time floor (ties go to memory, as in the seed)."""
+        terms = {**self.unit_times_s}
+        terms.update(self.level_times_s)
+        if not terms:
+            return DRAM
+        best = max(terms.values())
+        for level in self.level_times_s:
+            if self.level_times_s[level] == best:
+                return level
+        return max(terms, key=lambda k: terms[k])
+
+    @property
+    def peak_flop_per_s(self) -> float:
+        """The compute roof this kernel sees: its FLOPs over its compute time. For a pure matmul it
+        is the dtype's matrix peak; for vector work the vector peak; for a mix, the blend."""
+        if self.flop and self.compute_time_s:
+            return self.flop / self.compute_time_s
+        return self.peak_by_unit[MATRIX]
+
+    @property
+    def roof_flop_per_s(self) -> float:
+        """The machine's headline roof for this dtype (the matrix peak): what "% of peak" is of."""
+        return self.peak_by_unit[MATRIX]
+
+    @property
+    def bytes_per_s(self) -> float:
+        return self.bandwidth_by_level[DRAM]
+
+    @property
+    def ridge_flop_per_byte(self) -> float:
+        """I* = peak / BW, with the peak this kernel's FLOPs run at."""
+        return self.peak_flop_per_s / self.bytes_per_s
+
+    @property
+    def attainable_flop_per_s(self) -> float:
+        """min(peak, BW × I)."""
+        if not self.flop:
+            return 0.0
+        return self.flop / self.time_s if self.time_s else self.peak_flop_per_s
+
+    @property
+    def bound(self) -> str:
+        """'compute' if I > I* (the compute term is larger), else 'memory', as in the seed."""
+        return "compute" if self.compute_time_s > self.memory_time_s else "memory"
+
+    @property
+    def fraction_of_peak(self) -> float:
+        """attainable / the dtype's matrix peak: 1.5 FLOP/B on an H100 gives 5.0e12 / 989e12 = 0.5%."""
+        return self.attainable_flop_per_s / self.roof_flop_per_s
+
+    # --- measured -------------------------------------------------------------------------
+    @property
+    def achieved_flop_per_s(self) -> float | None:
+        if self.measured_time_s is None or self.measured_time_s <= 0:
+            return None
+        return self.flop / self.measured_time_s
+
+    @property
+    def fraction_of_roof(self) -> float | None:
+        """time floor / measured time: the share of the roof the real kernel reached."""
+        if self.measured_time_s is None or self.measured_time_s <= 0:
+            return None
+        return self.time_s / self.measured_time_s
+
+    @property
+    def above_roof(self) -> bool:
+        """A measured point faster than the floor is an error of the model or the measurement."""
+        frac = self.fraction_of_roof
+        return frac is not None and frac > 1.0
+
+    def with_measured(self, seconds: float) -> Placement:
+        from dataclasses import replace
+
+        return replace(self, measured_time_s=seconds)
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "name": self.name,
+            "kind": self.kind,
+            "count": self.count,
+            "machine": self.machine.id,
+            "dtype": self.dtype.name,
+            "flop": self.flop,
+            "bytes": self.bytes,
+            "flop_per_byte": _finite(self.flop_per_byte),
+            "peak_flop_per_s": self.peak_flop_per_s,
+            "memory_bytes_per_s": self.bytes_per_s,
+            "ridge_flop_per_byte": self.ridge_flop_per_byte,
+            "attainable_flop_per_s": self.attainable_flop_per_s,
+            "compute_time_s": self.compute_time_s,
+            "memory_time_s": self.memory_time_s,
+            "time_s": self.time_s,
+            "total_time_s": self.total_time_s,
+            "bound": self.bound,
+            "limiter": self.limiter,
+            "fraction_of_peak": self.fraction_of_peak,
+            "flop_by_unit": dict(self.cost.flop_by_unit),
+        }
+        if self.kernel is not None:
+            d["bytes_by_role"] = self.kernel.bytes_by_role()
+        if self.measured_time_s is not None:
+            d["measured_time_s"] = self.measured_time_s
+            d["achieved_flop_per_s"] = self.achieved_flop_per_s
+            d["fraction_of_roof"] = self.fraction_of_roof
+            d["above_roof"] = self.above_roof
+        d.update(self.extra)
+        return d
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def _peaks(machine: Machine, dtype: DType, units: Iterable[str]) -> dict[str, float]:
+    return {u: machine.peak_flop_per_s(dtype, u) for u in units}
+
+
+def place(work: Cost | Kernel, machine: Machine | str, dtype: str | DType | None = None,
+          name: str = "", measured_time_s: float | None = None) -> Placement:
+    """Put one kernel (or a bare Cost) on a machine, its matrix FLOPs at `dtype`'s peak."""
+    m = get_machine(machine)
+    dt = get_dtype(dtype or m.default_dtype())
+    if not m.has_peak(dt):
+        raise RooflineError(f"{m.id} lists no matrix peak for {dt.peak_key}; it has: {', '.join(m.dtypes())}")
+    kernel = work if isinstance(work, Kernel) else None
+    cost = work.cost if isinstance(work, Kernel) else work
+    if kernel is not None and kernel.compute_dtype is not None:
+        dt = kernel.compute_dtype
+    units = set(cost.flop_by_unit) | {MATRIX}
+    bandwidths = {lv.name: lv.bytes_per_s for lv in m.memory.values() if lv.bytes_per_s}
+    for level, b in cost.bytes_by_level.items():
+        if b and level not in bandwidths:
+            raise RooflineError(f"{m.id} has no bandwidth for memory level {level!r}")
+    return Placement(
+        name=name or (kernel.name if kernel else "kernel"),
+        machine=m, dtype=dt, cost=cost, peak_by_unit=_peaks(m, dt, units),
+        bandwidth_by_level=bandwidths, count=kernel.count if kernel else 1,
+        kind=kernel.kind if kernel else "", kernel=kernel, measured_time_s=measured_time_s,
+    )
+
+
+def place_flop_bytes(flop: float, bytes_moved: float, machine: Machine | str,
+                     dtype: str | DType | None = None, name: str = "custom") -> Placement:
+    """A kernel known only by its FLOPs and bytes, all FLOPs on the matrix units (the seed's model)."""
+    if not (flop > 0 and math.isfinite(flop)):
+        raise RooflineError(f"FLOPs must be positive, got {flop!r}")
+    if not (bytes_moved > 0 and math.isfinite(bytes_moved)):
+        raise RooflineError(f"bytes must be positive, got {bytes_moved!r}")
+    return place(simple_cost(flop, bytes_moved), machine, dtype, name=name)
+
+
+@dataclass(frozen=True)
+class GraphAnalysis:
+    """Every kernel of a graph under one fusion plan, placed on one machine, and the totals."""
+
+    placements: tuple[Placement, ...]
+    plan: str
+    machine: Machine
+    dtype: DType
+
+    @property
+    def flop(self) -> float:
+        return sum(p.flop * p.count for p in self.placements)
+
+    @property
+    def bytes(self) -> float:
+        return sum(p.bytes * p.count for p in self.placements)
+
+    @property
+    def time_s(self) -> float:
+        """Sum of the kernels' floors: kernels run one after another."""
+        return sum(p.total_time_s for p in self.placements)
+
+    @property
+    def flop_per_byte(self) -> float:
+        return self.flop / self.bytes if self.bytes else math.inf
+
+    @property
+    def memory_bound_time_s(self) -> float:
+        return sum(p.total_time_s for p in self.placements if p.bound == "memory")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "plan": self.plan,
+            "machine": self.machine.id,
+            "dtype": self.dtype.name,
+            "kernels": [p.to_dict() for p in self.placements],
+            "totals": {"flop": self.flop, "bytes": self.bytes, "time_s": self.time_s,
+                       "flop_per_byte": _finite(self.flop_per_byte),
+                       "memory_bound_time_s": self.memory_bound_time_s},
+        }
+
+
+def analyze_graph(graph: Graph, machine: Machine | str, dtype: str | DType | None = None,
+                  plan: FusionPlan = UNFUSED) -> GraphAnalysis:
+    m = get_machine(machine)
+    dt = get_dtype(dtype or m.default_dtype())
+    placements = tuple(place(k, m, dt) for k in graph.kernels(plan))
+    return GraphAnalysis(placements, plan.name, m, dt)
+
+
+def crossover(intensity_of: Callable[[int], float], ridge: float, lo: int = 1, hi: int = 1 << 40) -> int | None:
+    """The smallest integer x in [lo, hi] with intensity_of(x) >= ridge, for an intensity that grows
+    with x (a batch size, a matrix size); None if even hi stays below the ridge."""
+    if intensity_of(hi) < ridge:
+        return None
+    if intensity_of(lo) >= ridge:
+        return lo
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if intensity_of(mid) >= ridge:
+            hi = mid
+        else:
+            lo = mid
+    return hi

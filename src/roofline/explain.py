@@ -1,0 +1,87 @@
+"""Step-by-step derivations: every number a placement prints, with the numbers put in.
+
+Layering: imports roofline.analysis, roofline.graph, roofline.units only.
+"""
+
+from __future__ import annotations
+
+from roofline.analysis import Placement
+from roofline.graph import Tensor
+from roofline.hardware import DRAM, MATRIX
+from roofline.units import (format_bytes, format_bytes_per_s, format_flop, format_flop_per_s,
+                            format_intensity, format_time)
+
+
+def _tensor_line(verb: str, t: Tensor) -> str:
+    dims = "·".join(str(s) for s in t.shape)
+    bpe = f"{t.dtype.bytes_per_element:g}"
+    scale = ""
+    if t.dtype.scale_bits:
+        scale = f" ({t.dtype.bits} bits + {t.dtype.scale_bits}-bit scale per {t.dtype.block_size} = " \
+                f"{t.dtype.bits_per_element:g} bits)"
+    return f"    {verb:5} {t.name:<24} [{dims}] {t.dtype.name}{scale}: {dims}·{bpe} B = {format_bytes(t.bytes)}"
+
+
+def explain_placement(p: Placement) -> str:
+    """The derivation of intensity, ridge, attainable FLOP/s, time floor and bound for one kernel."""
+    lines: list[str] = [f"{p.name} on {p.machine.name}, {p.dtype.name}"
+                        + (f", ×{p.count} per step" if p.count > 1 else "")]
+    k = p.kernel
+    lines.append("FLOPs")
+    if k is not None:
+        for op in k.ops:
+            unit = ", ".join(f"{u}" for u in op.flop_by_unit)
+            lines.append(f"    {op.name}: {op.formula} = {format_flop(op.flop)} ({unit} units)")
+            if op.note:
+                lines.append(f"      NB: {op.note}")
+    lines.append(f"    total = {format_flop(p.flop)} ({p.flop:.6g} FLOP)")
+    lines.append("bytes (each tensor crossing the kernel boundary, once)")
+    if k is not None:
+        for t in k.reads:
+            lines.append(_tensor_line("read", t))
+        for t in k.writes:
+            lines.append(_tensor_line("write", t))
+    lines.append(f"    total = {format_bytes(p.bytes)} ({p.bytes:.6g} B)")
+    lines.append("intensity")
+    lines.append(f"    I = FLOPs / bytes = {p.flop:.6g} / {p.bytes:.6g} = {format_intensity(p.flop_per_byte, 5)}")
+    lines.append("ceilings")
+    for unit, peak in p.peak_by_unit.items():
+        if unit == MATRIX or p.cost.flop_by_unit.get(unit):
+            what = f"{p.dtype.peak_key} {unit} peak"
+            lines.append(f"    {what:<22} = {format_flop_per_s(peak, 4)}   [{p.machine.sources.get('peak.' + unit, 'catalog')}]")
+    lines.append(f"    {'DRAM bandwidth':<22} = {format_bytes_per_s(p.bytes_per_s, 4)}   "
+                 f"[{p.machine.sources.get('memory.dram', 'catalog')}]")
+    if len([u for u, f in p.cost.flop_by_unit.items() if f]) > 1:
+        lines.append(f"    blended peak = FLOPs / compute time = {format_flop_per_s(p.peak_flop_per_s, 4)}")
+    lines.append("ridge point")
+    lines.append(f"    I* = peak / BW = {format_flop_per_s(p.peak_flop_per_s, 4)} / {format_bytes_per_s(p.bytes_per_s, 4)}"
+                 f" = {format_intensity(p.ridge_flop_per_byte, 4)}")
+    lines.append("attainable")
+    lines.append(f"    min(peak, BW × I) = min({format_flop_per_s(p.peak_flop_per_s, 4)}, "
+                 f"{format_bytes_per_s(p.bytes_per_s, 4)} × {format_intensity(p.flop_per_byte, 5)}) "
+                 f"= {format_flop_per_s(p.attainable_flop_per_s, 4)}"
+                 f" = {p.fraction_of_peak:.3%} of the {p.dtype.peak_key} matrix peak")
+    lines.append("time floor")
+    terms = []
+    for unit, t in p.unit_times_s.items():
+        terms.append(f"{unit} FLOPs / peak = {p.cost.flop_by_unit[unit]:.4g} / {p.peak_by_unit[unit]:.4g} = {format_time(t)}")
+    for level, t in p.level_times_s.items():
+        name = "DRAM" if level == DRAM else level
+        terms.append(f"{name} bytes / BW = {p.cost.bytes_by_level[level]:.4g} / {p.bandwidth_by_level[level]:.4g} = {format_time(t)}")
+    for term in terms:
+        lines.append(f"    {term}")
+    lines.append(f"    floor = the largest = {format_time(p.time_s)}, set by {p.limiter}")
+    if p.count > 1:
+        lines.append(f"    × {p.count} per step = {format_time(p.total_time_s)}")
+    lines.append("bound")
+    cmp = ">" if p.bound == "compute" else "≤"
+    lines.append(f"    I = {format_intensity(p.flop_per_byte, 5)} {cmp} I* = {format_intensity(p.ridge_flop_per_byte, 4)}"
+                 f" → {p.bound}-bound")
+    if p.measured_time_s is not None:
+        lines.append("measured")
+        lines.append(f"    time = {format_time(p.measured_time_s)}; achieved = FLOPs / time = "
+                     f"{format_flop_per_s(p.achieved_flop_per_s or 0.0)}")
+        lines.append(f"    % of roof = floor / measured = {format_time(p.time_s)} / {format_time(p.measured_time_s)}"
+                     f" = {p.fraction_of_roof or 0.0:.1%}" + ("  ABOVE THE ROOF: model or measurement is wrong"
+                                                            if p.above_roof else ""))
+    return "\n".join(lines)

@@ -1,0 +1,48 @@
+"""Writing files so that a failure never leaves a truncated file in place of a good one.
+
+Layering: imports only roofline.errors.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from roofline.errors import RooflineError
+
+
+def atomic_write(path: str | os.PathLike[str], data: str | bytes) -> Path:
+    """Write to a temporary file beside `path`, then rename over it: all or nothing."""
+    target = Path(path)
+    directory = target.parent if str(target.parent) else Path(".")
+    if not directory.is_dir():
+        raise RooflineError(f"cannot write {target}: folder {directory} does not exist")
+    if target.is_dir():
+        raise RooflineError(f"cannot write {target}: it is a folder")
+    payload = data.encode() if isinstance(data, str) else data
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise RooflineError(f"cannot write {target}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(payload)
+        if target.exists():
+            os.chmod(tmp, target.stat().st_mode & 0o777)
+        else:
+            os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, target)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise RooflineError(f"cannot write {target}: {exc.strerror or exc}") from None
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

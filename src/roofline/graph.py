@@ -1,0 +1,267 @@
+"""Ops over named tensors, fusion plans, and the cost of a fused group.
+
+A workload is a list of ops. Each op reads and writes named tensors (shape, dtype, role) and
+carries its FLOPs split by the unit that does them. Fusion is a partition of the ops into kernels;
+a kernel's bytes are the bytes of the tensors that cross its group's boundary, each counted once:
+read if it comes from outside the group, written if something outside the group reads it or it
+outlives the step (a graph output, a KV-cache write). Naive and fused attention are the same ops
+under two plans: same FLOPs, fewer bytes.
+
+Layering: imports roofline.dtypes, roofline.errors, roofline.hardware.machine (unit and level
+names) only. No torch, no plotting, no measurement.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from roofline.dtypes import DType, get_dtype
+from roofline.errors import RooflineError
+from roofline.hardware.machine import DRAM, MATRIX, UNITS, VECTOR
+
+# tensor roles, for the byte breakdown (weights vs KV cache vs activations)
+WEIGHT = "weight"
+ACTIVATION = "activation"
+KV_CACHE = "kv_cache"
+ROLES = (WEIGHT, KV_CACHE, ACTIVATION)
+
+
+@dataclass(frozen=True)
+class Tensor:
+    name: str
+    shape: tuple[int, ...]
+    dtype: DType
+    role: str = ACTIVATION
+    persistent: bool = False  # written for later steps (KV cache): its write always reaches memory
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dtype", get_dtype(self.dtype))
+        for n in self.shape:
+            if not (isinstance(n, int) and n >= 0):
+                raise RooflineError(f"tensor {self.name}: dimensions must be non-negative integers, got {self.shape}")
+
+    @property
+    def elements(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def bytes(self) -> float:
+        """elements x bytes per element (block scales included)."""
+        return self.elements * self.dtype.bytes_per_element
+
+
+def tensor(name: str, shape: Sequence[int], dtype: str | DType, role: str = ACTIVATION,
+           persistent: bool = False) -> Tensor:
+    return Tensor(name, tuple(int(s) for s in shape), get_dtype(dtype), role, persistent)
+
+
+@dataclass(frozen=True)
+class Cost:
+    """FLOPs by compute unit and bytes by memory level, for one instance of a kernel.
+
+    `+` adds two costs as if run one after the other (their bytes are not deduplicated: to count a
+    shared tensor once, put both ops in one fused group instead).
+    """
+
+    flop_by_unit: Mapping[str, float] = field(default_factory=dict)
+    bytes_by_level: Mapping[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "flop_by_unit", MappingProxyType(dict(self.flop_by_unit)))
+        object.__setattr__(self, "bytes_by_level", MappingProxyType(dict(self.bytes_by_level)))
+
+    @property
+    def flop(self) -> float:
+        return float(sum(self.flop_by_unit.values()))
+
+    @property
+    def bytes(self) -> float:
+        """Bytes to and from off-chip memory: the denominator of the intensity."""
+        return float(self.bytes_by_level.get(DRAM, 0.0))
+
+    def __add__(self, other: Cost) -> Cost:
+        flop = dict(self.flop_by_unit)
+        for k, v in other.flop_by_unit.items():
+            flop[k] = flop.get(k, 0.0) + v
+        by = dict(self.bytes_by_level)
+        for k, v in other.bytes_by_level.items():
+            by[k] = by.get(k, 0.0) + v
+        return Cost(flop, by)
+
+    def scaled(self, factor: float) -> Cost:
+        return Cost({k: v * factor for k, v in self.flop_by_unit.items()},
+                    {k: v * factor for k, v in self.bytes_by_level.items()})
+
+
+def simple_cost(flop: float, bytes_moved: float, unit: str = MATRIX) -> Cost:
+    return Cost({unit: float(flop)}, {DRAM: float(bytes_moved)})
+
+
+@dataclass(frozen=True)
+class Op:
+    """One operation: what it reads, what it writes, and the FLOPs it performs per unit.
+
+    `formula` is the FLOP derivation with the numbers put in, for --explain; `note` flags an
+    approximation where it happens.
+    """
+
+    name: str
+    kind: str
+    inputs: tuple[Tensor, ...]
+    outputs: tuple[Tensor, ...]
+    flop_by_unit: Mapping[str, float]
+    count: int = 1
+    formula: str = ""
+    note: str = ""
+    compute_dtype: DType | None = None  # overrides the analysis' compute dtype for MATRIX FLOPs
+
+    def __post_init__(self) -> None:
+        for unit in self.flop_by_unit:
+            if unit not in UNITS:
+                raise RooflineError(f"op {self.name}: unknown compute unit {unit!r}")
+        object.__setattr__(self, "flop_by_unit", MappingProxyType(dict(self.flop_by_unit)))
+        if self.count < 1:
+            raise RooflineError(f"op {self.name}: count must be at least 1")
+
+    @property
+    def flop(self) -> float:
+        return float(sum(self.flop_by_unit.values()))
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A fused group of ops run as one kernel, `count` times per step, and its boundary traffic."""
+
+    name: str
+    ops: tuple[Op, ...]
+    count: int
+    reads: tuple[Tensor, ...]
+    writes: tuple[Tensor, ...]
+    cost: Cost
+    compute_dtype: DType | None = None
+
+    @property
+    def flop(self) -> float:
+        return self.cost.flop
+
+    @property
+    def bytes(self) -> float:
+        return self.cost.bytes
+
+    @property
+    def kind(self) -> str:
+        kinds = dict.fromkeys(op.kind for op in self.ops)
+        return "+".join(kinds)
+
+    def bytes_by_role(self) -> dict[str, float]:
+        out = dict.fromkeys(ROLES, 0.0)
+        for t in (*self.reads, *self.writes):
+            out[t.role] = out.get(t.role, 0.0) + t.bytes
+        return out
+
+    @property
+    def formula(self) -> str:
+        return "; ".join(f"{op.name}: {op.formula}" for op in self.ops if op.formula)
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return tuple(op.note for op in self.ops if op.note)
+
+
+@dataclass(frozen=True)
+class FusionPlan:
+    """A partition of a graph's ops into kernels: kernel name -> op names. Ops not named run alone."""
+
+    name: str
+    groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "groups", MappingProxyType({k: tuple(v) for k, v in self.groups.items()}))
+        seen: set[str] = set()
+        for kernel, ops in self.groups.items():
+            for op in ops:
+                if op in seen:
+                    raise RooflineError(f"fusion plan {self.name}: op {op} is in two kernels")
+                seen.add(op)
+
+
+UNFUSED = FusionPlan("none")
+
+
+class Graph:
+    """Ops in execution order over named tensors. Build once; apply any number of fusion plans."""
+
+    def __init__(self, ops: Iterable[Op], name: str = "") -> None:
+        self.name = name
+        self.ops: tuple[Op, ...] = tuple(ops)
+        self._by_name: dict[str, Op] = {}
+        tensors: dict[str, Tensor] = {}
+        self.readers: dict[str, list[str]] = {}
+        for op in self.ops:
+            if op.name in self._by_name:
+                raise RooflineError(f"graph {name}: two ops named {op.name}")
+            self._by_name[op.name] = op
+            for t in (*op.inputs, *op.outputs):
+                old = tensors.setdefault(t.name, t)
+                if old != t:
+                    raise RooflineError(f"graph {name}: tensor {t.name} declared twice differently "
+                                        f"({old.shape} {old.dtype} vs {t.shape} {t.dtype})")
+            for t in op.inputs:
+                self.readers.setdefault(t.name, []).append(op.name)
+        self.tensors = tensors
+
+    def op(self, name: str) -> Op:
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise RooflineError(f"graph {self.name}: no op named {name}") from None
+
+    @property
+    def flop(self) -> float:
+        return sum(op.flop * op.count for op in self.ops)
+
+    def kernels(self, plan: FusionPlan = UNFUSED) -> list[Kernel]:
+        """The kernels of `plan`, in the order their first op runs."""
+        group_of: dict[str, str] = {}
+        for kernel_name, names in plan.groups.items():
+            for n in names:
+                if n in self._by_name:  # a plan may name ops a particular graph lacks
+                    group_of[n] = kernel_name
+        members: dict[str, list[Op]] = {}
+        for op in self.ops:
+            members.setdefault(group_of.get(op.name, op.name), []).append(op)
+        return [self._kernel(name, ops) for name, ops in members.items()]
+
+    def _kernel(self, name: str, ops: list[Op]) -> Kernel:
+        counts = {op.count for op in ops}
+        if len(counts) != 1:
+            raise RooflineError(f"kernel {name}: fused ops run different numbers of times "
+                                f"({', '.join(f'{o.name}x{o.count}' for o in ops)})")
+        inside = {op.name for op in ops}
+        produced: dict[str, Tensor] = {}
+        for op in ops:
+            for t in op.outputs:
+                produced[t.name] = t
+        reads: dict[str, Tensor] = {}
+        for op in ops:
+            for t in op.inputs:
+                if t.name not in produced:
+                    reads.setdefault(t.name, t)
+        writes = [t for t in produced.values()
+                  if t.persistent or not self.readers.get(t.name)
+                  or any(r not in inside for r in self.readers[t.name])]
+        flop: dict[str, float] = {}
+        for op in ops:
+            for unit, f in op.flop_by_unit.items():
+                flop[unit] = flop.get(unit, 0.0) + f
+        moved = sum(t.bytes for t in reads.values()) + sum(t.bytes for t in writes)
+        dtypes = {op.compute_dtype for op in ops if op.compute_dtype is not None and op.flop_by_unit.get(MATRIX)}
+        return Kernel(name, tuple(ops), counts.pop(), tuple(reads.values()), tuple(writes),
+                      Cost(flop, {DRAM: float(moved)}), dtypes.pop() if len(dtypes) == 1 else None)
+
+
+__all__ = ["ACTIVATION", "KV_CACHE", "MATRIX", "ROLES", "UNFUSED", "VECTOR", "WEIGHT", "Cost", "FusionPlan",
+           "Graph", "Kernel", "Op", "Tensor", "simple_cost", "tensor"]

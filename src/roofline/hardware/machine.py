@@ -1,0 +1,138 @@
+"""A machine is its ceilings: peak FLOP/s per unit and dtype, bandwidth and capacity per memory level.
+
+Figures are never hard-coded in formulas; they come from a data file (datasheet machines) or from
+`roofline measure` (measured machines), in the same form. Sparse (2:4) peaks are kept apart and
+used only when asked for.
+
+Layering: imports roofline.units, roofline.dtypes and roofline.errors only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from roofline.dtypes import DType, get_dtype
+from roofline.errors import RooflineError
+
+# compute units a kernel's FLOPs are split over
+MATRIX = "matrix"  # tensor cores, MXU, AMX: matmuls
+VECTOR = "vector"  # plain SIMT / SIMD lanes: elementwise, reductions, norms, softmax
+UNITS = (MATRIX, VECTOR)
+
+# memory levels a kernel's bytes are split over; "dram" is off-chip (HBM, GDDR, DDR)
+DRAM = "dram"
+L2 = "l2"
+LEVELS = (DRAM, L2)
+
+PEAK_KEYS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "int8", "fp4", "int4")
+
+
+@dataclass(frozen=True)
+class MemoryLevel:
+    name: str
+    bytes_per_s: float | None = None
+    capacity_bytes: float | None = None
+    technology: str = ""
+    source: str = ""
+
+
+def _frozen(d: Mapping[str, float] | None) -> Mapping[str, float]:
+    return MappingProxyType(dict(d or {}))
+
+
+@dataclass(frozen=True)
+class Machine:
+    id: str
+    name: str
+    matrix_flop_per_s: Mapping[str, float]  # dense peaks of the matrix units, by peak key
+    memory: Mapping[str, MemoryLevel]
+    vector_flop_per_s: Mapping[str, float] = field(default_factory=dict)
+    sparse_flop_per_s: Mapping[str, float] = field(default_factory=dict)  # flagged; never default
+    aliases: tuple[str, ...] = ()
+    vendor: str = ""
+    kind: str = "gpu"
+    architecture: str = ""
+    year: int | None = None
+    interconnect_bytes_per_s: float | None = None
+    interconnect_name: str = ""
+    sources: Mapping[str, str] = field(default_factory=dict)  # section -> citation
+    notes: tuple[str, ...] = ()
+    measured: bool = False
+    path: str = ""  # file it was read from
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "matrix_flop_per_s", _frozen(self.matrix_flop_per_s))
+        object.__setattr__(self, "vector_flop_per_s", _frozen(self.vector_flop_per_s))
+        object.__setattr__(self, "sparse_flop_per_s", _frozen(self.sparse_flop_per_s))
+        object.__setattr__(self, "memory", MappingProxyType(dict(self.memory)))
+        object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
+
+    # --- ceilings -------------------------------------------------------------------------------
+    @property
+    def memory_bytes_per_s(self) -> float:
+        """Off-chip (DRAM/HBM) bandwidth: the slope of the roofline."""
+        level = self.memory.get(DRAM)
+        if level is None or level.bytes_per_s is None:
+            raise RooflineError(f"machine {self.id} has no DRAM bandwidth")
+        return level.bytes_per_s
+
+    @property
+    def memory_capacity_bytes(self) -> float | None:
+        level = self.memory.get(DRAM)
+        return None if level is None else level.capacity_bytes
+
+    def peak_flop_per_s(self, dtype: str | DType, unit: str = MATRIX, sparse: bool = False) -> float:
+        """Peak of `unit` for `dtype`. The vector unit falls back to its fp32 peak for narrower types,
+        because elementwise work on bf16/fp8 data is done in fp32 registers."""
+        key = get_dtype(dtype).peak_key
+        if unit == MATRIX:
+            table = self.sparse_flop_per_s if sparse else self.matrix_flop_per_s
+            if key in table:
+                return table[key]
+            kind = "sparse matrix" if sparse else "matrix"
+            have = ", ".join(sorted(table, key=PEAK_KEYS.index)) or "none"
+            raise RooflineError(f"{self.id} lists no {kind} peak for {key}; it has: {have}")
+        if unit == VECTOR:
+            if key in self.vector_flop_per_s:
+                return self.vector_flop_per_s[key]
+            if key != "fp64" and "fp32" in self.vector_flop_per_s:
+                return self.vector_flop_per_s["fp32"]
+            if not self.vector_flop_per_s:
+                # TPUs publish no vector peak; the matrix peak is the only ceiling there is
+                return self.peak_flop_per_s(dtype, MATRIX)
+            have = ", ".join(sorted(self.vector_flop_per_s))
+            raise RooflineError(f"{self.id} lists no vector peak for {key}; it has: {have}")
+        raise RooflineError(f"unknown compute unit {unit!r}; units are {', '.join(UNITS)}")
+
+    def ridge_flop_per_byte(self, dtype: str | DType, unit: str = MATRIX) -> float:
+        """I* = peak / bandwidth: 989.4e12 / 3.35e12 = 295.3 FLOP/byte for an H100 in BF16."""
+        return self.peak_flop_per_s(dtype, unit) / self.memory_bytes_per_s
+
+    def dtypes(self) -> list[str]:
+        """Peak keys with a dense matrix figure, narrowest last."""
+        return sorted(self.matrix_flop_per_s, key=PEAK_KEYS.index)
+
+    def has_peak(self, dtype: str | DType) -> bool:
+        return get_dtype(dtype).peak_key in self.matrix_flop_per_s
+
+    def default_dtype(self) -> str:
+        """bf16 where the machine has it, else the widest float it has (a CPU: fp32)."""
+        for key in ("bf16", "fp16", "fp32", "fp64"):
+            if key in self.matrix_flop_per_s:
+                return key
+        return self.dtypes()[0]
+
+    def with_bandwidth(self, bytes_per_s: float) -> Machine:
+        """A copy whose DRAM bandwidth is replaced (what-if analyses)."""
+        old = self.memory[DRAM]
+        memory = dict(self.memory)
+        memory[DRAM] = MemoryLevel(DRAM, bytes_per_s, old.capacity_bytes, old.technology, "what-if")
+        return _replace(self, memory=memory)
+
+
+def _replace(m: Machine, **changes: object) -> Machine:
+    from dataclasses import replace
+
+    return replace(m, **changes)  # type: ignore[arg-type]

@@ -1,0 +1,190 @@
+"""Op builders: one FLOP formula per kind of op, over shapes, with the convention in the docstring.
+
+We count FLOPs, not MACs, hence the 2s in matmuls. A builder takes the tensors an op reads and
+writes and returns the Op; the convenience functions at the bottom build one-kernel graphs for the
+`roofline kernel` command.
+
+Layering: imports roofline.graph, roofline.dtypes, roofline.errors only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from roofline.dtypes import DType, get_dtype, storage_dtype
+from roofline.errors import RooflineError
+from roofline.graph import (ACTIVATION, MATRIX, VECTOR, WEIGHT, FusionPlan, Graph, Op, Tensor,
+                            tensor)
+
+# FLOPs per output element of elementwise and row-wise ops: the one place these live.
+FLOP_PER_ELEMENT: dict[str, float] = {
+    "add": 1,  # a + b
+    "mul": 1,  # a * b
+    "relu": 1,  # max(x, 0)
+    "silu": 4,  # x / (1 + exp(-x)): negate, exp, add, divide
+    "gelu": 9,  # tanh form: x^3 (2), *0.044715, +x, *sqrt(2/pi), tanh, +1, *x, *0.5
+    "swiglu": 5,  # silu(gate) * up: 4 + 1
+    "geglu": 10,  # gelu(gate) * up: 9 + 1
+    "rope": 3,  # x * cos + rotate_half(x) * sin: 2 multiplies, 1 add
+    # RMSNorm: the seed's "about six FLOPs per element": square, accumulate, multiply by 1/rms,
+    # multiply by the gain, plus the conversions to fp32 and back (per-row rsqrt is amortised)
+    "rmsnorm": 6,
+    # LayerNorm, same convention: sum, subtract mean, square, accumulate, multiply by 1/sigma,
+    # multiply by gamma, add beta, plus the two conversions
+    "layernorm": 9,
+    "softmax": 5,  # running max, subtract, exp, accumulate, divide
+}
+
+
+def positive(name: str, value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise RooflineError(f"{name} must be a positive integer, got {value!r}")
+    return value
+
+
+def _dims(shape: Sequence[int]) -> str:
+    return "×".join(str(s) for s in shape)
+
+
+def matmul_op(name: str, a: Tensor, b: Tensor, out: Tensor, count: int = 1,
+              extra_inputs: Sequence[Tensor] = (), compute_dtype: DType | None = None) -> Op:
+    """out[..., M, N] = a[..., M, K] @ b[..., K, N]: 2·M·N·K FLOPs per batch element (a multiply
+    and an add per MAC). Leading dims broadcast; `extra_inputs` (a bias) are read, not counted as
+    FLOPs beyond the matmul's (a bias add is M·N, noted but negligible)."""
+    if len(a.shape) < 2 or len(b.shape) < 2:
+        raise RooflineError(f"{name}: matmul operands need at least 2 dims, got {a.shape} and {b.shape}")
+    m, k = a.shape[-2], a.shape[-1]
+    k2, n = b.shape[-2], b.shape[-1]
+    if k != k2:
+        raise RooflineError(f"{name}: inner dims differ: {_dims(a.shape)} @ {_dims(b.shape)}")
+    batch = out.elements // (m * n) if m * n else 0
+    if out.shape[-2:] != (m, n):
+        raise RooflineError(f"{name}: output {_dims(out.shape)} is not [..., {m}, {n}]")
+    flop = 2.0 * batch * m * n * k
+    where = f"2·{batch}·M·N·K" if batch != 1 else "2·M·N·K"
+    nums = f"2·{batch}·{m}·{n}·{k}" if batch != 1 else f"2·{m}·{n}·{k}"
+    return Op(name, "matmul", (a, b, *extra_inputs), (out,), {MATRIX: flop}, count,
+              formula=f"{where} = {nums}", compute_dtype=compute_dtype)
+
+
+def elementwise_op(name: str, kind: str, inputs: Sequence[Tensor], out: Tensor, count: int = 1,
+                   note: str = "") -> Op:
+    """FLOP_PER_ELEMENT[kind] per output element, on the vector units."""
+    if kind not in FLOP_PER_ELEMENT:
+        raise RooflineError(f"no FLOP convention for {kind!r}; known: {', '.join(FLOP_PER_ELEMENT)}")
+    per = FLOP_PER_ELEMENT[kind]
+    flop = per * out.elements
+    return Op(name, kind, tuple(inputs), (out,), {VECTOR: float(flop)}, count,
+              formula=f"{per:g}·elements = {per:g}·{_dims(out.shape)}", note=note)
+
+
+def norm_op(name: str, kind: str, x: Tensor, gain: Tensor, out: Tensor, count: int = 1,
+            extra: Sequence[Tensor] = ()) -> Op:
+    """RMSNorm / LayerNorm over the last dim: FLOP_PER_ELEMENT[kind] per element; reads x and the gain."""
+    return elementwise_op(name, kind, (x, gain, *extra), out, count)
+
+
+def attention_ops(prefix: str, q: Tensor, k: Tensor, v: Tensor, out: Tensor, causal: bool,
+                  count: int = 1, scores_dtype: str | DType | None = None,
+                  kv_offset: int | None = None) -> list[Op]:
+    """Attention as three ops: scores = q·kᵀ, probabilities = softmax(scores), out = p·v.
+
+    q [B, H, Nq, d], k [B, G, Nkv, d], v [B, G, Nkv, dv], out [B, H, Nq, dv]; G divides H (GQA).
+    FLOPs: 2·d and 2·dv per (query, key) pair for the two matmuls (the seed's 4·N²·d per head when
+    d = dv), and 5 per pair for the softmax. With `causal`, only unmasked pairs are counted: the
+    queries are the last Nq of Nkv positions, so pairs = Nq·Nkv − Nq·(Nq−1)/2 (≈ N²/2 in prefill).
+    The score and probability tensors are full [B, H, Nq, Nkv]: written to memory when the ops run
+    as separate kernels (naive), kept on chip when fused. Plans: `attention_plans`.
+    """
+    b, h, nq, d = q.shape
+    bk, g, nkv, dk = k.shape
+    dv = v.shape[-1]
+    if d != dk or bk != b or v.shape[:3] != k.shape[:3]:
+        raise RooflineError(f"{prefix}: q {_dims(q.shape)}, k {_dims(k.shape)}, v {_dims(v.shape)} do not fit")
+    if g < 1 or h % g:
+        raise RooflineError(f"{prefix}: query heads ({h}) must be a multiple of key/value heads ({g})")
+    if nq > nkv:
+        raise RooflineError(f"{prefix}: more queries ({nq}) than keys ({nkv})")
+    if causal:
+        offset = nkv - nq if kv_offset is None else kv_offset
+        pairs = nq * offset + nq * (nq + 1) // 2
+        pair_text = f"Nq·(Nkv−Nq) + Nq·(Nq+1)/2 = {nq}·{offset} + {nq}·{nq + 1}/2 = {pairs}"
+    else:
+        pairs = nq * nkv
+        pair_text = f"Nq·Nkv = {nq}·{nkv} = {pairs}"
+    sdt = get_dtype(scores_dtype) if scores_dtype is not None else q.dtype
+    scores = tensor(f"{prefix}.scores", (b, h, nq, nkv), sdt)
+    probs = tensor(f"{prefix}.probs", (b, h, nq, nkv), sdt)
+    note = "causal: FLOPs count unmasked pairs only" if causal else ""
+    return [
+        Op(f"{prefix}.qk", "attention_qk", (q, k), (scores,), {MATRIX: 2.0 * b * h * pairs * d}, count,
+           formula=f"2·B·H·pairs·d = 2·{b}·{h}·{pairs}·{d}; pairs = {pair_text}", note=note),
+        Op(f"{prefix}.softmax", "softmax", (scores,), (probs,), {VECTOR: 5.0 * b * h * pairs}, count,
+           formula=f"5·B·H·pairs = 5·{b}·{h}·{pairs}", note=note),
+        Op(f"{prefix}.pv", "attention_pv", (probs, v), (out,), {MATRIX: 2.0 * b * h * pairs * dv}, count,
+           formula=f"2·B·H·pairs·dv = 2·{b}·{h}·{pairs}·{dv}", note=note),
+    ]
+
+
+def attention_plans(prefix: str) -> dict[str, FusionPlan]:
+    """naive: each op its own kernel, scores and probabilities through memory;
+    fused: one kernel (FlashAttention), only q, k, v and out cross memory."""
+    ops = (f"{prefix}.qk", f"{prefix}.softmax", f"{prefix}.pv")
+    return {"naive": FusionPlan("naive"), "fused": FusionPlan("fused", {prefix: ops})}
+
+
+# --- one-kernel graphs for `roofline kernel` ---------------------------------------------------
+
+def matmul_graph(m: int, n: int, k: int, dtype: str | DType = "bf16", b_dtype: str | DType | None = None,
+                 out_dtype: str | DType | None = None, batch: int = 1) -> Graph:
+    """C[M, N] = A[M, K] @ B[K, N] (per batch): each operand read once, C written once."""
+    for label, v in (("M", m), ("N", n), ("K", k), ("batch", batch)):
+        positive(label, v)
+    a_dt = storage_dtype(dtype)
+    lead = (batch,) if batch > 1 else ()
+    a = tensor("A", (*lead, m, k), a_dt)
+    b = tensor("B", (*lead, k, n), storage_dtype(b_dtype or a_dt), WEIGHT if batch == 1 else ACTIVATION)
+    c = tensor("C", (*lead, m, n), storage_dtype(out_dtype or a_dt))
+    return Graph([matmul_op("matmul", a, b, c)], name="matmul")
+
+
+def elementwise_graph(kind: str, rows: int, cols: int, dtype: str | DType = "bf16") -> Graph:
+    """add: out = a + b; swiglu/geglu: out = act(gate) * up; others: out = f(x). rows×cols elements."""
+    positive("rows", rows)
+    positive("cols", cols)
+    dt = storage_dtype(dtype)
+    out = tensor("out", (rows, cols), dt)
+    if kind in ("add", "mul"):
+        ins = [tensor("a", (rows, cols), dt), tensor("b", (rows, cols), dt)]
+    elif kind in ("swiglu", "geglu"):
+        ins = [tensor("gate", (rows, cols), dt), tensor("up", (rows, cols), dt)]
+    elif kind in ("rmsnorm", "layernorm"):
+        gains = [tensor("gamma", (cols,), dt, WEIGHT)]
+        if kind == "layernorm":
+            gains.append(tensor("beta", (cols,), dt, WEIGHT))
+        x = tensor("x", (rows, cols), dt)
+        return Graph([norm_op(kind, kind, x, gains[0], out, extra=gains[1:])], name=kind)
+    else:
+        ins = [tensor("x", (rows, cols), dt)]
+    return Graph([elementwise_op(kind, kind, ins, out)], name=kind)
+
+
+def attention_graph(seq: int, head_dim: int, dtype: str | DType = "bf16", batch: int = 1, heads: int = 1,
+                    kv_heads: int | None = None, causal: bool = False, kv_seq: int | None = None) -> Graph:
+    """One attention layer: q [B, H, N, d]; k, v [B, G, Nkv, d]. Apply attention_plans('attention')."""
+    for label, v in (("seq", seq), ("head-dim", head_dim), ("batch", batch), ("heads", heads)):
+        positive(label, v)
+    g = positive("kv-heads", kv_heads) if kv_heads is not None else heads
+    nkv = positive("kv-seq", kv_seq) if kv_seq is not None else seq
+    dt = storage_dtype(dtype)
+    q = tensor("q", (batch, heads, seq, head_dim), dt)
+    k = tensor("k", (batch, g, nkv, head_dim), dt)
+    v = tensor("v", (batch, g, nkv, head_dim), dt)
+    o = tensor("o", (batch, heads, seq, head_dim), dt)
+    return Graph(attention_ops("attention", q, k, v, o, causal), name="attention")
+
+
+def square_matmul_intensity(n: int, bytes_per_element: float = 2.0) -> float:
+    """2N³ / (3·N²·bytes): N/3 at two bytes per element."""
+    return 2 * n**3 / (3 * n * n * bytes_per_element)
+

@@ -1,0 +1,1 @@
+"""Reports: text tables, JSON, charts. Sits on top of the analytic core; the core never imports it."""
