@@ -11,6 +11,10 @@ CONTRACT (other modules call these; keep the signatures):
   the key named by `x` (e.g. "batch") and "flop_per_byte"; draws intensity against x, the ridge
   as a horizontal line and the decode limit (if given) as an asymptote.
 
+- `model_figure(scenarios, title=)` -> matplotlib Figure of the first scenario (for `.plot()`).
+- `model_html(scenarios, title=)` -> str, the self-contained interactive page (for `_repr_html_`
+  and `--html`).
+
 STATUS: the bodies are being written (issue 4); until then they raise RooflineError.
 """
 
@@ -40,4 +44,12 @@ def write_model_outputs(scenarios: Sequence[Scenario], *, png: str | None = None
 
 def write_sweep_chart(rows: Sequence[Mapping[str, Any]], x: str, *, png: str | None = None, svg: str | None = None,
                       ridge: float, limit: float | None = None, title: str = "") -> list[Path]:
+    raise RooflineError("chart output is not available yet")
+
+
+def model_figure(scenarios: Sequence[Scenario], *, title: str = "") -> Any:
+    raise RooflineError("chart output is not available yet")
+
+
+def model_html(scenarios: Sequence[Scenario], *, title: str = "") -> str:
     raise RooflineError("chart output is not available yet")
