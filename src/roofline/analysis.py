@@ -127,7 +127,13 @@ class Placement:
 
     @property
     def ridge_flop_per_byte(self) -> float:
-        """I* = peak / BW, with the peak this kernel's FLOPs run at."""
+        """The machine's ridge for this dtype, I* = matrix peak / BW: 989.4e12 / 3.35e12 = 295.3 on an H100."""
+        return self.roof_flop_per_s / self.bytes_per_s
+
+    @property
+    def kernel_ridge_flop_per_byte(self) -> float:
+        """The ridge at the peak this kernel's FLOPs run at: the same as `ridge_flop_per_byte` for a
+        matmul, 67e12 / 3.35e12 = 20 for vector work on an H100. `bound` compares against this one."""
         return self.peak_flop_per_s / self.bytes_per_s
 
     @property
@@ -139,7 +145,7 @@ class Placement:
 
     @property
     def bound(self) -> str:
-        """'compute' if I > I* (the compute term is larger), else 'memory', as in the seed."""
+        """'compute' if I exceeds the kernel's ridge (its compute term is the larger), else 'memory'."""
         return "compute" if self.compute_time_s > self.memory_time_s else "memory"
 
     @property
@@ -185,6 +191,7 @@ class Placement:
             "peak_flop_per_s": self.peak_flop_per_s,
             "memory_bytes_per_s": self.bytes_per_s,
             "ridge_flop_per_byte": self.ridge_flop_per_byte,
+            "kernel_ridge_flop_per_byte": self.kernel_ridge_flop_per_byte,
             "attainable_flop_per_s": self.attainable_flop_per_s,
             "compute_time_s": self.compute_time_s,
             "memory_time_s": self.memory_time_s,

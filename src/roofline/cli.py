@@ -28,8 +28,12 @@ class PositiveInt(click.ParamType):
     name = "N"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
-        label = (param.human_readable_name if param else "value").upper() if param and param.param_type_name == "argument" \
-            else (param.opts[0] if param else "value")
+        if param is None:
+            label = "value"
+        elif param.param_type_name == "argument":
+            label = param.human_readable_name.upper()
+        else:
+            label = param.opts[0]
         try:
             number = int(str(value).replace("_", ""))
         except ValueError:
@@ -50,7 +54,7 @@ class Quantity(click.ParamType):
         try:
             number = parse_quantity(value, self.kind)  # type: ignore[arg-type]
         except UnitError as exc:
-            self.fail(str(exc), param, ctx)
+            self.fail(f"{param.opts[0] if param else 'value'}: {exc}", param, ctx)
         if not number > 0:
             self.fail(f"{param.opts[0] if param else 'value'} must be positive, got {value}", param, ctx)
         return number
@@ -325,10 +329,19 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point: every error a user can cause ends in one line on stderr and exit code 2."""
     try:
         cli.main(args=argv, prog_name="roofline", standalone_mode=False)
-    except click.exceptions.NoArgsIsHelp as exc:  # pragma: no cover - click >= 8.2
-        click.echo(exc.ctx.get_help() if exc.ctx else "", err=True)
+    except click.MissingParameter as exc:
+        hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
+        click.echo(f"roofline: error: {exc.format_message()}{hint}", err=True)
+        return 2
+    except click.BadParameter as exc:
+        # our parameter types name the parameter themselves; click's "Invalid value for ..." repeats it
+        hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
+        click.echo(f"roofline: error: {exc.message}{hint}", err=True)
         return 2
     except click.UsageError as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError" and exc.ctx is not None:
+            click.echo(exc.ctx.get_help())  # a bare group: show its help, as --help would
+            return 0
         hint = ""
         if exc.ctx is not None:
             hint = f" (see `{exc.ctx.command_path} --help`)"

@@ -52,6 +52,8 @@ _ALL = (
     DType("fp8_e5m2", 8, "fp8", description="OCP FP8 E5M2 (per-tensor scale)"),
     DType("mxfp8", 8, "fp8", scale_bits=8, block_size=32,
           description="OCP MX FP8: one E8M0 scale per 32 values"),
+    DType("fp6_e2m3", 6, "fp6", description="OCP FP6 E2M3, no block scales"),
+    DType("fp6_e3m2", 6, "fp6", description="OCP FP6 E3M2, no block scales"),
     DType("mxfp6", 6, "fp6", scale_bits=8, block_size=32,
           description="OCP MX FP6: one E8M0 scale per 32 values"),
     DType("int8", 8, "int8", description="8-bit integer"),
@@ -72,6 +74,7 @@ ALIASES: dict[str, str] = {
     "float16": "fp16", "half": "fp16", "f16": "fp16",
     "fp8": "fp8_e4m3", "e4m3": "fp8_e4m3", "float8_e4m3fn": "fp8_e4m3", "float8_e4m3fnuz": "fp8_e4m3",
     "e5m2": "fp8_e5m2", "float8_e5m2": "fp8_e5m2", "float8_e5m2fnuz": "fp8_e5m2",
+    "fp6": "fp6_e2m3", "e2m3": "fp6_e2m3", "e3m2": "fp6_e3m2",
     "e2m1": "fp4", "float4_e2m1fn_x2": "fp4",
     "uint8": "int8",
 }

@@ -7,9 +7,15 @@ from __future__ import annotations
 
 from roofline.analysis import Placement
 from roofline.graph import Tensor
-from roofline.hardware import DRAM, MATRIX
-from roofline.units import (format_bytes, format_bytes_per_s, format_flop, format_flop_per_s,
-                            format_intensity, format_time)
+from roofline.hardware import DRAM, MATRIX, VECTOR
+from roofline.units import (
+    format_bytes,
+    format_bytes_per_s,
+    format_flop,
+    format_flop_per_s,
+    format_intensity,
+    format_time,
+)
 
 
 def _tensor_line(verb: str, t: Tensor) -> str:
@@ -47,15 +53,22 @@ def explain_placement(p: Placement) -> str:
     lines.append("ceilings")
     for unit, peak in p.peak_by_unit.items():
         if unit == MATRIX or p.cost.flop_by_unit.get(unit):
-            what = f"{p.dtype.peak_key} {unit} peak"
-            lines.append(f"    {what:<22} = {format_flop_per_s(peak, 4)}   [{p.machine.sources.get('peak.' + unit, 'catalog')}]")
+            key = p.dtype.peak_key if unit == MATRIX else p.machine.vector_peak_key(p.dtype)
+            what = f"{key} {unit} peak"
+            source = p.machine.sources.get("peak." + unit, "catalog")
+            lines.append(f"    {what:<22} = {format_flop_per_s(peak, 4)}   [{source}]")
     lines.append(f"    {'DRAM bandwidth':<22} = {format_bytes_per_s(p.bytes_per_s, 4)}   "
                  f"[{p.machine.sources.get('memory.dram', 'catalog')}]")
     if len([u for u, f in p.cost.flop_by_unit.items() if f]) > 1:
         lines.append(f"    blended peak = FLOPs / compute time = {format_flop_per_s(p.peak_flop_per_s, 4)}")
     lines.append("ridge point")
-    lines.append(f"    I* = peak / BW = {format_flop_per_s(p.peak_flop_per_s, 4)} / {format_bytes_per_s(p.bytes_per_s, 4)}"
-                 f" = {format_intensity(p.ridge_flop_per_byte, 4)}")
+    lines.append(f"    I* = peak / BW = {format_flop_per_s(p.roof_flop_per_s, 4)} / "
+                 f"{format_bytes_per_s(p.bytes_per_s, 4)}"
+                 f" = {format_intensity(p.ridge_flop_per_byte, 4)} (the {p.dtype.peak_key} matrix roof)")
+    if abs(p.kernel_ridge_flop_per_byte - p.ridge_flop_per_byte) > 1e-9 * p.ridge_flop_per_byte:
+        lines.append(f"    this kernel's FLOPs run at {format_flop_per_s(p.peak_flop_per_s, 4)}, so its own ridge is "
+                     f"{format_flop_per_s(p.peak_flop_per_s, 4)} / {format_bytes_per_s(p.bytes_per_s, 4)} = "
+                     f"{format_intensity(p.kernel_ridge_flop_per_byte, 4)}")
     lines.append("attainable")
     lines.append(f"    min(peak, BW × I) = min({format_flop_per_s(p.peak_flop_per_s, 4)}, "
                  f"{format_bytes_per_s(p.bytes_per_s, 4)} × {format_intensity(p.flop_per_byte, 5)}) "
@@ -63,19 +76,27 @@ def explain_placement(p: Placement) -> str:
                  f" = {p.fraction_of_peak:.3%} of the {p.dtype.peak_key} matrix peak")
     lines.append("time floor")
     terms = []
-    for unit, t in p.unit_times_s.items():
-        terms.append(f"{unit} FLOPs / peak = {p.cost.flop_by_unit[unit]:.4g} / {p.peak_by_unit[unit]:.4g} = {format_time(t)}")
-    for level, t in p.level_times_s.items():
+    for unit, seconds in p.unit_times_s.items():
+        terms.append(f"{unit} FLOPs / peak = {p.cost.flop_by_unit[unit]:.4g} / {p.peak_by_unit[unit]:.4g} = "
+                     f"{format_time(seconds)}")
+    for level, seconds in p.level_times_s.items():
         name = "DRAM" if level == DRAM else level
-        terms.append(f"{name} bytes / BW = {p.cost.bytes_by_level[level]:.4g} / {p.bandwidth_by_level[level]:.4g} = {format_time(t)}")
+        terms.append(f"{name} bytes / BW = {p.cost.bytes_by_level[level]:.4g} / {p.bandwidth_by_level[level]:.4g} = "
+                     f"{format_time(seconds)}")
     for term in terms:
         lines.append(f"    {term}")
+    vector_flop = p.cost.flop_by_unit.get(VECTOR, 0.0)
+    if vector_flop and p.compute_time_s < p.memory_time_s:
+        at_matrix = vector_flop / p.peak_by_unit[MATRIX]
+        lines.append(f"    (counted at the {p.dtype.peak_key} matrix peak, as the seed does, the FLOPs would take "
+                     f"{format_time(at_matrix)}; either way memory sets the floor)")
     lines.append(f"    floor = the largest = {format_time(p.time_s)}, set by {p.limiter}")
     if p.count > 1:
         lines.append(f"    × {p.count} per step = {format_time(p.total_time_s)}")
     lines.append("bound")
     cmp = ">" if p.bound == "compute" else "≤"
-    lines.append(f"    I = {format_intensity(p.flop_per_byte, 5)} {cmp} I* = {format_intensity(p.ridge_flop_per_byte, 4)}"
+    lines.append(f"    I = {format_intensity(p.flop_per_byte, 5)} {cmp} "
+                 f"{format_intensity(p.kernel_ridge_flop_per_byte, 4)}"
                  f" → {p.bound}-bound")
     if p.measured_time_s is not None:
         lines.append("measured")

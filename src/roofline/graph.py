@@ -181,7 +181,7 @@ class FusionPlan:
     def __post_init__(self) -> None:
         object.__setattr__(self, "groups", MappingProxyType({k: tuple(v) for k, v in self.groups.items()}))
         seen: set[str] = set()
-        for kernel, ops in self.groups.items():
+        for ops in self.groups.values():
             for op in ops:
                 if op in seen:
                     raise RooflineError(f"fusion plan {self.name}: op {op} is in two kernels")

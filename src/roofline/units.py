@@ -114,7 +114,7 @@ def _sig(x: float, digits: int) -> str:
     """`digits` significant figures, no exponent, trailing zeros of the fraction dropped."""
     if x == 0:
         return "0"
-    decimals = max(0, digits - 1 - int(math.floor(math.log10(abs(x)))))
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(x))))
     text = f"{x:.{decimals}f}"
     if "." in text:
         text = text.rstrip("0").rstrip(".")

@@ -106,6 +106,15 @@ class Machine:
             raise RooflineError(f"{self.id} lists no vector peak for {key}; it has: {have}")
         raise RooflineError(f"unknown compute unit {unit!r}; units are {', '.join(UNITS)}")
 
+    def vector_peak_key(self, dtype: str | DType) -> str:
+        """Which vector figure `peak_flop_per_s(dtype, VECTOR)` uses: its own, else fp32, else the matrix one."""
+        key = get_dtype(dtype).peak_key
+        if key in self.vector_flop_per_s:
+            return key
+        if key != "fp64" and "fp32" in self.vector_flop_per_s:
+            return "fp32"
+        return key if not self.vector_flop_per_s else "none"
+
     def ridge_flop_per_byte(self, dtype: str | DType, unit: str = MATRIX) -> float:
         """I* = peak / bandwidth: 989.4e12 / 3.35e12 = 295.3 FLOP/byte for an H100 in BF16."""
         return self.peak_flop_per_s(dtype, unit) / self.memory_bytes_per_s

@@ -13,8 +13,7 @@ from collections.abc import Sequence
 
 from roofline.dtypes import DType, get_dtype, storage_dtype
 from roofline.errors import RooflineError
-from roofline.graph import (ACTIVATION, MATRIX, VECTOR, WEIGHT, FusionPlan, Graph, Op, Tensor,
-                            tensor)
+from roofline.graph import ACTIVATION, MATRIX, VECTOR, WEIGHT, FusionPlan, Graph, Op, Tensor, tensor
 
 # FLOPs per output element of elementwise and row-wise ops: the one place these live.
 FLOP_PER_ELEMENT: dict[str, float] = {
@@ -172,16 +171,16 @@ def elementwise_graph(kind: str, rows: int, cols: int, dtype: str | DType = "bf1
 def attention_graph(seq: int, head_dim: int, dtype: str | DType = "bf16", batch: int = 1, heads: int = 1,
                     kv_heads: int | None = None, causal: bool = False, kv_seq: int | None = None) -> Graph:
     """One attention layer: q [B, H, N, d]; k, v [B, G, Nkv, d]. Apply attention_plans('attention')."""
-    for label, v in (("seq", seq), ("head-dim", head_dim), ("batch", batch), ("heads", heads)):
-        positive(label, v)
+    for label, size in (("seq", seq), ("head-dim", head_dim), ("batch", batch), ("heads", heads)):
+        positive(label, size)
     g = positive("kv-heads", kv_heads) if kv_heads is not None else heads
     nkv = positive("kv-seq", kv_seq) if kv_seq is not None else seq
     dt = storage_dtype(dtype)
     q = tensor("q", (batch, heads, seq, head_dim), dt)
     k = tensor("k", (batch, g, nkv, head_dim), dt)
-    v = tensor("v", (batch, g, nkv, head_dim), dt)
+    v_ = tensor("v", (batch, g, nkv, head_dim), dt)
     o = tensor("o", (batch, heads, seq, head_dim), dt)
-    return Graph(attention_ops("attention", q, k, v, o, causal), name="attention")
+    return Graph(attention_ops("attention", q, k, v_, o, causal), name="attention")
 
 
 def square_matmul_intensity(n: int, bytes_per_element: float = 2.0) -> float:

@@ -8,8 +8,14 @@ from collections.abc import Iterable, Sequence
 from roofline.analysis import Placement
 from roofline.hardware import Machine
 from roofline.hardware.machine import PEAK_KEYS
-from roofline.units import (format_bytes, format_bytes_per_s, format_flop, format_flop_per_s, format_intensity,
-                            format_time)
+from roofline.units import (
+    format_bytes,
+    format_bytes_per_s,
+    format_flop,
+    format_flop_per_s,
+    format_intensity,
+    format_time,
+)
 
 
 def render(table: object, width: int = 120) -> str:
@@ -32,7 +38,10 @@ def placement_text(p: Placement, title: str = "") -> str:
     t.add_row("bytes", format_bytes(p.bytes), f"{p.bytes:.6g} B to and from DRAM")
     t.add_row("intensity", format_intensity(p.flop_per_byte, 5), "FLOPs / bytes")
     t.add_row("ridge", format_intensity(p.ridge_flop_per_byte, 4),
-              f"{format_flop_per_s(p.peak_flop_per_s, 4)} / {format_bytes_per_s(p.bytes_per_s, 4)}")
+              f"{format_flop_per_s(p.roof_flop_per_s, 4)} / {format_bytes_per_s(p.bytes_per_s, 4)}")
+    if abs(p.kernel_ridge_flop_per_byte - p.ridge_flop_per_byte) > 1e-9 * p.ridge_flop_per_byte:
+        t.add_row("", format_intensity(p.kernel_ridge_flop_per_byte, 4),
+                  f"at the {format_flop_per_s(p.peak_flop_per_s, 4)} its FLOPs run at (vector units)")
     t.add_row("attainable", format_flop_per_s(p.attainable_flop_per_s, 4),
               f"{p.fraction_of_peak:.2%} of the {p.dtype.peak_key} peak; min(peak, BW × I)")
     t.add_row("time floor", format_time(p.time_s),

@@ -1,0 +1,118 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from roofline.cli import main
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_kernel_matmul_json_keys_and_values(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "kernel", "matmul", "4096", "4096", "4096", "--machine", "h100", "--json")
+    assert code == 0
+    d = json.loads(out)
+    assert d["flop"] == 2 * 4096**3
+    assert d["bytes"] == 3 * 4096**2 * 2
+    assert d["flop_per_byte"] == pytest.approx(4096 / 3)  # 1365.3
+    assert d["ridge_flop_per_byte"] == pytest.approx(989.4 / 3.35)
+    assert d["attainable_flop_per_s"] == pytest.approx(989.4e12)
+    assert d["time_s"] == pytest.approx(2 * 4096**3 / 989.4e12)
+    assert d["bound"] == "compute"
+
+
+def test_kernel_rmsnorm_human_table(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "kernel", "rmsnorm", "8192", "8192")
+    assert code == 0
+    assert "80.1 µs" in out  # (2·2·8192² + 2·8192) B / 3.35 TB/s
+    assert "memory" in out
+    assert "1.4999 FLOP/B" in out
+
+
+def test_kernel_explain_shows_formulas_with_numbers(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "kernel", "matmul", "4096", "4096", "4096", "--explain")
+    assert code == 0
+    assert "2·M·N·K = 2·4096·4096·4096" in out
+    assert "I* = peak / BW = 989.4 TFLOP/s / 3.35 TB/s = 295.3 FLOP/B" in out
+    assert "compute-bound" in out
+
+
+def test_kernel_attention_naive_vs_fused(capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = run(capsys, "kernel", "attention", "--seq", "8192", "--head-dim", "128", "--impl", "naive", "--json")
+    naive = json.loads(out)
+    _, out, _ = run(capsys, "kernel", "attention", "--seq", "8192", "--head-dim", "128", "--impl", "fused", "--json")
+    fused = json.loads(out)
+    assert naive["flop"] == fused["flop"]
+    assert naive["bytes"] == 8 * 8192**2 + 8 * 8192 * 128
+    assert fused["bytes"] == 8 * 8192 * 128
+    assert naive["bound"] == "memory" and fused["bound"] == "compute"
+
+
+def test_kernel_custom_is_the_seed_kernel_time(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "kernel", "custom", "--flop", "6e6", "--bytes", "4 MB", "--json")
+    assert code == 0
+    d = json.loads(out)
+    assert d["flop_per_byte"] == 1.5
+    assert d["time_s"] == pytest.approx(4e6 / 3.35e12)
+
+
+def test_machines_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "machines", "--json")
+    assert code == 0
+    rows = {r["name"]: r for r in json.loads(out)}
+    b200 = rows["b200"]
+    assert b200["peak_flop_per_s"]["bf16"] == 2.25e15
+    assert b200["memory_bytes_per_s"] == 8e12
+    assert b200["ridge_flop_per_byte"]["fp4"] == 9e15 / 8e12  # 1125
+
+
+def test_machine_detail_lists_sources(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "machine", "b200")
+    assert code == 0
+    assert "2.25 PFLOP/s" in out and "8 TB/s" in out and "nvidia" in out.lower()
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["kernel", "matmul", "-5", "4", "4"], "M must be a positive integer, got -5"),
+    (["kernel", "matmul", "0", "4", "4"], "M must be a positive integer, got 0"),
+    (["kernel", "matmul", "abc", "4", "4"], "M must be a positive integer, got 'abc'"),
+    (["kernel", "rmsnorm", "8", "8", "--machine", "h10"], "unknown machine 'h10'; did you mean"),
+    (["kernel", "matmul", "8", "8", "8", "--machine", "a100", "--dtype", "fp8"],
+     "lists no matrix peak for fp8; it has: fp64, tf32, bf16"),
+    (["kernel", "matmul", "8", "8", "8", "--dtype", "bf61"], "unknown dtype 'bf61'; did you mean"),
+    (["kernel", "custom", "--flop", "-3", "--bytes", "1"], "must be positive"),
+    (["kernel", "custom", "--flop", "3 TB/s", "--bytes", "1"], "expected FLOP"),
+    (["kernel", "attention", "--seq", "64", "--head-dim", "64", "--heads", "6", "--kv-heads", "4"],
+     "must be a multiple of key/value heads"),
+    (["machine", "/no/such/file.toml"], "does not exist"),
+    (["kernel", "matmul", "8", "8"], "Missing argument"),
+])
+def test_bad_input_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert out == ""
+    assert message in err
+    assert err.count("\n") == 1 and err.startswith("roofline: error: ")
+    assert "Traceback" not in err
+
+
+def test_malformed_machine_file_via_cli(capsys: pytest.CaptureFixture[str], tmp_path) -> None:  # type: ignore[no-untyped-def]
+    bad = tmp_path / "m.toml"
+    bad.write_text("id = 'x'\nname = 'x'\n[peak.matrix]\nbf16 = 'lots'\n[memory.dram]\nbandwidth = '1 TB/s'\n")
+    code, _, err = run(capsys, "kernel", "add", "1000", "--machine", str(bad))
+    assert code == 2 and "cannot read 'lots'" in err and err.count("\n") == 1
+
+
+def test_console_script_entry_point() -> None:
+    proc = subprocess.run([sys.executable, "-m", "roofline.cli", "kernel", "add", "-1"], capture_output=True,
+                          text=True, check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "roofline: error: N must be a positive integer, got -1 " \
+                                  "(see `roofline kernel add --help`)"
