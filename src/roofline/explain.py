@@ -74,6 +74,9 @@ def explain_placement(p: Placement) -> str:
                  f"{format_bytes_per_s(p.bytes_per_s, 4)} × {format_intensity(p.flop_per_byte, 5)}) "
                  f"= {format_flop_per_s(p.attainable_flop_per_s, 4)}"
                  f" = {p.fraction_of_peak:.3%} of the {p.dtype.peak_key} matrix peak")
+    if p.fraction_of_peak > 1:
+        lines.append("    (above 100%: the vector units' FLOPs run alongside the matrix units', and the headline peak "
+                     "counts only the matrix units)")
     lines.append("time floor")
     terms = []
     for unit, seconds in p.unit_times_s.items():

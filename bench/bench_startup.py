@@ -1,0 +1,65 @@
+"""CLI start-up: `roofline --help` and a `roofline kernel` query against `python -c pass`, side by side.
+
+Target (issue 2): at most 150 ms above bare Python. The runs are interleaved (bare, help, query,
+bare, ...) so that the machine's noise hits all three alike; we report min and median of each and
+the medians' differences. Usage: python bench/bench_startup.py [--runs N] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+TARGET_S = 0.150
+
+
+def commands() -> dict[str, list[str]]:
+    exe = shutil.which("roofline")
+    base = [exe] if exe else [sys.executable, "-m", "roofline.cli"]
+    return {
+        "python -c pass": [sys.executable, "-c", "pass"],
+        "roofline --help": [*base, "--help"],
+        "roofline kernel matmul": [*base, "kernel", "matmul", "4096", "4096", "4096", "--machine", "h100"],
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args()
+    cmds = commands()
+    times: dict[str, list[float]] = {k: [] for k in cmds}
+    for _ in range(args.runs):
+        for name, argv in cmds.items():
+            t0 = time.perf_counter()
+            subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+            times[name].append(time.perf_counter() - t0)
+    bare = statistics.median(times["python -c pass"])
+    lines = [f"# bench_startup: {args.runs} interleaved runs each, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}",
+             f"{'command':<26}{'min':>10}{'median':>10}{'max':>10}{'median - bare':>16}"]
+    ok = True
+    for name, ts in times.items():
+        med = statistics.median(ts)
+        extra = med - bare
+        verdict = ""
+        if name != "python -c pass":
+            verdict = "  ok" if extra <= TARGET_S else f"  OVER the {TARGET_S * 1e3:.0f} ms target"
+            ok &= extra <= TARGET_S
+        lines.append(f"{name:<26}{min(ts) * 1e3:>8.1f}ms{med * 1e3:>8.1f}ms{max(ts) * 1e3:>8.1f}ms"
+                     f"{extra * 1e3:>14.1f}ms{verdict}")
+    text = "\n".join(lines)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
