@@ -134,7 +134,18 @@ def machine(name: str, as_json: bool) -> None:
 
 # --- kernel -----------------------------------------------------------------------------------
 
+def _remember_output(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Keep --png/--svg/--html in the command's context, so the kernel commands' signatures stay as they are."""
+    if value:
+        ctx.meta.setdefault("roofline.outputs", {})[param.name] = value
+    return value
+
+
 def kernel_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    for fmt, what in (("html", "the interactive page (self-contained HTML)"), ("svg", "the roofline chart as SVG"),
+                      ("png", "the roofline chart as PNG")):
+        f = click.option(f"--{fmt}", fmt, metavar="FILE", default=None, expose_value=False,
+                         callback=_remember_output, help=f"Write {what} to FILE.")(f)
     f = click.option("--json", "as_json", is_flag=True, help="Print the placement as JSON.")(f)
     f = click.option("--explain", is_flag=True, help="Derive every number step by step.")(f)
     f = click.option("--storage-dtype", default=None,
@@ -153,8 +164,33 @@ def kernel() -> None:
     """Place one kernel on a machine: intensity, ridge, attainable FLOP/s, time floor, bound."""
 
 
+def _write_charts(graph: Any, m: Any, dt: str, plans: list[Any], name: str) -> None:
+    """--png/--svg/--html of a kernel command: one scenario per plan (naive and fused attention side by side)."""
+    ctx = click.get_current_context(silent=True)
+    outputs = ctx.meta.get("roofline.outputs", {}) if ctx is not None else {}
+    if not outputs:
+        return
+    from dataclasses import replace
+
+    from roofline.analysis import GraphAnalysis, place
+    from roofline.dtypes import get_dtype
+    from roofline.report.outputs import Scenario, write_kernel_outputs
+
+    scenarios = []
+    for pl in plans:
+        ps = [place(k, m, dt) for k in graph.kernels(pl)]
+        if len(ps) == 1 and name and len(plans) == 1:
+            ps = [replace(ps[0], name=name)]
+        label = pl.name if len(plans) > 1 else ""
+        scenarios.append(Scenario(label, GraphAnalysis(tuple(ps), pl.name, m, get_dtype(dt)), plan=label))
+    title = name.replace(f" ({plans[0].name})", "") + (": " + " vs ".join(p.name for p in plans) if len(plans) > 1
+                                                      else "")
+    for path in write_kernel_outputs(scenarios, title=title, **outputs):
+        click.echo(f"wrote {path}", err=True)
+
+
 def _emit(graph: Any, machine: str, dtype: str | None, explain: bool, as_json: bool,
-          plan: Any = None, name: str = "") -> None:
+          plan: Any = None, name: str = "", alternatives: Any = ()) -> None:
     from roofline.analysis import place
     from roofline.graph import UNFUSED
     from roofline.hardware import get_machine
@@ -163,6 +199,7 @@ def _emit(graph: Any, machine: str, dtype: str | None, explain: bool, as_json: b
     dt = dtype or m.default_dtype()
     kernels = graph.kernels(plan or UNFUSED)
     placements = [place(k, m, dt) for k in kernels]
+    _write_charts(graph, m, dt, [plan or UNFUSED, *(a for a in alternatives if a is not plan)], name)
     if len(placements) == 1:
         p = placements[0]
         if name:
@@ -305,8 +342,9 @@ def kernel_attention(seq: int, head_dim: int, kv_seq: int | None, batch: int, he
     from roofline.kernels import attention_graph, attention_plans
 
     g = attention_graph(seq, head_dim, _storage(dtype, storage_dtype), batch, heads, kv_heads, causal, kv_seq)
-    _emit(g, machine, dtype, explain, as_json, plan=attention_plans("attention")[impl],
-          name=f"attention ({impl}) N={seq} d={head_dim}")
+    plans = attention_plans("attention")
+    _emit(g, machine, dtype, explain, as_json, plan=plans[impl], name=f"attention ({impl}) N={seq} d={head_dim}",
+          alternatives=plans.values())
 
 
 def _register_commands() -> None:

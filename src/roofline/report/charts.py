@@ -1,0 +1,645 @@
+"""Static roofline charts: matplotlib on the Agg canvas, rendered to PNG or SVG bytes in memory.
+
+Charts are built on a bare `matplotlib.figure.Figure` with an Agg canvas, never through pyplot,
+whose registry of open figures is global mutable state. Rendering happens into a buffer first, so a
+failure never leaves a half-written file (outputs.py writes the bytes with `atomic_write`).
+
+What a roofline chart shows:
+    x = arithmetic intensity I = FLOPs / bytes (FLOP/byte), log scale
+    y = attainable FLOP/s = FLOPs / time floor = min(peak, BW × I) for a pure matmul, log scale
+    roof: y = min(peak, BW × x), a slope of BW meeting a flat roof at the ridge I* = peak / BW
+Each kernel is one point at (I, attainable), coloured by its bound, numbered in execution order;
+the key beside the plot names the numbers. A measured kernel adds a second marker at
+(I, FLOPs / measured time), joined to its predicted point; one above the roof is drawn as a red
+cross and called out in red, because it means the model or the measurement is wrong.
+
+Artists carry gids ("roof", "ridge", "kernel-3", "measured-3", "above-roof-3", ...) so that tests
+and the SVG can find them.
+
+Layering: a report module; imports matplotlib (inside functions) and the core.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from roofline.analysis import GraphAnalysis, Placement
+from roofline.dtypes import DType, get_dtype
+from roofline.errors import RooflineError
+from roofline.hardware import Machine, get_machine
+from roofline.report.outputs import measured_xy, on_chart, point_xy, secondary_ceilings
+from roofline.units import format_bytes_per_s, format_flop_per_s, format_intensity, format_time
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from matplotlib.transforms import Bbox
+
+BOUND_COLOURS: dict[str, str] = {"memory": "#1f77b4", "compute": "#e6550d"}
+ABOVE_ROOF_COLOUR = "#d62728"
+ROOF_COLOUR = "#222222"
+# one colour per roof on comparison charts (tab10 without the bound colours' blue and orange)
+ROOF_CYCLE = ("#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f", "#1f77b4", "#ff7f0e")
+DPI = 110
+
+
+# --- figures and bytes ----------------------------------------------------------------------------
+
+def new_figure(width_in: float, height_in: float) -> Figure:
+    """A Figure on its own Agg canvas: no pyplot, no global figure list."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width_in, height_in), dpi=DPI)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def figure_bytes(fig: Figure, fmt: str) -> bytes:
+    """Render to PNG or SVG in memory. SVG keeps text as text (searchable, parseable) and carries no
+    date, so the same chart gives the same bytes."""
+    import matplotlib
+
+    if fmt not in ("png", "svg"):
+        raise RooflineError(f"unknown chart format {fmt!r}; use png or svg")
+    buf = io.BytesIO()
+    metadata: dict[str, Any] = {"Date": None} if fmt == "svg" else {"Software": "roofline"}
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "roofline"}):
+        fig.savefig(buf, format=fmt, dpi=DPI, metadata=metadata, facecolor="white")
+    return buf.getvalue()
+
+
+# --- axes ---------------------------------------------------------------------------------------
+
+def _si(value: float, unit: str = "") -> str:
+    """Tick label with a decimal prefix: 1e12 -> '1 T', 3e-1 -> '0.3'."""
+    if value <= 0:
+        return ""
+    for prefix, scale in (("E", 1e18), ("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if value >= scale:
+            return f"{value / scale:g} {prefix}{unit}".strip()
+    return f"{value:g} {unit}".strip()
+
+
+def _log_axes(ax: Axes, xlabel: str, ylabel: str, y_unit: str = "", x_unit: str = "") -> None:
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.xaxis.set_major_locator(LogLocator(base=10))
+    ax.yaxis.set_major_locator(LogLocator(base=10))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: _si(v, x_unit)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: _si(v, y_unit)))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, which="major", color="0.88", lw=0.6)
+    ax.set_axisbelow(True)
+
+
+def _decade_floor(v: float) -> float:
+    return 10.0 ** math.floor(math.log10(v))
+
+
+def _decade_ceil(v: float) -> float:
+    return 10.0 ** math.ceil(math.log10(v))
+
+
+# --- roofs --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Roof:
+    """One machine at one precision: attainable = min(peak, BW × I)."""
+
+    label: str
+    peak_flop_per_s: float
+    bytes_per_s: float
+
+    @property
+    def ridge_flop_per_byte(self) -> float:
+        """I* = peak / BW."""
+        return self.peak_flop_per_s / self.bytes_per_s
+
+    def attainable(self, flop_per_byte: float) -> float:
+        return min(self.peak_flop_per_s, self.bytes_per_s * flop_per_byte)
+
+
+def roof_of(machine: Machine | str, dtype: str | DType | None = None) -> Roof:
+    """The matrix roof of `machine` at `dtype` (default: its default dtype) over its DRAM bandwidth."""
+    m = get_machine(machine)
+    dt = get_dtype(dtype or m.default_dtype())
+    return Roof(f"{m.name} {dt.peak_key}", m.peak_flop_per_s(dt), m.memory_bytes_per_s)
+
+
+def _draw_roof(ax: Axes, roof: Roof, x_lo: float, x_hi: float, colour: str, gid: str, lw: float = 2.0,
+               ls: str = "-", label: str | None = None) -> None:
+    """The slope from x_lo up to the ridge, then the flat roof to x_hi; the ridge as a marker and a
+    dotted drop line to the bottom of the axes."""
+    ridge = roof.ridge_flop_per_byte
+    xs = [x_lo, ridge, x_hi] if x_lo < ridge < x_hi else [x_lo, x_hi]
+    ax.plot(xs, [roof.attainable(x) for x in xs], color=colour, lw=lw, ls=ls, gid=gid, label=label,
+            solid_capstyle="round", zorder=2)
+    ax.plot([ridge], [roof.peak_flop_per_s], marker="o", ms=7, mfc="white", mec=colour, mew=1.8,
+            ls="none", gid=f"ridge{gid.removeprefix('roof')}", zorder=4)
+    ax.plot([ridge, ridge], [ax.get_ylim()[0], roof.peak_flop_per_s], color=colour, lw=0.9, ls=":",
+            gid=f"ridge-line{gid.removeprefix('roof')}", zorder=1)
+
+
+def _slope_angle(ax: Axes, x0: float, y0: float, x1: float, y1: float) -> float:
+    """The on-screen angle (degrees) of the segment from (x0, y0) to (x1, y1): on log axes the
+    memory slope's angle depends on the axes' aspect, so it is measured, not assumed to be 45°."""
+    (px0, py0), (px1, py1) = ax.transData.transform([(x0, y0), (x1, y1)])
+    return math.degrees(math.atan2(py1 - py0, px1 - px0))
+
+
+# --- labels that never overlap ----------------------------------------------------------------------
+
+def _overlaps(a: Bbox, boxes: Sequence[Bbox]) -> bool:
+    return any(a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1 for b in boxes)
+
+
+def _text_size_px(fig: Figure, text: str, fontsize: float, pad_px: float) -> tuple[float, float]:
+    from matplotlib.text import Text
+
+    t = Text(0, 0, text, fontsize=fontsize, fontweight="bold", figure=fig)
+    bb = t.get_window_extent(fig.canvas.get_renderer())  # type: ignore[attr-defined]
+    return bb.width + 2 * pad_px, bb.height + 2 * pad_px
+
+
+def place_labels(fig: Figure, ax: Axes, anchors: Sequence[tuple[float, float]], texts: Sequence[str],
+                 colours: Sequence[str], obstacles: Sequence[Bbox], gid_prefix: str = "label",
+                 fontsize: float = 8.0) -> list[Any]:
+    """Put each text near its anchor (data coordinates) where its box overlaps no other label, no
+    marker and no obstacle, and stays inside the axes; a thin leader line joins label and point.
+
+    Greedy: candidates on rings of growing radius around the anchor, tried in a fixed order (upper
+    right first). Label sizes are measured once and the candidate boxes computed, so a hundred
+    labels take milliseconds. If no candidate is free (never seen in practice), the one with the
+    fewest overlaps is used."""
+    from matplotlib.transforms import Bbox
+
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    ax_box = ax.get_window_extent(renderer)
+    px_per_pt = fig.dpi / 72.0
+    pad_px = 2.0 * px_per_pt
+    display: list[tuple[float, float]] = [tuple(d) for d in ax.transData.transform(list(anchors))] if anchors else []
+    marker_r = 4.5 * px_per_pt
+    taken: list[Bbox] = list(obstacles)
+    taken += [Bbox.from_extents(x - marker_r, y - marker_r, x + marker_r, y + marker_r) for x, y in display]
+    angles = [45, 135, -45, -135, 90, -90, 0, 180, 22, 158, -22, -158, 68, 112, -68, -112]
+    radii_pt = [11, 17, 25, 35, 48, 64, 84, 108]
+    out = []
+    for i, ((px, py), text) in enumerate(zip(display, texts, strict=True)):
+        w, h = _text_size_px(fig, text, fontsize, pad_px)
+        best: tuple[int, float, float] | None = None
+        for r in radii_pt:
+            for a in angles:
+                dx = r * math.cos(math.radians(a)) * px_per_pt
+                dy = r * math.sin(math.radians(a)) * px_per_pt
+                # push the box's near edge, not its centre, to the ring
+                cx = px + dx + math.copysign(w / 2, dx) * (abs(dx) > 1e-6)
+                cy = py + dy + math.copysign(h / 2, dy) * (abs(dy) > 1e-6)
+                box = Bbox.from_extents(cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2)
+                inside = (box.x0 >= ax_box.x0 and box.x1 <= ax_box.x1 and box.y0 >= ax_box.y0
+                          and box.y1 <= ax_box.y1)
+                hits = sum(1 for b in taken if _overlaps(box, [b])) + (0 if inside else 100)
+                if best is None or hits < best[0]:
+                    best = (hits, cx, cy)
+                if hits == 0:
+                    break
+            if best is not None and best[0] == 0:
+                break
+        assert best is not None
+        _, cx, cy = best
+        taken.append(Bbox.from_extents(cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2))
+        off = ((cx - px) / px_per_pt, (cy - py) / px_per_pt)
+        ann = ax.annotate(text, xy=anchors[i], xytext=off, textcoords="offset points", ha="center", va="center",
+                          fontsize=fontsize, fontweight="bold", color="black", zorder=6,
+                          bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": colours[i], "lw": 0.8},
+                          arrowprops={"arrowstyle": "-", "lw": 0.6, "color": "0.35", "shrinkA": 0, "shrinkB": 3},
+                          gid=f"{gid_prefix}-{i + 1}")
+        out.append(ann)
+    return out
+
+
+def _text_box(fig: Figure, artist: Any) -> Bbox:
+    box: Bbox = artist.get_window_extent(fig.canvas.get_renderer())  # type: ignore[attr-defined]
+    return box
+
+
+# --- the roofline chart of one analysis -------------------------------------------------------------
+
+def number_ranges(ids: Sequence[int]) -> str:
+    """[1, 2, 3, 5, 7, 8] -> '1–3,5,7,8': runs of three or more collapse to a range."""
+    parts: list[str] = []
+    run: list[int] = []
+    for n in [*ids, None]:
+        if n is not None and run and n == run[-1] + 1:
+            run.append(n)
+            continue
+        if run:
+            parts.append(f"{run[0]}–{run[-1]}" if len(run) >= 3 else ",".join(map(str, run)))
+        run = [n] if n is not None else []
+    return ",".join(parts)
+
+
+def _short(name: str, width: int = 34) -> str:
+    return name if len(name) <= width else name[: width - 1] + "…"
+
+
+def roofline_figure(placements: Sequence[Placement], *, machine: Machine | None = None, dtype: DType | None = None,
+                    title: str = "", names: Sequence[str] | None = None, subtitle: str | None = None,
+                    shares: bool = True) -> Figure:
+    """Every kernel of `placements` (execution order) on the roofline of `machine` at `dtype`.
+
+    The main roof is the machine's matrix peak at `dtype` over DRAM bandwidth. If some kernels run
+    their matmuls at another precision (an fp8 matmul in a bf16 model), that roof is drawn dashed
+    too; if some kernels do vector work, the vector ceiling is drawn dashed grey. `subtitle` replaces
+    the totals line and `shares=False` drops the share-of-step column, for charts that put several
+    alternatives (naive and fused attention) side by side, whose times do not add up."""
+    if not placements:
+        raise RooflineError("nothing to draw: the analysis has no kernels")
+    m = machine or placements[0].machine
+    dt = dtype or placements[0].dtype
+    labels = list(names) if names is not None else [p.name for p in placements]
+    if len(labels) != len(placements):
+        raise RooflineError(f"{len(labels)} names for {len(placements)} kernels")
+    main = roof_of(m, dt)
+    ceilings = secondary_ceilings(placements, dt.peak_key, main.peak_flop_per_s)
+    extra = {label: Roof(f"{m.name} {label}", peak, main.bytes_per_s) for kind, label, peak in ceilings
+             if kind == "matrix"}
+    vector_peak = next((peak for kind, _, peak in ceilings if kind == "vector"), None)
+
+    drawn = [(i, p) for i, p in enumerate(placements) if on_chart(p)]
+    xs = [point_xy(p)[0] for _, p in drawn]
+    ys = [point_xy(p)[1] for _, p in drawn]
+    for _, p in drawn:
+        mxy = measured_xy(p)
+        if mxy is not None:
+            ys.append(mxy[1])
+    ridges = [main.ridge_flop_per_byte, *(r.ridge_flop_per_byte for r in extra.values())]
+    x_lo = _decade_floor(min([*xs, *ridges]) / 3)
+    # room right of the ridge for its label
+    x_hi = _decade_ceil(max(max(xs, default=1.0) * 3, max(ridges) * 12))
+    peaks = [main.peak_flop_per_s, *(r.peak_flop_per_s for r in extra.values())]
+    y_lo = _decade_floor(min([*ys, main.attainable(x_lo)]) / 2)
+    y_hi = max(peaks) * 6
+
+    n_rows = len(placements) + sum(1 for p in placements if _key_note(p))
+    key_font = 8.0 if n_rows <= 40 else 6.5
+    row_in = key_font * 1.55 / 72
+    height = max(6.0, 1.9 + row_in * (n_rows + 4))
+    fig = new_figure(13.0, height)
+    # fixed layout (no tight_layout): the slope label's angle is measured in this geometry
+    above_any = any(p.above_roof for p in placements)
+    top_in = 1.2 if above_any else 0.95
+    plot_h = min(5.2, height - top_in - 0.7)
+    ax = fig.add_axes((0.75 / 13, (height - top_in - plot_h) / height, 7.4 / 13, plot_h / height), gid="roofline")
+    key = fig.add_axes((8.55 / 13, 0.3 / height, 4.35 / 13, (height - 1.2) / height), gid="key")
+    key.set_axis_off()
+    _log_axes(ax, "arithmetic intensity I (FLOP/byte)", "attainable performance (FLOP/s)", y_unit="")
+    ax.set_xlim(x_lo, x_hi)
+    ax.set_ylim(y_lo, y_hi)
+
+    _draw_roof(ax, main, x_lo, x_hi, ROOF_COLOUR, "roof")
+    obstacles = []
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    for j, (key_name, r) in enumerate(sorted(extra.items())):
+        colour = ROOF_CYCLE[j % len(ROOF_CYCLE)]
+        _draw_roof(ax, r, x_lo, x_hi, colour, f"roof-{key_name.split()[0]}", lw=1.4, ls="--")
+        t = ax.text(x_hi / 1.15, r.peak_flop_per_s * 1.12, f"{key_name} {format_flop_per_s(r.peak_flop_per_s)}",
+                    ha="right", va="bottom", fontsize=8, color=colour, gid=f"roof-label-{key_name.split()[0]}")
+        obstacles.append(t.get_window_extent(renderer))
+    if vector_peak is not None and vector_peak < main.peak_flop_per_s:
+        v_ridge = vector_peak / main.bytes_per_s
+        ax.plot([v_ridge, x_hi], [vector_peak, vector_peak], color="0.55", lw=1.1, ls="--", gid="vector-roof", zorder=1)
+        t = ax.text(x_hi / 1.15, vector_peak / 1.12, f"vector peak {format_flop_per_s(vector_peak)}",
+                    ha="right", va="top", fontsize=8, color="0.4", gid="vector-roof-label")
+        obstacles.append(t.get_window_extent(renderer))
+
+    # roof labels: the values they stand for, in the chart
+    ridge = main.ridge_flop_per_byte
+    t_roof = ax.text(x_hi / 1.15, main.peak_flop_per_s * 1.12,
+                     f"compute roof: {dt.peak_key} peak {format_flop_per_s(main.peak_flop_per_s)}",
+                     ha="right", va="bottom", fontsize=9, fontweight="bold", gid="roof-label")
+    x_mid = math.sqrt(x_lo * ridge) if ridge > x_lo else x_lo * 1.5
+    angle = _slope_angle(ax, x_lo, main.attainable(x_lo), ridge, main.peak_flop_per_s)
+    t_slope = ax.text(x_mid, main.attainable(x_mid) * 1.35,
+                      f"memory slope: DRAM {format_bytes_per_s(main.bytes_per_s)} × I",
+                      rotation=angle, rotation_mode="anchor", ha="center", va="bottom", fontsize=9,
+                      fontweight="bold", gid="slope-label")
+    t_ridge = ax.text(ridge * 1.12, main.peak_flop_per_s / 1.25,
+                      f"ridge I* = {format_intensity(ridge)}\n(peak / BW)", ha="left", va="top", fontsize=8.5,
+                      gid="ridge-label")
+    obstacles += [_text_box(fig, t) for t in (t_roof, t_slope, t_ridge)]
+
+    # kernels: one point each, coloured by bound
+    anchors: list[tuple[float, float]] = []
+    anchor_ids: list[list[int]] = []
+    anchor_colour: list[str] = []
+    above: list[int] = []
+    for i, p in drawn:
+        n = i + 1
+        x, y = point_xy(p)
+        colour = BOUND_COLOURS[p.bound]
+        ax.plot([x], [y], marker="o", ms=7.5, mfc=colour, mec="white", mew=0.8, ls="none", gid=f"kernel-{n}",
+                zorder=5)
+        mxy = measured_xy(p)
+        if mxy is not None:
+            if p.above_roof:
+                above.append(n)
+                ax.plot([mxy[0]], [mxy[1]], marker="X", ms=11, mfc=ABOVE_ROOF_COLOUR, mec="white", mew=0.8,
+                        ls="none", gid=f"above-roof-{n}", zorder=7)
+                ax.plot([x, x], [y, mxy[1]], color=ABOVE_ROOF_COLOUR, lw=1.2, ls="--", zorder=3,
+                        gid=f"measured-link-{n}")
+            else:
+                ax.plot([mxy[0]], [mxy[1]], marker="D", ms=6.5, mfc="white", mec=colour, mew=1.6, ls="none",
+                        gid=f"measured-{n}", zorder=5)
+                ax.plot([x, x], [y, mxy[1]], color=colour, lw=0.9, ls="--", zorder=3, gid=f"measured-link-{n}")
+        # coincident points (same pixel) share one label: "3,5,7"
+        px, py = ax.transData.transform((x, y))
+        for j, (ax_, ay_) in enumerate(anchors):
+            qx, qy = ax.transData.transform((ax_, ay_))
+            if abs(qx - px) < 2.5 and abs(qy - py) < 2.5:
+                anchor_ids[j].append(n)
+                break
+        else:
+            anchors.append((x, y))
+            anchor_ids.append([n])
+            anchor_colour.append(colour)
+    # the markers of measured points are obstacles too
+    for line in ax.get_lines():
+        gid = line.get_gid() or ""
+        if gid.startswith(("measured-", "above-roof-")) and not gid.startswith("measured-link"):
+            obstacles.append(line.get_window_extent(renderer))
+    place_labels(fig, ax, anchors, [number_ranges(ids) for ids in anchor_ids], anchor_colour, obstacles)
+
+    # legend of colours and markers
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], marker="o", ls="none", mfc=BOUND_COLOURS["memory"], mec="white", ms=8,
+                      label="memory-bound kernel"),
+               Line2D([], [], marker="o", ls="none", mfc=BOUND_COLOURS["compute"], mec="white", ms=8,
+                      label="compute-bound kernel")]
+    if any(measured_xy(p) is not None for _, p in drawn):
+        handles.append(Line2D([], [], marker="D", ls="none", mfc="white", mec="0.3", ms=7, label="measured"))
+    if above:
+        handles.append(Line2D([], [], marker="X", ls="none", mfc=ABOVE_ROOF_COLOUR, mec="white", ms=10,
+                              label="measured ABOVE the roof"))
+    ax.legend(handles=handles, loc="lower right", fontsize=8, framealpha=0.95)
+
+    total = sum(p.total_time_s for p in placements)
+    mem = sum(p.total_time_s for p in placements if p.bound == "memory")
+    head = title or f"{m.name}, {dt.name}"
+    fig.text(0.7 / 13, 1 - 0.25 / height, head, fontsize=12.5, fontweight="bold", va="top", gid="title")
+    sub = subtitle if subtitle is not None else (
+        f"{m.name} · {dt.name} · {len(placements)} kernels · time floor {format_time(total)}, "
+        f"{(mem / total if total else 0):.0%} of it memory-bound")
+    fig.text(0.7 / 13, 1 - 0.55 / height, sub, fontsize=9, color="0.3", va="top", gid="subtitle")
+    if above:
+        which = "kernel" if len(above) == 1 else "kernels"
+        fig.text(0.7 / 13, 1 - 0.8 / height,
+                 f"! {which} {', '.join(map(str, above))} measured ABOVE the roof: "
+                 "the model or the measurement is wrong",
+                 fontsize=9.5, color=ABOVE_ROOF_COLOUR, fontweight="bold", va="top", gid="above-roof-warning")
+
+    _draw_key(key, placements, labels, key_font, total if shares else 0.0)
+    return fig
+
+
+def _key_note(p: Placement) -> str:
+    if not on_chart(p):
+        return "not drawn: no FLOPs" if p.flop <= 0 else "not drawn: no bytes"
+    if p.above_roof:
+        return f"measured {format_time(p.measured_time_s or 0.0)}: ABOVE THE ROOF ({p.fraction_of_roof or 0:.0%})"
+    if p.fraction_of_roof is not None:
+        return f"measured {format_time(p.measured_time_s or 0.0)}: {p.fraction_of_roof:.0%} of the roof"
+    return ""
+
+
+def _intensity_cell(p: Placement) -> str:
+    if not on_chart(p):
+        return "—"
+    v = p.flop_per_byte
+    return f"{v:,.0f}" if v >= 1000 else f"{v:.3g}"
+
+
+def _draw_key(key: Axes, placements: Sequence[Placement], labels: Sequence[str], fontsize: float,
+              total_time_s: float) -> None:
+    """Numbered rows in execution order: number, name (×count), intensity, time floor per step, share;
+    a measured kernel gets a second line with its measured time and share of the roof."""
+    notes = [_key_note(p) for p in placements]
+    rows = len(placements) + sum(1 for n in notes if n) + 3
+    step = 1.0 / max(rows, 26)
+    key.set_xlim(0, 1)
+    key.set_ylim(0, 1)
+    key.text(0.0, 1.0, " #  kernel", fontsize=fontsize, fontweight="bold", family="monospace", va="top")
+    header = "FLOP/B     floor share" if total_time_s else "FLOP/B     floor"
+    key.text(1.0, 1.0, header, fontsize=fontsize, fontweight="bold", family="monospace",
+             va="top", ha="right")
+    row = 1.3
+    for i, (p, name, note) in enumerate(zip(placements, labels, notes, strict=True)):
+        y = 1.0 - row * step
+        colour = BOUND_COLOURS[p.bound]
+        count = f" ×{p.count}" if p.count > 1 else ""
+        label = _short(name, 27 - len(count)) + count
+        share = p.total_time_s / total_time_s if total_time_s else 0.0
+        key.text(0.0, y, f"{i + 1:>2}  {label}", fontsize=fontsize, family="monospace", va="top", color="black",
+                 gid=f"key-{i + 1}")
+        cells = f"{_intensity_cell(p):>6} {format_time(p.total_time_s):>9}"
+        if total_time_s:
+            cells += f" {share:>5.0%}"
+        key.text(1.0, y, cells,
+                 fontsize=fontsize, family="monospace", va="top", ha="right", color=colour)
+        row += 1
+        if note:
+            key.text(0.07, 1.0 - row * step, note, fontsize=fontsize - 0.5, va="top", ha="left",
+                     fontweight="bold" if p.above_roof else "normal",
+                     color=ABOVE_ROOF_COLOUR if p.above_roof else "0.35", gid=f"key-note-{i + 1}")
+            row += 1
+    key.text(0.0, 1.0 - (row + 0.5) * step,
+             "colour = bound (blue memory, orange compute); floor = time floor per step",
+             fontsize=fontsize - 0.5, color="0.4", va="top")
+
+
+# --- several machines or precisions on one chart ------------------------------------------------------
+
+def roofs_figure(roofs: Sequence[tuple[Machine | str, str | DType | None]], *,
+                 placements: Sequence[Placement] = (), title: str = "") -> Figure:
+    """Several roofs on one chart: machines (A100 → H100 → B200: "the roof rose seven times, the ridge
+    moved by two") or precisions (B200 bf16/fp8/fp4: "each halving of precision doubles the ridge").
+
+    Each roof is a line of its own colour with its peak, bandwidth and ridge in the legend; each
+    ridge is marked and numbered on the chart. The caption states the spread of roofs and ridges:
+    highest / lowest peak and highest / lowest ridge."""
+    if not roofs:
+        raise RooflineError("no roofs to compare")
+    rs = []
+    for machine, dtype in roofs:
+        m = get_machine(machine)
+        dt = get_dtype(dtype or m.default_dtype())
+        rs.append(Roof(f"{m.name} {dt.peak_key}", m.peak_flop_per_s(dt), m.memory_bytes_per_s))
+    ridges = [r.ridge_flop_per_byte for r in rs]
+    xs = [p.flop_per_byte for p in placements if on_chart(p)]
+    x_lo = _decade_floor(min([*ridges, *xs]) / 30)
+    x_hi = _decade_ceil(max([*ridges, *xs]) * 10)
+    y_lo = _decade_floor(min(r.attainable(x_lo) for r in rs))
+    y_hi = max(r.peak_flop_per_s for r in rs) * 4
+
+    fig = new_figure(10.5, 6.8)
+    ax = fig.add_axes((0.08, 0.27, 0.88, 0.63), gid="roofline")
+    _log_axes(ax, "arithmetic intensity I (FLOP/byte)", "attainable performance (FLOP/s)")
+    ax.set_xlim(x_lo, x_hi)
+    ax.set_ylim(y_lo, y_hi)
+    for i, r in enumerate(rs):
+        colour = ROOF_CYCLE[i % len(ROOF_CYCLE)]
+        _draw_roof(ax, r, x_lo, x_hi, colour, f"roof-{i + 1}",
+                   label=(f"{r.label}: {format_flop_per_s(r.peak_flop_per_s)}, {format_bytes_per_s(r.bytes_per_s)},"
+                          f" ridge {format_intensity(r.ridge_flop_per_byte)}"))
+    for p in placements:
+        if on_chart(p):
+            ax.plot([p.flop_per_byte], [p.attainable_flop_per_s], marker="o", ms=7, ls="none",
+                    mfc=BOUND_COLOURS[p.bound], mec="white", gid=f"kernel-{p.name}", zorder=5)
+    # ridge values as numbered labels that never overlap, in each roof's colour
+    obstacles: list[Bbox] = []
+    place_labels(fig, ax, [(r.ridge_flop_per_byte, r.peak_flop_per_s) for r in rs],
+                 [f"{r.ridge_flop_per_byte:.0f}" for r in rs],
+                 [ROOF_CYCLE[i % len(ROOF_CYCLE)] for i in range(len(rs))], obstacles, gid_prefix="ridge-label")
+    ax.legend(loc="upper left", bbox_to_anchor=(0.0, -0.1), fontsize=9, ncols=1, frameon=False)
+    fig.text(0.08, 0.965, title or "Roofs compared", fontsize=13, fontweight="bold", va="top", gid="title")
+    peaks = [r.peak_flop_per_s for r in rs]
+    hi, lo = rs[peaks.index(max(peaks))], rs[peaks.index(min(peaks))]
+    caption = (f"roof: {hi.label} / {lo.label} = ×{max(peaks) / min(peaks):.2g}; "
+               f"ridge: highest / lowest = ×{max(ridges) / min(ridges):.2g}")
+    fig.text(0.08, 0.925, caption, fontsize=9.5, color="0.3", va="top", gid="caption")
+    return fig
+
+
+# --- sweeps -------------------------------------------------------------------------------------
+
+def _kernel_times(row: Mapping[str, Any]) -> list[tuple[str, float, str]] | None:
+    """(kernel name, time per step, bound) for one sweep row, from whichever form it carries."""
+    analysis = row.get("analysis")
+    if isinstance(analysis, GraphAnalysis):
+        return [(p.name, p.total_time_s, p.bound) for p in analysis.placements]
+    kernels = row.get("kernels")
+    if isinstance(kernels, Sequence) and kernels:
+        out = []
+        for k in kernels:
+            if isinstance(k, Placement):
+                out.append((k.name, k.total_time_s, k.bound))
+            else:
+                t = k.get("total_time_s", k.get("time_s", 0.0) * k.get("count", 1))
+                out.append((str(k.get("name", "?")), float(t), str(k.get("bound", "memory"))))
+        return out
+    if "time_s" in row and "memory_bound_time_s" in row:
+        mem = float(row["memory_bound_time_s"])
+        return [("memory-bound kernels", mem, "memory"),
+                ("compute-bound kernels", float(row["time_s"]) - mem, "compute")]
+    return None
+
+
+def sweep_figure(rows: Sequence[Mapping[str, Any]], x: str, *, ridge: float, limit: float | None = None,
+                 title: str = "") -> Figure:
+    """Intensity against `x` (e.g. batch) with the ridge and the asymptote; below it, when the rows
+    carry times, the step time as stacked bars, one segment per kernel, hatched where the kernel is
+    compute-bound, with the memory-bound share written over each bar."""
+    if not rows:
+        raise RooflineError("nothing to draw: the sweep has no rows")
+    for r in rows:
+        for key in (x, "flop_per_byte"):
+            if key not in r:
+                raise RooflineError(f"sweep row lacks {key!r}: {sorted(r)}")
+    if not (ridge > 0 and math.isfinite(ridge)):
+        raise RooflineError(f"ridge must be a positive number, got {ridge!r}")
+    xs = [float(r[x]) for r in rows]
+    ys = [float(r["flop_per_byte"]) for r in rows]
+    if min(xs) <= 0 or min(ys) <= 0:
+        raise RooflineError(f"{x} and intensity must be positive to draw on log axes")
+    times = [_kernel_times(r) for r in rows]
+    with_times = all(t is not None for t in times)
+    fig = new_figure(10.5, 9.0 if with_times else 5.6)
+    if with_times:
+        ax = fig.add_axes((0.09, 0.58, 0.62, 0.34), gid="intensity")
+        bars = fig.add_axes((0.09, 0.07, 0.62, 0.38), gid="step-time")
+    else:
+        ax = fig.add_axes((0.09, 0.12, 0.84, 0.74), gid="intensity")
+    _log_axes(ax, x, "arithmetic intensity I (FLOP/byte)")
+    ax.plot(xs, ys, marker="o", ms=5, color="#1f77b4", lw=1.8, gid="sweep", label="intensity of the whole step")
+    x_lo, x_hi = min(xs) / 1.5, max(xs) * 1.5
+    y_all = [*ys, ridge, *([limit] if limit else [])]
+    ax.set_xlim(x_lo, x_hi)
+    ax.set_ylim(_decade_floor(min(y_all) / 1.5), _decade_ceil(max(y_all) * 1.5))
+    ax.axhline(ridge, color=ROOF_COLOUR, lw=1.6, gid="ridge", label=f"ridge I* = {format_intensity(ridge)}")
+    ax.text(x_lo * 1.05, ridge * 1.08, f"ridge {format_intensity(ridge)}: compute-bound above",
+            fontsize=8.5, va="bottom", gid="ridge-label")
+    if limit is not None:
+        if not (limit > 0 and math.isfinite(limit)):
+            raise RooflineError(f"the limit must be a positive number, got {limit!r}")
+        ax.axhline(limit, color=ABOVE_ROOF_COLOUR, lw=1.4, ls="--", gid="limit",
+                   label=f"limit as {x} → ∞: {format_intensity(limit)}")
+        ax.text(x_lo * 1.05, limit * 1.08, f"limit as {x} → ∞: {format_intensity(limit)}", fontsize=8.5,
+                va="bottom", color=ABOVE_ROOF_COLOUR, gid="limit-label")
+    cross = next((xv for xv, yv in zip(xs, ys, strict=True) if yv >= ridge), None)
+    if cross is not None:
+        ax.axvline(cross, color="0.5", lw=0.9, ls=":", gid="crossover")
+        ax.text(cross * 1.05, ax.get_ylim()[0] * 1.3, f"reaches the ridge at {x} {cross:g}", fontsize=8.5,
+                color="0.3", gid="crossover-label")
+    elif limit is not None and limit < ridge:
+        ax.text(0.5, 0.04, f"the limit is below the ridge: memory-bound at every {x}", transform=ax.transAxes,
+                ha="center", fontsize=9, color=ABOVE_ROOF_COLOUR, gid="never-label")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8.5, frameon=False)
+    fig.text(0.09, 0.975, title or f"Intensity against {x}", fontsize=13, fontweight="bold", va="top", gid="title")
+    if with_times:
+        _draw_step_bars(bars, xs, [t for t in times if t is not None], x)
+    return fig
+
+
+def _draw_step_bars(ax: Axes, xs: Sequence[float], times: Sequence[list[tuple[str, float, str]]], x: str) -> None:
+    """Stacked bars: one segment per kernel in a colour of its own (the same across bars), hatched
+    if compute-bound. The ten largest kernels by total time are named; the rest are 'other'."""
+    from matplotlib import colormaps
+    from matplotlib.patches import Patch
+
+    totals: dict[str, float] = {}
+    for row in times:
+        for name, t, _ in row:
+            totals[name] = totals.get(name, 0.0) + t
+    named = sorted(totals, key=lambda k: -totals[k])[:10]
+    palette = colormaps["tab20"]
+    colour = {name: palette(i % 20) for i, name in enumerate(named)}
+    other = "0.75"
+    peak = max(sum(t for _, t, _ in row) for row in times) or 1.0
+    scale, unit = next(((s, u) for s, u in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")) if peak >= s),
+                       (1e-9, "ns"))
+    positions = list(range(len(xs)))
+    for pos, row in zip(positions, times, strict=True):
+        bottom = 0.0
+        for name, t, bound in row:
+            if t <= 0:
+                continue
+            ax.bar(pos, t / scale, bottom=bottom, width=0.7, color=colour.get(name, other),
+                   hatch="///" if bound == "compute" else None, edgecolor="white", lw=0.5,
+                   gid=f"bar-{pos}-{name}-{bound}")
+            bottom += t / scale
+        total = sum(t for _, t, _ in row)
+        mem = sum(t for _, t, b in row if b == "memory")
+        ax.text(pos, bottom * 1.01, f"{format_time(total)}\n{(mem / total if total else 0):.0%} mem",
+                ha="center", va="bottom", fontsize=7.5, gid=f"bar-total-{pos}")
+    ax.set_xticks(positions, [f"{v:g}" for v in xs])
+    ax.set_xlabel(x)
+    ax.set_ylabel(f"step time floor ({unit})")
+    ax.set_ylim(0, peak / scale * 1.22)
+    ax.grid(True, axis="y", color="0.9")
+    ax.set_axisbelow(True)
+    handles = [Patch(facecolor=colour[n], label=_short(n, 26)) for n in named]
+    if len(totals) > len(named):
+        handles.append(Patch(facecolor=other, label="other kernels"))
+    handles.append(Patch(facecolor="white", edgecolor="0.3", hatch="///", label="hatched: compute-bound"))
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    ax.set_title("step time by kernel (plain: memory-bound, hatched: compute-bound)", fontsize=10, loc="left")
