@@ -1,0 +1,79 @@
+"""Whole-model analysis speed: Llama 3 70B, both phases, every kernel, and a 10,000-point sweep.
+
+Targets (issue 3): the whole Llama 3 70B, prefill and decode, every kernel under every fusion plan,
+analysed in at most 5 ms after import; a 10,000-point batch × context sweep in at most 1 s. We time
+each many times and report min and median (the min is the machine's speed, the median its noise),
+and check the fast sweep path against the graph path at a few grid points.
+Usage: python bench/bench_model.py [--runs N] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ANALYSIS_TARGET_S = 5e-3
+SWEEP_TARGET_S = 1.0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=50)
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args()
+
+    t0 = time.perf_counter()
+    import numpy as np
+
+    from roofline.models import analyze_model, sweep_arrays
+    import_s = time.perf_counter() - t0
+
+    analyze_model("llama-3-70b", "h100", "decode", 64, 8192)  # first call reads the preset and the catalog
+    both: list[float] = []
+    kernels = 0
+    for _ in range(args.runs):
+        start = time.perf_counter()
+        pre = analyze_model("llama-3-70b", "h100", "prefill", 1, 8192)
+        dec = analyze_model("llama-3-70b", "h100", "decode", 64, 8192)
+        both.append(time.perf_counter() - start)
+        kernels = sum(len(a.placements) for x in (pre, dec) for a in x.plans.values())
+
+    b, s = np.meshgrid(np.arange(1, 101), np.arange(1, 101) * 1310, indexing="ij")
+    sweeps: list[float] = []
+    for _ in range(max(3, args.runs // 10)):
+        start = time.perf_counter()
+        r = sweep_arrays("llama-3-70b", "h100", "decode", b.ravel(), s.ravel())
+        sweeps.append(time.perf_counter() - start)
+    worst = 0.0
+    for i in (0, 4321, 9999):
+        a = analyze_model("llama-3-70b", "h100", "decode", int(b.ravel()[i]), int(s.ravel()[i]))
+        worst = max(worst, abs(float(r["time_s"][i]) - a.time_s) / a.time_s)
+
+    ok_a = min(both) <= ANALYSIS_TARGET_S
+    ok_s = min(sweeps) <= SWEEP_TARGET_S
+    lines = [
+        f"# bench_model: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, numpy {np.__version__}",
+        f"import roofline.models + numpy: {import_s * 1e3:.1f} ms (not part of the targets)",
+        f"llama-3-70b prefill (batch 1, prompt 8192) + decode (batch 64, context 8192), 3 plans each, "
+        f"{kernels} kernels placed: min {min(both) * 1e3:.2f} ms, median {statistics.median(both) * 1e3:.2f} ms "
+        f"over {len(both)} runs; target <= {ANALYSIS_TARGET_S * 1e3:.0f} ms: {'OK' if ok_a else 'MISSED'}",
+        f"10,000-point batch (1..100) x context (1310..131000) decode sweep: min {min(sweeps) * 1e3:.1f} ms, "
+        f"median {statistics.median(sweeps) * 1e3:.1f} ms over {len(sweeps)} runs; target <= "
+        f"{SWEEP_TARGET_S * 1e3:.0f} ms: {'OK' if ok_s else 'MISSED'}",
+        f"sweep path vs graph path at 3 grid points: largest relative difference in time {worst:.1e}",
+        f"decode at batch 64, 8k: {dec.flop_per_byte:.2f} FLOP/B, limit {dec.decode_limit.flop_per_byte:.2f} FLOP/B",
+    ]
+    text = "\n".join(lines)
+    print(text)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text + "\n")
+    return 0 if ok_a and ok_s and worst < 1e-9 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

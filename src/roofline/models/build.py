@@ -1,0 +1,503 @@
+"""The graph of one forward step of a transformer, for prefill or decode, and its three fusion plans.
+
+One step is a `roofline.graph.Graph` of ops over named tensors (roles: weight, kv_cache,
+activation). Layers are not repeated op by op: an op carries `count`, the number of layers that run
+it. Shapes, with N = batch × tokens per sequence (the prompt length in prefill, 1 in decode):
+
+    embedding      gather N rows of the table (not a weight stream)          -> resid [N, h]
+    attn_norm      RMSNorm/LayerNorm                                          -> [N, h]
+    qkv_proj       one GEMM for q, k, v (as serving engines fuse them)        -> [N, (H + 2G)·d]
+    rope           rotary embedding of q and k; writes the new K and V into the cache (persistent)
+    attn.qk / attn.softmax / attn.pv   causal GQA attention (roofline.kernels.attention_ops);
+                   decode reads the whole cache [B, G, L, d]; a sliding window caps L at the window
+    o_proj, attn_residual, mlp_norm
+    gate_up_proj, act, down_proj       (SwiGLU/GeGLU; GPT-2: up, GELU, down)
+    or MoE: router, topk, dispatch, experts.gate_up, experts.act, experts.down, shared.*, combine
+    mlp_residual, final_norm, lm_head  (prefill: only the last token of each sequence needs logits)
+
+MLA (DeepSeek-V3) in decode runs as DeepSeek runs it: W_UK absorbed into the query and W_UV into
+the output, attention over the compressed latent cache of kv_lora_rank + qk_rope_head_dim values
+per token per layer (one shared "head" of 576). Prefill decompresses K and V (kv_b_proj) and runs
+ordinary multi-head attention, as DeepSeek's prefill does.
+
+MoE weight traffic depends on how many distinct experts the step's tokens hit. Default: the
+expectation when each of the N tokens picks k of E experts uniformly at random and independently,
+E·(1 − (1 − k/E)^N), rounded to a whole expert and at least k. Real routers are not uniform (some
+experts are hot), so the default is a stated assumption; `experts_hit` overrides it.
+
+Fusion plans over the same graph (same FLOPs, fewer bytes):
+  none   every op its own kernel; attention naive (scores and probabilities through memory)
+  flash  attention's three ops one kernel (FlashAttention), the default, as serving engines run it
+  fused  also each norm into the matmul that reads it, the activation into its matmul's epilogue,
+         and the residual add into the epilogue of the matmul before it
+
+Layering: imports roofline.graph, roofline.kernels, roofline.dtypes, roofline.errors and
+roofline.models.config only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+
+from roofline.dtypes import DType, require_storable
+from roofline.errors import RooflineError
+from roofline.graph import ACTIVATION, KV_CACHE, MATRIX, VECTOR, WEIGHT, FusionPlan, Graph, Op, Tensor
+from roofline.kernels import FLOP_PER_ELEMENT, attention_ops, elementwise_op, matmul_op, norm_op
+from roofline.models.config import DENSE, GLOBAL, LOCAL, MOE, ModelConfig
+
+PREFILL = "prefill"
+DECODE = "decode"
+PHASES = (PREFILL, DECODE)
+PLANS = ("none", "flash", "fused")
+DEFAULT_PLAN = "flash"
+
+
+@dataclass(frozen=True)
+class ModelDtypes:
+    """Storage dtype per tensor role, and the compute dtype whose peak the matmuls run at
+    (None: chosen by the analysis, the activation dtype where the machine has a peak for it)."""
+
+    weights: DType
+    activations: DType
+    kv_cache: DType
+    compute: DType | None = None
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {"weights": self.weights.name, "activations": self.activations.name,
+                "kv_cache": self.kv_cache.name, "compute": self.compute.name if self.compute else None}
+
+
+def model_dtypes(weights: str | DType = "bf16", activations: str | DType = "bf16",
+                 kv_cache: str | DType | None = None, compute: str | DType | None = None) -> ModelDtypes:
+    """Dtypes by role; the KV cache defaults to the activation dtype. Block-scaled formats (mxfp4,
+    nvfp4, ...) are accepted for any role: their scale bytes are counted."""
+    from roofline.dtypes import get_dtype
+
+    act = require_storable(activations)
+    return ModelDtypes(require_storable(weights), act, require_storable(kv_cache) if kv_cache else act,
+                       get_dtype(compute) if compute else None)
+
+
+def expected_experts_hit(num_experts: int, per_token: int, tokens: int) -> float:
+    """E·(1 − (1 − k/E)^N): the expected number of distinct experts N tokens hit when each picks k
+    of E uniformly at random and independently (a token's k picks are in fact distinct; treating
+    them as independent changes the figure by well under one expert)."""
+    return num_experts * (1.0 - (1.0 - per_token / num_experts) ** tokens)
+
+
+def experts_hit(cfg: ModelConfig, tokens: int, override: int | None = None) -> int:
+    """Distinct experts one MoE layer reads the weights of: `override`, else the uniform-routing
+    expectation rounded to a whole expert, never below k nor above E or N·k."""
+    e, k = cfg.num_experts, cfg.experts_per_token
+    if override is not None:
+        if isinstance(override, bool) or not isinstance(override, int) or not (1 <= override <= e):
+            raise RooflineError(f"experts hit must be an integer in 1..{e}, got {override!r}")
+        return override
+    return max(k, min(e, tokens * k, round(expected_experts_hit(e, k, tokens))))
+
+
+@dataclass(frozen=True)
+class StepShape:
+    """One forward step: `batch` sequences; prefill runs `seq` prompt tokens of each, decode one new
+    token of each against `seq` tokens of context (the new token's own K/V included)."""
+
+    phase: str
+    batch: int
+    seq: int
+
+    @property
+    def tokens_per_sequence(self) -> int:
+        return self.seq if self.phase == PREFILL else 1
+
+    @property
+    def tokens(self) -> int:
+        """N: tokens the weights are applied to in this step."""
+        return self.batch * self.tokens_per_sequence
+
+
+@dataclass(frozen=True)
+class ModelGraph:
+    """A step's graph with its plans, and what it was built from."""
+
+    config: ModelConfig
+    shape: StepShape
+    dtypes: ModelDtypes
+    graph: Graph
+    plans: Mapping[str, FusionPlan]
+    experts_hit: int | None = None  # per MoE layer, as used
+    experts_hit_override: int | None = None  # as asked for (None: the uniform-routing expectation)
+    warnings: tuple[str, ...] = field(default=())
+
+    def plan(self, name: str) -> FusionPlan:
+        if name not in self.plans:
+            raise RooflineError(f"unknown fusion plan {name!r}; plans: {', '.join(self.plans)}")
+        return self.plans[name]
+
+
+def windowed_pairs(queries: int, window: int | None) -> int:
+    """Causal (query, key) pairs of a prompt of `queries` tokens: Σ_i min(i, W); N(N+1)/2 without a window."""
+    if window is None or queries <= window:
+        return queries * (queries + 1) // 2
+    return window * (window + 1) // 2 + (queries - window) * window
+
+
+class _Builder:
+    def __init__(self, cfg: ModelConfig, shape: StepShape, dtypes: ModelDtypes, hit: int | None) -> None:
+        self.cfg = cfg
+        self.shape = shape
+        self.dt = dtypes
+        self.hit = hit
+        self.ops: list[Op] = []
+        self.flash: dict[str, tuple[str, ...]] = {}
+        self.fused: dict[str, tuple[str, ...]] = {}
+        self.n = shape.tokens
+        self.b = shape.batch
+        self.t = shape.tokens_per_sequence
+        self.layers = cfg.num_layers
+
+    # --- helpers ---------------------------------------------------------------------------------
+    def act(self, name: str, shape: Sequence[int]) -> Tensor:
+        return Tensor(name, tuple(shape), self.dt.activations)
+
+    def weight(self, name: str, shape: Sequence[int]) -> Tensor:
+        return Tensor(name, tuple(shape), self.dt.weights, WEIGHT)
+
+    def gain(self, name: str, width: int) -> tuple[Tensor, ...]:
+        """A norm's parameters: the gain, and for LayerNorm the bias. Kept in the activation dtype."""
+        g = Tensor(f"{name}.weight", (width,), self.dt.activations, WEIGHT)
+        if self.cfg.norm == "layernorm":
+            return g, Tensor(f"{name}.bias", (width,), self.dt.activations, WEIGHT)
+        return (g,)
+
+    def bias(self, name: str, width: int, on: bool) -> tuple[Tensor, ...]:
+        return (Tensor(f"{name}.bias", (width,), self.dt.activations, WEIGHT),) if on else ()
+
+    def add(self, op: Op) -> str:
+        self.ops.append(op)
+        return op.name
+
+    def norm(self, name: str, x: Tensor, out: Tensor, count: int) -> str:
+        g = self.gain(name, x.shape[-1])
+        return self.add(norm_op(name, self.cfg.norm, x, g[0], out, count, extra=g[1:]))
+
+    def fuse(self, *names: str) -> None:
+        names = tuple(n for n in names if n)
+        if len(names) > 1:
+            self.fused["+".join(names)] = names
+
+    # --- blocks ----------------------------------------------------------------------------------
+    def embedding(self, resid: Tensor) -> None:
+        cfg, n, h = self.cfg, self.n, self.cfg.hidden_size
+        rows = Tensor("embed_tokens.rows", (n, h), self.dt.weights, WEIGHT)
+        inputs = [rows]
+        flop = 0.0
+        formula = f"gather {n} rows of the {cfg.vocab_size}×{h} table: no FLOPs; only the rows are read"
+        if cfg.learned_positions:
+            inputs.append(Tensor("position_embeddings.rows", (n, h), self.dt.weights, WEIGHT))
+            flop = float(n * h)
+            formula += f"; + position rows: 1·N·h = {n}·{h}"
+        elif cfg.sandwich_norm:  # Gemma scales the embedding by sqrt(h)
+            flop = float(n * h)
+            formula += f"; × sqrt(h): 1·N·h = {n}·{h}"
+        self.add(Op("embedding", "embedding", tuple(inputs), (resid,), {VECTOR: flop} if flop else {}, 1,
+                    formula=formula))
+
+    def attention_block(self, resid: Tensor, hidden: Tensor) -> None:
+        cfg, n, h, layers = self.cfg, self.n, self.cfg.hidden_size, self.layers
+        x = self.act("attn_norm.out", (n, h))
+        norm = self.norm("attn_norm", resid, x, layers)
+        attn_out = self.act("attn.out", (n, cfg.num_heads * cfg.v_dim))
+        if cfg.is_mla:
+            self.mla(x, attn_out, norm)
+        else:
+            self.gqa(x, attn_out, norm)
+        o = self.act("o_proj.out", (n, h))
+        o_proj = self.add(matmul_op("o_proj", attn_out, self.weight("o_proj.weight", (cfg.num_heads * cfg.v_dim, h)),
+                                    o, layers, extra_inputs=self.bias("o_proj", h, cfg.linear_bias)))
+        if cfg.sandwich_norm:
+            o_n = self.act("post_attn_norm.out", (n, h))
+            post = self.norm("post_attn_norm", o, o_n, layers)
+            res = self.add(elementwise_op("attn_residual", "add", (resid, o_n), hidden, layers))
+            self.fuse(post, res)  # a norm after a matmul reduces whole rows: fused with the add, not the GEMM
+        else:
+            res = self.add(elementwise_op("attn_residual", "add", (resid, o), hidden, layers))
+            self.fuse(o_proj, res)
+
+    def gqa(self, x: Tensor, attn_out: Tensor, norm: str) -> str:
+        cfg, n, b, t, layers = self.cfg, self.n, self.b, self.t, self.layers
+        H, G, d = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
+        width = (H + 2 * G) * d
+        qkv = self.act("qkv", (n, width))
+        proj = self.add(matmul_op("qkv_proj", x, self.weight("qkv_proj.weight", (cfg.hidden_size, width)), qkv,
+                                  layers, extra_inputs=self.bias("qkv_proj", width, cfg.qkv_bias or cfg.linear_bias)))
+        self.fuse(norm, proj)
+        q = self.act("q", (b, H, t, d))
+        k_new = Tensor("k.new", (b, G, t, d), self.dt.kv_cache, KV_CACHE, persistent=True)
+        v_new = Tensor("v.new", (b, G, t, d), self.dt.kv_cache, KV_CACHE, persistent=True)
+        inputs: tuple[Tensor, ...] = (qkv,)
+        if cfg.learned_positions:
+            self.add(Op("kv_write", "kv_write", inputs, (q, k_new, v_new), {}, layers,
+                        formula="split q, k, v and write k, v into the cache: no FLOPs"))
+        else:
+            rope = FLOP_PER_ELEMENT["rope"]
+            flop = rope * n * (H + G) * d
+            formula = f"{rope:g}·N·(H+G)·d = {rope:g}·{n}·{H + G}·{d}"
+            name, kind = "rope", "rope"
+            if cfg.qk_norm:
+                per = FLOP_PER_ELEMENT["rmsnorm"]
+                flop += per * n * (H + G) * d
+                formula = f"RMSNorm {per:g}·N·(H+G)·d + RoPE {formula}"
+                inputs += (Tensor("q_norm.weight", (d,), self.dt.activations, WEIGHT),
+                           Tensor("k_norm.weight", (d,), self.dt.activations, WEIGHT))
+                name, kind = "qk_norm_rope", "qk_norm+rope"
+            self.add(Op(name, kind, inputs, (q, k_new, v_new), {VECTOR: float(flop)}, layers,
+                        formula=formula + "; writes the new K and V into the cache"))
+        for kind, count in ((GLOBAL, cfg.attention_layers(GLOBAL)), (LOCAL, cfg.attention_layers(LOCAL))):
+            if not count:
+                continue
+            prefix = self.attn_prefix(kind)
+            window = cfg.sliding_window if kind == LOCAL else None
+            if self.shape.phase == PREFILL:
+                ops = attention_ops(prefix, q, k_new, v_new, attn_out, causal=True, count=count,
+                                    scores_dtype=self.dt.activations)
+                ops = _windowed(ops, t, window)
+            else:
+                cached = cfg.cached_tokens(kind, self.shape.seq)
+                kc = Tensor(f"{prefix}.k_cache", (b, G, cached, d), self.dt.kv_cache, KV_CACHE)
+                vc = Tensor(f"{prefix}.v_cache", (b, G, cached, d), self.dt.kv_cache, KV_CACHE)
+                ops = attention_ops(prefix, q, kc, vc, attn_out, causal=True, count=count,
+                                    scores_dtype=self.dt.activations)
+            for op in ops:
+                self.add(op)
+            self.flash[prefix] = tuple(op.name for op in ops)
+        return proj
+
+    def attn_prefix(self, kind: str) -> str:
+        both = self.cfg.attention_layers(GLOBAL) and self.cfg.attention_layers(LOCAL)
+        return f"attn.{kind}" if both else "attn"
+
+    def mla(self, x: Tensor, attn_out: Tensor, norm: str) -> str:
+        """DeepSeek-V3 attention: decode absorbed over the latent cache, prefill decompressed."""
+        cfg, n, b, t, layers, h = self.cfg, self.n, self.b, self.t, self.layers, self.cfg.hidden_size
+        H, dn, dr, dv, r, qr = (cfg.num_heads, cfg.qk_nope_head_dim, cfg.qk_rope_head_dim, cfg.v_head_dim,
+                                cfg.kv_lora_rank, cfg.q_lora_rank)
+        latent_width = r + dr
+        a_width = qr + latent_width
+        qkv_a = self.act("qkv_a", (n, a_width))
+        proj = self.add(matmul_op("qkv_a_proj", x, self.weight("qkv_a_proj.weight", (h, a_width)), qkv_a, layers))
+        self.fuse(norm, proj)
+        latent_new = Tensor("kv_latent.new", (b, 1, t, latent_width), self.dt.kv_cache, KV_CACHE, persistent=True)
+        per, rope = FLOP_PER_ELEMENT["rmsnorm"], FLOP_PER_ELEMENT["rope"]
+        gains: tuple[Tensor, ...] = (Tensor("kv_a_norm.weight", (r,), self.dt.activations, WEIGHT),)
+        outs: tuple[Tensor, ...] = (latent_new,)
+        q_in = x
+        if qr:
+            q_in = self.act("q_a_norm.out", (n, qr))
+            gains += (Tensor("q_a_norm.weight", (qr,), self.dt.activations, WEIGHT),)
+            outs = (q_in, latent_new)
+        lat = self.add(Op("latent_norm_rope", "rmsnorm+rope", (qkv_a, *gains), outs,
+                          {VECTOR: float(per * n * (qr + r) + rope * n * dr)}, layers,
+                          formula=f"RMSNorm {per:g}·N·(q_lora + kv_lora) + RoPE {rope:g}·N·rope_dim = "
+                                  f"{per:g}·{n}·{qr + r} + {rope:g}·{n}·{dr}; writes the latent "
+                                  f"({r} + {dr} values per token) into the cache"))
+        q = self.act("q", (n, H * (dn + dr)))
+        if qr:
+            qb = self.add(matmul_op("q_b_proj", q_in, self.weight("q_b_proj.weight", (qr, H * (dn + dr))), q, layers))
+            self.fuse(lat, qb)
+        else:
+            self.add(matmul_op("q_proj", x, self.weight("q_proj.weight", (h, H * (dn + dr))), q, layers))
+        if self.shape.phase == DECODE:
+            cached = cfg.cached_tokens(GLOBAL, self.shape.seq)
+            q_nope = self.act("q.nope", (H, n, dn))
+            q_pe = self.act("q.pe", (n, H * dr))
+            self.add(Op("q_rope", "rope", (q,), (q_nope, q_pe), {VECTOR: float(rope * n * H * dr)}, layers,
+                        formula=f"{rope:g}·N·H·rope_dim = {rope:g}·{n}·{H}·{dr}"))
+            q_mla = self.act("q.latent", (b, H, 1, latent_width))
+            absorb = matmul_op("q_absorb", q_nope, self.weight("kv_b_proj.k_weight", (H, dn, r)),
+                               self.act("q.latent_nope", (H, n, r)), layers)
+            self.add(replace(absorb, inputs=(*absorb.inputs, q_pe), outputs=(q_mla,),
+                             note="W_UK absorbed into the query; its rope part appended in the epilogue"))
+            cache = Tensor("attn.latent_cache", (b, 1, cached, latent_width), self.dt.kv_cache, KV_CACHE)
+            o_lat = self.act("attn.out_latent", (H, n, r))
+            qk, sm, pv = attention_ops("attn", q_mla, cache, cache, o_lat, causal=True, count=layers,
+                                       scores_dtype=self.dt.activations)
+            pairs = cached  # one query against the whole cache
+            pv = replace(pv, flop_by_unit={MATRIX: 2.0 * b * H * pairs * r},
+                         formula=f"2·B·H·pairs·kv_lora = 2·{b}·{H}·{pairs}·{r}",
+                         note="values are the first kv_lora_rank columns of the same latent rows: read once")
+            for op in (qk, sm, pv):
+                self.add(op)
+            self.flash["attn"] = (qk.name, sm.name, pv.name)
+            o_abs = matmul_op("o_absorb", o_lat, self.weight("kv_b_proj.v_weight", (H, r, dv)),
+                              self.act("attn.out_heads", (H, n, dv)), layers)
+            self.add(replace(o_abs, outputs=(attn_out,), note="W_UV applied to the latent output, per head"))
+        else:
+            q_full = self.act("q.full", (b, H, t, dn + dr))
+            self.add(Op("q_rope", "rope", (q,), (q_full,), {VECTOR: float(rope * n * H * dr)}, layers,
+                        formula=f"{rope:g}·N·H·rope_dim = {rope:g}·{n}·{H}·{dr}"))
+            latent = Tensor("kv_latent.c", (n, r), self.dt.kv_cache, KV_CACHE)
+            kv_b = self.act("kv_b", (n, H * (dn + dv)))
+            self.add(replace(matmul_op("kv_b_proj", latent, self.weight("kv_b_proj.weight", (r, H * (dn + dv))),
+                                       kv_b, layers),
+                             note="prefill decompresses the latent just written back into per-head K and V"))
+            k = self.act("k", (b, H, t, dn + dr))
+            v = self.act("v", (b, H, t, dv))
+            pe = Tensor("kv_latent.pe", (n, dr), self.dt.kv_cache, KV_CACHE)
+            self.add(Op("k_assemble", "copy", (kv_b, pe), (k, v), {}, layers,
+                        formula="concatenate k_nope with the shared rope key: no FLOPs"))
+            ops = attention_ops("attn", q_full, k, v, attn_out, causal=True, count=layers,
+                                scores_dtype=self.dt.activations)
+            for op in ops:
+                self.add(op)
+            self.flash["attn"] = tuple(op.name for op in ops)
+        return proj
+
+    def mlp_block(self, hidden: Tensor, resid: Tensor, kind: str, count: int, prefix: str) -> None:
+        cfg, n, h = self.cfg, self.n, self.cfg.hidden_size
+        p = prefix
+        x = self.act(f"{p}mlp_norm.out", (n, h))
+        norm = self.norm(f"{p}mlp_norm", hidden, x, count)
+        out = self.act(f"{p}mlp.out", (n, h))
+        if kind == MOE:
+            last = self.moe(x, out, count, p, norm)
+        else:
+            last = self.dense(x, out, count, p, norm)
+        if cfg.sandwich_norm:
+            out_n = self.act(f"{p}post_mlp_norm.out", (n, h))
+            post = self.norm(f"{p}post_mlp_norm", out, out_n, count)
+            res = self.add(elementwise_op(f"{p}mlp_residual", "add", (hidden, out_n), resid, count))
+            self.fuse(post, res)
+        else:
+            res = self.add(elementwise_op(f"{p}mlp_residual", "add", (hidden, out), resid, count))
+            self.fuse(last, res)
+
+    def dense(self, x: Tensor, out: Tensor, count: int, p: str, norm: str) -> str:
+        cfg, n, h, f = self.cfg, self.n, self.cfg.hidden_size, self.cfg.intermediate_size
+        a = self.act(f"{p}act.out", (n, f))
+        if cfg.gated:
+            gu = self.act(f"{p}gate_up", (n, 2 * f))
+            mm = self.add(matmul_op(f"{p}gate_up_proj", x, self.weight(f"{p}gate_up_proj.weight", (h, 2 * f)), gu,
+                                    count))
+            act = self.add(elementwise_op(f"{p}act", cfg.activation, (gu,), a, count))
+        else:
+            up = self.act(f"{p}up", (n, f))
+            mm = self.add(matmul_op(f"{p}up_proj", x, self.weight(f"{p}up_proj.weight", (h, f)), up, count,
+                                    extra_inputs=self.bias(f"{p}up_proj", f, cfg.linear_bias)))
+            act = self.add(elementwise_op(f"{p}act", cfg.activation, (up,), a, count))
+        self.fuse(norm, mm, act)
+        return self.add(matmul_op(f"{p}down_proj", a, self.weight(f"{p}down_proj.weight", (f, h)), out, count,
+                                  extra_inputs=self.bias(f"{p}down_proj", h, cfg.linear_bias)))
+
+    def moe(self, x: Tensor, out: Tensor, count: int, p: str, norm: str) -> str:
+        cfg, n, h = self.cfg, self.n, self.cfg.hidden_size
+        e, k, fe = cfg.num_experts, cfg.experts_per_token, cfg.moe_intermediate_size
+        hit = self.hit if self.hit is not None else e
+        logits = self.act(f"{p}router.logits", (n, e))
+        router = self.add(matmul_op(f"{p}router", x, self.weight(f"{p}router.weight", (h, e)), logits, count,
+                                    extra_inputs=self.bias(f"{p}router", e, cfg.router_bias)))
+        route = self.act(f"{p}router.topk", (n, k))
+        sm = FLOP_PER_ELEMENT["softmax"]
+        topk = self.add(Op(f"{p}topk", "topk", (logits,), (route,), {VECTOR: float(sm * n * e)}, count,
+                           formula=f"softmax over the experts {sm:g}·N·E = {sm:g}·{n}·{e}, then keep the top {k}",
+                           note="the expert ids travel with the weights; their bytes are not counted"))
+        self.fuse(norm, router, topk)
+        routed = self.act(f"{p}experts.in", (n * k, h))
+        dispatch = self.add(Op(f"{p}dispatch", "gather", (x, route), (routed,), {}, count,
+                               formula=f"copy each token's row to its {k} experts: N·k = {n}·{k} rows, no FLOPs"))
+        note = (f"reads the weights of {hit} of {e} experts: the expected distinct experts {n} tokens × {k} "
+                f"uniform picks hit, E·(1 − (1 − k/E)^N), rounded (override: experts_hit)")
+        gu = self.act(f"{p}experts.gate_up", (n * k, 2 * fe))
+        w_gu = self.weight(f"{p}experts.gate_up.weight", (hit, h, 2 * fe))
+        egu = self.add(Op(f"{p}experts.gate_up", "grouped_matmul", (routed, w_gu), (gu,),
+                          {MATRIX: 2.0 * n * k * h * 2 * fe}, count,
+                          formula=f"2·(N·k)·h·2f = 2·{n * k}·{h}·{2 * fe}", note=note))
+        ea = self.act(f"{p}experts.act.out", (n * k, fe))
+        eact = self.add(elementwise_op(f"{p}experts.act", cfg.activation, (gu,), ea, count))
+        self.fuse(dispatch, egu, eact)
+        eo = self.act(f"{p}experts.out", (n * k, h))
+        w_d = self.weight(f"{p}experts.down.weight", (hit, fe, h))
+        self.add(Op(f"{p}experts.down", "grouped_matmul", (ea, w_d), (eo,), {MATRIX: 2.0 * n * k * fe * h}, count,
+                    formula=f"2·(N·k)·f·h = 2·{n * k}·{fe}·{h}", note=note))
+        inputs: tuple[Tensor, ...] = (eo, route)
+        flop = 2.0 * k * n * h
+        formula = f"weighted sum of k expert rows: 2·k·N·h = 2·{k}·{n}·{h}"
+        if cfg.num_shared_experts:
+            fs = cfg.num_shared_experts * fe
+            sg = self.act(f"{p}shared.gate_up", (n, 2 * fs))
+            sgu = self.add(matmul_op(f"{p}shared.gate_up", x, self.weight(f"{p}shared.gate_up.weight", (h, 2 * fs)),
+                                     sg, count))
+            sa = self.act(f"{p}shared.act.out", (n, fs))
+            sact = self.add(elementwise_op(f"{p}shared.act", cfg.activation, (sg,), sa, count))
+            self.fuse(sgu, sact)
+            so = self.act(f"{p}shared.out", (n, h))
+            self.add(matmul_op(f"{p}shared.down", sa, self.weight(f"{p}shared.down.weight", (fs, h)), so, count))
+            inputs += (so,)
+            flop += n * h
+            formula += f" + the shared experts' output N·h = {n}·{h}"
+        return self.add(Op(f"{p}combine", "moe_combine", inputs, (out,), {VECTOR: flop}, count, formula=formula))
+
+    def final(self, resid: Tensor) -> None:
+        cfg, b, h = self.cfg, self.b, self.cfg.hidden_size
+        # prefill: only the last token of each sequence needs logits, so only its row is normed and projected
+        x = resid if self.shape.phase == DECODE else self.act("resid.last", (b, h))
+        y = self.act("final_norm.out", (b, h))
+        norm = self.norm("final_norm", x, y, 1)
+        head = "embed_tokens.weight" if cfg.tie_word_embeddings else "lm_head.weight"
+        mm = self.add(matmul_op("lm_head", y, self.weight(head, (h, cfg.vocab_size)),
+                                self.act("logits", (b, cfg.vocab_size)), 1))
+        self.fuse(norm, mm)
+
+    def build(self) -> tuple[list[Op], dict[str, FusionPlan]]:
+        cfg, n, h = self.cfg, self.n, self.cfg.hidden_size
+        resid = self.act("resid", (n, h))  # the residual stream between layers (layer input and output)
+        hidden = self.act("hidden", (n, h))  # the residual stream after attention
+        self.embedding(resid)
+        self.attention_block(resid, hidden)
+        groups = [(DENSE, cfg.dense_layers), (MOE, cfg.moe_layers)]
+        groups = [(kind, c) for kind, c in groups if c]
+        for kind, count in groups:
+            prefix = f"{kind}." if len(groups) > 1 else ""
+            self.mlp_block(hidden, resid, kind, count, prefix)
+        self.final(resid)
+        flash = FusionPlan("flash", self.flash)
+        fused = FusionPlan("fused", {**self.flash, **self.fused})
+        return self.ops, {"none": FusionPlan("none"), "flash": flash, "fused": fused}
+
+
+def _windowed(ops: list[Op], queries: int, window: int | None) -> list[Op]:
+    """Causal prefill attention under a sliding window: each query sees at most W keys, so the FLOPs
+    scale by Σ min(i, W) / Σ i. The naive kernels still write the full N×N score matrix."""
+    if window is None or queries <= window:
+        return ops
+    full, win = windowed_pairs(queries, None), windowed_pairs(queries, window)
+    ratio = win / full
+    return [replace(op, flop_by_unit={u: f * ratio for u, f in op.flop_by_unit.items()},
+                    formula=f"{op.formula}; sliding window {window}: pairs = W(W+1)/2 + (N−W)·W = {win}",
+                    note=f"sliding window {window}: only pairs within the window are counted")
+            for op in ops]
+
+
+def build_graph(cfg: ModelConfig, phase: str, batch: int, seq: int, dtypes: ModelDtypes | None = None,
+                experts_hit_override: int | None = None) -> ModelGraph:
+    """The graph of one step: `seq` is the prompt length (prefill) or the context length (decode)."""
+    if phase not in PHASES:
+        raise RooflineError(f"unknown phase {phase!r}; phases: {', '.join(PHASES)}")
+    for label, value in (("batch", batch), ("prompt length" if phase == PREFILL else "context length", seq)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise RooflineError(f"{label} must be a positive integer, got {value!r}")
+    dt = dtypes or model_dtypes()
+    shape = StepShape(phase, batch, seq)
+    warnings: list[str] = []
+    if seq > cfg.max_position_embeddings:
+        warnings.append(f"{'prompt' if phase == PREFILL else 'context'} of {seq} tokens is beyond "
+                        f"{cfg.name}'s max_position_embeddings ({cfg.max_position_embeddings}); analysed anyway")
+    hit = experts_hit(cfg, shape.tokens, experts_hit_override) if cfg.is_moe else None
+    ops, plans = _Builder(cfg, shape, dt, hit).build()
+    graph = Graph(ops, name=f"{cfg.name} {phase}")
+    return ModelGraph(cfg, shape, dt, graph, MappingProxyType(plans), hit, experts_hit_override, tuple(warnings))
+
+
+__all__ = ["ACTIVATION", "DECODE", "DEFAULT_PLAN", "PHASES", "PLANS", "PREFILL", "ModelDtypes", "ModelGraph",
+           "StepShape", "build_graph", "expected_experts_hit", "experts_hit", "model_dtypes", "windowed_pairs"]

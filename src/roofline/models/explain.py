@@ -1,0 +1,128 @@
+"""Step-by-step derivations for a model step: the KV cache size, the decode limit, the intensity at
+this batch, the crossover batch and the memory fit, with the numbers put in.
+
+Layering: imports roofline.models, roofline.units, roofline.explain only.
+"""
+
+from __future__ import annotations
+
+from roofline.models.analysis import ModelAnalysis
+from roofline.models.build import DECODE
+from roofline.models.config import GLOBAL, LOCAL, ModelConfig
+from roofline.units import format_bytes, format_count, format_flop, format_intensity, format_time
+
+
+def _sized(n: float) -> str:
+    """327,680 B (320 KiB, 327.68 KB): both prefixes, each named."""
+    return f"{n:,.0f} B ({format_bytes(n, 5, binary=True)}, {format_bytes(n, 5)})"
+
+
+def explain_kv(cfg: ModelConfig, bytes_per_element: float, dtype_name: str) -> list[str]:
+    lines = ["KV cache per token"]
+    layers = cfg.num_layers
+    per = cfg.kv_cache_bytes_per_token(bytes_per_element)
+    if cfg.is_mla:
+        lines.append(f"    MLA caches one compressed latent per token per layer: kv_lora_rank + qk_rope_head_dim "
+                     f"= {cfg.kv_lora_rank} + {cfg.qk_rope_head_dim} = {cfg.kv_elements_per_token_per_layer()} values")
+        lines.append(f"    × {layers} layers × {bytes_per_element:g} B ({dtype_name}) = {_sized(per)}")
+        mha = cfg.num_heads * (cfg.qk_head_dim + cfg.v_dim) * layers * bytes_per_element
+        lines.append(f"    (decompressed K and V would be H·(d_qk + d_v) = "
+                     f"{cfg.num_heads}·({cfg.qk_head_dim} + {cfg.v_dim}) per layer: {_sized(mha)}, "
+                     f"{mha / per:.0f}× more)")
+    else:
+        g, d = cfg.num_kv_heads, cfg.head_dim
+        lines.append(f"    2 (K and V) × G × d × layers × bytes = 2 × {g} × {d} × {layers} × {bytes_per_element:g} "
+                     f"({dtype_name}) = {_sized(per)}")
+        if g != cfg.num_heads:
+            mha = per * cfg.num_heads / g
+            lines.append(f"    GQA: {cfg.num_heads} query heads share {g} K/V heads; with one K/V head per query "
+                         f"head it would be {_sized(mha)} ({cfg.num_heads // g}× more)")
+    if cfg.sliding_window and cfg.attention_layers(LOCAL):
+        lines.append(f"    sliding window {cfg.sliding_window}: {cfg.attention_layers(LOCAL)} of {layers} layers keep "
+                     f"only the last {cfg.sliding_window} tokens")
+    return lines
+
+
+def explain_model(a: ModelAnalysis) -> str:
+    cfg, dt = a.config, a.model.dtypes
+    kv_bpe = dt.kv_cache.bytes_per_element
+    lines = [f"{a.title}", f"    compute dtype {a.dtype.name}; weights {dt.weights.name}, KV cache "
+             f"{dt.kv_cache.name}, activations {dt.activations.name}; fusion plan {a.plan}", ""]
+    lines.append("parameters")
+    counts = cfg.param_counts()
+    for part, n in counts.items():
+        if n:
+            label = "experts (k per token)" if part == "active.experts" else part
+            lines.append(f"    {label:<22} {n:>18,}")
+    lines.append(f"    total {format_count(cfg.total_params)} ({cfg.total_params:,}); active per token "
+                 f"{format_count(cfg.active_params)} ({cfg.active_params:,})")
+    lines.append(f"    multiplied per token (active − embedding table − norms − biases) P = {cfg.matmul_params:,}")
+    lines.append("")
+    lines += explain_kv(cfg, kv_bpe, dt.kv_cache.name)
+    attended = sum(cfg.cached_tokens(k, a.seq) for k in cfg.layer_attention)
+    kv_seq = cfg.kv_elements_per_token_per_layer() * kv_bpe * attended
+    lines.append(f"    one sequence at {a.seq} tokens: {_sized(kv_seq)}; × batch {a.batch} = "
+                 f"{_sized(kv_seq * a.batch)}")
+    lines.append("")
+    roles = a.bytes_by_role()
+    ridge = a.ridge_flop_per_byte
+    lines.append(f"this step (plan {a.plan})")
+    lines.append(f"    FLOPs = {format_flop(a.flop)} ({a.flop:.6g})")
+    lines.append(f"    bytes = weights {format_bytes(roles['weight'])} + KV cache {format_bytes(roles['kv_cache'])} + "
+                 f"activations {format_bytes(roles['activation'])} = {format_bytes(a.bytes)} ({a.bytes:.6g})")
+    lines.append(f"    I = {a.flop:.6g} / {a.bytes:.6g} = {format_intensity(a.flop_per_byte, 4)}; ridge "
+                 f"{a.machine.name} {a.dtype.peak_key} = {format_intensity(ridge, 4)} → {a.bound}-bound")
+    lines.append(f"    time floor = Σ kernels' floors = {format_time(a.time_s)}; {a.tokens} tokens → "
+                 f"{a.tokens_per_s:,.0f} tokens/s; {a.memory_bound_share:.0%} of the time in memory-bound kernels")
+    if a.phase == DECODE:
+        lim = a.decode_limit
+        lines.append("")
+        lines.append("decode limit as the batch grows (the seed's formula)")
+        lines.append("    weights are read once per step, so per sequence they vanish as B → ∞; FLOPs and KV bytes")
+        lines.append("    both grow with B:  I → (2·P + attention FLOPs per token) / (L · KV bytes per token)")
+        lines.append(f"    2·P = 2 × {cfg.matmul_params:,} = {lim.matmul_flop_per_token:.6g} FLOP")
+        per_pair = cfg.attention_flop_per_pair()
+        if cfg.is_mla:
+            what = (f"2·H·(576 + 512) = 2·{cfg.num_heads}·({cfg.kv_lora_rank + cfg.qk_rope_head_dim} + "
+                    f"{cfg.kv_lora_rank})")
+        else:
+            what = f"2·H·(d + d) = 2·{cfg.num_heads}·({cfg.qk_head_dim} + {cfg.v_dim})"
+        if cfg.attention_layers(LOCAL) and cfg.sliding_window:
+            tokens_text = (f"({cfg.attention_layers(GLOBAL)} layers × {a.seq} + {cfg.attention_layers(LOCAL)} layers × "
+                           f"min({a.seq}, {cfg.sliding_window}))")
+        else:
+            tokens_text = f"{a.seq} × {cfg.num_layers} layers"
+        lines.append(f"    attention = {what} = {per_pair:.6g} FLOP per (query, key) pair per layer")
+        lines.append(f"              × {tokens_text} = {lim.attention_flop_per_token:.6g} FLOP")
+        lines.append(f"    KV bytes per sequence = {_sized(lim.kv_bytes_per_sequence)}")
+        lines.append(f"    I_limit = ({lim.matmul_flop_per_token:.6g} + {lim.attention_flop_per_token:.6g}) / "
+                     f"{lim.kv_bytes_per_sequence:.6g} = {format_intensity(lim.flop_per_byte, 4)}")
+        cross = a.crossover
+        lines.append("    the graph's totals (activations included) tend to "
+                     f"{format_intensity(cross.limit_flop_per_byte, 4)}")
+        verdict = "below" if lim.flop_per_byte < ridge else "above"
+        lines.append(f"    {verdict} the ridge {format_intensity(ridge, 4)}: "
+                     + ("no batch size makes decode compute-bound; only fewer KV bytes per FLOP do "
+                        "(GQA, MLA, an FP8/FP4 KV cache, a window)" if verdict == "below"
+                        else "a large enough batch reaches the roof"))
+    lines.append("")
+    lines.append("crossover batch")
+    lines.append(f"    {a.crossover.reason}")
+    mem = a.memory
+    lines.append("")
+    lines.append("memory fit")
+    lines.append(f"    weights {format_count(cfg.total_params)} params × {dt.weights.bytes_per_element:g} B = "
+                 f"{format_bytes(mem.weights_bytes)}; KV cache {format_bytes(mem.kv_cache_bytes)}; total "
+                 f"{format_bytes(mem.total_bytes)}")
+    if mem.capacity_bytes:
+        lines.append(f"    {a.machine.name} holds {format_bytes(mem.capacity_bytes)}: devices = ceil("
+                     f"{mem.total_bytes:.4g} / {mem.capacity_bytes:.4g}) = {mem.devices}")
+    if mem.warning:
+        lines.append(f"    WARNING: {mem.warning}")
+    return "\n".join(lines)
+
+
+def explain_kernels(a: ModelAnalysis) -> str:
+    from roofline.explain import explain_placement
+
+    return "\n\n".join(explain_placement(p) for p in a.placements)

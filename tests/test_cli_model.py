@@ -1,0 +1,145 @@
+"""`roofline model`, `roofline sweep`, `roofline compare` from the command line."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from roofline.cli import main
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_model_json_carries_the_issue_keys(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "model", "llama-3-70b", "--machine", "h100", "--phase", "decode", "--batch", "64",
+                         "--context", "8192", "--json")
+    assert code == 0
+    d = json.loads(out)
+    assert d["params"]["total"] == d["params"]["active"]
+    assert d["params"]["total"] / 1e9 == pytest.approx(70.6, abs=0.1)
+    assert d["kv_cache_bytes_per_token"] == 327_680  # 2·8·128·80·2
+    for k in d["kernels"]:
+        assert {"name", "count", "flop", "bytes", "flop_per_byte", "time_s", "bound"} <= set(k)
+    assert d["totals"]["flop_per_byte"] == pytest.approx(33, rel=0.02)  # the issue: batch 64 at about 33
+    assert d["decode_limit_flop_per_byte"] == pytest.approx(60, rel=0.02)  # the seed: about 60 at 8k
+    assert d["crossover"]["never"] is True
+    assert "does not fit" in err and "4 devices" in err  # 141 GB + 172 GB on 80 GB devices
+
+
+def test_model_text_table(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "model", "llama-3-8b", "--phase", "prefill", "--prompt", "4096", "--fusion", "fused")
+    assert code == 0
+    assert "gate_up_proj" in out and "plan fused" in out
+    assert "none" in out and "flash" in out  # plans side by side
+    assert "131,072 B (128 KiB) per token" in out  # 2·8·128·32·2
+
+
+def test_model_explain_derives_kv_and_limit(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "model", "llama-3-70b", "--batch", "8", "--context", "8192", "--explain")
+    assert code == 0
+    assert "2 × 8 × 128 × 80 × 2 (bf16) = 327,680 B (320 KiB" in out
+    assert "59.78 FLOP/B" in out  # (2·69.50e9 + 4·8192·8192·80) / (8192·327,680)
+    assert "I = FLOPs / bytes" in out  # every kernel's own derivation follows
+
+
+def test_model_dtypes_and_block_scaled_formats(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "model", "llama-3-8b", "--machine", "b200", "--weights-dtype", "nvfp4",
+                       "--kv-dtype", "fp8", "--dtype", "fp4", "--json")
+    assert code == 0
+    d = json.loads(out)
+    assert d["dtypes"] == {"weights": "nvfp4", "activations": "bf16", "kv_cache": "fp8_e4m3", "compute": "fp4"}
+    assert d["kv_cache_bytes_per_token"] == 131_072 / 2
+
+
+@pytest.mark.parametrize("argv", [
+    ["model", "llama-3-8b", "--batch", "0"],
+    ["model", "llama-3-8b", "--context", "-5"],
+    ["model", "llama-3-8b", "--phase", "prefill", "--context", "100"],
+    ["model", "llama-3-9b"],
+    ["model", "llama-3-8b", "--kv-dtype", "fp7"],
+    ["sweep", "llama-3-8b", "--batch", "0:4"],
+    ["compare", "llama-3-8b", "--set", "hidden_size"],
+])
+def test_bad_input_exits_2_with_one_line(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    code, _, err = run(capsys, *argv)
+    assert code == 2
+    assert err.startswith("roofline: error:") and err.count("\n") == 1
+    assert "Traceback" not in err
+
+
+def test_malformed_config_file_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text('{"model_type": "llama", "hidden_size": 64}')
+    code, _, err = run(capsys, "model", str(tmp_path))
+    assert code == 2 and "missing field" in err
+    (tmp_path / "config.json").write_text('{"model_type": "rwkv"}')
+    code, _, err = run(capsys, "model", str(tmp_path / "config.json"))
+    assert code == 2 and "supported: llama" in err
+
+
+def test_context_beyond_maximum_warns_and_succeeds(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "model", "llama-3-8b", "--context", "16384", "--json")
+    assert code == 0
+    assert "beyond llama-3-8b's max_position_embeddings (8192)" in err
+    assert json.loads(out)["context"] == 16384
+
+
+def test_sweep_csv_and_json(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, out, _ = run(capsys, "sweep", "llama-3-70b", "--batch", "1:64", "--context", "8192,131072",
+                       "--format", "csv")
+    assert code == 0
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert len(rows) == 7 * 2  # batches 1, 2, 4, ..., 64 × two contexts
+    assert {"batch", "context", "flop_per_byte", "time_s", "bound"} <= set(rows[0])
+    target = tmp_path / "sweep.json"
+    code, _, err = run(capsys, "sweep", "mixtral-8x7b", "--machine", "h100,b200", "--batch", "8:32:8",
+                       "--kv-dtype", "bf16,fp8", "--format", "json", "--output", str(target))
+    assert code == 0 and "wrote" in err
+    data = json.loads(target.read_text())
+    assert len(data) == 2 * 2 * 4
+    assert {r["machine"] for r in data} == {"h100-sxm", "b200"}
+
+
+def test_compare_table(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "compare", "llama-3-70b", "deepseek-v3", "--batch", "16", "--context", "32768")
+    assert code == 0
+    assert "llama-3-70b" in out and "deepseek-v3" in out and "never" in out
+    assert "320 KiB" in out and "68.6 KiB" in out  # 327,680 B and 70,272 B per token
+
+
+def test_chart_options_go_through_the_report_contract(capsys: pytest.CaptureFixture[str],
+                                                      monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import roofline.report.outputs as outputs
+
+    calls: list[dict[str, Any]] = []
+
+    def fake_model(scenarios: Any, *, png: Any = None, svg: Any = None, html: Any = None,
+                   title: str = "") -> list[Path]:
+        calls.append({"plans": [s.plan for s in scenarios], "png": png, "html": html})
+        return [Path(p) for p in (png, html) if p]
+
+    def fake_sweep(rows: Any, x: str, *, png: Any = None, svg: Any = None, ridge: float, limit: Any = None,
+                   title: str = "") -> list[Path]:
+        calls.append({"x": x, "n": len(rows), "ridge": ridge, "limit": limit})
+        return [Path(png)]
+
+    monkeypatch.setattr(outputs, "write_model_outputs", fake_model)
+    monkeypatch.setattr(outputs, "write_sweep_chart", fake_sweep)
+    code, _, _ = run(capsys, "model", "gpt2", "--context", "512", "--png", str(tmp_path / "a.png"),
+                     "--html", str(tmp_path / "a.html"))
+    assert code == 0
+    assert calls[0]["plans"] == ["flash", "none", "fused"]
+    code, _, _ = run(capsys, "sweep", "llama-3-70b", "--batch", "1:256", "--context", "8192",
+                     "--png", str(tmp_path / "s.png"))
+    assert code == 0
+    assert calls[1]["x"] == "batch" and calls[1]["n"] == 9
+    assert calls[1]["ridge"] == pytest.approx(989.4 / 3.35)
+    assert calls[1]["limit"] == pytest.approx(59.78, abs=0.01)

@@ -1,0 +1,418 @@
+"""Transformer configs, parameter counts, the step graphs, and the seed's decode figures."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from roofline.errors import RooflineError
+from roofline.graph import KV_CACHE, WEIGHT
+from roofline.models import analyze_model, build_graph, load_config, model_dtypes, preset_names
+from roofline.models.analysis import decode_limit, memory_fit
+from roofline.models.build import expected_experts_hit, windowed_pairs
+from roofline.models.config import SUPPORTED, config_from_dict
+
+# Published parameter counts (total, active), in units of 1e9 parameters, and where each comes from.
+# The tolerance is one unit of the last digit the source gives: sources round or truncate to those
+# digits (Qwen2.5-7B has 7,615,616,512 parameters and its card says 7.61B).
+PUBLISHED = {
+    # Hugging Face model card / safetensors metadata of meta-llama/Meta-Llama-3-8B: "8.03B params"
+    "llama-3-8b": (8.03, 8.03, 0.01),
+    # meta-llama/Meta-Llama-3-70B safetensors metadata: "70.6B params"
+    "llama-3-70b": (70.6, 70.6, 0.1),
+    # meta-llama/Llama-3.1-405B safetensors metadata: "406B params" (405.9B)
+    "llama-3.1-405b": (405.9, 405.9, 0.1),
+    # mistralai/Mistral-7B-v0.1 safetensors metadata: "7.24B params"
+    "mistral-7b": (7.24, 7.24, 0.01),
+    # Mistral AI, "Mixtral of experts" (2023-12-11): 46.7B total, 12.9B used per token
+    "mixtral-8x7b": (46.7, 12.9, 0.1),
+    # Mistral AI, "Cheaper, Better, Faster, Stronger" (Mixtral 8x22B, 2024-04-17): 141B total, 39B active
+    "mixtral-8x22b": (141, 39, 1),
+    # Qwen/Qwen2.5-7B model card: "Number of Parameters: 7.61B"
+    "qwen2.5-7b": (7.61, 7.61, 0.01),
+    # Qwen/Qwen2.5-72B model card: "Number of Parameters: 72.7B"
+    "qwen2.5-72b": (72.7, 72.7, 0.1),
+    # Qwen/Qwen3-32B model card: "Number of Parameters: 32.8B"
+    "qwen3-32b": (32.8, 32.8, 0.1),
+    # Qwen/Qwen3-30B-A3B model card: "30.5B in total and 3.3B activated"
+    "qwen3-30b-a3b": (30.5, 3.3, 0.1),
+    # Qwen/Qwen3-235B-A22B model card: "235B in total and 22B activated"
+    "qwen3-235b-a22b": (235, 22, 1),
+    # DeepSeek-V3 technical report (arXiv 2412.19437): "671B total parameters with 37B activated for each
+    # token" (the main model; the 14B multi-token-prediction module is not part of it)
+    "deepseek-v3": (671, 37, 1),
+    # google/gemma-2-9b safetensors metadata: "9.24B params"
+    "gemma-2-9b": (9.24, 9.24, 0.01),
+    # openai-community/gpt2: GPT-2 small, 124M parameters (124,439,808 with tied embeddings)
+    "gpt2": (0.124, 0.124, 0.001),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED))
+def test_parameter_counts_match_published_figures(name: str) -> None:
+    total, active, tol = PUBLISHED[name]
+    cfg = load_config(name)
+    assert cfg.total_params / 1e9 == pytest.approx(total, abs=tol)
+    assert cfg.active_params / 1e9 == pytest.approx(active, abs=tol)
+
+
+def test_every_preset_is_checked_and_parses() -> None:
+    assert set(preset_names()) == set(PUBLISHED)
+
+
+def test_gpt2_parameters_exactly() -> None:
+    # wte 50257·768 + wpe 1024·768 + 12 layers × (c_attn 768·2304+2304, c_proj 768·768+768,
+    # c_fc 768·3072+3072, mlp c_proj 3072·768+768, 2 LayerNorms 2·2·768) + ln_f 2·768
+    per_layer = 768 * 2304 + 2304 + 768 * 768 + 768 + 768 * 3072 + 3072 + 3072 * 768 + 768 + 4 * 768
+    expected = 50257 * 768 + 1024 * 768 + 12 * per_layer + 2 * 768
+    assert load_config("gpt2").total_params == expected == 124_439_808
+
+
+def test_llama_3_70b_kv_cache_is_320_kib_per_token() -> None:
+    # the seed: 320 KiB per token of context: 2 (K, V) · 8 KV heads · 128 · 80 layers · 2 bytes
+    cfg = load_config("llama-3-70b")
+    assert cfg.kv_cache_bytes_per_token(2.0) == 2 * 8 * 128 * 80 * 2 == 327_680 == 320 * 1024
+
+
+def test_deepseek_v3_caches_the_compressed_latent() -> None:
+    # MLA: kv_lora_rank 512 + qk_rope_head_dim 64 = 576 values per token per layer, 61 layers, bf16
+    cfg = load_config("deepseek-v3")
+    assert cfg.kv_cache_bytes_per_token(2.0) == 576 * 61 * 2 == 70_272
+
+
+def test_decode_limit_matches_the_seed_at_8k_and_128k() -> None:
+    cfg = load_config("llama-3-70b")
+    # the seed: "At 8k context the cap is about 60 FLOP per byte."
+    assert decode_limit(cfg, 8192).flop_per_byte == pytest.approx(60, rel=0.02)
+    # "At 128k it is about 11": the seed's own formula with its figures gives
+    # (2·70.6e9 + 4·131072·8192·80) / (131072·327680) = 11.28, which it rounds to 11
+    seed_128k = (2 * 70.6e9 + 4 * 131072 * 8192 * 80) / (131072 * 327680)
+    limit = decode_limit(cfg, 131072).flop_per_byte
+    assert limit == pytest.approx(seed_128k, rel=0.02)
+    assert round(limit) == 11
+
+
+def test_decode_limit_formula_pieces() -> None:
+    cfg = load_config("llama-3-70b")
+    lim = decode_limit(cfg, 8192)
+    # P: 70.55e9 parameters less the gathered embedding table (128256·8192) and the norm gains
+    assert cfg.matmul_params == cfg.total_params - 128256 * 8192 - (2 * 80 + 1) * 8192
+    assert lim.attention_flop_per_token == 4 * 8192 * 8192 * 80  # the seed's 4·L·h·L_layers
+    assert lim.kv_bytes_per_sequence == 8192 * 327_680
+
+
+def test_single_sequence_and_batch_64_decode_intensity() -> None:
+    # the issue: single-sequence decode at 8k context is at about 1.1 FLOP/B; batch 64 about 33
+    one = analyze_model("llama-3-70b", "h100", "decode", 1, 8192)
+    assert round(one.flop_per_byte, 1) == 1.1
+    b64 = analyze_model("llama-3-70b", "h100", "decode", 64, 8192)
+    assert b64.flop_per_byte == pytest.approx(33, rel=0.02)
+    # weights are read once per step: the same bytes at batch 1 and 64 but for the 63 more embedding
+    # rows gathered (8192 values of 2 bytes each); KV grows 64×
+    r1, r64 = one.bytes_by_role(), b64.bytes_by_role()
+    assert r64["weight"] - r1["weight"] == 63 * 8192 * 2
+    # each step reads the 8192-token cache and writes one new token: (8192 + 1)·327,680 B per sequence
+    assert r1["kv_cache"] == (8192 + 1) * 327_680
+    assert r64["kv_cache"] == 64 * r1["kv_cache"]
+
+
+def test_graph_limit_approaches_the_formula_and_decode_never_crosses() -> None:
+    a = analyze_model("llama-3-70b", "h100", "decode", 64, 8192)
+    cross = a.crossover
+    assert cross.batch is None
+    assert "never" in cross.reason
+    # the graph's asymptote adds the activation bytes per sequence to the formula's KV bytes: ≤ 2% lower
+    assert cross.limit_flop_per_byte == pytest.approx(a.decode_limit.flop_per_byte, rel=0.02)
+    assert cross.limit_flop_per_byte < a.decode_limit.flop_per_byte
+    assert cross.ridge_flop_per_byte == pytest.approx(989.4 / 3.35)
+
+
+def test_crossover_is_the_first_batch_at_the_ridge() -> None:
+    # a short context lets dense decode reach the ridge: check the batch found is the first one there
+    a = analyze_model("llama-3-8b", "h100", "decode", 1, 16)
+    b = a.crossover.batch
+    assert b is not None
+    ridge = a.ridge_flop_per_byte
+    assert analyze_model("llama-3-8b", "h100", "decode", b, 16).flop_per_byte >= ridge
+    assert analyze_model("llama-3-8b", "h100", "decode", b - 1, 16).flop_per_byte < ridge
+
+
+def test_plans_same_flops_fewer_bytes() -> None:
+    for phase, seq in (("prefill", 2048), ("decode", 8192)):
+        a = analyze_model("llama-3-8b", "h100", phase, 4, seq)
+        none, flash, fused = a.plans["none"], a.plans["flash"], a.plans["fused"]
+        assert none.flop == pytest.approx(flash.flop, rel=1e-12) and flash.flop == pytest.approx(fused.flop, rel=1e-12)
+        assert none.bytes > flash.bytes > fused.bytes
+        assert none.time_s > flash.time_s > fused.time_s
+        assert len(none.placements) > len(flash.placements) > len(fused.placements)
+
+
+def _kernel(a: object, name: str, plan: str) -> object:
+    for p in a.plans[plan].placements:  # type: ignore[attr-defined]
+        if p.name == name:
+            return p
+    raise AssertionError(f"no kernel {name} in plan {plan}")
+
+
+@pytest.mark.parametrize("prompt", [128, 512, 2048, 8192])
+def test_naive_attention_is_memory_bound_at_every_length(prompt: int) -> None:
+    a = analyze_model("llama-3-8b", "h100", "prefill", 1, prompt)
+    for op in ("attn.qk", "attn.softmax", "attn.pv"):
+        p = _kernel(a, op, "none")
+        assert p.bound == "memory"  # type: ignore[attr-defined]
+    # the score matmul writes its full N×N scores: causal FLOPs 2·H·pairs·d over bytes 2·(H·N² + H·N·d + G·N·d)
+    # (scores, q, k), which tends to d/2 = 64 as N grows (the seed's figure for naive attention)
+    h, g, d, pairs = 32, 8, 128, prompt * (prompt + 1) // 2
+    expected = 2 * h * pairs * d / (2 * (h * prompt**2 + h * prompt * d + g * prompt * d))
+    assert _kernel(a, "attn.qk", "none").flop_per_byte == pytest.approx(expected)  # type: ignore[attr-defined]
+    assert expected < 64 * (prompt + 1) / prompt
+
+
+def test_fused_attention_is_compute_bound_past_a_few_hundred_tokens() -> None:
+    # GQA 32/8, d 128, causal: I = 4·H·d·(N²/2) / (2 bytes·N·d·(2H + 2G)) = H·N/(2H + 2G) = 0.4·N for Llama 3 8B
+    # (the softmax's vector FLOPs add 5·H·pairs, 1% more); the seed's N/2 is for H = G
+    assert _kernel(analyze_model("llama-3-8b", "h100", "prefill", 1, 128), "attn", "flash").bound == "memory"  # type: ignore[attr-defined]
+    for prompt in (1024, 8192):
+        p = _kernel(analyze_model("llama-3-8b", "h100", "prefill", 1, prompt), "attn", "flash")
+        assert p.bound == "compute"  # type: ignore[attr-defined]
+        assert p.flop_per_byte == pytest.approx(0.4 * prompt, rel=0.02)  # type: ignore[attr-defined]
+
+
+def test_elementwise_kernels_sit_left_and_prefill_matmuls_far_right() -> None:
+    a = analyze_model("llama-3-70b", "h100", "prefill", 1, 4096)
+    ridge = a.ridge_flop_per_byte
+    for name in ("attn_norm", "mlp_norm", "attn_residual", "mlp_residual", "act", "rope"):
+        intensity = _kernel(a, name, "none").flop_per_byte  # type: ignore[attr-defined]
+        assert 0.1 <= intensity <= 3, name
+    for name in ("qkv_proj", "o_proj", "gate_up_proj", "down_proj"):
+        assert _kernel(a, name, "none").flop_per_byte > 5 * ridge, name  # type: ignore[attr-defined]
+
+
+def test_layers_are_counts_not_repeated_ops() -> None:
+    mg = build_graph(load_config("llama-3-70b"), "decode", 1, 1024)
+    names = [op.name for op in mg.graph.ops]
+    assert len(names) == len(set(names)) < 20
+    counts = {op.name: op.count for op in mg.graph.ops}
+    assert counts["qkv_proj"] == counts["attn.qk"] == counts["down_proj"] == 80
+    assert counts["embedding"] == counts["lm_head"] == 1
+    # the embedding is a gather of the batch's rows, not a stream of the 128256×8192 table
+    emb = mg.graph.op("embedding")
+    assert emb.flop == 0 and emb.inputs[0].bytes == 1 * 8192 * 2
+
+
+def test_kv_cache_writes_are_persistent_and_roles_are_set() -> None:
+    mg = build_graph(load_config("llama-3-8b"), "prefill", 2, 64)
+    kv = [t for t in mg.graph.tensors.values() if t.role == KV_CACHE]
+    assert {t.name for t in kv} == {"k.new", "v.new"}
+    assert all(t.persistent for t in kv)
+    weights = {t.name for t in mg.graph.tensors.values() if t.role == WEIGHT}
+    assert {"qkv_proj.weight", "o_proj.weight", "gate_up_proj.weight", "down_proj.weight", "lm_head.weight"} <= weights
+    # flash: the K and V the prompt writes reach memory even though attention reads them inside the step
+    attn = next(k for k in mg.graph.kernels(mg.plans["fused"]) if k.name == "attn")
+    assert {t.name for t in attn.reads} >= {"q", "k.new", "v.new"}
+
+
+def test_matmul_flops_are_two_per_parameter_per_token() -> None:
+    # nanoGPT's cross-check: a decode step's matmul FLOPs outside attention = 2·P·B
+    cfg = load_config("qwen2.5-7b")
+    mg = build_graph(cfg, "decode", 3, 1)
+    attention = {"attn.qk", "attn.pv"}
+    mm = sum(op.flop_by_unit.get("matrix", 0.0) * op.count for op in mg.graph.ops if op.name not in attention)
+    assert mm == 2 * cfg.matmul_params * 3
+
+
+def test_moe_reads_the_experts_the_batch_hits() -> None:
+    cfg = load_config("mixtral-8x7b")
+    one = build_graph(cfg, "decode", 1, 1024)
+    assert one.experts_hit == 2  # one token, top-2
+    w = one.graph.tensors["experts.gate_up.weight"]
+    assert w.bytes == 2 * 4096 * 2 * 14336 * 2  # 2 experts × h × 2f × bf16
+    many = build_graph(cfg, "decode", 64, 1024)
+    assert many.experts_hit == 8  # 8·(1 − (3/4)^64) = 8.0
+    ds = build_graph(load_config("deepseek-v3"), "decode", 64, 1024)
+    assert ds.experts_hit == round(256 * (1 - (1 - 8 / 256) ** 64)) == 222
+    assert expected_experts_hit(256, 8, 1) == pytest.approx(8)
+    fixed = build_graph(load_config("deepseek-v3"), "decode", 64, 1024, experts_hit_override=256)
+    assert fixed.experts_hit == 256
+    with pytest.raises(RooflineError, match="experts hit"):
+        build_graph(cfg, "decode", 1, 16, experts_hit_override=9)
+
+
+def test_moe_active_flops_use_k_experts_per_token() -> None:
+    cfg = load_config("mixtral-8x7b")
+    mg = build_graph(cfg, "decode", 5, 16)
+    gu = mg.graph.op("experts.gate_up")
+    assert gu.flop == 2 * 5 * 2 * 4096 * 2 * 14336  # 2·(N·k)·h·2f
+
+
+def test_mla_decode_runs_absorbed_over_the_latent_cache() -> None:
+    cfg = load_config("deepseek-v3")
+    mg = build_graph(cfg, "decode", 2, 1000)
+    cache = mg.graph.tensors["attn.latent_cache"]
+    assert cache.shape == (2, 1, 1000, 576) and cache.role == KV_CACHE
+    qk, pv = mg.graph.op("attn.qk"), mg.graph.op("attn.pv")
+    assert qk.flop == 2 * 2 * 128 * 1000 * 576  # 2·B·H·L·(kv_lora + rope)
+    assert pv.flop == 2 * 2 * 128 * 1000 * 512  # values: the latent's first kv_lora_rank columns
+    attn = next(k for k in mg.graph.kernels(mg.plans["flash"]) if k.name == "attn")
+    # the latent is read once even though it serves as both keys and values
+    assert sum(t.bytes for t in attn.reads if t.role == KV_CACHE) == 2 * 1000 * 576 * 2
+    # prefill decompresses: per-head K and V of 192 and 128
+    pre = build_graph(cfg, "prefill", 1, 64)
+    assert pre.graph.tensors["k"].shape == (1, 128, 64, 192)
+
+
+def test_mla_decode_limit_far_above_gqa() -> None:
+    # absorbed MLA does 2·128·(576 + 512) FLOPs per cached token per layer on 576·2 bytes: ≈ 242 FLOP/B
+    # from attention alone, so DeepSeek-V3's decode limit sits far above Llama's ≈ 60
+    lim = decode_limit(load_config("deepseek-v3"), 8192).flop_per_byte
+    attention_only = 2 * 128 * (576 + 512) / (576 * 2)
+    assert attention_only == pytest.approx(241.8, abs=0.1)
+    assert lim > attention_only > decode_limit(load_config("llama-3-70b"), 8192).flop_per_byte
+
+
+def test_sliding_window_caps_the_cache_read() -> None:
+    cfg = load_config("mistral-7b")
+    mg = build_graph(cfg, "decode", 1, 16384)
+    assert mg.graph.tensors["attn.k_cache"].shape == (1, 8, 4096, 128)
+    assert cfg.kv_cache_bytes(1, 16384, 2.0) == 4096 * 131_072
+    # the decode limit with a window stops falling past the window
+    assert decode_limit(cfg, 16384).flop_per_byte == pytest.approx(decode_limit(cfg, 4096).flop_per_byte)
+    # windowed prefill counts only pairs within the window: W(W+1)/2 + (N−W)·W
+    assert windowed_pairs(8192, 4096) == 4096 * 4097 // 2 + 4096 * 4096
+    full = build_graph(load_config("llama-3-8b"), "prefill", 1, 8192).graph.op("attn.qk").flop
+    win = build_graph(cfg, "prefill", 1, 8192).graph.op("attn.qk").flop
+    assert win / full == pytest.approx(windowed_pairs(8192, 4096) / windowed_pairs(8192, None))
+
+
+def test_gemma_alternates_local_and_global_layers() -> None:
+    cfg = load_config("gemma-2-9b")
+    assert cfg.attention_layers("local") == cfg.attention_layers("global") == 21
+    mg = build_graph(cfg, "decode", 1, 8192)
+    assert mg.graph.tensors["attn.local.k_cache"].shape[2] == 4096
+    assert mg.graph.tensors["attn.global.k_cache"].shape[2] == 8192
+    assert mg.graph.op("attn.local.qk").count == 21
+    # KV memory: 21 layers hold 4096 tokens, 21 hold all 8192; 2·8·256·2 bytes per token per layer
+    assert cfg.kv_cache_bytes(1, 8192, 2.0) == 2 * 8 * 256 * 2 * (21 * 4096 + 21 * 8192)
+
+
+def test_fp8_and_fp4_kv_cache_raise_the_decode_limit() -> None:
+    cfg = load_config("llama-3-70b")
+    bf16 = decode_limit(cfg, 131072, "bf16").flop_per_byte
+    assert decode_limit(cfg, 131072, "fp8").flop_per_byte == pytest.approx(2 * bf16)
+    # NVFP4: 4 bits + one 8-bit scale per 16 values = 4.5 bits
+    assert decode_limit(cfg, 131072, "nvfp4").flop_per_byte == pytest.approx(bf16 * 16 / 4.5)
+
+
+def test_dtypes_per_role() -> None:
+    dt = model_dtypes(weights="nvfp4", activations="bf16", kv_cache="fp8", compute="fp8")
+    a = analyze_model("llama-3-8b", "h100", "decode", 1, 1024, dtypes=dt)
+    assert a.dtype.name == "fp8_e4m3"
+    assert a.ridge_flop_per_byte == pytest.approx(1978.9 / 3.35)
+    roles = a.bytes_by_role()
+    ref = analyze_model("llama-3-8b", "h100", "decode", 1, 1024).bytes_by_role()
+    assert roles["kv_cache"] == pytest.approx(ref["kv_cache"] / 2)
+    # weights at 4.5/16 of bf16 (norm gains stay in the activation dtype: a few KB)
+    assert roles["weight"] == pytest.approx(ref["weight"] * 4.5 / 16, rel=1e-3)
+    # default compute dtype: the activation dtype's peak
+    assert analyze_model("llama-3-8b", "b200", "decode", 1, 64, dtypes=model_dtypes(activations="fp8")).dtype.peak_key \
+        == "fp8"
+    with pytest.raises(RooflineError, match="no matrix peak"):
+        analyze_model("llama-3-8b", "a100", "decode", 1, 64, dtypes=model_dtypes(compute="fp8"))
+
+
+def test_memory_fit_needs_the_fewest_devices() -> None:
+    cfg = load_config("llama-3-70b")
+    fit = memory_fit(cfg, 1, 8192, model_dtypes(), analyze_model(cfg, "h100", "decode", 1, 64).machine)
+    # 70.55e9 · 2 B + 8192 · 327,680 B = 143.8 GB on 80 GB devices: 2
+    assert fit.total_bytes == cfg.total_params * 2 + 8192 * 327_680
+    assert fit.devices == math.ceil(fit.total_bytes / 80e9) == 2
+    assert not fit.fits and "needs at least 2 devices" in fit.warning
+    small = analyze_model("llama-3-8b", "h100", "decode", 1, 8192).memory
+    assert small.fits and small.devices == 1 and small.warning == ""
+
+
+def test_context_beyond_the_trained_maximum_warns() -> None:
+    a = analyze_model("llama-3-8b", "h100", "decode", 1, 16384)
+    assert any("max_position_embeddings" in w for w in a.warnings)
+    assert analyze_model("llama-3-8b", "h100", "decode", 1, 8192).warnings == ()
+
+
+@pytest.mark.parametrize("batch,seq", [(0, 16), (1, 0), (1, -5), (-1, 16)])
+def test_bad_sizes_raise(batch: int, seq: int) -> None:
+    with pytest.raises(RooflineError, match="positive integer"):
+        analyze_model("llama-3-8b", "h100", "decode", batch, seq)
+
+
+def test_config_from_a_folder_and_file(tmp_path: Path) -> None:
+    raw = json.loads((Path(__file__).parents[1] / "src/roofline/models/presets/llama-3-8b.json").read_text())
+    folder = tmp_path / "my-model"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(raw))
+    cfg = load_config(str(folder))
+    assert cfg.name == "my-model" and cfg.total_params == load_config("llama-3-8b").total_params
+    assert load_config(str(folder / "config.json")).num_layers == 32
+
+
+def test_malformed_and_unsupported_configs_fail_clearly(tmp_path: Path) -> None:
+    bad = tmp_path / "config.json"
+    bad.write_text("{not json")
+    with pytest.raises(RooflineError, match="not valid JSON"):
+        load_config(str(bad))
+    with pytest.raises(RooflineError, match="missing field 'num_hidden_layers'"):
+        config_from_dict({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4})
+    with pytest.raises(RooflineError, match="not supported; supported: llama"):
+        config_from_dict({"model_type": "mamba"})
+    with pytest.raises(RooflineError, match="must be a non-negative integer"):
+        config_from_dict({**json.loads(json.dumps(load_config_raw("llama-3-8b"))), "hidden_size": "big"})
+    with pytest.raises(RooflineError, match="did you mean llama-3-8b"):
+        load_config("llama-3-8")
+    assert "deepseek_v3" in SUPPORTED and "gemma3" in SUPPORTED
+
+
+def load_config_raw(name: str) -> dict[str, object]:
+    from roofline.models.config import preset_dict
+
+    return preset_dict(name)
+
+
+def test_gemma3_multimodal_config_uses_its_text_config() -> None:
+    text = {"model_type": "gemma3_text", "hidden_size": 2560, "intermediate_size": 10240, "num_hidden_layers": 34,
+            "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "vocab_size": 262208,
+            "max_position_embeddings": 131072, "sliding_window": 1024, "hidden_activation": "gelu_pytorch_tanh"}
+    cfg = config_from_dict({"model_type": "gemma3", "text_config": text}, "gemma-3-4b")
+    assert cfg.qk_norm and cfg.sandwich_norm and cfg.tie_word_embeddings
+    # sliding_window_pattern 6: every sixth layer is global, 34 layers → 5 global, 29 local
+    assert cfg.attention_layers("global") == 5 and cfg.attention_layers("local") == 29
+
+
+def test_overrides_answer_what_ifs() -> None:
+    gqa = analyze_model("llama-3-70b", "h100", "decode", 8, 8192)
+    mha = analyze_model("llama-3-70b", "h100", "decode", 8, 8192, overrides={"num_key_value_heads": "64"})
+    assert mha.kv_cache_bytes_per_token == 8 * gqa.kv_cache_bytes_per_token
+    assert mha.decode_limit.flop_per_byte < gqa.decode_limit.flop_per_byte
+
+
+def test_model_analysis_json_keys() -> None:
+    d = analyze_model("llama-3-70b", "h100", "decode", 64, 8192).to_dict()
+    assert d["params"]["total"] == load_config("llama-3-70b").total_params
+    assert d["kv_cache_bytes_per_token"] == 327_680
+    assert {"name", "count", "flop", "bytes", "flop_per_byte", "time_s", "bound"} <= set(d["kernels"][0])
+    assert {"flop", "bytes", "time_s", "flop_per_byte"} <= set(d["totals"])
+    assert d["decode_limit_flop_per_byte"] == pytest.approx(59.78, abs=0.01)
+    assert set(d["plans"]) == {"none", "flash", "fused"}
+    json.dumps(d, allow_nan=False)
+
+
+def test_plot_and_html_delegate_to_the_report_contract(monkeypatch: pytest.MonkeyPatch) -> None:
+    import roofline.report.outputs as outputs
+
+    seen: list[tuple[str, list[str]]] = []
+    monkeypatch.setattr(outputs, "model_figure", lambda sc, title="": seen.append(("fig", [s.plan for s in sc])))
+    monkeypatch.setattr(outputs, "model_html", lambda sc, title="": seen.append(("html", [s.plan for s in sc])) or "x")
+    a = analyze_model("gpt2", "h100", "decode", 1, 64, plan="fused")
+    a.plot()
+    assert a._repr_html_() == "x"
+    assert seen == [("fig", ["fused", "none", "flash"]), ("html", ["fused", "none", "flash"])]

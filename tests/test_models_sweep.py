@@ -1,0 +1,85 @@
+"""The vectorised sweep path against the graph path, sweeps and comparisons, and the speed targets."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from roofline.hardware import get_machine
+from roofline.models import analyze_model, compare, load_config, model_dtypes, sweep, sweep_arrays
+from roofline.models.analysis import StepModel
+
+CASES = [
+    ("llama-3-70b", "decode"), ("llama-3-70b", "prefill"), ("deepseek-v3", "decode"), ("deepseek-v3", "prefill"),
+    ("mixtral-8x7b", "decode"), ("mistral-7b", "prefill"), ("mistral-7b", "decode"), ("gemma-2-9b", "decode"),
+    ("gemma-2-9b", "prefill"), ("gpt2", "prefill"), ("qwen3-30b-a3b", "decode"), ("qwen2.5-7b", "decode"),
+]
+POINTS = [(1, 1), (3, 700), (17, 5000), (64, 8192), (200, 12000)]
+
+
+@pytest.mark.parametrize("name,phase", CASES)
+@pytest.mark.parametrize("plan", ["none", "flash", "fused"])
+def test_sweep_path_agrees_with_the_graph_path(name: str, phase: str, plan: str) -> None:
+    cfg = load_config(name)
+    m = get_machine("h100")
+    dt = model_dtypes("bf16", "bf16", "fp8")
+    fitted = StepModel.fit(cfg, phase, dt, plan)
+    points = [(b, min(s, 1024)) if name == "gpt2" else (b, s) for b, s in POINTS]
+    for b, s in points:
+        a = analyze_model(cfg, m, phase, b, s, plan, dt)
+        r = fitted.evaluate([b], [s], m, a.dtype)
+        assert float(r["flop"][0]) == pytest.approx(a.flop, rel=1e-9)
+        assert float(r["bytes"][0]) == pytest.approx(a.bytes, rel=1e-9)
+        assert float(r["time_s"][0]) == pytest.approx(a.time_s, rel=1e-9)
+        assert float(r["memory_bound_time_s"][0]) == pytest.approx(a.analysis.memory_bound_time_s, rel=1e-9, abs=1e-15)
+
+
+def test_sweep_rows_cover_the_grid_and_agree() -> None:
+    rows = sweep("llama-3-8b", ["h100", "b200"], "decode", [1, 64], [1024, 8192], "flash", ["bf16"], ["bf16", "fp8"])
+    assert len(rows) == 2 * 2 * 2 * 2  # machines × kv dtypes × batches × contexts
+    r = next(r for r in rows if (r["machine"], r["kv_dtype"], r["batch"], r["seq"]) == ("b200", "fp8_e4m3", 64, 8192))
+    a = analyze_model("llama-3-8b", "b200", "decode", 64, 8192, dtypes=model_dtypes(kv_cache="fp8"))
+    assert r["flop_per_byte"] == pytest.approx(a.flop_per_byte, rel=1e-9)
+    assert r["tokens_per_s"] == pytest.approx(64 / a.time_s, rel=1e-9)
+    assert r["memory_bytes"] == pytest.approx(a.memory.total_bytes)
+    assert r["devices"] == a.memory.devices
+
+
+def test_compare_rows_show_what_mla_and_fp8_change() -> None:
+    rows = compare(["llama-3-70b", "deepseek-v3"], ["h100"], "decode", 8, 32768, kv_dtypes=["bf16", "fp8"])
+    by = {(r["model"], r["kv_dtype"]): r for r in rows}
+    assert by[("llama-3-70b", "bf16")]["kv_cache_bytes_per_token"] == 327_680
+    assert by[("llama-3-70b", "fp8_e4m3")]["kv_cache_bytes_per_token"] == 327_680 / 2
+    assert by[("deepseek-v3", "bf16")]["kv_cache_bytes_per_token"] == 70_272
+    # halving the KV bytes nearly doubles the limit (the weights term is unchanged in the numerator)
+    ratio = by[("llama-3-70b", "fp8_e4m3")]["decode_limit_flop_per_byte"] / \
+        by[("llama-3-70b", "bf16")]["decode_limit_flop_per_byte"]
+    assert ratio == pytest.approx(2.0)
+    assert by[("deepseek-v3", "bf16")]["decode_limit_flop_per_byte"] > 4 * by[("llama-3-70b", "bf16")][
+        "decode_limit_flop_per_byte"]
+
+
+def test_whole_llama_70b_both_phases_analyses_within_5_ms() -> None:
+    analyze_model("llama-3-70b", "h100", "decode", 64, 8192)  # warm the preset and machine caches
+    best = float("inf")
+    for _ in range(10):
+        start = time.perf_counter()
+        for phase in ("prefill", "decode"):
+            a = analyze_model("llama-3-70b", "h100", phase, 64, 8192)
+            assert len(a.placements) > 10
+        best = min(best, time.perf_counter() - start)
+    assert best <= 5e-3
+
+
+def test_ten_thousand_point_sweep_within_one_second() -> None:
+    import numpy as np
+
+    b, s = np.meshgrid(np.arange(1, 101), np.arange(1, 101) * 1310, indexing="ij")
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        r = sweep_arrays("llama-3-70b", "h100", "decode", b.ravel(), s.ravel())
+        best = min(best, time.perf_counter() - start)
+    assert r["flop_per_byte"].shape == (10_000,)
+    assert best <= 1.0
