@@ -612,7 +612,10 @@ def _draw_step_bars(ax: Axes, xs: Sequence[float], times: Sequence[list[tuple[st
             totals[name] = totals.get(name, 0.0) + t
     named = sorted(totals, key=lambda k: -totals[k])[:10]
     palette = colormaps["tab20"]
-    colour = {name: palette(i % 20) for i, name in enumerate(named)}
+    colour: dict[str, Any] = {name: palette(i % 20) for i, name in enumerate(named)}
+    if set(totals) <= {"memory-bound kernels", "compute-bound kernels"}:  # totals only: colour by bound
+        colour = {"memory-bound kernels": BOUND_COLOURS["memory"], "compute-bound kernels": BOUND_COLOURS["compute"]}
+        named = [n for n in ("memory-bound kernels", "compute-bound kernels") if n in totals]
     other = "0.75"
     peak = max(sum(t for _, t, _ in row) for row in times) or 1.0
     scale, unit = next(((s, u) for s, u in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")) if peak >= s),

@@ -133,7 +133,9 @@ def _axes_ranges(scenarios: Sequence[Scenario]) -> tuple[list[float], list[float
                 mxy = measured_xy(p)
                 if mxy:
                     ys.append(mxy[1])
-    x_lo, x_hi = min(xs) / 3, max(xs) * 3
+    ridges = [s.analysis.machine.ridge_flop_per_byte(s.analysis.dtype) for s in scenarios]
+    # room right of the ridge for its label
+    x_lo, x_hi = min(xs) / 3, max(max(xs) * 3, max(ridges) * 12)
     bw = max(s.analysis.machine.memory_bytes_per_s for s in scenarios)
     y_lo = min(min(ys), bw * x_lo) / 2
     return _log_range(x_lo, x_hi), [math.floor(math.log10(y_lo)), math.log10(max(ys) * 3)]
@@ -202,7 +204,7 @@ def _figure(s: Scenario, kernels: list[dict[str, Any]], x_range: list[float], y_
          "yanchor": "top", "showarrow": False, "xshift": 8, "yshift": -6, "font": {"size": 12},
          "text": f"ridge I* = {format_intensity(ridge)}"},
         {"x": (math.log10(x_lo) + math.log10(ridge)) / 2, "y": math.log10(bw * math.sqrt(x_lo * ridge)),
-         "xref": "x", "yref": "y", "showarrow": False, "yshift": 14, "font": {"size": 13},
+         "xref": "x", "yref": "y", "showarrow": False, "yshift": 26, "font": {"size": 13},
          "textangle": _slope_angle(x_range, y_range),
          "text": f"<b>memory slope: DRAM {format_bytes_per_s(bw)} × I</b>"},
     ]

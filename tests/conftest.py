@@ -1,0 +1,82 @@
+"""Browser fixtures: Debian's chromium driven by Python playwright (never `playwright install`).
+
+`browser` is one headless Chromium for the session; `open_page(path)` opens a page from disk and
+records every request (refusing all but the page's own file:// URL) and every console error.
+`artifacts` is test-artifacts/ (gitignored), where screenshots are kept.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+@dataclass
+class Opened:
+    """A page opened from disk, with what it asked for and what it complained about."""
+
+    page: Any
+    url: str
+    console_errors: list[str] = field(default_factory=list)
+    requests: list[str] = field(default_factory=list)
+    load_s: float = 0.0
+
+    def shown(self) -> int:
+        """How many kernel points the chart draws now (trace 'kernels'; null points are not drawn)."""
+        return int(self.page.evaluate("""() => {
+            const d = document.getElementById('chart').data.find(t => t.name === 'kernels');
+            return d.x.filter(v => v !== null && v !== undefined).length; }"""))
+
+    def info(self) -> dict[str, str]:
+        """The current kernel's panel: its name and each data-field cell."""
+        return dict(self.page.evaluate("""() => {
+            const o = {name: document.getElementById('info-name').textContent};
+            document.querySelectorAll('#info [data-field]').forEach(e => o[e.dataset.field] = e.textContent);
+            return o; }"""))
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    sync_api = pytest.importorskip("playwright.sync_api", reason="python playwright is not installed")
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Debian's chromium is not installed (scripts/test.sh installs it)")
+    with sync_api.sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="session")
+def open_page(browser: Any) -> Callable[[Path], Opened]:
+    def open_(path: Path) -> Opened:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        opened = Opened(page, path.resolve().as_uri())
+        # every request is recorded; any but the page itself is refused, so a page that tried to
+        # reach the network fails the test instead of waiting on it
+        page.route("**/*", lambda r: r.continue_() if r.request.url == opened.url else r.abort())
+        page.on("request", lambda r: opened.requests.append(r.url))
+        page.on("console", lambda m: opened.console_errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: opened.console_errors.append(str(e)))
+        t0 = time.perf_counter()
+        page.goto(opened.url)
+        page.wait_for_selector("body[data-ready='1']", timeout=10_000)
+        opened.load_s = time.perf_counter() - t0
+        return opened
+
+    return open_
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    path = Path(__file__).resolve().parents[1] / "test-artifacts"
+    path.mkdir(exist_ok=True)
+    return path
