@@ -330,13 +330,15 @@ def _sweep_chart(rows: list[dict[str, Any]], model: str, phase: str, batches: li
             == (first["machine"], first["weights_dtype"], first["kv_dtype"], first["compute_dtype"])]
     x = "batch" if len(batches) >= len(lengths) else "seq"
     fixed = "seq" if x == "batch" else "batch"
-    picked = [r for r in same if r[fixed] == first[fixed]]
+    seq_key = "prompt" if phase == "prefill" else "context"
+    picked = [{(seq_key if k == "seq" else k): v for k, v in r.items()} for r in same if r[fixed] == first[fixed]]
     limit = None
     if phase == "decode" and x == "batch":
         limit = decode_limit(load_config(model, overrides), int(first["seq"]), first["kv_dtype"]).flop_per_byte
-    title = f"{first['model']} {phase} on {first['machine']}, {fixed} {first[fixed]}"
-    for path in write_sweep_chart(picked, x, png=png, svg=svg, ridge=first["ridge_flop_per_byte"], limit=limit,
-                                  title=title):
+    label = seq_key if fixed == "seq" else fixed
+    title = f"{first['model']} {phase} on {first['machine']}, {label} {first[fixed]}"
+    for path in write_sweep_chart(picked, seq_key if x == "seq" else x, png=png, svg=svg,
+                                  ridge=first["ridge_flop_per_byte"], limit=limit, title=title):
         click.echo(f"wrote {path}", err=True)
 
 

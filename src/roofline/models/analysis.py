@@ -142,7 +142,7 @@ class DecodeLimit:
     @property
     def attended_tokens(self) -> int:
         """Σ over layers of the tokens each reads: L per global layer, min(L, W) per windowed one."""
-        return sum(self.config.cached_tokens(kind, self.context) for kind in self.config.layer_attention)
+        return sum(self.config.cached_tokens(kind, self.context) for kind in self.config.layer_kinds)
 
     @property
     def attention_flop_per_token(self) -> float:

@@ -58,7 +58,8 @@ class ModelConfig:
     sandwich_norm: bool = False  # Gemma 2/3: norms after attention and after the MLP as well
     learned_positions: int = 0  # GPT-2: rows of the learned position table (0: RoPE)
     sliding_window: int | None = None
-    layer_attention: tuple[str, ...] = ()  # per layer: GLOBAL or LOCAL (sliding window)
+    # per layer GLOBAL or LOCAL; empty: every layer alike (LOCAL if there is a window). See layer_kinds.
+    layer_attention: tuple[str, ...] = ()
     # mixture of experts
     num_experts: int = 0
     experts_per_token: int = 0
@@ -86,13 +87,21 @@ class ModelConfig:
         if self.is_moe and not (0 < self.experts_per_token <= self.num_experts and self.moe_intermediate_size > 0):
             raise RooflineError(f"model {self.name}: experts_per_token must be in 1..num_experts and "
                                 f"moe_intermediate_size positive")
-        if len(self.layer_attention) != self.num_layers:
-            object.__setattr__(self, "layer_attention", tuple(
-                LOCAL if self.sliding_window else GLOBAL for _ in range(self.num_layers)))
+        if self.layer_attention and (len(self.layer_attention) != self.num_layers
+                                     or set(self.layer_attention) - {GLOBAL, LOCAL}):
+            raise RooflineError(f"model {self.name}: layer_attention must give {GLOBAL!r} or {LOCAL!r} for each of "
+                                f"the {self.num_layers} layers")
         if self.sliding_window is not None and self.sliding_window < 1:
             raise RooflineError(f"model {self.name}: sliding_window must be positive, got {self.sliding_window}")
 
     # --- derived shape ---------------------------------------------------------------------------
+    @property
+    def layer_kinds(self) -> tuple[str, ...]:
+        """Per layer, the attention it runs: GLOBAL (full causal) or LOCAL (sliding window)."""
+        if self.layer_attention:
+            return self.layer_attention
+        return tuple(LOCAL if self.sliding_window else GLOBAL for _ in range(self.num_layers))
+
     @property
     def is_moe(self) -> bool:
         return self.num_experts > 0
@@ -125,13 +134,13 @@ class ModelConfig:
     def layer_counts(self) -> dict[tuple[str, str], int]:
         """How many layers of each (attention kind, MLP kind): layers are counted, not repeated."""
         out: dict[tuple[str, str], int] = {}
-        for i, attn in enumerate(self.layer_attention):
+        for i, attn in enumerate(self.layer_kinds):
             mlp = MOE if self.is_moe and i >= self.first_dense_layers else DENSE
             out[(attn, mlp)] = out.get((attn, mlp), 0) + 1
         return out
 
     def attention_layers(self, kind: str) -> int:
-        return sum(1 for a in self.layer_attention if a == kind)
+        return sum(1 for a in self.layer_kinds if a == kind)
 
     def kv_elements_per_token_per_layer(self) -> int:
         """Values cached per token per layer: 2·G·d for K and V, or kv_lora_rank + qk_rope_head_dim for
@@ -155,7 +164,7 @@ class ModelConfig:
     def kv_cache_bytes(self, batch: int, context: int, bytes_per_element: float = 2.0) -> float:
         """KV cache for `batch` sequences of `context` tokens, windowed layers capped at the window."""
         per_layer = self.kv_elements_per_token_per_layer() * bytes_per_element
-        return batch * per_layer * sum(self.cached_tokens(a, context) for a in self.layer_attention)
+        return batch * per_layer * sum(self.cached_tokens(a, context) for a in self.layer_kinds)
 
     # --- parameter counts ------------------------------------------------------------------------
     def param_counts(self) -> Mapping[str, int]:

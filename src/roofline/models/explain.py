@@ -59,7 +59,7 @@ def explain_model(a: ModelAnalysis) -> str:
     lines.append(f"    multiplied per token (active − embedding table − norms − biases) P = {cfg.matmul_params:,}")
     lines.append("")
     lines += explain_kv(cfg, kv_bpe, dt.kv_cache.name)
-    attended = sum(cfg.cached_tokens(k, a.seq) for k in cfg.layer_attention)
+    attended = sum(cfg.cached_tokens(k, a.seq) for k in cfg.layer_kinds)
     kv_seq = cfg.kv_elements_per_token_per_layer() * kv_bpe * attended
     lines.append(f"    one sequence at {a.seq} tokens: {_sized(kv_seq)}; × batch {a.batch} = "
                  f"{_sized(kv_seq * a.batch)}")
