@@ -61,3 +61,26 @@ def test_llama_fusion_switch_changes_attention_bytes(llama: tuple[Opened, Any, P
     page.click("#next")
     assert opened.info()["name"].startswith(f"{step + 1}. o_proj")
     assert opened.console_errors == []
+
+
+def test_phase_and_plan_switch_are_independent(open_page: Callable[[Path], Opened], tmp_path: Path) -> None:
+    prefill = models.analyze_model("llama-3-8b", "h100", "prefill", batch=1, seq=1024)
+    decode = models.analyze_model("llama-3-8b", "h100", "decode", batch=8, seq=1024)
+    path = tmp_path / "phases.html"
+    write_model_outputs([*prefill.scenarios(), *decode.scenarios()], html=str(path), title="llama-3-8b")
+    opened = open_page(path)
+    page = opened.page
+    try:
+        groups = page.eval_on_selector_all("#switch .group", "els => els.map(e => e.dataset.dim)")
+        assert groups == ["phase", "plan"]
+        assert page.text_content("#summary").startswith(prefill.machine.name)  # type: ignore[union-attr]
+        page.click("button[data-dim='plan'][data-value='none']")
+        page.click("button[data-dim='phase'][data-value='decode']")
+        state = page.evaluate("() => { const s = window.roofline.data.scenarios[window.roofline.state.scenario];"
+                              " return [s.phase, s.plan]; }")
+        assert state == ["decode", "none"]  # the plan chosen before the phase stays chosen
+        rows = page.locator("#kernels-table tbody tr").count()
+        assert rows == len(decode.plans["none"].placements)
+        assert opened.console_errors == [] and opened.requests == [opened.url]
+    finally:
+        page.close()
