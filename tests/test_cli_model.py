@@ -143,3 +143,15 @@ def test_chart_options_go_through_the_report_contract(capsys: pytest.CaptureFixt
     assert calls[1]["x"] == "batch" and calls[1]["n"] == 9
     assert calls[1]["ridge"] == pytest.approx(989.4 / 3.35)
     assert calls[1]["limit"] == pytest.approx(59.78, abs=0.01)
+
+
+def test_model_csv_file_holds_every_kernel(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    target = tmp_path / "k.csv"
+    code, out, err = run(capsys, "model", "llama-3-70b", "--batch", "64", "--context", "8192", "--csv", str(target))
+    assert code == 0 and "wrote" in err and "gate_up_proj" in out  # the table still goes to the terminal
+    rows = list(csv.DictReader(io.StringIO(target.read_text())))
+    assert [r["name"] for r in rows][:3] == ["embedding", "attn_norm", "qkv_proj"]
+    assert sum(float(r["share"]) for r in rows) == pytest.approx(1.0)
+    down = next(r for r in rows if r["name"] == "down_proj")
+    assert int(down["count"]) == 80
+    assert float(down["flop"]) == 2 * 64 * 28672 * 8192  # 2·M·N·K for the 64 tokens

@@ -18,6 +18,9 @@ from roofline.errors import RooflineError
 
 DEFAULT_MACHINE = "h100"
 DEFAULT_LENGTH = 2048
+KERNEL_CSV_COLUMNS = ("name", "kind", "count", "flop", "bytes", "flop_per_byte", "bound", "limiter", "time_s",
+                      "total_time_s", "share", "compute_time_s", "memory_time_s", "attainable_flop_per_s",
+                      "ridge_flop_per_byte", "machine", "dtype")
 
 
 def _echo_warning(text: str) -> None:
@@ -168,13 +171,15 @@ def register(cli: click.Group) -> None:
     @click.option("--explain", is_flag=True,
                   help="Derive the KV cache size, the decode limit and every kernel step by step.")
     @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+    @click.option("--csv", "csv_path", default=None, metavar="FILE", help="Write the per-kernel table as CSV.")
     @click.option("--png", default=None, metavar="FILE", help="Write the roofline chart of every kernel (PNG).")
     @click.option("--svg", default=None, metavar="FILE", help="Write the roofline chart of every kernel (SVG).")
     @click.option("--html", default=None, metavar="FILE", help="Write the interactive page (all fusion plans).")
     def model_command(model: str, machine: str, batch: str, prompt: str | None, context: str | None,
                       weights_dtype: str, kv_dtype: str | None, dtype: str | None, phase: str, fusion: str,
                       act_dtype: str, experts_hit: str | None, overrides: tuple[str, ...], explain: bool,
-                      as_json: bool, png: str | None, svg: str | None, html: str | None) -> None:
+                      as_json: bool, csv_path: str | None, png: str | None, svg: str | None,
+                      html: str | None) -> None:
         """Every kernel of one forward step of MODEL (a preset or a config.json path) on a machine.
 
         \b
@@ -197,6 +202,11 @@ def register(cli: click.Group) -> None:
             _echo_warning(w)
         if a.memory.warning:
             _echo_warning(a.memory.warning)
+        if csv_path:
+            from roofline.fileio import atomic_write
+
+            atomic_write(csv_path, _csv(a.kernel_rows(), KERNEL_CSV_COLUMNS))
+            click.echo(f"wrote {csv_path}", err=True)
         if png or svg or html:
             from roofline.report.outputs import write_model_outputs
 
@@ -228,12 +238,13 @@ def register(cli: click.Group) -> None:
     @_common_options
     @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
     @click.option("--output", "-o", default=None, metavar="FILE", help="Write the table/CSV/JSON to FILE.")
+    @click.option("--csv", "csv_path", default=None, metavar="FILE", help="Also write the rows as CSV to FILE.")
     @click.option("--png", default=None, metavar="FILE", help="Chart intensity against the swept axis (PNG).")
     @click.option("--svg", default=None, metavar="FILE", help="Chart intensity against the swept axis (SVG).")
     def sweep_command(model: str, machine: str, batch: str, prompt: str | None, context: str | None,
                       weights_dtype: str, kv_dtype: str | None, dtype: str | None, phase: str, fusion: str,
                       act_dtype: str, experts_hit: str | None, overrides: tuple[str, ...], fmt: str,
-                      output: str | None, png: str | None, svg: str | None) -> None:
+                      output: str | None, csv_path: str | None, png: str | None, svg: str | None) -> None:
         """Sweep MODEL over batch × length × dtype × machine: intensity, time floor, tokens/s, bound.
 
         \b
@@ -259,12 +270,14 @@ def register(cli: click.Group) -> None:
         if png or svg:
             _sweep_chart(rows, model, phase, batches, lengths, png, svg, parse_overrides(overrides))
         seq_key = "prompt" if phase == "prefill" else "context"
+        renamed = [{(seq_key if k == "seq" else k): v for k, v in r.items()} for r in rows]
+        columns = [seq_key if c == "seq" else c for c in SWEEP_COLUMNS]
+        if csv_path:
+            _writer(csv_path, _csv(renamed, columns))
         if fmt == "json":
-            text = json.dumps([{(seq_key if k == "seq" else k): v for k, v in r.items()} for r in rows], indent=2,
-                              allow_nan=False)
+            text = json.dumps(renamed, indent=2, allow_nan=False)
         elif fmt == "csv":
-            text = _csv([{(seq_key if k == "seq" else k): v for k, v in r.items()} for r in rows],
-                        [seq_key if c == "seq" else c for c in SWEEP_COLUMNS])
+            text = _csv(renamed, columns)
         else:
             text = sweep_text(rows, seq_key)
         _writer(output, text)
@@ -282,10 +295,11 @@ def register(cli: click.Group) -> None:
     @_common_options
     @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
     @click.option("--output", "-o", default=None, metavar="FILE", help="Write the table/CSV/JSON to FILE.")
+    @click.option("--csv", "csv_path", default=None, metavar="FILE", help="Also write the rows as CSV to FILE.")
     def compare_command(models: tuple[str, ...], machine: str, batch: str, prompt: str | None, context: str | None,
                         weights_dtype: str, kv_dtype: str | None, dtype: str | None, phase: str, fusion: str,
                         act_dtype: str, experts_hit: str | None, overrides: tuple[str, ...], fmt: str,
-                        output: str | None) -> None:
+                        output: str | None, csv_path: str | None) -> None:
         """Compare MODELS side by side (× machines × dtypes): KV per token, intensity, decode limit, crossover, fit.
 
         \b
@@ -309,10 +323,13 @@ def register(cli: click.Group) -> None:
                 if w not in seen:
                     seen.add(w)
                     _echo_warning(f"{r['model']} on {r['machine']}: {w}")
+        columns = [k for k in rows[0] if k != "warnings"]
+        if csv_path:
+            _writer(csv_path, _csv(rows, columns))
         if fmt == "json":
             text = json.dumps(rows, indent=2, allow_nan=False)
         elif fmt == "csv":
-            text = _csv(rows, [k for k in rows[0] if k != "warnings"])
+            text = _csv(rows, columns)
         else:
             text = compare_text(rows)
         _writer(output, text)
