@@ -7,7 +7,7 @@ Layering: imports roofline.models, roofline.units, roofline.explain only.
 from __future__ import annotations
 
 from roofline.models.analysis import ModelAnalysis
-from roofline.models.build import DECODE
+from roofline.models.build import DECODE, expected_experts_hit
 from roofline.models.config import GLOBAL, LOCAL, ModelConfig
 from roofline.units import format_bytes, format_count, format_flop, format_intensity, format_time
 
@@ -57,6 +57,22 @@ def explain_model(a: ModelAnalysis) -> str:
     lines.append(f"    total {format_count(cfg.total_params)} ({cfg.total_params:,}); active per token "
                  f"{format_count(cfg.active_params)} ({cfg.active_params:,})")
     lines.append(f"    multiplied per token (active − embedding table − norms − biases) P = {cfg.matmul_params:,}")
+    if cfg.is_moe:
+        e, k, n = cfg.num_experts, cfg.experts_per_token, a.model.shape.tokens
+        lines.append("experts read per MoE layer")
+        if a.model.experts_hit_override is not None:
+            lines.append(f"    set by hand: {a.model.experts_hit} of {e}")
+        else:
+            expected = expected_experts_hit(e, k, n)
+            lines.append(f"    assumption: each of the N = {n} tokens picks k = {k} of E = {e} experts "
+                         "uniformly at random;")
+            lines.append(f"    distinct experts hit = E·(1 − (1 − k/E)^N) = {e}·(1 − (1 − {k}/{e})^{n}) = "
+                         f"{expected:.4g} → {a.model.experts_hit} (whole experts, at least k);")
+            lines.append("    real routers are skewed (hot experts): --experts-hit overrides this")
+        per_expert = 3 * cfg.hidden_size * cfg.moe_intermediate_size
+        lines.append(f"    expert weights read = {a.model.experts_hit} × 3·h·f = {a.model.experts_hit} × 3·"
+                     f"{cfg.hidden_size}·{cfg.moe_intermediate_size} = {a.model.experts_hit * per_expert:,} parameters "
+                     f"per layer, × {cfg.moe_layers} layers")
     lines.append("")
     lines += explain_kv(cfg, kv_bpe, dt.kv_cache.name)
     attended = sum(cfg.cached_tokens(k, a.seq) for k in cfg.layer_kinds)
