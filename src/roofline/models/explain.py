@@ -70,8 +70,9 @@ def explain_model(a: ModelAnalysis) -> str:
                          f"{expected:.4g} → {a.model.experts_hit} (whole experts, at least k);")
             lines.append("    real routers are skewed (hot experts): --experts-hit overrides this")
         per_expert = 3 * cfg.hidden_size * cfg.moe_intermediate_size
-        lines.append(f"    expert weights read = {a.model.experts_hit} × 3·h·f = {a.model.experts_hit} × 3·"
-                     f"{cfg.hidden_size}·{cfg.moe_intermediate_size} = {a.model.experts_hit * per_expert:,} parameters "
+        hit = a.model.experts_hit or 0
+        lines.append(f"    expert weights read = {hit} × 3·h·f = {hit} × 3·"
+                     f"{cfg.hidden_size}·{cfg.moe_intermediate_size} = {hit * per_expert:,} parameters "
                      f"per layer, × {cfg.moe_layers} layers")
     lines.append("")
     lines += explain_kv(cfg, kv_bpe, dt.kv_cache.name)
