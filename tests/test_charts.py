@@ -31,7 +31,7 @@ from roofline.report.charts import (
     roofs_figure,
     sweep_figure,
 )
-from roofline.report.outputs import Scenario, model_figure, write_model_outputs, write_sweep_chart
+from roofline.report.outputs import Scenario, model_figure, write_model_outputs, write_roofs_chart, write_sweep_chart
 
 H100_PEAK = 989.4e12  # dense BF16, h100-sxm.toml
 H100_BW = 3.35e12
@@ -189,7 +189,7 @@ def test_kernels_without_flops_are_listed_not_drawn() -> None:
     assert any("not drawn: no FLOPs" in t.get_text() for t in _axes(fig, "key").texts)
 
 
-def test_roofs_compared_across_machines_and_precisions() -> None:
+def test_roofs_compared_across_machines_and_precisions(tmp_path: Path) -> None:
     fig = roofs_figure([("a100", "bf16"), ("h100", "bf16"), ("b200", "bf16")])
     ax = _axes(fig, "roofline")
     peaks = [max(_gid(ax, f"roof-{i}").get_ydata()) for i in (1, 2, 3)]
@@ -208,6 +208,9 @@ def test_roofs_compared_across_machines_and_precisions() -> None:
     assert ridges == pytest.approx([281.25, 562.5, 1125.0])  # "each halving of precision doubles the ridge"
     labels = sorted(t.get_text() for t in ax.texts if (t.get_gid() or "").startswith("ridge-label"))
     assert labels == ["1125", "281", "562"]
+    (path,) = write_roofs_chart([("b200", "bf16"), ("b200", "fp8")], svg=str(tmp_path / "roofs.svg"))
+    ids = {el.get("id") for el in ET.fromstring(path.read_bytes()).iter() if el.get("id")}
+    assert {"roof-1", "roof-2", "ridge-1", "ridge-2"} <= ids and "roof-3" not in ids
 
 
 def test_sweep_chart_intensity_ridge_limit_and_breakdown() -> None:

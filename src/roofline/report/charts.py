@@ -254,7 +254,7 @@ def _short(name: str, width: int = 34) -> str:
 
 def roofline_figure(placements: Sequence[Placement], *, machine: Machine | None = None, dtype: DType | None = None,
                     title: str = "", names: Sequence[str] | None = None, subtitle: str | None = None,
-                    shares: bool = True) -> Figure:
+                    shares: bool = True, plan: str = "") -> Figure:
     """Every kernel of `placements` (execution order) on the roofline of `machine` at `dtype`.
 
     The main roof is the machine's matrix peak at `dtype` over DRAM bandwidth. If some kernels run
@@ -398,7 +398,8 @@ def roofline_figure(placements: Sequence[Placement], *, machine: Machine | None 
     head = title or f"{m.name}, {dt.name}"
     fig.text(0.7 / 13, 1 - 0.25 / height, head, fontsize=12.5, fontweight="bold", va="top", gid="title")
     sub = subtitle if subtitle is not None else (
-        f"{m.name} · {dt.name} · {len(placements)} kernels · time floor {format_time(total)}, "
+        f"{m.name} · {dt.name}{f' · plan {plan}' if plan else ''} · {len(placements)} kernels · "
+        f"time floor {format_time(total)}, "
         f"{(mem / total if total else 0):.0%} of it memory-bound")
     fig.text(0.7 / 13, 1 - 0.55 / height, sub, fontsize=9, color="0.3", va="top", gid="subtitle")
     if above:

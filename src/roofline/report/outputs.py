@@ -20,7 +20,8 @@ CONTRACT (other modules call these; keep the signatures):
   and `--html`).
 
 Also here, for the `kernel` command and notebooks: `write_kernel_outputs` (every scenario's
-kernels on one static chart, e.g. naive and fused attention side by side) and `notebook_html`
+kernels on one static chart, e.g. naive and fused attention side by side), `write_roofs_chart`
+(several machines or precisions on one chart) and `notebook_html`
 (the page inside an iframe, so that several pages in one notebook do not share ids or styles).
 
 Layering: a report module. matplotlib and plotly are imported inside the functions that draw, so
@@ -208,6 +209,21 @@ def write_sweep_chart(rows: Sequence[Mapping[str, Any]], x: str, *, png: str | N
     return written
 
 
+def write_roofs_chart(roofs: Sequence[tuple[str, str | None]], *, png: str | None = None, svg: str | None = None,
+                      title: str = "") -> list[Path]:
+    """Several machines or precisions on one chart: [("a100", "bf16"), ("h100", "bf16"), ("b200", "bf16")]
+    or [("b200", "bf16"), ("b200", "fp8"), ("b200", "fp4")]. Written atomically."""
+    from roofline.report.charts import roofs_figure
+
+    fig = roofs_figure(roofs, title=title)
+    written: list[Path] = []
+    if png:
+        written.append(_write_chart(fig, png, "png"))
+    if svg:
+        written.append(_write_chart(fig, svg, "svg"))
+    return written
+
+
 def model_figure(scenarios: Sequence[Scenario], *, title: str = "") -> Any:
     """The static roofline (matplotlib Figure) of the first scenario's kernels."""
     _check(scenarios)
@@ -216,7 +232,7 @@ def model_figure(scenarios: Sequence[Scenario], *, title: str = "") -> Any:
     s = scenarios[0]
     a = s.analysis
     head = title or (f"{s.label} on {a.machine.name}" if s.label else f"{a.machine.name}")
-    return roofline_figure(list(a.placements), machine=a.machine, dtype=a.dtype, title=head)
+    return roofline_figure(list(a.placements), machine=a.machine, dtype=a.dtype, title=head, plan=s.plan or a.plan)
 
 
 def model_html(scenarios: Sequence[Scenario], *, title: str = "") -> str:
