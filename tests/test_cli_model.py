@@ -155,3 +155,12 @@ def test_model_csv_file_holds_every_kernel(capsys: pytest.CaptureFixture[str], t
     down = next(r for r in rows if r["name"] == "down_proj")
     assert int(down["count"]) == 80
     assert float(down["flop"]) == 2 * 64 * 28672 * 8192  # 2·M·N·K for the 64 tokens
+
+
+def test_explain_states_the_experts_hit_assumption(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "model", "mixtral-8x7b", "--batch", "4", "--explain")
+    assert code == 0
+    # 8·(1 − (3/4)^4) = 5.47 distinct experts for 4 tokens × top-2 of 8, rounded to 5
+    assert "8·(1 − (1 − 2/8)^4) = 5.469 → 5" in out
+    code, out, _ = run(capsys, "model", "mixtral-8x7b", "--batch", "4", "--experts-hit", "8", "--explain")
+    assert code == 0 and "set by hand: 8 of 8" in out
