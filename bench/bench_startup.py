@@ -42,7 +42,8 @@ def main() -> int:
             subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
             times[name].append(time.perf_counter() - t0)
     bare = statistics.median(times["python -c pass"])
-    lines = [f"# bench_startup: {args.runs} interleaved runs each, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}",
+    lines = [f"# bench_startup: {args.runs} interleaved runs each, {os.cpu_count()} CPUs, "
+             f"Python {sys.version.split()[0]}",
              f"{'command':<26}{'min':>10}{'median':>10}{'max':>10}{'median - bare':>16}"]
     ok = True
     for name, ts in times.items():
