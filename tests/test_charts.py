@@ -308,3 +308,28 @@ def test_model_figure_on_an_attention_plan() -> None:
     flop = 4 * 4096**2 * 128 * 8 + 5 * 4096**2 * 8
     assert line.get_xdata()[0] == pytest.approx(flop / (4 * 4096 * 128 * 8 * 2))
     assert line.get_markerfacecolor() == BOUND_COLOURS["compute"]
+
+
+def test_sweep_rows_with_kernel_dicts_break_the_step_down_by_kernel() -> None:
+    a = _layer()
+    rows = [{"batch": b, "flop_per_byte": float(b), "kernels": [p.to_dict() for p in a.placements]} for b in (1, 2)]
+    bars = _axes(sweep_figure(rows, "batch", ridge=295.3), "step-time")
+    gids = sorted(p.get_gid() for p in bars.patches if (p.get_gid() or "").startswith("bar-1-"))
+    assert gids == ["bar-1-1:rmsnorm-memory", "bar-1-2:matmul-memory", "bar-1-3:matmul-compute", "bar-1-4:add-memory"]
+    totals = [t.get_text() for t in bars.texts if t.get_gid() == "bar-total-1"]
+    # the memory-bound share of the step: everything but the square matmul
+    mem = sum(p.total_time_s for p in a.placements if p.bound == "memory") / a.time_s
+    assert totals and f"{mem:.0%} mem" in totals[0]
+
+
+def test_notebook_html_is_the_page_in_an_isolated_iframe() -> None:
+    import html as html_lib
+
+    from roofline.report.outputs import model_html, notebook_html
+
+    s = [Scenario("toy", _layer())]
+    frame = notebook_html(s, title="toy")
+    assert frame.startswith('<iframe srcdoc="') and 'sandbox="allow-scripts"' in frame
+    srcdoc = frame[len('<iframe srcdoc="'):frame.index('" style=')]
+    assert '"' not in srcdoc  # every quote of the page is escaped inside the attribute
+    assert html_lib.unescape(srcdoc) == model_html(s, title="toy")

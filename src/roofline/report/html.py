@@ -291,7 +291,7 @@ def page(scenarios: Sequence[Scenario], title: str = "") -> str:
 
 # the page may load nothing: no connection, no font, no image from anywhere but itself (data: and blob:
 # URLs are plotly's own in-page images); inline scripts and styles are the page itself
-CSP = ("default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; "
+CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
        "img-src data: blob:; font-src data:")
 
 _TEMPLATE = """<!DOCTYPE html>
