@@ -83,3 +83,15 @@ def test_ten_thousand_point_sweep_within_one_second() -> None:
         best = min(best, time.perf_counter() - start)
     assert r["flop_per_byte"].shape == (10_000,)
     assert best <= 1.0
+
+
+def test_sweep_per_kernel_times_add_up_to_the_step() -> None:
+    rows = sweep("llama-3-70b", ["h100"], "decode", [1, 256], [8192], per_kernel=True)
+    for r in rows:
+        assert sum(k["total_time_s"] for k in r["kernels"]) == pytest.approx(r["time_s"], rel=1e-12)
+    attn = {r["batch"]: next(k for k in r["kernels"] if k["name"] == "attn") for r in rows}
+    # at batch 256 the attention kernel streams the KV cache: 80 layers · 256 · 8192 tokens · 4096 B
+    # (K and V, 8 heads · 128 · 2 B each) / 3.35 TB/s = 205 ms, plus q and o, which are small
+    assert attn[256]["total_time_s"] == pytest.approx(80 * 256 * 8192 * 4096 / 3.35e12, rel=0.01)
+    assert attn[256]["bound"] == "memory"
+    assert "kernels" not in sweep("llama-3-70b", ["h100"], "decode", [1], [8192])[0]

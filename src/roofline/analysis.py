@@ -178,6 +178,13 @@ class Placement:
 
         return replace(self, measured_time_s=seconds)
 
+    def plot(self) -> Any:
+        """This kernel on its machine's roofline (a matplotlib Figure)."""
+        return GraphAnalysis((self,), "", self.machine, self.dtype).plot()
+
+    def _repr_html_(self) -> str:
+        return GraphAnalysis((self,), "", self.machine, self.dtype)._repr_html_()
+
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
             "name": self.name,
@@ -284,6 +291,17 @@ class GraphAnalysis:
     @property
     def memory_bound_time_s(self) -> float:
         return sum(p.total_time_s for p in self.placements if p.bound == "memory")
+
+    def plot(self) -> Any:
+        """The roofline chart of these kernels (a matplotlib Figure), drawn by roofline.report."""
+        from roofline.report.outputs import Scenario, model_figure
+
+        return model_figure([Scenario(self.plan, self, plan=self.plan)])
+
+    def _repr_html_(self) -> str:
+        from roofline.report.outputs import Scenario, notebook_html
+
+        return notebook_html([Scenario(self.plan, self, plan=self.plan)])
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -266,11 +266,11 @@ def register(cli: click.Group) -> None:
         hit = _pos_int(experts_hit, "--experts-hit") if experts_hit is not None else None
         rows = sweep(model, machines, phase, batches, lengths, fusion,
                      [w or "bf16" for w in parse_str_list(weights_dtype)], parse_str_list(kv_dtype), act_dtype,
-                     parse_str_list(dtype), hit, parse_overrides(overrides))
+                     parse_str_list(dtype), hit, parse_overrides(overrides), per_kernel=bool(png or svg))
         if png or svg:
             _sweep_chart(rows, model, phase, batches, lengths, png, svg, parse_overrides(overrides))
         seq_key = "prompt" if phase == "prefill" else "context"
-        renamed = [{(seq_key if k == "seq" else k): v for k, v in r.items()} for r in rows]
+        renamed = [{(seq_key if k == "seq" else k): v for k, v in r.items() if k != "kernels"} for r in rows]
         columns = [seq_key if c == "seq" else c for c in SWEEP_COLUMNS]
         if csv_path:
             _writer(csv_path, _csv(renamed, columns))

@@ -374,9 +374,9 @@ class ModelAnalysis:
         return model_figure(self.scenarios(), title=self.title)
 
     def _repr_html_(self) -> str:
-        from roofline.report.outputs import model_html
+        from roofline.report.outputs import notebook_html
 
-        return model_html(self.scenarios(), title=self.title)
+        return notebook_html(self.scenarios(), title=self.title)
 
 
 def analyze_model(model: str | ModelConfig, machine: str | Machine = "h100", phase: str = DECODE, batch: int = 1,
@@ -512,7 +512,7 @@ class StepModel:
         flop = (fm + fv) @ counts
         byt = by @ counts
         return {"flop": flop, "bytes": byt, "time_s": t.sum(axis=1), "memory_bound_time_s": mem_bound.sum(axis=1),
-                "flop_per_byte": flop / byt}
+                "flop_per_byte": flop / byt, "kernel_time_s": t, "kernel_compute_bound": compute > memory}
 
     def limit(self, seq: int) -> tuple[float, float, float]:
         """(FLOPs, bytes, FLOP/B) per extra sequence as the batch grows without bound."""
@@ -559,8 +559,9 @@ def sweep(model: str | ModelConfig, machines: Sequence[str | Machine] = ("h100",
           weights_dtypes: Sequence[str] = ("bf16",), kv_dtypes: Sequence[str | None] = (None,),
           activation_dtype: str = "bf16", compute_dtypes: Sequence[str | None] = (None,),
           experts_hit_override: int | None = None, overrides: Mapping[str, str] | None = None,
-          ) -> list[dict[str, Any]]:
-    """Every combination of machine × dtypes × batch × length, one row each (keys: SWEEP_COLUMNS).
+          per_kernel: bool = False) -> list[dict[str, Any]]:
+    """Every combination of machine × dtypes × batch × length, one row each (keys: SWEEP_COLUMNS;
+    with `per_kernel`, also "kernels": each kernel's name, time per step and bound, for charts).
 
     Per dtype combination the step model is fitted once (a few dozen graph builds) and the
     batch × length grid is evaluated with numpy; per machine only the placement changes."""
@@ -609,6 +610,11 @@ def sweep(model: str | ModelConfig, machines: Sequence[str | Machine] = ("h100",
                             "memory_bytes": float(memory_bytes[i]),
                             "devices": max(1, math.ceil(float(memory_bytes[i]) / cap)) if cap else None,
                         })
+                        if per_kernel:
+                            rows[-1]["kernels"] = [
+                                {"name": name, "total_time_s": float(r["kernel_time_s"][i, j]),
+                                 "bound": "compute" if r["kernel_compute_bound"][i, j] else "memory"}
+                                for j, name in enumerate(fitted.names)]
     return rows
 
 
