@@ -401,14 +401,14 @@ def model_text(a: Any) -> str:
     lines.append(f"crossover batch: {cross.reason}")
     mem = a.memory
     if mem.fits:
-        fit = f"fits on one {a.machine.id} ({format_bytes(mem.capacity_bytes or 0)})"
+        fit = f"fits on one {a.machine.id} ({format_bytes(mem.capacity_bytes or 0, binary=True)})"
     elif mem.devices is not None:
-        fit = (f"DOES NOT FIT on one {a.machine.id} ({format_bytes(mem.capacity_bytes or 0)}): "
+        fit = (f"DOES NOT FIT on one {a.machine.id} ({format_bytes(mem.capacity_bytes or 0, binary=True)}): "
                f"needs {mem.devices} devices")
     else:
         fit = mem.warning
-    lines.append(f"memory: weights {format_bytes(mem.weights_bytes)} + KV cache {format_bytes(mem.kv_cache_bytes)} = "
-                 f"{format_bytes(mem.total_bytes)}; {fit}")
+    lines.append(f"memory: weights {format_bytes(mem.weights_bytes, binary=True)} + KV cache {format_bytes(mem.kv_cache_bytes, binary=True)} = "
+                 f"{format_bytes(mem.total_bytes, binary=True)}; {fit}")
     return "\n".join(lines)
 
 
