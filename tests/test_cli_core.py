@@ -116,3 +116,13 @@ def test_console_script_entry_point() -> None:
     assert proc.returncode == 2
     assert proc.stderr.strip() == "roofline: error: N must be a positive integer, got -1 " \
                                   "(see `roofline kernel add --help`)"
+
+
+def test_machine_explain_derives_each_ridge(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "machine", "b200", "--explain")
+    assert code == 0
+    # the seed: 281, 562, 1125 for BF16, FP8, FP4 over the same 8 TB/s
+    assert "bf16  I* = peak / BW = 2.25e+15 / 8e+12 = 281.25 FLOP/B" in out
+    assert "fp8   I* = peak / BW = 4.5e+15 / 8e+12 = 562.50 FLOP/B" in out
+    assert "fp4   I* = peak / BW = 9e+15 / 8e+12 = 1125.00 FLOP/B" in out
+    assert "never used by the analyses" in out

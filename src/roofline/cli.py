@@ -142,13 +142,19 @@ def machines(names: tuple[str, ...], dtype: str | None, as_json: bool, png: str 
 @cli.command()
 @click.argument("name")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def machine(name: str, as_json: bool) -> None:
+@click.option("--explain", is_flag=True, help="Derive each ridge point from its two ceilings.")
+def machine(name: str, as_json: bool, explain: bool) -> None:
     """Show one machine's ceilings and where each figure comes from (NAME: id, alias or .toml path)."""
     from roofline.hardware import get_machine
 
     m = get_machine(name)
     if as_json:
         _dump(machine_dict(m))
+        return
+    if explain:
+        from roofline.explain import explain_machine
+
+        click.echo(explain_machine(m))
         return
     from roofline.report.text import machine_text
 

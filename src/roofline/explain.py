@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from roofline.analysis import Placement
 from roofline.graph import Tensor
-from roofline.hardware import DRAM, MATRIX, VECTOR
+from roofline.hardware import DRAM, MATRIX, VECTOR, Machine
 from roofline.units import (
     format_bytes,
     format_bytes_per_s,
@@ -108,4 +108,25 @@ def explain_placement(p: Placement) -> str:
         lines.append(f"    % of roof = floor / measured = {format_time(p.time_s)} / {format_time(p.measured_time_s)}"
                      f" = {p.fraction_of_roof or 0.0:.1%}" + ("  ABOVE THE ROOF: model or measurement is wrong"
                                                             if p.above_roof else ""))
+    return "\n".join(lines)
+
+
+def explain_machine(m: Machine) -> str:
+    """Each ridge point I* = peak / BW, with both ceilings and their sources."""
+    bw = m.memory_bytes_per_s
+    lines = [f"{m.name} ({m.id})" + (" — measured" if m.measured else ""),
+             f"DRAM bandwidth BW = {format_bytes_per_s(bw, 4)} = {bw:.6g} B/s   [{m.sources.get('memory.dram', '')}]",
+             f"dense matrix peaks   [{m.sources.get('peak.matrix', '')}]"]
+    for key in m.dtypes():
+        peak = m.matrix_flop_per_s[key]
+        lines.append(f"    {key:<5} I* = peak / BW = {peak:.6g} / {bw:.6g} = {peak / bw:.2f} FLOP/B"
+                     f"   ({format_flop_per_s(peak, 4)} / {format_bytes_per_s(bw, 4)})")
+    if m.vector_flop_per_s:
+        lines.append(f"vector peaks (elementwise work)   [{m.sources.get('peak.vector', '')}]")
+        for key, peak in m.vector_flop_per_s.items():
+            lines.append(f"    {key:<5} I* = {peak:.6g} / {bw:.6g} = {peak / bw:.2f} FLOP/B")
+    if m.sparse_flop_per_s:
+        lines.append("sparse (2:4) peaks, listed for reference and never used by the analyses: "
+                     + ", ".join(f"{k} {format_flop_per_s(v, 4)}" for k, v in m.sparse_flop_per_s.items()))
+    lines.append("left of I* a kernel is memory-bound (only bandwidth helps); right of it, compute-bound")
     return "\n".join(lines)
