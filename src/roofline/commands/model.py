@@ -407,7 +407,8 @@ def model_text(a: Any) -> str:
                f"needs {mem.devices} devices")
     else:
         fit = mem.warning
-    lines.append(f"memory: weights {format_bytes(mem.weights_bytes, binary=True)} + KV cache {format_bytes(mem.kv_cache_bytes, binary=True)} = "
+    lines.append(f"memory: weights {format_bytes(mem.weights_bytes, binary=True)} + KV cache "
+                 f"{format_bytes(mem.kv_cache_bytes, binary=True)} = "
                  f"{format_bytes(mem.total_bytes, binary=True)}; {fit}")
     return "\n".join(lines)
 

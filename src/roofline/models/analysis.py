@@ -107,8 +107,9 @@ class MemoryFit:
             return f"{self.machine} lists no memory capacity: cannot check that the model fits"
         if self.fits:
             return ""
-        return (f"does not fit on one {self.machine}: weights {format_bytes(self.weights_bytes, binary=True)} + KV cache "
-                f"{format_bytes(self.kv_cache_bytes, binary=True)} = {format_bytes(self.total_bytes, binary=True)} > "
+        return (f"does not fit on one {self.machine}: weights {format_bytes(self.weights_bytes, binary=True)} "
+                f"+ KV cache {format_bytes(self.kv_cache_bytes, binary=True)} = "
+                f"{format_bytes(self.total_bytes, binary=True)} > "
                 f"{format_bytes(self.capacity_bytes, binary=True)}; needs at least {self.devices} devices "
                 f"(the time floors assume one device's bandwidth)")
 

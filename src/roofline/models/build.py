@@ -82,8 +82,9 @@ def model_dtypes(weights: str | DType = "bf16", activations: str | DType = "bf16
 
 def expected_experts_hit(num_experts: int, per_token: int, tokens: int) -> float:
     """E·(1 − (1 − k/E)^N): the expected number of distinct experts N tokens hit when each picks k
-    of E uniformly at random and independently (a token's k picks are in fact distinct; treating
-    them as independent changes the figure by well under one expert)."""
+    of E uniformly at random, independently of the other tokens. Exact under that assumption, with
+    a token's k picks distinct: a given expert is outside one token's k-subset with probability
+    C(E−1, k)/C(E, k) = 1 − k/E, and outside all N tokens' with (1 − k/E)^N."""
     return num_experts * (1.0 - (1.0 - per_token / num_experts) ** tokens)
 
 

@@ -233,7 +233,9 @@ def _param_counts(c: ModelConfig) -> Mapping[str, int]:
         biases += c.dense_layers * (c.intermediate_size + h)
     if c.is_moe:
         per_expert = 3 * h * c.moe_intermediate_size
-        counts["router"] = c.moe_layers * (h * c.num_experts + (c.num_experts if c.router_bias else 0))
+        counts["router"] = c.moe_layers * h * c.num_experts
+        # DeepSeek-V3's e_score_correction_bias: added to the scores to pick experts, not multiplied
+        biases += c.moe_layers * c.num_experts if c.router_bias else 0
         counts["shared_experts"] = c.moe_layers * c.num_shared_experts * per_expert
         counts["experts"] = c.moe_layers * c.num_experts * per_expert
         counts["active.experts"] = c.moe_layers * c.experts_per_token * per_expert
