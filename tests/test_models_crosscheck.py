@@ -16,7 +16,7 @@ from roofline.cli import main
 from roofline.graph import MATRIX, Kernel
 from roofline.models import analyze_model, build_graph, load_config, preset_names
 from roofline.models.build import ModelGraph
-from roofline.models.config import GLOBAL, LOCAL, ModelConfig
+from roofline.models.config import GLOBAL, LOCAL, ModelConfig, config_from_dict
 
 PROMPT = 2048  # the prefill check: batch 1, prompt 2048
 DECODE_BATCH, DECODE_CONTEXT = 4, 4096
@@ -318,3 +318,15 @@ def test_deepseek_json_and_explain_agree_on_the_latent(capsys: pytest.CaptureFix
     assert f"2·P = 2 × {body + head:,} =" in text
     assert f"KV bytes per sequence = {4096 * 70_272:,} B" in text
     assert f"= {d['decode_limit_flop_per_byte']:.4g} FLOP/B" in text  # "I_limit = ... = 496.3 FLOP/B"
+
+
+def test_llama_attention_bias_puts_a_bias_on_o_proj_too() -> None:
+    # transformers' LlamaAttention (and Qwen3's): q, k, v AND o_proj take bias=config.attention_bias
+    raw = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1000, "max_position_embeddings": 128,
+           "attention_bias": True}
+    c = config_from_dict(raw, "tiny-llama")
+    h, H, G, d, layers = 256, 4, 2, 64, 2
+    assert c.param_counts()["biases"] == layers * ((H + 2 * G) * d + h)  # q, k, v biases + the o_proj bias
+    o_proj = kernel(build_graph(c, "decode", 1, 16), "o_proj")
+    assert [t.shape for t in o_proj.reads if t.role == "weight"] == [(H * d, h), (h,)]

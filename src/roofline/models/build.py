@@ -216,7 +216,7 @@ class _Builder:
             self.gqa(x, attn_out, norm)
         o = self.act("o_proj.out", (n, h))
         o_proj = self.add(matmul_op("o_proj", attn_out, self.weight("o_proj.weight", (cfg.num_heads * cfg.v_dim, h)),
-                                    o, layers, extra_inputs=self.bias("o_proj", h, cfg.linear_bias)))
+                                    o, layers, extra_inputs=self.bias("o_proj", h, cfg.linear_bias or cfg.o_bias)))
         if cfg.sandwich_norm:
             o_n = self.act("post_attn_norm.out", (n, h))
             post = self.norm("post_attn_norm", o, o_n, layers)

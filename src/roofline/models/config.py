@@ -53,6 +53,7 @@ class ModelConfig:
     norm: str = "rmsnorm"  # "rmsnorm" | "layernorm" (LayerNorm has a bias too)
     activation: str = "swiglu"  # "swiglu" | "geglu" (gated) | "gelu" (GPT-2: up, gelu, down)
     qkv_bias: bool = False  # Qwen2: biases on q, k, v
+    o_bias: bool = False  # Llama/Qwen3 attention_bias: a bias on o_proj as well as on q, k, v
     linear_bias: bool = False  # GPT-2: biases on every linear layer
     qk_norm: bool = False  # Qwen3, Gemma 3: RMSNorm over each head of q and k
     sandwich_norm: bool = False  # Gemma 2/3: norms after attention and after the MLP as well
@@ -222,7 +223,7 @@ def _param_counts(c: ModelConfig) -> Mapping[str, int]:
         attn = h * (H + 2 * G) * d + H * d * h
         if c.qkv_bias or c.linear_bias:
             biases += L * (H + 2 * G) * d
-        if c.linear_bias:
+        if c.linear_bias or c.o_bias:
             biases += L * h
         if c.qk_norm:
             norms += L * 2 * d
@@ -330,7 +331,7 @@ def _common(f: _Fields, name: str, model_type: str, tie_default: bool) -> dict[s
 
 def _llama(f: _Fields, name: str, model_type: str) -> ModelConfig:
     kw = _common(f, name, model_type, False)
-    kw["qkv_bias"] = f.flag("attention_bias", False)
+    kw["qkv_bias"] = kw["o_bias"] = f.flag("attention_bias", False)  # HF: bias on q, k, v and o_proj
     return ModelConfig(**kw)
 
 
@@ -362,14 +363,14 @@ def _qwen2(f: _Fields, name: str, model_type: str) -> ModelConfig:
 
 def _qwen3(f: _Fields, name: str, model_type: str) -> ModelConfig:
     kw = _common(f, name, model_type, False)
-    kw["qkv_bias"] = f.flag("attention_bias", False)
+    kw["qkv_bias"] = kw["o_bias"] = f.flag("attention_bias", False)  # HF: bias on q, k, v and o_proj
     kw["qk_norm"] = True
     return ModelConfig(**kw)
 
 
 def _qwen3_moe(f: _Fields, name: str, model_type: str) -> ModelConfig:
     kw = _common(f, name, model_type, False)
-    kw["qkv_bias"] = f.flag("attention_bias", False)
+    kw["qkv_bias"] = kw["o_bias"] = f.flag("attention_bias", False)  # HF: bias on q, k, v and o_proj
     kw["qk_norm"] = True
     if f.integer("decoder_sparse_step", 1) != 1 or f.raw.get("mlp_only_layers"):
         raise RooflineError(f"config {f.where}: only decoder_sparse_step 1 with no mlp_only_layers is supported")
