@@ -4,14 +4,30 @@ The analytic core (units, dtypes, hardware, graph, kernels, analysis, explain) i
 numpy-free where it can, and no plotting library; `measure` and `report` sit on top of it.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from roofline.analysis import GraphAnalysis, Placement, analyze_graph, crossover, kernel_time, place, place_flop_bytes
 from roofline.dtypes import DType, get_dtype
 from roofline.errors import RooflineError
 from roofline.graph import Cost, FusionPlan, Graph, Kernel, Op, Tensor
 from roofline.hardware import Machine, get_machine, load_machine_file
 
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+    from roofline.measure.tracer import Trace
+
 __version__ = "0.1.0"
+
+
+def trace(module: Any = None, **options: Any) -> "AbstractContextManager[Trace]":
+    """`with roofline.trace(model) as t: model(x)`: see roofline.measure.tracer.trace (needs torch;
+    imported only when called, so the core stays free of torch and the measurement layer)."""
+    from roofline.measure.tracer import trace as _trace
+
+    return _trace(module, **options)
+
 
 __all__ = ["Cost", "DType", "FusionPlan", "Graph", "GraphAnalysis", "Kernel", "Machine", "Op", "Placement",
            "RooflineError", "Tensor", "analyze_graph", "crossover", "get_dtype", "get_machine", "kernel_time",
-           "load_machine_file", "place", "place_flop_bytes"]
+           "load_machine_file", "place", "place_flop_bytes", "trace"]

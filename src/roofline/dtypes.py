@@ -63,6 +63,14 @@ _ALL = (
           description="OCP MX FP4: one E8M0 scale per 32 values"),
     DType("nvfp4", 4, "fp4", scale_bits=8, block_size=16,
           description="NVIDIA NVFP4: one FP8 E4M3 scale per 16 values"),
+    # storage-only types a traced program holds (token ids, masks, RoPE's complex rotations): they
+    # cost bytes; no machine lists a matrix peak for them
+    DType("int64", 64, "int64", description="64-bit integer (token ids, indices)"),
+    DType("int32", 32, "int32", description="32-bit integer"),
+    DType("int16", 16, "int16", description="16-bit integer"),
+    DType("bool", 8, "bool", description="boolean, one byte each (masks)"),
+    DType("complex64", 64, "complex64", description="two fp32 values (RoPE rotations)"),
+    DType("complex128", 128, "complex128", description="two fp64 values"),
 )
 
 DTYPES: dict[str, DType] = {d.name: d for d in _ALL}

@@ -1,0 +1,144 @@
+"""Timing a kernel properly: warm-up, a bounded number of repeats, min / median / max.
+
+A shared, noisy machine makes single timings worthless, so every figure here is a distribution.
+The minimum is what the hardware proved it can do (STREAM's convention for a ceiling); the median
+is what a kernel typically takes (our convention for a measured kernel point). Short calls are
+repeated `inner` times per sample so that one sample is well above the clock's resolution and the
+call overhead. On CUDA a sample is bracketed by device events, and the host waits for the device
+before reading them.
+
+Layering: standard library only; torch is imported inside `cuda_sync` / `cuda_events`.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from roofline.errors import RooflineError
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Seconds per call, one entry per sample (each sample averaged over `inner` calls)."""
+
+    times_s: tuple[float, ...]
+    inner: int = 1
+
+    def __post_init__(self) -> None:
+        if not self.times_s:
+            raise RooflineError("a timing needs at least one sample")
+        if any(not (t > 0 and math.isfinite(t)) for t in self.times_s):
+            raise RooflineError(f"timings must be positive and finite, got {self.times_s}")
+
+    @property
+    def min_s(self) -> float:
+        return min(self.times_s)
+
+    @property
+    def median_s(self) -> float:
+        return float(statistics.median(self.times_s))
+
+    @property
+    def max_s(self) -> float:
+        return max(self.times_s)
+
+    @property
+    def repeats(self) -> int:
+        return len(self.times_s)
+
+    @property
+    def spread(self) -> float:
+        """(max − min) / median: how noisy the samples were."""
+        return (self.max_s - self.min_s) / self.median_s
+
+    def rates(self, amount: float) -> dict[str, float]:
+        """`amount` (FLOPs or bytes per call) over the times: the best rate is amount / min time."""
+        return {"max": amount / self.min_s, "median": amount / self.median_s, "min": amount / self.max_s}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"min_s": self.min_s, "median_s": self.median_s, "max_s": self.max_s,
+                "repeats": self.repeats, "inner": self.inner}
+
+
+def time_calls(fn: Callable[[int], object], *, repeats: int, warmup: int = 1, min_sample_s: float = 0.0,
+               budget_s: float | None = None, sync: Callable[[], None] | None = None) -> Timing:
+    """Time `fn(i)` (i counts calls, so `fn` can rotate through input sets) on the host clock.
+
+    `sync` (e.g. torch.cuda.synchronize) is called before the clock is read, so asynchronous work is
+    inside the sample. Calls shorter than `min_sample_s` are repeated `inner` times per sample. At
+    least one sample is taken; after that, sampling stops early once `budget_s` is spent.
+    """
+    if repeats < 1:
+        raise RooflineError(f"repeats must be at least 1, got {repeats}")
+    wait = sync or (lambda: None)
+    calls = 0
+    t_warm = 0.0
+    for _ in range(max(1, warmup)):
+        t0 = time.perf_counter()
+        fn(calls)
+        wait()
+        t_warm = time.perf_counter() - t0
+        calls += 1
+    inner = 1
+    if min_sample_s > 0 and t_warm < min_sample_s:
+        inner = min(10_000, max(1, math.ceil(min_sample_s / max(t_warm, 1e-7))))
+    times: list[float] = []
+    start = time.perf_counter()
+    for _ in range(repeats):
+        wait()
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            fn(calls)
+            calls += 1
+        wait()
+        times.append((time.perf_counter() - t0) / inner)
+        if budget_s is not None and time.perf_counter() - start > budget_s:
+            break
+    return Timing(tuple(times), inner)
+
+
+def time_cuda(fn: Callable[[int], object], *, repeats: int, warmup: int = 3, budget_s: float | None = None) -> Timing:
+    """Time `fn(i)` on the current CUDA stream with device events: one event pair per sample."""
+    import torch
+
+    calls = 0
+    for _ in range(max(1, warmup)):
+        fn(calls)
+        calls += 1
+    torch.cuda.synchronize()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(repeats)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(repeats)]
+    t0 = time.perf_counter()
+    done = 0
+    for i in range(repeats):
+        starts[i].record()
+        fn(calls)
+        calls += 1
+        ends[i].record()
+        done += 1
+        if budget_s is not None and i % 4 == 3:
+            torch.cuda.synchronize()
+            if time.perf_counter() - t0 > budget_s:
+                break
+    torch.cuda.synchronize()
+    return Timing(tuple(starts[i].elapsed_time(ends[i]) * 1e-3 for i in range(done)))
+
+
+def rotation_count(set_bytes: float, cache_bytes: float | None, limit: int = 8,
+                   memory_budget_bytes: float = 4 * 2**30) -> int:
+    """How many input sets to rotate through so that consecutive calls do not find their inputs in
+    the last-level cache: enough sets to cover twice the cache, at most `limit`, within a budget."""
+    if not cache_bytes or set_bytes <= 0:
+        return 2
+    wanted = math.ceil(2 * cache_bytes / set_bytes) + 1
+    affordable = max(1, int(memory_budget_bytes // set_bytes))
+    return max(1, min(limit, wanted, affordable))
+
+
+def summarize(times: Sequence[float]) -> Timing:
+    return Timing(tuple(times))
