@@ -58,10 +58,10 @@ def test_time_calls_sees_a_known_sleep() -> None:
     assert 0.002 <= timing.min_s < 0.2  # a sleep never returns early; the upper bound is generous
 
 
-def test_rotation_covers_twice_the_cache() -> None:
-    # 16 MiB sets, 32 MiB cache: ceil(2·32 / 16) + 1 = 5 sets
-    assert rotation_count(16 * 2**20, 32 * 2**20) == 5
-    assert rotation_count(1 * 2**20, 32 * 2**20) == 8  # capped at the limit
+def test_rotation_covers_eight_times_the_cache() -> None:
+    # 64 MiB sets, 32 MiB cache: ceil(8·32 / 64) + 1 = 5 sets
+    assert rotation_count(64 * 2**20, 32 * 2**20) == 5
+    assert rotation_count(1 * 2**20, 32 * 2**20) == 16  # capped at the limit
     assert rotation_count(3 * 2**30, 32 * 2**20, memory_budget_bytes=4 * 2**30) == 1  # one set fits the budget
     assert rotation_count(1024, None) == 2
 

@@ -296,3 +296,11 @@ def test_trace_command_missing_script_is_one_line(capsys: pytest.CaptureFixture[
     assert main(["trace", "/nonexistent/prog.py"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "no script" in err
+
+
+def test_detached_tensor_keeps_its_data_flow() -> None:
+    """detach shares storage: the op after it reads the tensor the op before it wrote."""
+    x = torch.randn(64)
+    t = trace_call(lambda: (x.exp().detach() * 2.0), inference=False)
+    exp_op, mul_op = t.ops
+    assert mul_op.inputs[0].name == exp_op.outputs[0].name

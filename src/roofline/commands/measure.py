@@ -29,9 +29,9 @@ def _progress(enabled: bool) -> Iterator[Callable[[str], None]]:
         yield lambda _text: None
         return
     from rich.console import Console
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+    with Progress(SpinnerColumn(), BarColumn(), TimeElapsedColumn(), TextColumn("{task.description}"),
                   console=Console(stderr=True), transient=True) as bar:
         task = bar.add_task("starting", total=None)
         yield lambda text: bar.update(task, description=text)

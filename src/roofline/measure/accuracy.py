@@ -19,7 +19,8 @@ from typing import Any
 from roofline.analysis import Placement
 from roofline.units import format_time
 
-ABOVE_ROOF = "ABOVE THE ROOF: the model undercounts this kernel's work, or its timing is wrong"
+ABOVE_ROOF = ("ABOVE THE ROOF: the model is wrong for this kernel (its bytes or FLOPs are off; data served "
+              "from a cache is counted as DRAM traffic) or its timing is")
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ attention as its three kernels (q·kᵀ writing the scores, softmax, p·v) and f
 same shapes (roofline.kernels' builders and FLOP conventions), placed with `roofline.analysis.place`.
 
 Timing: warm-up calls first; then the median of many samples (device events on CUDA, the host
-clock on a CPU). Inputs and outputs rotate over enough independent sets to cover twice the
+clock on a CPU). Inputs and outputs rotate over enough independent sets to cover eight times the
 last-level cache, so a memory-bound kernel never finds last call's data in cache; outputs are
 preallocated (`out=`) where PyTorch allows it, so a CPU kernel is not charged for page faults.
 Operands are random normal, never zeros.
@@ -128,7 +128,8 @@ def cases(sizes: Sizes, dtype: str | DType, device: str, only: Sequence[str] = (
         return torch.randn(shape, device=device, generator=gen, dtype=torch.float32).to(tdt)
 
     def empty(*shape: int) -> Any:
-        return torch.empty(shape, device=device, dtype=tdt)
+        # written once now, so that no timed call pays for first-touch page faults
+        return torch.empty(shape, device=device, dtype=tdt).fill_(1.0)
 
     out: list[Case] = []
 
@@ -232,10 +233,11 @@ def run_bench(machine: Machine, *, device: str = "cpu", dtype: str | DType | Non
             say(case.name)
             sets = rotation_count(case.set_bytes, llc, memory_budget_bytes=(8 if device == "cuda" else 2) * 2**30)
             fn = case.build(sets)
+            # the warm-up runs every set once: each set's memory is mapped and touched before timing
             if device == "cuda":
-                timing = time_cuda(fn, repeats=2 * n_repeats, warmup=3, budget_s=5.0)
+                timing = time_cuda(fn, repeats=2 * n_repeats, warmup=max(3, sets), budget_s=5.0)
             else:
-                timing = time_calls(fn, repeats=n_repeats, warmup=2, min_sample_s=0.002, budget_s=5.0)
+                timing = time_calls(fn, repeats=n_repeats, warmup=max(2, sets), min_sample_s=0.002, budget_s=5.0)
             del fn
             p = place(case.kernel, machine, dt, name=case.name, measured_time_s=timing.median_s)
             p = replace(p, extra={"note": case.note} if case.note else {})

@@ -419,9 +419,11 @@ def _generic(call: Call, func: Any) -> tuple[list[Op], bool]:
 
 # --- the recorder ---------------------------------------------------------------------------------
 
+# ops that move no data: allocations (their tensor is named when first used) and queries. detach,
+# alias and lift_fresh are not here: they share storage, so the alias rule keeps their data flow
 _NO_OP = ("empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "_fused_sdp_choice",
-          "detach", "alias", "lift_fresh", "_local_scalar_dense", "item", "is_same_size", "size", "stride",
-          "sym_size", "sym_stride", "sym_numel", "_has_compatible_shallow_copy_type", "set_")
+          "_local_scalar_dense", "item", "is_same_size", "size", "stride", "sym_size", "sym_stride", "sym_numel",
+          "_has_compatible_shallow_copy_type", "set_")
 
 
 # these write self without reading it
