@@ -212,3 +212,24 @@ def test_dram_level_of_the_measured_machine(small: Ceilings) -> None:
     m = small.to_machine()
     assert m.memory[DRAM].bytes_per_s == small.memory_bytes_per_s
     assert "STREAM" in m.memory[DRAM].source
+
+
+def test_bench_and_trace_without_torch_say_what_to_install() -> None:
+    for args in (["bench"], ["trace", "prog.py"]):
+        r = _run_without_torch(args)
+        assert r.returncode == 2 and r.stderr.strip().count("\n") == 0
+        assert "needs torch" in r.stderr and "pip install -e '.[torch]'" in r.stderr
+
+
+def test_tf32_switch_is_restored() -> None:
+    torch = pytest.importorskip("torch")
+    from roofline.measure.ceilings import _tf32
+
+    matmul = torch.backends.cuda.matmul
+    attr = "fp32_precision" if hasattr(matmul, "fp32_precision") else "allow_tf32"
+    before = getattr(matmul, attr)
+    with _tf32(True):
+        assert getattr(matmul, attr) in ("tf32", True)
+    with _tf32(False):
+        assert getattr(matmul, attr) in ("ieee", False)
+    assert getattr(matmul, attr) == before

@@ -28,7 +28,8 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -493,21 +494,40 @@ def _measure_cuda(plan: Plan, env: Environment, say: Progress) -> tuple[list[Cei
         del a, b, c
         torch.cuda.empty_cache()
     major, minor = torch.cuda.get_device_capability(0)
-    old_tf32 = torch.backends.cuda.matmul.allow_tf32
-    try:
-        for key in dtypes:
-            if key == "fp8" and (major, minor) < (8, 9):
-                skipped[key] = f"compute capability {major}.{minor} has no FP8 tensor cores"
-                continue
-            torch.backends.cuda.matmul.allow_tf32 = key == "tf32"
-            try:
+    for key in dtypes:
+        if key == "fp8" and (major, minor) < (8, 9):
+            skipped[key] = f"compute capability {major}.{minor} has no FP8 tensor cores"
+            continue
+        try:
+            with _tf32(key == "tf32"):
                 runs += _ladder(plan, key, "cuda", say)
-            except (RuntimeError, TypeError) as exc:  # an op this GPU or build lacks
-                skipped[key] = str(exc).splitlines()[0][:160]
-            torch.cuda.empty_cache()
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = old_tf32
+        except (RuntimeError, TypeError) as exc:  # an op this GPU or build lacks
+            skipped[key] = str(exc).splitlines()[0][:160]
+        torch.cuda.empty_cache()
     return runs, skipped
+
+
+@contextmanager
+def _tf32(on: bool) -> Iterator[None]:
+    """fp32 matmuls in TF32 (on) or true fp32 (off), restored afterwards. torch 2.9+ has a new switch
+    (fp32_precision) and refuses a mix of it and the legacy allow_tf32: use the new one where it exists."""
+    import torch
+
+    matmul = torch.backends.cuda.matmul
+    if hasattr(matmul, "fp32_precision"):
+        old = matmul.fp32_precision
+        matmul.fp32_precision = "tf32" if on else "ieee"
+        try:
+            yield
+        finally:
+            matmul.fp32_precision = old
+        return
+    old_flag = matmul.allow_tf32
+    matmul.allow_tf32 = on
+    try:
+        yield
+    finally:
+        matmul.allow_tf32 = old_flag
 
 
 def ratio_text(value: float) -> str:
