@@ -304,3 +304,26 @@ def test_detached_tensor_keeps_its_data_flow() -> None:
     t = trace_call(lambda: (x.exp().detach() * 2.0), inference=False)
     exp_op, mul_op = t.ops
     assert mul_op.inputs[0].name == exp_op.outputs[0].name
+
+
+def test_cpu_flash_variant_with_autograd_counts_causal_pairs() -> None:
+    """With autograd on, CPU attention dispatches aten::_scaled_dot_product_flash_attention_for_cpu
+    directly: still one fused kernel, causal pairs N(N+1)/2 = 16·17/2 = 136 per head."""
+    q, k, v = (torch.randn(1, 2, 16, 8, requires_grad=True) for _ in range(3))
+    t = trace_call(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True), inference=False)
+    qk = next(op for op in t.ops if op.kind == "attention_qk")
+    assert qk.flop == 2 * 1 * 2 * 136 * 8
+    assert len(t.groups) == 1 and "flash_attention_for_cpu" in next(iter(t.groups))
+
+
+def test_traced_graph_works_with_tables_and_plans() -> None:
+    from roofline.report.text import placements_table
+
+    model = tiny_llama(TinyConfig(layers=1))
+    with roofline.trace(model) as t:
+        model(torch.randint(0, 256, (1, 8)))
+    traced = t.analyze("h100")
+    unfused = t.analyze("h100", plan=UNFUSED)
+    assert traced.flop == unfused.flop  # same ops, same FLOPs under any plan
+    assert traced.bytes < unfused.bytes  # fused attention keeps the scores on chip
+    assert "layers.0.attn.qkv.linear" in placements_table(traced.placements)
