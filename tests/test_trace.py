@@ -327,3 +327,23 @@ def test_traced_graph_works_with_tables_and_plans() -> None:
     assert traced.flop == unfused.flop  # same ops, same FLOPs under any plan
     assert traced.bytes < unfused.bytes  # fused attention keeps the scores on chip
     assert "layers.0.attn.qkv.linear" in placements_table(traced.placements)
+
+
+def test_an_op_the_tracer_fails_on_is_reported_not_fatal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The traced program always runs to the end; an op the tracer cannot count is named in errors."""
+    from roofline.measure import tracer
+
+    def broken(call: tracer.Call) -> list[Any]:
+        raise ValueError("no formula today")
+
+    monkeypatch.setitem(tracer.FORMULAS, "relu", broken)
+    x = torch.randn(8)
+    t = trace_call(lambda: (x.relu() + 1.0))
+    assert [op.kind for op in t.ops] == ["add"]
+    assert list(t.errors) == ["aten.relu.default"] and "no formula today" in t.errors["aten.relu.default"]
+
+
+def test_unnamed_dtypes_are_stored_by_width() -> None:
+    x = torch.ones(16, dtype=torch.uint16)
+    t = trace_call(lambda: x.clone())
+    assert t.graph.kernels()[0].bytes == 2 * 16 * 2  # two bytes per element, read once, written once

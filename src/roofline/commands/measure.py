@@ -246,12 +246,15 @@ def register(cli: click.Group) -> None:
 
         need_torch("roofline trace")
         t = trace_script(script, args, inference=not autograd, time_ops=time_ops)
+        for op, why in t.errors.items():
+            click.echo(f"roofline: warning: {op} was not counted ({why})", err=True)
         if not t.ops:
             raise RooflineError(f"{script} ran no PyTorch ops")
         analysis = t.analyze(machine, dtype, UNFUSED if plan == "none" else t.plan)
         if as_json:
             d = analysis.to_dict()
-            d.update({"script": script, "flop_by_kind": t.flop_by_kind(), "unknown_ops": dict(t.unknown)})
+            d.update({"script": script, "flop_by_kind": t.flop_by_kind(), "unknown_ops": dict(t.unknown),
+                      "not_counted": dict(t.errors)})
             _dump(d)
         else:
             from roofline.measure.accuracy import Accuracy, accuracy_table

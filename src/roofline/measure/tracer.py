@@ -61,6 +61,7 @@ class Trace:
     groups: dict[str, tuple[str, ...]] = field(default_factory=dict)  # fused kernel -> its ops
     times_s: dict[str, float] = field(default_factory=dict)  # kernel name -> measured seconds
     unknown: dict[str, int] = field(default_factory=dict)  # aten ops without a FLOP formula -> calls
+    errors: dict[str, str] = field(default_factory=dict)  # aten ops the tracer failed on -> why (not counted)
     module_of: dict[str, str] = field(default_factory=dict)  # op name -> module path ("" at top level)
 
     @property
@@ -117,16 +118,27 @@ _TORCH_DTYPES = {"float64": "fp64", "float32": "fp32", "bfloat16": "bf16", "floa
                  "complex128": "complex128"}
 
 
+# a dtype we have no name for is stored as the one of the same width: its bytes stay exact
+_BY_WIDTH = {1: "int8", 2: "int16", 4: "int32", 8: "int64", 16: "complex128"}
+
+
 def dtype_of(t: Any) -> DType:
     key = str(t.dtype).removeprefix("torch.")
-    if key not in _TORCH_DTYPES:
-        raise RooflineError(f"the tracer has no storage size for torch.{key} tensors")
-    return get_dtype(_TORCH_DTYPES[key])
+    if key in _TORCH_DTYPES:
+        return get_dtype(_TORCH_DTYPES[key])
+    width = int(getattr(t.dtype, "itemsize", 0) or 0)
+    if width in _BY_WIDTH:
+        return get_dtype(_BY_WIDTH[width])
+    raise RooflineError(f"the tracer has no storage size for torch.{key} tensors")
 
 
 def _distinct_shape(t: Any) -> tuple[int, ...]:
     """The shape with broadcast (stride-0) dimensions collapsed: what a kernel actually reads."""
-    return tuple(int(s) if st != 0 else 1 for s, st in zip(t.shape, t.stride(), strict=True))
+    try:
+        strides = t.stride()
+    except (RuntimeError, NotImplementedError):  # sparse and other layouts without strides
+        return tuple(int(s) for s in t.shape)
+    return tuple(int(s) if st != 0 else 1 for s, st in zip(t.shape, strides, strict=True))
 
 
 def _storage_ptr(t: Any) -> int | None:
@@ -616,7 +628,10 @@ def trace(module: Any = None, *, name: str = "traced", inference: bool = True,
             else:
                 out = func(*args, **kw)
                 seconds = None
-            recorder.record(func, args, kw, out, seconds)
+            try:
+                recorder.record(func, args, kw, out, seconds)
+            except Exception as exc:  # never break the traced program; say what was left uncounted
+                result.errors.setdefault(str(func), f"{type(exc).__name__}: {exc}")
             return out
 
     with ExitStack() as stack:
