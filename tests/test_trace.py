@@ -62,9 +62,10 @@ class RMSNorm(nn.Module):
 
 
 def rope(x: Any, freqs: Any) -> Any:
-    """x [B, T, H, d] rotated by freqs [T, d/2] (complex), as Llama's reference code does it."""
-    xc = torch.view_as_complex(x.reshape(*x.shape[:-1], -1, 2))
-    return torch.view_as_real(xc * freqs[None, :, None, :]).flatten(3)
+    """x [B, T, H, d] rotated by freqs [T, d/2] (complex), as Llama's reference code does it: in fp32
+    (a no-op for an fp32 model; a cast each way for bf16), then back to x's dtype."""
+    xc = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
+    return torch.view_as_real(xc * freqs[None, :, None, :]).flatten(3).type_as(x)
 
 
 class Attention(nn.Module):
@@ -184,6 +185,25 @@ def test_tiny_llama_traced_flops_match_the_analytic_model_per_kind() -> None:
     for kind in ("matmul", "rmsnorm", "add", "attention_qk+softmax+attention_pv"):
         assert traced_bytes[kind] == model_bytes[kind], kind
     assert not t.unknown
+
+
+def test_bf16_model_traces_with_the_same_flops() -> None:
+    """In bf16 the rotary embedding casts to fp32 and back (two copies, no FLOPs): FLOPs per kind
+    are those of the fp32 model, bytes of the bf16 GEMMs half those of the fp32 ones."""
+    c = TinyConfig(layers=1)
+    ids = torch.randint(0, c.vocab, (1, 16))
+    flops, gemm_bytes = [], []
+    for dtype in (torch.float32, torch.bfloat16):
+        model = tiny_llama(c, dtype=dtype)
+        with roofline.trace(model) as t:
+            model(ids)
+        flops.append({k: v for k, v in families(flop_by_kind(t.graph)).items() if v})
+        assert not t.unknown
+        gemm_bytes.append(bytes_by_kind(t.graph, t.plan)["matmul"])
+        if dtype == torch.bfloat16:
+            assert any(op.kind == "copy" for op in t.ops)
+    assert flops[0] == flops[1]
+    assert gemm_bytes[1] == gemm_bytes[0] / 2
 
 
 def test_linear_and_matmul_flops_are_two_m_n_k() -> None:

@@ -141,7 +141,7 @@ def register(cli: click.Group) -> None:
     @click.option("--dtype", "dtypes", multiple=True, help="Measure only these matmul dtypes (repeatable).")
     @click.option("--backend", "backends", multiple=True, type=click.Choice(["numpy", "torch"]),
                   help="CPU: measure only with these libraries (default: numpy and torch where installed).")
-    @click.option("--id", "machine_id", default=None, help="Id of the saved machine (default: measured-<device>).")
+    @click.option("--id", "machine_id", default=None, help="Id of the saved machine (default: measured-<device name>).")
     def measure(device: str, quick: bool, as_json: bool, save: str | None, buffer_size: str | None,
                 dtypes: tuple[str, ...], backends: tuple[str, ...], machine_id: str | None) -> None:
         """Measure this machine's ceilings: streaming bandwidth and matmul FLOP/s per dtype.

@@ -31,7 +31,7 @@ VARIABLES = ("OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "OPENBLAS_L2_SIZE", "O
 class Environment:
     device: str  # "cpu" | "cuda"
     device_name: str
-    threads: int
+    threads: int  # CPUs this process may run on; on CUDA, the GPU's multiprocessors
     llc_bytes: int | None = None  # last-level cache (CPU L3, GPU L2)
     memory_capacity_bytes: int | None = None
     blas: tuple[Mapping[str, str], ...] = ()
@@ -53,7 +53,7 @@ class Environment:
 
     def summary_lines(self) -> list[str]:
         """Short lines for a machine file's notes and the text report."""
-        lines = [f"{self.device_name}, {self.threads} threads"]
+        lines = [f"{self.device_name}, {self.threads} {'SMs' if self.device == 'cuda' else 'threads'}"]
         if self.llc_bytes:
             lines[0] += f", last-level cache {self.llc_bytes / 2**20:g} MiB"
         for b in self.blas:

@@ -373,7 +373,8 @@ FORMULAS.update({"add": _complex_aware("add", 2), "sub": _complex_aware("add", 2
 for _name in ("relu", "silu", "gelu"):
     FORMULAS[_name] = (lambda kind: lambda call: _elementwise(call, kind))(_name)
 
-_COPIES = ("_to_copy", "to", "copy", "clone", "contiguous", "cat", "stack", "repeat", "index_select", "gather",
+_COPIES = ("_to_copy", "to", "type_as", "copy", "clone", "contiguous", "cat", "stack", "repeat", "repeat_interleave",
+           "index_select", "gather",
            "index", "triu", "tril", "_unsafe_view", "reshape", "flip", "roll", "masked_fill", "where", "scatter",
            "index_put", "_reshape_alias", "view_copy", "expand_copy", "permute_copy", "transpose_copy",
            "slice_copy", "constant_pad_nd", "pad")
