@@ -147,6 +147,14 @@ def _write_chart(fig: Any, path: str, fmt: str) -> Path:
 
 # --- the contract ------------------------------------------------------------------------------------
 
+def _write_figure(fig: Any, png: str | None, svg: str | None) -> list[Path]:
+    """The figure as PNG and/or SVG, each rendered in memory and written atomically."""
+    written = [_write_chart(fig, png, "png")] if png else []
+    if svg:
+        written.append(_write_chart(fig, svg, "svg"))
+    return written
+
+
 def write_model_outputs(scenarios: Sequence[Scenario], *, png: str | None = None, svg: str | None = None,
                         html: str | None = None, title: str = "") -> list[Path]:
     """The first scenario's roofline as PNG/SVG and the page with every scenario as HTML.
@@ -157,10 +165,7 @@ def write_model_outputs(scenarios: Sequence[Scenario], *, png: str | None = None
     written: list[Path] = []
     if png or svg:
         fig = model_figure(scenarios, title=title)
-        if png:
-            written.append(_write_chart(fig, png, "png"))
-        if svg:
-            written.append(_write_chart(fig, svg, "svg"))
+        written += _write_figure(fig, png, svg)
     if html:
         written.append(atomic_write(html, model_html(scenarios, title=title)))
     return written
@@ -185,10 +190,7 @@ def write_kernel_outputs(scenarios: Sequence[Scenario], *, png: str | None = Non
                    + ", ".join(f"{s.label} {format_time(s.analysis.time_s)}" for s in scenarios))
         fig = roofline_figure(placements, machine=first.machine, dtype=first.dtype, names=names, title=title,
                               subtitle=sub, shares=not multi)
-        if png:
-            written.append(_write_chart(fig, png, "png"))
-        if svg:
-            written.append(_write_chart(fig, svg, "svg"))
+        written += _write_figure(fig, png, svg)
     if html:
         written.append(atomic_write(html, model_html(scenarios, title=title)))
     return written
@@ -201,12 +203,7 @@ def write_sweep_chart(rows: Sequence[Mapping[str, Any]], x: str, *, png: str | N
     from roofline.report.charts import sweep_figure
 
     fig = sweep_figure(rows, x, ridge=ridge, limit=limit, title=title)
-    written: list[Path] = []
-    if png:
-        written.append(_write_chart(fig, png, "png"))
-    if svg:
-        written.append(_write_chart(fig, svg, "svg"))
-    return written
+    return _write_figure(fig, png, svg)
 
 
 def write_roofs_chart(roofs: Sequence[tuple[str, str | None]], *, png: str | None = None, svg: str | None = None,
@@ -216,12 +213,7 @@ def write_roofs_chart(roofs: Sequence[tuple[str, str | None]], *, png: str | Non
     from roofline.report.charts import roofs_figure
 
     fig = roofs_figure(roofs, title=title)
-    written: list[Path] = []
-    if png:
-        written.append(_write_chart(fig, png, "png"))
-    if svg:
-        written.append(_write_chart(fig, svg, "svg"))
-    return written
+    return _write_figure(fig, png, svg)
 
 
 def model_figure(scenarios: Sequence[Scenario], *, title: str = "") -> Any:
