@@ -133,6 +133,20 @@ def _writer(output: str | None, text: str) -> None:
         click.echo(text)
 
 
+def _write_rows(rows: list[dict[str, Any]], columns: Sequence[str], fmt: str, output: str | None,
+                csv_path: str | None, table_text: Callable[[], str]) -> None:
+    """Rows as a table, CSV or JSON on stdout or to --output, and also as CSV to --csv."""
+    if csv_path:
+        _writer(csv_path, _csv(rows, columns))
+    if fmt == "json":
+        text = json.dumps(rows, indent=2, allow_nan=False)
+    elif fmt == "csv":
+        text = _csv(rows, columns)
+    else:
+        text = table_text()
+    _writer(output, text)
+
+
 def _table(rows: list[dict[str, Any]], columns: Sequence[tuple[str, str, Callable[[Any], str]]], title: str) -> str:
     from rich.table import Table
 
@@ -272,15 +286,7 @@ def register(cli: click.Group) -> None:
         seq_key = "prompt" if phase == "prefill" else "context"
         renamed = [{(seq_key if k == "seq" else k): v for k, v in r.items() if k != "kernels"} for r in rows]
         columns = [seq_key if c == "seq" else c for c in SWEEP_COLUMNS]
-        if csv_path:
-            _writer(csv_path, _csv(renamed, columns))
-        if fmt == "json":
-            text = json.dumps(renamed, indent=2, allow_nan=False)
-        elif fmt == "csv":
-            text = _csv(renamed, columns)
-        else:
-            text = sweep_text(rows, seq_key)
-        _writer(output, text)
+        _write_rows(renamed, columns, fmt, output, csv_path, lambda: sweep_text(rows, seq_key))
 
     @cli.command("compare")
     @click.argument("models", nargs=-1, required=True)
@@ -324,15 +330,7 @@ def register(cli: click.Group) -> None:
                     seen.add(w)
                     _echo_warning(f"{r['model']} on {r['machine']}: {w}")
         columns = [k for k in rows[0] if k != "warnings"]
-        if csv_path:
-            _writer(csv_path, _csv(rows, columns))
-        if fmt == "json":
-            text = json.dumps(rows, indent=2, allow_nan=False)
-        elif fmt == "csv":
-            text = _csv(rows, columns)
-        else:
-            text = compare_text(rows)
-        _writer(output, text)
+        _write_rows(rows, columns, fmt, output, csv_path, lambda: compare_text(rows))
 
 
 def _sweep_chart(rows: list[dict[str, Any]], model: str, phase: str, batches: list[int], lengths: list[int],
