@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.browser
 
-models = pytest.importorskip("roofline.models", reason="roofline.models is not built yet")
+import roofline.models as models  # noqa: E402
 
 
 @pytest.fixture(scope="module")
