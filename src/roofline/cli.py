@@ -121,7 +121,10 @@ def machines(names: tuple[str, ...], dtype: str | None, as_json: bool, png: str 
                                                              key=lambda m: (m.vendor, m.year or 0, m.id))
     dtypes = [d.strip() for d in (dtype or "bf16").split(",") if d.strip()]
     if png or svg:
+        from roofline.fileio import check_outputs
         from roofline.report.outputs import write_roofs_chart
+
+        check_outputs({"--png": png, "--svg": svg})
 
         if not names:
             raise RooflineError("name the machines to draw, e.g. `roofline machines a100 h100 b200 --png roofs.png`")
@@ -145,6 +148,7 @@ def machines(names: tuple[str, ...], dtype: str | None, as_json: bool, png: str 
 @click.option("--explain", is_flag=True, help="Derive each ridge point from its two ceilings.")
 def machine(name: str, as_json: bool, explain: bool) -> None:
     """Show one machine's ceilings and where each figure comes from (NAME: id, alias or .toml path)."""
+    _one_of(as_json, explain)
     from roofline.hardware import get_machine
 
     m = get_machine(name)
@@ -159,6 +163,12 @@ def machine(name: str, as_json: bool, explain: bool) -> None:
     from roofline.report.text import machine_text
 
     click.echo(machine_text(m))
+
+
+def _one_of(as_json: bool, explain: bool) -> None:
+    """--json and --explain each replace the table; given both, one would be dropped without a word."""
+    if as_json and explain:
+        raise RooflineError("--json and --explain each print the whole result; give one of them")
 
 
 # --- kernel -----------------------------------------------------------------------------------
@@ -203,7 +213,10 @@ def _write_charts(graph: Any, m: Any, dt: str, plans: list[Any], name: str) -> N
 
     from roofline.analysis import GraphAnalysis, place
     from roofline.dtypes import get_dtype
+    from roofline.fileio import check_outputs
     from roofline.report.outputs import Scenario, write_kernel_outputs
+
+    check_outputs({f"--{fmt}": path for fmt, path in outputs.items()})
 
     scenarios = []
     for pl in plans:
@@ -224,6 +237,7 @@ def _emit(graph: Any, machine: str, dtype: str | None, explain: bool, as_json: b
     from roofline.graph import UNFUSED
     from roofline.hardware import get_machine
 
+    _one_of(as_json, explain)
     m = get_machine(machine)
     dt = dtype or m.default_dtype()
     kernels = graph.kernels(plan or UNFUSED)

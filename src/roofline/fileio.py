@@ -46,3 +46,24 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def check_outputs(paths: dict[str, str | os.PathLike[str] | None]) -> None:
+    """Before anything is written: every output's folder exists, no output is a folder, and no two
+    options name the same file. A command writing several files (--csv, --png, --html) then fails
+    before touching any of them, instead of replacing the first ones and failing on the last.
+    `paths` maps each option (e.g. "--png") to its file or None."""
+    seen: dict[Path, str] = {}
+    for option, path in paths.items():
+        if not path:
+            continue
+        target = Path(path)
+        directory = target.parent if str(target.parent) else Path(".")
+        if not directory.is_dir():
+            raise RooflineError(f"cannot write {target} ({option}): folder {directory} does not exist")
+        if target.is_dir():
+            raise RooflineError(f"cannot write {target} ({option}): it is a folder")
+        key = target.resolve()
+        if key in seen:
+            raise RooflineError(f"{seen[key]} and {option} name the same file {target}; give each its own file")
+        seen[key] = option

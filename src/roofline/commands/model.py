@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -18,6 +19,8 @@ from roofline.errors import RooflineError
 
 DEFAULT_MACHINE = "h100"
 DEFAULT_LENGTH = 2048
+MAX_LIST_VALUES = 10_000  # one axis of a sweep; 1:100000000:1 would otherwise be built, exhausting memory
+MAX_SWEEP_ROWS = 100_000  # every axis together (a 100,000-row CSV takes seconds)
 KERNEL_CSV_COLUMNS = ("name", "kind", "count", "flop", "bytes", "flop_per_byte", "bound", "limiter", "time_s",
                       "total_time_s", "share", "compute_time_s", "memory_time_s", "attainable_flop_per_s",
                       "ridge_flop_per_byte", "machine", "dtype")
@@ -46,6 +49,14 @@ def parse_int_list(text: str, label: str) -> list[int]:
                     factor = int(step[1:])
                     if factor < 2:
                         raise ValueError
+                    count = math.floor(math.log(hi / lo, factor) + 1e-9) + 1
+                else:
+                    count = (hi - lo) // int(step) + 1 if int(step) >= 1 else 0
+                if len(out) + count > MAX_LIST_VALUES:
+                    raise RooflineError(f"{label}: {part!r} is {count:,} values; at most {MAX_LIST_VALUES:,} "
+                                        f"(take a larger step, e.g. {lo}:{hi}:x2)")
+                if step.startswith("x"):
+                    factor = int(step[1:])
                     v = lo
                     while v <= hi:
                         out.append(v)
@@ -57,6 +68,8 @@ def parse_int_list(text: str, label: str) -> list[int]:
                     out.extend(range(lo, hi + 1, inc))
             else:
                 out.append(int(part))
+        except RooflineError:
+            raise
         except ValueError:
             raise RooflineError(f"{label}: cannot read {part!r}; write a list like 1,8,64 or a range like "
                                 f"1:1024 (powers of two), 1:1024:x4 or 128:1024:128") from None
@@ -203,9 +216,13 @@ def register(cli: click.Group) -> None:
           roofline model deepseek-v3 --machine b200 --batch 32 --context 32768 --kv-dtype fp8 --explain
           roofline model ./my-model/config.json --json
         """
+        from roofline.fileio import check_outputs
         from roofline.models.analysis import analyze_model
         from roofline.models.build import model_dtypes
 
+        check_outputs({"--csv": csv_path, "--png": png, "--svg": svg, "--html": html})
+        if as_json and explain:
+            raise RooflineError("--json and --explain each print the whole result; give one of them")
         b = _pos_int(batch, "--batch")
         seq = _length(phase, _pos_int(prompt, "--prompt") if prompt is not None else None,
                       _pos_int(context, "--context") if context is not None else None)
@@ -267,8 +284,10 @@ def register(cli: click.Group) -> None:
           roofline sweep llama-3-70b --batch 64 --context 1024:131072 --kv-dtype bf16,fp8 --format csv
           roofline sweep mixtral-8x7b --machine h100,b200 --batch 1:256 --png sweep.png
         """
+        from roofline.fileio import check_outputs
         from roofline.models.analysis import SWEEP_COLUMNS, sweep
 
+        check_outputs({"--output": output, "--csv": csv_path, "--png": png, "--svg": svg})
         if phase == "prefill" and context is not None and prompt is None:
             raise RooflineError("prefill sweeps take --prompt, not --context")
         if phase == "decode" and prompt is not None and context is None:
@@ -277,6 +296,11 @@ def register(cli: click.Group) -> None:
                                  "--prompt" if phase == "prefill" else "--context")
         batches = parse_int_list(batch, "--batch")
         machines = [m for m in parse_str_list(machine) if m]
+        n_rows = (len(batches) * len(lengths) * len(machines) * len(parse_str_list(weights_dtype))
+                  * len(parse_str_list(kv_dtype)) * len(parse_str_list(dtype)))
+        if n_rows > MAX_SWEEP_ROWS:
+            raise RooflineError(f"the sweep has {n_rows:,} rows (batches × lengths × machines × dtypes); "
+                                f"at most {MAX_SWEEP_ROWS:,}: take larger steps or fewer values")
         hit = _pos_int(experts_hit, "--experts-hit") if experts_hit is not None else None
         rows = sweep(model, machines, phase, batches, lengths, fusion,
                      [w or "bf16" for w in parse_str_list(weights_dtype)], parse_str_list(kv_dtype), act_dtype,
@@ -314,8 +338,10 @@ def register(cli: click.Group) -> None:
           roofline compare llama-3-70b --kv-dtype bf16,fp8,nvfp4 --context 131072 --batch 32
           roofline compare mistral-7b --machine h100,b200,mi300x --batch 8
         """
+        from roofline.fileio import check_outputs
         from roofline.models.analysis import compare
 
+        check_outputs({"--output": output, "--csv": csv_path})
         b = _pos_int(batch, "--batch")
         seq = _length(phase, _pos_int(prompt, "--prompt") if prompt is not None else None,
                       _pos_int(context, "--context") if context is not None else None)
@@ -352,6 +378,12 @@ def _sweep_chart(rows: list[dict[str, Any]], model: str, phase: str, batches: li
         limit = decode_limit(load_config(model, overrides), int(first["seq"]), first["kv_dtype"]).flop_per_byte
     label = seq_key if fixed == "seq" else fixed
     title = f"{first['model']} {phase} on {first['machine']}, {label} {first[fixed]}"
+    if len(picked) < len(rows):  # the chart draws one series; say which, rather than drop the others silently
+        kv = first["kv_dtype"]
+        _echo_warning(f"the chart shows {len(picked)} of the {len(rows)} rows: {first['machine']}, weights "
+                      f"{first['weights_dtype']}, KV {kv}, compute {first['compute_dtype']}, {label} {first[fixed]} "
+                      f"(the first combination); the table has every row")
+        title += f", weights {first['weights_dtype']}, KV {kv}"
     for path in write_sweep_chart(picked, seq_key if x == "seq" else x, png=png, svg=svg,
                                   ridge=first["ridge_flop_per_byte"], limit=limit, title=title):
         click.echo(f"wrote {path}", err=True)

@@ -521,6 +521,42 @@ def apply_overrides(raw: Mapping[str, Any], overrides: Mapping[str, str] | None)
     return out
 
 
+class _Reads(dict[str, Any]):
+    """A config dict that remembers which fields the parser looked at, so that a `--set` of a field
+    no parser reads (a typo, or another architecture's name for it) is an error, not a silent no-op."""
+
+    def __init__(self, raw: Mapping[str, Any]) -> None:
+        super().__init__(raw)
+        self.seen: set[str] = set()
+
+    def __getitem__(self, key: str) -> Any:
+        self.seen.add(key)
+        return super().__getitem__(key)
+
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, str):
+            self.seen.add(key)
+        return super().__contains__(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.seen.add(key)
+        return super().get(key, default)
+
+
+def _parse_with_overrides(raw: Mapping[str, Any], overrides: Mapping[str, str] | None, name: str,
+                          where: str) -> ModelConfig:
+    reads = _Reads(apply_overrides(raw, overrides))
+    cfg = config_from_dict(reads, name, where)
+    for key in overrides or {}:
+        if key not in reads.seen:
+            import difflib
+
+            close = difflib.get_close_matches(key, sorted(reads.seen), n=3, cutoff=0.5)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise RooflineError(f"--set {key}: {where} has no field {key!r} that the model is built from{hint}")
+    return cfg
+
+
 def load_config(model: str | ModelConfig, overrides: Mapping[str, str] | None = None) -> ModelConfig:
     """A preset name, a config.json path, or a folder holding config.json. Nothing is downloaded."""
     if isinstance(model, ModelConfig):
@@ -537,10 +573,10 @@ def load_config(model: str | ModelConfig, overrides: Mapping[str, str] | None = 
                                 f"or a preset: {', '.join(preset_names())})")
         raw = _read_json(path)
         name = path.parent.name if path.name == "config.json" else path.stem
-        cfg = config_from_dict(apply_overrides(raw, overrides), name, str(path))
+        cfg = _parse_with_overrides(raw, overrides, name, str(path))
         return _with_source(cfg, str(path))
     raw = preset_dict(text)
-    return _with_source(config_from_dict(apply_overrides(raw, overrides), text.lower(), f"preset {text}"),
+    return _with_source(_parse_with_overrides(raw, overrides, text.lower(), f"preset {text}"),
                         f"preset {text.lower()}")
 
 

@@ -40,8 +40,10 @@ def placement_text(p: Placement, title: str = "") -> str:
     t.add_row("ridge", format_intensity(p.ridge_flop_per_byte, 4),
               f"{format_flop_per_s(p.roof_flop_per_s, 4)} / {format_bytes_per_s(p.bytes_per_s, 4)}")
     if abs(p.kernel_ridge_flop_per_byte - p.ridge_flop_per_byte) > 1e-9 * p.ridge_flop_per_byte:
+        units = sorted(u for u, f in p.cost.flop_by_unit.items() if f)
+        where = f"{units[0]} units" if len(units) == 1 else f"{' and '.join(units)} units, each at its own peak"
         t.add_row("", format_intensity(p.kernel_ridge_flop_per_byte, 4),
-                  f"at the {format_flop_per_s(p.peak_flop_per_s, 4)} its FLOPs run at (vector units)")
+                  f"at the {format_flop_per_s(p.peak_flop_per_s, 4)} its FLOPs run at ({where})")
     t.add_row("attainable", format_flop_per_s(p.attainable_flop_per_s, 4),
               f"{p.fraction_of_peak:.2%} of the {p.dtype.peak_key} peak; min(peak, BW × I)")
     t.add_row("time floor", format_time(p.time_s),
