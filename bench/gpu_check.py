@@ -1,53 +1,112 @@
 """The measuring layer on a CUDA GPU, in under five minutes: measure, bench, and a traced transformer.
 
-    pip install -e '.[torch,test]'        # a CUDA build of torch==2.13.0 on the GPU machine
-    python bench/gpu_check.py [--out bench/results] [--cpu]
+    PYTHONPATH=src python3 bench/gpu_check.py --out DIR        # on the GPU machine (bench/GPU_CHECK.md)
+    python bench/gpu_check.py --cpu [--out bench/results]     # the rehearsal on a machine without one
 
-Steps, each with its own time limit, each writing what it found even if a later one fails:
-  1. `roofline measure --device cuda --save`: copy/triad bandwidth and matmul FLOP/s for
-     fp64, fp32, tf32, bf16, fp16, fp8; compared with the catalog's datasheet when the GPU is in it.
+Steps, each in its own child process with its own time limit inside one overall budget (280 s by
+default), each writing what it found as it goes, so a step that hangs or crashes costs only itself:
+  1. measure: copy/scale/add/triad bandwidth over 4 GiB arrays, then matmul FLOP/s per dtype in the
+     order bf16, fp16, tf32, fp8, fp32, fp64 (the acceptance's dtype first, the slow ones last); after
+     each piece the partial results (JSON) and the measured machine file (TOML) are rewritten.
      On an H200 the acceptance is: copy >= 4.2 TB/s and bf16 matmul >= 760 TFLOP/s.
-  2. `roofline bench --device cuda --quick` under the roof measured in step 1: % of roof per kernel,
-     every point above its roof flagged.
+  2. `roofline bench --device cuda --quick --json --machine <the machine file of step 1>`: % of roof
+     per kernel, every point above its roof flagged.
   3. A Llama-style model (the tests' TinyLlama at a larger size, bf16) traced on the GPU with every
      op timed: FLOPs per kernel kind against roofline.models' analytic graph of the same config
      (acceptance: within 1%), and the traced kernels' share of the measured roof.
 
-Results go to OUT/gpu_check_<gpu>.txt and .json, and the measured machine to OUT/<gpu>.toml.
-Written for whenever a CUDA machine is at hand; on a machine without one it says so and exits 2.
+Files in OUT (six at most): gpu_check_<gpu>.txt (the report), gpu_check_<gpu>.json (everything),
+gpu_check_<gpu>.measure.json and .trace.json (the children's own records, kept even when they
+die), <gpu>.toml (the measured machine, usable with --machine). The report ends with a SUMMARY of
+PASS/FAIL lines. Needs torch with CUDA; it runs on whatever torch the machine has (the pin,
+torch==2.13.0, is for installs; a GPU machine's own build is used as it is).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
-import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-H200_COPY_BYTES_PER_S = 4.2e12
-H200_BF16_FLOP_PER_S = 760e12
+H200_COPY_BYTES_PER_S = 4.2e12  # the issue's acceptance: H200s have shown about 4.3 TB/s
+H200_BF16_FLOP_PER_S = 760e12  # and 770-800 TFLOP/s on random data
+CUDA_ORDER = ("bf16", "fp16", "tf32", "fp8", "fp32", "fp64")
+CPU_ORDER = ("fp32", "fp64", "bf16", "fp16")
+# seconds each step may take at most (the overall budget cuts them further)
+STEP_LIMIT_S = {"measure": 150.0, "bench": 90.0, "trace": 90.0}
 
 
-def cli(args: list[str], timeout_s: float) -> tuple[dict[str, Any] | None, str, float]:
-    exe = shutil.which("roofline")
-    base = [exe] if exe else [sys.executable, "-m", "roofline.cli"]
+def _write_json(path: Path, obj: Any) -> None:
+    from roofline.fileio import atomic_write
+
+    atomic_write(path, json.dumps(obj, indent=1, default=str) + "\n")
+
+
+def _first_line(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]}"
+
+
+# --- step 1, in a child: the ceilings, piece by piece -------------------------------------------
+
+def child_measure(device: str, record_path: Path, machine_path: Path) -> int:
+    """Bandwidth, then one matmul dtype at a time; after each piece the partial record and the
+    machine file are rewritten, so whatever was measured survives a kill."""
+    from roofline.fileio import atomic_write
+    from roofline.hardware import machine_to_toml
+    from roofline.measure.ceilings import CeilingRun, Ceilings, Plan, measure_ceilings
+    from roofline.measure.env import capture_environment
+
+    quick = device == "cpu"  # the rehearsal: seconds, not minutes
     t0 = time.perf_counter()
-    try:
-        r = subprocess.run([*base, *args], capture_output=True, text=True, timeout=timeout_s, check=False)
-    except subprocess.TimeoutExpired:
-        return None, f"timed out after {timeout_s:.0f} s", time.perf_counter() - t0
-    wall = time.perf_counter() - t0
-    if r.returncode != 0:
-        return None, r.stderr.strip(), wall
-    return json.loads(r.stdout), r.stderr.strip(), wall
+    env = capture_environment(device)
+    runs: list[CeilingRun] = []
+    skipped: dict[str, str] = {}
+    record: dict[str, Any] = {"device": device, "complete": False, "pieces": []}
 
+    def save(piece: str) -> None:
+        record["pieces"].append(piece)
+        record["runs"] = [r.to_dict() for r in runs]
+        record["skipped"] = dict(skipped)
+        record["wall_s"] = time.perf_counter() - t0
+        if any(r.kind == "memory" for r in runs):
+            c = Ceilings(device, env, tuple(runs), skipped, time.perf_counter() - t0, quick)
+            record.update(c.to_dict())
+            if c.peak_flop_per_s:
+                atomic_write(machine_path, machine_to_toml(c.to_machine(), header=(
+                    "written by bench/gpu_check.py (roofline measure, piece by piece); "
+                    f"use it anywhere with --machine {machine_path.name}")))
+        _write_json(record_path, record)
+
+    def piece(name: str, plan: Plan) -> None:
+        print(f"measure: {name} ...", file=sys.stderr, flush=True)
+        nonlocal env
+        try:
+            c = measure_ceilings(plan)
+            env = c.environment  # the latest clocks: read just after the previous piece's load
+            runs.extend(c.runs)
+            skipped.update(c.skipped)
+        except Exception as exc:  # one piece failing must not cost the others
+            skipped[name] = _first_line(exc)
+        save(name)
+
+    piece("memory", Plan(device=device, quick=quick, dtypes=()))
+    for key in CUDA_ORDER if device == "cuda" else CPU_ORDER:
+        piece(key, Plan(device=device, quick=quick, dtypes=(key,), memory=False))
+    record["complete"] = True
+    save("done")
+    return 0
+
+
+# --- step 3, in a child: a traced transformer -----------------------------------------------------
 
 def traced_transformer(machine_file: Path | None, lines: list[str], device: str) -> dict[str, Any]:
     import torch
@@ -91,14 +150,87 @@ def traced_transformer(machine_file: Path | None, lines: list[str], device: str)
     tb, mb = bytes_by_kind(t.graph, t.plan), bytes_by_kind(analytic.graph, analytic.plan("flash"))
     for kind in ("matmul", "rmsnorm", "add", "attention_qk+softmax+attention_pv"):
         lines.append(f"  bytes {kind:<34} traced {tb.get(kind, 0):.6e}  analytic {mb.get(kind, 0):.6e}")
-    roof = str(machine_file) if machine_file else "h200"
+    # the op that carried the attention (its name ends in the aten op's) and whether it ran fused
+    ops = sorted({op.name.rsplit(".", 1)[0].split(".")[-1].split("#")[0]
+                  + (" (fused)" if "ran fused" in op.note else " (unfused)")
+                  for op in t.ops if op.kind == "attention_qk"})
+    lines.append(f"attention ran as: {', '.join(ops) or 'no attention op'}")
+    roof = str(machine_file) if machine_file else ("h200" if device == "cuda" else "h100")
     analysis = t.analyze(roof, dt_name)
     acc = Accuracy.of(analysis.placements)
     lines.append(accuracy_table([p for p in analysis.placements if p.measured_time_s is not None][:40],
                                 title=f"traced kernels on {analysis.machine.name} (first 40)"))
     lines += acc.lines()
     return {"flop_by_kind_traced": traced_flop, "flop_by_kind_analytic": model_flop, "worst_flop_diff": worst,
-            "accuracy": acc.to_dict(), "unknown_ops": dict(t.unknown)}
+            "attention_ops": ops, "accuracy": acc.to_dict(), "unknown_ops": dict(t.unknown),
+            "not_counted": dict(t.errors), "roof": roof}
+
+
+def child_trace(device: str, record_path: Path, machine_path: Path) -> int:
+    lines: list[str] = []
+    record: dict[str, Any] = {"lines": lines}
+    try:
+        record["trace"] = traced_transformer(machine_path if machine_path.exists() else None, lines, device)
+    except Exception as exc:  # recorded; the parent reports it
+        lines.append(f"trace failed: {_first_line(exc)}")
+        record["error"] = _first_line(exc)
+    _write_json(record_path, record)
+    return 0
+
+
+# --- the parent ----------------------------------------------------------------------------------
+
+def run_child(args: list[str], timeout_s: float) -> tuple[int | None, str, str, float]:
+    """(exit code or None on timeout, stdout, the tail of stderr, seconds)."""
+    t0 = time.perf_counter()
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    src = str(ROOT / "src")
+    if src not in env.get("PYTHONPATH", "").split(os.pathsep):  # the checkout's roofline, installed or not
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH", "")) if p)
+    try:
+        r = subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=max(1.0, timeout_s),
+                           check=False, env=env, cwd=ROOT)
+    except subprocess.TimeoutExpired as exc:
+        err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
+        return None, "", err[-2000:], time.perf_counter() - t0
+    return r.returncode, r.stdout, r.stderr[-2000:], time.perf_counter() - t0
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def measure_lines(measured: dict[str, Any], lines: list[str]) -> float:
+    """Report lines for the measure record; returns the best copy rate (0 when not measured)."""
+    copy = max((r["max_bytes_per_s"] for r in measured.get("runs", [])
+                if r["kind"] == "memory" and r["name"] == "copy"), default=0.0)
+    if "memory_bytes_per_s" in measured:
+        lines.append(f"bandwidth (best kernel {measured['memory_kernel']['name']}): "
+                     f"{measured['memory_bytes_per_s'] / 1e12:.4f} TB/s; copy {copy / 1e12:.4f} TB/s")
+    for r in measured.get("runs", []):
+        if r["kind"] == "memory":
+            lines.append(f"  {r['name']:<6} {r['bytes'] / 2**30:.1f} GiB moved per call: best "
+                         f"{r['max_bytes_per_s'] / 1e12:.4f}, median {r['median_bytes_per_s'] / 1e12:.4f} TB/s "
+                         f"({r['repeats']} samples)")
+    for key, rate in measured.get("peak_flop_per_s", {}).items():
+        sizes = ", ".join(f"{r['name'].split()[-1]} {r['max_flop_per_s'] / 1e12:.4g}"
+                          for r in measured["runs"] if r["kind"] == "matrix" and r["dtype"] == key)
+        lines.append(f"{key} matmul: {rate / 1e12:.4g} TFLOP/s (by size: {sizes})")
+    for key, why in measured.get("skipped", {}).items():
+        lines.append(f"{key}: not measured ({why})")
+    for row in measured.get("datasheet", {}).get("comparison", []):
+        lines.append(f"vs {measured['datasheet']['machine']} datasheet: {row['ceiling']} {row['ratio']:.1%}")
+    clocks = measured.get("environment", {}).get("clocks")
+    if clocks:
+        lines.append(f"clocks (nvidia-smi, before the last piece): {clocks}")
+    versions = measured.get("environment", {}).get("versions")
+    if versions:
+        lines.append(f"versions: {versions}")
+    return float(copy)
 
 
 def main() -> int:
@@ -106,15 +238,26 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=HERE / "results")
     ap.add_argument("--cpu", action="store_true",
                     help="Rehearse every step on the CPU (small sizes), to check the script without a GPU.")
+    ap.add_argument("--budget-s", type=float, default=280.0, help="Overall time limit in seconds.")
+    ap.add_argument("--step", choices=["measure", "trace"], help=argparse.SUPPRESS)  # the children
+    ap.add_argument("--record", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--machine-file", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
     device = "cpu" if args.cpu else "cuda"
+    if args.step:
+        child: Callable[[str, Path, Path], int] = child_measure if args.step == "measure" else child_trace
+        return child(device, args.record, args.machine_file)
+
+    t_start = time.perf_counter()
+    deadline = t_start + args.budget_s
     try:
         import torch
     except ImportError:
-        print("gpu_check: torch is not installed: pip install -e '.[torch,test]' (a CUDA build of torch==2.13.0)")
+        print("gpu_check: torch is not installed: pip install -e '.[torch,test]' (a CUDA build of torch)")
         return 2
     if device == "cuda" and not torch.cuda.is_available():
-        print("gpu_check: no CUDA device here; nothing to check (--cpu rehearses the steps on the CPU)")
+        print(f"gpu_check: no CUDA device here (torch {torch.__version__}, built for CUDA "
+              f"{torch.version.cuda}); nothing to check (--cpu rehearses the steps on the CPU)")
         return 2
     if device == "cuda":
         name = torch.cuda.get_device_name(0)
@@ -123,68 +266,134 @@ def main() -> int:
 
         name = f"{cpu_name()} rehearsal"
     slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
-    args.out.mkdir(parents=True, exist_ok=True)
-    machine_file = args.out / f"{slug}.toml"
-    lines = [f"# gpu_check on {name} ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})"]
-    record: dict[str, Any] = {"device": name}
-    t_start = time.perf_counter()
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    machine_file = out / f"{slug}.toml"
+    measure_json, trace_json = out / f"gpu_check_{slug}.measure.json", out / f"gpu_check_{slug}.trace.json"
+    for stale in (machine_file, measure_json, trace_json):  # never report an earlier run's files
+        stale.unlink(missing_ok=True)
+    lines = [f"# gpu_check on {name} ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+             f"torch {torch.__version__}, python {sys.version.split()[0]})"]
+    record: dict[str, Any] = {"device": name, "torch": torch.__version__}
+    summary: list[str] = []
 
     def flush() -> None:
-        (args.out / f"gpu_check_{slug}.txt").write_text("\n".join(lines) + "\n")
-        (args.out / f"gpu_check_{slug}.json").write_text(json.dumps(record, indent=1, default=str) + "\n")
+        from roofline.fileio import atomic_write
 
-    lines.append(f"\n## 1. measure --device {device}")
-    # the full measure (sizes up to 16384³) takes well under a minute on a datacenter GPU
-    measure_args = ["measure", "--device", device, "--json", "--save", str(machine_file)]
-    measured, err, wall = cli(measure_args + (["--quick"] if device == "cpu" else []), 200)
+        atomic_write(out / f"gpu_check_{slug}.txt", "\n".join([*lines, "", "## SUMMARY", *summary]) + "\n")
+        _write_json(out / f"gpu_check_{slug}.json", {**record, "summary": summary})
+
+    def limit(step: str) -> float:
+        return min(STEP_LIMIT_S[step], deadline - time.perf_counter())
+
+    def say(text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    me = str(Path(__file__).resolve())
+    common = ["--machine-file", str(machine_file)] + (["--cpu"] if args.cpu else [])
+
+    # 1. ceilings
+    say(f"gpu_check: 1. measure ({limit('measure'):.0f} s at most)")
+    lines.append(f"\n## 1. measure --device {device} (piece by piece; partial results kept)")
+    code, _, err, wall = run_child([me, "--step", "measure", "--record", str(measure_json), *common],
+                                   limit("measure"))
+    measured = _read_json(measure_json)
+    copy = 0.0
+    if code != 0:
+        lines.append(f"measure child {'timed out' if code is None else f'exited {code}'} after {wall:.0f} s; "
+                     f"stderr tail: {err.strip()[-600:]}")
     if measured is None:
-        lines.append(f"measure failed: {err}")
-        machine_file = None  # type: ignore[assignment]
+        lines.append("measure: no results")
     else:
         record["measure"] = measured
-        copy = max(r["max_bytes_per_s"] for r in measured["runs"] if r["kind"] == "memory" and r["name"] == "copy")
-        lines.append(f"bandwidth (best kernel {measured['memory_kernel']['name']}): "
-                     f"{measured['memory_bytes_per_s'] / 1e12:.4f} TB/s; copy {copy / 1e12:.4f} TB/s")
-        for key, rate in measured["peak_flop_per_s"].items():
-            lines.append(f"{key} matmul: {rate / 1e12:.4g} TFLOP/s")
-        for key, why in measured["skipped"].items():
-            lines.append(f"{key}: not measured ({why})")
-        for row in measured.get("datasheet", {}).get("comparison", []):
-            lines.append(f"vs {measured['datasheet']['machine']} datasheet: {row['ceiling']} {row['ratio']:.1%}")
-        if "h200" in slug:
-            bf16 = measured["peak_flop_per_s"].get("bf16", 0.0)
-            ok = copy >= H200_COPY_BYTES_PER_S and bf16 >= H200_BF16_FLOP_PER_S
-            lines.append(f"H200 acceptance (copy >= 4.2 TB/s, bf16 >= 760 TFLOP/s): {'PASS' if ok else 'FAIL'}")
-        lines.append(f"({wall:.0f} s)")
+        if not measured.get("complete"):
+            lines.append(f"measure INCOMPLETE: pieces done {measured.get('pieces')}")
+        copy = measure_lines(measured, lines)
+    lines.append(f"({wall:.0f} s)")
+    peaks = (measured or {}).get("peak_flop_per_s", {})
+    if "h200" in slug:
+        bf16 = peaks.get("bf16", 0.0)
+        summary.append(f"H200 copy >= 4.2 TB/s: {'PASS' if copy >= H200_COPY_BYTES_PER_S else 'FAIL'} "
+                       f"({copy / 1e12:.3f} TB/s)")
+        summary.append(f"H200 bf16 matmul >= 760 TFLOP/s: {'PASS' if bf16 >= H200_BF16_FLOP_PER_S else 'FAIL'} "
+                       f"({bf16 / 1e12:.1f} TFLOP/s)")
+    else:
+        summary.append(f"copy {copy / 1e12:.4f} TB/s, bf16 {peaks.get('bf16', 0.0) / 1e12:.4g} TFLOP/s "
+                       f"(no H200 here: no acceptance bound)")
+    if device == "cuda" and "fp32" in peaks and "tf32" in peaks:
+        ok = peaks["tf32"] > 2 * peaks["fp32"]
+        summary.append(f"tf32 switch works (tf32 > 2x fp32): {'PASS' if ok else 'FAIL'} "
+                       f"({peaks['tf32'] / 1e12:.4g} vs {peaks['fp32'] / 1e12:.4g} TFLOP/s)")
+    summary.append(f"dtypes measured: {', '.join(peaks) or 'none'}; not: "
+                   f"{', '.join((measured or {}).get('skipped', {})) or 'none'}")
     flush()
 
+    # 2. bench under the measured roof
+    say(f"gpu_check: 2. bench ({limit('bench'):.0f} s at most)")
     lines.append(f"\n## 2. bench --device {device} --quick")
-    bench_args = ["bench", "--device", device, "--quick", "--json"]
-    if machine_file is not None:
-        bench_args += ["--machine", str(machine_file)]
-    bench, err, wall = cli(bench_args, 150)
+    bench_args = ["-m", "roofline.cli", "bench", "--device", device, "--quick", "--json"]
+    bench_args += ["--machine", str(machine_file) if machine_file.exists() else ("h200" if "h200" in slug else
+                                                                                  "h100")]
+    code, stdout, err, wall = run_child(bench_args, limit("bench"))
+    bench: dict[str, Any] | None = None
+    if code == 0:
+        try:
+            bench = json.loads(stdout)
+        except ValueError:
+            err = f"unreadable JSON: {stdout[:200]!r}"
     if bench is None:
-        lines.append(f"bench failed: {err}")
+        lines.append(f"bench failed ({'timed out' if code is None else f'exit {code}'} after {wall:.0f} s): "
+                     f"{err.strip()[-800:]}")
+        summary.append("bench: FAIL (no results)")
     else:
         record["bench"] = bench
+        lines.append(f"roof: {bench['machine']['name']} ({bench['dtype']})")
+        above = 0
         for k in bench["kernels"]:
+            above += bool(k["above_roof"])
             flag = "  ABOVE THE ROOF" if k["above_roof"] else ""
+            frac = k.get("fraction_of_roof")
             lines.append(f"{k['name']:<48} {k['bound']:<8} floor {k['time_s'] * 1e6:9.1f} us  measured "
-                         f"{k['measured_time_s'] * 1e6:9.1f} us  {k['fraction_of_roof']:6.1%} of roof{flag}")
+                         f"{k['measured_time_s'] * 1e6:9.1f} us  "
+                         f"{'   n/a' if frac is None else f'{frac:6.1%}'} of roof{flag}")
         med = bench["summary"]["median_fraction_of_roof"]
         lines.append(f"median % of roof: memory-bound {med['memory'] or 0:.0%}, "
                      f"compute-bound {med['compute'] or 0:.0%}")
         lines.append(f"({wall:.0f} s)")
+        summary.append(f"bench: {len(bench['kernels'])} kernels, {above} above the roof "
+                       f"({'PASS' if above == 0 else 'CHECK'}); median % of roof memory {med['memory'] or 0:.0%}, "
+                       f"compute {med['compute'] or 0:.0%}")
     flush()
 
+    # 3. a traced transformer
+    say(f"gpu_check: 3. trace ({limit('trace'):.0f} s at most)")
     lines.append(f"\n## 3. a traced Llama-style transformer ({'bf16' if device == 'cuda' else 'fp32'}, every op timed)")
-    try:
-        record["trace"] = traced_transformer(machine_file, lines, device)
-    except Exception as exc:  # record the failure; the earlier steps are kept
-        lines.append(f"trace failed: {type(exc).__name__}: {exc}")
-    lines.append(f"\n# total {time.perf_counter() - t_start:.0f} s")
+    if limit("trace") < 10:
+        lines.append("trace skipped: the overall budget is spent")
+        summary.append("trace: FAIL (no time left)")
+    else:
+        code, _, err, wall = run_child([me, "--step", "trace", "--record", str(trace_json), *common], limit("trace"))
+        traced = _read_json(trace_json)
+        if traced is None:
+            lines.append(f"trace failed ({'timed out' if code is None else f'exit {code}'} after {wall:.0f} s): "
+                         f"{err.strip()[-800:]}")
+            summary.append("trace: FAIL (no results)")
+        else:
+            lines += traced.get("lines", [])
+            lines.append(f"({wall:.0f} s)")
+            if "trace" in traced:
+                record["trace"] = traced["trace"]
+                worst = traced["trace"]["worst_flop_diff"]
+                summary.append(f"trace FLOPs per kind within 1% of the analytic model: "
+                               f"{'PASS' if worst <= 0.01 else 'FAIL'} (worst {worst:.3%}; attention ran as "
+                               f"{', '.join(traced['trace']['attention_ops'])})")
+            else:
+                summary.append(f"trace: FAIL ({traced.get('error')})")
+    total = time.perf_counter() - t_start
+    lines.append(f"\n# total {total:.0f} s")
+    summary.append(f"total {total:.0f} s (< 300 s: {'PASS' if total < 300 else 'FAIL'})")
     flush()
-    print("\n".join(lines))
+    print("\n".join([*lines, "", "## SUMMARY", *summary]))
     return 0
 
 

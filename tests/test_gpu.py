@@ -40,3 +40,14 @@ def test_trace_on_cuda_matches_the_cpu_flops() -> None:
     t = trace_call(lambda: torch.nn.functional.linear(x, w), time_ops=True)
     assert t.ops[0].flop == 2 * 256 * 1024 * 512
     assert t.times_s and all(s > 0 for s in t.times_s.values())
+
+
+def test_fp8_matmul_on_cuda_is_right_where_the_gpu_has_fp8() -> None:
+    from roofline.measure.ceilings import fp8_matmul, fp8_operands
+
+    if torch.cuda.get_device_capability(0) < (8, 9):
+        pytest.skip("needs FP8 tensor cores (CUDA compute capability 8.9+)")
+    a, b, scale = fp8_operands(1024, "cuda", seed=3)
+    out = fp8_matmul(a, b, scale)
+    ref = a.double() @ b.double()  # the exact product of the e4m3 values
+    assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-2  # bf16 output, fast accumulation

@@ -233,3 +233,96 @@ def test_tf32_switch_is_restored() -> None:
     with _tf32(False):
         assert getattr(matmul, attr) in ("ieee", False)
     assert getattr(matmul, attr) == before
+
+
+# --- the CUDA-only branches, rehearsed on the CPU (the GPU check gets one try on a lent machine) ---
+
+def test_gpu_stream_buffers_are_gigabytes() -> None:
+    from roofline.measure.ceilings import default_buffer_bytes
+
+    l2 = 60 * 2**20  # an H200's L2 as PyTorch reported it on a lent machine
+    # 8x the L2 is 480 MiB, under the floor: a copy needs GiB per array to reach its sustained rate
+    assert default_buffer_bytes(l2, quick=False, gpu=True) == 4 * 2**30
+    assert default_buffer_bytes(l2, quick=True, gpu=True) == 1 * 2**30
+    assert default_buffer_bytes(l2, quick=False) == 8 * l2  # a CPU with a 60 MiB L3: 8x it
+
+
+def test_fp8_operands_have_the_layout_scaled_mm_requires() -> None:
+    torch = pytest.importorskip("torch")
+    from roofline.measure.ceilings import fp8_matmul, fp8_operands
+
+    n = 64
+    a, b, scale = fp8_operands(n, "cpu", seed=1)
+    assert a.dtype == b.dtype == torch.float8_e4m3fn
+    assert a.stride() == (n, 1) and b.stride() == (1, n)  # A row-major, B column-major (cuBLASLt's TN)
+    assert scale.dtype == torch.float32 and scale.dim() == 0
+    assert (a.float() != 0).float().mean() > 0.9  # random normal, not zeros
+    out = fp8_matmul(a, b, scale)
+    assert out.dtype == torch.bfloat16 and out.shape == (n, n)
+    ref = a.double() @ b.double()  # the exact product of the e4m3 values
+    rel = ((out.double() - ref).norm() / ref.norm()).item()
+    assert rel < 1e-2  # bf16 output rounding: about 2^-9 per element
+
+
+def test_cuda_matmul_builder_runs_every_dtype_on_cpu_tensors() -> None:
+    torch = pytest.importorskip("torch")
+    from roofline.measure.ceilings import _cuda_matmul
+
+    for key in ("fp64", "fp32", "bf16", "fp16", "fp8"):
+        out = _cuda_matmul(key, 32, device="cpu")(0)
+        assert out.shape == (32, 32) and torch.isfinite(out.float()).all() and out.abs().sum() > 0, key
+
+
+def test_a_failing_matmul_size_keeps_the_smaller_sizes(monkeypatch: pytest.MonkeyPatch) -> None:
+    import roofline.measure.ceilings as ceilings
+
+    real = ceilings._time_matmul
+
+    def fail_at_512(plan: Plan, key: str, backend: str, n: int) -> Timing:
+        if n >= 512:
+            raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB\nmore detail")
+        return real(plan, key, backend, n)
+
+    monkeypatch.setattr(ceilings, "_time_matmul", fail_at_512)
+    plan = Plan(quick=True, max_matmul_n=1024)
+    errors: dict[str, str] = {}
+    runs = ceilings._ladder(plan, "fp32", "numpy", lambda _t: None, errors)
+    assert [r.name for r in runs] == ["matmul 256³"]
+    assert errors["fp32"].startswith("n=512: RuntimeError: CUDA out of memory") and "more detail" not in errors["fp32"]
+    with pytest.raises(RuntimeError):  # without an errors dict (the CPU path) a failure is raised
+        ceilings._ladder(plan, "fp32", "numpy", lambda _t: None)
+
+
+def test_time_cuda_warms_up_by_time_and_reads_events_after_a_sync(monkeypatch: pytest.MonkeyPatch) -> None:
+    """torch.cuda.Event and synchronize replaced by host-clock stand-ins: the control flow of
+    time_cuda (warm-up by count, then by time; one event pair per sample) runs without a GPU."""
+    torch = pytest.importorskip("torch")
+    from roofline.measure.timing import time_cuda
+
+    synced: list[int] = []
+
+    class HostEvent:
+        def __init__(self, enable_timing: bool = False) -> None:
+            assert enable_timing
+            self.t = 0.0
+
+        def record(self) -> None:
+            self.t = time.perf_counter()
+
+        def elapsed_time(self, end: HostEvent) -> float:
+            assert synced, "events read before a synchronize"
+            return (end.t - self.t) * 1e3  # milliseconds, as CUDA's
+
+    calls: list[int] = []
+
+    def fn(i: int) -> None:
+        calls.append(i)
+        time.sleep(0.001)
+
+    monkeypatch.setattr(torch.cuda, "Event", HostEvent)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: synced.append(1))
+    t = time_cuda(fn, repeats=5, warmup=2, warmup_s=0.02)
+    assert t.repeats == 5 and t.min_s >= 0.001  # each sample holds one call that sleeps 1 ms
+    assert calls == list(range(len(calls)))  # consecutive indices: inputs rotate call by call
+    # 2 warm-up calls, then at least 20 ms of them (each at most ~1-2 ms, so at least 5 more), then 5 samples
+    assert len(calls) >= 2 + 5 + 5

@@ -3,7 +3,8 @@
 Bandwidth. Four STREAM kernels over arrays far larger than the last-level cache (4x it with
 `quick`, 8x otherwise, never under 64 MiB), counting bytes as STREAM does: each array read or
 written once per element. copy c = a and scale c = q·a move 2·8·n bytes; add c = a + b and
-triad c = a + q·b move 3·8·n bytes (fp64 arrays). The destination's write-allocate read is not
+triad c = a + q·b move 3·8·n bytes (fp64 arrays on a CPU; on a GPU the arrays are
+fp32, 4 GiB each without `quick`, so 2·4·n and 3·4·n). The destination's write-allocate read is not
 counted, as in STREAM and the C triad in bench/, so the figures compare directly. The inputs never
 change, so repeated calls cannot drift to infinities or denormals. On the CPU every kernel runs on
 all the process' CPUs: numpy in one thread per CPU over contiguous slices (numpy releases the GIL
@@ -253,8 +254,12 @@ class Plan:
 
 
 def default_buffer_bytes(llc_bytes: int | None, quick: bool, gpu: bool = False) -> int:
-    """4x the last-level cache (8x without `quick`), at least 64 MiB (GPU: 1 GiB, 2 GiB full)."""
-    floor = (1 if quick else 2) * 2**30 if gpu else 64 * 2**20
+    """4x the last-level cache (8x without `quick`), at least 64 MiB (GPU: 1 GiB quick, 4 GiB full).
+
+    A GPU's copy needs gigabytes per array to reach its sustained rate: launch and tail effects are
+    microseconds against milliseconds (an H200 was seen at about 4.3 TB/s copying 4.3 GB per array,
+    8.6 GB moved in 2.0 ms); three 4 GiB arrays are under a tenth of a datacenter GPU's memory."""
+    floor = (1 if quick else 4) * 2**30 if gpu else 64 * 2**20
     factor = 4 if quick else 8
     return max(floor, factor * (llc_bytes or 0))
 
@@ -422,21 +427,28 @@ CPU_LADDER = (256, 512, 1024, 2048, 4096)
 CUDA_LADDER = (2048, 4096, 8192, 16384)
 
 
-def _ladder(plan: Plan, key: str, backend: str, say: Progress) -> list[CeilingRun]:
+def _ladder(plan: Plan, key: str, backend: str, say: Progress,
+            errors: dict[str, str] | None = None) -> list[CeilingRun]:
     """Square matmuls of growing n; stop before a size whose one call would exceed the call limit
-    (a call's time grows as n³: x8 per doubling)."""
+    (a call's time grows as n³: x8 per doubling).
+
+    With `errors` given, a size that fails (out of memory, an op this GPU or build lacks) ends the
+    ladder and is recorded there under `key`; the sizes measured before it are kept."""
     cuda = backend == "cuda"
     ladder = CUDA_LADDER if cuda else CPU_LADDER
     top = plan.max_matmul_n or (ladder[-2] if plan.quick else ladder[-1])
     runs: list[CeilingRun] = []
     for n in (s for s in ladder if s <= top):
         say(f"{key} matmul n={n} ({backend})")
-        fn = _cuda_matmul(key, n) if cuda else _cpu_matmul(key, backend, n)
-        if cuda:
-            timing = time_cuda(fn, repeats=plan.repeats * 2, warmup=3, budget_s=4 * plan.call_limit_s)
-        else:
-            timing = time_calls(fn, repeats=plan.repeats if n >= 1024 else 2 * plan.repeats, warmup=1,
-                                min_sample_s=0.01, budget_s=4 * plan.call_limit_s)
+        try:
+            timing = _time_matmul(plan, key, backend, n)
+        except Exception as exc:  # reported, not fatal: one dtype must not cost the others
+            if errors is None:
+                raise
+            first = (str(exc).splitlines() or [""])[0][:160]
+            done = f" (kept the sizes before it, up to {runs[-1].name})" if runs else ""
+            errors[key] = f"n={n}: {type(exc).__name__}: {first}{done}"
+            break
         runs.append(CeilingRun(MATRIX, f"matmul {n}³", backend, key, 2.0 * n**3, timing,
                                f"2·n³ = 2·{n}³ FLOP per call"))
         if timing.median_s * 8 > plan.call_limit_s:
@@ -444,25 +456,54 @@ def _ladder(plan: Plan, key: str, backend: str, say: Progress) -> list[CeilingRu
     return runs
 
 
+def _time_matmul(plan: Plan, key: str, backend: str, n: int) -> Timing:
+    """Build one size's operands and time it; they are freed on return, before the next size."""
+    if backend == "cuda":
+        fn = _cuda_matmul(key, n)
+        return time_cuda(fn, repeats=plan.repeats * 2, warmup=3, budget_s=4 * plan.call_limit_s)
+    fn = _cpu_matmul(key, backend, n)
+    return time_calls(fn, repeats=plan.repeats if n >= 1024 else 2 * plan.repeats, warmup=1,
+                      min_sample_s=0.01, budget_s=4 * plan.call_limit_s)
+
+
 # --- CUDA --------------------------------------------------------------------------------------
 
-def _cuda_matmul(key: str, n: int) -> Callable[[int], object]:
+def fp8_operands(n: int, device: str = "cuda", seed: int = 0) -> tuple[Any, Any, Any]:
+    """Random-normal e4m3 operands in the layout torch._scaled_mm requires, and a unit scale.
+
+    cuBLASLt's FP8 GEMM takes A row-major and B column-major (its "TN" layout), so B is the
+    transpose of a row-major matrix: strides (1, n). The scale is a float32 tensor (a 0-d one means
+    one scale for the whole matrix). Values of a standard normal are far inside e4m3's ±448."""
     import torch
 
-    gen = torch.Generator(device="cuda").manual_seed(n)
+    gen = torch.Generator(device=device).manual_seed(seed)
+    a = torch.randn((n, n), device=device, generator=gen).to(torch.float8_e4m3fn)
+    b = torch.randn((n, n), device=device, generator=gen).to(torch.float8_e4m3fn).t()
+    one = torch.tensor(1.0, device=device, dtype=torch.float32)
+    return a, b, one
+
+
+def fp8_matmul(a: Any, b: Any, scale: Any, fast_accum: bool = True) -> Any:
+    """A·B in FP8 with bf16 output. Fast accumulation is the tensor cores' FP8 rate; without it
+    cuBLAS adds periodic FP32 promotion."""
+    import torch
+
+    return torch._scaled_mm(a, b, scale_a=scale, scale_b=scale, out_dtype=torch.bfloat16,
+                            use_fast_accum=fast_accum)
+
+
+def _cuda_matmul(key: str, n: int, device: str = "cuda") -> Callable[[int], object]:
+    import torch
+
     if key == "fp8":
-        a = torch.randn((n, n), device="cuda", generator=gen).to(torch.float8_e4m3fn)
-        # _scaled_mm wants B column-major: the transpose of a row-major matrix
-        b = torch.randn((n, n), device="cuda", generator=gen).to(torch.float8_e4m3fn).t()
-        one = torch.tensor(1.0, device="cuda")
-        # fast accumulation: the tensor cores' FP8 rate; without it cuBLAS adds periodic FP32 promotion
-        return lambda _i: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16,
-                                           use_fast_accum=True)
+        a8, b8, one = fp8_operands(n, device, seed=n)
+        return lambda _i: fp8_matmul(a8, b8, one)
+    gen = torch.Generator(device=device).manual_seed(n)
     t_dt = {"fp64": torch.float64, "fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16,
             "fp16": torch.float16}[key]
-    a = torch.randn((n, n), device="cuda", generator=gen, dtype=torch.float32).to(t_dt)
-    b = torch.randn((n, n), device="cuda", generator=gen, dtype=torch.float32).to(t_dt)
-    c = torch.empty((n, n), device="cuda", dtype=t_dt)
+    a = torch.randn((n, n), device=device, generator=gen, dtype=torch.float32).to(t_dt)
+    b = torch.randn((n, n), device=device, generator=gen, dtype=torch.float32).to(t_dt)
+    c = torch.empty((n, n), device=device, dtype=t_dt)
     return lambda _i: torch.matmul(a, b, out=c)
 
 
@@ -498,11 +539,13 @@ def _measure_cuda(plan: Plan, env: Environment, say: Progress) -> tuple[list[Cei
         if key == "fp8" and (major, minor) < (8, 9):
             skipped[key] = f"compute capability {major}.{minor} has no FP8 tensor cores"
             continue
+        errors: dict[str, str] = {}
         try:
             with _tf32(key == "tf32"):
-                runs += _ladder(plan, key, "cuda", say)
-        except (RuntimeError, TypeError) as exc:  # an op this GPU or build lacks
-            skipped[key] = str(exc).splitlines()[0][:160]
+                runs += _ladder(plan, key, "cuda", say, errors)
+        except Exception as exc:  # e.g. the TF32 switch missing from this build: this dtype only
+            errors[key] = f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:160]}"
+        skipped.update(errors)
         torch.cuda.empty_cache()
     return runs, skipped
 
