@@ -22,9 +22,11 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-def one_error_line(err: str) -> str:
+def one_error_line(err: str, script_traceback: bool = False) -> str:
+    """The one error line, last on stderr; no traceback but a traced script's own."""
     lines = [ln for ln in err.splitlines() if ln.startswith("roofline: error:")]
-    assert len(lines) == 1 and "Traceback" not in err, err
+    assert len(lines) == 1 and lines[0] == err.rstrip("\n").splitlines()[-1], err
+    assert script_traceback or "Traceback" not in err, err
     return lines[0]
 
 
@@ -160,3 +162,19 @@ def test_mixed_unit_kernel_ridge_is_not_called_vector(capsys: pytest.CaptureFixt
     # RMSNorm is all vector work: its ridge is 67 TFLOP/s / 3.35 TB/s = 20 FLOP/B, on the vector units
     code, out, _ = run(capsys, "kernel", "rmsnorm", "8192", "8192")
     assert code == 0 and "20 FLOP/B" in out and "(vector units)" in out
+
+
+# --- a traced script that raises ------------------------------------------------------------------------
+
+def test_trace_of_a_failing_script_is_its_traceback_then_one_error_line(capsys: pytest.CaptureFixture[str],
+                                                                        tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    script = tmp_path / "broken.py"
+    script.write_text("import torch\nx = torch.ones(2, 2) @ torch.ones(2, 2)\n1 / 0\n")
+    # before: exit 1 and a traceback through cli.py, click, the tracer and runpy
+    code, out, err = run(capsys, "trace", str(script))
+    assert code == 2 and out == ""
+    line = one_error_line(err, script_traceback=True)
+    assert line == f"roofline: error: {script} raised ZeroDivisionError: division by zero"
+    assert f'File "{script}", line 3' in err  # the script's own frame is kept ...
+    assert "cli.py" not in err and "tracer.py" not in err and "runpy" not in err  # ... roofline's are not

@@ -130,6 +130,20 @@ def _placements_outputs(placements: Sequence[Any], machine: Any, dtype: Any, png
         click.echo(f"wrote {path}")
 
 
+def _echo_script_traceback(exc: BaseException) -> None:
+    """The traceback of an exception a traced script raised, without roofline's and runpy's frames."""
+    import traceback
+    from pathlib import Path
+
+    import roofline
+
+    ours = str(Path(roofline.__file__).resolve().parent)
+    te = traceback.TracebackException.from_exception(exc)
+    te.stack = traceback.StackSummary.from_list(
+        [f for f in te.stack if not str(Path(f.filename).resolve()).startswith(ours) and "runpy" not in f.filename])
+    click.echo("".join(te.format()).rstrip("\n"), err=True)
+
+
 def register(cli: click.Group) -> None:
     @cli.command()
     @click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True)
@@ -245,7 +259,13 @@ def register(cli: click.Group) -> None:
         from roofline.measure.tracer import trace_script
 
         need_torch("roofline trace")
-        t = trace_script(script, args, inference=not autograd, time_ops=time_ops)
+        try:
+            t = trace_script(script, args, inference=not autograd, time_ops=time_ops)
+        except RooflineError:
+            raise
+        except Exception as exc:  # the script's own error: its traceback, as python would show it, then one line
+            _echo_script_traceback(exc)
+            raise RooflineError(f"{script} raised {type(exc).__name__}: {exc}") from None
         for op, why in t.errors.items():
             click.echo(f"roofline: warning: {op} was not counted ({why})", err=True)
         if not t.ops:
