@@ -25,6 +25,7 @@ torch==2.13.0, is for installs; a GPU machine's own build is used as it is).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -234,6 +235,8 @@ def measure_lines(measured: dict[str, Any], lines: list[str]) -> float:
 
 
 def main() -> int:
+    if importlib.util.find_spec("roofline") is None:  # the checkout, not installed: run it from src/
+        sys.path.insert(0, str(ROOT / "src"))
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path, default=HERE / "results")
     ap.add_argument("--cpu", action="store_true",
