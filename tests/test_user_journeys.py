@@ -178,3 +178,33 @@ def test_trace_of_a_failing_script_is_its_traceback_then_one_error_line(capsys: 
     assert line == f"roofline: error: {script} raised ZeroDivisionError: division by zero"
     assert f'File "{script}", line 3' in err  # the script's own frame is kept ...
     assert "cli.py" not in err and "tracer.py" not in err and "runpy" not in err  # ... roofline's are not
+
+
+def test_an_output_named_for_another_format_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from roofline.cli import main
+
+    assert main(["kernel", "add", "1000", "--png", str(tmp_path / "chart.jpg")]) == 2
+    err = capsys.readouterr().err
+    assert "--png writes PNG, but" in err and "chart.png" in err and err.count("\n") == 1
+    assert not (tmp_path / "chart.jpg").exists()
+
+
+def test_default_length_stays_within_the_trained_maximum(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from roofline.cli import main
+
+    # GPT-2 was trained on 1024 positions; the default 2048 is capped there instead of warning
+    assert main(["model", "gpt2", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["context"] == 1024 and "warning" not in err
+    # asked for explicitly, a longer context is analysed with a warning
+    assert main(["model", "gpt2", "--context", "2048", "--json"]) == 0
+    assert "beyond gpt2's max_position_embeddings (1024)" in capsys.readouterr().err
+
+
+def test_experts_hit_on_a_dense_model_warns(capsys: pytest.CaptureFixture[str]) -> None:
+    from roofline.cli import main
+
+    assert main(["model", "gpt2", "--experts-hit", "3", "--context", "64"]) == 0
+    assert "--experts-hit ignored: gpt2 is not a mixture of experts" in capsys.readouterr().err

@@ -48,6 +48,10 @@ def _umask() -> int:
     return mask
 
 
+# an output option -> the file name endings that match what it writes (the first is suggested)
+_FORMATS = {"png": (".png",), "svg": (".svg",), "html": (".html", ".htm"), "csv": (".csv", ".txt")}
+
+
 def check_outputs(paths: dict[str, str | os.PathLike[str] | None]) -> None:
     """Before anything is written: every output's folder exists, no output is a folder, and no two
     options name the same file. A command writing several files (--csv, --png, --html) then fails
@@ -67,3 +71,7 @@ def check_outputs(paths: dict[str, str | os.PathLike[str] | None]) -> None:
         if key in seen:
             raise RooflineError(f"{seen[key]} and {option} name the same file {target}; give each its own file")
         seen[key] = option
+        wanted = option.removeprefix("--")
+        if wanted in _FORMATS and target.suffix and target.suffix.lower() not in _FORMATS[wanted]:
+            raise RooflineError(f"{option} writes {wanted.upper()}, but {target} ends in {target.suffix}; "
+                                f"name it {target.with_suffix(_FORMATS[wanted][0])}")

@@ -226,6 +226,10 @@ def register(cli: click.Group) -> None:
         b = _pos_int(batch, "--batch")
         seq = _length(phase, _pos_int(prompt, "--prompt") if prompt is not None else None,
                       _pos_int(context, "--context") if context is not None else None)
+        if prompt is None and context is None:  # the default length, within what the model was trained for
+            from roofline.models.config import load_config
+
+            seq = min(seq, load_config(model, parse_overrides(overrides)).max_position_embeddings)
         hit = _pos_int(experts_hit, "--experts-hit") if experts_hit is not None else None
         dt = model_dtypes(weights_dtype, act_dtype, kv_dtype, dtype)
         a = analyze_model(model, machine, phase, b, seq, fusion, dt, hit, parse_overrides(overrides))
@@ -316,11 +320,11 @@ def register(cli: click.Group) -> None:
     @click.argument("models", nargs=-1, required=True)
     @click.option("--machine", "-m", default=DEFAULT_MACHINE, show_default=True,
                   help="Machine(s), comma-separated: h100,h200,b200.")
-    @click.option("--batch", "-b", default="1", show_default=True)
+    @click.option("--batch", "-b", default="1", show_default=True, help="Batch size (sequences per step).")
     @click.option("--prompt", "-p", default=None, help=f"Prompt length (prefill; default {DEFAULT_LENGTH}).")
     @click.option("--context", "-c", default=None, help=f"Context length (decode; default {DEFAULT_LENGTH}).")
     @click.option("--weights-dtype", default="bf16", show_default=True, help="Weight dtype(s), comma-separated.")
-    @click.option("--kv-dtype", default=None, help="KV cache dtype(s), comma-separated: bf16,fp8,fp4.")
+    @click.option("--kv-dtype", default=None, help="KV cache dtype(s), comma-separated: bf16,fp8,nvfp4.")
     @click.option("--dtype", default=None, help="Compute dtype(s), comma-separated.")
     @_common_options
     @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)

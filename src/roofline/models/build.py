@@ -494,6 +494,8 @@ def build_graph(cfg: ModelConfig, phase: str, batch: int, seq: int, dtypes: Mode
     if seq > cfg.max_position_embeddings:
         warnings.append(f"{'prompt' if phase == PREFILL else 'context'} of {seq} tokens is beyond "
                         f"{cfg.name}'s max_position_embeddings ({cfg.max_position_embeddings}); analysed anyway")
+    if experts_hit_override is not None and not cfg.is_moe:
+        warnings.append(f"--experts-hit ignored: {cfg.name} is not a mixture of experts")
     hit = experts_hit(cfg, shape.tokens, experts_hit_override) if cfg.is_moe else None
     ops, plans = _Builder(cfg, shape, dt, hit).build()
     graph = Graph(ops, name=f"{cfg.name} {phase}")

@@ -129,10 +129,11 @@ def explain_model(a: ModelAnalysis) -> str:
     lines.append("")
     lines.append("memory fit")
     lines.append(f"    weights {format_count(cfg.total_params)} params × {dt.weights.bytes_per_element:g} B = "
-                 f"{format_bytes(mem.weights_bytes)}; KV cache {format_bytes(mem.kv_cache_bytes)}; total "
-                 f"{format_bytes(mem.total_bytes)}")
+                 f"{format_bytes(mem.weights_bytes, binary=True)}; "
+                 f"KV cache {format_bytes(mem.kv_cache_bytes, binary=True)}; total "
+                 f"{format_bytes(mem.total_bytes, binary=True)}")
     if mem.capacity_bytes:
-        lines.append(f"    {a.machine.name} holds {format_bytes(mem.capacity_bytes)}: devices = ceil("
+        lines.append(f"    {a.machine.name} holds {format_bytes(mem.capacity_bytes, binary=True)}: devices = ceil("
                      f"{mem.total_bytes:.4g} / {mem.capacity_bytes:.4g}) = {mem.devices}")
     if mem.warning:
         lines.append(f"    WARNING: {mem.warning}")
