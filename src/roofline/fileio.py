@@ -12,14 +12,21 @@ from pathlib import Path
 from roofline.errors import RooflineError
 
 
+def writable_target(path: str | os.PathLike[str], option: str = "") -> Path:
+    """`path` if a file can be written there: its folder exists and it is not itself a folder."""
+    target = Path(path)
+    which = f" ({option})" if option else ""
+    if not target.parent.is_dir():
+        raise RooflineError(f"cannot write {target}{which}: folder {target.parent} does not exist")
+    if target.is_dir():
+        raise RooflineError(f"cannot write {target}{which}: it is a folder")
+    return target
+
+
 def atomic_write(path: str | os.PathLike[str], data: str | bytes) -> Path:
     """Write to a temporary file beside `path`, then rename over it: all or nothing."""
-    target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
-    if not directory.is_dir():
-        raise RooflineError(f"cannot write {target}: folder {directory} does not exist")
-    if target.is_dir():
-        raise RooflineError(f"cannot write {target}: it is a folder")
+    target = writable_target(path)
+    directory = target.parent
     payload = data.encode() if isinstance(data, str) else data
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
@@ -61,12 +68,7 @@ def check_outputs(paths: dict[str, str | os.PathLike[str] | None]) -> None:
     for option, path in paths.items():
         if not path:
             continue
-        target = Path(path)
-        directory = target.parent if str(target.parent) else Path(".")
-        if not directory.is_dir():
-            raise RooflineError(f"cannot write {target} ({option}): folder {directory} does not exist")
-        if target.is_dir():
-            raise RooflineError(f"cannot write {target} ({option}): it is a folder")
+        target = writable_target(path, option)
         key = target.resolve()
         if key in seen:
             raise RooflineError(f"{seen[key]} and {option} name the same file {target}; give each its own file")
