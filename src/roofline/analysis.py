@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
@@ -69,11 +70,11 @@ class Placement:
         return self.flop / self.bytes if self.bytes else math.inf
 
     # --- the machine's terms ----------------------------------------------------------------
-    @property
+    @cached_property
     def unit_times_s(self) -> dict[str, float]:
         return {u: f / self.peak_by_unit[u] for u, f in self.cost.flop_by_unit.items() if f}
 
-    @property
+    @cached_property
     def level_times_s(self) -> dict[str, float]:
         return {lv: b / self.bandwidth_by_level[lv] for lv, b in self.cost.bytes_by_level.items()
                 if b and lv in self.bandwidth_by_level}
@@ -98,15 +99,10 @@ class Placement:
     @property
     def limiter(self) -> str:
         """The unit or level whose term sets the time floor (ties go to memory, as in the seed)."""
-        terms = {**self.unit_times_s}
-        terms.update(self.level_times_s)
+        terms = {**self.unit_times_s, **self.level_times_s}
         if not terms:
             return DRAM
-        best = max(terms.values())
-        for level in self.level_times_s:
-            if self.level_times_s[level] == best:
-                return level
-        return max(terms, key=lambda k: terms[k])
+        return max(terms, key=lambda k: (terms[k], k in self.level_times_s))
 
     @property
     def peak_flop_per_s(self) -> float:

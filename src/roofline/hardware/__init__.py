@@ -4,11 +4,10 @@ from roofline.hardware.catalog import (
     catalog,
     get_machine,
     load_machine_file,
-    machine_names,
     machine_to_toml,
     parse_machine,
 )
 from roofline.hardware.machine import DRAM, L2, MATRIX, VECTOR, Machine, MemoryLevel
 
 __all__ = ["DRAM", "L2", "MATRIX", "VECTOR", "Machine", "MemoryLevel", "catalog", "get_machine",
-           "load_machine_file", "machine_names", "machine_to_toml", "parse_machine"]
+           "load_machine_file", "machine_to_toml", "parse_machine"]

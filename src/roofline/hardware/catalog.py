@@ -197,10 +197,6 @@ def _names() -> dict[str, str]:
     return names
 
 
-def machine_names() -> list[str]:
-    return sorted(_names())
-
-
 def get_machine(name: str | Machine) -> Machine:
     """A catalog machine by id or alias ("h100", "H100-SXM"), or a machine file by path."""
     if isinstance(name, Machine):

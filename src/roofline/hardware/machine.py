@@ -24,7 +24,6 @@ UNITS = (MATRIX, VECTOR)
 # memory levels a kernel's bytes are split over; "dram" is off-chip (HBM, GDDR, DDR)
 DRAM = "dram"
 L2 = "l2"
-LEVELS = (DRAM, L2)
 
 PEAK_KEYS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "int8", "fp4", "int4")
 
@@ -95,25 +94,22 @@ class Machine:
             have = ", ".join(sorted(table, key=PEAK_KEYS.index)) or "none"
             raise RooflineError(f"{self.id} lists no {kind} peak for {key}; it has: {have}")
         if unit == VECTOR:
-            if key in self.vector_flop_per_s:
-                return self.vector_flop_per_s[key]
-            if key != "fp64" and "fp32" in self.vector_flop_per_s:
-                return self.vector_flop_per_s["fp32"]
             if not self.vector_flop_per_s:
                 # TPUs publish no vector peak; the matrix peak is the only ceiling there is
                 return self.peak_flop_per_s(dtype, MATRIX)
-            have = ", ".join(sorted(self.vector_flop_per_s))
-            raise RooflineError(f"{self.id} lists no vector peak for {key}; it has: {have}")
+            return self.vector_flop_per_s[self.vector_peak_key(dtype)]
         raise RooflineError(f"unknown compute unit {unit!r}; units are {', '.join(UNITS)}")
 
     def vector_peak_key(self, dtype: str | DType) -> str:
-        """Which vector figure `peak_flop_per_s(dtype, VECTOR)` uses: its own, else fp32, else the matrix one."""
+        """Which vector figure `peak_flop_per_s(dtype, VECTOR)` uses: its own, else fp32 (never for fp64);
+        with no vector figures at all (TPUs), the dtype's own key, for the matrix peak stands in."""
         key = get_dtype(dtype).peak_key
-        if key in self.vector_flop_per_s:
+        if key in self.vector_flop_per_s or not self.vector_flop_per_s:
             return key
         if key != "fp64" and "fp32" in self.vector_flop_per_s:
             return "fp32"
-        return key if not self.vector_flop_per_s else "none"
+        have = ", ".join(sorted(self.vector_flop_per_s))
+        raise RooflineError(f"{self.id} lists no vector peak for {key}; it has: {have}")
 
     def ridge_flop_per_byte(self, dtype: str | DType, unit: str = MATRIX) -> float:
         """I* = peak / bandwidth: 989.4e12 / 3.35e12 = 295.3 FLOP/byte for an H100 in BF16."""
@@ -132,16 +128,3 @@ class Machine:
             if key in self.matrix_flop_per_s:
                 return key
         return self.dtypes()[0]
-
-    def with_bandwidth(self, bytes_per_s: float) -> Machine:
-        """A copy whose DRAM bandwidth is replaced (what-if analyses)."""
-        old = self.memory[DRAM]
-        memory = dict(self.memory)
-        memory[DRAM] = MemoryLevel(DRAM, bytes_per_s, old.capacity_bytes, old.technology, "what-if")
-        return _replace(self, memory=memory)
-
-
-def _replace(m: Machine, **changes: object) -> Machine:
-    from dataclasses import replace
-
-    return replace(m, **changes)  # type: ignore[arg-type]

@@ -182,8 +182,3 @@ def attention_graph(seq: int, head_dim: int, dtype: str | DType = "bf16", batch:
     o = tensor("o", (batch, heads, seq, head_dim), dt)
     return Graph(attention_ops("attention", q, k, v_, o, causal), name="attention")
 
-
-def square_matmul_intensity(n: int, bytes_per_element: float = 2.0) -> float:
-    """2N³ / (3·N²·bytes): N/3 at two bytes per element."""
-    return 2 * n**3 / (3 * n * n * bytes_per_element)
-
