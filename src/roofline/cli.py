@@ -34,13 +34,12 @@ class PositiveInt(click.ParamType):
             label = param.human_readable_name.upper()
         else:
             label = param.opts[0]
+        from roofline.units import UnitError, parse_positive_int
+
         try:
-            number = int(str(value).replace("_", ""))
-        except ValueError:
-            self.fail(f"{label} must be a positive integer, got {value!r}", param, ctx)
-        if number < 1:
-            self.fail(f"{label} must be a positive integer, got {value}", param, ctx)
-        return number
+            return parse_positive_int(value, label)
+        except UnitError as exc:
+            self.fail(str(exc), param, ctx)
 
 
 class Quantity(click.ParamType):

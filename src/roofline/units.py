@@ -168,3 +168,14 @@ def format_count(n: float) -> str:
         if abs(n) >= scale:
             return f"{_sig(n / scale, 3)} {suffix}"
     return f"{n:g}"
+
+
+def parse_positive_int(text: object, label: str) -> int:
+    """A size from the command line: "8192" or "8_192"; "-5", "0" and "abc" fail naming `label`."""
+    try:
+        number = int(str(text).replace("_", ""))
+    except ValueError:
+        raise UnitError(f"{label} must be a positive integer, got {text!r}") from None
+    if number < 1:
+        raise UnitError(f"{label} must be a positive integer, got {number}")
+    return number

@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from roofline.errors import RooflineError
+from roofline.units import parse_positive_int
 
 DEFAULT_MACHINE = "h100"
 DEFAULT_LENGTH = 2048
@@ -106,16 +107,6 @@ def _length(phase: str, prompt: int | None, context: int | None) -> int:
     if prompt is not None and context is None:
         raise RooflineError("decode takes --context L (the tokens attended to), not --prompt")
     return context or DEFAULT_LENGTH
-
-
-def _pos_int(value: Any, label: str) -> int:
-    try:
-        n = int(str(value).replace("_", ""))
-    except ValueError:
-        raise RooflineError(f"{label} must be a positive integer, got {value!r}") from None
-    if n < 1:
-        raise RooflineError(f"{label} must be a positive integer, got {n}")
-    return n
 
 
 def _common_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -223,14 +214,14 @@ def register(cli: click.Group) -> None:
         check_outputs({"--csv": csv_path, "--png": png, "--svg": svg, "--html": html})
         if as_json and explain:
             raise RooflineError("--json and --explain each print the whole result; give one of them")
-        b = _pos_int(batch, "--batch")
-        seq = _length(phase, _pos_int(prompt, "--prompt") if prompt is not None else None,
-                      _pos_int(context, "--context") if context is not None else None)
+        b = parse_positive_int(batch, "--batch")
+        seq = _length(phase, parse_positive_int(prompt, "--prompt") if prompt is not None else None,
+                      parse_positive_int(context, "--context") if context is not None else None)
         if prompt is None and context is None:  # the default length, within what the model was trained for
             from roofline.models.config import load_config
 
             seq = min(seq, load_config(model, parse_overrides(overrides)).max_position_embeddings)
-        hit = _pos_int(experts_hit, "--experts-hit") if experts_hit is not None else None
+        hit = parse_positive_int(experts_hit, "--experts-hit") if experts_hit is not None else None
         dt = model_dtypes(weights_dtype, act_dtype, kv_dtype, dtype)
         a = analyze_model(model, machine, phase, b, seq, fusion, dt, hit, parse_overrides(overrides))
         for w in a.warnings:
@@ -305,7 +296,7 @@ def register(cli: click.Group) -> None:
         if n_rows > MAX_SWEEP_ROWS:
             raise RooflineError(f"the sweep has {n_rows:,} rows (batches × lengths × machines × dtypes); "
                                 f"at most {MAX_SWEEP_ROWS:,}: take larger steps or fewer values")
-        hit = _pos_int(experts_hit, "--experts-hit") if experts_hit is not None else None
+        hit = parse_positive_int(experts_hit, "--experts-hit") if experts_hit is not None else None
         rows = sweep(model, machines, phase, batches, lengths, fusion,
                      [w or "bf16" for w in parse_str_list(weights_dtype)], parse_str_list(kv_dtype), act_dtype,
                      parse_str_list(dtype), hit, parse_overrides(overrides), per_kernel=bool(png or svg))
@@ -346,10 +337,10 @@ def register(cli: click.Group) -> None:
         from roofline.models.analysis import compare
 
         check_outputs({"--output": output, "--csv": csv_path})
-        b = _pos_int(batch, "--batch")
-        seq = _length(phase, _pos_int(prompt, "--prompt") if prompt is not None else None,
-                      _pos_int(context, "--context") if context is not None else None)
-        hit = _pos_int(experts_hit, "--experts-hit") if experts_hit is not None else None
+        b = parse_positive_int(batch, "--batch")
+        seq = _length(phase, parse_positive_int(prompt, "--prompt") if prompt is not None else None,
+                      parse_positive_int(context, "--context") if context is not None else None)
+        hit = parse_positive_int(experts_hit, "--experts-hit") if experts_hit is not None else None
         rows = compare(list(models), [m for m in parse_str_list(machine) if m], phase, b, seq, fusion,
                        [w or "bf16" for w in parse_str_list(weights_dtype)], parse_str_list(kv_dtype), act_dtype,
                        parse_str_list(dtype), hit, parse_overrides(overrides))
