@@ -46,13 +46,15 @@ def main() -> int:
 
     from roofline.models import analyze_model
     from roofline.report.charts import figure_bytes
+    from roofline.report.notebook import model_scenarios
     from roofline.report.outputs import model_figure, model_html
 
     decode = analyze_model("llama-3-70b", "h100", "decode", batch=64, seq=8192)
     prefill = analyze_model("llama-3-70b", "h100", "prefill", batch=1, seq=8192)
     pages = {
-        "decode (3 plans)": (decode.scenarios(), decode.title),
-        "prefill + decode (6 scenarios)": ([*prefill.scenarios(), *decode.scenarios()], "llama-3-70b on H100"),
+        "decode (3 plans)": (model_scenarios(decode), decode.title),
+        "prefill + decode (6 scenarios)": ([*model_scenarios(prefill), *model_scenarios(decode)],
+                                           "llama-3-70b on H100"),
     }
     lines = [f"# bench_html: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}"]
     ok = True
@@ -68,7 +70,7 @@ def main() -> int:
         files[name] = tmp / f"{len(files)}.html"
         files[name].write_text(text)
     for fmt_name in ("png", "svg"):
-        ts, data = timed(lambda f=fmt_name: figure_bytes(model_figure(decode.scenarios()), f), args.runs)
+        ts, data = timed(lambda f=fmt_name: figure_bytes(model_figure(model_scenarios(decode)), f), args.runs)
         lines.append(f"static chart, decode, {fmt_name}: {fmt(ts)}; {len(data):,} B")
 
     try:

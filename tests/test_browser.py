@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from roofline.analysis import GraphAnalysis, analyze_graph, place
-from roofline.graph import MATRIX, FusionPlan, Graph, Op, tensor
+from roofline.graph import FusionPlan, Graph, Op, tensor
 from roofline.hardware import get_machine
 from roofline.kernels import attention_ops, elementwise_op, matmul_op, norm_op
+from roofline.placement import GraphAnalysis, analyze_graph, place
 from roofline.report.outputs import Scenario, write_model_outputs
 from roofline.units import format_bytes, format_flop
+from roofline.vocab import Unit
 
 if TYPE_CHECKING:
     from conftest import Opened
@@ -50,9 +51,9 @@ def layer_graph(tokens: int = 2048, hidden: int = 1024, heads: int = 8) -> Graph
     ops = [
         norm_op("norm", "rmsnorm", x, g, xn),
         matmul_op("qkv_proj", xn, wqkv, qkv),
-        Op("split_heads", "reshape", (qkv,), (q, k, v), {MATRIX: 0.0}, formula="0 (a view)"),
+        Op("split_heads", "reshape", (qkv,), (q, k, v), {Unit.MATRIX: 0.0}, formula="0 (a view)"),
         *attention_ops("attention", q, k, v, o, causal=True),
-        Op("merge_heads", "reshape", (o,), (o2,), {MATRIX: 0.0}, formula="0 (a view)"),
+        Op("merge_heads", "reshape", (o,), (o2,), {Unit.MATRIX: 0.0}, formula="0 (a view)"),
         matmul_op("o_proj", o2, wo, y),
         elementwise_op("residual", "add", (x, y), out),
     ]
@@ -132,7 +133,7 @@ def test_slider_step_reveals_exactly_one_more_kernel_with_its_numbers(
     assert now["name"] == f"2. {ps[1].name}"
     assert now["flop"] == format_flop(ps[1].flop)  # 2·2048·3072·1024 = 12.9 GFLOP
     assert now["bytes"] == format_bytes(ps[1].bytes)
-    assert now["bound"] == f"{ps[1].bound}-bound"
+    assert now["bound"] == f"{ps[1].bound_class}-bound"
     derivation = page.text_content("#info-derivation") or ""
     assert "2·M·N·K = 2·2048·3072·1024" in derivation and "ridge 295 FLOP/B" in derivation
     # the next and previous buttons move one kernel each way; the table follows

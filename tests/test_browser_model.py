@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from roofline.report.notebook import model_scenarios
 from roofline.report.outputs import write_model_outputs
 from roofline.units import format_bytes
 
@@ -24,7 +25,7 @@ def llama(open_page: Callable[[Path], Opened], tmp_path_factory: pytest.TempPath
           ) -> Iterator[tuple[Opened, Any, Path]]:
     a = models.analyze_model("llama-3-70b", "h100", "decode", batch=1, seq=8192, plan="none")
     path = tmp_path_factory.mktemp("llama") / "llama-3-70b-decode.html"
-    write_model_outputs(a.scenarios(), html=str(path), title=a.title)
+    write_model_outputs(model_scenarios(a), html=str(path), title=a.title)
     opened = open_page(path)
     yield opened, a, path
     opened.page.close()
@@ -67,7 +68,7 @@ def test_phase_and_plan_switch_are_independent(open_page: Callable[[Path], Opene
     prefill = models.analyze_model("llama-3-8b", "h100", "prefill", batch=1, seq=1024)
     decode = models.analyze_model("llama-3-8b", "h100", "decode", batch=8, seq=1024)
     path = tmp_path / "phases.html"
-    write_model_outputs([*prefill.scenarios(), *decode.scenarios()], html=str(path), title="llama-3-8b")
+    write_model_outputs([*model_scenarios(prefill), *model_scenarios(decode)], html=str(path), title="llama-3-8b")
     opened = open_page(path)
     page = opened.page
     try:

@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
-from roofline.analysis import GraphAnalysis, analyze_graph, place
 from roofline.cli import main
 from roofline.errors import RooflineError
 from roofline.graph import Graph
 from roofline.hardware import get_machine
 from roofline.kernels import attention_graph, attention_plans, elementwise_graph, matmul_graph
+from roofline.placement import GraphAnalysis, analyze_graph, place
 from roofline.report.charts import (
     ABOVE_ROOF_COLOUR,
     BOUND_COLOURS,
@@ -273,11 +273,11 @@ def test_unwritable_path_is_one_clear_error_and_leaves_the_good_file(tmp_path: P
 
 def test_kernel_command_writes_chart_svg_and_page(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     png, svg, page = tmp_path / "a.png", tmp_path / "a.svg", tmp_path / "a.html"
-    code = main(["kernel", "attention", "--seq", "1024", "--head-dim", "128", "--impl", "naive", "--json",
+    code = main(["kernel", "attention", "--seq", "1024", "--head-dim", "128", "--fusion", "none", "--json",
                  "--png", str(png), "--svg", str(svg), "--html", str(page)])
     out, err = capsys.readouterr()
     assert code == 0
-    assert json.loads(out)["name"] == "attention (naive) N=1024 d=128"  # stdout stays pure JSON
+    assert json.loads(out)["name"] == "attention (none) N=1024 d=128"  # stdout stays pure JSON
     assert f"wrote {png}" in err
     ids = {el.get("id") for el in ET.fromstring(svg.read_bytes()).iter() if el.get("id")}
     # naive attention's three kernels and the fused one, side by side
@@ -285,7 +285,7 @@ def test_kernel_command_writes_chart_svg_and_page(tmp_path: Path, capsys: pytest
     text = page.read_text()
     data = json.loads(re.search(r'<script type="application/json" id="roofline-data">(.*?)</script>', text,
                                 re.S).group(1))  # type: ignore[union-attr]
-    assert [s["plan"] for s in data["scenarios"]] == ["naive", "fused"]
+    assert [s["plan"] for s in data["scenarios"]] == ["none", "flash"]
     naive, fused = (s["kernels"] for s in data["scenarios"])
     # same FLOPs, fewer bytes: naive adds the seed's 8·N² bytes of scores and probabilities (each written
     # and read back at 2 bytes) to the Q, K, V, O that fused attention alone moves
@@ -302,7 +302,7 @@ def test_kernel_command_writes_chart_svg_and_page(tmp_path: Path, capsys: pytest
 def test_model_figure_on_an_attention_plan() -> None:
     g: Graph = attention_graph(4096, 128, heads=8)
     plans = attention_plans("attention")
-    fig = model_figure([Scenario("fused", analyze_graph(g, "h100", "bf16", plans["fused"]), plan="fused")])
+    fig = model_figure([Scenario("fused", analyze_graph(g, "h100", "bf16", plans["flash"]), plan="fused")])
     line = _gid(_axes(fig, "roofline"), "kernel-1")
     # fused attention: 4·N²·d·H + 5·N²·H FLOPs over Q, K, V, O = 4·N·d·H·2 bytes: about N/2, compute-bound
     flop = 4 * 4096**2 * 128 * 8 + 5 * 4096**2 * 8
@@ -318,7 +318,7 @@ def test_sweep_rows_with_kernel_dicts_break_the_step_down_by_kernel() -> None:
     assert gids == ["bar-1-1:rmsnorm-memory", "bar-1-2:matmul-memory", "bar-1-3:matmul-compute", "bar-1-4:add-memory"]
     totals = [t.get_text() for t in bars.texts if t.get_gid() == "bar-total-1"]
     # the memory-bound share of the step: everything but the square matmul
-    mem = sum(p.total_time_s for p in a.placements if p.bound == "memory") / a.time_s
+    mem = sum(p.total_time_s for p in a.placements if p.bound_class == "memory") / a.time_s
     assert totals and f"{mem:.0%} mem" in totals[0]
 
 

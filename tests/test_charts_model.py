@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from roofline.cli import main
+from roofline.report.notebook import model_scenarios
 from roofline.report.outputs import model_figure, write_model_outputs
 
 models = pytest.importorskip("roofline.models", reason="roofline.models is not built yet")
@@ -25,7 +26,7 @@ def _axes(fig: Any, gid: str) -> Any:
 
 
 def test_llama_decode_chart_has_every_kernel_at_its_coordinates(llama_decode: Any) -> None:
-    scenarios = llama_decode.scenarios()
+    scenarios = model_scenarios(llama_decode)
     fig = model_figure(scenarios, title=llama_decode.title)
     ax = _axes(fig, "roofline")
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
@@ -42,12 +43,12 @@ def test_llama_decode_chart_has_every_kernel_at_its_coordinates(llama_decode: An
     # decode at batch 1 is the skinny matmul: "one token buys one FLOP per byte of weight"
     projections = [p for p in placements if p.kind == "matmul"]
     assert projections and all(p.flop_per_byte == pytest.approx(1.0, rel=2e-3) for p in projections)
-    assert all(p.bound == "memory" for _, p in drawn)
+    assert all(p.bound_class == "memory" for _, p in drawn)
 
 
 def test_llama_decode_outputs_and_plan_switch_data(llama_decode: Any, tmp_path: Path) -> None:
     html = tmp_path / "llama.html"
-    paths = write_model_outputs(llama_decode.scenarios(), png=str(tmp_path / "llama.png"),
+    paths = write_model_outputs(model_scenarios(llama_decode), png=str(tmp_path / "llama.png"),
                                 svg=str(tmp_path / "llama.svg"), html=str(html), title=llama_decode.title)
     assert [p.suffix for p in paths] == [".png", ".svg", ".html"]
     size = html.stat().st_size

@@ -25,7 +25,8 @@ def test_kernel_matmul_json_keys_and_values(capsys: pytest.CaptureFixture[str]) 
     assert d["ridge_flop_per_byte"] == pytest.approx(989.4 / 3.35)
     assert d["attainable_flop_per_s"] == pytest.approx(989.4e12)
     assert d["time_s"] == pytest.approx(2 * 4096**3 / 989.4e12)
-    assert d["bound"] == "compute"
+    assert d["bound_class"] == "compute"
+    assert d["bound"] == "matrix"  # the resource whose time is the floor: 139 µs of matrix work vs 30 µs of DRAM
 
 
 def test_kernel_rmsnorm_human_table(capsys: pytest.CaptureFixture[str]) -> None:
@@ -45,14 +46,15 @@ def test_kernel_explain_shows_formulas_with_numbers(capsys: pytest.CaptureFixtur
 
 
 def test_kernel_attention_naive_vs_fused(capsys: pytest.CaptureFixture[str]) -> None:
-    _, out, _ = run(capsys, "kernel", "attention", "--seq", "8192", "--head-dim", "128", "--impl", "naive", "--json")
+    _, out, _ = run(capsys, "kernel", "attention", "--seq", "8192", "--head-dim", "128", "--fusion", "none", "--json")
     naive = json.loads(out)
-    _, out, _ = run(capsys, "kernel", "attention", "--seq", "8192", "--head-dim", "128", "--impl", "fused", "--json")
+    _, out, _ = run(capsys, "kernel", "attention", "--seq", "8192", "--head-dim", "128", "--fusion", "flash", "--json")
     fused = json.loads(out)
     assert naive["flop"] == fused["flop"]
     assert naive["bytes"] == 8 * 8192**2 + 8 * 8192 * 128
     assert fused["bytes"] == 8 * 8192 * 128
-    assert naive["bound"] == "memory" and fused["bound"] == "compute"
+    assert naive["bound_class"] == "memory" and fused["bound_class"] == "compute"
+    assert naive["bound"] == "dram" and fused["bound"] == "matrix"  # a sequence: the resource with the most time
 
 
 def test_kernel_custom_is_the_seed_kernel_time(capsys: pytest.CaptureFixture[str]) -> None:
@@ -126,3 +128,14 @@ def test_machine_explain_derives_each_ridge(capsys: pytest.CaptureFixture[str]) 
     assert "fp8   I* = peak / BW = 4.5e+15 / 8e+12 = 562.50 FLOP/B" in out
     assert "fp4   I* = peak / BW = 9e+15 / 8e+12 = 1125.00 FLOP/B" in out
     assert "never used by the analyses" in out
+
+
+def test_old_impl_flag_still_works_and_says_its_new_spelling(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "kernel", "attention", "--seq", "8192", "--head-dim", "128", "--impl", "naive",
+                         "--json")
+    assert code == 0
+    assert "--impl naive is now spelled --fusion none" in err
+    assert json.loads(out)["bytes"] == 8 * 8192**2 + 8 * 8192 * 128  # naive: 8·N² score bytes + 8·N·d for q, k, v, o
+    code, _, err = run(capsys, "kernel", "attention", "--seq", "64", "--head-dim", "8", "--impl", "naive",
+                       "--fusion", "flash")
+    assert code == 2 and "contradicts --fusion flash" in err

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from roofline.analysis import analyze_graph, place
 from roofline.cli import main
 from roofline.kernels import attention_graph, attention_plans, matmul_graph
+from roofline.placement import analyze_graph, place
 
 
 def _svg_text(path: Path) -> str:
@@ -49,7 +49,7 @@ def test_machines_chart_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str
 
 def test_core_results_plot_and_render_html() -> None:
     g = attention_graph(2048, 128)
-    naive = analyze_graph(g, "h100", "bf16", attention_plans("attention")["naive"])
+    naive = analyze_graph(g, "h100", "bf16", attention_plans("attention")["none"])
     fig = naive.plot()
     ax = next(a for a in fig.axes if a.get_gid() == "roofline")
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log"

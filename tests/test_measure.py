@@ -17,10 +17,11 @@ import pytest
 
 from roofline.cli import main
 from roofline.errors import RooflineError
-from roofline.hardware import DRAM, get_machine, load_machine_file
+from roofline.hardware import get_machine, load_machine_file
 from roofline.measure.ceilings import MATRIX, MEMORY, CeilingRun, Ceilings, Plan, catalog_match, measure_ceilings
 from roofline.measure.env import Environment, capture_environment
 from roofline.measure.timing import Timing, rotation_count, time_calls
+from roofline.vocab import Level
 
 SMALL = Plan(quick=True, buffer_bytes=8 * 2**20, dtypes=("fp32",), max_matmul_n=256, backends=("numpy",))
 
@@ -210,8 +211,8 @@ def test_measure_layer_imports_neither_torch_nor_numpy() -> None:
 
 def test_dram_level_of_the_measured_machine(small: Ceilings) -> None:
     m = small.to_machine()
-    assert m.memory[DRAM].bytes_per_s == small.memory_bytes_per_s
-    assert "STREAM" in m.memory[DRAM].source
+    assert m.memory[Level.DRAM].bytes_per_s == small.memory_bytes_per_s
+    assert "STREAM" in m.memory[Level.DRAM].source
 
 
 def test_bench_and_trace_without_torch_say_what_to_install() -> None:

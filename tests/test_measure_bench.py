@@ -11,14 +11,15 @@ import json
 
 import pytest
 
-from roofline.analysis import place_flop_bytes
 from roofline.cli import main
-from roofline.hardware import DRAM, Machine, MemoryLevel
+from roofline.hardware import Machine, MemoryLevel
 from roofline.measure.accuracy import Accuracy, accuracy_table
+from roofline.placement import place_flop_bytes
+from roofline.vocab import Level
 
 
 def _machine(bytes_per_s: float, flop_per_s: float) -> Machine:
-    return Machine("test-roof", "test roof", {"fp32": flop_per_s}, {DRAM: MemoryLevel(DRAM, bytes_per_s)},
+    return Machine("test-roof", "test roof", {"fp32": flop_per_s}, {Level.DRAM: MemoryLevel(Level.DRAM, bytes_per_s)},
                    kind="cpu", measured=True)
 
 
@@ -91,7 +92,7 @@ def test_bench_cli_json_on_a_catalog_roof(capsys: pytest.CaptureFixture[str]) ->
                  "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     (k,) = out["kernels"]
-    assert k["name"].startswith("add") and k["bound"] == "memory" and k["machine"] == "h100-sxm"
+    assert k["name"].startswith("add") and k["bound_class"] == "memory" and k["machine"] == "h100-sxm"
     assert 0 < k["fraction_of_roof"] < 1  # an H100's 3.35 TB/s is far above this CPU's bandwidth
     assert out["summary"]["above_roof"] == []
 

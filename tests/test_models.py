@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from roofline.errors import RooflineError
-from roofline.graph import KV_CACHE, WEIGHT
 from roofline.models import analyze_model, build_graph, load_config, model_dtypes, preset_names
 from roofline.models.analysis import decode_limit, memory_fit
 from roofline.models.build import expected_experts_hit, windowed_pairs
 from roofline.models.config import SUPPORTED, config_from_dict
+from roofline.vocab import Role
 
 # Published parameter counts (total, active), in units of 1e9 parameters, and where each comes from.
 # The tolerance is one unit of the last digit the source gives: sources round or truncate to those
@@ -162,7 +162,7 @@ def test_naive_attention_is_memory_bound_at_every_length(prompt: int) -> None:
     a = analyze_model("llama-3-8b", "h100", "prefill", 1, prompt)
     for op in ("attn.qk", "attn.softmax", "attn.pv"):
         p = _kernel(a, op, "none")
-        assert p.bound == "memory"  # type: ignore[attr-defined]
+        assert p.bound_class == "memory"  # type: ignore[attr-defined]
     # the score matmul writes its full N×N scores: causal FLOPs 2·H·pairs·d over bytes 2·(H·N² + H·N·d + G·N·d)
     # (scores, q, k), which tends to d/2 = 64 as N grows (the seed's figure for naive attention)
     h, g, d, pairs = 32, 8, 128, prompt * (prompt + 1) // 2
@@ -174,10 +174,10 @@ def test_naive_attention_is_memory_bound_at_every_length(prompt: int) -> None:
 def test_fused_attention_is_compute_bound_past_a_few_hundred_tokens() -> None:
     # GQA 32/8, d 128, causal: I = 4·H·d·(N²/2) / (2 bytes·N·d·(2H + 2G)) = H·N/(2H + 2G) = 0.4·N for Llama 3 8B
     # (the softmax's vector FLOPs add 5·H·pairs, 1% more); the seed's N/2 is for H = G
-    assert _kernel(analyze_model("llama-3-8b", "h100", "prefill", 1, 128), "attn", "flash").bound == "memory"  # type: ignore[attr-defined]
+    assert _kernel(analyze_model("llama-3-8b", "h100", "prefill", 1, 128), "attn", "flash").bound_class == "memory"  # type: ignore[attr-defined]
     for prompt in (1024, 8192):
         p = _kernel(analyze_model("llama-3-8b", "h100", "prefill", 1, prompt), "attn", "flash")
-        assert p.bound == "compute"  # type: ignore[attr-defined]
+        assert p.bound_class == "compute"  # type: ignore[attr-defined]
         assert p.flop_per_byte == pytest.approx(0.4 * prompt, rel=0.02)  # type: ignore[attr-defined]
 
 
@@ -205,10 +205,10 @@ def test_layers_are_counts_not_repeated_ops() -> None:
 
 def test_kv_cache_writes_are_persistent_and_roles_are_set() -> None:
     mg = build_graph(load_config("llama-3-8b"), "prefill", 2, 64)
-    kv = [t for t in mg.graph.tensors.values() if t.role == KV_CACHE]
+    kv = [t for t in mg.graph.tensors.values() if t.role == Role.KV_CACHE]
     assert {t.name for t in kv} == {"k.new", "v.new"}
     assert all(t.persistent for t in kv)
-    weights = {t.name for t in mg.graph.tensors.values() if t.role == WEIGHT}
+    weights = {t.name for t in mg.graph.tensors.values() if t.role == Role.WEIGHT}
     assert {"qkv_proj.weight", "o_proj.weight", "gate_up_proj.weight", "down_proj.weight", "lm_head.weight"} <= weights
     # flash: the K and V the prompt writes reach memory even though attention reads them inside the step
     attn = next(k for k in mg.graph.kernels(mg.plans["fused"]) if k.name == "attn")
@@ -252,13 +252,13 @@ def test_mla_decode_runs_absorbed_over_the_latent_cache() -> None:
     cfg = load_config("deepseek-v3")
     mg = build_graph(cfg, "decode", 2, 1000)
     cache = mg.graph.tensors["attn.latent_cache"]
-    assert cache.shape == (2, 1, 1000, 576) and cache.role == KV_CACHE
+    assert cache.shape == (2, 1, 1000, 576) and cache.role == Role.KV_CACHE
     qk, pv = mg.graph.op("attn.qk"), mg.graph.op("attn.pv")
     assert qk.flop == 2 * 2 * 128 * 1000 * 576  # 2·B·H·L·(kv_lora + rope)
     assert pv.flop == 2 * 2 * 128 * 1000 * 512  # values: the latent's first kv_lora_rank columns
     attn = next(k for k in mg.graph.kernels(mg.plans["flash"]) if k.name == "attn")
     # the latent is read once even though it serves as both keys and values
-    assert sum(t.bytes for t in attn.reads if t.role == KV_CACHE) == 2 * 1000 * 576 * 2
+    assert sum(t.bytes for t in attn.reads if t.role == Role.KV_CACHE) == 2 * 1000 * 576 * 2
     # prefill decompresses: per-head K and V of 192 and 128
     pre = build_graph(cfg, "prefill", 1, 64)
     assert pre.graph.tensors["k"].shape == (1, 128, 64, 192)

@@ -13,10 +13,11 @@ import re
 import pytest
 
 from roofline.cli import main
-from roofline.graph import MATRIX, Kernel
+from roofline.graph import Kernel
 from roofline.models import analyze_model, build_graph, load_config, preset_names
 from roofline.models.build import ModelGraph
 from roofline.models.config import GLOBAL, LOCAL, ModelConfig, config_from_dict
+from roofline.vocab import Unit
 
 PROMPT = 2048  # the prefill check: batch 1, prompt 2048
 DECODE_BATCH, DECODE_CONTEXT = 4, 4096
@@ -65,7 +66,7 @@ def attention_matrix_flop_per_pair(c: ModelConfig, phase: str) -> int:
 
 
 def matrix_flop(mg: ModelGraph) -> float:
-    return sum(op.flop_by_unit.get(MATRIX, 0.0) * op.count for op in mg.graph.ops)
+    return sum(op.flop_by_unit.get(Unit.MATRIX, 0.0) * op.count for op in mg.graph.ops)
 
 
 def by_role(mg: ModelGraph, plan: str = "flash") -> dict[str, float]:
@@ -173,10 +174,10 @@ def test_deepseek_v3_latent_cache_and_absorbed_attention() -> None:
     # q is 128 heads × 576, the output 128 heads × 512 latent values
     assert attn.bytes == L * 576 * 2 + 128 * 576 * 2 + 128 * 512 * 2
     # per head per cached token: q·c over 576 dims and p·c over 512 (2 FLOPs per MAC), softmax 5 per score
-    assert attn.cost.flop_by_unit[MATRIX] == 128 * L * (2 * 576 + 2 * 512)
+    assert attn.cost.flop_by_unit[Unit.MATRIX] == 128 * L * (2 * 576 + 2 * 512)
     # absorption: W_UK (128 heads × 128 nope × 512) into q, W_UV (128 × 512 × 128) on the output
-    assert kernel(mg, "q_absorb").cost.flop_by_unit[MATRIX] == 2 * 128 * 128 * 512
-    assert kernel(mg, "o_absorb").cost.flop_by_unit[MATRIX] == 2 * 128 * 512 * 128
+    assert kernel(mg, "q_absorb").cost.flop_by_unit[Unit.MATRIX] == 2 * 128 * 128 * 512
+    assert kernel(mg, "o_absorb").cost.flop_by_unit[Unit.MATRIX] == 2 * 128 * 512 * 128
     # the cache write: one latent of 576 bf16 values per layer
     new = [t for t in kernel(mg, "latent_norm_rope").writes if t.role == "kv_cache"]
     assert sum(t.bytes for t in new) == 576 * 2

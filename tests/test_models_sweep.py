@@ -93,5 +93,5 @@ def test_sweep_per_kernel_times_add_up_to_the_step() -> None:
     # at batch 256 the attention kernel streams the KV cache: 80 layers · 256 · 8192 tokens · 4096 B
     # (K and V, 8 heads · 128 · 2 B each) / 3.35 TB/s = 205 ms, plus q and o, which are small
     assert attn[256]["total_time_s"] == pytest.approx(80 * 256 * 8192 * 4096 / 3.35e12, rel=0.01)
-    assert attn[256]["bound"] == "memory"
+    assert attn[256]["bound_class"] == "memory"
     assert "kernels" not in sweep("llama-3-70b", ["h100"], "decode", [1], [8192])[0]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from roofline import crossover, get_machine, kernel_time, place_flop_bytes
-from roofline.analysis import analyze_graph, place
 from roofline.kernels import attention_graph, attention_plans, elementwise_graph, matmul_graph
+from roofline.placement import analyze_graph, place
 
 
 @pytest.mark.parametrize(("machine", "dtype", "seed_ridge"), [
@@ -65,7 +65,7 @@ def test_matmul_4096_cubed() -> None:
     assert p.flop == 2 * 4096**3
     assert p.bytes == 3 * 4096**2 * 2
     assert p.flop_per_byte == pytest.approx(1365.33, abs=0.01)
-    assert p.bound == "compute"
+    assert p.bound_class == "compute"
     assert p.time_s == pytest.approx(2 * 4096**3 / 989.4e12)
 
 
@@ -95,7 +95,7 @@ def test_h100_at_intensity_1_5_attains_5_tflops_half_a_percent() -> None:
     p = place_flop_bytes(1.5e9, 1e9, "h100", "bf16")
     assert p.attainable_flop_per_s == pytest.approx(1.5 * 3.35e12)  # 5.03 TFLOP/s: "attains 5 TFLOP/s"
     assert p.fraction_of_peak == pytest.approx(1.5 * 3.35 / 989.4)  # 0.51%: "half a percent of peak"
-    assert p.bound == "memory"
+    assert p.bound_class == "memory"
 
 
 def test_rmsnorm_8192_squared_moves_134_mb_each_way_in_80_us() -> None:
@@ -113,7 +113,7 @@ def test_rmsnorm_8192_squared_moves_134_mb_each_way_in_80_us() -> None:
 @pytest.mark.parametrize("n", [1024, 8192, 32768])
 def test_naive_attention_sits_at_d_over_2_at_every_length(n: int) -> None:
     g = attention_graph(n, 128)
-    naive = analyze_graph(g, "h100", "bf16", attention_plans("attention")["naive"])
+    naive = analyze_graph(g, "h100", "bf16", attention_plans("attention")["none"])
     # 4·N²·d matmul FLOPs + 5·N² softmax FLOPs over 8·N² score bytes + 8·N·d bytes of q, k, v, o
     expected = (4 * n * n * 128 + 5 * n * n) / (8 * n * n + 8 * n * 128)
     assert naive.flop_per_byte == pytest.approx(expected)
@@ -122,22 +122,22 @@ def test_naive_attention_sits_at_d_over_2_at_every_length(n: int) -> None:
     # with q, k, v, o it is 4d / (8 + 8d/N): 56.9 at N = 1024, 63.0 at 8192, 63.8 at 32768
     assert 128 / 2 * 0.88 < naive.flop_per_byte < 128 / 2 * 1.02
     assert naive.bytes == 8 * n * n + 8 * n * 128
-    assert all(p.bound == "memory" for p in naive.placements)
+    assert all(p.bound_class == "memory" for p in naive.placements)
 
 
 def test_fused_attention_sits_at_n_over_2_with_identical_flops() -> None:
     n, d = 8192, 128
     g = attention_graph(n, d)
     plans = attention_plans("attention")
-    naive = analyze_graph(g, "h100", "bf16", plans["naive"])
-    fused = analyze_graph(g, "h100", "bf16", plans["fused"])
+    naive = analyze_graph(g, "h100", "bf16", plans["none"])
+    fused = analyze_graph(g, "h100", "bf16", plans["flash"])
     assert fused.flop == naive.flop  # same ops, two plans
     assert fused.bytes == 8 * n * d  # q, k, v, o: 4 tensors of N·d at 2 bytes
     matrix_flop = sum(p.cost.flop_by_unit.get("matrix", 0) for p in fused.placements)
     assert matrix_flop == 4 * n * n * d  # the seed's 4N²d
     assert matrix_flop / fused.bytes == n / 2 == 4096  # "At 8k tokens that is 4096"
     assert fused.flop_per_byte == pytest.approx(4096, rel=0.01)  # + 5N² softmax FLOPs: 4136
-    assert fused.placements[0].bound == "compute"
+    assert fused.placements[0].bound_class == "compute"
     assert naive.bytes / fused.bytes > 60  # "a hundred times fewer bytes" (65x with q, k, v, o counted)
 
 
@@ -150,7 +150,7 @@ def test_causal_attention_counts_unmasked_pairs() -> None:
 
 def test_gqa_reads_each_kv_head_once() -> None:
     g = attention_graph(1024, 128, heads=64, kv_heads=8)
-    fused = g.kernels(attention_plans("attention")["fused"])[0]
+    fused = g.kernels(attention_plans("attention")["flash"])[0]
     # q and o: 64 heads, k and v: 8 heads, each 1024·128·2 bytes
     assert fused.bytes == (64 + 64 + 8 + 8) * 1024 * 128 * 2
 
@@ -163,7 +163,7 @@ def test_fp8_math_over_bf16_bytes_is_more_memory_bound_on_b200() -> None:
     fp8 = place(g.kernels()[0], "b200", "fp8")
     assert fp8.flop_per_byte == bf16.flop_per_byte
     assert fp8.ridge_flop_per_byte == 2 * bf16.ridge_flop_per_byte
-    assert bf16.bound == "compute" and fp8.bound == "memory"  # I ≈ 391: right of 281, left of 562
+    assert bf16.bound_class == "compute" and fp8.bound_class == "memory"  # I ≈ 391: right of 281, left of 562
 
 
 @pytest.mark.parametrize(("dtype", "ridge_dtype"), [("bf16", "bf16"), ("fp8", "fp8"), ("fp4", "fp4")])

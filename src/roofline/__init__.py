@@ -6,11 +6,12 @@ numpy-free where it can, and no plotting library; `measure` and `report` sit on 
 
 from typing import TYPE_CHECKING, Any
 
-from roofline.analysis import GraphAnalysis, Placement, analyze_graph, crossover, kernel_time, place, place_flop_bytes
 from roofline.dtypes import DType, get_dtype
 from roofline.errors import RooflineError
 from roofline.graph import Cost, FusionPlan, Graph, Kernel, Op, Tensor
 from roofline.hardware import Machine, get_machine, load_machine_file
+from roofline.placement import GraphAnalysis, Placement, analyze_graph, crossover, kernel_time, place, place_flop_bytes
+from roofline.report import notebook as _notebook
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
     from roofline.measure.tracer import Trace
 
 __version__ = "0.1.0"
+
+_notebook.install()
 
 
 def trace(module: Any = None, **options: Any) -> "AbstractContextManager[Trace]":

@@ -164,6 +164,18 @@ def machine(name: str, as_json: bool, explain: bool) -> None:
     click.echo(machine_text(m))
 
 
+def fusion_option(fusion: str | None, old: str | None, old_to_new: dict[str, str], default: str,
+                  old_flag: str = "--impl") -> str:
+    """The one spelling of the fusion idea, `--fusion`; an old flag still works and says what replaces it."""
+    if old is not None:
+        new = old_to_new[old]
+        if fusion is not None and fusion != new:
+            raise RooflineError(f"{old_flag} {old} contradicts --fusion {fusion}; give --fusion only")
+        click.echo(f"roofline: warning: {old_flag} {old} is now spelled --fusion {new}", err=True)
+        return new
+    return fusion or default
+
+
 def _one_of(as_json: bool, explain: bool) -> None:
     """--json and --explain each replace the table; given both, one would be dropped without a word."""
     if as_json and explain:
@@ -210,9 +222,9 @@ def _write_charts(graph: Any, m: Any, dt: str, plans: list[Any], name: str) -> N
         return
     from dataclasses import replace
 
-    from roofline.analysis import GraphAnalysis, place
     from roofline.dtypes import get_dtype
     from roofline.fileio import check_outputs
+    from roofline.placement import GraphAnalysis, place
     from roofline.report.outputs import Scenario, write_kernel_outputs
 
     check_outputs({f"--{fmt}": path for fmt, path in outputs.items()})
@@ -232,9 +244,9 @@ def _write_charts(graph: Any, m: Any, dt: str, plans: list[Any], name: str) -> N
 
 def _emit(graph: Any, machine: str, dtype: str | None, explain: bool, as_json: bool,
           plan: Any = None, name: str = "", alternatives: Any = ()) -> None:
-    from roofline.analysis import place
     from roofline.graph import UNFUSED
     from roofline.hardware import get_machine
+    from roofline.placement import place
 
     _one_of(as_json, explain)
     m = get_machine(machine)
@@ -259,8 +271,8 @@ def _emit(graph: Any, machine: str, dtype: str | None, explain: bool, as_json: b
 
             click.echo(placement_text(p))
         return
-    from roofline.analysis import GraphAnalysis
     from roofline.dtypes import get_dtype
+    from roofline.placement import GraphAnalysis
 
     analysis = GraphAnalysis(tuple(placements), (plan or UNFUSED).name, m, get_dtype(dt))
     if as_json:
@@ -270,7 +282,7 @@ def _emit(graph: Any, machine: str, dtype: str | None, explain: bool, as_json: b
                "flop_per_byte": totals["flop_per_byte"], "time_s": totals["time_s"],
                "ridge_flop_per_byte": m.ridge_flop_per_byte(dt),
                "attainable_flop_per_s": totals["flop"] / totals["time_s"],
-               "bound": "memory" if analysis.memory_bound_time_s * 2 > analysis.time_s else "compute"}
+               "bound": analysis.bound, "bound_class": analysis.bound_class}
         _dump({**top, **d})
         return
     from roofline.report.text import placements_table
@@ -355,13 +367,13 @@ def kernel_custom(flop: float, bytes_: float, name: str, machine: str, dtype: st
                   storage_dtype: str | None, explain: bool, as_json: bool) -> None:
     """A kernel known only by its FLOPs and bytes (all FLOPs on the matrix units, as in the seed)."""
     from roofline.graph import Cost
-    from roofline.hardware import DRAM, MATRIX
+    from roofline.vocab import Level, Unit
 
     class _One:  # a one-kernel "graph" for _emit
         def kernels(self, plan: Any) -> list[Any]:
             from roofline.graph import Kernel
 
-            return [Kernel(name, (), 1, (), (), Cost({MATRIX: flop}, {DRAM: bytes_}))]
+            return [Kernel(name, (), 1, (), (), Cost({Unit.MATRIX: flop}, {Level.DRAM: bytes_}))]
 
     _emit(_One(), machine, dtype, explain, as_json, name=name)
 
@@ -374,18 +386,22 @@ def kernel_custom(flop: float, bytes_: float, name: str, machine: str, dtype: st
 @click.option("--heads", type=POS, default=1, show_default=True, help="Query heads H.")
 @click.option("--kv-heads", type=POS, default=None, help="Key/value heads G (GQA; default: --heads).")
 @click.option("--causal", is_flag=True, help="Causal mask: count only unmasked pairs.")
-@click.option("--impl", type=click.Choice(["naive", "fused"]), default="fused", show_default=True,
-              help="naive: scores written to memory and read back; fused: scores stay on chip.")
+@click.option("--fusion", type=click.Choice(["none", "flash"]), default=None,
+              help="none: naive attention, scores written to memory and read back; flash (default): one fused "
+                   "kernel, scores stay on chip.")
+@click.option("--impl", type=click.Choice(["naive", "fused"]), default=None, hidden=True,
+              help="Old spelling of --fusion (naive = none, fused = flash).")
 @kernel_options
 def kernel_attention(seq: int, head_dim: int, kv_seq: int | None, batch: int, heads: int, kv_heads: int | None,
-                     causal: bool, impl: str, machine: str, dtype: str | None, storage_dtype: str | None,
-                     explain: bool, as_json: bool) -> None:
+                     causal: bool, fusion: str | None, impl: str | None, machine: str, dtype: str | None,
+                     storage_dtype: str | None, explain: bool, as_json: bool) -> None:
     """Attention: 4·N²·d FLOPs per head; naive moves 8·N² bytes of scores, fused only Q, K, V, O."""
     from roofline.kernels import attention_graph, attention_plans
 
+    plan = fusion_option(fusion, impl, {"naive": "none", "fused": "flash"}, default="flash")
     g = attention_graph(seq, head_dim, _storage(dtype, storage_dtype), batch, heads, kv_heads, causal, kv_seq)
     plans = attention_plans("attention")
-    _emit(g, machine, dtype, explain, as_json, plan=plans[impl], name=f"attention ({impl}) N={seq} d={head_dim}",
+    _emit(g, machine, dtype, explain, as_json, plan=plans[plan], name=f"attention ({plan}) N={seq} d={head_dim}",
           alternatives=plans.values())
 
 

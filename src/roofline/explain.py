@@ -1,13 +1,13 @@
 """Step-by-step derivations: every number a placement prints, with the numbers put in.
 
-Layering: imports roofline.analysis, roofline.graph, roofline.units only.
+Layering: imports roofline.placement, roofline.graph, roofline.units only.
 """
 
 from __future__ import annotations
 
-from roofline.analysis import Placement
 from roofline.graph import Tensor
-from roofline.hardware import DRAM, MATRIX, VECTOR, Machine
+from roofline.hardware import Machine
+from roofline.placement import Placement
 from roofline.units import (
     format_bytes,
     format_bytes_per_s,
@@ -16,6 +16,7 @@ from roofline.units import (
     format_intensity,
     format_time,
 )
+from roofline.vocab import Bound, Level, Unit
 
 
 def _tensor_line(verb: str, t: Tensor) -> str:
@@ -52,8 +53,8 @@ def explain_placement(p: Placement) -> str:
     lines.append(f"    I = FLOPs / bytes = {p.flop:.6g} / {p.bytes:.6g} = {format_intensity(p.flop_per_byte, 5)}")
     lines.append("ceilings")
     for unit, peak in p.peak_by_unit.items():
-        if unit == MATRIX or p.cost.flop_by_unit.get(unit):
-            key = p.dtype.peak_key if unit == MATRIX else p.machine.vector_peak_key(p.dtype)
+        if unit is Unit.MATRIX or p.cost.flop_by_unit.get(unit):
+            key = p.dtype.peak_key if unit is Unit.MATRIX else p.machine.vector_peak_key(p.dtype)
             what = f"{key} {unit} peak"
             source = p.machine.sources.get("peak." + unit, "catalog")
             lines.append(f"    {what:<22} = {format_flop_per_s(peak, 4)}   [{source}]")
@@ -83,24 +84,24 @@ def explain_placement(p: Placement) -> str:
         terms.append(f"{unit} FLOPs / peak = {p.cost.flop_by_unit[unit]:.4g} / {p.peak_by_unit[unit]:.4g} = "
                      f"{format_time(seconds)}")
     for level, seconds in p.level_times_s.items():
-        name = "DRAM" if level == DRAM else level
+        name = "DRAM" if level is Level.DRAM else level
         terms.append(f"{name} bytes / BW = {p.cost.bytes_by_level[level]:.4g} / {p.bandwidth_by_level[level]:.4g} = "
                      f"{format_time(seconds)}")
     for term in terms:
         lines.append(f"    {term}")
-    vector_flop = p.cost.flop_by_unit.get(VECTOR, 0.0)
+    vector_flop = p.cost.flop_by_unit.get(Unit.VECTOR, 0.0)
     if vector_flop and p.compute_time_s < p.memory_time_s:
-        at_matrix = vector_flop / p.peak_by_unit[MATRIX]
+        at_matrix = vector_flop / p.peak_by_unit[Unit.MATRIX]
         lines.append(f"    (counted at the {p.dtype.peak_key} matrix peak, as the seed does, the FLOPs would take "
                      f"{format_time(at_matrix)}; either way memory sets the floor)")
-    lines.append(f"    floor = the largest = {format_time(p.time_s)}, set by {p.limiter}")
+    lines.append(f"    floor = the largest = {format_time(p.time_s)}, set by {p.bound}")
     if p.count > 1:
         lines.append(f"    × {p.count} per step = {format_time(p.total_time_s)}")
     lines.append("bound")
-    cmp = ">" if p.bound == "compute" else "≤"
+    cmp = ">" if p.bound_class is Bound.COMPUTE else "≤"
     lines.append(f"    I = {format_intensity(p.flop_per_byte, 5)} {cmp} "
                  f"{format_intensity(p.kernel_ridge_flop_per_byte, 4)}"
-                 f" → {p.bound}-bound")
+                 f" → {p.bound_class}-bound (limited by {p.bound})")
     if p.measured_time_s is not None:
         lines.append("measured")
         lines.append(f"    time = {format_time(p.measured_time_s)}; achieved = FLOPs / time = "

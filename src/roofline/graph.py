@@ -7,8 +7,8 @@ read if it comes from outside the group, written if something outside the group 
 outlives the step (a graph output, a KV-cache write). Naive and fused attention are the same ops
 under two plans: same FLOPs, fewer bytes.
 
-Layering: imports roofline.dtypes, roofline.errors, roofline.hardware.machine (unit and level
-names) only. No torch, no plotting, no measurement.
+Layering: imports roofline.vocab, roofline.dtypes and roofline.errors only. No hardware, no torch,
+no plotting, no measurement.
 """
 
 from __future__ import annotations
@@ -20,13 +20,7 @@ from types import MappingProxyType
 
 from roofline.dtypes import DType, get_dtype
 from roofline.errors import RooflineError
-from roofline.hardware.machine import DRAM, MATRIX, UNITS, VECTOR
-
-# tensor roles, for the byte breakdown (weights vs KV cache vs activations)
-WEIGHT = "weight"
-ACTIVATION = "activation"
-KV_CACHE = "kv_cache"
-ROLES = (WEIGHT, KV_CACHE, ACTIVATION)
+from roofline.vocab import Level, Plan, Role, Unit
 
 
 @dataclass(frozen=True)
@@ -34,7 +28,7 @@ class Tensor:
     name: str
     shape: tuple[int, ...]
     dtype: DType
-    role: str = ACTIVATION
+    role: Role = Role.ACTIVATION
     persistent: bool = False  # written for later steps (KV cache): its write always reaches memory
 
     def __post_init__(self) -> None:
@@ -53,7 +47,7 @@ class Tensor:
         return self.elements * self.dtype.bytes_per_element
 
 
-def tensor(name: str, shape: Sequence[int], dtype: str | DType, role: str = ACTIVATION,
+def tensor(name: str, shape: Sequence[int], dtype: str | DType, role: Role = Role.ACTIVATION,
            persistent: bool = False) -> Tensor:
     return Tensor(name, tuple(int(s) for s in shape), get_dtype(dtype), role, persistent)
 
@@ -66,8 +60,8 @@ class Cost:
     shared tensor once, put both ops in one fused group instead).
     """
 
-    flop_by_unit: Mapping[str, float] = field(default_factory=dict)
-    bytes_by_level: Mapping[str, float] = field(default_factory=dict)
+    flop_by_unit: Mapping[Unit, float] = field(default_factory=dict)
+    bytes_by_level: Mapping[Level, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "flop_by_unit", MappingProxyType(dict(self.flop_by_unit)))
@@ -80,15 +74,15 @@ class Cost:
     @property
     def bytes(self) -> float:
         """Bytes to and from off-chip memory: the denominator of the intensity."""
-        return float(self.bytes_by_level.get(DRAM, 0.0))
+        return float(self.bytes_by_level.get(Level.DRAM, 0.0))
 
     def __add__(self, other: Cost) -> Cost:
         flop = dict(self.flop_by_unit)
-        for k, v in other.flop_by_unit.items():
-            flop[k] = flop.get(k, 0.0) + v
+        for unit, v in other.flop_by_unit.items():
+            flop[unit] = flop.get(unit, 0.0) + v
         by = dict(self.bytes_by_level)
-        for k, v in other.bytes_by_level.items():
-            by[k] = by.get(k, 0.0) + v
+        for level, b in other.bytes_by_level.items():
+            by[level] = by.get(level, 0.0) + b
         return Cost(flop, by)
 
     def scaled(self, factor: float) -> Cost:
@@ -96,8 +90,8 @@ class Cost:
                     {k: v * factor for k, v in self.bytes_by_level.items()})
 
 
-def simple_cost(flop: float, bytes_moved: float, unit: str = MATRIX) -> Cost:
-    return Cost({unit: float(flop)}, {DRAM: float(bytes_moved)})
+def simple_cost(flop: float, bytes_moved: float, unit: Unit = Unit.MATRIX) -> Cost:
+    return Cost({unit: float(flop)}, {Level.DRAM: float(bytes_moved)})
 
 
 @dataclass(frozen=True)
@@ -112,7 +106,7 @@ class Op:
     kind: str
     inputs: tuple[Tensor, ...]
     outputs: tuple[Tensor, ...]
-    flop_by_unit: Mapping[str, float]
+    flop_by_unit: Mapping[Unit, float]
     count: int = 1
     formula: str = ""
     note: str = ""
@@ -120,9 +114,9 @@ class Op:
 
     def __post_init__(self) -> None:
         for unit in self.flop_by_unit:
-            if unit not in UNITS:
+            if unit not in tuple(Unit):
                 raise RooflineError(f"op {self.name}: unknown compute unit {unit!r}")
-        object.__setattr__(self, "flop_by_unit", MappingProxyType(dict(self.flop_by_unit)))
+        object.__setattr__(self, "flop_by_unit", MappingProxyType({Unit(u): f for u, f in self.flop_by_unit.items()}))
         if self.count < 1:
             raise RooflineError(f"op {self.name}: count must be at least 1")
 
@@ -156,8 +150,8 @@ class Kernel:
         kinds = dict.fromkeys(op.kind for op in self.ops)
         return "+".join(kinds)
 
-    def bytes_by_role(self) -> dict[str, float]:
-        out = dict.fromkeys(ROLES, 0.0)
+    def bytes_by_role(self) -> dict[Role, float]:
+        out = dict.fromkeys(Role, 0.0)
         for t in (*self.reads, *self.writes):
             out[t.role] = out.get(t.role, 0.0) + t.bytes
         return out
@@ -175,10 +169,13 @@ class Kernel:
 class FusionPlan:
     """A partition of a graph's ops into kernels: kernel name -> op names. Ops not named run alone."""
 
-    name: str
+    name: Plan
     groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if self.name not in tuple(Plan):
+            raise RooflineError(f"unknown fusion plan {self.name!r}; plans: {', '.join(Plan)}")
+        object.__setattr__(self, "name", Plan(self.name))
         object.__setattr__(self, "groups", MappingProxyType({k: tuple(v) for k, v in self.groups.items()}))
         seen: set[str] = set()
         for ops in self.groups.values():
@@ -188,7 +185,7 @@ class FusionPlan:
                 seen.add(op)
 
 
-UNFUSED = FusionPlan("none")
+UNFUSED = FusionPlan(Plan.NONE)
 
 
 class Graph:
@@ -253,15 +250,14 @@ class Graph:
         writes = [t for t in produced.values()
                   if t.persistent or not self.readers.get(t.name)
                   or any(r not in inside for r in self.readers[t.name])]
-        flop: dict[str, float] = {}
+        flop: dict[Unit, float] = {}
         for op in ops:
             for unit, f in op.flop_by_unit.items():
                 flop[unit] = flop.get(unit, 0.0) + f
         moved = sum(t.bytes for t in reads.values()) + sum(t.bytes for t in writes)
-        dtypes = {op.compute_dtype for op in ops if op.compute_dtype is not None and op.flop_by_unit.get(MATRIX)}
+        dtypes = {op.compute_dtype for op in ops if op.compute_dtype is not None and op.flop_by_unit.get(Unit.MATRIX)}
         return Kernel(name, tuple(ops), counts.pop(), tuple(reads.values()), tuple(writes),
-                      Cost(flop, {DRAM: float(moved)}), dtypes.pop() if len(dtypes) == 1 else None)
+                      Cost(flop, {Level.DRAM: float(moved)}), dtypes.pop() if len(dtypes) == 1 else None)
 
 
-__all__ = ["ACTIVATION", "KV_CACHE", "MATRIX", "ROLES", "UNFUSED", "VECTOR", "WEIGHT", "Cost", "FusionPlan",
-           "Graph", "Kernel", "Op", "Tensor", "simple_cost", "tensor"]
+__all__ = ["UNFUSED", "Cost", "FusionPlan", "Graph", "Kernel", "Op", "Tensor", "simple_cost", "tensor"]

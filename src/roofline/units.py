@@ -121,6 +121,16 @@ def _sig(x: float, digits: int) -> str:
     return text
 
 
+def format_si(value: float, unit: str = "", digits: int = 3) -> str:
+    """A number with a decimal prefix, `digits` significant figures: 1e12 -> "1 T", 3.35e12, "B/s" -> "3.35 TB/s"."""
+    return _si(value, unit, digits).strip()
+
+
+def finite_or_none(x: float | None) -> float | None:
+    """JSON has no infinity: an infinite intensity (a kernel that moves no bytes) is written as null."""
+    return x if x is not None and math.isfinite(x) else None
+
+
 def format_flop(flop: float, digits: int = 3) -> str:
     return _si(flop, "FLOP", digits)
 

@@ -122,10 +122,11 @@ def _placements_outputs(placements: Sequence[Any], machine: Any, dtype: Any, png
                         title: str) -> None:
     if not (png or html):
         return
-    from roofline.analysis import GraphAnalysis
+    from roofline.placement import GraphAnalysis
     from roofline.report.outputs import Scenario, write_model_outputs
+    from roofline.vocab import Plan
 
-    analysis = GraphAnalysis(tuple(placements), "as run", machine, dtype)
+    analysis = GraphAnalysis(tuple(placements), Plan.TRACED, machine, dtype)
     for path in write_model_outputs([Scenario(title, analysis)], png=png, html=html, title=title):
         click.echo(f"wrote {path}")
 

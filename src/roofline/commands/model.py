@@ -234,9 +234,10 @@ def register(cli: click.Group) -> None:
             atomic_write(csv_path, _csv(a.kernel_rows(), KERNEL_CSV_COLUMNS))
             click.echo(f"wrote {csv_path}", err=True)
         if png or svg or html:
+            from roofline.report.notebook import model_scenarios
             from roofline.report.outputs import write_model_outputs
 
-            for path in write_model_outputs(a.scenarios(), png=png, svg=svg, html=html, title=a.title):
+            for path in write_model_outputs(model_scenarios(a), png=png, svg=svg, html=html, title=a.title):
                 click.echo(f"wrote {path}", err=True)
         if as_json:
             click.echo(json.dumps(a.to_dict(), indent=2, allow_nan=False))
@@ -387,12 +388,12 @@ def _sweep_chart(rows: list[dict[str, Any]], model: str, phase: str, batches: li
 # --- text ----------------------------------------------------------------------------------------------
 
 def model_text(a: Any) -> str:
-    from roofline.models.build import DECODE
     from roofline.report.text import placements_table
     from roofline.units import format_bytes, format_count, format_flop, format_intensity, format_time
+    from roofline.vocab import Phase
 
     cfg, dt = a.config, a.model.dtypes
-    what = "context" if a.phase == DECODE else "prompt"
+    what = "context" if a.phase == Phase.DECODE else "prompt"
     lines = [f"{cfg.name} ({cfg.architecture}) {a.phase}: batch {a.batch}, {what} {a.seq}, on {a.machine.name}",
              f"dtypes: compute {a.dtype.name}, weights {dt.weights.name}, KV cache {dt.kv_cache.name}, "
              f"activations {dt.activations.name}",
@@ -416,7 +417,7 @@ def model_text(a: Any) -> str:
         lines.append(f"  {name:<6} {len(g.placements):>3} kernels  {format_bytes(g.bytes):>9}  "
                      f"{format_intensity(g.flop_per_byte):>12}  {format_time(g.time_s):>9}  "
                      f"({g.time_s / base.time_s:.2f}× the time of none)")
-    if a.phase == DECODE:
+    if a.phase == Phase.DECODE:
         lim = a.decode_limit
         lines.append("")
         graph_limit = format_intensity(a.crossover.limit_flop_per_byte, 4)

@@ -7,7 +7,7 @@ from roofline.hardware.catalog import (
     machine_to_toml,
     parse_machine,
 )
-from roofline.hardware.machine import DRAM, L2, MATRIX, VECTOR, Machine, MemoryLevel
+from roofline.hardware.machine import Machine, MemoryLevel
 
-__all__ = ["DRAM", "L2", "MATRIX", "VECTOR", "Machine", "MemoryLevel", "catalog", "get_machine",
+__all__ = ["Machine", "MemoryLevel", "catalog", "get_machine",
            "load_machine_file", "machine_to_toml", "parse_machine"]

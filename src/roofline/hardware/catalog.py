@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from roofline.errors import RooflineError, unknown
-from roofline.hardware.machine import DRAM, PEAK_KEYS, Machine, MemoryLevel
+from roofline.hardware.machine import PEAK_KEYS, Machine, MemoryLevel
 from roofline.units import UnitError, format_bytes, format_bytes_per_s, format_flop_per_s, parse_quantity
+from roofline.vocab import Level
 
 DATA = Path(__file__).parent / "data"
 
@@ -93,8 +94,10 @@ def parse_machine(raw: Mapping[str, Any], path: Path | str = "<data>", require_s
     vector = _peaks(_table(peak, "vector", path), "vector", path, sources, notes)
     sparse = _peaks(_table(peak, "sparse", path), "sparse", path, sources, notes)
 
-    memory: dict[str, MemoryLevel] = {}
+    memory: dict[Level, MemoryLevel] = {}
     for level_name, level in _table(raw, "memory", path).items():
+        if level_name not in tuple(Level):
+            raise _fail(path, f"unknown memory level [memory.{level_name}]; levels are {', '.join(Level)}")
         if not isinstance(level, Mapping):
             raise _fail(path, f"[memory.{level_name}] must be a table")
         bad = set(level) - _MEMORY_KEYS
@@ -102,8 +105,8 @@ def parse_machine(raw: Mapping[str, Any], path: Path | str = "<data>", require_s
             raise _fail(path, f"[memory.{level_name}] has unknown field(s) {', '.join(sorted(bad))}")
         bw = level.get("bandwidth")
         cap = level.get("capacity")
-        memory[level_name] = MemoryLevel(
-            name=level_name,
+        memory[Level(level_name)] = MemoryLevel(
+            name=Level(level_name),
             bytes_per_s=None if bw is None else _quantity(bw, "bytes_per_s", f"[memory.{level_name}] bandwidth", path),
             capacity_bytes=None if cap is None else _quantity(cap, "bytes", f"[memory.{level_name}] capacity", path),
             technology=str(level.get("technology", "")),
@@ -113,7 +116,7 @@ def parse_machine(raw: Mapping[str, Any], path: Path | str = "<data>", require_s
             sources[f"memory.{level_name}"] = str(level["source"])
         if "note" in level:
             notes.append(f"memory.{level_name}: {level['note']}")
-    if DRAM not in memory or memory[DRAM].bytes_per_s is None:
+    if Level.DRAM not in memory or memory[Level.DRAM].bytes_per_s is None:
         raise _fail(path, "missing [memory.dram] bandwidth (e.g. bandwidth = \"3.35 TB/s\")")
 
     ic = _table(raw, "interconnect", path)

@@ -4,7 +4,7 @@ Figures are never hard-coded in formulas; they come from a data file (datasheet 
 `roofline measure` (measured machines), in the same form. Sparse (2:4) peaks are kept apart and
 used only when asked for.
 
-Layering: imports roofline.units, roofline.dtypes and roofline.errors only.
+Layering: imports roofline.vocab, roofline.dtypes and roofline.errors only.
 """
 
 from __future__ import annotations
@@ -15,22 +15,14 @@ from types import MappingProxyType
 
 from roofline.dtypes import DType, get_dtype
 from roofline.errors import RooflineError
-
-# compute units a kernel's FLOPs are split over
-MATRIX = "matrix"  # tensor cores, MXU, AMX: matmuls
-VECTOR = "vector"  # plain SIMT / SIMD lanes: elementwise, reductions, norms, softmax
-UNITS = (MATRIX, VECTOR)
-
-# memory levels a kernel's bytes are split over; "dram" is off-chip (HBM, GDDR, DDR)
-DRAM = "dram"
-L2 = "l2"
+from roofline.vocab import Level, Unit
 
 PEAK_KEYS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "int8", "fp4", "int4")
 
 
 @dataclass(frozen=True)
 class MemoryLevel:
-    name: str
+    name: Level
     bytes_per_s: float | None = None
     capacity_bytes: float | None = None
     technology: str = ""
@@ -46,7 +38,7 @@ class Machine:
     id: str
     name: str
     matrix_flop_per_s: Mapping[str, float]  # dense peaks of the matrix units, by peak key
-    memory: Mapping[str, MemoryLevel]
+    memory: Mapping[Level, MemoryLevel]
     vector_flop_per_s: Mapping[str, float] = field(default_factory=dict)
     sparse_flop_per_s: Mapping[str, float] = field(default_factory=dict)  # flagged; never default
     aliases: tuple[str, ...] = ()
@@ -72,36 +64,37 @@ class Machine:
     @property
     def memory_bytes_per_s(self) -> float:
         """Off-chip (DRAM/HBM) bandwidth: the slope of the roofline."""
-        level = self.memory.get(DRAM)
+        level = self.memory.get(Level.DRAM)
         if level is None or level.bytes_per_s is None:
             raise RooflineError(f"machine {self.id} has no DRAM bandwidth")
         return level.bytes_per_s
 
     @property
     def memory_capacity_bytes(self) -> float | None:
-        level = self.memory.get(DRAM)
+        level = self.memory.get(Level.DRAM)
         return None if level is None else level.capacity_bytes
 
-    def peak_flop_per_s(self, dtype: str | DType, unit: str = MATRIX, sparse: bool = False) -> float:
+    def peak_flop_per_s(self, dtype: str | DType, unit: Unit = Unit.MATRIX, sparse: bool = False) -> float:
         """Peak of `unit` for `dtype`. The vector unit falls back to its fp32 peak for narrower types,
         because elementwise work on bf16/fp8 data is done in fp32 registers."""
         key = get_dtype(dtype).peak_key
-        if unit == MATRIX:
+        if unit not in Unit.__members__.values():
+            raise RooflineError(f"unknown compute unit {unit!r}; units are {', '.join(Unit)}")
+        unit = Unit(unit)
+        if unit is Unit.MATRIX:
             table = self.sparse_flop_per_s if sparse else self.matrix_flop_per_s
             if key in table:
                 return table[key]
             kind = "sparse matrix" if sparse else "matrix"
             have = ", ".join(sorted(table, key=PEAK_KEYS.index)) or "none"
             raise RooflineError(f"{self.id} lists no {kind} peak for {key}; it has: {have}")
-        if unit == VECTOR:
-            if not self.vector_flop_per_s:
-                # TPUs publish no vector peak; the matrix peak is the only ceiling there is
-                return self.peak_flop_per_s(dtype, MATRIX)
-            return self.vector_flop_per_s[self.vector_peak_key(dtype)]
-        raise RooflineError(f"unknown compute unit {unit!r}; units are {', '.join(UNITS)}")
+        if not self.vector_flop_per_s:  # Unit.VECTOR
+            # TPUs publish no vector peak; the matrix peak is the only ceiling there is
+            return self.peak_flop_per_s(dtype, Unit.MATRIX)
+        return self.vector_flop_per_s[self.vector_peak_key(dtype)]
 
     def vector_peak_key(self, dtype: str | DType) -> str:
-        """Which vector figure `peak_flop_per_s(dtype, VECTOR)` uses: its own, else fp32 (never for fp64);
+        """Which vector figure `peak_flop_per_s(dtype, Unit.VECTOR)` uses: its own, else fp32 (never for fp64);
         with no vector figures at all (TPUs), the dtype's own key, for the matrix peak stands in."""
         key = get_dtype(dtype).peak_key
         if key in self.vector_flop_per_s or not self.vector_flop_per_s:
@@ -111,7 +104,7 @@ class Machine:
         have = ", ".join(sorted(self.vector_flop_per_s))
         raise RooflineError(f"{self.id} lists no vector peak for {key}; it has: {have}")
 
-    def ridge_flop_per_byte(self, dtype: str | DType, unit: str = MATRIX) -> float:
+    def ridge_flop_per_byte(self, dtype: str | DType, unit: Unit = Unit.MATRIX) -> float:
         """I* = peak / bandwidth: 989.4e12 / 3.35e12 = 295.3 FLOP/byte for an H100 in BF16."""
         return self.peak_flop_per_s(dtype, unit) / self.memory_bytes_per_s
 

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 
 from roofline.dtypes import DType, get_dtype, storage_dtype
 from roofline.errors import RooflineError
-from roofline.graph import ACTIVATION, MATRIX, VECTOR, WEIGHT, FusionPlan, Graph, Op, Tensor, tensor
+from roofline.graph import FusionPlan, Graph, Op, Tensor, tensor
+from roofline.vocab import Plan, Role, Unit
 
 # FLOPs per output element of elementwise and row-wise ops: the one place these live.
 FLOP_PER_ELEMENT: dict[str, float] = {
@@ -62,7 +63,7 @@ def matmul_op(name: str, a: Tensor, b: Tensor, out: Tensor, count: int = 1,
     flop = 2.0 * batch * m * n * k
     where = f"2·{batch}·M·N·K" if batch != 1 else "2·M·N·K"
     nums = f"2·{batch}·{m}·{n}·{k}" if batch != 1 else f"2·{m}·{n}·{k}"
-    return Op(name, "matmul", (a, b, *extra_inputs), (out,), {MATRIX: flop}, count,
+    return Op(name, "matmul", (a, b, *extra_inputs), (out,), {Unit.MATRIX: flop}, count,
               formula=f"{where} = {nums}", compute_dtype=compute_dtype)
 
 
@@ -73,7 +74,7 @@ def elementwise_op(name: str, kind: str, inputs: Sequence[Tensor], out: Tensor, 
         raise RooflineError(f"no FLOP convention for {kind!r}; known: {', '.join(FLOP_PER_ELEMENT)}")
     per = FLOP_PER_ELEMENT[kind]
     flop = per * out.elements
-    return Op(name, kind, tuple(inputs), (out,), {VECTOR: float(flop)}, count,
+    return Op(name, kind, tuple(inputs), (out,), {Unit.VECTOR: float(flop)}, count,
               formula=f"{per:g}·elements = {per:g}·{_dims(out.shape)}", note=note)
 
 
@@ -116,20 +117,20 @@ def attention_ops(prefix: str, q: Tensor, k: Tensor, v: Tensor, out: Tensor, cau
     probs = tensor(f"{prefix}.probs", (b, h, nq, nkv), sdt)
     note = "causal: FLOPs count unmasked pairs only" if causal else ""
     return [
-        Op(f"{prefix}.qk", "attention_qk", (q, k), (scores,), {MATRIX: 2.0 * b * h * pairs * d}, count,
+        Op(f"{prefix}.qk", "attention_qk", (q, k), (scores,), {Unit.MATRIX: 2.0 * b * h * pairs * d}, count,
            formula=f"2·B·H·pairs·d = 2·{b}·{h}·{pairs}·{d}; pairs = {pair_text}", note=note),
-        Op(f"{prefix}.softmax", "softmax", (scores,), (probs,), {VECTOR: 5.0 * b * h * pairs}, count,
+        Op(f"{prefix}.softmax", "softmax", (scores,), (probs,), {Unit.VECTOR: 5.0 * b * h * pairs}, count,
            formula=f"5·B·H·pairs = 5·{b}·{h}·{pairs}", note=note),
-        Op(f"{prefix}.pv", "attention_pv", (probs, v), (out,), {MATRIX: 2.0 * b * h * pairs * dv}, count,
+        Op(f"{prefix}.pv", "attention_pv", (probs, v), (out,), {Unit.MATRIX: 2.0 * b * h * pairs * dv}, count,
            formula=f"2·B·H·pairs·dv = 2·{b}·{h}·{pairs}·{dv}", note=note),
     ]
 
 
 def attention_plans(prefix: str) -> dict[str, FusionPlan]:
-    """naive: each op its own kernel, scores and probabilities through memory;
-    fused: one kernel (FlashAttention), only q, k, v and out cross memory."""
+    """none: each op its own kernel, scores and probabilities through memory (naive attention);
+    flash: one kernel (FlashAttention), only q, k, v and out cross memory."""
     ops = (f"{prefix}.qk", f"{prefix}.softmax", f"{prefix}.pv")
-    return {"naive": FusionPlan("naive"), "fused": FusionPlan("fused", {prefix: ops})}
+    return {Plan.NONE: FusionPlan(Plan.NONE), Plan.FLASH: FusionPlan(Plan.FLASH, {prefix: ops})}
 
 
 # --- one-kernel graphs for `roofline kernel` ---------------------------------------------------
@@ -142,7 +143,7 @@ def matmul_graph(m: int, n: int, k: int, dtype: str | DType = "bf16", b_dtype: s
     a_dt = storage_dtype(dtype)
     lead = (batch,) if batch > 1 else ()
     a = tensor("A", (*lead, m, k), a_dt)
-    b = tensor("B", (*lead, k, n), storage_dtype(b_dtype or a_dt), WEIGHT if batch == 1 else ACTIVATION)
+    b = tensor("B", (*lead, k, n), storage_dtype(b_dtype or a_dt), Role.WEIGHT if batch == 1 else Role.ACTIVATION)
     c = tensor("C", (*lead, m, n), storage_dtype(out_dtype or a_dt))
     return Graph([matmul_op("matmul", a, b, c)], name="matmul")
 
@@ -158,9 +159,9 @@ def elementwise_graph(kind: str, rows: int, cols: int, dtype: str | DType = "bf1
     elif kind in ("swiglu", "geglu"):
         ins = [tensor("gate", (rows, cols), dt), tensor("up", (rows, cols), dt)]
     elif kind in ("rmsnorm", "layernorm"):
-        gains = [tensor("gamma", (cols,), dt, WEIGHT)]
+        gains = [tensor("gamma", (cols,), dt, Role.WEIGHT)]
         if kind == "layernorm":
-            gains.append(tensor("beta", (cols,), dt, WEIGHT))
+            gains.append(tensor("beta", (cols,), dt, Role.WEIGHT))
         x = tensor("x", (rows, cols), dt)
         return Graph([norm_op(kind, kind, x, gains[0], out, extra=gains[1:])], name=kind)
     else:

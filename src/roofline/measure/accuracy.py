@@ -6,7 +6,7 @@ The seed's expectation: a good matmul reaches 70 to 80% of peak, a good memory-b
 compute-bound kernels, the worst offenders, and every kernel measured above its roof: those are
 errors of the model (bytes or FLOPs undercounted) or of the measurement, never results.
 
-Layering: imports roofline.analysis and roofline.units only.
+Layering: imports roofline.placement and roofline.units only.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from roofline.analysis import Placement
+from roofline.placement import Placement
 from roofline.units import format_time
 
 ABOVE_ROOF = ("ABOVE THE ROOF: the model is wrong for this kernel (its bytes or FLOPs are off; data served "
@@ -32,7 +32,7 @@ class Accuracy:
         return Accuracy(tuple(p for p in placements if p.fraction_of_roof is not None))
 
     def bound(self, which: str) -> list[Placement]:
-        return [p for p in self.placements if p.bound == which]
+        return [p for p in self.placements if p.bound_class == which]
 
     def median_fraction(self, which: str) -> float | None:
         """The median share of the roof over the kernels bound by `which` ("memory" or "compute")."""
@@ -86,11 +86,12 @@ def accuracy_table(placements: Sequence[Placement], title: str = "") -> str:
     for p in placements:
         measured = p.measured_time_s
         if measured is None:
-            t.add_row(p.name, format_intensity(p.flop_per_byte), p.bound, format_time(p.time_s), "—", "—", "—", "")
+            t.add_row(p.name, format_intensity(p.flop_per_byte), p.bound_class, format_time(p.time_s),
+                      "—", "—", "—", "")
             continue
-        achieved = (format_bytes_per_s(p.bytes / measured) if p.bound == "memory"
+        achieved = (format_bytes_per_s(p.bytes / measured) if p.bound_class == "memory"
                     else format_flop_per_s(p.flop / measured))
         flag = "ABOVE ROOF" if p.above_roof else ""
-        t.add_row(p.name, format_intensity(p.flop_per_byte), p.bound, format_time(p.time_s), format_time(measured),
-                  achieved, f"{p.fraction_of_roof or 0:.0%}", flag)
+        t.add_row(p.name, format_intensity(p.flop_per_byte), p.bound_class, format_time(p.time_s),
+                  format_time(measured), achieved, f"{p.fraction_of_roof or 0:.0%}", flag)
     return render(t, width=150)

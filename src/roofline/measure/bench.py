@@ -5,7 +5,7 @@ matmuls (square, and skinny decode-like: a few tokens through a weight), the res
 RMSNorm, softmax, SwiGLU as eager PyTorch runs it (two kernels: silu, then the multiply), naive
 attention as its three kernels (q·kᵀ writing the scores, softmax, p·v) and fused attention
 (scaled_dot_product_attention: one kernel). The prediction of a case is the analytic kernel of the
-same shapes (roofline.kernels' builders and FLOP conventions), placed with `roofline.analysis.place`.
+same shapes (roofline.kernels' builders and FLOP conventions), placed with `roofline.placement.place`.
 
 Timing: warm-up calls first; then the median of many samples (device events on CUDA, the host
 clock on a CPU). Inputs and outputs rotate over enough independent sets to cover eight times the
@@ -27,7 +27,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from roofline.analysis import Placement, place
 from roofline.dtypes import DType, get_dtype, storage_dtype
 from roofline.errors import RooflineError
 from roofline.graph import Graph, Kernel
@@ -35,6 +34,7 @@ from roofline.hardware import Machine
 from roofline.kernels import attention_graph, attention_plans, elementwise_graph, matmul_graph
 from roofline.measure.ceilings import need_cuda, need_torch
 from roofline.measure.timing import Timing, rotation_count, time_calls, time_cuda
+from roofline.placement import Placement, place
 
 Runner = Callable[[int], object]
 
@@ -163,8 +163,8 @@ def cases(sizes: Sizes, dtype: str | DType, device: str, only: Sequence[str] = (
 
     b, h, n, d = s.attn_batch, s.attn_heads, s.attn_seq, s.head_dim
     g = attention_graph(n, d, dt, batch=b, heads=h)
-    naive = g.kernels(attention_plans("attention")["naive"])
-    fused = g.kernels(attention_plans("attention")["fused"])
+    naive = g.kernels(attention_plans("attention")["none"])
+    fused = g.kernels(attention_plans("attention")["flash"])
     q_bytes = b * h * n * d * el
     s_bytes = b * h * n * n * el
 
@@ -240,7 +240,7 @@ def run_bench(machine: Machine, *, device: str = "cpu", dtype: str | DType | Non
                 timing = time_calls(fn, repeats=n_repeats, warmup=max(2, sets), min_sample_s=0.002, budget_s=5.0)
             del fn
             p = place(case.kernel, machine, dt, name=case.name, measured_time_s=timing.median_s)
-            p = replace(p, extra={"note": case.note} if case.note else {})
+            p = replace(p, note=case.note)
             results.append(BenchResult(p, timing, sets, case.note))
             if device == "cuda":
                 torch.cuda.empty_cache()

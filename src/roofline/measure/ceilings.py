@@ -36,10 +36,11 @@ from types import MappingProxyType
 from typing import Any
 
 from roofline.errors import RooflineError
-from roofline.hardware import DRAM, Machine, MemoryLevel, catalog
+from roofline.hardware import Machine, MemoryLevel, catalog
 from roofline.hardware.machine import PEAK_KEYS
 from roofline.measure.env import Environment, capture_environment
 from roofline.measure.timing import Timing, time_calls, time_cuda
+from roofline.vocab import Level
 
 MEMORY = "memory"
 MATRIX = "matrix"
@@ -163,10 +164,10 @@ class Ceilings:
         env = self.environment
         mem = self.memory_run
         how = "quick" if self.quick else "full"
-        memory = {DRAM: MemoryLevel(DRAM, self.memory_bytes_per_s, env.memory_capacity_bytes, "",
+        memory = {Level.DRAM: MemoryLevel(Level.DRAM, self.memory_bytes_per_s, env.memory_capacity_bytes, "",
                                     f"roofline measure ({how}): best {mem.name} ({mem.backend}), STREAM byte count")}
         sources = {"peak.matrix": f"roofline measure ({how}): best random-normal square matmul per dtype",
-                   "memory.dram": memory[DRAM].source}
+                   "memory.dram": memory[Level.DRAM].source}
         vector: dict[str, float] = {}
         datasheet = self.catalog_match()
         if datasheet is not None and datasheet.vector_flop_per_s:

@@ -43,13 +43,14 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from roofline.analysis import GraphAnalysis, analyze_graph
 from roofline.dtypes import DType, get_dtype
 from roofline.errors import RooflineError
-from roofline.graph import ACTIVATION, MATRIX, VECTOR, WEIGHT, FusionPlan, Graph, Op, Tensor
+from roofline.graph import FusionPlan, Graph, Op, Tensor
 from roofline.hardware import Machine
 from roofline.kernels import attention_ops, elementwise_op, matmul_op
 from roofline.measure.ceilings import need_torch
+from roofline.placement import GraphAnalysis, analyze_graph
+from roofline.vocab import Plan, Role, Unit
 
 
 @dataclass
@@ -71,7 +72,7 @@ class Trace:
     @property
     def plan(self) -> FusionPlan:
         """The kernels as they ran: each fused attention call one kernel, everything else alone."""
-        return FusionPlan("traced", self.groups)
+        return FusionPlan(Plan.TRACED, self.groups)
 
     @property
     def flop(self) -> float:
@@ -270,7 +271,7 @@ def _f_conv(call: Call) -> list[Op]:
     elements = x.numel() if transposed else out.numel()
     flop = 2.0 * elements * per
     what = "input" if transposed else "output"
-    return [Op(call.name, "conv", call.inputs, call.outputs, {MATRIX: flop},
+    return [Op(call.name, "conv", call.inputs, call.outputs, {Unit.MATRIX: flop},
                formula=f"2·{what} elements·(C_in/groups)·kernel = 2·{elements}·{per}")]
 
 
@@ -361,7 +362,7 @@ def _complex_aware(kind: str, per_complex: int) -> Formula:
         if out_t.is_complex():
             elements = out_t.numel()
             return [Op(call.name, f"complex_{kind}", call.inputs, call.outputs,
-                       {VECTOR: float(per_complex * elements)},
+                       {Unit.VECTOR: float(per_complex * elements)},
                        formula=f"{per_complex}·complex elements = {per_complex}·{elements}",
                        note=f"a complex {kind} is {per_complex} real FLOPs")]
         return _elementwise(call, kind)
@@ -419,12 +420,12 @@ def _generic(call: Call, func: Any) -> tuple[list[Op], bool]:
     out_t, _ = call.writes[0]
     if torch.Tag.pointwise in tags:
         n = out_t.numel()
-        return [Op(call.name, call.aten.rstrip("_"), call.inputs, call.outputs, {VECTOR: float(n)},
+        return [Op(call.name, call.aten.rstrip("_"), call.inputs, call.outputs, {Unit.VECTOR: float(n)},
                    formula=f"1·elements = {n}", note="generic pointwise op: 1 FLOP per element")], True
     if torch.Tag.reduction in tags or call.aten.rstrip("_") in _REDUCTIONS:
         src = call.reads[0][0] if call.reads else out_t
         n = src.numel()
-        return [Op(call.name, "reduce", call.inputs, call.outputs, {VECTOR: float(n)},
+        return [Op(call.name, "reduce", call.inputs, call.outputs, {Unit.VECTOR: float(n)},
                    formula=f"1·input elements = {n}", note=f"{call.aten}: 1 FLOP per input element")], True
     return [Op(call.name, call.aten, call.inputs, call.outputs, {},
                note=f"no FLOP formula for aten::{call.aten}: bytes only")], False
@@ -495,11 +496,11 @@ class _Recorder:
                 self.inputs += 1
                 known = f"{'param' if is_param else 'input'}{self.inputs}"
             rec = Tensor(self._unique_tensor(known), _distinct_shape(t), dtype_of(t),
-                         WEIGHT if is_param else ACTIVATION)
+                         Role.WEIGHT if is_param else Role.ACTIVATION)
         self.records[t] = (rec, version)
         return rec
 
-    def _fresh(self, base: str, t: Any, role: str) -> Tensor:
+    def _fresh(self, base: str, t: Any, role: Role) -> Tensor:
         k = self.versions.get(base, 0) + 1
         self.versions[base] = k
         return Tensor(self._unique_tensor(f"{base}@{k}"), _distinct_shape(t), dtype_of(t), role)
@@ -566,7 +567,7 @@ class _Recorder:
             if mutable and any(_storage_ptr(o) == _storage_ptr(w) for w, _ in writes):
                 self.records[o] = (next(r for w, r in writes if _storage_ptr(o) == _storage_ptr(w)), _version(o))
                 continue
-            rec = Tensor(self._unique_tensor(f"{name}.out"), _distinct_shape(o), dtype_of(o), ACTIVATION)
+            rec = Tensor(self._unique_tensor(f"{name}.out"), _distinct_shape(o), dtype_of(o), Role.ACTIVATION)
             self.records[o] = (rec, _version(o))
             writes.append((o, rec))
         call = Call(name, aten.rstrip("_") if aten.rstrip("_") in FORMULAS else aten, bound, reads, writes,

@@ -18,9 +18,7 @@ from roofline.models.analysis import (
                                       sweep_arrays,
 )
 from roofline.models.build import (
-                                      DECODE,
                                       PLANS,
-                                      PREFILL,
                                       ModelDtypes,
                                       ModelGraph,
                                       build_graph,
@@ -29,6 +27,6 @@ from roofline.models.build import (
 )
 from roofline.models.config import ModelConfig, config_from_dict, load_config, preset_names
 
-__all__ = ["DECODE", "PLANS", "PREFILL", "ModelAnalysis", "ModelConfig", "ModelDtypes", "ModelGraph", "analyze_model",
+__all__ = ["PLANS", "ModelAnalysis", "ModelConfig", "ModelDtypes", "ModelGraph", "analyze_model",
            "build_graph", "compare", "config_from_dict", "decode_limit", "expected_experts_hit", "load_config",
            "memory_fit", "model_dtypes", "preset_names", "sweep", "sweep_arrays"]

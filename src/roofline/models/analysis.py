@@ -1,7 +1,7 @@
 """A transformer step on a machine: every kernel placed, the totals, memory fit, decode limit,
 crossover batch, and sweeps over batch × context × dtype × machine.
 
-Per kernel the placement is the core's (`roofline.analysis.place` through `analyze_graph`); the
+Per kernel the placement is the core's (`roofline.placement.place` through `analyze_graph`); the
 step's time floor is the sum of its kernels' floors (kernels run one after another).
 
 Decode limit (the seed's formula). Decode with B sequences reads every weight once per step and
@@ -22,9 +22,9 @@ handful of sample points, solves for those coefficients exactly, checks the fit 
 sample, and then evaluates any grid of (B, S) with numpy: the same kernels, the same max(compute,
 memory) per kernel, without rebuilding the graph per point.
 
-Layering: imports roofline.analysis, roofline.graph, roofline.hardware, roofline.dtypes,
-roofline.errors, roofline.models; numpy is imported inside the sweep functions; roofline.report
-only inside plot() / _repr_html_().
+Layering: imports roofline.placement, roofline.graph, roofline.hardware, roofline.dtypes,
+roofline.errors, roofline.models; numpy is imported inside the sweep functions. Charts and notebook
+methods are attached by roofline.report.notebook.
 """
 
 from __future__ import annotations
@@ -36,16 +36,13 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from roofline.analysis import GraphAnalysis, Placement, analyze_graph, crossover
 from roofline.dtypes import DType, get_dtype
 from roofline.errors import RooflineError
-from roofline.graph import ROLES, Kernel
-from roofline.hardware import DRAM, MATRIX, VECTOR, Machine, get_machine
+from roofline.graph import Kernel
+from roofline.hardware import Machine, get_machine
 from roofline.models.build import (
-    DECODE,
     DEFAULT_PLAN,
     PLANS,
-    PREFILL,
     ModelDtypes,
     ModelGraph,
     build_graph,
@@ -54,6 +51,9 @@ from roofline.models.build import (
     windowed_pairs,
 )
 from roofline.models.config import GLOBAL, LOCAL, ModelConfig, load_config
+from roofline.placement import GraphAnalysis, Placement, analyze_graph, crossover
+from roofline.units import finite_or_none
+from roofline.vocab import Bound, Level, Phase, Plan, Resource, Role, Unit, bound_class
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -177,11 +177,7 @@ class Crossover:
 
     def to_dict(self) -> dict[str, Any]:
         return {"batch": self.batch, "never": self.batch is None, "ridge_flop_per_byte": self.ridge_flop_per_byte,
-                "limit_flop_per_byte": _finite(self.limit_flop_per_byte), "reason": self.reason}
-
-
-def _finite(x: float) -> float | None:
-    return x if math.isfinite(x) else None
+                "limit_flop_per_byte": finite_or_none(self.limit_flop_per_byte), "reason": self.reason}
 
 
 # --- the analysis ----------------------------------------------------------------------------------
@@ -193,8 +189,8 @@ class ModelAnalysis:
     model: ModelGraph
     machine: Machine
     dtype: DType  # compute dtype: whose peak the matmuls run at
-    plan: str
-    plans: Mapping[str, GraphAnalysis]
+    plan: Plan
+    plans: Mapping[Plan, GraphAnalysis]
     warnings: tuple[str, ...] = field(default=())
 
     # --- shape ---------------------------------------------------------------------------------
@@ -245,9 +241,14 @@ class ModelAnalysis:
         return self.machine.ridge_flop_per_byte(self.dtype)
 
     @property
-    def bound(self) -> str:
-        """The step as one point: memory-bound if its intensity is below the ridge, as in the seed."""
-        return "compute" if self.flop_per_byte > self.ridge_flop_per_byte else "memory"
+    def bound(self) -> Resource:
+        """The resource that binds the step: the one whose kernels take the most of its time floor
+        (`roofline.vocab.binding`, the rule every placement uses)."""
+        return self.analysis.bound
+
+    @property
+    def bound_class(self) -> Bound:
+        return self.analysis.bound_class
 
     @property
     def tokens(self) -> int:
@@ -263,9 +264,9 @@ class ModelAnalysis:
         """Share of the step's time floor spent in memory-bound kernels."""
         return self.analysis.memory_bound_time_s / self.time_s if self.time_s else 0.0
 
-    def bytes_by_role(self, plan: str | None = None) -> dict[str, float]:
+    def bytes_by_role(self, plan: Plan | None = None) -> dict[Role, float]:
         """Bytes of the step by tensor role (weight, kv_cache, activation), kernels × their counts."""
-        out = dict.fromkeys(ROLES, 0.0)
+        out = dict.fromkeys(tuple(Role), 0.0)
         for p in self.plans[plan or self.plan].placements:
             if p.kernel is not None:
                 for role, b in p.kernel.bytes_by_role().items():
@@ -301,13 +302,13 @@ class ModelAnalysis:
     @property
     def ratios(self) -> dict[str, dict[str, float]]:
         """Each plan against `none`: same FLOPs, fewer bytes, and the time it buys."""
-        base = self.plans["none"]
+        base = self.plans[Plan.NONE]
         return {name: {"bytes_ratio": a.bytes / base.bytes, "time_ratio": a.time_s / base.time_s,
                        "time_saved_s": base.time_s - a.time_s}
                 for name, a in self.plans.items()}
 
     # --- output --------------------------------------------------------------------------------
-    def kernel_rows(self, plan: str | None = None) -> list[dict[str, Any]]:
+    def kernel_rows(self, plan: Plan | None = None) -> list[dict[str, Any]]:
         a = self.plans[plan or self.plan]
         total = a.time_s
         rows = []
@@ -318,14 +319,14 @@ class ModelAnalysis:
             rows.append(d)
         return rows
 
-    def totals(self, plan: str | None = None) -> dict[str, Any]:
+    def totals(self, plan: Plan | None = None) -> dict[str, Any]:
         a = self.plans[plan or self.plan]
-        return {"flop": a.flop, "bytes": a.bytes, "time_s": a.time_s, "flop_per_byte": _finite(a.flop_per_byte),
+        return {"flop": a.flop, "bytes": a.bytes, "time_s": a.time_s, "flop_per_byte": finite_or_none(a.flop_per_byte),
                 "tokens_per_s": self.tokens / a.time_s if a.time_s else None,
                 "memory_bound_time_s": a.memory_bound_time_s,
                 "memory_bound_share": a.memory_bound_time_s / a.time_s if a.time_s else 0.0,
                 "bytes_by_role": self.bytes_by_role(plan), "kernels": len(a.placements),
-                "bound": "compute" if a.flop_per_byte > self.ridge_flop_per_byte else "memory"}
+                "bound": a.bound, "bound_class": a.bound_class}
 
     def to_dict(self, with_crossover: bool = True) -> dict[str, Any]:
         cfg = self.config
@@ -336,7 +337,7 @@ class ModelAnalysis:
             "machine": self.machine.id,
             "phase": self.phase,
             "batch": self.batch,
-            ("prompt" if self.phase == PREFILL else "context"): self.seq,
+            ("prompt" if self.phase == Phase.PREFILL else "context"): self.seq,
             "plan": self.plan,
             "dtypes": {**self.model.dtypes.to_dict(), "compute": self.dtype.name},
             "params": self.params,
@@ -350,44 +351,27 @@ class ModelAnalysis:
             "memory": self.memory.to_dict(),
             "warnings": list(self.warnings) + ([self.memory.warning] if self.memory.warning else []),
         }
-        if self.phase == DECODE:
+        if self.phase == Phase.DECODE:
             d["decode_limit_flop_per_byte"] = self.decode_limit.flop_per_byte
         if with_crossover:
             d["crossover"] = self.crossover.to_dict()
         return d
 
-    def scenarios(self) -> list[Any]:
-        """One chart scenario per fusion plan, the headline plan first."""
-        from roofline.report.outputs import Scenario
-
-        order = [self.plan, *[p for p in self.plans if p != self.plan]]
-        return [Scenario(f"{self.phase} · {p}", self.plans[p], self.phase, p) for p in order]
-
     @property
     def title(self) -> str:
-        what = "prompt" if self.phase == PREFILL else "context"
+        what = "prompt" if self.phase == Phase.PREFILL else "context"
         return f"{self.config.name} {self.phase}, batch {self.batch}, {what} {self.seq}, on {self.machine.name}"
 
-    def plot(self) -> Any:
-        """The roofline chart of every kernel (matplotlib Figure), drawn by roofline.report."""
-        from roofline.report.outputs import model_figure
 
-        return model_figure(self.scenarios(), title=self.title)
-
-    def _repr_html_(self) -> str:
-        from roofline.report.outputs import notebook_html
-
-        return notebook_html(self.scenarios(), title=self.title)
-
-
-def analyze_model(model: str | ModelConfig, machine: str | Machine = "h100", phase: str = DECODE, batch: int = 1,
-                  seq: int = 2048, plan: str = DEFAULT_PLAN, dtypes: ModelDtypes | None = None,
+def analyze_model(model: str | ModelConfig, machine: str | Machine = "h100", phase: str = Phase.DECODE, batch: int = 1,
+                  seq: int = 2048, plan: Plan | str = DEFAULT_PLAN, dtypes: ModelDtypes | None = None,
                   experts_hit: int | None = None, overrides: Mapping[str, str] | None = None) -> ModelAnalysis:
     """Build the step's graph and place every kernel under every fusion plan.
 
     `seq` is the prompt length in prefill and the context length in decode."""
     if plan not in PLANS:
         raise RooflineError(f"unknown fusion plan {plan!r}; plans: {', '.join(PLANS)}")
+    plan = Plan(plan)
     cfg = load_config(model, overrides)
     m = get_machine(machine)
     dt = dtypes or model_dtypes()
@@ -408,7 +392,7 @@ def _features(cfg: ModelConfig, phase: str, batch: np.ndarray, seq: np.ndarray,
     s = seq.astype(np.float64)
     cols = [np.ones_like(b), b, b * s]
     window = cfg.sliding_window if cfg.attention_layers(LOCAL) else None
-    if phase == PREFILL:
+    if phase == Phase.PREFILL:
         cols.append(b * s * s)
         if window:
             w = float(window)
@@ -417,7 +401,7 @@ def _features(cfg: ModelConfig, phase: str, batch: np.ndarray, seq: np.ndarray,
     elif window:
         cols.append(b * np.minimum(s, float(window)))
     if cfg.is_moe:
-        tokens = b * (s if phase == PREFILL else 1.0)
+        tokens = b * (s if phase == Phase.PREFILL else 1.0)
         if hit_override is not None:
             hit = np.full_like(b, float(hit_override))
         else:
@@ -445,7 +429,7 @@ class StepModel:
     config: ModelConfig
     phase: str
     dtypes: ModelDtypes
-    plan: str
+    plan: Plan
     names: tuple[str, ...]
     counts: tuple[int, ...]
     coef_matrix: Any  # numpy arrays [features, kernels]
@@ -454,7 +438,7 @@ class StepModel:
     experts_hit_override: int | None = None
 
     @classmethod
-    def fit(cls, cfg: ModelConfig, phase: str, dtypes: ModelDtypes, plan: str = DEFAULT_PLAN,
+    def fit(cls, cfg: ModelConfig, phase: str, dtypes: ModelDtypes, plan: Plan = DEFAULT_PLAN,
             experts_hit_override: int | None = None) -> StepModel:
         import numpy as np
 
@@ -470,9 +454,9 @@ class StepModel:
                 counts = tuple(k.count for k in kernels)
             elif tuple(k.name for k in kernels) != names:
                 raise RooflineError(f"{cfg.name}: the kernels of the step change with its shape; cannot sweep")
-            rows_m.append([k.cost.flop_by_unit.get(MATRIX, 0.0) for k in kernels])
-            rows_v.append([k.cost.flop_by_unit.get(VECTOR, 0.0) for k in kernels])
-            rows_b.append([k.cost.bytes_by_level.get(DRAM, 0.0) for k in kernels])
+            rows_m.append([k.cost.flop_by_unit.get(Unit.MATRIX, 0.0) for k in kernels])
+            rows_v.append([k.cost.flop_by_unit.get(Unit.VECTOR, 0.0) for k in kernels])
+            rows_b.append([k.cost.bytes_by_level.get(Level.DRAM, 0.0) for k in kernels])
         x = _features(cfg, phase, np.array([p[0] for p in points]), np.array([p[1] for p in points]),
                       experts_hit_override)
         scale = np.abs(x).max(axis=0)
@@ -502,18 +486,21 @@ class StepModel:
         fm = x @ self.coef_matrix
         fv = x @ self.coef_vector
         by = x @ self.coef_bytes
-        peak_m = machine.peak_flop_per_s(dtype, MATRIX)
-        peak_v = machine.peak_flop_per_s(dtype, VECTOR)
+        peak_m = machine.peak_flop_per_s(dtype, Unit.MATRIX)
+        peak_v = machine.peak_flop_per_s(dtype, Unit.VECTOR)
         bw = machine.memory_bytes_per_s
         counts = np.array(self.counts, dtype=np.float64)
-        compute = np.maximum(fm / peak_m, fv / peak_v)
-        memory = by / bw
-        t = np.maximum(compute, memory) * counts
-        mem_bound = np.where(compute > memory, 0.0, t)
+        t_matrix, t_vector, t_dram = fm / peak_m, fv / peak_v, by / bw
+        compute = np.maximum(t_matrix, t_vector)
+        t = np.maximum(compute, t_dram) * counts
+        # `binding` per kernel (ties go to memory), then per point over the kernels' times
+        kernel_bound = np.where(t_dram >= compute, 2, np.where(t_matrix >= t_vector, 0, 1))
+        per = np.stack([np.where(kernel_bound == i, t, 0.0).sum(axis=1) for i in range(3)], axis=1)
+        step_bound = np.where(per[:, 2] >= per[:, :2].max(axis=1), 2, np.where(per[:, 0] >= per[:, 1], 0, 1))
         flop = (fm + fv) @ counts
         byt = by @ counts
-        return {"flop": flop, "bytes": byt, "time_s": t.sum(axis=1), "memory_bound_time_s": mem_bound.sum(axis=1),
-                "flop_per_byte": flop / byt, "kernel_time_s": t, "kernel_compute_bound": compute > memory}
+        return {"flop": flop, "bytes": byt, "time_s": t.sum(axis=1), "memory_bound_time_s": per[:, 2],
+                "flop_per_byte": flop / byt, "kernel_time_s": t, "kernel_bound": kernel_bound, "bound": step_bound}
 
     def limit(self, seq: int) -> tuple[float, float, float]:
         """(FLOPs, bytes, FLOP/B) per extra sequence as the batch grows without bound."""
@@ -541,7 +528,7 @@ def find_crossover(model: StepModel, seq: int, machine: Machine, dtype: DType) -
         reason = (f"at batch {batch} the step's intensity {intensity(batch):.1f} FLOP/B reaches the ridge "
                   f"{ridge:.0f} FLOP/B")
     else:
-        what = "KV cache and activation" if model.phase == DECODE else "activation"
+        what = "KV cache and activation" if model.phase == Phase.DECODE else "activation"
         reason = (f"never: as the batch grows the intensity tends to {limit:.1f} FLOP/B, below the ridge "
                   f"{ridge:.0f} FLOP/B, because each sequence adds {bytes_seq:.4g} bytes of {what} traffic "
                   f"for {flop_seq:.4g} FLOPs: the bytes grow with the batch as fast as the FLOPs")
@@ -550,13 +537,15 @@ def find_crossover(model: StepModel, seq: int, machine: Machine, dtype: DType) -
 
 # --- sweeps ------------------------------------------------------------------------------------------
 
+SWEPT_RESOURCES: tuple[Resource, ...] = (Unit.MATRIX, Unit.VECTOR, Level.DRAM)  # the codes StepModel.evaluate returns
 SWEEP_COLUMNS = ("model", "machine", "phase", "plan", "weights_dtype", "kv_dtype", "compute_dtype", "batch", "seq",
                  "flop", "bytes", "flop_per_byte", "time_s", "memory_bound_time_s", "tokens_per_s", "bound",
+                 "bound_class",
                  "ridge_flop_per_byte", "memory_bytes", "devices")
 
 
-def sweep(model: str | ModelConfig, machines: Sequence[str | Machine] = ("h100",), phase: str = DECODE,
-          batches: Sequence[int] = (1,), seqs: Sequence[int] = (2048,), plan: str = DEFAULT_PLAN,
+def sweep(model: str | ModelConfig, machines: Sequence[str | Machine] = ("h100",), phase: str = Phase.DECODE,
+          batches: Sequence[int] = (1,), seqs: Sequence[int] = (2048,), plan: Plan | str = DEFAULT_PLAN,
           weights_dtypes: Sequence[str] = ("bf16",), kv_dtypes: Sequence[str | None] = (None,),
           activation_dtype: str = "bf16", compute_dtypes: Sequence[str | None] = (None,),
           experts_hit_override: int | None = None, overrides: Mapping[str, str] | None = None,
@@ -570,6 +559,7 @@ def sweep(model: str | ModelConfig, machines: Sequence[str | Machine] = ("h100",
 
     if plan not in PLANS:
         raise RooflineError(f"unknown fusion plan {plan!r}; plans: {', '.join(PLANS)}")
+    plan = Plan(plan)
     cfg = load_config(model, overrides)
     for label, values in (("batch", batches), ("length", seqs)):
         if not values:
@@ -595,7 +585,7 @@ def sweep(model: str | ModelConfig, machines: Sequence[str | Machine] = ("h100",
                     cdt = compute_dtype(dt, m)
                     r = fitted.evaluate(flat_b, flat_s, m, cdt)
                     ridge = m.ridge_flop_per_byte(cdt)
-                    tokens = flat_b * (flat_s if phase == PREFILL else 1)
+                    tokens = flat_b * (flat_s if phase == Phase.PREFILL else 1)
                     cap = m.memory_capacity_bytes
                     for i in range(flat_b.size):
                         t = float(r["time_s"][i])
@@ -607,32 +597,35 @@ def sweep(model: str | ModelConfig, machines: Sequence[str | Machine] = ("h100",
                             "flop": float(r["flop"][i]), "bytes": float(r["bytes"][i]), "flop_per_byte": fpb,
                             "time_s": t, "memory_bound_time_s": float(r["memory_bound_time_s"][i]),
                             "tokens_per_s": float(tokens[i]) / t if t else None,
-                            "bound": "compute" if fpb > ridge else "memory", "ridge_flop_per_byte": ridge,
+                            "bound": SWEPT_RESOURCES[int(r["bound"][i])],
+                            "bound_class": bound_class(SWEPT_RESOURCES[int(r["bound"][i])]),
+                            "ridge_flop_per_byte": ridge,
                             "memory_bytes": float(memory_bytes[i]),
                             "devices": max(1, math.ceil(float(memory_bytes[i]) / cap)) if cap else None,
                         })
                         if per_kernel:
                             rows[-1]["kernels"] = [
                                 {"name": name, "total_time_s": float(r["kernel_time_s"][i, j]),
-                                 "bound": "compute" if r["kernel_compute_bound"][i, j] else "memory"}
+                                 "bound": SWEPT_RESOURCES[int(r["kernel_bound"][i, j])],
+                                 "bound_class": bound_class(SWEPT_RESOURCES[int(r["kernel_bound"][i, j])])}
                                 for j, name in enumerate(fitted.names)]
     return rows
 
 
 def sweep_arrays(model: str | ModelConfig, machine: str | Machine, phase: str, batches: Any, seqs: Any,
-                 plan: str = DEFAULT_PLAN, dtypes: ModelDtypes | None = None) -> dict[str, Any]:
+                 plan: Plan | str = DEFAULT_PLAN, dtypes: ModelDtypes | None = None) -> dict[str, Any]:
     """The fast path for large grids: numpy arrays of totals for every (batch[i], seq[i]) pair."""
     import numpy as np
 
     cfg = load_config(model)
     m = get_machine(machine)
     dt = dtypes or model_dtypes()
-    fitted = StepModel.fit(cfg, phase, dt, plan)
+    fitted = StepModel.fit(cfg, phase, dt, Plan(plan))
     return fitted.evaluate(np.asarray(batches), np.asarray(seqs), m, compute_dtype(dt, m))
 
 
 def compare(models: Sequence[str], machines: Sequence[str], phase: str, batch: int, seq: int,
-            plan: str = DEFAULT_PLAN, weights_dtypes: Sequence[str] = ("bf16",),
+            plan: Plan | str = DEFAULT_PLAN, weights_dtypes: Sequence[str] = ("bf16",),
             kv_dtypes: Sequence[str | None] = (None,), activation_dtype: str = "bf16",
             compute_dtypes: Sequence[str | None] = (None,), experts_hit_override: int | None = None,
             overrides: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
@@ -654,9 +647,10 @@ def compare(models: Sequence[str], machines: Sequence[str], phase: str, batch: i
                             "params_active": a.config.active_params,
                             "kv_cache_bytes_per_token": a.kv_cache_bytes_per_token,
                             "flop": a.flop, "bytes": a.bytes, "flop_per_byte": a.flop_per_byte, "time_s": a.time_s,
-                            "tokens_per_s": a.tokens_per_s, "bound": a.bound,
+                            "tokens_per_s": a.tokens_per_s, "bound": a.bound, "bound_class": a.bound_class,
                             "ridge_flop_per_byte": a.ridge_flop_per_byte,
-                            "decode_limit_flop_per_byte": a.decode_limit.flop_per_byte if phase == DECODE else None,
+                            "decode_limit_flop_per_byte": (a.decode_limit.flop_per_byte
+                                                           if phase == Phase.DECODE else None),
                             "crossover_batch": cross.batch, "crossover_reason": cross.reason,
                             "memory_bytes": a.memory.total_bytes, "devices": a.memory.devices,
                             "warnings": list(a.warnings) + ([a.memory.warning] if a.memory.warning else []),

@@ -43,15 +43,13 @@ from types import MappingProxyType
 
 from roofline.dtypes import DType, require_storable
 from roofline.errors import RooflineError
-from roofline.graph import ACTIVATION, KV_CACHE, MATRIX, VECTOR, WEIGHT, FusionPlan, Graph, Op, Tensor
+from roofline.graph import FusionPlan, Graph, Op, Tensor
 from roofline.kernels import FLOP_PER_ELEMENT, attention_ops, elementwise_op, matmul_op, norm_op
 from roofline.models.config import DENSE, GLOBAL, LOCAL, MOE, ModelConfig
+from roofline.vocab import Phase, Plan, Role, Unit
 
-PREFILL = "prefill"
-DECODE = "decode"
-PHASES = (PREFILL, DECODE)
-PLANS = ("none", "flash", "fused")
-DEFAULT_PLAN = "flash"
+PLANS = (Plan.NONE, Plan.FLASH, Plan.FUSED)  # the plans a model step is analysed under
+DEFAULT_PLAN = Plan.FLASH  # as serving engines run attention
 
 
 @dataclass(frozen=True)
@@ -104,13 +102,13 @@ class StepShape:
     """One forward step: `batch` sequences; prefill runs `seq` prompt tokens of each, decode one new
     token of each against `seq` tokens of context (the new token's own K/V included)."""
 
-    phase: str
+    phase: Phase
     batch: int
     seq: int
 
     @property
     def tokens_per_sequence(self) -> int:
-        return self.seq if self.phase == PREFILL else 1
+        return self.seq if self.phase == Phase.PREFILL else 1
 
     @property
     def tokens(self) -> int:
@@ -163,17 +161,17 @@ class _Builder:
         return Tensor(name, tuple(shape), self.dt.activations)
 
     def weight(self, name: str, shape: Sequence[int]) -> Tensor:
-        return Tensor(name, tuple(shape), self.dt.weights, WEIGHT)
+        return Tensor(name, tuple(shape), self.dt.weights, Role.WEIGHT)
 
     def gain(self, name: str, width: int) -> tuple[Tensor, ...]:
         """A norm's parameters: the gain, and for LayerNorm the bias. Kept in the activation dtype."""
-        g = Tensor(f"{name}.weight", (width,), self.dt.activations, WEIGHT)
+        g = Tensor(f"{name}.weight", (width,), self.dt.activations, Role.WEIGHT)
         if self.cfg.norm == "layernorm":
-            return g, Tensor(f"{name}.bias", (width,), self.dt.activations, WEIGHT)
+            return g, Tensor(f"{name}.bias", (width,), self.dt.activations, Role.WEIGHT)
         return (g,)
 
     def bias(self, name: str, width: int, on: bool) -> tuple[Tensor, ...]:
-        return (Tensor(f"{name}.bias", (width,), self.dt.activations, WEIGHT),) if on else ()
+        return (Tensor(f"{name}.bias", (width,), self.dt.activations, Role.WEIGHT),) if on else ()
 
     def add(self, op: Op) -> str:
         self.ops.append(op)
@@ -191,18 +189,18 @@ class _Builder:
     # --- blocks ----------------------------------------------------------------------------------
     def embedding(self, resid: Tensor) -> None:
         cfg, n, h = self.cfg, self.n, self.cfg.hidden_size
-        rows = Tensor("embed_tokens.rows", (n, h), self.dt.weights, WEIGHT)
+        rows = Tensor("embed_tokens.rows", (n, h), self.dt.weights, Role.WEIGHT)
         inputs = [rows]
         flop = 0.0
         formula = f"gather {n} rows of the {cfg.vocab_size}×{h} table: no FLOPs; only the rows are read"
         if cfg.learned_positions:
-            inputs.append(Tensor("position_embeddings.rows", (n, h), self.dt.weights, WEIGHT))
+            inputs.append(Tensor("position_embeddings.rows", (n, h), self.dt.weights, Role.WEIGHT))
             flop = float(n * h)
             formula += f"; + position rows: 1·N·h = {n}·{h}"
         elif cfg.sandwich_norm:  # Gemma scales the embedding by sqrt(h)
             flop = float(n * h)
             formula += f"; × sqrt(h): 1·N·h = {n}·{h}"
-        self.add(Op("embedding", "embedding", tuple(inputs), (resid,), {VECTOR: flop} if flop else {}, 1,
+        self.add(Op("embedding", "embedding", tuple(inputs), (resid,), {Unit.VECTOR: flop} if flop else {}, 1,
                     formula=formula))
 
     def attention_block(self, resid: Tensor, hidden: Tensor) -> None:
@@ -235,8 +233,8 @@ class _Builder:
                                   layers, extra_inputs=self.bias("qkv_proj", width, cfg.qkv_bias or cfg.linear_bias)))
         self.fuse(norm, proj)
         q = self.act("q", (b, H, t, d))
-        k_new = Tensor("k.new", (b, G, t, d), self.dt.kv_cache, KV_CACHE, persistent=True)
-        v_new = Tensor("v.new", (b, G, t, d), self.dt.kv_cache, KV_CACHE, persistent=True)
+        k_new = Tensor("k.new", (b, G, t, d), self.dt.kv_cache, Role.KV_CACHE, persistent=True)
+        v_new = Tensor("v.new", (b, G, t, d), self.dt.kv_cache, Role.KV_CACHE, persistent=True)
         inputs: tuple[Tensor, ...] = (qkv,)
         if cfg.learned_positions:
             self.add(Op("kv_write", "kv_write", inputs, (q, k_new, v_new), {}, layers,
@@ -250,24 +248,24 @@ class _Builder:
                 per = FLOP_PER_ELEMENT["rmsnorm"]
                 flop += per * n * (H + G) * d
                 formula = f"RMSNorm {per:g}·N·(H+G)·d + RoPE {formula}"
-                inputs += (Tensor("q_norm.weight", (d,), self.dt.activations, WEIGHT),
-                           Tensor("k_norm.weight", (d,), self.dt.activations, WEIGHT))
+                inputs += (Tensor("q_norm.weight", (d,), self.dt.activations, Role.WEIGHT),
+                           Tensor("k_norm.weight", (d,), self.dt.activations, Role.WEIGHT))
                 name, kind = "qk_norm_rope", "qk_norm+rope"
-            self.add(Op(name, kind, inputs, (q, k_new, v_new), {VECTOR: float(flop)}, layers,
+            self.add(Op(name, kind, inputs, (q, k_new, v_new), {Unit.VECTOR: float(flop)}, layers,
                         formula=formula + "; writes the new K and V into the cache"))
         for kind, count in ((GLOBAL, cfg.attention_layers(GLOBAL)), (LOCAL, cfg.attention_layers(LOCAL))):
             if not count:
                 continue
             prefix = self.attn_prefix(kind)
             window = cfg.sliding_window if kind == LOCAL else None
-            if self.shape.phase == PREFILL:
+            if self.shape.phase == Phase.PREFILL:
                 ops = attention_ops(prefix, q, k_new, v_new, attn_out, causal=True, count=count,
                                     scores_dtype=self.dt.activations)
                 ops = _windowed(ops, t, window)
             else:
                 cached = cfg.cached_tokens(kind, self.shape.seq)
-                kc = Tensor(f"{prefix}.k_cache", (b, G, cached, d), self.dt.kv_cache, KV_CACHE)
-                vc = Tensor(f"{prefix}.v_cache", (b, G, cached, d), self.dt.kv_cache, KV_CACHE)
+                kc = Tensor(f"{prefix}.k_cache", (b, G, cached, d), self.dt.kv_cache, Role.KV_CACHE)
+                vc = Tensor(f"{prefix}.v_cache", (b, G, cached, d), self.dt.kv_cache, Role.KV_CACHE)
                 ops = attention_ops(prefix, q, kc, vc, attn_out, causal=True, count=count,
                                     scores_dtype=self.dt.activations)
             for op in ops:
@@ -289,17 +287,17 @@ class _Builder:
         qkv_a = self.act("qkv_a", (n, a_width))
         proj = self.add(matmul_op("qkv_a_proj", x, self.weight("qkv_a_proj.weight", (h, a_width)), qkv_a, layers))
         self.fuse(norm, proj)
-        latent_new = Tensor("kv_latent.new", (b, 1, t, latent_width), self.dt.kv_cache, KV_CACHE, persistent=True)
+        latent_new = Tensor("kv_latent.new", (b, 1, t, latent_width), self.dt.kv_cache, Role.KV_CACHE, persistent=True)
         per, rope = FLOP_PER_ELEMENT["rmsnorm"], FLOP_PER_ELEMENT["rope"]
-        gains: tuple[Tensor, ...] = (Tensor("kv_a_norm.weight", (r,), self.dt.activations, WEIGHT),)
+        gains: tuple[Tensor, ...] = (Tensor("kv_a_norm.weight", (r,), self.dt.activations, Role.WEIGHT),)
         outs: tuple[Tensor, ...] = (latent_new,)
         q_in = x
         if qr:
             q_in = self.act("q_a_norm.out", (n, qr))
-            gains += (Tensor("q_a_norm.weight", (qr,), self.dt.activations, WEIGHT),)
+            gains += (Tensor("q_a_norm.weight", (qr,), self.dt.activations, Role.WEIGHT),)
             outs = (q_in, latent_new)
         lat = self.add(Op("latent_norm_rope", "rmsnorm+rope", (qkv_a, *gains), outs,
-                          {VECTOR: float(per * n * (qr + r) + rope * n * dr)}, layers,
+                          {Unit.VECTOR: float(per * n * (qr + r) + rope * n * dr)}, layers,
                           formula=f"RMSNorm {per:g}·N·(q_lora + kv_lora) + RoPE {rope:g}·N·rope_dim = "
                                   f"{per:g}·{n}·{qr + r} + {rope:g}·{n}·{dr}; writes the latent "
                                   f"({r} + {dr} values per token) into the cache"))
@@ -309,23 +307,23 @@ class _Builder:
             self.fuse(lat, qb)
         else:
             self.add(matmul_op("q_proj", x, self.weight("q_proj.weight", (h, H * (dn + dr))), q, layers))
-        if self.shape.phase == DECODE:
+        if self.shape.phase == Phase.DECODE:
             cached = cfg.cached_tokens(GLOBAL, self.shape.seq)
             q_nope = self.act("q.nope", (H, n, dn))
             q_pe = self.act("q.pe", (n, H * dr))
-            self.add(Op("q_rope", "rope", (q,), (q_nope, q_pe), {VECTOR: float(rope * n * H * dr)}, layers,
+            self.add(Op("q_rope", "rope", (q,), (q_nope, q_pe), {Unit.VECTOR: float(rope * n * H * dr)}, layers,
                         formula=f"{rope:g}·N·H·rope_dim = {rope:g}·{n}·{H}·{dr}"))
             q_mla = self.act("q.latent", (b, H, 1, latent_width))
             absorb = matmul_op("q_absorb", q_nope, self.weight("kv_b_proj.k_weight", (H, dn, r)),
                                self.act("q.latent_nope", (H, n, r)), layers)
             self.add(replace(absorb, inputs=(*absorb.inputs, q_pe), outputs=(q_mla,),
                              note="W_UK absorbed into the query; its rope part appended in the epilogue"))
-            cache = Tensor("attn.latent_cache", (b, 1, cached, latent_width), self.dt.kv_cache, KV_CACHE)
+            cache = Tensor("attn.latent_cache", (b, 1, cached, latent_width), self.dt.kv_cache, Role.KV_CACHE)
             o_lat = self.act("attn.out_latent", (H, n, r))
             qk, sm, pv = attention_ops("attn", q_mla, cache, cache, o_lat, causal=True, count=layers,
                                        scores_dtype=self.dt.activations)
             pairs = cached  # one query against the whole cache
-            pv = replace(pv, flop_by_unit={MATRIX: 2.0 * b * H * pairs * r},
+            pv = replace(pv, flop_by_unit={Unit.MATRIX: 2.0 * b * H * pairs * r},
                          formula=f"2·B·H·pairs·kv_lora = 2·{b}·{H}·{pairs}·{r}",
                          note="values are the first kv_lora_rank columns of the same latent rows: read once")
             for op in (qk, sm, pv):
@@ -336,16 +334,16 @@ class _Builder:
             self.add(replace(o_abs, outputs=(attn_out,), note="W_UV applied to the latent output, per head"))
         else:
             q_full = self.act("q.full", (b, H, t, dn + dr))
-            self.add(Op("q_rope", "rope", (q,), (q_full,), {VECTOR: float(rope * n * H * dr)}, layers,
+            self.add(Op("q_rope", "rope", (q,), (q_full,), {Unit.VECTOR: float(rope * n * H * dr)}, layers,
                         formula=f"{rope:g}·N·H·rope_dim = {rope:g}·{n}·{H}·{dr}"))
-            latent = Tensor("kv_latent.c", (n, r), self.dt.kv_cache, KV_CACHE)
+            latent = Tensor("kv_latent.c", (n, r), self.dt.kv_cache, Role.KV_CACHE)
             kv_b = self.act("kv_b", (n, H * (dn + dv)))
             self.add(replace(matmul_op("kv_b_proj", latent, self.weight("kv_b_proj.weight", (r, H * (dn + dv))),
                                        kv_b, layers),
                              note="prefill decompresses the latent just written back into per-head K and V"))
             k = self.act("k", (b, H, t, dn + dr))
             v = self.act("v", (b, H, t, dv))
-            pe = Tensor("kv_latent.pe", (n, dr), self.dt.kv_cache, KV_CACHE)
+            pe = Tensor("kv_latent.pe", (n, dr), self.dt.kv_cache, Role.KV_CACHE)
             self.add(Op("k_assemble", "copy", (kv_b, pe), (k, v), {}, layers,
                         formula="concatenate k_nope with the shared rope key: no FLOPs"))
             ops = attention_ops("attn", q_full, k, v, attn_out, causal=True, count=layers,
@@ -400,7 +398,7 @@ class _Builder:
                                     extra_inputs=self.bias(f"{p}router", e, cfg.router_bias)))
         route = self.act(f"{p}router.topk", (n, k))
         sm = FLOP_PER_ELEMENT["softmax"]
-        topk = self.add(Op(f"{p}topk", "topk", (logits,), (route,), {VECTOR: float(sm * n * e)}, count,
+        topk = self.add(Op(f"{p}topk", "topk", (logits,), (route,), {Unit.VECTOR: float(sm * n * e)}, count,
                            formula=f"softmax over the experts {sm:g}·N·E = {sm:g}·{n}·{e}, then keep the top {k}",
                            note="the expert ids travel with the weights; their bytes are not counted"))
         self.fuse(norm, router, topk)
@@ -412,14 +410,14 @@ class _Builder:
         gu = self.act(f"{p}experts.gate_up", (n * k, 2 * fe))
         w_gu = self.weight(f"{p}experts.gate_up.weight", (hit, h, 2 * fe))
         egu = self.add(Op(f"{p}experts.gate_up", "grouped_matmul", (routed, w_gu), (gu,),
-                          {MATRIX: 2.0 * n * k * h * 2 * fe}, count,
+                          {Unit.MATRIX: 2.0 * n * k * h * 2 * fe}, count,
                           formula=f"2·(N·k)·h·2f = 2·{n * k}·{h}·{2 * fe}", note=note))
         ea = self.act(f"{p}experts.act.out", (n * k, fe))
         eact = self.add(elementwise_op(f"{p}experts.act", cfg.activation, (gu,), ea, count))
         self.fuse(dispatch, egu, eact)
         eo = self.act(f"{p}experts.out", (n * k, h))
         w_d = self.weight(f"{p}experts.down.weight", (hit, fe, h))
-        self.add(Op(f"{p}experts.down", "grouped_matmul", (ea, w_d), (eo,), {MATRIX: 2.0 * n * k * fe * h}, count,
+        self.add(Op(f"{p}experts.down", "grouped_matmul", (ea, w_d), (eo,), {Unit.MATRIX: 2.0 * n * k * fe * h}, count,
                     formula=f"2·(N·k)·f·h = 2·{n * k}·{fe}·{h}", note=note))
         inputs: tuple[Tensor, ...] = (eo, route)
         flop = 2.0 * k * n * h
@@ -437,12 +435,12 @@ class _Builder:
             inputs += (so,)
             flop += n * h
             formula += f" + the shared experts' output N·h = {n}·{h}"
-        return self.add(Op(f"{p}combine", "moe_combine", inputs, (out,), {VECTOR: flop}, count, formula=formula))
+        return self.add(Op(f"{p}combine", "moe_combine", inputs, (out,), {Unit.VECTOR: flop}, count, formula=formula))
 
     def final(self, resid: Tensor) -> None:
         cfg, b, h = self.cfg, self.b, self.cfg.hidden_size
         # prefill: only the last token of each sequence needs logits, so only its row is normed and projected
-        x = resid if self.shape.phase == DECODE else self.act("resid.last", (b, h))
+        x = resid if self.shape.phase == Phase.DECODE else self.act("resid.last", (b, h))
         y = self.act("final_norm.out", (b, h))
         norm = self.norm("final_norm", x, y, 1)
         head = "embed_tokens.weight" if cfg.tie_word_embeddings else "lm_head.weight"
@@ -462,9 +460,9 @@ class _Builder:
             prefix = f"{kind}." if len(groups) > 1 else ""
             self.mlp_block(hidden, resid, kind, count, prefix)
         self.final(resid)
-        flash = FusionPlan("flash", self.flash)
-        fused = FusionPlan("fused", {**self.flash, **self.fused})
-        return self.ops, {"none": FusionPlan("none"), "flash": flash, "fused": fused}
+        flash = FusionPlan(Plan.FLASH, self.flash)
+        fused = FusionPlan(Plan.FUSED, {**self.flash, **self.fused})
+        return self.ops, {Plan.NONE: FusionPlan(Plan.NONE), Plan.FLASH: flash, Plan.FUSED: fused}
 
 
 def _windowed(ops: list[Op], queries: int, window: int | None) -> list[Op]:
@@ -480,19 +478,20 @@ def _windowed(ops: list[Op], queries: int, window: int | None) -> list[Op]:
             for op in ops]
 
 
-def build_graph(cfg: ModelConfig, phase: str, batch: int, seq: int, dtypes: ModelDtypes | None = None,
+def build_graph(cfg: ModelConfig, phase: Phase | str, batch: int, seq: int, dtypes: ModelDtypes | None = None,
                 experts_hit_override: int | None = None) -> ModelGraph:
     """The graph of one step: `seq` is the prompt length (prefill) or the context length (decode)."""
-    if phase not in PHASES:
-        raise RooflineError(f"unknown phase {phase!r}; phases: {', '.join(PHASES)}")
-    for label, value in (("batch", batch), ("prompt length" if phase == PREFILL else "context length", seq)):
+    if phase not in tuple(Phase):
+        raise RooflineError(f"unknown phase {phase!r}; phases: {', '.join(Phase)}")
+    phase = Phase(phase)
+    for label, value in (("batch", batch), ("prompt length" if phase == Phase.PREFILL else "context length", seq)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise RooflineError(f"{label} must be a positive integer, got {value!r}")
     dt = dtypes or model_dtypes()
     shape = StepShape(phase, batch, seq)
     warnings: list[str] = []
     if seq > cfg.max_position_embeddings:
-        warnings.append(f"{'prompt' if phase == PREFILL else 'context'} of {seq} tokens is beyond "
+        warnings.append(f"{'prompt' if phase is Phase.PREFILL else 'context'} of {seq} tokens is beyond "
                         f"{cfg.name}'s max_position_embeddings ({cfg.max_position_embeddings}); analysed anyway")
     if experts_hit_override is not None and not cfg.is_moe:
         warnings.append(f"--experts-hit ignored: {cfg.name} is not a mixture of experts")
@@ -502,5 +501,5 @@ def build_graph(cfg: ModelConfig, phase: str, batch: int, seq: int, dtypes: Mode
     return ModelGraph(cfg, shape, dt, graph, MappingProxyType(plans), hit, experts_hit_override, tuple(warnings))
 
 
-__all__ = ["ACTIVATION", "DECODE", "DEFAULT_PLAN", "PHASES", "PLANS", "PREFILL", "ModelDtypes", "ModelGraph",
+__all__ = ["DEFAULT_PLAN", "PLANS", "ModelDtypes", "ModelGraph",
            "StepShape", "build_graph", "expected_experts_hit", "experts_hit", "model_dtypes", "windowed_pairs"]

@@ -7,9 +7,10 @@ Layering: imports roofline.models, roofline.units, roofline.explain only.
 from __future__ import annotations
 
 from roofline.models.analysis import ModelAnalysis
-from roofline.models.build import DECODE, expected_experts_hit
+from roofline.models.build import expected_experts_hit
 from roofline.models.config import GLOBAL, LOCAL, ModelConfig
 from roofline.units import format_bytes, format_count, format_flop, format_intensity, format_time
+from roofline.vocab import Phase, Role
 
 
 def _sized(n: float) -> str:
@@ -85,13 +86,18 @@ def explain_model(a: ModelAnalysis) -> str:
     ridge = a.ridge_flop_per_byte
     lines.append(f"this step (plan {a.plan})")
     lines.append(f"    FLOPs = {format_flop(a.flop)} ({a.flop:.6g})")
-    lines.append(f"    bytes = weights {format_bytes(roles['weight'])} + KV cache {format_bytes(roles['kv_cache'])} + "
-                 f"activations {format_bytes(roles['activation'])} = {format_bytes(a.bytes)} ({a.bytes:.6g})")
+    lines.append(f"    bytes = weights {format_bytes(roles[Role.WEIGHT])} + "
+                 f"KV cache {format_bytes(roles[Role.KV_CACHE])} + "
+                 f"activations {format_bytes(roles[Role.ACTIVATION])} = {format_bytes(a.bytes)} ({a.bytes:.6g})")
     lines.append(f"    I = {a.flop:.6g} / {a.bytes:.6g} = {format_intensity(a.flop_per_byte, 4)}; ridge "
-                 f"{a.machine.name} {a.dtype.peak_key} = {format_intensity(ridge, 4)} → {a.bound}-bound")
+                 f"{a.machine.name} {a.dtype.peak_key} = {format_intensity(ridge, 4)}")
+    shares = sorted(a.analysis.bound_times_s.items(), key=lambda rt: -rt[1])
+    lines.append("    bound = the resource whose kernels take the most of the time floor: "
+                 + ", ".join(f"{r} {t / a.time_s:.1%}" for r, t in shares)
+                 + f" → {a.bound} ({a.bound_class}-bound)")
     lines.append(f"    time floor = Σ kernels' floors = {format_time(a.time_s)}; {a.tokens} tokens → "
                  f"{a.tokens_per_s:,.0f} tokens/s; {a.memory_bound_share:.0%} of the time in memory-bound kernels")
-    if a.phase == DECODE:
+    if a.phase == Phase.DECODE:
         lim = a.decode_limit
         lines.append("")
         lines.append("decode limit as the batch grows (the seed's formula)")

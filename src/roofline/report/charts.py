@@ -27,23 +27,28 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from roofline.analysis import GraphAnalysis, Placement
 from roofline.dtypes import DType, get_dtype
 from roofline.errors import RooflineError
 from roofline.hardware import Machine, get_machine
-from roofline.report.outputs import measured_xy, on_chart, point_xy, secondary_ceilings
-from roofline.units import format_bytes_per_s, format_flop_per_s, format_intensity, format_time
+from roofline.placement import GraphAnalysis, Placement
+from roofline.report.points import (
+    ABOVE_ROOF_COLOUR,
+    BOUND_COLOURS,
+    ROOF_COLOUR,
+    ROOF_CYCLE,
+    measured_xy,
+    on_chart,
+    point_xy,
+    secondary_ceilings,
+)
+from roofline.units import format_bytes_per_s, format_flop_per_s, format_intensity, format_si, format_time
+from roofline.vocab import Bound
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
     from matplotlib.transforms import Bbox
 
-BOUND_COLOURS: dict[str, str] = {"memory": "#1f77b4", "compute": "#e6550d"}
-ABOVE_ROOF_COLOUR = "#d62728"
-ROOF_COLOUR = "#222222"
-# one colour per roof on comparison charts (tab10 without the bound colours' blue and orange)
-ROOF_CYCLE = ("#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f", "#1f77b4", "#ff7f0e")
 DPI = 110
 
 
@@ -77,12 +82,7 @@ def figure_bytes(fig: Figure, fmt: str) -> bytes:
 
 def _si(value: float, unit: str = "") -> str:
     """Tick label with a decimal prefix: 1e12 -> '1 T', 3e-1 -> '0.3'."""
-    if value <= 0:
-        return ""
-    for prefix, scale in (("E", 1e18), ("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if value >= scale:
-            return f"{value / scale:g} {prefix}{unit}".strip()
-    return f"{value:g} {unit}".strip()
+    return format_si(value, unit) if value > 0 else ""
 
 
 def _log_axes(ax: Axes, xlabel: str, ylabel: str, y_unit: str = "", x_unit: str = "") -> None:
@@ -346,7 +346,7 @@ def roofline_figure(placements: Sequence[Placement], *, machine: Machine | None 
     for i, p in drawn:
         n = i + 1
         x, y = point_xy(p)
-        colour = BOUND_COLOURS[p.bound]
+        colour = BOUND_COLOURS[p.bound_class]
         ax.plot([x], [y], marker="o", ms=7.5, mfc=colour, mec="white", mew=0.8, ls="none", gid=f"kernel-{n}",
                 zorder=5)
         mxy = measured_xy(p)
@@ -382,9 +382,9 @@ def roofline_figure(placements: Sequence[Placement], *, machine: Machine | None 
     # legend of colours and markers
     from matplotlib.lines import Line2D
 
-    handles = [Line2D([], [], marker="o", ls="none", mfc=BOUND_COLOURS["memory"], mec="white", ms=8,
+    handles = [Line2D([], [], marker="o", ls="none", mfc=BOUND_COLOURS[Bound.MEMORY], mec="white", ms=8,
                       label="memory-bound kernel"),
-               Line2D([], [], marker="o", ls="none", mfc=BOUND_COLOURS["compute"], mec="white", ms=8,
+               Line2D([], [], marker="o", ls="none", mfc=BOUND_COLOURS[Bound.COMPUTE], mec="white", ms=8,
                       label="compute-bound kernel")]
     if any(measured_xy(p) is not None for _, p in drawn):
         handles.append(Line2D([], [], marker="D", ls="none", mfc="white", mec="0.3", ms=7, label="measured"))
@@ -394,7 +394,7 @@ def roofline_figure(placements: Sequence[Placement], *, machine: Machine | None 
     ax.legend(handles=handles, loc="lower right", fontsize=8, framealpha=0.95)
 
     total = sum(p.total_time_s for p in placements)
-    mem = sum(p.total_time_s for p in placements if p.bound == "memory")
+    mem = sum(p.total_time_s for p in placements if p.bound_class == "memory")
     head = title or f"{m.name}, {dt.name}"
     fig.text(0.7 / 13, 1 - 0.25 / height, head, fontsize=12.5, fontweight="bold", va="top", gid="title")
     sub = subtitle if subtitle is not None else (
@@ -446,7 +446,7 @@ def _draw_key(key: Axes, placements: Sequence[Placement], labels: Sequence[str],
     row = 1.3
     for i, (p, name, note) in enumerate(zip(placements, labels, notes, strict=True)):
         y = 1.0 - row * step
-        colour = BOUND_COLOURS[p.bound]
+        colour = BOUND_COLOURS[p.bound_class]
         count = f" ×{p.count}" if p.count > 1 else ""
         label = _short(name, 27 - len(count)) + count
         share = p.total_time_s / total_time_s if total_time_s else 0.0
@@ -505,7 +505,7 @@ def roofs_figure(roofs: Sequence[tuple[Machine | str, str | DType | None]], *,
     for p in placements:
         if on_chart(p):
             ax.plot([p.flop_per_byte], [p.attainable_flop_per_s], marker="o", ms=7, ls="none",
-                    mfc=BOUND_COLOURS[p.bound], mec="white", gid=f"kernel-{p.name}", zorder=5)
+                    mfc=BOUND_COLOURS[p.bound_class], mec="white", gid=f"kernel-{p.name}", zorder=5)
     # ridge values as numbered labels that never overlap, in each roof's colour
     obstacles: list[Bbox] = []
     place_labels(fig, ax, [(r.ridge_flop_per_byte, r.peak_flop_per_s) for r in rs],
@@ -523,25 +523,25 @@ def roofs_figure(roofs: Sequence[tuple[Machine | str, str | DType | None]], *,
 
 # --- sweeps -------------------------------------------------------------------------------------
 
-def _kernel_times(row: Mapping[str, Any]) -> list[tuple[str, float, str]] | None:
+def _kernel_times(row: Mapping[str, Any]) -> list[tuple[str, float, Bound]] | None:
     """(kernel name, time per step, bound) for one sweep row, from whichever form it carries."""
     analysis = row.get("analysis")
     if isinstance(analysis, GraphAnalysis):
-        return [(p.name, p.total_time_s, p.bound) for p in analysis.placements]
+        return [(p.name, p.total_time_s, p.bound_class) for p in analysis.placements]
     kernels = row.get("kernels")
     if isinstance(kernels, Sequence) and kernels:
         out = []
         for k in kernels:
             if isinstance(k, Placement):
-                out.append((k.name, k.total_time_s, k.bound))
+                out.append((k.name, k.total_time_s, k.bound_class))
             else:
                 t = k.get("total_time_s", k.get("time_s", 0.0) * k.get("count", 1))
-                out.append((str(k.get("name", "?")), float(t), str(k.get("bound", "memory"))))
+                out.append((str(k.get("name", "?")), float(t), Bound(str(k.get("bound_class", "memory")))))
         return out
     if "time_s" in row and "memory_bound_time_s" in row:
         mem = float(row["memory_bound_time_s"])
-        return [("memory-bound kernels", mem, "memory"),
-                ("compute-bound kernels", float(row["time_s"]) - mem, "compute")]
+        return [("memory-bound kernels", mem, Bound.MEMORY),
+                ("compute-bound kernels", float(row["time_s"]) - mem, Bound.COMPUTE)]
     return None
 
 
@@ -601,7 +601,7 @@ def sweep_figure(rows: Sequence[Mapping[str, Any]], x: str, *, ridge: float, lim
     return fig
 
 
-def _draw_step_bars(ax: Axes, xs: Sequence[float], times: Sequence[list[tuple[str, float, str]]], x: str) -> None:
+def _draw_step_bars(ax: Axes, xs: Sequence[float], times: Sequence[list[tuple[str, float, Bound]]], x: str) -> None:
     """Stacked bars: one segment per kernel in a colour of its own (the same across bars), hatched
     if compute-bound. The ten largest kernels by total time are named; the rest are 'other'."""
     from matplotlib import colormaps
@@ -615,7 +615,8 @@ def _draw_step_bars(ax: Axes, xs: Sequence[float], times: Sequence[list[tuple[st
     palette = colormaps["tab20"]
     colour: dict[str, Any] = {name: palette(i % 20) for i, name in enumerate(named)}
     if set(totals) <= {"memory-bound kernels", "compute-bound kernels"}:  # totals only: colour by bound
-        colour = {"memory-bound kernels": BOUND_COLOURS["memory"], "compute-bound kernels": BOUND_COLOURS["compute"]}
+        colour = {"memory-bound kernels": BOUND_COLOURS[Bound.MEMORY],
+                  "compute-bound kernels": BOUND_COLOURS[Bound.COMPUTE]}
         named = [n for n in ("memory-bound kernels", "compute-bound kernels") if n in totals]
     other = "0.75"
     peak = max(sum(t for _, t, _ in row) for row in times) or 1.0

@@ -31,9 +31,12 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from roofline.analysis import Placement
 from roofline.explain import explain_placement
-from roofline.report.outputs import (
+from roofline.placement import Placement
+from roofline.report.points import (
+    ABOVE_ROOF_COLOUR,
+    BOUND_COLOURS,
+    ROOF_CYCLE,
     Scenario,
     derivation_line,
     measured_note,
@@ -43,23 +46,18 @@ from roofline.report.outputs import (
     secondary_ceilings,
 )
 from roofline.units import (
+    finite_or_none,
     format_bytes,
     format_bytes_per_s,
     format_flop,
     format_flop_per_s,
     format_intensity,
+    format_si,
     format_time,
 )
+from roofline.vocab import Bound
 
-BOUND_COLOURS = {"memory": "#1f77b4", "compute": "#e6550d"}
-ABOVE_ROOF_COLOUR = "#d62728"
-SECONDARY_COLOURS = ("#2ca02c", "#9467bd", "#8c564b", "#17becf")
-# trace order in every scenario's figure; the script finds traces by name, tests by index or name
-TRACE_NAMES = ("roof", "ridge", "kernels", "measured", "measured-link", "current")
-
-
-def _finite(v: float | None) -> float | None:
-    return v if v is not None and math.isfinite(v) else None
+SECONDARY_COLOURS = ROOF_CYCLE
 
 
 def _kernel_record(n: int, p: Placement, total_time_s: float) -> dict[str, Any]:
@@ -83,16 +81,16 @@ def _kernel_record(n: int, p: Placement, total_time_s: float) -> dict[str, Any]:
     hover = "<br>".join(html.escape(line) for line in (
         f"{n}. {p.name}{count}",
         f"FLOPs {text['flop']} · bytes {text['bytes']}",
-        f"I = {text['intensity']} · {p.bound}-bound",
+        f"I = {text['intensity']} · {p.bound_class}-bound",
         f"time floor {text['time']}" + (f" ({text['total']} per step)" if p.count > 1 else ""),
         f"attainable {text['attainable']}",
         *([text["measured"]] if text["measured"] else []),
     ))
     return {
         "n": n, "name": p.name, "count": p.count, "flop": p.flop, "bytes": p.bytes,
-        "flop_per_byte": _finite(p.flop_per_byte), "attainable_flop_per_s": p.attainable_flop_per_s,
-        "time_s": p.time_s, "total_time_s": p.total_time_s, "bound": p.bound,
-        "x": _finite(x), "y": _finite(y),
+        "flop_per_byte": finite_or_none(p.flop_per_byte), "attainable_flop_per_s": p.attainable_flop_per_s,
+        "time_s": p.time_s, "total_time_s": p.total_time_s, "bound": p.bound_class, "resource": p.bound,
+        "x": finite_or_none(x), "y": finite_or_none(y),
         "mx": mxy[0] if mxy else None, "my": mxy[1] if mxy else None,
         "measured_time_s": p.measured_time_s, "fraction_of_roof": p.fraction_of_roof, "above_roof": p.above_roof,
         "text": text, "derivation": derivation_line(p), "explain": explain_placement(p), "hover": hover,
@@ -103,17 +101,10 @@ def _log_range(lo: float, hi: float) -> list[float]:
     return [math.floor(math.log10(lo)), math.ceil(math.log10(hi))]
 
 
-def _si_tick(v: float) -> str:
-    for prefix, scale in (("E", 1e18), ("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if v >= scale:
-            return f"{v / scale:g} {prefix}"
-    return f"{v:g}"
-
-
 def _decade_ticks(log_range: list[float]) -> dict[str, Any]:
     """One labelled tick per decade, with a decimal prefix ('100 T', '1 P'), as on the static chart."""
     vals = [10.0**k for k in range(math.ceil(log_range[0]), math.floor(log_range[1]) + 1)]
-    return {"tickmode": "array", "tickvals": vals, "ticktext": [_si_tick(v) for v in vals]}
+    return {"tickmode": "array", "tickvals": vals, "ticktext": [format_si(v) for v in vals]}
 
 
 def _axes_ranges(scenarios: Sequence[Scenario]) -> tuple[list[float], list[float]]:
@@ -266,6 +257,7 @@ def payload(scenarios: Sequence[Scenario], title: str = "") -> dict[str, Any]:
         "axes": {"x_range": x_range, "y_range": y_range},
         "switch": _switch_dims(scenarios),
         "scenarios": [_scenario_record(s, x_range, y_range) for s in scenarios],
+        "colours": {**{str(b): c for b, c in BOUND_COLOURS.items()}, "above": ABOVE_ROOF_COLOUR},
     }
 
 
@@ -283,7 +275,8 @@ def page(scenarios: Sequence[Scenario], title: str = "") -> str:
     return (_TEMPLATE
             .replace("@@TITLE@@", html.escape(data["title"]))
             .replace("@@CSP@@", CSP)
-            .replace("@@STYLE@@", _STYLE)
+            .replace("@@STYLE@@", _STYLE.replace("@MEMORY@", BOUND_COLOURS[Bound.MEMORY])
+                     .replace("@COMPUTE@", BOUND_COLOURS[Bound.COMPUTE]).replace("@ABOVE@", ABOVE_ROOF_COLOUR))
             .replace("@@DATA@@", _json_for_script(data))
             .replace("@@SCRIPT@@", _SCRIPT)
             .replace("@@PLOTLY@@", get_plotlyjs()))
@@ -367,11 +360,11 @@ button.on { background: #222; color: white; border-color: #222; }
 main { display: flex; gap: 16px; align-items: flex-start; }
 #chart { flex: 1 1 720px; min-width: 520px; height: 520px; }
 #info { flex: 0 0 330px; font-size: 13px; border-left: 3px solid #ddd; padding-left: 12px; }
-#info.memory { border-color: #1f77b4; } #info.compute { border-color: #e6550d; }
+#info.memory { border-color: @MEMORY@; } #info.compute { border-color: @COMPUTE@; }
 #info table th { text-align: left; font-weight: 600; padding-right: 12px; color: #444; }
 #info-derivation { font-family: ui-monospace, 'DejaVu Sans Mono', monospace; font-size: 12px; background: #f5f5f5;
                    padding: 6px; word-break: break-word; }
-#info-measured.above { color: #d62728; font-weight: 700; }
+#info-measured.above { color: @ABOVE@; font-weight: 700; }
 #info pre { font-size: 11px; white-space: pre-wrap; max-height: 320px; overflow: auto; }
 #kernels-table { border-collapse: collapse; font-size: 12.5px; }
 #kernels-table th, #kernels-table td { padding: 2px 8px; border-bottom: 1px solid #eee; text-align: right;
@@ -379,8 +372,8 @@ main { display: flex; gap: 16px; align-items: flex-start; }
 #kernels-table td:nth-child(2), #kernels-table th:nth-child(2) { text-align: left; }
 #kernels-table tbody tr { cursor: pointer; }
 #kernels-table tr.future { color: #aaa; } #kernels-table tr.current { background: #fff3c4; }
-#kernels-table td.memory { color: #1f77b4; } #kernels-table td.compute { color: #e6550d; }
-#kernels-table td.above { color: #d62728; font-weight: 700; }
+#kernels-table td.memory { color: @MEMORY@; } #kernels-table td.compute { color: @COMPUTE@; }
+#kernels-table td.above { color: @ABOVE@; font-weight: 700; }
 footer { color: #888; font-size: 11px; margin-top: 16px; }
 """
 
@@ -407,11 +400,11 @@ _SCRIPT = r"""
     var kx = [], ky = [], kc = [], kh = [], mx = [], my = [], mh = [], ms = [], msym = [], mc = [], lx = [], ly = [];
     ks.forEach(function (k) {
       kx.push(k.x); ky.push(k.y); kh.push(k.hover);
-      kc.push(k.bound === "compute" ? "#e6550d" : "#1f77b4");
+      kc.push(DATA.colours[k.bound]);
       if (k.x !== null && k.mx !== null) {
         mx.push(k.mx); my.push(k.my); mh.push(k.hover);
         ms.push(k.above_roof ? 15 : 10); msym.push(k.above_roof ? "x" : "diamond-open");
-        mc.push(k.above_roof ? "#d62728" : (k.bound === "compute" ? "#e6550d" : "#1f77b4"));
+        mc.push(k.above_roof ? DATA.colours.above : DATA.colours[k.bound]);
         lx.push(k.x, k.mx, null); ly.push(k.y, k.my, null);
       }
     });

@@ -31,104 +31,16 @@ that importing this module (the CLI does, to parse options) costs nothing.
 from __future__ import annotations
 
 import html as _html
-import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from roofline.analysis import GraphAnalysis, Placement
 from roofline.errors import RooflineError
 from roofline.fileio import atomic_write
+from roofline.report.points import Scenario
 from roofline.units import (
-    format_bytes,
-    format_bytes_per_s,
-    format_flop,
-    format_flop_per_s,
-    format_intensity,
     format_time,
 )
-
-
-@dataclass(frozen=True)
-class Scenario:
-    label: str  # e.g. "decode · flash"
-    analysis: GraphAnalysis
-    phase: str = ""  # "prefill" | "decode" | ""
-    plan: str = ""  # "none" | "flash" | "fused" | "naive" | ""
-
-
-# --- what a point is: shared by the static charts and the page -------------------------------------
-
-def on_chart(p: Placement) -> bool:
-    """A kernel has a point on log-log axes only if it has FLOPs and bytes (a pure copy has no
-    FLOPs, a kernel moving no bytes has infinite intensity); the others are listed, not drawn."""
-    return p.flop > 0 and p.bytes > 0 and math.isfinite(p.flop_per_byte)
-
-
-def point_xy(p: Placement) -> tuple[float, float]:
-    """(intensity I in FLOP/byte, attainable FLOP/s = FLOPs / time floor): where the kernel sits."""
-    return p.flop_per_byte, p.attainable_flop_per_s
-
-
-def measured_xy(p: Placement) -> tuple[float, float] | None:
-    """(I, achieved FLOP/s = FLOPs / measured time): the measured point, straight below (or, if
-    the model or the measurement is wrong, above) the predicted one."""
-    achieved = p.achieved_flop_per_s
-    if achieved is None or not on_chart(p):
-        return None
-    return p.flop_per_byte, achieved
-
-
-def secondary_ceilings(placements: Sequence[Placement], peak_key: str, peak_flop_per_s: float
-                       ) -> list[tuple[str, str, float]]:
-    """Ceilings besides the main matrix roof that some kernels run under, as (kind, label, FLOP/s):
-    the matrix peak of another precision (an fp8 matmul in a bf16 model) and the vector peak (norms,
-    softmax, elementwise work), the latter only where it is below the main roof."""
-    out: dict[str, tuple[str, str, float]] = {}
-    for p in placements:
-        key = p.dtype.peak_key
-        if key != peak_key and p.roof_flop_per_s != peak_flop_per_s:
-            out.setdefault(f"matrix-{key}", ("matrix", f"{key} peak", p.roof_flop_per_s))
-    vector = [p.peak_by_unit["vector"] for p in placements
-              if p.cost.flop_by_unit.get("vector") and "vector" in p.peak_by_unit]
-    if vector and min(vector) < peak_flop_per_s:
-        out["vector"] = ("vector", "vector peak", min(vector))
-    return sorted(out.values(), key=lambda t: -t[2])
-
-
-def floor_term(p: Placement) -> str:
-    """The term that sets the time floor, with its numbers: '134 MB / 3.35 TB/s = 40 µs'."""
-    lim = p.limiter
-    if lim in p.level_times_s:
-        return (f"{format_bytes(p.cost.bytes_by_level[lim])} / {format_bytes_per_s(p.bandwidth_by_level[lim])}"
-                f" = {format_time(p.time_s)}")
-    if lim in p.unit_times_s:
-        return (f"{format_flop(p.cost.flop_by_unit[lim])} / {format_flop_per_s(p.peak_by_unit[lim])} ({lim})"
-                f" = {format_time(p.time_s)}")
-    return format_time(p.time_s)
-
-
-def derivation_line(p: Placement) -> str:
-    """One line from the FLOP formula to the bound and the floor, numbers put in."""
-    formula = p.kernel.formula if p.kernel is not None and p.kernel.formula else ""
-    head = f"FLOPs {formula} = {format_flop(p.flop)}" if formula else f"FLOPs = {format_flop(p.flop)}"
-    if not on_chart(p):
-        return f"{head}; bytes = {format_bytes(p.bytes)}; floor = {floor_term(p)} (not on the log-log chart)"
-    cmp = ">" if p.bound == "compute" else "≤"
-    return (f"{head}; I = {format_flop(p.flop)} / {format_bytes(p.bytes)} = {format_intensity(p.flop_per_byte)} "
-            f"{cmp} ridge {format_intensity(p.ridge_flop_per_byte)} → {p.bound}-bound; floor = {floor_term(p)}")
-
-
-def measured_note(p: Placement) -> str:
-    """'measured 52 µs = 77% of the roof' or the ABOVE THE ROOF flag; '' if not measured."""
-    frac = p.fraction_of_roof
-    if p.measured_time_s is None or frac is None:
-        return ""
-    text = f"measured {format_time(p.measured_time_s)} = {frac:.0%} of the roof"
-    if p.above_roof:
-        text += " — ABOVE THE ROOF: the model or the measurement is wrong"
-    return text
 
 
 def _check(scenarios: Sequence[Scenario]) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import io
 from collections.abc import Iterable, Sequence
 
-from roofline.analysis import Placement
 from roofline.hardware import Machine
 from roofline.hardware.machine import PEAK_KEYS
+from roofline.placement import Placement
 from roofline.units import (
     format_bytes,
     format_bytes_per_s,
@@ -50,7 +50,7 @@ def placement_text(p: Placement, title: str = "") -> str:
     t.add_row("attainable", format_flop_per_s(p.attainable_flop_per_s, 4), how)
     t.add_row("time floor", format_time(p.time_s),
               f"compute {format_time(p.compute_time_s)}, memory {format_time(p.memory_time_s)}")
-    t.add_row("bound", p.bound, f"limited by {p.limiter}")
+    t.add_row("bound", p.bound_class, f"limited by {p.bound}")
     if p.measured_time_s is not None:
         t.add_row("measured", format_time(p.measured_time_s),
                   f"{p.fraction_of_roof or 0:.1%} of the roof" + (" (ABOVE THE ROOF)" if p.above_roof else ""))
@@ -68,7 +68,7 @@ def placements_table(placements: Sequence[Placement], title: str = "", total_tim
     for p in placements:
         share = p.total_time_s / total if total else 0.0
         t.add_row(p.name, str(p.count), format_flop(p.flop), format_bytes(p.bytes),
-                  format_intensity(p.flop_per_byte), p.bound, format_time(p.total_time_s), f"{share:.1%}")
+                  format_intensity(p.flop_per_byte), p.bound_class, format_time(p.total_time_s), f"{share:.1%}")
     return render(t)
 
 

@@ -3,17 +3,20 @@
     attainable = min(peak, BW × I)
     time floor = max(FLOPs of each unit / that unit's peak, bytes of each level / its bandwidth)
 
-The largest term of the time floor names the limiter. With one unit and one level this is exactly
+The largest term of the time floor names the resource that binds (`bound`, one rule for a kernel
+and for a sequence of kernels: `roofline.vocab.binding`); its class (compute or memory) is
+`bound_class`. With one unit and one level this is exactly
 the seed's `kernel_time`, which is here too, as the seed wrote it.
 
-Layering: imports roofline.graph, roofline.hardware, roofline.dtypes, roofline.errors only.
+Layering: imports roofline.vocab, roofline.units, roofline.dtypes, roofline.errors, roofline.graph and
+roofline.hardware only. Charts and notebook methods are attached by roofline.report.notebook.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from types import MappingProxyType
 from typing import Any
@@ -21,7 +24,9 @@ from typing import Any
 from roofline.dtypes import DType, get_dtype
 from roofline.errors import RooflineError
 from roofline.graph import UNFUSED, Cost, FusionPlan, Graph, Kernel, simple_cost
-from roofline.hardware import DRAM, MATRIX, Machine, get_machine
+from roofline.hardware import Machine, get_machine
+from roofline.units import finite_or_none
+from roofline.vocab import Bound, Level, Plan, Resource, Unit, accumulate, binding, bound_class
 
 
 def kernel_time(flops: float, bytes_moved: float, peak_flops: float = 989e12,
@@ -30,8 +35,8 @@ def kernel_time(flops: float, bytes_moved: float, peak_flops: float = 989e12,
     intensity = flops / bytes_moved
     ridge = peak_flops / bw
     t = max(flops / peak_flops, bytes_moved / bw)
-    bound = "compute" if intensity > ridge else "memory"
-    return intensity, t, bound
+    bound = Bound.COMPUTE if intensity > ridge else Bound.MEMORY
+    return intensity, t, bound.value
 
 
 @dataclass(frozen=True)
@@ -43,13 +48,13 @@ class Placement:
     machine: Machine
     dtype: DType
     cost: Cost
-    peak_by_unit: Mapping[str, float]
-    bandwidth_by_level: Mapping[str, float]
+    peak_by_unit: Mapping[Unit, float]
+    bandwidth_by_level: Mapping[Level, float]
     count: int = 1
     kind: str = ""
     kernel: Kernel | None = None
     measured_time_s: float | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    note: str = ""  # what a reader of the numbers should know (a bench case's caveat)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "peak_by_unit", MappingProxyType(dict(self.peak_by_unit)))
@@ -71,11 +76,11 @@ class Placement:
 
     # --- the machine's terms ----------------------------------------------------------------
     @cached_property
-    def unit_times_s(self) -> dict[str, float]:
+    def unit_times_s(self) -> dict[Unit, float]:
         return {u: f / self.peak_by_unit[u] for u, f in self.cost.flop_by_unit.items() if f}
 
     @cached_property
-    def level_times_s(self) -> dict[str, float]:
+    def level_times_s(self) -> dict[Level, float]:
         return {lv: b / self.bandwidth_by_level[lv] for lv, b in self.cost.bytes_by_level.items()
                 if b and lv in self.bandwidth_by_level}
 
@@ -97,12 +102,15 @@ class Placement:
         return self.time_s * self.count
 
     @property
-    def limiter(self) -> str:
-        """The unit or level whose term sets the time floor (ties go to memory, as in the seed)."""
-        terms = {**self.unit_times_s, **self.level_times_s}
-        if not terms:
-            return DRAM
-        return max(terms, key=lambda k: (terms[k], k in self.level_times_s))
+    def bound(self) -> Resource:
+        """The unit or level whose term sets the time floor (`roofline.vocab.binding`: ties go to memory)."""
+        times: list[tuple[Resource, float]] = [*self.unit_times_s.items(), *self.level_times_s.items()]
+        return binding(dict(times))
+
+    @property
+    def bound_class(self) -> Bound:
+        """compute if a unit binds (I exceeds the kernel's ridge), memory if a level does."""
+        return bound_class(self.bound)
 
     @property
     def peak_flop_per_s(self) -> float:
@@ -110,16 +118,16 @@ class Placement:
         is the dtype's matrix peak; for vector work the vector peak; for a mix, the blend."""
         if self.flop and self.compute_time_s:
             return self.flop / self.compute_time_s
-        return self.peak_by_unit[MATRIX]
+        return self.peak_by_unit[Unit.MATRIX]
 
     @property
     def roof_flop_per_s(self) -> float:
         """The machine's headline roof for this dtype (the matrix peak): what "% of peak" is of."""
-        return self.peak_by_unit[MATRIX]
+        return self.peak_by_unit[Unit.MATRIX]
 
     @property
     def bytes_per_s(self) -> float:
-        return self.bandwidth_by_level[DRAM]
+        return self.bandwidth_by_level[Level.DRAM]
 
     @property
     def ridge_flop_per_byte(self) -> float:
@@ -138,11 +146,6 @@ class Placement:
         if not self.flop:
             return 0.0
         return self.flop / self.time_s if self.time_s else self.peak_flop_per_s
-
-    @property
-    def bound(self) -> str:
-        """'compute' if I exceeds the kernel's ridge (its compute term is the larger), else 'memory'."""
-        return "compute" if self.compute_time_s > self.memory_time_s else "memory"
 
     @property
     def fraction_of_peak(self) -> float:
@@ -174,13 +177,6 @@ class Placement:
 
         return replace(self, measured_time_s=seconds)
 
-    def plot(self) -> Any:
-        """This kernel on its machine's roofline (a matplotlib Figure)."""
-        return GraphAnalysis((self,), "", self.machine, self.dtype).plot()
-
-    def _repr_html_(self) -> str:
-        return GraphAnalysis((self,), "", self.machine, self.dtype)._repr_html_()
-
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
             "name": self.name,
@@ -190,7 +186,7 @@ class Placement:
             "dtype": self.dtype.name,
             "flop": self.flop,
             "bytes": self.bytes,
-            "flop_per_byte": _finite(self.flop_per_byte),
+            "flop_per_byte": finite_or_none(self.flop_per_byte),
             "peak_flop_per_s": self.peak_flop_per_s,
             "memory_bytes_per_s": self.bytes_per_s,
             "ridge_flop_per_byte": self.ridge_flop_per_byte,
@@ -201,7 +197,7 @@ class Placement:
             "time_s": self.time_s,
             "total_time_s": self.total_time_s,
             "bound": self.bound,
-            "limiter": self.limiter,
+            "bound_class": self.bound_class,
             "fraction_of_peak": self.fraction_of_peak,
             "flop_by_unit": dict(self.cost.flop_by_unit),
         }
@@ -212,15 +208,12 @@ class Placement:
             d["achieved_flop_per_s"] = self.achieved_flop_per_s
             d["fraction_of_roof"] = self.fraction_of_roof
             d["above_roof"] = self.above_roof
-        d.update(self.extra)
+        if self.note:
+            d["note"] = self.note
         return d
 
 
-def _finite(x: float) -> float | None:
-    return x if math.isfinite(x) else None
-
-
-def _peaks(machine: Machine, dtype: DType, units: Iterable[str]) -> dict[str, float]:
+def _peaks(machine: Machine, dtype: DType, units: Iterable[Unit]) -> dict[Unit, float]:
     return {u: machine.peak_flop_per_s(dtype, u) for u in units}
 
 
@@ -235,7 +228,7 @@ def place(work: Cost | Kernel, machine: Machine | str, dtype: str | DType | None
     cost = work.cost if isinstance(work, Kernel) else work
     if kernel is not None and kernel.compute_dtype is not None:
         dt = kernel.compute_dtype
-    units = set(cost.flop_by_unit) | {MATRIX}
+    units = set(cost.flop_by_unit) | {Unit.MATRIX}
     bandwidths = {lv.name: lv.bytes_per_s for lv in m.memory.values() if lv.bytes_per_s}
     for level, b in cost.bytes_by_level.items():
         if b and level not in bandwidths:
@@ -263,7 +256,7 @@ class GraphAnalysis:
     """Every kernel of a graph under one fusion plan, placed on one machine, and the totals."""
 
     placements: tuple[Placement, ...]
-    plan: str
+    plan: Plan
     machine: Machine
     dtype: DType
 
@@ -285,19 +278,22 @@ class GraphAnalysis:
         return self.flop / self.bytes if self.bytes else math.inf
 
     @property
+    def bound_times_s(self) -> dict[Resource, float]:
+        """Per resource, the step time of the kernels it binds (kernels × their counts)."""
+        return accumulate((p.bound, p.total_time_s) for p in self.placements)
+
+    @property
+    def bound(self) -> Resource:
+        """The resource that binds the sequence: the one whose kernels take the most time (`binding`)."""
+        return binding(self.bound_times_s)
+
+    @property
+    def bound_class(self) -> Bound:
+        return bound_class(self.bound)
+
+    @property
     def memory_bound_time_s(self) -> float:
-        return sum(p.total_time_s for p in self.placements if p.bound == "memory")
-
-    def plot(self) -> Any:
-        """The roofline chart of these kernels (a matplotlib Figure), drawn by roofline.report."""
-        from roofline.report.outputs import Scenario, model_figure
-
-        return model_figure([Scenario(self.plan, self, plan=self.plan)])
-
-    def _repr_html_(self) -> str:
-        from roofline.report.outputs import Scenario, notebook_html
-
-        return notebook_html([Scenario(self.plan, self, plan=self.plan)])
+        return sum(t for r, t in self.bound_times_s.items() if bound_class(r) is Bound.MEMORY)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -306,7 +302,7 @@ class GraphAnalysis:
             "dtype": self.dtype.name,
             "kernels": [p.to_dict() for p in self.placements],
             "totals": {"flop": self.flop, "bytes": self.bytes, "time_s": self.time_s,
-                       "flop_per_byte": _finite(self.flop_per_byte),
+                       "flop_per_byte": finite_or_none(self.flop_per_byte),
                        "memory_bound_time_s": self.memory_bound_time_s},
         }
 

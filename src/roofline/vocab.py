@@ -1,0 +1,107 @@
+"""Closed vocabularies: the words the whole library shares, as enums.
+
+Each is a `StrEnum`: inside the library a value is an enum member (a typo is an AttributeError, not
+a silent miss); at the JSON edge and in text it is its lowercase string (`json.dumps(Unit.MATRIX)`
+is `"matrix"`), so files and outputs read as before.
+
+    Unit    the compute units a kernel's FLOPs are split over
+    Level   the memory levels a kernel's bytes are split over
+    Bound   the class of the resource that sets a time floor: compute (a unit) or memory (a level)
+    Phase   a transformer step: prefill or decode
+    Role    what a tensor is, for the byte breakdown: weight, KV cache, activation
+    Plan    a fusion plan: which ops run as one kernel
+
+One rule decides what binds (`binding`), for one kernel and for a sequence of kernels alike.
+
+Layering: the bottom of the house; imports nothing from roofline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from enum import StrEnum
+
+
+class Unit(StrEnum):
+    """Compute units. MATRIX: tensor cores, MXU, AMX (matmuls); VECTOR: plain SIMT/SIMD lanes
+    (elementwise work, reductions, norms, softmax)."""
+
+    MATRIX = "matrix"
+    VECTOR = "vector"
+
+
+class Level(StrEnum):
+    """Memory levels. DRAM is off-chip (HBM, GDDR, DDR): the slope of the roofline."""
+
+    DRAM = "dram"
+    L2 = "l2"
+
+
+Resource = Unit | Level
+
+
+class Bound(StrEnum):
+    """What kind of resource sets the floor: a compute unit or a memory level."""
+
+    COMPUTE = "compute"
+    MEMORY = "memory"
+
+
+class Phase(StrEnum):
+    PREFILL = "prefill"
+    DECODE = "decode"
+
+
+class Role(StrEnum):
+    WEIGHT = "weight"
+    KV_CACHE = "kv_cache"
+    ACTIVATION = "activation"
+
+
+class Plan(StrEnum):
+    """Fusion plans over one graph (same FLOPs, fewer bytes as you go down the list).
+
+    NONE    every op its own kernel; attention writes its scores and probabilities to memory
+    FLASH   attention's ops one kernel (FlashAttention): scores stay on chip
+    FUSED   FLASH, and norms into the next matmul, activations and residual adds into epilogues
+    TRACED  the kernels a traced program actually ran (a fused SDPA call is one kernel)
+    """
+
+    NONE = "none"
+    FLASH = "flash"
+    FUSED = "fused"
+    TRACED = "traced"
+
+
+def bound_class(resource: Resource) -> Bound:
+    """compute for a unit, memory for a level."""
+    return Bound.COMPUTE if isinstance(resource, Unit) else Bound.MEMORY
+
+
+def binding(times_s: Mapping[Unit, float] | Mapping[Level, float] | Mapping[Resource, float]) -> Resource:
+    """THE bound rule: the resource whose time is the largest sets the floor and binds.
+
+    For one kernel `times_s` holds each unit's FLOPs / peak and each level's bytes / bandwidth.
+    For kernels run one after another it holds, per resource, the floors of the kernels that
+    resource binds (so a step is DRAM-bound when most of its time is spent in DRAM-bound kernels).
+    Ties go to memory, as in `kernel_time` (`compute` only if I > I*, strictly). With no time at
+    all (a kernel that does nothing) DRAM binds.
+    """
+    best: Resource = Level.DRAM
+    best_key = (-1.0, True)
+    for resource, seconds in times_s.items():
+        key = (seconds, isinstance(resource, Level))
+        if key > best_key:
+            best, best_key = resource, key
+    return best
+
+
+def accumulate(pairs: Iterable[tuple[Resource, float]]) -> dict[Resource, float]:
+    """Σ seconds per resource: the times a sequence of kernels spends bound by each."""
+    out: dict[Resource, float] = {}
+    for resource, seconds in pairs:
+        out[resource] = out.get(resource, 0.0) + seconds
+    return out
+
+
+__all__ = ["Bound", "Level", "Phase", "Plan", "Resource", "Role", "Unit", "accumulate", "binding", "bound_class"]
