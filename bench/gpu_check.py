@@ -112,9 +112,10 @@ def child_measure(device: str, record_path: Path, machine_path: Path) -> int:
 def traced_transformer(machine_file: Path | None, lines: list[str], device: str) -> dict[str, Any]:
     import torch
 
-    from roofline.measure.accuracy import Accuracy, accuracy_table
-    from roofline.measure.tracer import bytes_by_kind, flop_by_kind, trace
+    from roofline.measure.accuracy import Accuracy
     from roofline.models import build_graph, config_from_dict, model_dtypes
+    from roofline.report.accuracy import accuracy_table
+    from roofline.tracing import bytes_by_kind, flop_by_kind, trace
 
     sys.path.insert(0, str(ROOT / "tests"))
     from test_trace import FAMILY, TinyConfig, families, tiny_llama

@@ -60,20 +60,23 @@ def test_model_dtypes_and_block_scaled_formats(capsys: pytest.CaptureFixture[str
     assert d["kv_cache_bytes_per_token"] == 131_072 / 2
 
 
-@pytest.mark.parametrize("argv", [
-    ["model", "llama-3-8b", "--batch", "0"],
-    ["model", "llama-3-8b", "--context", "-5"],
-    ["model", "llama-3-8b", "--phase", "prefill", "--context", "100"],
-    ["model", "llama-3-9b"],
-    ["model", "llama-3-8b", "--kv-dtype", "fp7"],
-    ["sweep", "llama-3-8b", "--batch", "0:4"],
-    ["compare", "llama-3-8b", "--set", "hidden_size"],
+@pytest.mark.parametrize(("argv", "names"), [
+    # each error names the option (or argument) at fault and the value given
+    (["model", "llama-3-8b", "--batch", "0"], ["--batch", "positive integer", "got 0"]),
+    (["model", "llama-3-8b", "--context", "-5"], ["--context", "positive integer", "got -5"]),
+    (["model", "llama-3-8b", "--phase", "prefill", "--context", "100"], ["prefill", "--prompt", "--context"]),
+    (["model", "llama-3-9b"], ["unknown model", "'llama-3-9b'", "llama-3-8b"]),  # and the nearest preset
+    (["model", "llama-3-8b", "--kv-dtype", "fp7"], ["unknown dtype", "'fp7'"]),
+    (["sweep", "llama-3-8b", "--batch", "0:4"], ["--batch", "'0:4'", "positive start"]),
+    (["compare", "llama-3-8b", "--set", "hidden_size"], ["--set", "KEY=VALUE", "'hidden_size'"]),
 ])
-def test_bad_input_exits_2_with_one_line(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+def test_bad_input_exits_2_with_one_line(capsys: pytest.CaptureFixture[str], argv: list[str],
+                                         names: list[str]) -> None:
     code, _, err = run(capsys, *argv)
     assert code == 2
     assert err.startswith("roofline: error:") and err.count("\n") == 1
     assert "Traceback" not in err
+    assert all(name in err for name in names), err
 
 
 def test_malformed_config_file_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

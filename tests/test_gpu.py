@@ -33,7 +33,7 @@ def test_cuda_bench_places_real_kernels_under_the_measured_roof() -> None:
 
 
 def test_trace_on_cuda_matches_the_cpu_flops() -> None:
-    from roofline.measure.tracer import trace_call
+    from roofline.tracing import trace_call
 
     x = torch.randn(256, 512, device="cuda", dtype=torch.bfloat16)
     w = torch.randn(1024, 512, device="cuda", dtype=torch.bfloat16)

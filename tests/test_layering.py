@@ -26,7 +26,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("kernels",),
     ("placement",),
     ("parallel",),
-    ("models", "measure", "trace"),
+    ("models", "measure", "tracing"),
     ("serving",),
     ("explain",),
     ("report",),

@@ -13,9 +13,10 @@ import pytest
 
 from roofline.cli import main
 from roofline.hardware import Machine, MemoryLevel
-from roofline.measure.accuracy import Accuracy, accuracy_table
+from roofline.measure.accuracy import Accuracy
 from roofline.placement import place_flop_bytes
-from roofline.vocab import Level
+from roofline.report.accuracy import accuracy_table
+from roofline.vocab import Bound, Level
 
 
 def _machine(bytes_per_s: float, flop_per_s: float) -> Machine:
@@ -37,8 +38,8 @@ def test_accuracy_summary_arithmetic() -> None:
     unmeasured = place_flop_bytes(1e6, 1e8, ROOF, "fp32", name="unmeasured")
     acc = Accuracy.of([mem, mm, slow, fast, unmeasured])
     assert len(acc.placements) == 4
-    assert acc.median_fraction("memory") == pytest.approx((1 / 1.1 + 2.0) / 2)
-    assert acc.median_fraction("compute") == pytest.approx((0.8 + 0.5) / 2)
+    assert acc.median_fraction(Bound.MEMORY) == pytest.approx((1 / 1.1 + 2.0) / 2)
+    assert acc.median_fraction(Bound.COMPUTE) == pytest.approx((0.8 + 0.5) / 2)
     assert [p.name for p in acc.worst(2)] == ["slow mm", "mm"]
     assert [p.name for p in acc.above_roof] == ["too fast"]
     text = "\n".join(acc.lines())
@@ -46,6 +47,24 @@ def test_accuracy_summary_arithmetic() -> None:
     table = accuracy_table([mm, fast, unmeasured])
     assert "80%" in table and "ABOVE ROOF" in table and "200%" in table
     assert acc.to_dict()["above_roof"] == ["too fast"]
+    assert json.loads(json.dumps(acc.to_dict()))["kernels"] == {"memory": 2, "compute": 2}
+
+
+def test_above_the_roof_starts_just_past_the_floor() -> None:
+    # floor 1e8 B / 100 GB/s = 1 ms. Measured exactly at the floor: 100% of the roof, not above it.
+    # Measured 5% faster (1 ms / 1.05): 105% of the roof, above it (a 110% threshold would miss it).
+    at = place_flop_bytes(1e6, 1e8, ROOF, "fp32", name="at the floor")
+    assert at.time_s == pytest.approx(1e-3)
+    at = at.with_measured(at.time_s)
+    faster = place_flop_bytes(1e6, 1e8, ROOF, "fp32", name="5% faster")
+    faster = faster.with_measured(faster.time_s / 1.05)
+    assert at.fraction_of_roof == 1.0 and not at.above_roof
+    assert faster.fraction_of_roof == pytest.approx(1.05) and faster.above_roof
+    acc = Accuracy.of([at, faster])
+    assert [p.name for p in acc.above_roof] == ["5% faster"]
+    assert sum("ABOVE THE ROOF" in line for line in acc.lines()) == 1
+    table = accuracy_table([at, faster])
+    assert table.count("ABOVE ROOF") == 1 and "105%" in table and "100%" in table
 
 
 torch = pytest.importorskip("torch")

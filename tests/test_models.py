@@ -9,10 +9,25 @@ from pathlib import Path
 import pytest
 
 from roofline.errors import RooflineError
-from roofline.models import analyze_model, build_graph, load_config, model_dtypes, preset_names
-from roofline.models.analysis import decode_limit, memory_fit
-from roofline.models.build import expected_experts_hit, windowed_pairs
-from roofline.models.config import SUPPORTED, config_from_dict
+from roofline.hardware import DEFAULT_MACHINE, get_machine
+from roofline.models import (
+    DEFAULT_LENGTH,
+    SUPPORTED,
+    AttentionKind,
+    analyze_model,
+    build_graph,
+    compare,
+    config_from_dict,
+    decode_limit,
+    expected_experts_hit,
+    experts_hit,
+    load_config,
+    memory_fit,
+    model_dtypes,
+    preset_names,
+    sweep,
+    windowed_pairs,
+)
 from roofline.vocab import Role
 
 # Published parameter counts (total, active), in units of 1e9 parameters, and where each comes from.
@@ -267,9 +282,16 @@ def test_mla_decode_runs_absorbed_over_the_latent_cache() -> None:
 def test_mla_decode_limit_far_above_gqa() -> None:
     # absorbed MLA does 2·128·(576 + 512) FLOPs per cached token per layer on 576·2 bytes: ≈ 242 FLOP/B
     # from attention alone, so DeepSeek-V3's decode limit sits far above Llama's ≈ 60
-    lim = decode_limit(load_config("deepseek-v3"), 8192).flop_per_byte
-    attention_only = 2 * 128 * (576 + 512) / (576 * 2)
-    assert attention_only == pytest.approx(241.8, abs=0.1)
+    cfg = load_config("deepseek-v3")
+    lim = decode_limit(cfg, 8192).flop_per_byte
+    attention_only = 2 * 128 * (576 + 512) / (576 * 2)  # 241.8: the limit of the kernel below as L grows
+    mg = build_graph(cfg, "decode", 1, 8192)
+    attn = next(k for k in mg.graph.kernels(mg.plans["flash"]) if k.name == "attn")
+    # one token, L = 8192 cached: q·cᵀ over 576 columns and p·c over 512, 2 FLOPs each, 5 per score
+    # for the softmax, over the latent cache read once plus q (576 per head) and the output (512 per head),
+    # 2 bytes each: 2286944256 / 9715712 = 235.4 FLOP/B
+    assert attn.flop == 2 * 128 * 8192 * (576 + 512) + 5 * 128 * 8192
+    assert attn.bytes == (8192 * 576 + 128 * 576 + 128 * 512) * 2
     assert lim > attention_only > decode_limit(load_config("llama-3-70b"), 8192).flop_per_byte
 
 
@@ -373,7 +395,7 @@ def test_malformed_and_unsupported_configs_fail_clearly(tmp_path: Path) -> None:
 
 
 def load_config_raw(name: str) -> dict[str, object]:
-    from roofline.models.config import preset_dict
+    from roofline.models import preset_dict
 
     return preset_dict(name)
 
@@ -416,3 +438,79 @@ def test_plot_and_html_delegate_to_the_report_contract(monkeypatch: pytest.Monke
     a.plot()
     assert 'srcdoc="x"' in a._repr_html_()  # the page, in an iframe of its own
     assert seen == [("fig", ["fused", "none", "flash"]), ("html", ["fused", "none", "flash"])]
+
+
+# --- one formula each, for ints and for numpy arrays ----------------------------------------------
+
+def test_attended_tokens_is_the_one_count_of_tokens_the_layers_hold() -> None:
+    import numpy as np
+
+    gemma = load_config("gemma-2-9b")  # 42 layers, even ones local: 21 global, 21 with the window W = 4096
+    assert gemma.attended_tokens(8192) == 21 * 8192 + 21 * 4096  # global layers read 8192, local 4096
+    assert gemma.attended_tokens(1000) == 42 * 1000  # below the window every layer reads all 1000
+    assert gemma.cached_tokens(AttentionKind.LOCAL, 8192) == 4096
+    assert gemma.cached_tokens(AttentionKind.GLOBAL, 8192) == 8192
+    lengths = np.array([1000, 4096, 8192])
+    assert gemma.attended_tokens(lengths).tolist() == [42 * 1000, 42 * 4096, 21 * 8192 + 21 * 4096]
+    assert isinstance(gemma.attended_tokens(8192), int)
+    # everything that counts held tokens takes them from there
+    assert decode_limit(gemma, 8192).attended_tokens == 21 * 8192 + 21 * 4096
+    per_token_layer = gemma.kv_elements_per_token_per_layer() * 2.0  # bf16
+    assert gemma.kv_cache_bytes(3, 8192) == 3 * per_token_layer * (21 * 8192 + 21 * 4096)
+    assert gemma.kv_cache_bytes(np.array([3, 3]), np.array([8192, 1000])).tolist() == [
+        gemma.kv_cache_bytes(3, 8192), gemma.kv_cache_bytes(3, 1000)]
+    llama = load_config("llama-3-70b")  # no window: 80 layers × L
+    assert llama.attended_tokens(8192) == 80 * 8192
+    assert llama.kv_cache_bytes(64, 8192) == 64 * 327_680 * 8192  # 320 KiB per token, all layers
+
+
+def test_windowed_pairs_and_experts_hit_agree_on_ints_and_numpy_arrays() -> None:
+    import numpy as np
+
+    # Σ_i min(i, W): N(N+1)/2 up to the window, then W more pairs per query
+    assert windowed_pairs(10, 4) == 4 * 5 // 2 + 6 * 4
+    assert windowed_pairs(3, 4) == windowed_pairs(3, None) == 3 * 4 // 2
+    queries = [1, 3, 4, 5, 10, 4096, 8192, 100_000]
+    for window in (None, 4, 4096):
+        as_array = windowed_pairs(np.array(queries, dtype=np.float64), window)
+        assert as_array.tolist() == [windowed_pairs(q, window) for q in queries]
+    # max(k, min(E, N·k, round(E·(1 − (1 − k/E)^N)))), rounding half to even in both
+    assert experts_hit(8, 2, 1) == 2  # one token: its k experts
+    assert experts_hit(8, 2, 64) == 8  # 8·(1 − (3/4)^64) = 8.0
+    assert experts_hit(256, 8, 64) == round(256 * (1 - (1 - 8 / 256) ** 64)) == 222
+    assert experts_hit(256, 8, 64, override=100) == 100
+    tokens = [1, 2, 3, 5, 8, 64, 512, 1 << 20]
+    for e, k in ((8, 2), (128, 8), (256, 8), (60, 4)):
+        as_array = experts_hit(e, k, np.array(tokens, dtype=np.float64))
+        assert as_array.tolist() == [experts_hit(e, k, n) for n in tokens]
+
+
+def test_library_defaults_are_the_command_line_defaults() -> None:
+    assert DEFAULT_LENGTH == 2048
+    a = analyze_model("llama-3-70b")
+    assert (a.machine.id, a.phase, a.batch, a.seq) == (get_machine(DEFAULT_MACHINE).id, "decode", 1, 2048)
+    assert analyze_model("gpt2").seq == 1024  # 2048 capped at GPT-2's max_position_embeddings
+    assert analyze_model("gpt2", seq=2048).seq == 2048  # a length given is kept (and warned about)
+    assert [r["seq"] for r in compare(["llama-3-70b", "gpt2"])] == [2048, 1024]
+    assert [r["seq"] for r in sweep("gpt2", batches=[1, 2])] == [1024, 1024]
+
+
+def test_param_counts_are_typed_parts_with_their_sums() -> None:
+    c = load_config("mixtral-8x7b")
+    p = c.param_counts()
+    assert list(p.parts) == list(p.active_parts)
+    assert p.active_parts["experts"] * 8 == p.parts["experts"] * 2  # k = 2 of E = 8 per token
+    assert p.total == sum(p.parts.values()) == c.total_params
+    assert p.active == p.total - p.parts["experts"] + p.active_parts["experts"] == c.active_params
+    assert p.matmul == c.matmul_params == p.active - p.parts["embedding"] - p.parts["norms"] - p.parts["biases"]
+
+
+def test_model_derivations_live_with_the_explanations() -> None:
+    from roofline.explain import explain_kernels, explain_kv, explain_machine, explain_model, explain_placement
+
+    a = analyze_model("mixtral-8x7b", "h100", "decode", 8, 4096)
+    text = explain_model(a)
+    assert "experts (k per token)" in text and "decode limit" in text
+    assert explain_kernels(a).startswith(explain_placement(a.placements[0]))
+    assert explain_kv(a.config, 2.0, "bf16")[0] == "KV cache per token"
+    assert explain_machine(get_machine("h100")).startswith("NVIDIA H100")

@@ -14,9 +14,16 @@ import pytest
 
 from roofline.cli import main
 from roofline.graph import Kernel
-from roofline.models import analyze_model, build_graph, load_config, preset_names
-from roofline.models.build import ModelGraph
-from roofline.models.config import GLOBAL, LOCAL, ModelConfig, config_from_dict
+from roofline.models import (
+    AttentionKind,
+    ModelConfig,
+    ModelGraph,
+    analyze_model,
+    build_graph,
+    config_from_dict,
+    load_config,
+    preset_names,
+)
 from roofline.vocab import Unit
 
 PROMPT = 2048  # the prefill check: batch 1, prompt 2048
@@ -97,8 +104,8 @@ def test_prefill_matrix_flops_are_2_params_tokens_plus_attention(name: str) -> N
     # every prompt token goes through the layers; only the last token of the sequence through the final
     # norm and LM head (its logits are the only ones prefill samples from), hence head × 1, not × PROMPT
     expected = 2 * body * PROMPT + 2 * head * 1
-    for kind in (GLOBAL, LOCAL):
-        window = c.sliding_window if kind == LOCAL else None
+    for kind in AttentionKind:
+        window = c.sliding_window if kind == AttentionKind.LOCAL else None
         expected += c.attention_layers(kind) * attention_matrix_flop_per_pair(c, "prefill") \
             * causal_pairs(PROMPT, window)
     assert matrix_flop(build_graph(c, "prefill", 1, PROMPT)) == pytest.approx(expected, rel=1e-3)
@@ -110,9 +117,9 @@ def test_decode_matrix_flops_are_2_params_per_sequence_plus_attention(name: str)
     body, head = linear_params_per_token(c)
     b, L = DECODE_BATCH, DECODE_CONTEXT
     expected = 2 * (body + head) * b  # one new token per sequence, and each gets logits
-    for kind in (GLOBAL, LOCAL):
+    for kind in AttentionKind:
         # one query against the L cached tokens (its own included), min(L, W) on a windowed layer
-        keys = min(L, c.sliding_window) if kind == LOCAL and c.sliding_window else L
+        keys = min(L, c.sliding_window) if kind == AttentionKind.LOCAL and c.sliding_window else L
         expected += c.attention_layers(kind) * attention_matrix_flop_per_pair(c, "decode") * b * keys
     assert matrix_flop(build_graph(c, "decode", b, L)) == pytest.approx(expected, rel=1e-3)
 
@@ -263,7 +270,7 @@ def test_plans_same_flops_and_naive_costs_exactly_the_scores(name: str, phase: s
     # softmax, read by pv: 4 × one score tensor per attention group and layer (bf16 scores)
     H, nq = c.num_heads, (seq if phase == "prefill" else 1)
     scores = 0
-    for kind in (GLOBAL, LOCAL):
+    for kind in AttentionKind:
         nkv = seq if phase == "prefill" else c.cached_tokens(kind, seq)  # naive prefill writes all N×N
         scores += c.attention_layers(kind) * 4 * batch * H * nq * nkv * 2
     extra = 0
@@ -328,6 +335,6 @@ def test_llama_attention_bias_puts_a_bias_on_o_proj_too() -> None:
            "attention_bias": True}
     c = config_from_dict(raw, "tiny-llama")
     h, H, G, d, layers = 256, 4, 2, 64, 2
-    assert c.param_counts()["biases"] == layers * ((H + 2 * G) * d + h)  # q, k, v biases + the o_proj bias
+    assert c.param_counts().parts["biases"] == layers * ((H + 2 * G) * d + h)  # q, k, v biases + the o_proj bias
     o_proj = kernel(build_graph(c, "decode", 1, 16), "o_proj")
     assert [t.shape for t in o_proj.reads if t.role == "weight"] == [(H * d, h), (h,)]

@@ -7,8 +7,7 @@ import time
 import pytest
 
 from roofline.hardware import get_machine
-from roofline.models import analyze_model, compare, load_config, model_dtypes, sweep, sweep_arrays
-from roofline.models.analysis import StepModel
+from roofline.models import StepModel, analyze_model, compare, load_config, model_dtypes, sweep, sweep_arrays
 
 CASES = [
     ("llama-3-70b", "decode"), ("llama-3-70b", "prefill"), ("deepseek-v3", "decode"), ("deepseek-v3", "prefill"),

@@ -23,7 +23,7 @@ from torch import nn  # noqa: E402
 import roofline  # noqa: E402
 from roofline.cli import main  # noqa: E402
 from roofline.graph import UNFUSED  # noqa: E402
-from roofline.measure.tracer import bytes_by_kind, flop_by_kind, trace_call  # noqa: E402
+from roofline.tracing import FORMULAS, OpCall, Registry, bytes_by_kind, flop_by_kind, trace_call  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -259,7 +259,7 @@ def test_fused_attention_is_one_kernel_and_unfused_writes_the_scores() -> None:
     q, k, v = (torch.randn(b, h, n, d) for _ in range(3))
     t = trace_call(lambda: F.scaled_dot_product_attention(q, k, v))
     assert [op.kind for op in t.ops] == ["attention_qk", "softmax", "attention_pv"]
-    assert t.flop == 4 * b * h * n * n * d + 5 * b * h * n * n  # the seed's 4·N²·d per head, + softmax
+    assert t.flop == 4 * b * h * n * n * d + 5 * b * h * n * n  # 4·N²·d per head (two matmuls), + softmax
     (fused,) = t.graph.kernels(t.plan)
     assert fused.bytes == 4 * b * h * n * d * 4  # only q, k, v and the output cross memory
     naive = t.graph.kernels(UNFUSED)
@@ -349,16 +349,18 @@ def test_traced_graph_works_with_tables_and_plans() -> None:
     assert "layers.0.attn.qkv.linear" in placements_table(traced.placements)
 
 
-def test_an_op_the_tracer_fails_on_is_reported_not_fatal(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_op_the_tracer_fails_on_is_reported_not_fatal() -> None:
     """The traced program always runs to the end; an op the tracer cannot count is named in errors."""
-    from roofline.measure import tracer
-
-    def broken(call: tracer.Call) -> list[Any]:
+    def broken(call: OpCall) -> list[Any]:
         raise ValueError("no formula today")
 
-    monkeypatch.setitem(tracer.FORMULAS, "relu", broken)
+    mine = Registry()  # every formula but relu's, and a relu that fails
+    for name, f in FORMULAS.items():
+        if name != "relu":
+            mine.register(name)(f)
+    mine.register("relu")(broken)
     x = torch.randn(8)
-    t = trace_call(lambda: (x.relu() + 1.0))
+    t = trace_call(lambda: (x.relu() + 1.0), formulas=mine)
     assert [op.kind for op in t.ops] == ["add"]
     assert list(t.errors) == ["aten.relu.default"] and "no formula today" in t.errors["aten.relu.default"]
 
@@ -367,3 +369,62 @@ def test_unnamed_dtypes_are_stored_by_width() -> None:
     x = torch.ones(16, dtype=torch.uint16)
     t = trace_call(lambda: x.clone())
     assert t.graph.kernels()[0].bytes == 2 * 16 * 2  # two bytes per element, read once, written once
+
+
+def test_torch_dtypes_resolve_through_the_one_dtype_table() -> None:
+    """Every torch dtype is stored at its element size; a name roofline.dtypes knows (ALIASES or
+    DTYPES) at that size is that dtype, so there is no second torch -> roofline table to drift."""
+    from types import SimpleNamespace
+
+    from roofline.dtypes import ALIASES, DTYPES, get_dtype
+    from roofline.tracing.tracer import dtype_of
+
+    seen = 0
+    for name in dir(torch):
+        dt = getattr(torch, name)
+        if not isinstance(dt, torch.dtype) or str(dt) != f"torch.{name}":
+            continue
+        ours = dtype_of(SimpleNamespace(dtype=dt))  # what the tracer reads of a tensor
+        assert ours.bytes_per_element == dt.itemsize, name
+        if name in ALIASES or name in DTYPES:
+            known = get_dtype(name)
+            assert ours == known or known.bytes_per_element != dt.itemsize, name
+        seen += 1
+    assert seen > 20
+    # the names the tracer met before this table was shared: each still the same dtype
+    for name, expected in (("float64", "fp64"), ("float32", "fp32"), ("bfloat16", "bf16"), ("float16", "fp16"),
+                           ("float8_e4m3fn", "fp8_e4m3"), ("float8_e5m2", "fp8_e5m2"), ("uint8", "int8"),
+                           ("int64", "int64"), ("bool", "bool"), ("complex64", "complex64")):
+        assert dtype_of(SimpleNamespace(dtype=getattr(torch, name))).name == expected
+
+
+def test_formula_argument_positions_match_the_schemas() -> None:
+    """Formulas read arguments by schema position (as a profiler's Input Dims lists them); these are
+    the positions they read, checked against this PyTorch's schemas."""
+    from roofline.tracing.registry import ATTENTION, CONVOLUTION
+
+    def names(op: str) -> list[str]:
+        return [a.name for a in getattr(torch.ops.aten, op).default._schema.arguments]
+
+    for op, (mask_at, causal_at) in ATTENTION.items():
+        args = names(op)
+        assert args[:3] == ["query", "key", "value"], op
+        assert args[causal_at] in ("is_causal", "custom_mask_type"), op
+        assert mask_at is None or args[mask_at] in ("attn_mask", "attn_bias"), op
+    for op in CONVOLUTION:
+        assert names(op)[:2] == ["input", "weight"] and names(op)[6] == "transposed"
+    for op in ("addmm", "addmv", "_addmm_activation", "baddbmm", "addbmm"):
+        assert names(op)[0] == "self" and names(op)[1] in ("mat1", "mat", "batch1"), op
+    assert names("linear")[:2] == ["input", "weight"] and names("embedding")[:2] == ["weight", "indices"]
+
+
+def test_the_facade_trace_is_the_rooms_tracer() -> None:
+    """roofline.trace (the facade's function) and roofline.tracing (the room) never share a name."""
+    import roofline.tracing
+    import roofline.tracing.registry as registry
+
+    x = torch.randn(4, 4)
+    with roofline.trace() as t:
+        x @ x
+    assert t.flop == 2 * 4**3 and roofline.tracing.trace_call(lambda: x @ x).flop == t.flop  # 2·4·4·4 FLOP
+    assert registry.FORMULAS is roofline.tracing.FORMULAS and roofline.trace is roofline.tracing.trace

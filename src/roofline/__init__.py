@@ -1,10 +1,9 @@
 """roofline: is this kernel waiting on the arithmetic units or on memory, and how fast can it go?
 
-The analytic core (units, dtypes, hardware, graph, kernels, analysis, explain) imports no torch,
-numpy-free where it can, and no plotting library; `measure` and `report` sit on top of it.
+The facade: the names most users need, from the rooms below (README "Architecture"). The analytic
+core (vocab, units, dtypes, hardware, graph, kernels, placement) imports no torch, numpy or plotting
+library; importing the package also attaches the notebook methods (roofline.report.notebook).
 """
-
-from typing import TYPE_CHECKING, Any
 
 from roofline.dtypes import DType, get_dtype
 from roofline.errors import RooflineError
@@ -13,23 +12,12 @@ from roofline.hardware import Machine, get_machine, load_machine_file
 from roofline.placement import GraphAnalysis, Placement, analyze_graph, crossover, kernel_time, place, place_flop_bytes
 from roofline.report import notebook as _notebook
 
-if TYPE_CHECKING:
-    from contextlib import AbstractContextManager
-
-    from roofline.measure.tracer import Trace
+# `with roofline.trace(model) as t: model(x)`: torch is imported only when it is called
+from roofline.tracing import trace
 
 __version__ = "0.1.0"
 
 _notebook.install()
-
-
-def trace(module: Any = None, **options: Any) -> "AbstractContextManager[Trace]":
-    """`with roofline.trace(model) as t: model(x)`: see roofline.measure.tracer.trace (needs torch;
-    imported only when called, so the core stays free of torch and the measurement layer)."""
-    from roofline.measure.tracer import trace as _trace
-
-    return _trace(module, **options)
-
 
 __all__ = ["Cost", "DType", "FusionPlan", "Graph", "GraphAnalysis", "Kernel", "Machine", "Op", "Placement",
            "RooflineError", "Tensor", "analyze_graph", "crossover", "get_dtype", "get_machine", "kernel_time",

@@ -1,12 +1,17 @@
 """The one exception family a user can cause. The CLI turns each into one line on stderr, exit 2.
 
-Layering: imports nothing.
+A missing optional dependency is one of them: `need_torch` imports torch or says what to install.
+
+Layering: imports nothing from roofline (torch only inside `need_torch`).
 """
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
+from typing import Any
+
+TORCH_HINT = "pip install -e '.[torch]' (it pins torch==2.13.0)"
 
 
 class RooflineError(ValueError):
@@ -38,3 +43,12 @@ def unknown(what: str, word: str, choices: Iterable[str], hint: str = "") -> Roo
     if hint:
         text += f" ({hint})"
     return RooflineError(text)
+
+
+def need_torch(what: str) -> Any:
+    """Import torch or fail with one line that says what to install."""
+    try:
+        import torch
+    except ImportError:
+        raise RooflineError(f"{what} needs torch, which is not installed: {TORCH_HINT}") from None
+    return torch

@@ -228,7 +228,7 @@ def place(work: Cost | Kernel, machine: Machine | str, dtype: str | DType | None
     cost = work.cost if isinstance(work, Kernel) else work
     if kernel is not None and kernel.compute_dtype is not None:
         dt = kernel.compute_dtype
-    units = set(cost.flop_by_unit) | {Unit.MATRIX}
+    units = [u for u in Unit if u is Unit.MATRIX or u in cost.flop_by_unit]  # in Unit's order: stable output
     bandwidths = {lv.name: lv.bytes_per_s for lv in m.memory.values() if lv.bytes_per_s}
     for level, b in cost.bytes_by_level.items():
         if b and level not in bandwidths:
@@ -276,6 +276,16 @@ class GraphAnalysis:
     @property
     def flop_per_byte(self) -> float:
         return self.flop / self.bytes if self.bytes else math.inf
+
+    @property
+    def ridge_flop_per_byte(self) -> float:
+        """The machine's ridge for this dtype, I* = matrix peak / DRAM bandwidth."""
+        return self.machine.ridge_flop_per_byte(self.dtype)
+
+    @property
+    def attainable_flop_per_s(self) -> float:
+        """FLOPs / Σ floors: the rate of the whole sequence at its floor."""
+        return self.flop / self.time_s if self.time_s else 0.0
 
     @property
     def bound_times_s(self) -> dict[Resource, float]:

@@ -180,12 +180,17 @@ def format_count(n: float) -> str:
     return f"{n:g}"
 
 
+def require_positive_int(value: object, label: str) -> int:
+    """The one check of a size handed to the library: an int of at least 1 (True is not a size)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UnitError(f"{label} must be a positive integer, got {value!r}")
+    return value
+
+
 def parse_positive_int(text: object, label: str) -> int:
     """A size from the command line: "8192" or "8_192"; "-5", "0" and "abc" fail naming `label`."""
     try:
         number = int(str(text).replace("_", ""))
     except ValueError:
         raise UnitError(f"{label} must be a positive integer, got {text!r}") from None
-    if number < 1:
-        raise UnitError(f"{label} must be a positive integer, got {number}")
-    return number
+    return require_positive_int(number, label)

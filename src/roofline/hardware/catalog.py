@@ -21,6 +21,7 @@ from roofline.units import UnitError, format_bytes, format_bytes_per_s, format_f
 from roofline.vocab import Level
 
 DATA = Path(__file__).parent / "data"
+DEFAULT_MACHINE = "h100"  # the machine the library and the command line analyse on when none is named
 
 _TOP = {"id", "name", "aliases", "vendor", "kind", "architecture", "year", "note", "notes",
         "measured", "peak", "memory", "interconnect"}

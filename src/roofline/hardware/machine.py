@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 from roofline.dtypes import DType, get_dtype
 from roofline.errors import RooflineError
@@ -121,3 +122,22 @@ class Machine:
             if key in self.matrix_flop_per_s:
                 return key
         return self.dtypes()[0]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The machine as JSON: every ceiling in base units, its ridges and the sources."""
+        return {
+            "name": self.id,
+            "full_name": self.name,
+            "aliases": list(self.aliases),
+            "vendor": self.vendor,
+            "kind": self.kind,
+            "peak_flop_per_s": dict(self.matrix_flop_per_s),
+            "vector_flop_per_s": dict(self.vector_flop_per_s),
+            "sparse_flop_per_s": dict(self.sparse_flop_per_s),
+            "memory_bytes_per_s": self.memory_bytes_per_s,
+            "memory_capacity_bytes": self.memory_capacity_bytes,
+            "interconnect_bytes_per_s": self.interconnect_bytes_per_s,
+            "ridge_flop_per_byte": {d: self.ridge_flop_per_byte(d) for d in self.matrix_flop_per_s},
+            "sources": dict(self.sources),
+            "measured": self.measured,
+        }

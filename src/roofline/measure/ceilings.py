@@ -20,13 +20,12 @@ most CPUs) is measured at a small size instead of stalling the run.
 Each ceiling is the best rate over the repeats and backends (the minimum time: what the hardware
 proved it can do, STREAM's convention); min / median / max are all kept.
 
-Layering: imports roofline.hardware, roofline.measure.timing, roofline.measure.env; numpy and torch
-only inside functions.
+Layering: imports roofline.hardware, roofline.vocab, roofline.measure.timing, roofline.measure.env;
+numpy and torch only inside functions.
 """
 
 from __future__ import annotations
 
-import math
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -35,15 +34,16 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from roofline.errors import RooflineError
+from roofline.errors import TORCH_HINT, RooflineError, need_torch
 from roofline.hardware import Machine, MemoryLevel, catalog
 from roofline.hardware.machine import PEAK_KEYS
 from roofline.measure.env import Environment, capture_environment
 from roofline.measure.timing import Timing, time_calls, time_cuda
-from roofline.vocab import Level
+from roofline.vocab import Bound, Level, Unit
 
-MEMORY = "memory"
-MATRIX = "matrix"
+# What a CeilingRun measured (its `kind`; in JSON "memory" and "matrix"): a STREAM kernel the memory
+# bandwidth (Bound.MEMORY), a square matmul the matrix units (Unit.MATRIX).
+CeilingKind = Bound | Unit
 DEVICES = ("cpu", "cuda")
 CPU_DTYPES = ("fp64", "fp32", "bf16", "fp16")
 CUDA_DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8")
@@ -53,17 +53,6 @@ STREAM_ARRAYS = {"copy": 2, "scale": 2, "add": 3, "triad": 3}
 SCALAR = 3.0  # STREAM's q
 
 Progress = Callable[[str], None]
-
-TORCH_HINT = "pip install -e '.[torch]' (it pins torch==2.13.0)"
-
-
-def need_torch(what: str) -> Any:
-    """Import torch or fail with one line that says what to install."""
-    try:
-        import torch
-    except ImportError:
-        raise RooflineError(f"{what} needs torch, which is not installed: {TORCH_HINT}") from None
-    return torch
 
 
 def need_cuda(what: str) -> Any:
@@ -80,7 +69,7 @@ def need_cuda(what: str) -> Any:
 class CeilingRun:
     """One benchmark of one ceiling: `work` bytes (memory) or FLOPs (matrix) per call."""
 
-    kind: str  # MEMORY | MATRIX
+    kind: CeilingKind  # Bound.MEMORY (a STREAM kernel) | Unit.MATRIX (a matmul)
     name: str  # "triad", "matmul 2048³"
     backend: str  # "numpy" | "torch" | "cuda"
     dtype: str  # peak key (matrix) or the arrays' dtype (memory)
@@ -102,10 +91,10 @@ class CeilingRun:
 
     @property
     def unit(self) -> str:
-        return "bytes_per_s" if self.kind == MEMORY else "flop_per_s"
+        return "bytes_per_s" if self.kind is Bound.MEMORY else "flop_per_s"
 
     def to_dict(self) -> dict[str, Any]:
-        key = "bytes" if self.kind == MEMORY else "flop"
+        key = "bytes" if self.kind is Bound.MEMORY else "flop"
         return {"kind": self.kind, "name": self.name, "backend": self.backend, "dtype": self.dtype,
                 key: self.work, "counted": self.counted, **self.timing.to_dict(),
                 f"max_{self.unit}": self.best_rate, f"median_{self.unit}": self.median_rate,
@@ -126,7 +115,7 @@ class Ceilings:
 
     @property
     def memory_run(self) -> CeilingRun:
-        runs = [r for r in self.runs if r.kind == MEMORY]
+        runs = [r for r in self.runs if r.kind is Bound.MEMORY]
         if not runs:
             raise RooflineError("no bandwidth was measured")
         return max(runs, key=lambda r: r.best_rate)
@@ -137,7 +126,7 @@ class Ceilings:
         return self.memory_run.best_rate
 
     def matrix_run(self, key: str) -> CeilingRun:
-        runs = [r for r in self.runs if r.kind == MATRIX and r.dtype == key]
+        runs = [r for r in self.runs if r.kind is Unit.MATRIX and r.dtype == key]
         if not runs:
             raise RooflineError(f"no {key} matmul was measured")
         return max(runs, key=lambda r: r.best_rate)
@@ -145,10 +134,10 @@ class Ceilings:
     @property
     def peak_flop_per_s(self) -> dict[str, float]:
         """dtype (peak key) -> the best matmul rate measured in it."""
-        keys = sorted({r.dtype for r in self.runs if r.kind == MATRIX}, key=PEAK_KEYS.index)
+        keys = sorted({r.dtype for r in self.runs if r.kind is Unit.MATRIX}, key=PEAK_KEYS.index)
         return {k: self.matrix_run(k).best_rate for k in keys}
 
-    def best_by_backend(self, kind: str, dtype: str | None = None) -> dict[str, float]:
+    def best_by_backend(self, kind: CeilingKind, dtype: str | None = None) -> dict[str, float]:
         out: dict[str, float] = {}
         for r in self.runs:
             if r.kind == kind and (dtype is None or r.dtype == dtype):
@@ -396,7 +385,7 @@ def _cpu_memory(plan: Plan, env: Environment, backends: Sequence[str], say: Prog
         for name, backend, fn in kernels:
             say(f"bandwidth: {name} ({backend})")
             timing = time_calls(fn, repeats=plan.repeats, warmup=1)
-            runs.append(CeilingRun(MEMORY, name, backend, "fp64", STREAM_ARRAYS[name] * 8.0 * n, timing,
+            runs.append(CeilingRun(Bound.MEMORY, name, backend, "fp64", STREAM_ARRAYS[name] * 8.0 * n, timing,
                                    counted[name]))
     finally:
         if "numpy" in backends:
@@ -450,7 +439,7 @@ def _ladder(plan: Plan, key: str, backend: str, say: Progress,
             done = f" (kept the sizes before it, up to {runs[-1].name})" if runs else ""
             errors[key] = f"n={n}: {type(exc).__name__}: {first}{done}"
             break
-        runs.append(CeilingRun(MATRIX, f"matmul {n}³", backend, key, 2.0 * n**3, timing,
+        runs.append(CeilingRun(Unit.MATRIX, f"matmul {n}³", backend, key, 2.0 * n**3, timing,
                                f"2·n³ = 2·{n}³ FLOP per call"))
         if timing.median_s * 8 > plan.call_limit_s:
             break
@@ -531,7 +520,7 @@ def _measure_cuda(plan: Plan, env: Environment, say: Progress) -> tuple[list[Cei
         for name, fn in kernels.items():
             say(f"bandwidth: {name} (cuda)")
             timing = time_cuda(fn, repeats=plan.repeats * 2, warmup=3)
-            runs.append(CeilingRun(MEMORY, name, "cuda", "fp32", STREAM_ARRAYS[name] * 4.0 * n, timing,
+            runs.append(CeilingRun(Bound.MEMORY, name, "cuda", "fp32", STREAM_ARRAYS[name] * 4.0 * n, timing,
                                    f"STREAM: {STREAM_ARRAYS[name]} arrays x 4 B x {n} elements"))
         del a, b, c
         torch.cuda.empty_cache()
@@ -572,7 +561,3 @@ def _tf32(on: bool) -> Iterator[None]:
         yield
     finally:
         matmul.allow_tf32 = old_flag
-
-
-def ratio_text(value: float) -> str:
-    return f"{value:.1%}" if math.isfinite(value) else "—"

@@ -140,13 +140,20 @@ def blas_info() -> list[dict[str, str]]:
 
 
 def versions() -> dict[str, str]:
+    """Python's version, and numpy's and torch's where they import (each imported by name, in plain sight)."""
     out = {"python": platform.python_version()}
-    for name in ("numpy", "torch"):
-        try:
-            module = __import__(name)
-        except ImportError:
-            continue
-        out[name] = str(getattr(module, "__version__", "?"))
+    try:
+        import numpy
+    except ImportError:
+        pass
+    else:
+        out["numpy"] = str(getattr(numpy, "__version__", "?"))
+    try:
+        import torch
+    except ImportError:
+        pass
+    else:
+        out["torch"] = str(getattr(torch, "__version__", "?"))
     return out
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -152,7 +152,3 @@ def rotation_count(set_bytes: float, cache_bytes: float | None, cover: float = 8
     wanted = math.ceil(cover * cache_bytes / set_bytes) + 1
     affordable = max(1, int(memory_budget_bytes // set_bytes))
     return max(1, min(limit, wanted, affordable))
-
-
-def summarize(times: Sequence[float]) -> Timing:
-    return Timing(tuple(times))

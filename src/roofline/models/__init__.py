@@ -5,28 +5,38 @@
     a = analyze_model("llama-3-70b", "h100", "decode", batch=64, seq=8192)
     a.flop_per_byte, a.decode_limit.flop_per_byte, a.crossover.reason
 
+Modules, by concern:
+    transformer  ModelConfig: the shape, attended tokens and KV cache, parameter counts
+    config       HF config.json and presets in, a ModelConfig out
+    formulas     the closed-form counts the builder and the step model share (ints or numpy arrays)
+    dtypes       dtypes by tensor role, and the compute dtype on a machine
+    build        the graph of one step and its fusion plans
+    analysis     one step on one machine: totals, memory fit, decode limit, crossover
+    stepmodel    the numpy step model over grids of (batch, length), and the crossover search
+    sweep        sweeps over batch × length × dtype × machine, and model comparisons
+
 Layering: core. No torch, no plotting, no measurement at import time (numpy only inside sweeps).
 """
 
 from roofline.models.analysis import (
-                                      ModelAnalysis,
-                                      analyze_model,
-                                      compare,
-                                      decode_limit,
-                                      memory_fit,
-                                      sweep,
-                                      sweep_arrays,
+    Crossover,
+    DecodeLimit,
+    MemoryFit,
+    ModelAnalysis,
+    analyze_model,
+    decode_limit,
+    memory_fit,
 )
-from roofline.models.build import (
-                                      PLANS,
-                                      ModelDtypes,
-                                      ModelGraph,
-                                      build_graph,
-                                      expected_experts_hit,
-                                      model_dtypes,
-)
-from roofline.models.config import ModelConfig, config_from_dict, load_config, preset_names
+from roofline.models.build import DEFAULT_PLAN, PLANS, ModelGraph, build_graph
+from roofline.models.config import SUPPORTED, config_from_dict, load_config, preset_dict, preset_names
+from roofline.models.dtypes import ModelDtypes, compute_dtype, model_dtypes
+from roofline.models.formulas import expected_experts_hit, experts_hit, windowed_pairs
+from roofline.models.stepmodel import StepModel
+from roofline.models.sweep import SWEEP_COLUMNS, compare, sweep, sweep_arrays
+from roofline.models.transformer import DEFAULT_LENGTH, AttentionKind, MlpKind, ModelConfig, ParamCounts
 
-__all__ = ["PLANS", "ModelAnalysis", "ModelConfig", "ModelDtypes", "ModelGraph", "analyze_model",
-           "build_graph", "compare", "config_from_dict", "decode_limit", "expected_experts_hit", "load_config",
-           "memory_fit", "model_dtypes", "preset_names", "sweep", "sweep_arrays"]
+__all__ = ["DEFAULT_LENGTH", "DEFAULT_PLAN", "PLANS", "SUPPORTED", "SWEEP_COLUMNS", "AttentionKind", "Crossover",
+           "DecodeLimit", "MemoryFit", "MlpKind", "ModelAnalysis", "ModelConfig", "ModelDtypes", "ModelGraph",
+           "ParamCounts", "StepModel", "analyze_model", "build_graph", "compare", "compute_dtype", "config_from_dict",
+           "decode_limit", "expected_experts_hit", "experts_hit", "load_config", "memory_fit", "model_dtypes",
+           "preset_dict", "preset_names", "sweep", "sweep_arrays", "windowed_pairs"]

@@ -1,5 +1,5 @@
-"""A transformer step on a machine: every kernel placed, the totals, memory fit, decode limit,
-crossover batch, and sweeps over batch × context × dtype × machine.
+"""A transformer step on a machine: every kernel placed, the totals, memory fit, decode limit and
+crossover batch.
 
 Per kernel the placement is the core's (`roofline.placement.place` through `analyze_graph`); the
 step's time floor is the sum of its kernels' floors (kernels run one after another).
@@ -12,65 +12,36 @@ and vanish per sequence, while FLOPs and KV bytes both grow with B:
 
 P is the parameters a token multiplies (active, without the gathered embedding table), the second
 term the attention arithmetic (the seed's 4·L·h per layer when d_qk = d_v = d and H·d = h). A
-windowed layer reads min(L, W) tokens instead of L. Llama 3 70B at 8k context: (2·69.5e9 +
-4·8192·8192·80) / (8192·327,680) = 59.8 FLOP/B; at 128k, 11.2.
+windowed layer reads min(L, W) tokens instead of L (`ModelConfig.attended_tokens`). Llama 3 70B at
+8k context: (2·69.5e9 + 4·8192·8192·80) / (8192·327,680) = 59.8 FLOP/B; at 128k, 11.2.
 
-Sweeps. Every FLOP and byte count of a step's kernels is a linear combination of a few features of
-(batch B, length S): 1, B, B·S, B·S² (prefill), B·min(S, W) (windowed decode), B·pairs_W(S)
-(windowed prefill) and the number of experts hit (MoE). `StepModel` builds the real graph at a
-handful of sample points, solves for those coefficients exactly, checks the fit reproduces every
-sample, and then evaluates any grid of (B, S) with numpy: the same kernels, the same max(compute,
-memory) per kernel, without rebuilding the graph per point.
+The crossover batch comes from the vectorised step model (`roofline.models.stepmodel`); sweeps
+over batch × context × dtype × machine are in `roofline.models.sweep`.
 
-Layering: imports roofline.placement, roofline.graph, roofline.hardware, roofline.dtypes,
-roofline.errors, roofline.models; numpy is imported inside the sweep functions. Charts and notebook
-methods are attached by roofline.report.notebook.
+Layering: imports roofline.placement, roofline.hardware, roofline.dtypes, roofline.units and the
+models room's transformer, config, build, dtypes and stepmodel. Charts and notebook methods are
+attached by roofline.report.notebook.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from roofline.dtypes import DType, get_dtype
-from roofline.errors import RooflineError
-from roofline.graph import Kernel
-from roofline.hardware import Machine, get_machine
-from roofline.models.build import (
-    DEFAULT_PLAN,
-    PLANS,
-    ModelDtypes,
-    ModelGraph,
-    build_graph,
-    experts_hit,
-    model_dtypes,
-    windowed_pairs,
-)
-from roofline.models.config import GLOBAL, LOCAL, ModelConfig, load_config
-from roofline.placement import GraphAnalysis, Placement, analyze_graph, crossover
+from roofline.hardware import DEFAULT_MACHINE, Machine, get_machine
+from roofline.models.build import DEFAULT_PLAN, PLANS, ModelGraph, as_plan, build_graph
+from roofline.models.config import load_config
+from roofline.models.dtypes import ModelDtypes, compute_dtype, model_dtypes
+from roofline.models.stepmodel import Crossover, StepModel, find_crossover
+from roofline.models.transformer import ModelConfig
+from roofline.placement import GraphAnalysis, Placement, analyze_graph
 from roofline.units import finite_or_none
-from roofline.vocab import Bound, Level, Phase, Plan, Resource, Role, Unit, bound_class
-
-if TYPE_CHECKING:  # pragma: no cover
-    import numpy as np
-
-
-def compute_dtype(dtypes: ModelDtypes, machine: Machine) -> DType:
-    """The dtype whose matrix peak the step runs at: the one asked for, else the activation dtype
-    where the machine has a peak for it, else the machine's default (bf16 on GPUs)."""
-    if dtypes.compute is not None:
-        if not machine.has_peak(dtypes.compute):
-            raise RooflineError(f"{machine.id} lists no matrix peak for {dtypes.compute.peak_key}; "
-                                f"it has: {', '.join(machine.dtypes())}")
-        return dtypes.compute
-    if machine.has_peak(dtypes.activations):
-        return dtypes.activations
-    return get_dtype(machine.default_dtype())
-
+from roofline.vocab import Bound, Phase, Plan, Resource, Role
 
 # --- memory fit -----------------------------------------------------------------------------------
 
@@ -143,7 +114,7 @@ class DecodeLimit:
     @property
     def attended_tokens(self) -> int:
         """Σ over layers of the tokens each reads: L per global layer, min(L, W) per windowed one."""
-        return sum(self.config.cached_tokens(kind, self.context) for kind in self.config.layer_kinds)
+        return self.config.attended_tokens(self.context)
 
     @property
     def attention_flop_per_token(self) -> float:
@@ -162,22 +133,6 @@ class DecodeLimit:
 
 def decode_limit(cfg: ModelConfig, context: int, kv_dtype: str | DType = "bf16") -> DecodeLimit:
     return DecodeLimit(cfg, context, get_dtype(kv_dtype).bytes_per_element)
-
-
-# --- crossover -------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Crossover:
-    """The smallest batch at which the step's intensity reaches the ridge, or None ("never")."""
-
-    batch: int | None
-    ridge_flop_per_byte: float
-    limit_flop_per_byte: float  # the step's intensity as the batch grows without bound (graph totals)
-    reason: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"batch": self.batch, "never": self.batch is None, "ridge_flop_per_byte": self.ridge_flop_per_byte,
-                "limit_flop_per_byte": finite_or_none(self.limit_flop_per_byte), "reason": self.reason}
 
 
 # --- the analysis ----------------------------------------------------------------------------------
@@ -199,7 +154,7 @@ class ModelAnalysis:
         return self.model.config
 
     @property
-    def phase(self) -> str:
+    def phase(self) -> Phase:
         return self.model.shape.phase
 
     @property
@@ -363,301 +318,23 @@ class ModelAnalysis:
         return f"{self.config.name} {self.phase}, batch {self.batch}, {what} {self.seq}, on {self.machine.name}"
 
 
-def analyze_model(model: str | ModelConfig, machine: str | Machine = "h100", phase: str = Phase.DECODE, batch: int = 1,
-                  seq: int = 2048, plan: Plan | str = DEFAULT_PLAN, dtypes: ModelDtypes | None = None,
-                  experts_hit: int | None = None, overrides: Mapping[str, str] | None = None) -> ModelAnalysis:
+def analyze_model(model: str | ModelConfig, machine: str | Machine = DEFAULT_MACHINE, phase: Phase | str = Phase.DECODE,
+                  batch: int = 1, seq: int | None = None, plan: Plan | str = DEFAULT_PLAN,
+                  dtypes: ModelDtypes | None = None, experts_hit: int | None = None,
+                  overrides: Mapping[str, str] | None = None) -> ModelAnalysis:
     """Build the step's graph and place every kernel under every fusion plan.
 
-    `seq` is the prompt length in prefill and the context length in decode."""
-    if plan not in PLANS:
-        raise RooflineError(f"unknown fusion plan {plan!r}; plans: {', '.join(PLANS)}")
-    plan = Plan(plan)
+    `seq` is the prompt length in prefill and the context length in decode; None: DEFAULT_LENGTH
+    (2048) capped at the model's max_position_embeddings, as the command line does."""
+    plan = as_plan(plan)
     cfg = load_config(model, overrides)
     m = get_machine(machine)
     dt = dtypes or model_dtypes()
-    mg = build_graph(cfg, phase, batch, seq, dt, experts_hit)
+    mg = build_graph(cfg, phase, batch, cfg.length(seq), dt, experts_hit)
     cdt = compute_dtype(dt, m)
     plans = {name: analyze_graph(mg.graph, m, cdt, mg.plans[name]) for name in PLANS}
     return ModelAnalysis(mg, m, cdt, plan, MappingProxyType(plans), mg.warnings)
 
 
-# --- the vectorised step model -----------------------------------------------------------------------
-
-def _features(cfg: ModelConfig, phase: str, batch: np.ndarray, seq: np.ndarray,
-              hit_override: int | None) -> np.ndarray:
-    """The columns every kernel's FLOPs and bytes are linear in (see the module docstring)."""
-    import numpy as np
-
-    b = batch.astype(np.float64)
-    s = seq.astype(np.float64)
-    cols = [np.ones_like(b), b, b * s]
-    window = cfg.sliding_window if cfg.attention_layers(LOCAL) else None
-    if phase == Phase.PREFILL:
-        cols.append(b * s * s)
-        if window:
-            w = float(window)
-            wp = np.where(s <= w, s * (s + 1) / 2, w * (w + 1) / 2 + (s - w) * w)
-            cols.append(b * wp)
-    elif window:
-        cols.append(b * np.minimum(s, float(window)))
-    if cfg.is_moe:
-        tokens = b * (s if phase == Phase.PREFILL else 1.0)
-        if hit_override is not None:
-            hit = np.full_like(b, float(hit_override))
-        else:
-            e, k = float(cfg.num_experts), float(cfg.experts_per_token)
-            expected = np.round(e * (1.0 - (1.0 - k / e) ** tokens))
-            hit = np.maximum(k, np.minimum(np.minimum(e, tokens * k), expected))
-        cols.append(hit)
-    return np.stack(cols, axis=1)
-
-
-def _sample_points(cfg: ModelConfig, phase: str) -> list[tuple[int, int]]:
-    """(batch, length) points that separate every feature: small and large lengths, both sides of
-    the window, and small token counts where the experts hit still grow with the batch."""
-    lengths = {1, 2, 3, 5, 9, 33}
-    if cfg.sliding_window and cfg.attention_layers(LOCAL):
-        w = cfg.sliding_window
-        lengths |= {max(1, w // 2), w + 1, w + 7, 2 * w + 3}
-    return [(b, s) for b in (1, 2, 3, 5, 8) for s in sorted(lengths)]
-
-
-@dataclass(frozen=True)
-class StepModel:
-    """Per-kernel coefficients: flop_matrix, flop_vector and bytes = features · coefficients."""
-
-    config: ModelConfig
-    phase: str
-    dtypes: ModelDtypes
-    plan: Plan
-    names: tuple[str, ...]
-    counts: tuple[int, ...]
-    coef_matrix: Any  # numpy arrays [features, kernels]
-    coef_vector: Any
-    coef_bytes: Any
-    experts_hit_override: int | None = None
-
-    @classmethod
-    def fit(cls, cfg: ModelConfig, phase: str, dtypes: ModelDtypes, plan: Plan = DEFAULT_PLAN,
-            experts_hit_override: int | None = None) -> StepModel:
-        import numpy as np
-
-        points = _sample_points(cfg, phase)
-        names: tuple[str, ...] = ()
-        counts: tuple[int, ...] = ()
-        rows_m, rows_v, rows_b = [], [], []
-        for b, s in points:
-            mg = build_graph(cfg, phase, b, s, dtypes, experts_hit_override)
-            kernels: list[Kernel] = mg.graph.kernels(mg.plan(plan))
-            if not names:
-                names = tuple(k.name for k in kernels)
-                counts = tuple(k.count for k in kernels)
-            elif tuple(k.name for k in kernels) != names:
-                raise RooflineError(f"{cfg.name}: the kernels of the step change with its shape; cannot sweep")
-            rows_m.append([k.cost.flop_by_unit.get(Unit.MATRIX, 0.0) for k in kernels])
-            rows_v.append([k.cost.flop_by_unit.get(Unit.VECTOR, 0.0) for k in kernels])
-            rows_b.append([k.cost.bytes_by_level.get(Level.DRAM, 0.0) for k in kernels])
-        x = _features(cfg, phase, np.array([p[0] for p in points]), np.array([p[1] for p in points]),
-                      experts_hit_override)
-        scale = np.abs(x).max(axis=0)
-        scale[scale == 0] = 1.0
-        xs = x / scale
-        coefs = []
-        for rows in (rows_m, rows_v, rows_b):
-            y = np.array(rows, dtype=np.float64)
-            c, *_ = np.linalg.lstsq(xs, y, rcond=None)
-            c = c / scale[:, None]
-            fitted = x @ c
-            err = np.abs(fitted - y) / np.maximum(np.abs(y), 1.0)
-            if err.size and float(err.max()) > 1e-6:
-                raise RooflineError(f"{cfg.name}: the sweep model does not reproduce the graph "
-                                    f"(error {float(err.max()):.2g}); use the graph path")
-            coefs.append(c)
-        return cls(cfg, phase, dtypes, plan, names, counts, coefs[0], coefs[1], coefs[2], experts_hit_override)
-
-    def evaluate(self, batch: Iterable[int], seq: Iterable[int], machine: Machine, dtype: DType) -> dict[str, Any]:
-        """Totals for every (batch[i], seq[i]): flop, bytes, time_s (Σ of the kernels' floors),
-        memory_bound_time_s, flop_per_byte, as numpy arrays."""
-        import numpy as np
-
-        b = np.asarray(list(batch) if not hasattr(batch, "__array__") else batch)
-        s = np.asarray(list(seq) if not hasattr(seq, "__array__") else seq)
-        x = _features(self.config, self.phase, b, s, self.experts_hit_override)
-        fm = x @ self.coef_matrix
-        fv = x @ self.coef_vector
-        by = x @ self.coef_bytes
-        peak_m = machine.peak_flop_per_s(dtype, Unit.MATRIX)
-        peak_v = machine.peak_flop_per_s(dtype, Unit.VECTOR)
-        bw = machine.memory_bytes_per_s
-        counts = np.array(self.counts, dtype=np.float64)
-        t_matrix, t_vector, t_dram = fm / peak_m, fv / peak_v, by / bw
-        compute = np.maximum(t_matrix, t_vector)
-        t = np.maximum(compute, t_dram) * counts
-        # `binding` per kernel (ties go to memory), then per point over the kernels' times
-        kernel_bound = np.where(t_dram >= compute, 2, np.where(t_matrix >= t_vector, 0, 1))
-        per = np.stack([np.where(kernel_bound == i, t, 0.0).sum(axis=1) for i in range(3)], axis=1)
-        step_bound = np.where(per[:, 2] >= per[:, :2].max(axis=1), 2, np.where(per[:, 0] >= per[:, 1], 0, 1))
-        flop = (fm + fv) @ counts
-        byt = by @ counts
-        return {"flop": flop, "bytes": byt, "time_s": t.sum(axis=1), "memory_bound_time_s": per[:, 2],
-                "flop_per_byte": flop / byt, "kernel_time_s": t, "kernel_bound": kernel_bound, "bound": step_bound}
-
-    def limit(self, seq: int) -> tuple[float, float, float]:
-        """(FLOPs, bytes, FLOP/B) per extra sequence as the batch grows without bound."""
-        import numpy as np
-
-        big = np.array([1 << 30, 1 << 31])
-        x = _features(self.config, self.phase, big, np.array([seq, seq]), self.experts_hit_override)
-        counts = np.array(self.counts, dtype=np.float64)
-        flop = (x @ (self.coef_matrix + self.coef_vector)) @ counts
-        byt = (x @ self.coef_bytes) @ counts
-        df, db = float(flop[1] - flop[0]), float(byt[1] - byt[0])
-        per = 1 << 30
-        return df / per, db / per, df / db if db else math.inf
-
-
-def find_crossover(model: StepModel, seq: int, machine: Machine, dtype: DType) -> Crossover:
-    ridge = machine.ridge_flop_per_byte(dtype)
-    flop_seq, bytes_seq, limit = model.limit(seq)
-
-    def intensity(b: int) -> float:
-        return float(model.evaluate([b], [seq], machine, dtype)["flop_per_byte"][0])
-
-    batch = crossover(intensity, ridge, 1, 1 << 24) if limit >= ridge or intensity(1 << 24) >= ridge else None
-    if batch is not None:
-        reason = (f"at batch {batch} the step's intensity {intensity(batch):.1f} FLOP/B reaches the ridge "
-                  f"{ridge:.0f} FLOP/B")
-    else:
-        what = "KV cache and activation" if model.phase == Phase.DECODE else "activation"
-        reason = (f"never: as the batch grows the intensity tends to {limit:.1f} FLOP/B, below the ridge "
-                  f"{ridge:.0f} FLOP/B, because each sequence adds {bytes_seq:.4g} bytes of {what} traffic "
-                  f"for {flop_seq:.4g} FLOPs: the bytes grow with the batch as fast as the FLOPs")
-    return Crossover(batch, ridge, limit, reason)
-
-
-# --- sweeps ------------------------------------------------------------------------------------------
-
-SWEPT_RESOURCES: tuple[Resource, ...] = (Unit.MATRIX, Unit.VECTOR, Level.DRAM)  # the codes StepModel.evaluate returns
-SWEEP_COLUMNS = ("model", "machine", "phase", "plan", "weights_dtype", "kv_dtype", "compute_dtype", "batch", "seq",
-                 "flop", "bytes", "flop_per_byte", "time_s", "memory_bound_time_s", "tokens_per_s", "bound",
-                 "bound_class",
-                 "ridge_flop_per_byte", "memory_bytes", "devices")
-
-
-def sweep(model: str | ModelConfig, machines: Sequence[str | Machine] = ("h100",), phase: str = Phase.DECODE,
-          batches: Sequence[int] = (1,), seqs: Sequence[int] = (2048,), plan: Plan | str = DEFAULT_PLAN,
-          weights_dtypes: Sequence[str] = ("bf16",), kv_dtypes: Sequence[str | None] = (None,),
-          activation_dtype: str = "bf16", compute_dtypes: Sequence[str | None] = (None,),
-          experts_hit_override: int | None = None, overrides: Mapping[str, str] | None = None,
-          per_kernel: bool = False) -> list[dict[str, Any]]:
-    """Every combination of machine × dtypes × batch × length, one row each (keys: SWEEP_COLUMNS;
-    with `per_kernel`, also "kernels": each kernel's name, time per step and bound, for charts).
-
-    Per dtype combination the step model is fitted once (a few dozen graph builds) and the
-    batch × length grid is evaluated with numpy; per machine only the placement changes."""
-    import numpy as np
-
-    if plan not in PLANS:
-        raise RooflineError(f"unknown fusion plan {plan!r}; plans: {', '.join(PLANS)}")
-    plan = Plan(plan)
-    cfg = load_config(model, overrides)
-    for label, values in (("batch", batches), ("length", seqs)):
-        if not values:
-            raise RooflineError(f"sweep needs at least one {label}")
-        for v in values:
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise RooflineError(f"{label} must be a positive integer, got {v!r}")
-    ms = [get_machine(m) for m in machines]
-    grid_b, grid_s = np.meshgrid(np.array(batches), np.array(seqs), indexing="ij")
-    flat_b, flat_s = grid_b.ravel(), grid_s.ravel()
-    rows: list[dict[str, Any]] = []
-    for wdt in weights_dtypes:
-        for kdt in kv_dtypes:
-            for cdt_name in compute_dtypes:
-                dt = model_dtypes(wdt, activation_dtype, kdt, cdt_name)
-                fitted = StepModel.fit(cfg, phase, dt, plan, experts_hit_override)
-                kv_per_layer = cfg.kv_elements_per_token_per_layer() * dt.kv_cache.bytes_per_element
-                # tokens held per sequence, summed over layers: L per global layer, min(L, W) per windowed one
-                attended = cfg.attention_layers(GLOBAL) * flat_s + cfg.attention_layers(LOCAL) * (
-                    np.minimum(flat_s, cfg.sliding_window) if cfg.sliding_window else flat_s)
-                memory_bytes = cfg.total_params * dt.weights.bytes_per_element + flat_b * kv_per_layer * attended
-                for m in ms:
-                    cdt = compute_dtype(dt, m)
-                    r = fitted.evaluate(flat_b, flat_s, m, cdt)
-                    ridge = m.ridge_flop_per_byte(cdt)
-                    tokens = flat_b * (flat_s if phase == Phase.PREFILL else 1)
-                    cap = m.memory_capacity_bytes
-                    for i in range(flat_b.size):
-                        t = float(r["time_s"][i])
-                        fpb = float(r["flop_per_byte"][i])
-                        rows.append({
-                            "model": cfg.name, "machine": m.id, "phase": phase, "plan": plan,
-                            "weights_dtype": dt.weights.name, "kv_dtype": dt.kv_cache.name,
-                            "compute_dtype": cdt.name, "batch": int(flat_b[i]), "seq": int(flat_s[i]),
-                            "flop": float(r["flop"][i]), "bytes": float(r["bytes"][i]), "flop_per_byte": fpb,
-                            "time_s": t, "memory_bound_time_s": float(r["memory_bound_time_s"][i]),
-                            "tokens_per_s": float(tokens[i]) / t if t else None,
-                            "bound": SWEPT_RESOURCES[int(r["bound"][i])],
-                            "bound_class": bound_class(SWEPT_RESOURCES[int(r["bound"][i])]),
-                            "ridge_flop_per_byte": ridge,
-                            "memory_bytes": float(memory_bytes[i]),
-                            "devices": max(1, math.ceil(float(memory_bytes[i]) / cap)) if cap else None,
-                        })
-                        if per_kernel:
-                            rows[-1]["kernels"] = [
-                                {"name": name, "total_time_s": float(r["kernel_time_s"][i, j]),
-                                 "bound": SWEPT_RESOURCES[int(r["kernel_bound"][i, j])],
-                                 "bound_class": bound_class(SWEPT_RESOURCES[int(r["kernel_bound"][i, j])])}
-                                for j, name in enumerate(fitted.names)]
-    return rows
-
-
-def sweep_arrays(model: str | ModelConfig, machine: str | Machine, phase: str, batches: Any, seqs: Any,
-                 plan: Plan | str = DEFAULT_PLAN, dtypes: ModelDtypes | None = None) -> dict[str, Any]:
-    """The fast path for large grids: numpy arrays of totals for every (batch[i], seq[i]) pair."""
-    import numpy as np
-
-    cfg = load_config(model)
-    m = get_machine(machine)
-    dt = dtypes or model_dtypes()
-    fitted = StepModel.fit(cfg, phase, dt, Plan(plan))
-    return fitted.evaluate(np.asarray(batches), np.asarray(seqs), m, compute_dtype(dt, m))
-
-
-def compare(models: Sequence[str], machines: Sequence[str], phase: str, batch: int, seq: int,
-            plan: Plan | str = DEFAULT_PLAN, weights_dtypes: Sequence[str] = ("bf16",),
-            kv_dtypes: Sequence[str | None] = (None,), activation_dtype: str = "bf16",
-            compute_dtypes: Sequence[str | None] = (None,), experts_hit_override: int | None = None,
-            overrides: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
-    """One row per model × machine × dtype: the step's totals, KV per token, decode limit,
-    crossover and memory fit side by side (what GQA, MLA, an FP8 KV cache or a window change)."""
-    rows = []
-    for name in models:
-        for mach in machines:
-            for wdt in weights_dtypes:
-                for kdt in kv_dtypes:
-                    for cdt in compute_dtypes:
-                        dt = model_dtypes(wdt, activation_dtype, kdt, cdt)
-                        a = analyze_model(name, mach, phase, batch, seq, plan, dt, experts_hit_override, overrides)
-                        cross = a.crossover
-                        rows.append({
-                            "model": a.config.name, "machine": a.machine.id, "phase": phase, "batch": batch,
-                            "seq": seq, "plan": plan, "weights_dtype": dt.weights.name, "kv_dtype": dt.kv_cache.name,
-                            "compute_dtype": a.dtype.name, "params_total": a.config.total_params,
-                            "params_active": a.config.active_params,
-                            "kv_cache_bytes_per_token": a.kv_cache_bytes_per_token,
-                            "flop": a.flop, "bytes": a.bytes, "flop_per_byte": a.flop_per_byte, "time_s": a.time_s,
-                            "tokens_per_s": a.tokens_per_s, "bound": a.bound, "bound_class": a.bound_class,
-                            "ridge_flop_per_byte": a.ridge_flop_per_byte,
-                            "decode_limit_flop_per_byte": (a.decode_limit.flop_per_byte
-                                                           if phase == Phase.DECODE else None),
-                            "crossover_batch": cross.batch, "crossover_reason": cross.reason,
-                            "memory_bytes": a.memory.total_bytes, "devices": a.memory.devices,
-                            "warnings": list(a.warnings) + ([a.memory.warning] if a.memory.warning else []),
-                        })
-    return rows
-
-
-__all__ = ["SWEEP_COLUMNS", "Crossover", "DecodeLimit", "MemoryFit", "ModelAnalysis", "StepModel", "analyze_model",
-           "compare", "compute_dtype", "decode_limit", "experts_hit", "find_crossover", "memory_fit", "sweep",
-           "sweep_arrays", "windowed_pairs"]
+__all__ = ["Crossover", "DecodeLimit", "MemoryFit", "ModelAnalysis", "analyze_model", "compute_dtype", "decode_limit",
+           "memory_fit"]

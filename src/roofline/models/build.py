@@ -22,7 +22,8 @@ ordinary multi-head attention, as DeepSeek's prefill does.
 
 MoE weight traffic depends on how many distinct experts the step's tokens hit. Default: the
 expectation when each of the N tokens picks k of E experts uniformly at random and independently,
-E·(1 − (1 − k/E)^N), rounded to a whole expert and at least k. Real routers are not uniform (some
+E·(1 − (1 − k/E)^N), rounded to a whole expert and at least k (`roofline.models.formulas`, shared
+with the numpy step model, as is the windowed pair count). Real routers are not uniform (some
 experts are hot), so the default is a stated assumption; `experts_hit` overrides it.
 
 Fusion plans over the same graph (same FLOPs, fewer bytes):
@@ -31,8 +32,8 @@ Fusion plans over the same graph (same FLOPs, fewer bytes):
   fused  also each norm into the matmul that reads it, the activation into its matmul's epilogue,
          and the residual add into the epilogue of the matmul before it
 
-Layering: imports roofline.graph, roofline.kernels, roofline.dtypes, roofline.errors and
-roofline.models.config only.
+Layering: imports roofline.graph, roofline.kernels, roofline.errors and roofline.models.transformer,
+.dtypes and .formulas only.
 """
 
 from __future__ import annotations
@@ -41,60 +42,30 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
-from roofline.dtypes import DType, require_storable
 from roofline.errors import RooflineError
 from roofline.graph import FusionPlan, Graph, Op, Tensor
 from roofline.kernels import FLOP_PER_ELEMENT, attention_ops, elementwise_op, matmul_op, norm_op
-from roofline.models.config import DENSE, GLOBAL, LOCAL, MOE, ModelConfig
+from roofline.models.dtypes import ModelDtypes, model_dtypes
+from roofline.models.formulas import experts_hit, windowed_pairs
+from roofline.models.transformer import AttentionKind, MlpKind, ModelConfig
 from roofline.vocab import Phase, Plan, Role, Unit
 
 PLANS = (Plan.NONE, Plan.FLASH, Plan.FUSED)  # the plans a model step is analysed under
 DEFAULT_PLAN = Plan.FLASH  # as serving engines run attention
 
 
-@dataclass(frozen=True)
-class ModelDtypes:
-    """Storage dtype per tensor role, and the compute dtype whose peak the matmuls run at
-    (None: chosen by the analysis, the activation dtype where the machine has a peak for it)."""
-
-    weights: DType
-    activations: DType
-    kv_cache: DType
-    compute: DType | None = None
-
-    def to_dict(self) -> dict[str, str | None]:
-        return {"weights": self.weights.name, "activations": self.activations.name,
-                "kv_cache": self.kv_cache.name, "compute": self.compute.name if self.compute else None}
+def as_phase(phase: Phase | str) -> Phase:
+    """`phase` as a Phase, or an error naming the phases."""
+    if phase not in tuple(Phase):
+        raise RooflineError(f"unknown phase {phase!r}; phases: {', '.join(Phase)}")
+    return Phase(phase)
 
 
-def model_dtypes(weights: str | DType = "bf16", activations: str | DType = "bf16",
-                 kv_cache: str | DType | None = None, compute: str | DType | None = None) -> ModelDtypes:
-    """Dtypes by role; the KV cache defaults to the activation dtype. Block-scaled formats (mxfp4,
-    nvfp4, ...) are accepted for any role: their scale bytes are counted."""
-    from roofline.dtypes import get_dtype
-
-    act = require_storable(activations)
-    return ModelDtypes(require_storable(weights), act, require_storable(kv_cache) if kv_cache else act,
-                       get_dtype(compute) if compute else None)
-
-
-def expected_experts_hit(num_experts: int, per_token: int, tokens: int) -> float:
-    """E·(1 − (1 − k/E)^N): the expected number of distinct experts N tokens hit when each picks k
-    of E uniformly at random, independently of the other tokens. Exact under that assumption, with
-    a token's k picks distinct: a given expert is outside one token's k-subset with probability
-    C(E−1, k)/C(E, k) = 1 − k/E, and outside all N tokens' with (1 − k/E)^N."""
-    return num_experts * (1.0 - (1.0 - per_token / num_experts) ** tokens)
-
-
-def experts_hit(cfg: ModelConfig, tokens: int, override: int | None = None) -> int:
-    """Distinct experts one MoE layer reads the weights of: `override`, else the uniform-routing
-    expectation rounded to a whole expert, never below k nor above E or N·k."""
-    e, k = cfg.num_experts, cfg.experts_per_token
-    if override is not None:
-        if isinstance(override, bool) or not isinstance(override, int) or not (1 <= override <= e):
-            raise RooflineError(f"experts hit must be an integer in 1..{e}, got {override!r}")
-        return override
-    return max(k, min(e, tokens * k, round(expected_experts_hit(e, k, tokens))))
+def as_plan(plan: Plan | str) -> Plan:
+    """`plan` as one of the PLANS a model step is analysed under, or an error naming them."""
+    if plan not in PLANS:
+        raise RooflineError(f"unknown fusion plan {plan!r}; plans: {', '.join(PLANS)}")
+    return Plan(plan)
 
 
 @dataclass(frozen=True)
@@ -124,22 +95,15 @@ class ModelGraph:
     shape: StepShape
     dtypes: ModelDtypes
     graph: Graph
-    plans: Mapping[str, FusionPlan]
+    plans: Mapping[Plan, FusionPlan]
     experts_hit: int | None = None  # per MoE layer, as used
     experts_hit_override: int | None = None  # as asked for (None: the uniform-routing expectation)
     warnings: tuple[str, ...] = field(default=())
 
-    def plan(self, name: str) -> FusionPlan:
+    def plan(self, name: Plan | str) -> FusionPlan:
         if name not in self.plans:
             raise RooflineError(f"unknown fusion plan {name!r}; plans: {', '.join(self.plans)}")
-        return self.plans[name]
-
-
-def windowed_pairs(queries: int, window: int | None) -> int:
-    """Causal (query, key) pairs of a prompt of `queries` tokens: Σ_i min(i, W); N(N+1)/2 without a window."""
-    if window is None or queries <= window:
-        return queries * (queries + 1) // 2
-    return window * (window + 1) // 2 + (queries - window) * window
+        return self.plans[Plan(name)]
 
 
 class _Builder:
@@ -253,11 +217,12 @@ class _Builder:
                 name, kind = "qk_norm_rope", "qk_norm+rope"
             self.add(Op(name, kind, inputs, (q, k_new, v_new), {Unit.VECTOR: float(flop)}, layers,
                         formula=formula + "; writes the new K and V into the cache"))
-        for kind, count in ((GLOBAL, cfg.attention_layers(GLOBAL)), (LOCAL, cfg.attention_layers(LOCAL))):
+        for kind in AttentionKind:
+            count = cfg.attention_layers(kind)
             if not count:
                 continue
             prefix = self.attn_prefix(kind)
-            window = cfg.sliding_window if kind == LOCAL else None
+            window = cfg.sliding_window if kind == AttentionKind.LOCAL else None
             if self.shape.phase == Phase.PREFILL:
                 ops = attention_ops(prefix, q, k_new, v_new, attn_out, causal=True, count=count,
                                     scores_dtype=self.dt.activations)
@@ -273,8 +238,8 @@ class _Builder:
             self.flash[prefix] = tuple(op.name for op in ops)
         return proj
 
-    def attn_prefix(self, kind: str) -> str:
-        both = self.cfg.attention_layers(GLOBAL) and self.cfg.attention_layers(LOCAL)
+    def attn_prefix(self, kind: AttentionKind) -> str:
+        both = all(self.cfg.attention_layers(k) for k in AttentionKind)
         return f"attn.{kind}" if both else "attn"
 
     def mla(self, x: Tensor, attn_out: Tensor, norm: str) -> str:
@@ -308,7 +273,7 @@ class _Builder:
         else:
             self.add(matmul_op("q_proj", x, self.weight("q_proj.weight", (h, H * (dn + dr))), q, layers))
         if self.shape.phase == Phase.DECODE:
-            cached = cfg.cached_tokens(GLOBAL, self.shape.seq)
+            cached = cfg.cached_tokens(AttentionKind.GLOBAL, self.shape.seq)
             q_nope = self.act("q.nope", (H, n, dn))
             q_pe = self.act("q.pe", (n, H * dr))
             self.add(Op("q_rope", "rope", (q,), (q_nope, q_pe), {Unit.VECTOR: float(rope * n * H * dr)}, layers,
@@ -353,13 +318,13 @@ class _Builder:
             self.flash["attn"] = tuple(op.name for op in ops)
         return proj
 
-    def mlp_block(self, hidden: Tensor, resid: Tensor, kind: str, count: int, prefix: str) -> None:
+    def mlp_block(self, hidden: Tensor, resid: Tensor, kind: MlpKind, count: int, prefix: str) -> None:
         cfg, n, h = self.cfg, self.n, self.cfg.hidden_size
         p = prefix
         x = self.act(f"{p}mlp_norm.out", (n, h))
         norm = self.norm(f"{p}mlp_norm", hidden, x, count)
         out = self.act(f"{p}mlp.out", (n, h))
-        if kind == MOE:
+        if kind == MlpKind.MOE:
             last = self.moe(x, out, count, p, norm)
         else:
             last = self.dense(x, out, count, p, norm)
@@ -448,13 +413,13 @@ class _Builder:
                                 self.act("logits", (b, cfg.vocab_size)), 1))
         self.fuse(norm, mm)
 
-    def build(self) -> tuple[list[Op], dict[str, FusionPlan]]:
+    def build(self) -> tuple[list[Op], dict[Plan, FusionPlan]]:
         cfg, n, h = self.cfg, self.n, self.cfg.hidden_size
         resid = self.act("resid", (n, h))  # the residual stream between layers (layer input and output)
         hidden = self.act("hidden", (n, h))  # the residual stream after attention
         self.embedding(resid)
         self.attention_block(resid, hidden)
-        groups = [(DENSE, cfg.dense_layers), (MOE, cfg.moe_layers)]
+        groups = [(MlpKind.DENSE, cfg.dense_layers), (MlpKind.MOE, cfg.moe_layers)]
         groups = [(kind, c) for kind, c in groups if c]
         for kind, count in groups:
             prefix = f"{kind}." if len(groups) > 1 else ""
@@ -481,9 +446,7 @@ def _windowed(ops: list[Op], queries: int, window: int | None) -> list[Op]:
 def build_graph(cfg: ModelConfig, phase: Phase | str, batch: int, seq: int, dtypes: ModelDtypes | None = None,
                 experts_hit_override: int | None = None) -> ModelGraph:
     """The graph of one step: `seq` is the prompt length (prefill) or the context length (decode)."""
-    if phase not in tuple(Phase):
-        raise RooflineError(f"unknown phase {phase!r}; phases: {', '.join(Phase)}")
-    phase = Phase(phase)
+    phase = as_phase(phase)
     for label, value in (("batch", batch), ("prompt length" if phase == Phase.PREFILL else "context length", seq)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise RooflineError(f"{label} must be a positive integer, got {value!r}")
@@ -495,11 +458,11 @@ def build_graph(cfg: ModelConfig, phase: Phase | str, batch: int, seq: int, dtyp
                         f"{cfg.name}'s max_position_embeddings ({cfg.max_position_embeddings}); analysed anyway")
     if experts_hit_override is not None and not cfg.is_moe:
         warnings.append(f"--experts-hit ignored: {cfg.name} is not a mixture of experts")
-    hit = experts_hit(cfg, shape.tokens, experts_hit_override) if cfg.is_moe else None
+    hit = (experts_hit(cfg.num_experts, cfg.experts_per_token, shape.tokens, experts_hit_override)
+           if cfg.is_moe else None)
     ops, plans = _Builder(cfg, shape, dt, hit).build()
     graph = Graph(ops, name=f"{cfg.name} {phase}")
     return ModelGraph(cfg, shape, dt, graph, MappingProxyType(plans), hit, experts_hit_override, tuple(warnings))
 
 
-__all__ = ["DEFAULT_PLAN", "PLANS", "ModelDtypes", "ModelGraph",
-           "StepShape", "build_graph", "expected_experts_hit", "experts_hit", "model_dtypes", "windowed_pairs"]
+__all__ = ["DEFAULT_PLAN", "PLANS", "ModelGraph", "StepShape", "as_phase", "as_plan", "build_graph"]

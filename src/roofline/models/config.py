@@ -5,245 +5,27 @@ under `presets/` (one JSON file each, shaped like the model's own `config.json`)
 `model_type` reads the fields that architecture uses; a missing field is named, an unknown
 architecture lists the supported ones.
 
-Parameter counts are derived from the config alone (`ModelConfig.param_counts`): embeddings, the
-attention and MLP weights of every layer, norm gains and biases. "Active" parameters are those one
-token uses: for a mixture of experts, the router, the shared experts and `experts_per_token` routed
-experts instead of all of them; embeddings and the LM head are included, as the published figures
-include them (Mixtral 8x7B: 12.9B active).
+ModelConfig itself (the shape, the KV cache, the parameter counts) is in
+`roofline.models.transformer`.
 
-Layering: imports roofline.errors only.
+Layering: imports roofline.errors and roofline.models.transformer only.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from roofline.errors import RooflineError, unknown
+from roofline.models.transformer import AttentionKind, ModelConfig
+
+GLOBAL, LOCAL = AttentionKind.GLOBAL, AttentionKind.LOCAL
 
 PRESETS_DIR = Path(__file__).parent / "presets"
-
-# layer kinds: which attention a layer runs (full causal, or a sliding window) and which MLP
-GLOBAL = "global"
-LOCAL = "local"
-DENSE = "dense"
-MOE = "moe"
-
-
-@dataclass(frozen=True)
-class ModelConfig:
-    """The shape of a decoder-only transformer: everything the graph builder and the counts need."""
-
-    name: str
-    architecture: str  # the HF model_type it came from
-    hidden_size: int
-    num_layers: int
-    num_heads: int
-    num_kv_heads: int
-    head_dim: int
-    intermediate_size: int  # dense MLP width (0 if every layer is MoE)
-    vocab_size: int
-    max_position_embeddings: int
-    tie_word_embeddings: bool = False
-    norm: str = "rmsnorm"  # "rmsnorm" | "layernorm" (LayerNorm has a bias too)
-    activation: str = "swiglu"  # "swiglu" | "geglu" (gated) | "gelu" (GPT-2: up, gelu, down)
-    qkv_bias: bool = False  # Qwen2: biases on q, k, v
-    o_bias: bool = False  # Llama/Qwen3 attention_bias: a bias on o_proj as well as on q, k, v
-    linear_bias: bool = False  # GPT-2: biases on every linear layer
-    qk_norm: bool = False  # Qwen3, Gemma 3: RMSNorm over each head of q and k
-    sandwich_norm: bool = False  # Gemma 2/3: norms after attention and after the MLP as well
-    learned_positions: int = 0  # GPT-2: rows of the learned position table (0: RoPE)
-    sliding_window: int | None = None
-    # per layer GLOBAL or LOCAL; empty: every layer alike (LOCAL if there is a window). See layer_kinds.
-    layer_attention: tuple[str, ...] = ()
-    # mixture of experts
-    num_experts: int = 0
-    experts_per_token: int = 0
-    moe_intermediate_size: int = 0
-    num_shared_experts: int = 0  # each of moe_intermediate_size width
-    first_dense_layers: int = 0  # DeepSeek-V3: the first k layers have a dense MLP
-    router_bias: bool = False  # DeepSeek-V3: e_score_correction_bias
-    # multi-head latent attention (DeepSeek-V3); kv_lora_rank > 0 turns it on
-    q_lora_rank: int = 0
-    kv_lora_rank: int = 0
-    qk_nope_head_dim: int = 0
-    qk_rope_head_dim: int = 0
-    v_head_dim: int = 0
-    source: str = ""  # preset name or file path
-
-    def __post_init__(self) -> None:
-        for label in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim", "vocab_size",
-                      "max_position_embeddings"):
-            value = getattr(self, label)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise RooflineError(f"model {self.name}: {label} must be a positive integer, got {value!r}")
-        if self.num_heads % self.num_kv_heads:
-            raise RooflineError(f"model {self.name}: num_attention_heads ({self.num_heads}) must be a multiple "
-                                f"of num_key_value_heads ({self.num_kv_heads})")
-        if self.is_moe and not (0 < self.experts_per_token <= self.num_experts and self.moe_intermediate_size > 0):
-            raise RooflineError(f"model {self.name}: experts_per_token must be in 1..num_experts and "
-                                f"moe_intermediate_size positive")
-        if self.layer_attention and (len(self.layer_attention) != self.num_layers
-                                     or set(self.layer_attention) - {GLOBAL, LOCAL}):
-            raise RooflineError(f"model {self.name}: layer_attention must give {GLOBAL!r} or {LOCAL!r} for each of "
-                                f"the {self.num_layers} layers")
-        if self.sliding_window is not None and self.sliding_window < 1:
-            raise RooflineError(f"model {self.name}: sliding_window must be positive, got {self.sliding_window}")
-
-    # --- derived shape ---------------------------------------------------------------------------
-    @property
-    def layer_kinds(self) -> tuple[str, ...]:
-        """Per layer, the attention it runs: GLOBAL (full causal) or LOCAL (sliding window)."""
-        if self.layer_attention:
-            return self.layer_attention
-        return tuple(LOCAL if self.sliding_window else GLOBAL for _ in range(self.num_layers))
-
-    @property
-    def is_moe(self) -> bool:
-        return self.num_experts > 0
-
-    @property
-    def is_mla(self) -> bool:
-        return self.kv_lora_rank > 0
-
-    @property
-    def gated(self) -> bool:
-        return self.activation in ("swiglu", "geglu")
-
-    @property
-    def qk_head_dim(self) -> int:
-        """Width of one query/key head: head_dim, or nope + rope parts under MLA (128 + 64 = 192)."""
-        return self.qk_nope_head_dim + self.qk_rope_head_dim if self.is_mla else self.head_dim
-
-    @property
-    def v_dim(self) -> int:
-        return self.v_head_dim if self.is_mla else self.head_dim
-
-    @property
-    def moe_layers(self) -> int:
-        return self.num_layers - self.first_dense_layers if self.is_moe else 0
-
-    @property
-    def dense_layers(self) -> int:
-        return self.num_layers - self.moe_layers
-
-    def layer_counts(self) -> dict[tuple[str, str], int]:
-        """How many layers of each (attention kind, MLP kind): layers are counted, not repeated."""
-        out: dict[tuple[str, str], int] = {}
-        for i, attn in enumerate(self.layer_kinds):
-            mlp = MOE if self.is_moe and i >= self.first_dense_layers else DENSE
-            out[(attn, mlp)] = out.get((attn, mlp), 0) + 1
-        return out
-
-    def attention_layers(self, kind: str) -> int:
-        return sum(1 for a in self.layer_kinds if a == kind)
-
-    def kv_elements_per_token_per_layer(self) -> int:
-        """Values cached per token per layer: 2·G·d for K and V, or kv_lora_rank + qk_rope_head_dim for
-        MLA's compressed latent (512 + 64 = 576 for DeepSeek-V3)."""
-        if self.is_mla:
-            return self.kv_lora_rank + self.qk_rope_head_dim
-        return 2 * self.num_kv_heads * self.head_dim
-
-    def kv_cache_bytes_per_token(self, bytes_per_element: float = 2.0) -> float:
-        """Bytes of KV cache one token of context adds, all layers: 2·G·d·layers·bytes.
-
-        Llama 3 70B in BF16: 2·8·128·80·2 = 327,680 B = 320 KiB, the seed's figure."""
-        return self.kv_elements_per_token_per_layer() * self.num_layers * bytes_per_element
-
-    def cached_tokens(self, layer_kind: str, context: int) -> int:
-        """Tokens a layer keeps and reads at `context`: all of them, or the window for a local layer."""
-        if layer_kind == LOCAL and self.sliding_window:
-            return min(context, self.sliding_window)
-        return context
-
-    def kv_cache_bytes(self, batch: int, context: int, bytes_per_element: float = 2.0) -> float:
-        """KV cache for `batch` sequences of `context` tokens, windowed layers capped at the window."""
-        per_layer = self.kv_elements_per_token_per_layer() * bytes_per_element
-        return batch * per_layer * sum(self.cached_tokens(a, context) for a in self.layer_kinds)
-
-    # --- parameter counts ------------------------------------------------------------------------
-    def param_counts(self) -> Mapping[str, int]:
-        """Parameters by part; `total_params` and `active_params` sum them."""
-        return _param_counts(self)
-
-    @property
-    def total_params(self) -> int:
-        return sum(v for k, v in self.param_counts().items() if not k.startswith("active."))
-
-    @property
-    def active_params(self) -> int:
-        """Parameters one token uses: routed experts counted at experts_per_token, not num_experts."""
-        counts = self.param_counts()
-        return sum(v for k, v in counts.items() if k != "experts" and not k.startswith("active.")) \
-            + counts.get("active.experts", 0)
-
-    @property
-    def matmul_params(self) -> int:
-        """Active parameters a token multiplies: active minus the embedding tables (gathered, not
-        multiplied), norm gains and biases. 2 × this is a token's matmul FLOPs outside attention."""
-        c = self.param_counts()
-        tied_head = self.vocab_size * self.hidden_size if self.tie_word_embeddings else 0  # the LM head reuses it
-        return (self.active_params - c["embedding"] - c.get("position_embedding", 0) - c["norms"] - c["biases"]
-                + tied_head)
-
-    def attention_flop_per_pair(self) -> float:
-        """FLOPs per (query, key) pair per layer: 2·H·(d_qk + d_v) for the two matmuls, the seed's
-        4·h when d_qk = d_v and H·d = h. Under MLA as run in decode the query and key are the latent
-        (kv_lora_rank + rope = 576 wide) and the values the latent (512): 2·128·(576 + 512)."""
-        if self.is_mla:
-            return 2.0 * self.num_heads * (self.kv_lora_rank + self.qk_rope_head_dim + self.kv_lora_rank)
-        return 2.0 * self.num_heads * (self.qk_head_dim + self.v_dim)
-
-
-def _param_counts(c: ModelConfig) -> Mapping[str, int]:
-    h, L = c.hidden_size, c.num_layers
-    counts: dict[str, int] = {}
-    counts["embedding"] = c.vocab_size * h
-    if c.learned_positions:
-        counts["position_embedding"] = c.learned_positions * h
-    counts["lm_head"] = 0 if c.tie_word_embeddings else c.vocab_size * h
-    norm_params = 2 if c.norm == "layernorm" else 1  # LayerNorm: gain and bias
-    norms_per_layer = 4 if c.sandwich_norm else 2
-    norms = L * norms_per_layer * norm_params * h + norm_params * h  # + the final norm
-    biases = 0
-    if c.is_mla:
-        H, dn, dr, dv = c.num_heads, c.qk_nope_head_dim, c.qk_rope_head_dim, c.v_head_dim
-        q = (h * c.q_lora_rank + c.q_lora_rank * H * (dn + dr)) if c.q_lora_rank else h * H * (dn + dr)
-        kv = h * (c.kv_lora_rank + dr) + c.kv_lora_rank * H * (dn + dv)
-        attn = q + kv + H * dv * h
-        norms += L * (c.kv_lora_rank + (c.q_lora_rank or 0))  # q_a_layernorm, kv_a_layernorm
-    else:
-        H, G, d = c.num_heads, c.num_kv_heads, c.head_dim
-        attn = h * (H + 2 * G) * d + H * d * h
-        if c.qkv_bias or c.linear_bias:
-            biases += L * (H + 2 * G) * d
-        if c.linear_bias or c.o_bias:
-            biases += L * h
-        if c.qk_norm:
-            norms += L * 2 * d
-    counts["attention"] = L * attn
-    mlp_mats = 3 if c.gated else 2
-    counts["mlp"] = c.dense_layers * mlp_mats * h * c.intermediate_size
-    if c.linear_bias:
-        biases += c.dense_layers * (c.intermediate_size + h)
-    if c.is_moe:
-        per_expert = 3 * h * c.moe_intermediate_size
-        counts["router"] = c.moe_layers * h * c.num_experts
-        # DeepSeek-V3's e_score_correction_bias: added to the scores to pick experts, not multiplied
-        biases += c.moe_layers * c.num_experts if c.router_bias else 0
-        counts["shared_experts"] = c.moe_layers * c.num_shared_experts * per_expert
-        counts["experts"] = c.moe_layers * c.num_experts * per_expert
-        counts["active.experts"] = c.moe_layers * c.experts_per_token * per_expert
-    counts["norms"] = norms
-    counts["biases"] = biases
-    return MappingProxyType(counts)
-
 
 # --- parsing ---------------------------------------------------------------------------------------
 
@@ -586,5 +368,5 @@ def _with_source(cfg: ModelConfig, source: str) -> ModelConfig:
     return replace(cfg, source=source)
 
 
-__all__ = ["DENSE", "GLOBAL", "LOCAL", "MOE", "SUPPORTED", "ModelConfig", "apply_overrides", "config_from_dict",
-           "load_config", "preset_dict", "preset_names"]
+__all__ = ["SUPPORTED", "ModelConfig", "apply_overrides", "config_from_dict", "load_config", "preset_dict",
+           "preset_names"]

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 
 from roofline.hardware import Machine
 from roofline.hardware.machine import PEAK_KEYS
-from roofline.placement import Placement
+from roofline.placement import GraphAnalysis, Placement
 from roofline.units import (
     format_bytes,
     format_bytes_per_s,
@@ -70,6 +70,13 @@ def placements_table(placements: Sequence[Placement], title: str = "", total_tim
         t.add_row(p.name, str(p.count), format_flop(p.flop), format_bytes(p.bytes),
                   format_intensity(p.flop_per_byte), p.bound_class, format_time(p.total_time_s), f"{share:.1%}")
     return render(t)
+
+
+def analysis_text(a: GraphAnalysis, title: str) -> str:
+    """The kernels of a sequence as a table, then its totals on one line."""
+    return (placements_table(a.placements, title=title) + "\n"
+            + f"total: {format_flop(a.flop)}, {format_bytes(a.bytes)}, {format_intensity(a.flop_per_byte)}, "
+              f"time floor {format_time(a.time_s)}")
 
 
 def machines_table(machines: Iterable[Machine], dtypes: Sequence[str] = ("bf16", "fp8", "fp4")) -> str:

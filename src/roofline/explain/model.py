@@ -1,16 +1,18 @@
 """Step-by-step derivations for a model step: the KV cache size, the decode limit, the intensity at
 this batch, the crossover batch and the memory fit, with the numbers put in.
 
-Layering: imports roofline.models, roofline.units, roofline.explain only.
+Layering: imports roofline.models (a floor below), roofline.units, roofline.vocab and
+roofline.explain.placement only.
 """
 
 from __future__ import annotations
 
-from roofline.models.analysis import ModelAnalysis
-from roofline.models.build import expected_experts_hit
-from roofline.models.config import GLOBAL, LOCAL, ModelConfig
+from roofline.explain.placement import explain_placement
+from roofline.models import AttentionKind, ModelAnalysis, ModelConfig, expected_experts_hit
 from roofline.units import format_bytes, format_count, format_flop, format_intensity, format_time
 from roofline.vocab import Phase, Role
+
+GLOBAL, LOCAL = AttentionKind.GLOBAL, AttentionKind.LOCAL
 
 
 def _sized(n: float) -> str:
@@ -51,10 +53,11 @@ def explain_model(a: ModelAnalysis) -> str:
              f"{dt.kv_cache.name}, activations {dt.activations.name}; fusion plan {a.plan}", ""]
     lines.append("parameters")
     counts = cfg.param_counts()
-    for part, n in counts.items():
+    for part, n in counts.parts.items():
         if n:
-            label = "experts (k per token)" if part == "active.experts" else part
-            lines.append(f"    {label:<22} {n:>18,}")
+            lines.append(f"    {part:<22} {n:>18,}")
+        if part == "experts" and counts.active_parts[part]:
+            lines.append(f"    {'experts (k per token)':<22} {counts.active_parts[part]:>18,}")
     lines.append(f"    total {format_count(cfg.total_params)} ({cfg.total_params:,}); active per token "
                  f"{format_count(cfg.active_params)} ({cfg.active_params:,})")
     lines.append(f"    multiplied per token (active − embedding table − norms − biases) P = {cfg.matmul_params:,}")
@@ -77,8 +80,7 @@ def explain_model(a: ModelAnalysis) -> str:
                      f"per layer, × {cfg.moe_layers} layers")
     lines.append("")
     lines += explain_kv(cfg, kv_bpe, dt.kv_cache.name)
-    attended = sum(cfg.cached_tokens(k, a.seq) for k in cfg.layer_kinds)
-    kv_seq = cfg.kv_elements_per_token_per_layer() * kv_bpe * attended
+    kv_seq = cfg.kv_elements_per_token_per_layer() * kv_bpe * cfg.attended_tokens(a.seq)
     lines.append(f"    one sequence at {a.seq} tokens: {_sized(kv_seq)}; × batch {a.batch} = "
                  f"{_sized(kv_seq * a.batch)}")
     lines.append("")
@@ -147,6 +149,7 @@ def explain_model(a: ModelAnalysis) -> str:
 
 
 def explain_kernels(a: ModelAnalysis) -> str:
-    from roofline.explain import explain_placement
-
     return "\n\n".join(explain_placement(p) for p in a.placements)
+
+
+__all__ = ["explain_kernels", "explain_kv", "explain_model"]

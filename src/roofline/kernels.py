@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from roofline.dtypes import DType, get_dtype, storage_dtype
 from roofline.errors import RooflineError
 from roofline.graph import FusionPlan, Graph, Op, Tensor, tensor
+from roofline.units import require_positive_int
 from roofline.vocab import Plan, Role, Unit
 
 # FLOPs per output element of elementwise and row-wise ops: the one place these live.
@@ -34,12 +35,6 @@ FLOP_PER_ELEMENT: dict[str, float] = {
     "layernorm": 9,
     "softmax": 5,  # running max, subtract, exp, accumulate, divide
 }
-
-
-def positive(name: str, value: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise RooflineError(f"{name} must be a positive integer, got {value!r}")
-    return value
 
 
 def _dims(shape: Sequence[int]) -> str:
@@ -139,7 +134,7 @@ def matmul_graph(m: int, n: int, k: int, dtype: str | DType = "bf16", b_dtype: s
                  out_dtype: str | DType | None = None, batch: int = 1) -> Graph:
     """C[M, N] = A[M, K] @ B[K, N] (per batch): each operand read once, C written once."""
     for label, v in (("M", m), ("N", n), ("K", k), ("batch", batch)):
-        positive(label, v)
+        require_positive_int(v, label)
     a_dt = storage_dtype(dtype)
     lead = (batch,) if batch > 1 else ()
     a = tensor("A", (*lead, m, k), a_dt)
@@ -150,8 +145,8 @@ def matmul_graph(m: int, n: int, k: int, dtype: str | DType = "bf16", b_dtype: s
 
 def elementwise_graph(kind: str, rows: int, cols: int, dtype: str | DType = "bf16") -> Graph:
     """add: out = a + b; swiglu/geglu: out = act(gate) * up; others: out = f(x). rows×cols elements."""
-    positive("rows", rows)
-    positive("cols", cols)
+    require_positive_int(rows, "rows")
+    require_positive_int(cols, "cols")
     dt = storage_dtype(dtype)
     out = tensor("out", (rows, cols), dt)
     if kind in ("add", "mul"):
@@ -173,9 +168,9 @@ def attention_graph(seq: int, head_dim: int, dtype: str | DType = "bf16", batch:
                     kv_heads: int | None = None, causal: bool = False, kv_seq: int | None = None) -> Graph:
     """One attention layer: q [B, H, N, d]; k, v [B, G, Nkv, d]. Apply attention_plans('attention')."""
     for label, size in (("seq", seq), ("head-dim", head_dim), ("batch", batch), ("heads", heads)):
-        positive(label, size)
-    g = positive("kv-heads", kv_heads) if kv_heads is not None else heads
-    nkv = positive("kv-seq", kv_seq) if kv_seq is not None else seq
+        require_positive_int(size, label)
+    g = require_positive_int(kv_heads, "kv-heads") if kv_heads is not None else heads
+    nkv = require_positive_int(kv_seq, "kv-seq") if kv_seq is not None else seq
     dt = storage_dtype(dtype)
     q = tensor("q", (batch, heads, seq, head_dim), dt)
     k = tensor("k", (batch, g, nkv, head_dim), dt)

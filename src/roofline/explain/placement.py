@@ -1,6 +1,7 @@
-"""Step-by-step derivations: every number a placement prints, with the numbers put in.
+"""Step-by-step derivations: every number a placement and a machine print, with the numbers put in.
 
-Layering: imports roofline.placement, roofline.graph, roofline.units only.
+Layering: imports roofline.placement, roofline.graph, roofline.hardware, roofline.units and
+roofline.vocab only.
 """
 
 from __future__ import annotations
@@ -131,3 +132,6 @@ def explain_machine(m: Machine) -> str:
                      + ", ".join(f"{k} {format_flop_per_s(v, 4)}" for k, v in m.sparse_flop_per_s.items()))
     lines.append("left of I* a kernel is memory-bound (only bandwidth helps); right of it, compute-bound")
     return "\n".join(lines)
+
+
+__all__ = ["explain_machine", "explain_placement"]

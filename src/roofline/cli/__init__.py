@@ -1,0 +1,76 @@
+"""The `roofline` command: one group, its commands registered here by name, one error policy.
+
+Each command module (machines, kernel, model, measure) parses its options, calls the library and
+prints through roofline.report; none does arithmetic. Heavy modules (rich, matplotlib, numpy, torch)
+are imported inside the commands, so `roofline --help` and a kernel query start fast.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from roofline.cli import kernel, machines, measure, model
+from roofline.errors import RooflineError
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="roofline")
+def cli() -> None:
+    """Roofline analysis: is a kernel waiting on arithmetic or on memory, and how fast can it go?
+
+    \b
+    Examples:
+      roofline machines
+      roofline kernel matmul 4096 4096 4096 --machine h100 --explain
+      roofline kernel attention --seq 8192 --head-dim 128 --fusion none
+      roofline model llama-3-70b --phase decode --batch 64 --context 8192
+    """
+
+
+for _module in (machines, kernel, model, measure):
+    for _command in _module.COMMANDS:
+        cli.add_command(_command)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: every error a user can cause ends in one line on stderr and exit code 2."""
+    try:
+        cli.main(args=argv, prog_name="roofline", standalone_mode=False)
+    except click.MissingParameter as exc:
+        hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
+        click.echo(f"roofline: error: {exc.format_message()}{hint}", err=True)
+        return 2
+    except click.BadParameter as exc:
+        # our parameter types name the parameter themselves; click's "Invalid value for ..." repeats it
+        hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
+        click.echo(f"roofline: error: {exc.message}{hint}", err=True)
+        return 2
+    except click.UsageError as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError" and exc.ctx is not None:
+            click.echo(exc.ctx.get_help())  # a bare group: show its help, as --help would
+            return 0
+        hint = ""
+        if exc.ctx is not None:
+            hint = f" (see `{exc.ctx.command_path} --help`)"
+        click.echo(f"roofline: error: {exc.format_message()}{hint}", err=True)
+        return 2
+    except click.ClickException as exc:
+        click.echo(f"roofline: error: {exc.format_message()}", err=True)
+        return exc.exit_code if exc.exit_code else 2
+    except RooflineError as exc:
+        click.echo(f"roofline: error: {exc}", err=True)
+        return 2
+    except click.exceptions.Abort:
+        click.echo("roofline: aborted", err=True)
+        return 130
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except BrokenPipeError:
+        return 0
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,122 @@
+"""What every command shares: parameter types, JSON and warning output, the one fusion option.
+
+Layering: imports click and roofline's light modules only (units, errors, fileio); anything heavy is
+imported inside the commands, so `roofline --help` starts fast.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import click
+
+from roofline.errors import RooflineError
+from roofline.fileio import check_outputs
+from roofline.units import Kind, UnitError, parse_positive_int, parse_quantity
+
+
+class PositiveInt(click.ParamType):
+    """A positive integer; "-5", "0" and "abc" fail with one line that names the argument."""
+
+    name = "N"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if param is None:
+            label = "value"
+        elif param.param_type_name == "argument":
+            label = param.human_readable_name.upper()
+        else:
+            label = param.opts[0]
+        try:
+            return parse_positive_int(value, label)
+        except UnitError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+class Quantity(click.ParamType):
+    """A positive quantity with its unit: "268 MB", "4.4e11", "440 GFLOP"."""
+
+    def __init__(self, kind: Kind) -> None:
+        self.kind: Kind = kind
+        self.name = kind
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        label = param.opts[0] if param else "value"
+        try:
+            number = parse_quantity(value, self.kind)
+        except UnitError as exc:
+            self.fail(f"{label}: {exc}", param, ctx)
+        if not number > 0:
+            self.fail(f"{label} must be positive, got {value}", param, ctx)
+        return number
+
+
+POS = PositiveInt()
+
+
+def dump(obj: Any) -> None:
+    """JSON on stdout (no NaN or infinity: those are written as null by the library)."""
+    click.echo(json.dumps(obj, indent=2, allow_nan=False))
+
+
+def warn(text: str) -> None:
+    click.echo(f"roofline: warning: {text}", err=True)
+
+
+def wrote(path: object) -> None:
+    click.echo(f"wrote {path}", err=True)
+
+
+def one_of(as_json: bool, explain: bool) -> None:
+    """--json and --explain each replace the table; given both, one would be dropped without a word."""
+    if as_json and explain:
+        raise RooflineError("--json and --explain each print the whole result; give one of them")
+
+
+def outputs(**paths: str | None) -> None:
+    """Check every output path before anything is written (a failed write never follows a good one)."""
+    check_outputs({f"--{name.replace('_', '-')}": path for name, path in paths.items()})
+
+
+def fusion_option(fusion: str | None, old: str | None, old_to_new: dict[str, str], default: str,
+                  old_flag: str) -> str:
+    """`--fusion` is the one spelling of the fusion idea; an old flag still works and says what replaces it."""
+    if old is not None:
+        new = old_to_new[old]
+        if fusion is not None and fusion != new:
+            raise RooflineError(f"{old_flag} {old} contradicts --fusion {fusion}; give --fusion only")
+        warn(f"{old_flag} {old} is now spelled --fusion {new}")
+        return new
+    return fusion or default
+
+
+def fusion_help(choices: dict[str, str]) -> str:
+    return "; ".join(f"{name}: {what}" for name, what in choices.items()) + "."
+
+
+# what each plan means, said once for every command's --help
+PLAN_HELP = {
+    "none": "every op its own kernel; attention writes its scores to memory (naive)",
+    "flash": "attention one fused kernel, scores on chip (FlashAttention)",
+    "fused": "flash, and norms into matmuls, activations and residual adds into epilogues",
+    "traced": "the kernels as the program ran them",
+}
+
+
+@contextmanager
+def progress(enabled: bool) -> Iterator[Callable[[str], None]]:
+    """A spinner with the current step on stderr (only on a terminal: logs stay clean)."""
+    if not enabled or not sys.stderr.isatty():
+        yield lambda _text: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(SpinnerColumn(), BarColumn(), TimeElapsedColumn(), TextColumn("{task.description}"),
+                  console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("starting", total=None)
+        yield lambda text: bar.update(task, description=text)

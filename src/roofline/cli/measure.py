@@ -1,0 +1,248 @@
+"""`roofline measure`, `roofline bench` and `roofline trace`: the measured side of the roofline.
+
+Each command parses its options, calls roofline.measure or roofline.tracing, and prints through
+roofline.report. numpy, torch and rich are imported inside the commands, so `roofline --help` stays
+fast and the CLI works without torch (a command that needs it says what to install).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+from roofline.cli.common import PLAN_HELP, dump, fusion_option, progress
+from roofline.errors import RooflineError
+from roofline.hardware.catalog import DEFAULT_MACHINE
+
+
+def _size(text: str | None) -> int | None:
+    if text is None:
+        return None
+    from roofline.units import parse_quantity
+
+    value = parse_quantity(text, "bytes")
+    if not value > 0:
+        raise RooflineError(f"--buffer-size must be positive, got {text}")
+    return int(value)
+
+
+def _write_machine(machine: Any, path: str, header: str) -> None:
+    from roofline.fileio import atomic_write
+    from roofline.hardware import machine_to_toml
+
+    atomic_write(path, machine_to_toml(machine, header=header))
+
+
+def _measure(device: str, quick: bool, as_json: bool, save: str | None, buffer_size: str | None,
+             dtypes: Sequence[str], backends: Sequence[str], machine_id: str | None, show: bool) -> Any:
+    from roofline.measure.ceilings import Plan, measure_ceilings
+
+    plan = Plan(device=device, quick=quick, buffer_bytes=_size(buffer_size), dtypes=tuple(dtypes) or None,
+                backends=tuple(backends) or None)
+    with progress(show) as say:
+        c = measure_ceilings(plan, say)
+    machine = c.to_machine(machine_id)
+    if save:
+        _write_machine(machine, save, "written by `roofline measure`; use it anywhere with --machine " + save)
+    if as_json:
+        d = c.to_dict()
+        d["machine"] = machine.id
+        if save:
+            d["saved"] = save
+        dump(d)
+    else:
+        from roofline.report.measured import ceilings_text
+
+        click.echo(ceilings_text(c))
+        if save:
+            click.echo(f"saved the measured machine to {save} (use it with --machine {save})")
+    return machine
+
+
+def _placements_outputs(placements: Sequence[Any], machine: Any, dtype: Any, png: str | None, html: str | None,
+                        title: str) -> None:
+    if not (png or html):
+        return
+    from roofline.placement import GraphAnalysis
+    from roofline.report.outputs import Scenario, write_model_outputs
+    from roofline.vocab import Plan
+
+    analysis = GraphAnalysis(tuple(placements), Plan.TRACED, machine, dtype)
+    for path in write_model_outputs([Scenario(title, analysis)], png=png, html=html, title=title):
+        click.echo(f"wrote {path}")
+
+
+def _echo_script_traceback(exc: BaseException) -> None:
+    """The traceback of an exception a traced script raised, without roofline's and runpy's frames."""
+    import traceback
+    from pathlib import Path
+
+    ours = str(Path(__file__).resolve().parents[1])  # src/roofline
+    te = traceback.TracebackException.from_exception(exc)
+    te.stack = traceback.StackSummary.from_list(
+        [f for f in te.stack if not str(Path(f.filename).resolve()).startswith(ours) and "runpy" not in f.filename])
+    click.echo("".join(te.format()).rstrip("\n"), err=True)
+
+
+@click.command()
+@click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True)
+@click.option("--quick", is_flag=True, help="Fewer repeats and smaller sizes: a few seconds on a CPU.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (memory_bytes_per_s, peak_flop_per_s, runs).")
+@click.option("--save", default=None, metavar="FILE", help="Write the measured machine file (for --machine).")
+@click.option("--buffer-size", default=None, metavar="SIZE",
+              help="Bytes per streaming array, e.g. 256MiB (default: 4-8x the last-level cache).")
+@click.option("--dtype", "dtypes", multiple=True, help="Measure only these matmul dtypes (repeatable).")
+@click.option("--backend", "backends", multiple=True, type=click.Choice(["numpy", "torch"]),
+              help="CPU: measure only with these libraries (default: numpy and torch where installed).")
+@click.option("--id", "machine_id", default=None, help="Id of the saved machine (default: measured-<device name>).")
+def measure(device: str, quick: bool, as_json: bool, save: str | None, buffer_size: str | None,
+            dtypes: tuple[str, ...], backends: tuple[str, ...], machine_id: str | None) -> None:
+    """Measure this machine's ceilings: streaming bandwidth and matmul FLOP/s per dtype.
+
+    \b
+    Examples:
+      roofline measure --quick
+      roofline measure --save my-cpu.toml && roofline kernel matmul 4096 4096 4096 --machine my-cpu.toml
+      roofline measure --device cuda --json
+    """
+    _measure(device, quick, as_json, save, buffer_size, dtypes, backends, machine_id, show=True)
+
+@click.command()
+@click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True)
+@click.option("--quick", is_flag=True, help="Smaller kernels and fewer repeats.")
+@click.option("--dtype", default=None, help="Kernel dtype (default: fp32 on a CPU, bf16 on CUDA).")
+@click.option("--machine", "-m", default=None,
+              help="Roof to place the kernels under: a machine file or catalog id (default: measure it now).")
+@click.option("--only", "only", multiple=True, metavar="WORD",
+              help="Run only the cases whose name starts with WORD (matmul, add, rmsnorm, softmax, silu, mul, "
+                   "attention); repeatable.")
+@click.option("--repeats", type=click.IntRange(min=1), default=None, help="Timed samples per kernel.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: the placements and the accuracy summary.")
+@click.option("--png", default=None, metavar="FILE", help="Draw the measured points under the roof (PNG).")
+@click.option("--html", default=None, metavar="FILE", help="The interactive chart (HTML).")
+def bench(device: str, quick: bool, dtype: str | None, machine: str | None, only: tuple[str, ...],
+          repeats: int | None, as_json: bool, png: str | None, html: str | None) -> None:
+    """Run real kernels and place each measured point beside its prediction under the roof.
+
+    \b
+    Examples:
+      roofline bench --quick
+      roofline bench --machine my-cpu.toml --only matmul --only attention
+      roofline bench --device cuda --png bench.png
+    """
+    from roofline.dtypes import get_dtype
+    from roofline.errors import need_torch
+    from roofline.hardware import get_machine
+    from roofline.measure.accuracy import Accuracy
+    from roofline.measure.bench import bench_machine, run_bench
+    from roofline.measure.ceilings import need_cuda
+    from roofline.report.accuracy import accuracy_table
+    from roofline.units import format_bytes_per_s, format_flop_per_s
+
+    if device == "cuda":
+        need_cuda("bench --device cuda")
+    else:
+        need_torch("roofline bench")
+    dt = get_dtype(dtype or ("bf16" if device == "cuda" else "fp32"))
+    with progress(not as_json) as say:
+        if machine is None:
+            roof, seconds = bench_machine(device, quick, dt.name, say)
+            how = f"measured now in {seconds:.1f} s"
+        else:
+            roof = get_machine(machine)
+            how = "measured" if roof.measured else "datasheet"
+        results = run_bench(roof, device=device, dtype=dt, quick=quick, repeats=repeats, only=only, progress=say)
+    placements = [r.placement for r in results]
+    acc = Accuracy.of(placements)
+    for p in acc.above_roof:
+        click.echo(f"roofline: warning: {p.name} measured ABOVE its roof ({p.fraction_of_roof or 0:.0%}): "
+                   "the model undercounts its work or the timing is wrong", err=True)
+    title = f"bench on {roof.name} ({dt.name})"
+    if as_json:
+        dump({"machine": {"id": roof.id, "name": roof.name, "measured": roof.measured,
+                           "memory_bytes_per_s": roof.memory_bytes_per_s,
+                           "peak_flop_per_s": dict(roof.matrix_flop_per_s)},
+               "dtype": dt.name, "kernels": [r.to_dict() for r in results], "summary": acc.to_dict()})
+    else:
+        click.echo(f"roof ({how}): {format_bytes_per_s(roof.memory_bytes_per_s, 4)}, "
+                   f"{dt.peak_key} {format_flop_per_s(roof.peak_flop_per_s(dt), 4)}")
+        click.echo(accuracy_table(placements, title=title))
+        click.echo("\n".join(acc.lines()))
+    _placements_outputs(placements, roof, dt, png, html, title)
+
+@click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.argument("script", type=click.Path(dir_okay=False))
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@click.option("--machine", "-m", default=DEFAULT_MACHINE, show_default=True, help="Machine id, alias or machine file.")
+@click.option("--dtype", default=None, help="Compute dtype for the roof (default: the machine's).")
+@click.option("--fusion", type=click.Choice(["traced", "none"]), default=None,
+              help=f"traced (default): {PLAN_HELP['traced']}; none: {PLAN_HELP['none']}.")
+@click.option("--plan", "old_plan", type=click.Choice(["traced", "none"]), default=None, hidden=True,
+              help="Old spelling of --fusion.")
+@click.option("--time", "time_ops", is_flag=True, help="Time every op (synchronizing around each).")
+@click.option("--autograd", is_flag=True,
+              help="Trace with autograd on (decomposed ops, backward if the script runs it) instead of "
+                   "inference mode.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: the analysis, FLOPs by kind, unknown ops.")
+@click.option("--png", default=None, metavar="FILE", help="Roofline chart of the traced kernels (PNG).")
+@click.option("--html", default=None, metavar="FILE", help="The interactive chart (HTML).")
+def trace(script: str, args: tuple[str, ...], machine: str, dtype: str | None, fusion: str | None,
+          old_plan: str | None, time_ops: bool, autograd: bool, as_json: bool, png: str | None,
+          html: str | None) -> None:
+    """Run a PyTorch SCRIPT (with ARGS) under the tracer and place every op it ran on a machine.
+
+    Options go before SCRIPT; everything after it is the script's own arguments.
+
+    \b
+    Examples:
+      roofline trace --machine h100 my_model.py --batch 8
+      roofline trace --autograd --json train_step.py
+    """
+    from roofline.errors import need_torch
+    from roofline.graph import UNFUSED
+    from roofline.tracing import trace_script
+
+    need_torch("roofline trace")
+    plan = fusion_option(fusion, old_plan, {"traced": "traced", "none": "none"}, "traced", "--plan")
+    try:
+        t = trace_script(script, args, inference=not autograd, time_ops=time_ops)
+    except RooflineError:
+        raise
+    except Exception as exc:  # the script's own error: its traceback, as python would show it, then one line
+        _echo_script_traceback(exc)
+        raise RooflineError(f"{script} raised {type(exc).__name__}: {exc}") from None
+    for op, why in t.errors.items():
+        click.echo(f"roofline: warning: {op} was not counted ({why})", err=True)
+    if not t.ops:
+        raise RooflineError(f"{script} ran no PyTorch ops")
+    analysis = t.analyze(machine, dtype, UNFUSED if plan == "none" else t.plan)
+    if as_json:
+        d = analysis.to_dict()
+        d.update({"script": script, "flop_by_kind": t.flop_by_kind(), "unknown_ops": dict(t.unknown),
+                  "not_counted": dict(t.errors)})
+        dump(d)
+    else:
+        from roofline.measure.accuracy import Accuracy
+        from roofline.report.accuracy import accuracy_table
+        from roofline.report.text import analysis_text
+        from roofline.units import format_flop
+
+        title = (f"{script} traced: {len(t.ops)} ops, {len(analysis.placements)} kernels on "
+                 f"{analysis.machine.name} ({analysis.dtype.name}), plan {analysis.plan}")
+        if time_ops:
+            click.echo(accuracy_table(analysis.placements, title=title))
+            click.echo("\n".join(Accuracy.of(analysis.placements).lines()))
+            click.echo(analysis_text(analysis, title).splitlines()[-1])
+        else:
+            click.echo(analysis_text(analysis, title))
+        kinds = sorted(t.flop_by_kind().items(), key=lambda kv: -kv[1])
+        click.echo("FLOPs by kind: " + ", ".join(f"{k} {format_flop(v)}" for k, v in kinds if v))
+        if t.unknown:
+            unknown = ", ".join(f"aten::{k} ×{n}" for k, n in t.unknown.items())
+            click.echo(f"no FLOP formula (bytes only): {unknown}")
+    _placements_outputs(analysis.placements, analysis.machine, analysis.dtype, png, html, f"{script} traced")
+
+
+COMMANDS = (measure, bench, trace)

@@ -1,0 +1,373 @@
+"""`roofline model`, `roofline sweep` and `roofline compare`: transformers on the roofline.
+
+Each command parses its options, calls roofline.models, and prints through roofline.report.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import click
+
+from roofline.cli.common import PLAN_HELP, dump, fusion_option, one_of, outputs, warn, wrote
+from roofline.errors import RooflineError
+from roofline.hardware.catalog import DEFAULT_MACHINE
+from roofline.units import parse_positive_int, require_positive_int
+
+MAX_LIST_VALUES = 10_000  # one axis of a sweep; 1:100000000:1 would otherwise be built, exhausting memory
+MAX_SWEEP_ROWS = 100_000  # every axis together (a 100,000-row CSV takes seconds)
+
+
+def parse_int_list(text: str, label: str) -> list[int]:
+    """"1,8,64"; "1:1024" (powers of two from 1 to 1024); "1:1024:x4" (×4 steps); "128:1024:128" (+128 steps)."""
+    out: list[int] = []
+    for part in str(text).replace(" ", "").split(","):
+        if not part:
+            continue
+        try:
+            if ":" in part:
+                bits = part.split(":")
+                if len(bits) not in (2, 3):
+                    raise ValueError
+                lo, hi = int(bits[0]), int(bits[1])
+                step = bits[2] if len(bits) == 3 else "x2"
+                if lo < 1 or hi < lo:
+                    raise RooflineError(f"{label}: range {part!r} must go from a positive start up to its end")
+                if step.startswith("x"):
+                    factor = int(step[1:])
+                    if factor < 2:
+                        raise ValueError
+                    count = math.floor(math.log(hi / lo, factor) + 1e-9) + 1
+                else:
+                    count = (hi - lo) // int(step) + 1 if int(step) >= 1 else 0
+                if len(out) + count > MAX_LIST_VALUES:
+                    raise RooflineError(f"{label}: {part!r} is {count:,} values; at most {MAX_LIST_VALUES:,} "
+                                        f"(take a larger step, e.g. {lo}:{hi}:x2)")
+                if step.startswith("x"):
+                    factor = int(step[1:])
+                    v = lo
+                    while v <= hi:
+                        out.append(v)
+                        v *= factor
+                else:
+                    inc = int(step)
+                    if inc < 1:
+                        raise ValueError
+                    out.extend(range(lo, hi + 1, inc))
+            else:
+                out.append(int(part))
+        except RooflineError:
+            raise
+        except ValueError:
+            raise RooflineError(f"{label}: cannot read {part!r}; write a list like 1,8,64 or a range like "
+                                f"1:1024 (powers of two), 1:1024:x4 or 128:1024:128") from None
+    if not out:
+        raise RooflineError(f"{label}: no values given")
+    return [require_positive_int(v, label) for v in out]
+
+
+def parse_str_list(text: str | None) -> list[str | None]:
+    if text is None:
+        return [None]
+    values = [p.strip() for p in text.split(",") if p.strip()]
+    return list(values) or [None]
+
+
+def parse_overrides(pairs: Sequence[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise RooflineError(f"--set takes KEY=VALUE (a config.json field), got {pair!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _length(phase: str, prompt: str | None, context: str | None) -> int | None:
+    """The prompt (prefill) or context (decode) length asked for; None: the library's default, the
+    model's trained maximum at most."""
+    if phase == "prefill":
+        if context is not None and prompt is None:
+            raise RooflineError("prefill takes --prompt P (the prompt length), not --context")
+        return parse_positive_int(prompt, "--prompt") if prompt is not None else None
+    if prompt is not None and context is None:
+        raise RooflineError("decode takes --context L (the tokens attended to), not --prompt")
+    return parse_positive_int(context, "--context") if context is not None else None
+
+
+def _experts_hit(text: str | None) -> int | None:
+    return parse_positive_int(text, "--experts-hit") if text is not None else None
+
+
+def _plan(fusion: str | None, plan: str | None) -> str:
+    return fusion_option(fusion, plan, {p: p for p in ("none", "flash", "fused")}, "flash", "--plan")
+
+
+def step_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """What every transformer command takes: the phase, the fusion plan, dtypes and what-ifs."""
+    options = [
+        click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+                     help="What-if: override a config.json field, e.g. --set num_key_value_heads=64."),
+        click.option("--experts-hit", default=None,
+                     help="MoE: distinct experts a layer reads per step (default: the expectation under uniform "
+                          "routing, E·(1 − (1 − k/E)^tokens))."),
+        click.option("--act-dtype", default="bf16", show_default=True, help="Activation dtype."),
+        click.option("--fusion", type=click.Choice(["none", "flash", "fused"]), default=None,
+                     help="; ".join(f"{p}: {PLAN_HELP[p]}" for p in ("none", "flash", "fused"))
+                          + " (default: flash)."),
+        click.option("--plan", "old_plan", type=click.Choice(["none", "flash", "fused"]), default=None, hidden=True,
+                     help="Old spelling of --fusion."),
+        click.option("--phase", type=click.Choice(["prefill", "decode"]), default="decode", show_default=True),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def _writer(output: str | None, text: str) -> None:
+    if output:
+        from roofline.fileio import atomic_write
+
+        atomic_write(output, text if text.endswith("\n") else text + "\n")
+        wrote(output)
+    else:
+        click.echo(text)
+
+
+def _write_rows(rows: list[dict[str, Any]], columns: Sequence[str], fmt: str, output: str | None,
+                csv_path: str | None, table_text: Callable[[], str]) -> None:
+    """Rows as a table, CSV or JSON on stdout or to --output, and also as CSV to --csv."""
+    from roofline.report.model_text import rows_csv
+
+    if csv_path:
+        _writer(csv_path, rows_csv(rows, columns))
+    if fmt == "json":
+        text = json.dumps(rows, indent=2, allow_nan=False)
+    elif fmt == "csv":
+        text = rows_csv(rows, columns)
+    else:
+        text = table_text()
+    _writer(output, text)
+
+
+@click.command("model")
+@click.argument("model")
+@click.option("--machine", "-m", default=DEFAULT_MACHINE, show_default=True, help="Machine id, alias or file.")
+@click.option("--batch", "-b", default="1", show_default=True, help="Sequences in the step.")
+@click.option("--prompt", "-p", default=None,
+              help="Prompt length (prefill; default 2048, at most the model's maximum).")
+@click.option("--context", "-c", default=None,
+              help="Context length a new token attends to (decode; default 2048, at most the model's maximum).")
+@click.option("--weights-dtype", default="bf16", show_default=True,
+              help="Weight storage dtype (int4, fp8, nvfp4, ...).")
+@click.option("--kv-dtype", default=None, help="KV cache dtype (default: the activation dtype).")
+@click.option("--dtype", default=None, help="Compute dtype, choosing the peak (default: the activation dtype).")
+@step_options
+@click.option("--explain", is_flag=True,
+              help="Derive the KV cache size, the decode limit and every kernel step by step.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--csv", "csv_path", default=None, metavar="FILE", help="Write the per-kernel table as CSV.")
+@click.option("--png", default=None, metavar="FILE", help="Write the roofline chart of every kernel (PNG).")
+@click.option("--svg", default=None, metavar="FILE", help="Write the roofline chart of every kernel (SVG).")
+@click.option("--html", default=None, metavar="FILE", help="Write the interactive page (all fusion plans).")
+def model_command(model: str, machine: str, batch: str, prompt: str | None, context: str | None,
+                  weights_dtype: str, kv_dtype: str | None, dtype: str | None, phase: str, fusion: str | None,
+                  old_plan: str | None, act_dtype: str, experts_hit: str | None, overrides: tuple[str, ...],
+                  explain: bool, as_json: bool, csv_path: str | None, png: str | None, svg: str | None,
+                  html: str | None) -> None:
+    """Every kernel of one forward step of MODEL (a preset or a config.json path) on a machine.
+
+    \b
+    Examples:
+      roofline model llama-3-70b --machine h100 --phase decode --batch 64 --context 8192
+      roofline model llama-3-70b --phase prefill --prompt 4096 --fusion none
+      roofline model deepseek-v3 --machine b200 --batch 32 --context 32768 --kv-dtype fp8 --explain
+      roofline model ./my-model/config.json --json
+    """
+    from roofline.models import analyze_model, model_dtypes
+
+    outputs(csv=csv_path, png=png, svg=svg, html=html)
+    one_of(as_json, explain)
+    a = analyze_model(model, machine, phase, parse_positive_int(batch, "--batch"), _length(phase, prompt, context),
+                      _plan(fusion, old_plan), model_dtypes(weights_dtype, act_dtype, kv_dtype, dtype),
+                      _experts_hit(experts_hit), parse_overrides(overrides))
+    for w in a.warnings:
+        warn(w)
+    if a.memory.warning:
+        warn(a.memory.warning)
+    if csv_path:
+        from roofline.report.model_text import KERNEL_CSV_COLUMNS, rows_csv
+
+        _writer(csv_path, rows_csv(a.kernel_rows(), KERNEL_CSV_COLUMNS))
+    if png or svg or html:
+        from roofline.report.notebook import model_scenarios
+        from roofline.report.outputs import write_model_outputs
+
+        for path in write_model_outputs(model_scenarios(a), png=png, svg=svg, html=html, title=a.title):
+            wrote(path)
+    if as_json:
+        dump(a.to_dict())
+    elif explain:
+        from roofline.explain import explain_kernels, explain_model
+
+        click.echo(explain_model(a))
+        click.echo("\nkernels\n")
+        click.echo(explain_kernels(a))
+    else:
+        from roofline.report.model_text import model_text
+
+        click.echo(model_text(a))
+
+
+def _grid_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """Machines and dtypes as comma-separated lists, for sweep and compare."""
+    options = [
+        click.option("--machine", "-m", default=DEFAULT_MACHINE, show_default=True,
+                     help="Machine(s), comma-separated: h100,b200."),
+        click.option("--weights-dtype", default="bf16", show_default=True, help="Weight dtype(s), comma-separated."),
+        click.option("--kv-dtype", default=None, help="KV cache dtype(s), comma-separated: bf16,fp8,nvfp4."),
+        click.option("--dtype", default=None, help="Compute dtype(s), comma-separated."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def _table_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    options = [
+        click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table",
+                     show_default=True),
+        click.option("--output", "-o", default=None, metavar="FILE", help="Write the table/CSV/JSON to FILE."),
+        click.option("--csv", "csv_path", default=None, metavar="FILE", help="Also write the rows as CSV to FILE."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+@click.command("sweep")
+@click.argument("model")
+@_grid_options
+@click.option("--batch", "-b", default="1:256", show_default=True,
+              help="Batch sizes: 1,8,64 or 1:256 (powers of two) or 1:256:x4 or 8:64:8.")
+@click.option("--prompt", "-p", default=None, help="Prompt lengths (prefill), as --batch.")
+@click.option("--context", "-c", default=None, help="Context lengths (decode), as --batch.")
+@step_options
+@_table_options
+@click.option("--png", default=None, metavar="FILE", help="Chart intensity against the swept axis (PNG).")
+@click.option("--svg", default=None, metavar="FILE", help="Chart intensity against the swept axis (SVG).")
+def sweep_command(model: str, machine: str, weights_dtype: str, kv_dtype: str | None, dtype: str | None, batch: str,
+                  prompt: str | None, context: str | None, phase: str, fusion: str | None, old_plan: str | None,
+                  act_dtype: str, experts_hit: str | None, overrides: tuple[str, ...], fmt: str, output: str | None,
+                  csv_path: str | None, png: str | None, svg: str | None) -> None:
+    """Sweep MODEL over batch × length × dtype × machine: intensity, time floor, tokens/s, bound.
+
+    \b
+    Examples:
+      roofline sweep llama-3-70b --batch 1:512 --context 8192,131072
+      roofline sweep llama-3-70b --batch 64 --context 1024:131072 --kv-dtype bf16,fp8 --format csv
+      roofline sweep mixtral-8x7b --machine h100,b200 --batch 1:256 --png sweep.png
+    """
+    from roofline.models import SWEEP_COLUMNS, sweep
+    from roofline.report.model_text import sweep_text
+
+    outputs(output=output, csv=csv_path, png=png, svg=svg)
+    if phase == "prefill" and context is not None and prompt is None:
+        raise RooflineError("prefill sweeps take --prompt, not --context")
+    if phase == "decode" and prompt is not None and context is None:
+        raise RooflineError("decode sweeps take --context, not --prompt")
+    given = prompt if phase == "prefill" else context
+    lengths = parse_int_list(given, "--prompt" if phase == "prefill" else "--context") if given else None
+    batches = parse_int_list(batch, "--batch")
+    machines = [m for m in parse_str_list(machine) if m]
+    n_rows = (len(batches) * len(lengths or [0]) * len(machines) * len(parse_str_list(weights_dtype))
+              * len(parse_str_list(kv_dtype)) * len(parse_str_list(dtype)))
+    if n_rows > MAX_SWEEP_ROWS:
+        raise RooflineError(f"the sweep has {n_rows:,} rows (batches × lengths × machines × dtypes); "
+                            f"at most {MAX_SWEEP_ROWS:,}: take larger steps or fewer values")
+    rows = sweep(model, machines, phase, batches, lengths, _plan(fusion, old_plan),
+                 [w or "bf16" for w in parse_str_list(weights_dtype)], parse_str_list(kv_dtype), act_dtype,
+                 parse_str_list(dtype), _experts_hit(experts_hit), parse_overrides(overrides),
+                 per_kernel=bool(png or svg))
+    if png or svg:
+        _sweep_chart(rows, model, phase, batches, sorted({int(r["seq"]) for r in rows}), png, svg,
+                     parse_overrides(overrides))
+    seq_key = "prompt" if phase == "prefill" else "context"
+    renamed = [{(seq_key if k == "seq" else k): v for k, v in r.items() if k != "kernels"} for r in rows]
+    columns = [seq_key if c == "seq" else c for c in SWEEP_COLUMNS]
+    _write_rows(renamed, columns, fmt, output, csv_path, lambda: sweep_text(rows, seq_key))
+
+
+@click.command("compare")
+@click.argument("models", nargs=-1, required=True)
+@_grid_options
+@click.option("--batch", "-b", default="1", show_default=True, help="Batch size (sequences per step).")
+@click.option("--prompt", "-p", default=None,
+              help="Prompt length (prefill; default 2048, at most each model's maximum).")
+@click.option("--context", "-c", default=None,
+              help="Context length (decode; default 2048, at most each model's maximum).")
+@step_options
+@_table_options
+def compare_command(models: tuple[str, ...], machine: str, weights_dtype: str, kv_dtype: str | None, dtype: str | None,
+                    batch: str, prompt: str | None, context: str | None, phase: str, fusion: str | None,
+                    old_plan: str | None, act_dtype: str, experts_hit: str | None, overrides: tuple[str, ...],
+                    fmt: str, output: str | None, csv_path: str | None) -> None:
+    """Compare MODELS side by side (× machines × dtypes): KV per token, intensity, decode limit, crossover, fit.
+
+    \b
+    Examples:
+      roofline compare llama-3-70b qwen2.5-72b deepseek-v3 --batch 64 --context 32768
+      roofline compare llama-3-70b --kv-dtype bf16,fp8,nvfp4 --context 131072 --batch 32
+      roofline compare mistral-7b --machine h100,b200,mi300x --batch 8
+    """
+    from roofline.models import compare
+    from roofline.report.model_text import compare_text
+
+    outputs(output=output, csv=csv_path)
+    rows = compare(list(models), [m for m in parse_str_list(machine) if m], phase, parse_positive_int(batch, "--batch"),
+                   _length(phase, prompt, context), _plan(fusion, old_plan),
+                   [w or "bf16" for w in parse_str_list(weights_dtype)], parse_str_list(kv_dtype), act_dtype,
+                   parse_str_list(dtype), _experts_hit(experts_hit), parse_overrides(overrides))
+    seen: set[str] = set()
+    for r in rows:
+        for w in r["warnings"]:
+            if w not in seen:
+                seen.add(w)
+                warn(f"{r['model']} on {r['machine']}: {w}")
+    columns = [k for k in rows[0] if k != "warnings"]
+    _write_rows(rows, columns, fmt, output, csv_path, lambda: compare_text(rows))
+
+
+def _sweep_chart(rows: list[dict[str, Any]], model: str, phase: str, batches: list[int], lengths: list[int],
+                 png: str | None, svg: str | None, overrides: dict[str, str]) -> None:
+    """Intensity against the axis that varies most, for the first machine and dtype combination."""
+    from roofline.models import decode_limit, load_config
+    from roofline.report.outputs import write_sweep_chart
+
+    first = rows[0]
+    same = [r for r in rows if (r["machine"], r["weights_dtype"], r["kv_dtype"], r["compute_dtype"])
+            == (first["machine"], first["weights_dtype"], first["kv_dtype"], first["compute_dtype"])]
+    x = "batch" if len(batches) >= len(lengths) else "seq"
+    fixed = "seq" if x == "batch" else "batch"
+    seq_key = "prompt" if phase == "prefill" else "context"
+    picked = [{(seq_key if k == "seq" else k): v for k, v in r.items()} for r in same if r[fixed] == first[fixed]]
+    limit = None
+    if phase == "decode" and x == "batch":
+        limit = decode_limit(load_config(model, overrides), int(first["seq"]), first["kv_dtype"]).flop_per_byte
+    label = seq_key if fixed == "seq" else fixed
+    title = f"{first['model']} {phase} on {first['machine']}, {label} {first[fixed]}"
+    if len(picked) < len(rows):  # the chart draws one series; say which, rather than drop the others silently
+        kv = first["kv_dtype"]
+        warn(f"the chart shows {len(picked)} of the {len(rows)} rows: {first['machine']}, weights "
+                      f"{first['weights_dtype']}, KV {kv}, compute {first['compute_dtype']}, {label} {first[fixed]} "
+                      f"(the first combination); the table has every row")
+        title += f", weights {first['weights_dtype']}, KV {kv}"
+    for path in write_sweep_chart(picked, seq_key if x == "seq" else x, png=png, svg=svg,
+                                  ridge=first["ridge_flop_per_byte"], limit=limit, title=title):
+        wrote(path)
+
+
+COMMANDS = (model_command, sweep_command, compare_command)

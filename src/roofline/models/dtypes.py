@@ -1,0 +1,52 @@
+"""A model step's dtypes: what each tensor role is stored in, and whose peak the matmuls run at.
+
+Layering: imports roofline.dtypes, roofline.errors, roofline.hardware only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from roofline.dtypes import DType, get_dtype, require_storable
+from roofline.errors import RooflineError
+from roofline.hardware import Machine
+
+
+@dataclass(frozen=True)
+class ModelDtypes:
+    """Storage dtype per tensor role, and the compute dtype whose peak the matmuls run at
+    (None: chosen by the analysis, the activation dtype where the machine has a peak for it)."""
+
+    weights: DType
+    activations: DType
+    kv_cache: DType
+    compute: DType | None = None
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {"weights": self.weights.name, "activations": self.activations.name,
+                "kv_cache": self.kv_cache.name, "compute": self.compute.name if self.compute else None}
+
+
+def model_dtypes(weights: str | DType = "bf16", activations: str | DType = "bf16",
+                 kv_cache: str | DType | None = None, compute: str | DType | None = None) -> ModelDtypes:
+    """Dtypes by role; the KV cache defaults to the activation dtype. Block-scaled formats (mxfp4,
+    nvfp4, ...) are accepted for any role: their scale bytes are counted."""
+    act = require_storable(activations)
+    return ModelDtypes(require_storable(weights), act, require_storable(kv_cache) if kv_cache else act,
+                       get_dtype(compute) if compute else None)
+
+
+def compute_dtype(dtypes: ModelDtypes, machine: Machine) -> DType:
+    """The dtype whose matrix peak the step runs at: the one asked for, else the activation dtype
+    where the machine has a peak for it, else the machine's default (bf16 on GPUs)."""
+    if dtypes.compute is not None:
+        if not machine.has_peak(dtypes.compute):
+            raise RooflineError(f"{machine.id} lists no matrix peak for {dtypes.compute.peak_key}; "
+                                f"it has: {', '.join(machine.dtypes())}")
+        return dtypes.compute
+    if machine.has_peak(dtypes.activations):
+        return dtypes.activations
+    return get_dtype(machine.default_dtype())
+
+
+__all__ = ["ModelDtypes", "compute_dtype", "model_dtypes"]

@@ -1,0 +1,297 @@
+"""ModelConfig: the shape of a decoder-only transformer, what its layers cache and what it counts.
+
+Parameter counts are derived from the shape alone (`ModelConfig.param_counts`, a `ParamCounts`):
+embeddings, the attention and MLP weights of every layer, norm gains and biases. "Active"
+parameters are those one token uses: for a mixture of experts, the router, the shared experts and
+`experts_per_token` routed experts instead of all of them; embeddings and the LM head are included,
+as the published figures include them (Mixtral 8x7B: 12.9B active).
+
+Attended tokens (`ModelConfig.attended_tokens`): the tokens one sequence's layers keep and read at
+a length L, summed over layers: L per global layer, min(L, W) per windowed one. The KV cache, the
+decode limit, the memory fit and the sweeps all take it from there.
+
+Layering: imports roofline.errors and roofline.models.formulas only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from types import MappingProxyType
+from typing import Any
+
+from roofline.errors import RooflineError
+from roofline.models.formulas import Num, minimum
+
+DEFAULT_LENGTH = 2048  # prompt (prefill) or context (decode) length when none is given, capped per model
+
+
+class AttentionKind(StrEnum):
+    """Which attention a layer runs: full causal (GLOBAL) or over a sliding window (LOCAL)."""
+
+    GLOBAL = "global"
+    LOCAL = "local"
+
+
+class MlpKind(StrEnum):
+    """Which MLP a layer runs: one dense MLP, or a mixture of experts."""
+
+    DENSE = "dense"
+    MOE = "moe"
+
+
+@dataclass(frozen=True)
+class ParamCounts:
+    """Parameters by part. `parts` counts every routed expert ("experts"); `active_parts` counts
+    what one token uses, the routed experts at experts_per_token of num_experts. Both have the same
+    keys, in the same order."""
+
+    parts: Mapping[str, int]
+    active_parts: Mapping[str, int]
+    matmul: int  # active parameters a token multiplies (see ModelConfig.matmul_params)
+
+    @property
+    def total(self) -> int:
+        return sum(self.parts.values())
+
+    @property
+    def active(self) -> int:
+        return sum(self.active_parts.values())
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The shape of a decoder-only transformer: everything the graph builder and the counts need."""
+
+    name: str
+    architecture: str  # the HF model_type it came from
+    hidden_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    intermediate_size: int  # dense MLP width (0 if every layer is MoE)
+    vocab_size: int
+    max_position_embeddings: int
+    tie_word_embeddings: bool = False
+    norm: str = "rmsnorm"  # "rmsnorm" | "layernorm" (LayerNorm has a bias too)
+    activation: str = "swiglu"  # "swiglu" | "geglu" (gated) | "gelu" (GPT-2: up, gelu, down)
+    qkv_bias: bool = False  # Qwen2: biases on q, k, v
+    o_bias: bool = False  # Llama/Qwen3 attention_bias: a bias on o_proj as well as on q, k, v
+    linear_bias: bool = False  # GPT-2: biases on every linear layer
+    qk_norm: bool = False  # Qwen3, Gemma 3: RMSNorm over each head of q and k
+    sandwich_norm: bool = False  # Gemma 2/3: norms after attention and after the MLP as well
+    learned_positions: int = 0  # GPT-2: rows of the learned position table (0: RoPE)
+    sliding_window: int | None = None
+    # per layer GLOBAL or LOCAL; empty: every layer alike (LOCAL if there is a window). See layer_kinds.
+    layer_attention: tuple[AttentionKind, ...] = ()
+    # mixture of experts
+    num_experts: int = 0
+    experts_per_token: int = 0
+    moe_intermediate_size: int = 0
+    num_shared_experts: int = 0  # each of moe_intermediate_size width
+    first_dense_layers: int = 0  # DeepSeek-V3: the first k layers have a dense MLP
+    router_bias: bool = False  # DeepSeek-V3: e_score_correction_bias
+    # multi-head latent attention (DeepSeek-V3); kv_lora_rank > 0 turns it on
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    qk_nope_head_dim: int = 0
+    qk_rope_head_dim: int = 0
+    v_head_dim: int = 0
+    source: str = ""  # preset name or file path
+
+    def __post_init__(self) -> None:
+        for label in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim", "vocab_size",
+                      "max_position_embeddings"):
+            value = getattr(self, label)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise RooflineError(f"model {self.name}: {label} must be a positive integer, got {value!r}")
+        if self.num_heads % self.num_kv_heads:
+            raise RooflineError(f"model {self.name}: num_attention_heads ({self.num_heads}) must be a multiple "
+                                f"of num_key_value_heads ({self.num_kv_heads})")
+        if self.is_moe and not (0 < self.experts_per_token <= self.num_experts and self.moe_intermediate_size > 0):
+            raise RooflineError(f"model {self.name}: experts_per_token must be in 1..num_experts and "
+                                f"moe_intermediate_size positive")
+        if self.layer_attention and (len(self.layer_attention) != self.num_layers
+                                     or set(self.layer_attention) - set(AttentionKind)):
+            raise RooflineError(f"model {self.name}: layer_attention must give "
+                                f"{' or '.join(repr(str(k)) for k in AttentionKind)} for each of "
+                                f"the {self.num_layers} layers")
+        # strings in (from a caller), enum members kept
+        object.__setattr__(self, "layer_attention", tuple(AttentionKind(k) for k in self.layer_attention))
+        if self.sliding_window is not None and self.sliding_window < 1:
+            raise RooflineError(f"model {self.name}: sliding_window must be positive, got {self.sliding_window}")
+
+    # --- derived shape ---------------------------------------------------------------------------
+    @property
+    def layer_kinds(self) -> tuple[AttentionKind, ...]:
+        """Per layer, the attention it runs: GLOBAL (full causal) or LOCAL (sliding window)."""
+        if self.layer_attention:
+            return self.layer_attention
+        kind = AttentionKind.LOCAL if self.sliding_window else AttentionKind.GLOBAL
+        return tuple(kind for _ in range(self.num_layers))
+
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts > 0
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank > 0
+
+    @property
+    def gated(self) -> bool:
+        return self.activation in ("swiglu", "geglu")
+
+    @property
+    def qk_head_dim(self) -> int:
+        """Width of one query/key head: head_dim, or nope + rope parts under MLA (128 + 64 = 192)."""
+        return self.qk_nope_head_dim + self.qk_rope_head_dim if self.is_mla else self.head_dim
+
+    @property
+    def v_dim(self) -> int:
+        return self.v_head_dim if self.is_mla else self.head_dim
+
+    @property
+    def moe_layers(self) -> int:
+        return self.num_layers - self.first_dense_layers if self.is_moe else 0
+
+    @property
+    def dense_layers(self) -> int:
+        return self.num_layers - self.moe_layers
+
+    def layer_counts(self) -> dict[tuple[AttentionKind, MlpKind], int]:
+        """How many layers of each (attention kind, MLP kind): layers are counted, not repeated."""
+        out: dict[tuple[AttentionKind, MlpKind], int] = {}
+        for i, attn in enumerate(self.layer_kinds):
+            mlp = MlpKind.MOE if self.is_moe and i >= self.first_dense_layers else MlpKind.DENSE
+            out[(attn, mlp)] = out.get((attn, mlp), 0) + 1
+        return out
+
+    def attention_layers(self, kind: AttentionKind) -> int:
+        return sum(1 for a in self.layer_kinds if a == kind)
+
+    def kv_elements_per_token_per_layer(self) -> int:
+        """Values cached per token per layer: 2·G·d for K and V, or kv_lora_rank + qk_rope_head_dim for
+        MLA's compressed latent (512 + 64 = 576 for DeepSeek-V3)."""
+        if self.is_mla:
+            return self.kv_lora_rank + self.qk_rope_head_dim
+        return 2 * self.num_kv_heads * self.head_dim
+
+    def kv_cache_bytes_per_token(self, bytes_per_element: float = 2.0) -> float:
+        """Bytes of KV cache one token of context adds, all layers: 2·G·d·layers·bytes.
+
+        Llama 3 70B in BF16: 2·8·128·80·2 = 327,680 B = 320 KiB, the seed's figure."""
+        return self.kv_elements_per_token_per_layer() * self.num_layers * bytes_per_element
+
+    def cached_tokens(self, layer_kind: AttentionKind, context: Num) -> Num:
+        """Tokens one layer keeps and reads at `context`: all of them, or min(L, W) for a windowed
+        layer. `context` is an int or a numpy array of them."""
+        if layer_kind == AttentionKind.LOCAL and self.sliding_window:
+            return minimum(context, self.sliding_window)
+        return context
+
+    def attended_tokens(self, context: Num) -> Num:
+        """Tokens one sequence's layers keep and read at `context`, summed over layers: L per global
+        layer, min(L, W) per windowed one. An int for an int, a numpy array for an array of lengths.
+
+        Gemma 2 9B (21 global and 21 local layers, W = 4096) at 8192: 21·8192 + 21·4096."""
+        return (self.attention_layers(AttentionKind.GLOBAL) * context
+                + self.attention_layers(AttentionKind.LOCAL) * self.cached_tokens(AttentionKind.LOCAL, context))
+
+    def kv_cache_bytes(self, batch: Num, context: Num, bytes_per_element: float = 2.0) -> Any:
+        """KV cache for `batch` sequences of `context` tokens, windowed layers capped at the window
+        (ints, or numpy arrays of them)."""
+        per_layer = self.kv_elements_per_token_per_layer() * bytes_per_element
+        return batch * per_layer * self.attended_tokens(context)
+
+    @property
+    def default_length(self) -> int:
+        """DEFAULT_LENGTH, capped at the positions the model was trained for."""
+        return min(DEFAULT_LENGTH, self.max_position_embeddings)
+
+    def length(self, seq: int | None) -> int:
+        """`seq`, or when None the default length (DEFAULT_LENGTH within max_position_embeddings)."""
+        return self.default_length if seq is None else seq
+
+    # --- parameter counts ------------------------------------------------------------------------
+    def param_counts(self) -> ParamCounts:
+        """Parameters by part; `total_params`, `active_params` and `matmul_params` are its sums."""
+        return _param_counts(self)
+
+    @property
+    def total_params(self) -> int:
+        return self.param_counts().total
+
+    @property
+    def active_params(self) -> int:
+        """Parameters one token uses: routed experts counted at experts_per_token, not num_experts."""
+        return self.param_counts().active
+
+    @property
+    def matmul_params(self) -> int:
+        """Active parameters a token multiplies: active minus the embedding tables (gathered, not
+        multiplied), norm gains and biases. 2 × this is a token's matmul FLOPs outside attention."""
+        return self.param_counts().matmul
+
+    def attention_flop_per_pair(self) -> float:
+        """FLOPs per (query, key) pair per layer: 2·H·(d_qk + d_v) for the two matmuls, the seed's
+        4·h when d_qk = d_v and H·d = h. Under MLA as run in decode the query and key are the latent
+        (kv_lora_rank + rope = 576 wide) and the values the latent (512): 2·128·(576 + 512)."""
+        if self.is_mla:
+            return 2.0 * self.num_heads * (self.kv_lora_rank + self.qk_rope_head_dim + self.kv_lora_rank)
+        return 2.0 * self.num_heads * (self.qk_head_dim + self.v_dim)
+
+
+def _param_counts(c: ModelConfig) -> ParamCounts:
+    h, L = c.hidden_size, c.num_layers
+    counts: dict[str, int] = {}
+    counts["embedding"] = c.vocab_size * h
+    if c.learned_positions:
+        counts["position_embedding"] = c.learned_positions * h
+    counts["lm_head"] = 0 if c.tie_word_embeddings else c.vocab_size * h
+    norm_params = 2 if c.norm == "layernorm" else 1  # LayerNorm: gain and bias
+    norms_per_layer = 4 if c.sandwich_norm else 2
+    norms = L * norms_per_layer * norm_params * h + norm_params * h  # + the final norm
+    biases = 0
+    if c.is_mla:
+        H, dn, dr, dv = c.num_heads, c.qk_nope_head_dim, c.qk_rope_head_dim, c.v_head_dim
+        q = (h * c.q_lora_rank + c.q_lora_rank * H * (dn + dr)) if c.q_lora_rank else h * H * (dn + dr)
+        kv = h * (c.kv_lora_rank + dr) + c.kv_lora_rank * H * (dn + dv)
+        attn = q + kv + H * dv * h
+        norms += L * (c.kv_lora_rank + (c.q_lora_rank or 0))  # q_a_layernorm, kv_a_layernorm
+    else:
+        H, G, d = c.num_heads, c.num_kv_heads, c.head_dim
+        attn = h * (H + 2 * G) * d + H * d * h
+        if c.qkv_bias or c.linear_bias:
+            biases += L * (H + 2 * G) * d
+        if c.linear_bias or c.o_bias:
+            biases += L * h
+        if c.qk_norm:
+            norms += L * 2 * d
+    counts["attention"] = L * attn
+    mlp_mats = 3 if c.gated else 2
+    counts["mlp"] = c.dense_layers * mlp_mats * h * c.intermediate_size
+    if c.linear_bias:
+        biases += c.dense_layers * (c.intermediate_size + h)
+    if c.is_moe:
+        per_expert = 3 * h * c.moe_intermediate_size
+        counts["router"] = c.moe_layers * h * c.num_experts
+        # DeepSeek-V3's e_score_correction_bias: added to the scores to pick experts, not multiplied
+        biases += c.moe_layers * c.num_experts if c.router_bias else 0
+        counts["shared_experts"] = c.moe_layers * c.num_shared_experts * per_expert
+        counts["experts"] = c.moe_layers * c.num_experts * per_expert
+    counts["norms"] = norms
+    counts["biases"] = biases
+    active = dict(counts)
+    if c.is_moe:
+        active["experts"] = c.moe_layers * c.experts_per_token * per_expert
+    # gathered tables, norm gains and biases are not multiplied; a tied LM head is (it reuses the table)
+    tied_head = c.vocab_size * h if c.tie_word_embeddings else 0
+    matmul = (sum(active.values()) - counts["embedding"] - counts.get("position_embedding", 0) - norms - biases
+              + tied_head)
+    return ParamCounts(MappingProxyType(counts), MappingProxyType(active), matmul)
+
+
+
+__all__ = ["DEFAULT_LENGTH", "AttentionKind", "MlpKind", "ModelConfig", "ParamCounts"]

@@ -1,0 +1,48 @@
+"""Text for measured ceilings: the runs as a table, the ceilings, the datasheet comparison, the environment.
+
+Layering: a report module; imports roofline.measure (the numbers), roofline.units, rich inside.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from roofline.report.text import render
+from roofline.units import format_bytes_per_s, format_flop_per_s, format_time
+from roofline.vocab import Bound
+
+
+def ceilings_text(c: Any) -> str:
+    """The runs as a table, then the ceilings, the datasheet comparison and the environment."""
+    from rich.table import Table
+
+
+    t = Table(title=f"Measured ceilings: {c.environment.device_name} ({c.device})", title_justify="left")
+    for col, just in (("ceiling", "left"), ("backend", "left"), ("dtype", "left"), ("best", "right"),
+                      ("median", "right"), ("worst", "right"), ("median time", "right"), ("runs", "right")):
+        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    for r in c.runs:
+        fmt = format_bytes_per_s if r.kind is Bound.MEMORY else format_flop_per_s
+        t.add_row(r.name, r.backend, r.dtype, fmt(r.best_rate), fmt(r.median_rate), fmt(r.worst_rate),
+                  format_time(r.timing.median_s), f"{r.timing.repeats}×{r.timing.inner}")
+    lines = [render(t, width=140), ""]
+    mem = c.memory_run
+    lines.append(f"memory bandwidth: {format_bytes_per_s(c.memory_bytes_per_s, 4)} "
+                 f"(best of {', '.join(sorted({r.name for r in c.runs if r.kind is Bound.MEMORY}))}: "
+                 f"{mem.name} with {mem.backend}; STREAM byte count)")
+    for key, rate in c.peak_flop_per_s.items():
+        run = c.matrix_run(key)
+        lines.append(f"{key} matmul peak: {format_flop_per_s(rate, 4)} ({run.name}, {run.backend})")
+    for key, why in c.skipped.items():
+        lines.append(f"{key}: not measured ({why})")
+    datasheet = c.catalog_match()
+    if datasheet is not None:
+        for row in c.comparison(datasheet):
+            fmt = format_bytes_per_s if row["ceiling"] == "memory bandwidth" else format_flop_per_s
+            lines.append(f"vs {datasheet.id} datasheet: {row['ceiling']} {fmt(row['measured'])} of "
+                         f"{fmt(row['datasheet'])} = {row['ratio']:.1%}")
+    elif c.device == "cuda":
+        lines.append("this GPU is not in the catalog: no datasheet comparison")
+    lines += [f"environment: {line}" for line in c.environment.summary_lines()]
+    lines.append(f"measured in {c.wall_s:.1f} s" + (" (--quick)" if c.quick else ""))
+    return "\n".join(lines)

@@ -1,0 +1,84 @@
+"""The README's commands print what they printed before the architecture reshaping.
+
+tests/fixtures/readme_outputs.json was recorded by `python scripts/readme_json.py` on the commit
+before the reshaping. Every key and value recorded then must still be there, equal (floats to 1e-12
+relative), except the renames the reshaping made on purpose, each listed here:
+
+- `bound` now names the resource that binds (matrix, vector, dram); the old compute/memory class is
+  `bound_class`, and the old `limiter` (the same resource) is `bound`;
+- the attention kernel's plans are spelled as everywhere else: naive -> none, fused -> flash (and the
+  command's `--impl` became `--fusion`);
+- a step's `bound` used to compare its intensity with the ridge; it is now the resource whose kernels
+  take the most of its time (one rule for kernels and steps): for every README command both say the
+  same class, which this test checks through `bound_class`;
+- `kernel custom` no longer lists `bytes_by_role`: it said 0 weight, 0 KV-cache and 0 activation
+  bytes for a kernel of 268 MB, because a kernel known only by its totals has no tensors to attribute
+  bytes to. Saying nothing is right; saying zero was a wrong number.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import readme_json  # noqa: E402
+
+RECORDED = json.loads((ROOT / "tests" / "fixtures" / "readme_outputs.json").read_text())
+SPELLING = {"--impl naive": "--fusion none", "--impl fused": "--fusion flash"}
+ATTENTION_VALUES = {"naive": "none", "fused": "flash"}
+DROPPED = {"kernel custom --flop 4.4e11 --bytes 268MB --machine mi300x.bytes_by_role"}
+
+
+def _new_key(key: str) -> str:
+    return {"limiter": "bound", "bound": "bound_class"}.get(key, key)
+
+
+def _same(old: Any, new: Any, where: str, values: dict[str, str]) -> list[str]:
+    if isinstance(old, dict):
+        if not isinstance(new, dict):
+            return [f"{where}: was an object, now {new!r}"]
+        out: list[str] = []
+        for key, value in old.items():
+            nk = _new_key(key)
+            if nk not in new and f"{where}.{key}" not in DROPPED:
+                out.append(f"{where}.{key}: missing (looked for {nk!r})")
+            elif nk in new:
+                out += _same(value, new[nk], f"{where}.{key}", values)
+        return out
+    if isinstance(old, list):
+        if not isinstance(new, list) or len(new) != len(old):
+            return [f"{where}: a list of {len(old)} became {new!r:.80}"]
+        return [d for i, (a, b) in enumerate(zip(old, new, strict=True)) for d in _same(a, b, f"{where}[{i}]", values)]
+    if isinstance(old, float) and isinstance(new, int | float) and not isinstance(new, bool):
+        return [] if math.isclose(old, new, rel_tol=1e-12, abs_tol=0.0) else [f"{where}: {old!r} -> {new!r}"]
+    if isinstance(old, str) and isinstance(new, str):
+        for a, b in values.items():
+            old = old.replace(f"({a})", f"({b})") if old.startswith("attention (") else old
+        old = values.get(old, old)
+    return [] if old == new else [f"{where}: {old!r} -> {new!r}"]
+
+
+@pytest.mark.parametrize("recorded", sorted(RECORDED))
+def test_readme_command_prints_what_it_printed(recorded: str) -> None:
+    command = recorded
+    for old, new in SPELLING.items():
+        command = command.replace(old, new)
+    now = readme_json.run(command)
+    values = ATTENTION_VALUES if command.startswith("kernel attention") else {}
+    differences = _same(RECORDED[recorded], now, recorded, values)
+    assert not differences, "\n".join(differences[:20])
+
+
+def test_the_comparison_sees_a_changed_number() -> None:
+    # the comparator itself must fail on a real difference, or the test above proves nothing
+    old = RECORDED["kernel matmul 4096 4096 4096 --machine h100"]
+    changed = {**old, "bytes": old["bytes"] * 1.001, "bound_class": old["bound"], "bound": old["limiter"]}
+    assert _same(old, changed, "matmul", {}) == [f"matmul.bytes: {old['bytes']!r} -> {old['bytes'] * 1.001!r}"]
