@@ -90,8 +90,9 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", type=Path, default=HERE / "results" / "measure_cpu.txt")
     args = ap.parse_args()
-    from roofline.measure.ceilings import Plan, default_buffer_bytes, measure_ceilings
+    from roofline.measure.ceilings import measure_ceilings
     from roofline.measure.env import capture_environment
+    from roofline.measure.runs import Plan, default_buffer_bytes
 
     env = capture_environment("cpu")
     buffer = default_buffer_bytes(env.llc_bytes, quick=False)

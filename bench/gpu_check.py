@@ -63,8 +63,9 @@ def child_measure(device: str, record_path: Path, machine_path: Path) -> int:
     machine file are rewritten, so whatever was measured survives a kill."""
     from roofline.fileio import atomic_write
     from roofline.hardware import machine_to_toml
-    from roofline.measure.ceilings import CeilingRun, Ceilings, Plan, measure_ceilings
+    from roofline.measure.ceilings import Ceilings, measure_ceilings
     from roofline.measure.env import capture_environment
+    from roofline.measure.runs import CeilingRun, Plan
 
     quick = device == "cpu"  # the rehearsal: seconds, not minutes
     t0 = time.perf_counter()

@@ -11,7 +11,8 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(),
 
 
 def test_cuda_ceilings_are_measured_for_each_dtype() -> None:
-    from roofline.measure.ceilings import Plan, measure_ceilings
+    from roofline.measure.ceilings import measure_ceilings
+    from roofline.measure.runs import Plan
 
     c = measure_ceilings(Plan(device="cuda", quick=True, buffer_bytes=256 * 2**20, max_matmul_n=2048,
                               dtypes=("fp32", "bf16")))
@@ -43,7 +44,7 @@ def test_trace_on_cuda_matches_the_cpu_flops() -> None:
 
 
 def test_fp8_matmul_on_cuda_is_right_where_the_gpu_has_fp8() -> None:
-    from roofline.measure.ceilings import fp8_matmul, fp8_operands
+    from roofline.measure.cuda import fp8_matmul, fp8_operands
 
     if torch.cuda.get_device_capability(0) < (8, 9):
         pytest.skip("needs FP8 tensor cores (CUDA compute capability 8.9+)")

@@ -1,7 +1,7 @@
 """Measuring ceilings: timing statistics, STREAM byte counts, the measured machine file, the CLI.
 
 The logic is tested on injected timings: a fake clock inside roofline.measure.timing, or a fake
-`time_calls` / `_time_matmul` inside roofline.measure.ceilings. The kernels still run (a broken one
+`time_calls` / `_time_matmul` inside roofline.measure.cpu. The kernels still run (a broken one
 fails), but every figure derived from a time is exact arithmetic, so nothing here depends on how
 loaded the machine is. Real measured rates are checked only in the tests marked `slow`, against
 bounds wide enough for a loaded two-core machine, never equality. Sizes are small (8 MiB arrays,
@@ -24,13 +24,14 @@ from typing import Any
 
 import pytest
 
-import roofline.measure.ceilings as ceilings
+import roofline.measure.cpu as cpu
 import roofline.measure.timing as timing_module
 from roofline.cli import main
 from roofline.errors import RooflineError
 from roofline.hardware import get_machine, load_machine_file
-from roofline.measure.ceilings import CeilingRun, Ceilings, Plan, catalog_match, measure_ceilings
+from roofline.measure.ceilings import Ceilings, catalog_match, measure_ceilings
 from roofline.measure.env import Environment, capture_environment
+from roofline.measure.runs import CeilingRun, Plan, matmul_ladder
 from roofline.measure.timing import Timing, rotation_count, time_calls
 from roofline.vocab import Bound, Level, Unit
 
@@ -74,14 +75,14 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
 def faked() -> Ceilings:
     """The small plan measured with every sample faked (FAKE): its ceilings are exact arithmetic."""
     with pytest.MonkeyPatch.context() as mp:  # undone before any test runs: the slow ones time for real
-        mp.setattr(ceilings, "time_calls", fake_time_calls)
+        mp.setattr(cpu, "time_calls", fake_time_calls)
         return measure_ceilings(SMALL)
 
 
 @pytest.fixture
 def fake_timings(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every measurement in this test (the CLI's included) reports FAKE."""
-    monkeypatch.setattr(ceilings, "time_calls", fake_time_calls)
+    monkeypatch.setattr(cpu, "time_calls", fake_time_calls)
 
 
 def test_timing_statistics_and_rates() -> None:
@@ -185,8 +186,8 @@ def test_the_matmul_peak_is_the_best_size(monkeypatch: pytest.MonkeyPatch) -> No
         best = 2 * n**3 / rates[n]
         return Timing((best, 2 * best))
 
-    monkeypatch.setattr(ceilings, "_time_matmul", faked_size)
-    monkeypatch.setattr(ceilings, "time_calls", fake_time_calls)  # the bandwidth runs, so a machine can be made
+    monkeypatch.setattr(cpu, "_time_matmul", faked_size)
+    monkeypatch.setattr(cpu, "time_calls", fake_time_calls)  # the bandwidth runs, so a machine can be made
     c = measure_ceilings(Plan(quick=True, buffer_bytes=2**20, dtypes=("fp32",), backends=("numpy",),
                               max_matmul_n=1024))
     assert [r.name for r in c.runs if r.kind is Unit.MATRIX] == ["matmul 256³", "matmul 512³", "matmul 1024³"]
@@ -275,7 +276,7 @@ def test_measure_cli_json_and_save(fake_timings: None, tmp_path: Path, capsys: p
 @pytest.mark.slow
 def test_a_real_quick_measurement_is_plausible(capsys: pytest.CaptureFixture[str]) -> None:
     """The one place real rates are checked: bounds, never values, wide enough for a loaded machine."""
-    assert ceilings.time_calls is time_calls  # the real clock, not a fake left behind
+    assert cpu.time_calls is time_calls  # the real clock, not a fake left behind
     t0 = time.perf_counter()
     assert main([*QUICK_SMALL, "--json"]) == 0
     wall = time.perf_counter() - t0
@@ -304,7 +305,7 @@ def test_bad_buffer_size_is_one_line(capsys: pytest.CaptureFixture[str]) -> None
 
 
 # fake_time_calls in a fresh interpreter: every measurement reports FAKE (the kernels still run once)
-_FAKE_TIMINGS = ("import roofline.measure.ceilings as c\nfrom roofline.measure.timing import Timing\n"
+_FAKE_TIMINGS = ("import roofline.measure.cpu as c\nfrom roofline.measure.timing import Timing\n"
                  f"def fake(fn, **_kw):\n    fn(0)\n    return Timing({FAKE.times_s!r})\nc.time_calls = fake\n")
 
 
@@ -366,7 +367,7 @@ def test_bench_and_trace_without_torch_say_what_to_install() -> None:
 
 def test_tf32_switch_is_restored() -> None:
     torch = pytest.importorskip("torch")
-    from roofline.measure.ceilings import _tf32
+    from roofline.measure.cuda import _tf32
 
     matmul = torch.backends.cuda.matmul
     attr = "fp32_precision" if hasattr(matmul, "fp32_precision") else "allow_tf32"
@@ -381,7 +382,7 @@ def test_tf32_switch_is_restored() -> None:
 # --- the CUDA-only branches, rehearsed on the CPU (the GPU check gets one try on a lent machine) ---
 
 def test_gpu_stream_buffers_are_gigabytes() -> None:
-    from roofline.measure.ceilings import default_buffer_bytes
+    from roofline.measure.runs import default_buffer_bytes
 
     l2 = 60 * 2**20  # an H200's L2 as PyTorch reported it on a lent machine
     # 8x the L2 is 480 MiB, under the floor: a copy needs GiB per array to reach its sustained rate
@@ -392,7 +393,7 @@ def test_gpu_stream_buffers_are_gigabytes() -> None:
 
 def test_fp8_operands_have_the_layout_scaled_mm_requires() -> None:
     torch = pytest.importorskip("torch")
-    from roofline.measure.ceilings import fp8_matmul, fp8_operands
+    from roofline.measure.cuda import fp8_matmul, fp8_operands
 
     n = 64
     a, b, scale = fp8_operands(n, "cpu", seed=1)
@@ -409,27 +410,26 @@ def test_fp8_operands_have_the_layout_scaled_mm_requires() -> None:
 
 def test_cuda_matmul_builder_runs_every_dtype_on_cpu_tensors() -> None:
     torch = pytest.importorskip("torch")
-    from roofline.measure.ceilings import _cuda_matmul
+    from roofline.measure.cuda import _cuda_matmul
 
     for key in ("fp64", "fp32", "bf16", "fp16", "fp8"):
         out = _cuda_matmul(key, 32, device="cpu")(0)
         assert out.shape == (32, 32) and torch.isfinite(out.float()).all() and out.abs().sum() > 0, key
 
 
-def test_a_failing_matmul_size_keeps_the_smaller_sizes(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failing_matmul_size_keeps_the_smaller_sizes() -> None:
     def fail_at_512(plan: Plan, key: str, backend: str, n: int) -> Timing:
         if n >= 512:
             raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB\nmore detail")
         return Timing((0.001,))  # 1 ms: far under the call limit, so the ladder goes on to 512
 
-    monkeypatch.setattr(ceilings, "_time_matmul", fail_at_512)
     plan = Plan(quick=True, max_matmul_n=1024)
     errors: dict[str, str] = {}
-    runs = ceilings._ladder(plan, "fp32", "numpy", lambda _t: None, errors)
+    runs = matmul_ladder(plan, "fp32", "numpy", cpu.CPU_LADDER, fail_at_512, lambda _t: None, errors)
     assert [r.name for r in runs] == ["matmul 256³"]
     assert errors["fp32"].startswith("n=512: RuntimeError: CUDA out of memory") and "more detail" not in errors["fp32"]
     with pytest.raises(RuntimeError):  # without an errors dict (the CPU path) a failure is raised
-        ceilings._ladder(plan, "fp32", "numpy", lambda _t: None)
+        matmul_ladder(plan, "fp32", "numpy", cpu.CPU_LADDER, fail_at_512, lambda _t: None)
 
 
 def test_time_cuda_warms_up_by_time_and_reads_events_after_a_sync(monkeypatch: pytest.MonkeyPatch,

@@ -8,6 +8,7 @@ import pytest
 
 from roofline.hardware import get_machine
 from roofline.models import StepModel, analyze_model, compare, load_config, model_dtypes, sweep, sweep_arrays
+from roofline.models.sweep import SWEPT_RESOURCES
 
 CASES = [
     ("llama-3-70b", "decode"), ("llama-3-70b", "prefill"), ("deepseek-v3", "decode"), ("deepseek-v3", "prefill"),
@@ -32,6 +33,9 @@ def test_sweep_path_agrees_with_the_graph_path(name: str, phase: str, plan: str)
         assert float(r["bytes"][0]) == pytest.approx(a.bytes, rel=1e-9)
         assert float(r["time_s"][0]) == pytest.approx(a.time_s, rel=1e-9)
         assert float(r["memory_bound_time_s"][0]) == pytest.approx(a.analysis.memory_bound_time_s, rel=1e-9, abs=1e-15)
+        # the bound rule, vectorised, names the same resource as `binding` on the placed kernels
+        assert SWEPT_RESOURCES[int(r["bound"][0])] == a.bound
+        assert [SWEPT_RESOURCES[int(c)] for c in r["kernel_bound"][0]] == [p.bound for p in a.placements]
 
 
 def test_sweep_rows_cover_the_grid_and_agree() -> None:

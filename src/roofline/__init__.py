@@ -5,6 +5,8 @@ core (vocab, units, dtypes, hardware, graph, kernels, placement) imports no torc
 library; importing the package also attaches the notebook methods (roofline.report.notebook).
 """
 
+from typing import TYPE_CHECKING, Any
+
 from roofline.dtypes import DType, get_dtype
 from roofline.errors import RooflineError
 from roofline.graph import Cost, FusionPlan, Graph, Kernel, Op, Tensor
@@ -12,12 +14,21 @@ from roofline.hardware import Machine, get_machine, load_machine_file
 from roofline.placement import GraphAnalysis, Placement, analyze_graph, crossover, kernel_time, place, place_flop_bytes
 from roofline.report import notebook as _notebook
 
-# `with roofline.trace(model) as t: model(x)`: torch is imported only when it is called
-from roofline.tracing import trace
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+    from roofline.tracing import Trace
 
 __version__ = "0.1.0"
 
 _notebook.install()
+
+
+def trace(module: Any = None, **options: Any) -> "AbstractContextManager[Trace]":
+    """`with roofline.trace(model) as t: model(x)`: roofline.tracing.trace, loaded when first called."""
+    from roofline.tracing import trace as _trace
+
+    return _trace(module, **options)
 
 __all__ = ["Cost", "DType", "FusionPlan", "Graph", "GraphAnalysis", "Kernel", "Machine", "Op", "Placement",
            "RooflineError", "Tensor", "analyze_graph", "crossover", "get_dtype", "get_machine", "kernel_time",

@@ -37,7 +37,8 @@ def _write_machine(machine: Any, path: str, header: str) -> None:
 
 def _measure(device: str, quick: bool, as_json: bool, save: str | None, buffer_size: str | None,
              dtypes: Sequence[str], backends: Sequence[str], machine_id: str | None, show: bool) -> Any:
-    from roofline.measure.ceilings import Plan, measure_ceilings
+    from roofline.measure.ceilings import measure_ceilings
+    from roofline.measure.runs import Plan
 
     plan = Plan(device=device, quick=quick, buffer_bytes=_size(buffer_size), dtypes=tuple(dtypes) or None,
                 backends=tuple(backends) or None)

@@ -12,9 +12,10 @@ from typing import Any
 
 import click
 
-from roofline.cli.common import PLAN_HELP, dump, fusion_option, one_of, outputs, warn, wrote
+from roofline.cli.common import PLAN_HELP, dump, one_of, outputs, warn, wrote
 from roofline.errors import RooflineError
 from roofline.hardware.catalog import DEFAULT_MACHINE
+from roofline.models import DEFAULT_PLAN, PLANS
 from roofline.units import parse_positive_int, require_positive_int
 
 MAX_LIST_VALUES = 10_000  # one axis of a sweep; 1:100000000:1 would otherwise be built, exhausting memory
@@ -102,10 +103,6 @@ def _experts_hit(text: str | None) -> int | None:
     return parse_positive_int(text, "--experts-hit") if text is not None else None
 
 
-def _plan(fusion: str | None, plan: str | None) -> str:
-    return fusion_option(fusion, plan, {p: p for p in ("none", "flash", "fused")}, "flash", "--plan")
-
-
 def step_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """What every transformer command takes: the phase, the fusion plan, dtypes and what-ifs."""
     options = [
@@ -115,11 +112,9 @@ def step_options(f: Callable[..., Any]) -> Callable[..., Any]:
                      help="MoE: distinct experts a layer reads per step (default: the expectation under uniform "
                           "routing, E·(1 − (1 − k/E)^tokens))."),
         click.option("--act-dtype", default="bf16", show_default=True, help="Activation dtype."),
-        click.option("--fusion", type=click.Choice(["none", "flash", "fused"]), default=None,
-                     help="; ".join(f"{p}: {PLAN_HELP[p]}" for p in ("none", "flash", "fused"))
-                          + " (default: flash)."),
-        click.option("--plan", "old_plan", type=click.Choice(["none", "flash", "fused"]), default=None, hidden=True,
-                     help="Old spelling of --fusion."),
+        click.option("--fusion", type=click.Choice([str(p) for p in PLANS]), default=str(DEFAULT_PLAN),
+                     show_default=True,
+                     help="; ".join(f"{p}: {PLAN_HELP[p]}" for p in PLANS) + "."),
         click.option("--phase", type=click.Choice(["prefill", "decode"]), default="decode", show_default=True),
     ]
     for option in reversed(options):
@@ -174,8 +169,8 @@ def _write_rows(rows: list[dict[str, Any]], columns: Sequence[str], fmt: str, ou
 @click.option("--svg", default=None, metavar="FILE", help="Write the roofline chart of every kernel (SVG).")
 @click.option("--html", default=None, metavar="FILE", help="Write the interactive page (all fusion plans).")
 def model_command(model: str, machine: str, batch: str, prompt: str | None, context: str | None,
-                  weights_dtype: str, kv_dtype: str | None, dtype: str | None, phase: str, fusion: str | None,
-                  old_plan: str | None, act_dtype: str, experts_hit: str | None, overrides: tuple[str, ...],
+                  weights_dtype: str, kv_dtype: str | None, dtype: str | None, phase: str, fusion: str,
+                  act_dtype: str, experts_hit: str | None, overrides: tuple[str, ...],
                   explain: bool, as_json: bool, csv_path: str | None, png: str | None, svg: str | None,
                   html: str | None) -> None:
     """Every kernel of one forward step of MODEL (a preset or a config.json path) on a machine.
@@ -192,7 +187,7 @@ def model_command(model: str, machine: str, batch: str, prompt: str | None, cont
     outputs(csv=csv_path, png=png, svg=svg, html=html)
     one_of(as_json, explain)
     a = analyze_model(model, machine, phase, parse_positive_int(batch, "--batch"), _length(phase, prompt, context),
-                      _plan(fusion, old_plan), model_dtypes(weights_dtype, act_dtype, kv_dtype, dtype),
+                      fusion, model_dtypes(weights_dtype, act_dtype, kv_dtype, dtype),
                       _experts_hit(experts_hit), parse_overrides(overrides))
     for w in a.warnings:
         warn(w)
@@ -260,7 +255,7 @@ def _table_options(f: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--png", default=None, metavar="FILE", help="Chart intensity against the swept axis (PNG).")
 @click.option("--svg", default=None, metavar="FILE", help="Chart intensity against the swept axis (SVG).")
 def sweep_command(model: str, machine: str, weights_dtype: str, kv_dtype: str | None, dtype: str | None, batch: str,
-                  prompt: str | None, context: str | None, phase: str, fusion: str | None, old_plan: str | None,
+                  prompt: str | None, context: str | None, phase: str, fusion: str,
                   act_dtype: str, experts_hit: str | None, overrides: tuple[str, ...], fmt: str, output: str | None,
                   csv_path: str | None, png: str | None, svg: str | None) -> None:
     """Sweep MODEL over batch × length × dtype × machine: intensity, time floor, tokens/s, bound.
@@ -288,7 +283,7 @@ def sweep_command(model: str, machine: str, weights_dtype: str, kv_dtype: str | 
     if n_rows > MAX_SWEEP_ROWS:
         raise RooflineError(f"the sweep has {n_rows:,} rows (batches × lengths × machines × dtypes); "
                             f"at most {MAX_SWEEP_ROWS:,}: take larger steps or fewer values")
-    rows = sweep(model, machines, phase, batches, lengths, _plan(fusion, old_plan),
+    rows = sweep(model, machines, phase, batches, lengths, fusion,
                  [w or "bf16" for w in parse_str_list(weights_dtype)], parse_str_list(kv_dtype), act_dtype,
                  parse_str_list(dtype), _experts_hit(experts_hit), parse_overrides(overrides),
                  per_kernel=bool(png or svg))
@@ -312,8 +307,8 @@ def sweep_command(model: str, machine: str, weights_dtype: str, kv_dtype: str | 
 @step_options
 @_table_options
 def compare_command(models: tuple[str, ...], machine: str, weights_dtype: str, kv_dtype: str | None, dtype: str | None,
-                    batch: str, prompt: str | None, context: str | None, phase: str, fusion: str | None,
-                    old_plan: str | None, act_dtype: str, experts_hit: str | None, overrides: tuple[str, ...],
+                    batch: str, prompt: str | None, context: str | None, phase: str, fusion: str,
+                    act_dtype: str, experts_hit: str | None, overrides: tuple[str, ...],
                     fmt: str, output: str | None, csv_path: str | None) -> None:
     """Compare MODELS side by side (× machines × dtypes): KV per token, intensity, decode limit, crossover, fit.
 
@@ -328,7 +323,7 @@ def compare_command(models: tuple[str, ...], machine: str, weights_dtype: str, k
 
     outputs(output=output, csv=csv_path)
     rows = compare(list(models), [m for m in parse_str_list(machine) if m], phase, parse_positive_int(batch, "--batch"),
-                   _length(phase, prompt, context), _plan(fusion, old_plan),
+                   _length(phase, prompt, context), fusion,
                    [w or "bf16" for w in parse_str_list(weights_dtype)], parse_str_list(kv_dtype), act_dtype,
                    parse_str_list(dtype), _experts_hit(experts_hit), parse_overrides(overrides))
     seen: set[str] = set()

@@ -6,7 +6,8 @@ times, and Graphs; nothing in the core imports it. numpy and torch are imported 
 `import roofline.measure` is cheap and works without torch.
 """
 
-from roofline.measure.ceilings import CeilingRun, Ceilings, Plan, catalog_match, measure_ceilings
+from roofline.measure.ceilings import Ceilings, catalog_match, measure_ceilings
+from roofline.measure.runs import CeilingRun, Plan
 from roofline.measure.timing import Timing, time_calls
 
 __all__ = ["CeilingRun", "Ceilings", "Plan", "Timing", "catalog_match", "measure_ceilings", "time_calls"]

@@ -250,7 +250,8 @@ def run_bench(machine: Machine, *, device: str = "cpu", dtype: str | DType | Non
 def bench_machine(device: str, quick: bool, dtype: str | None, progress: Callable[[str], None] | None = None,
                   ) -> tuple[Machine, float]:
     """Measure the roof the bench is placed under (bandwidth and the bench dtype's matmul only)."""
-    from roofline.measure.ceilings import Plan, measure_ceilings
+    from roofline.measure.ceilings import measure_ceilings
+    from roofline.measure.runs import Plan
 
     key = get_dtype(dtype or ("bf16" if device == "cuda" else "fp32")).peak_key
     t0 = time.perf_counter()

@@ -48,6 +48,7 @@ from roofline.kernels import FLOP_PER_ELEMENT, attention_ops, elementwise_op, ma
 from roofline.models.dtypes import ModelDtypes, model_dtypes
 from roofline.models.formulas import experts_hit, windowed_pairs
 from roofline.models.transformer import AttentionKind, MlpKind, ModelConfig
+from roofline.units import require_positive_int
 from roofline.vocab import Phase, Plan, Role, Unit
 
 PLANS = (Plan.NONE, Plan.FLASH, Plan.FUSED)  # the plans a model step is analysed under
@@ -447,9 +448,8 @@ def build_graph(cfg: ModelConfig, phase: Phase | str, batch: int, seq: int, dtyp
                 experts_hit_override: int | None = None) -> ModelGraph:
     """The graph of one step: `seq` is the prompt length (prefill) or the context length (decode)."""
     phase = as_phase(phase)
-    for label, value in (("batch", batch), ("prompt length" if phase == Phase.PREFILL else "context length", seq)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise RooflineError(f"{label} must be a positive integer, got {value!r}")
+    require_positive_int(batch, "batch")
+    require_positive_int(seq, "prompt length" if phase is Phase.PREFILL else "context length")
     dt = dtypes or model_dtypes()
     shape = StepShape(phase, batch, seq)
     warnings: list[str] = []

@@ -24,6 +24,7 @@ from roofline.models.config import load_config
 from roofline.models.dtypes import ModelDtypes, compute_dtype, model_dtypes
 from roofline.models.stepmodel import StepModel
 from roofline.models.transformer import ModelConfig
+from roofline.units import require_positive_int
 from roofline.vocab import Level, Phase, Plan, Resource, Unit, bound_class
 
 SWEPT_RESOURCES: tuple[Resource, ...] = (Unit.MATRIX, Unit.VECTOR, Level.DRAM)  # the codes StepModel.evaluate returns
@@ -55,8 +56,7 @@ def sweep(model: str | ModelConfig, machines: Sequence[str | Machine] = (DEFAULT
         if not values:
             raise RooflineError(f"sweep needs at least one {label}")
         for v in values:
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise RooflineError(f"{label} must be a positive integer, got {v!r}")
+            require_positive_int(v, label)
     ms = [get_machine(m) for m in machines]
     phase = as_phase(phase)
     grid_b, grid_s = np.meshgrid(np.array(batches), np.array(seqs), indexing="ij")

@@ -23,6 +23,7 @@ from typing import Any
 
 from roofline.errors import RooflineError
 from roofline.models.formulas import Num, minimum
+from roofline.units import require_positive_int
 
 DEFAULT_LENGTH = 2048  # prompt (prefill) or context (decode) length when none is given, capped per model
 
@@ -103,9 +104,10 @@ class ModelConfig:
     def __post_init__(self) -> None:
         for label in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim", "vocab_size",
                       "max_position_embeddings"):
-            value = getattr(self, label)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise RooflineError(f"model {self.name}: {label} must be a positive integer, got {value!r}")
+            try:
+                require_positive_int(getattr(self, label), label)
+            except RooflineError as exc:
+                raise RooflineError(f"model {self.name}: {exc}") from None
         if self.num_heads % self.num_kv_heads:
             raise RooflineError(f"model {self.name}: num_attention_heads ({self.num_heads}) must be a multiple "
                                 f"of num_key_value_heads ({self.num_kv_heads})")

@@ -16,6 +16,9 @@ cross and called out in red, because it means the model or the measurement is wr
 Artists carry gids ("roof", "ridge", "kernel-3", "measured-3", "above-roof-3", ...) so that tests
 and the SVG can find them.
 
+Here: the figure plumbing (canvas, bytes, log axes), the roofs, the roofline chart with its key and
+the roofs comparison. Label placement is in labels.py, the sweep chart in sweep_chart.py.
+
 Layering: a report module; imports matplotlib (inside functions) and the core.
 """
 
@@ -23,14 +26,15 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from roofline.dtypes import DType, get_dtype
 from roofline.errors import RooflineError
 from roofline.hardware import Machine, get_machine
-from roofline.placement import GraphAnalysis, Placement
+from roofline.placement import Placement
+from roofline.report.labels import number_ranges, place_labels, shorten, text_box
 from roofline.report.points import (
     ABOVE_ROOF_COLOUR,
     BOUND_COLOURS,
@@ -85,7 +89,7 @@ def _si(value: float, unit: str = "") -> str:
     return format_si(value, unit) if value > 0 else ""
 
 
-def _log_axes(ax: Axes, xlabel: str, ylabel: str, y_unit: str = "", x_unit: str = "") -> None:
+def log_axes(ax: Axes, xlabel: str, ylabel: str, y_unit: str = "", x_unit: str = "") -> None:
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     ax.set_xscale("log")
@@ -102,11 +106,11 @@ def _log_axes(ax: Axes, xlabel: str, ylabel: str, y_unit: str = "", x_unit: str 
     ax.set_axisbelow(True)
 
 
-def _decade_floor(v: float) -> float:
+def decade_floor(v: float) -> float:
     return 10.0 ** math.floor(math.log10(v))
 
 
-def _decade_ceil(v: float) -> float:
+def decade_ceil(v: float) -> float:
     return 10.0 ** math.ceil(math.log10(v))
 
 
@@ -157,100 +161,7 @@ def _slope_angle(ax: Axes, x0: float, y0: float, x1: float, y1: float) -> float:
     return math.degrees(math.atan2(py1 - py0, px1 - px0))
 
 
-# --- labels that never overlap ----------------------------------------------------------------------
-
-def _overlaps(a: Bbox, boxes: Sequence[Bbox]) -> bool:
-    return any(a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1 for b in boxes)
-
-
-def _text_size_px(fig: Figure, text: str, fontsize: float, pad_px: float) -> tuple[float, float]:
-    from matplotlib.text import Text
-
-    t = Text(0, 0, text, fontsize=fontsize, fontweight="bold", figure=fig)
-    bb = t.get_window_extent(fig.canvas.get_renderer())  # type: ignore[attr-defined]
-    return bb.width + 2 * pad_px, bb.height + 2 * pad_px
-
-
-def place_labels(fig: Figure, ax: Axes, anchors: Sequence[tuple[float, float]], texts: Sequence[str],
-                 colours: Sequence[str], obstacles: Sequence[Bbox], gid_prefix: str = "label",
-                 fontsize: float = 8.0) -> list[Any]:
-    """Put each text near its anchor (data coordinates) where its box overlaps no other label, no
-    marker and no obstacle, and stays inside the axes; a thin leader line joins label and point.
-
-    Greedy: candidates on rings of growing radius around the anchor, tried in a fixed order (upper
-    right first). Label sizes are measured once and the candidate boxes computed, so a hundred
-    labels take milliseconds. If no candidate is free (never seen in practice), the one with the
-    fewest overlaps is used."""
-    from matplotlib.transforms import Bbox
-
-    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
-    ax_box = ax.get_window_extent(renderer)
-    px_per_pt = fig.dpi / 72.0
-    pad_px = 2.0 * px_per_pt
-    display: list[tuple[float, float]] = [tuple(d) for d in ax.transData.transform(list(anchors))] if anchors else []
-    marker_r = 4.5 * px_per_pt
-    taken: list[Bbox] = list(obstacles)
-    taken += [Bbox.from_extents(x - marker_r, y - marker_r, x + marker_r, y + marker_r) for x, y in display]
-    angles = [45, 135, -45, -135, 90, -90, 0, 180, 22, 158, -22, -158, 68, 112, -68, -112]
-    radii_pt = [11, 17, 25, 35, 48, 64, 84, 108]
-    out = []
-    for i, ((px, py), text) in enumerate(zip(display, texts, strict=True)):
-        w, h = _text_size_px(fig, text, fontsize, pad_px)
-        best: tuple[int, float, float] | None = None
-        for r in radii_pt:
-            for a in angles:
-                dx = r * math.cos(math.radians(a)) * px_per_pt
-                dy = r * math.sin(math.radians(a)) * px_per_pt
-                # push the box's near edge, not its centre, to the ring
-                cx = px + dx + math.copysign(w / 2, dx) * (abs(dx) > 1e-6)
-                cy = py + dy + math.copysign(h / 2, dy) * (abs(dy) > 1e-6)
-                box = Bbox.from_extents(cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2)
-                inside = (box.x0 >= ax_box.x0 and box.x1 <= ax_box.x1 and box.y0 >= ax_box.y0
-                          and box.y1 <= ax_box.y1)
-                hits = sum(1 for b in taken if _overlaps(box, [b])) + (0 if inside else 100)
-                if best is None or hits < best[0]:
-                    best = (hits, cx, cy)
-                if hits == 0:
-                    break
-            if best is not None and best[0] == 0:
-                break
-        assert best is not None
-        _, cx, cy = best
-        taken.append(Bbox.from_extents(cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2))
-        off = ((cx - px) / px_per_pt, (cy - py) / px_per_pt)
-        ann = ax.annotate(text, xy=anchors[i], xytext=off, textcoords="offset points", ha="center", va="center",
-                          fontsize=fontsize, fontweight="bold", color="black", zorder=6,
-                          bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": colours[i], "lw": 0.8},
-                          arrowprops={"arrowstyle": "-", "lw": 0.6, "color": "0.35", "shrinkA": 0, "shrinkB": 3},
-                          gid=f"{gid_prefix}-{i + 1}")
-        out.append(ann)
-    return out
-
-
-def _text_box(fig: Figure, artist: Any) -> Bbox:
-    box: Bbox = artist.get_window_extent(fig.canvas.get_renderer())  # type: ignore[attr-defined]
-    return box
-
-
 # --- the roofline chart of one analysis -------------------------------------------------------------
-
-def number_ranges(ids: Sequence[int]) -> str:
-    """[1, 2, 3, 5, 7, 8] -> '1–3,5,7,8': runs of three or more collapse to a range."""
-    parts: list[str] = []
-    run: list[int] = []
-    for n in [*ids, None]:
-        if n is not None and run and n == run[-1] + 1:
-            run.append(n)
-            continue
-        if run:
-            parts.append(f"{run[0]}–{run[-1]}" if len(run) >= 3 else ",".join(map(str, run)))
-        run = [n] if n is not None else []
-    return ",".join(parts)
-
-
-def _short(name: str, width: int = 34) -> str:
-    return name if len(name) <= width else name[: width - 1] + "…"
-
 
 def roofline_figure(placements: Sequence[Placement], *, machine: Machine | None = None, dtype: DType | None = None,
                     title: str = "", names: Sequence[str] | None = None, subtitle: str | None = None,
@@ -283,11 +194,11 @@ def roofline_figure(placements: Sequence[Placement], *, machine: Machine | None 
         if mxy is not None:
             ys.append(mxy[1])
     ridges = [main.ridge_flop_per_byte, *(r.ridge_flop_per_byte for r in extra.values())]
-    x_lo = _decade_floor(min([*xs, *ridges]) / 3)
+    x_lo = decade_floor(min([*xs, *ridges]) / 3)
     # room right of the ridge for its label
-    x_hi = _decade_ceil(max(max(xs, default=1.0) * 3, max(ridges) * 12))
+    x_hi = decade_ceil(max(max(xs, default=1.0) * 3, max(ridges) * 12))
     peaks = [main.peak_flop_per_s, *(r.peak_flop_per_s for r in extra.values())]
-    y_lo = _decade_floor(min([*ys, main.attainable(x_lo)]) / 2)
+    y_lo = decade_floor(min([*ys, main.attainable(x_lo)]) / 2)
     y_hi = max(peaks) * 6
 
     n_rows = len(placements) + sum(1 for p in placements if _key_note(p))
@@ -302,7 +213,7 @@ def roofline_figure(placements: Sequence[Placement], *, machine: Machine | None 
     ax = fig.add_axes((0.75 / 13, (height - top_in - plot_h) / height, 7.4 / 13, plot_h / height), gid="roofline")
     key = fig.add_axes((8.55 / 13, 0.3 / height, 4.35 / 13, (height - 1.2) / height), gid="key")
     key.set_axis_off()
-    _log_axes(ax, "arithmetic intensity I (FLOP/byte)", "attainable performance (FLOP/s)", y_unit="")
+    log_axes(ax, "arithmetic intensity I (FLOP/byte)", "attainable performance (FLOP/s)", y_unit="")
     ax.set_xlim(x_lo, x_hi)
     ax.set_ylim(y_lo, y_hi)
 
@@ -336,7 +247,7 @@ def roofline_figure(placements: Sequence[Placement], *, machine: Machine | None 
     t_ridge = ax.text(ridge * 1.12, main.peak_flop_per_s / 1.25,
                       f"ridge I* = {format_intensity(ridge)}\n(peak / BW)", ha="left", va="top", fontsize=8.5,
                       gid="ridge-label")
-    obstacles += [_text_box(fig, t) for t in (t_roof, t_slope, t_ridge)]
+    obstacles += [text_box(fig, t) for t in (t_roof, t_slope, t_ridge)]
 
     # kernels: one point each, coloured by bound
     anchors: list[tuple[float, float]] = []
@@ -448,7 +359,7 @@ def _draw_key(key: Axes, placements: Sequence[Placement], labels: Sequence[str],
         y = 1.0 - row * step
         colour = BOUND_COLOURS[p.bound_class]
         count = f" ×{p.count}" if p.count > 1 else ""
-        label = _short(name, 27 - len(count)) + count
+        label = shorten(name, 27 - len(count)) + count
         share = p.total_time_s / total_time_s if total_time_s else 0.0
         key.text(0.0, y, f"{i + 1:>2}  {label}", fontsize=fontsize, family="monospace", va="top", color="black",
                  gid=f"key-{i + 1}")
@@ -480,21 +391,17 @@ def roofs_figure(roofs: Sequence[tuple[Machine | str, str | DType | None]], *,
     highest / lowest peak and highest / lowest ridge."""
     if not roofs:
         raise RooflineError("no roofs to compare")
-    rs = []
-    for machine, dtype in roofs:
-        m = get_machine(machine)
-        dt = get_dtype(dtype or m.default_dtype())
-        rs.append(Roof(f"{m.name} {dt.peak_key}", m.peak_flop_per_s(dt), m.memory_bytes_per_s))
+    rs = [roof_of(machine, dtype) for machine, dtype in roofs]
     ridges = [r.ridge_flop_per_byte for r in rs]
     xs = [p.flop_per_byte for p in placements if on_chart(p)]
-    x_lo = _decade_floor(min([*ridges, *xs]) / 30)
-    x_hi = _decade_ceil(max([*ridges, *xs]) * 10)
-    y_lo = _decade_floor(min(r.attainable(x_lo) for r in rs))
+    x_lo = decade_floor(min([*ridges, *xs]) / 30)
+    x_hi = decade_ceil(max([*ridges, *xs]) * 10)
+    y_lo = decade_floor(min(r.attainable(x_lo) for r in rs))
     y_hi = max(r.peak_flop_per_s for r in rs) * 4
 
     fig = new_figure(10.5, 6.8)
     ax = fig.add_axes((0.08, 0.27, 0.88, 0.63), gid="roofline")
-    _log_axes(ax, "arithmetic intensity I (FLOP/byte)", "attainable performance (FLOP/s)")
+    log_axes(ax, "arithmetic intensity I (FLOP/byte)", "attainable performance (FLOP/s)")
     ax.set_xlim(x_lo, x_hi)
     ax.set_ylim(y_lo, y_hi)
     for i, r in enumerate(rs):
@@ -519,132 +426,3 @@ def roofs_figure(roofs: Sequence[tuple[Machine | str, str | DType | None]], *,
                f"ridge: highest / lowest = ×{max(ridges) / min(ridges):.2g}")
     fig.text(0.08, 0.925, caption, fontsize=9.5, color="0.3", va="top", gid="caption")
     return fig
-
-
-# --- sweeps -------------------------------------------------------------------------------------
-
-def _kernel_times(row: Mapping[str, Any]) -> list[tuple[str, float, Bound]] | None:
-    """(kernel name, time per step, bound) for one sweep row, from whichever form it carries."""
-    analysis = row.get("analysis")
-    if isinstance(analysis, GraphAnalysis):
-        return [(p.name, p.total_time_s, p.bound_class) for p in analysis.placements]
-    kernels = row.get("kernels")
-    if isinstance(kernels, Sequence) and kernels:
-        out = []
-        for k in kernels:
-            if isinstance(k, Placement):
-                out.append((k.name, k.total_time_s, k.bound_class))
-            else:
-                t = k.get("total_time_s", k.get("time_s", 0.0) * k.get("count", 1))
-                out.append((str(k.get("name", "?")), float(t), Bound(str(k.get("bound_class", "memory")))))
-        return out
-    if "time_s" in row and "memory_bound_time_s" in row:
-        mem = float(row["memory_bound_time_s"])
-        return [("memory-bound kernels", mem, Bound.MEMORY),
-                ("compute-bound kernels", float(row["time_s"]) - mem, Bound.COMPUTE)]
-    return None
-
-
-def sweep_figure(rows: Sequence[Mapping[str, Any]], x: str, *, ridge: float, limit: float | None = None,
-                 title: str = "") -> Figure:
-    """Intensity against `x` (e.g. batch) with the ridge and the asymptote; below it, when the rows
-    carry times, the step time as stacked bars, one segment per kernel, hatched where the kernel is
-    compute-bound, with the memory-bound share written over each bar."""
-    if not rows:
-        raise RooflineError("nothing to draw: the sweep has no rows")
-    for r in rows:
-        for key in (x, "flop_per_byte"):
-            if key not in r:
-                raise RooflineError(f"sweep row lacks {key!r}: {sorted(r)}")
-    if not (ridge > 0 and math.isfinite(ridge)):
-        raise RooflineError(f"ridge must be a positive number, got {ridge!r}")
-    xs = [float(r[x]) for r in rows]
-    ys = [float(r["flop_per_byte"]) for r in rows]
-    if min(xs) <= 0 or min(ys) <= 0:
-        raise RooflineError(f"{x} and intensity must be positive to draw on log axes")
-    times = [_kernel_times(r) for r in rows]
-    with_times = all(t is not None for t in times)
-    fig = new_figure(10.5, 9.0 if with_times else 5.6)
-    if with_times:
-        ax = fig.add_axes((0.09, 0.58, 0.62, 0.34), gid="intensity")
-        bars = fig.add_axes((0.09, 0.07, 0.62, 0.38), gid="step-time")
-    else:
-        ax = fig.add_axes((0.09, 0.12, 0.84, 0.74), gid="intensity")
-    _log_axes(ax, x, "arithmetic intensity I (FLOP/byte)")
-    ax.plot(xs, ys, marker="o", ms=5, color="#1f77b4", lw=1.8, gid="sweep", label="intensity of the whole step")
-    x_lo, x_hi = min(xs) / 1.5, max(xs) * 1.5
-    y_all = [*ys, ridge, *([limit] if limit else [])]
-    ax.set_xlim(x_lo, x_hi)
-    ax.set_ylim(_decade_floor(min(y_all) / 1.5), _decade_ceil(max(y_all) * 1.5))
-    ax.axhline(ridge, color=ROOF_COLOUR, lw=1.6, gid="ridge", label=f"ridge I* = {format_intensity(ridge)}")
-    ax.text(x_lo * 1.05, ridge * 1.08, f"ridge {format_intensity(ridge)}: compute-bound above",
-            fontsize=8.5, va="bottom", gid="ridge-label")
-    if limit is not None:
-        if not (limit > 0 and math.isfinite(limit)):
-            raise RooflineError(f"the limit must be a positive number, got {limit!r}")
-        ax.axhline(limit, color=ABOVE_ROOF_COLOUR, lw=1.4, ls="--", gid="limit",
-                   label=f"limit as {x} → ∞: {format_intensity(limit)}")
-        ax.text(x_lo * 1.05, limit * 1.08, f"limit as {x} → ∞: {format_intensity(limit)}", fontsize=8.5,
-                va="bottom", color=ABOVE_ROOF_COLOUR, gid="limit-label")
-    cross = next((xv for xv, yv in zip(xs, ys, strict=True) if yv >= ridge), None)
-    if cross is not None:
-        ax.axvline(cross, color="0.5", lw=0.9, ls=":", gid="crossover")
-        ax.text(cross * 1.05, ax.get_ylim()[0] * 1.3, f"reaches the ridge at {x} {cross:g}", fontsize=8.5,
-                color="0.3", gid="crossover-label")
-    elif limit is not None and limit < ridge:
-        ax.text(0.5, 0.04, f"the limit is below the ridge: memory-bound at every {x}", transform=ax.transAxes,
-                ha="center", fontsize=9, color=ABOVE_ROOF_COLOUR, gid="never-label")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8.5, frameon=False)
-    fig.text(0.09, 0.975, title or f"Intensity against {x}", fontsize=13, fontweight="bold", va="top", gid="title")
-    if with_times:
-        _draw_step_bars(bars, xs, [t for t in times if t is not None], x)
-    return fig
-
-
-def _draw_step_bars(ax: Axes, xs: Sequence[float], times: Sequence[list[tuple[str, float, Bound]]], x: str) -> None:
-    """Stacked bars: one segment per kernel in a colour of its own (the same across bars), hatched
-    if compute-bound. The ten largest kernels by total time are named; the rest are 'other'."""
-    from matplotlib import colormaps
-    from matplotlib.patches import Patch
-
-    totals: dict[str, float] = {}
-    for row in times:
-        for name, t, _ in row:
-            totals[name] = totals.get(name, 0.0) + t
-    named = sorted(totals, key=lambda k: -totals[k])[:10]
-    palette = colormaps["tab20"]
-    colour: dict[str, Any] = {name: palette(i % 20) for i, name in enumerate(named)}
-    if set(totals) <= {"memory-bound kernels", "compute-bound kernels"}:  # totals only: colour by bound
-        colour = {"memory-bound kernels": BOUND_COLOURS[Bound.MEMORY],
-                  "compute-bound kernels": BOUND_COLOURS[Bound.COMPUTE]}
-        named = [n for n in ("memory-bound kernels", "compute-bound kernels") if n in totals]
-    other = "0.75"
-    peak = max(sum(t for _, t, _ in row) for row in times) or 1.0
-    scale, unit = next(((s, u) for s, u in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")) if peak >= s),
-                       (1e-9, "ns"))
-    positions = list(range(len(xs)))
-    for pos, row in zip(positions, times, strict=True):
-        bottom = 0.0
-        for name, t, bound in row:
-            if t <= 0:
-                continue
-            ax.bar(pos, t / scale, bottom=bottom, width=0.7, color=colour.get(name, other),
-                   hatch="///" if bound == "compute" else None, edgecolor="white", lw=0.5,
-                   gid=f"bar-{pos}-{name}-{bound}")
-            bottom += t / scale
-        total = sum(t for _, t, _ in row)
-        mem = sum(t for _, t, b in row if b == "memory")
-        ax.text(pos, bottom * 1.01, f"{format_time(total)}\n{(mem / total if total else 0):.0%} mem",
-                ha="center", va="bottom", fontsize=7.5, gid=f"bar-total-{pos}")
-    ax.set_xticks(positions, [f"{v:g}" for v in xs])
-    ax.set_xlabel(x)
-    ax.set_ylabel(f"step time floor ({unit})")
-    ax.set_ylim(0, peak / scale * 1.22)
-    ax.grid(True, axis="y", color="0.9")
-    ax.set_axisbelow(True)
-    handles = [Patch(facecolor=colour[n], label=_short(n, 26)) for n in named]
-    if len(totals) > len(named):
-        handles.append(Patch(facecolor=other, label="other kernels"))
-    handles.append(Patch(facecolor="white", edgecolor="0.3", hatch="///", label="hatched: compute-bound"))
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
-    ax.set_title("step time by kernel (plain: memory-bound, hatched: compute-bound)", fontsize=10, loc="left")

@@ -20,6 +20,10 @@ The data, in `<script type="application/json" id="roofline-data">`:
 `figure` is a plain plotly figure (all kernels shown); the traces named "kernels", "measured",
 "measured-link" and "current" are the ones a step rewrites.
 
+The page's markup, styles and script are files of their own in roofline/report/page/ (page.html,
+page.css, page.js), read at render time; `page` fills their @@NAME@@ placeholders and the @MEMORY@,
+@COMPUTE@ and @ABOVE@ colour tokens of the styles.
+
 Layering: a report module; imports plotly (inside `page`) and the core.
 """
 
@@ -29,6 +33,7 @@ import html
 import json
 import math
 from collections.abc import Sequence
+from importlib import resources
 from typing import Any
 
 from roofline.explain import explain_placement
@@ -272,288 +277,22 @@ def page(scenarios: Sequence[Scenario], title: str = "") -> str:
     from plotly.offline import get_plotlyjs
 
     data = payload(scenarios, title)
-    return (_TEMPLATE
+    return (_asset("page.html")
             .replace("@@TITLE@@", html.escape(data["title"]))
             .replace("@@CSP@@", CSP)
-            .replace("@@STYLE@@", _STYLE.replace("@MEMORY@", BOUND_COLOURS[Bound.MEMORY])
+            .replace("@@STYLE@@", _asset("page.css").replace("@MEMORY@", BOUND_COLOURS[Bound.MEMORY])
                      .replace("@COMPUTE@", BOUND_COLOURS[Bound.COMPUTE]).replace("@ABOVE@", ABOVE_ROOF_COLOUR))
             .replace("@@DATA@@", _json_for_script(data))
-            .replace("@@SCRIPT@@", _SCRIPT)
+            .replace("@@SCRIPT@@", _asset("page.js"))
             .replace("@@PLOTLY@@", get_plotlyjs()))
+
+
+def _asset(name: str) -> str:
+    """One of the page's own files in roofline/report/page/ (package data, so an installed wheel has them)."""
+    return resources.files("roofline.report").joinpath("page", name).read_text(encoding="utf-8")
 
 
 # the page may load nothing: no connection, no font, no image from anywhere but itself (data: and blob:
 # URLs are plotly's own in-page images); inline scripts and styles are the page itself
 CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
        "img-src data: blob:; font-src data:")
-
-_TEMPLATE = """<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta http-equiv="Content-Security-Policy" content="@@CSP@@">
-<title>@@TITLE@@</title>
-<style>@@STYLE@@</style>
-</head>
-<body>
-<header>
-  <h1 id="title"></h1>
-  <p id="summary"></p>
-</header>
-<section id="controls">
-  <div id="switch"></div>
-  <div id="stepper">
-    <button id="prev" type="button" title="previous kernel">&#9664; previous</button>
-    <input id="step" type="range" min="0" max="1" value="1" step="1" aria-label="kernels shown">
-    <button id="next" type="button" title="next kernel">next &#9654;</button>
-    <button id="all" type="button" title="show every kernel">all</button>
-    <span id="step-label"></span>
-  </div>
-</section>
-<main>
-  <div id="chart"></div>
-  <aside id="info" aria-live="polite">
-    <h2 id="info-name"></h2>
-    <table>
-      <tr><th>FLOPs</th><td data-field="flop"></td></tr>
-      <tr><th>bytes</th><td data-field="bytes"></td></tr>
-      <tr><th>intensity</th><td data-field="intensity"></td></tr>
-      <tr><th>bound</th><td data-field="bound"></td></tr>
-      <tr><th>time floor</th><td data-field="time"></td></tr>
-      <tr><th>per step</th><td data-field="total"></td></tr>
-      <tr><th>share of step</th><td data-field="share"></td></tr>
-    </table>
-    <p id="info-derivation"></p>
-    <p id="info-measured"></p>
-    <details><summary>full derivation</summary><pre id="info-explain"></pre></details>
-  </aside>
-</main>
-<section id="table-section">
-  <h2>All kernels, in execution order</h2>
-  <table id="kernels-table">
-    <thead><tr><th>#</th><th>kernel</th><th>×</th><th>FLOPs</th><th>bytes</th><th>FLOP/B</th><th>bound</th>
-    <th>time floor</th><th>per step</th><th>share</th><th>measured</th></tr></thead>
-    <tbody></tbody>
-  </table>
-</section>
-<footer>roofline · a self-contained page: works offline, loads nothing from the network.</footer>
-<script type="application/json" id="roofline-data">@@DATA@@</script>
-<script>@@PLOTLY@@</script>
-<script>@@SCRIPT@@</script>
-</body>
-</html>
-"""
-
-_STYLE = """
-body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; margin: 16px 24px; color: #222; }
-h1 { font-size: 20px; margin: 0 0 4px; } h2 { font-size: 15px; margin: 8px 0; }
-#summary { color: #555; margin: 0 0 10px; font-size: 13px; }
-#controls { display: flex; flex-wrap: wrap; gap: 10px 28px; align-items: center; margin-bottom: 8px; }
-#switch .group { display: inline-flex; align-items: center; gap: 4px; margin-right: 16px; }
-#switch .group span { font-size: 12px; color: #666; margin-right: 2px; }
-button { font: inherit; font-size: 13px; padding: 3px 10px; border: 1px solid #bbb; background: #f7f7f7;
-         border-radius: 4px; cursor: pointer; }
-button.on { background: #222; color: white; border-color: #222; }
-#stepper { display: flex; align-items: center; gap: 6px; }
-#step { width: 280px; } #step-label { font-size: 13px; color: #444; min-width: 150px; }
-main { display: flex; gap: 16px; align-items: flex-start; }
-#chart { flex: 1 1 720px; min-width: 520px; height: 520px; }
-#info { flex: 0 0 330px; font-size: 13px; border-left: 3px solid #ddd; padding-left: 12px; }
-#info.memory { border-color: @MEMORY@; } #info.compute { border-color: @COMPUTE@; }
-#info table th { text-align: left; font-weight: 600; padding-right: 12px; color: #444; }
-#info-derivation { font-family: ui-monospace, 'DejaVu Sans Mono', monospace; font-size: 12px; background: #f5f5f5;
-                   padding: 6px; word-break: break-word; }
-#info-measured.above { color: @ABOVE@; font-weight: 700; }
-#info pre { font-size: 11px; white-space: pre-wrap; max-height: 320px; overflow: auto; }
-#kernels-table { border-collapse: collapse; font-size: 12.5px; }
-#kernels-table th, #kernels-table td { padding: 2px 8px; border-bottom: 1px solid #eee; text-align: right;
-                                       white-space: nowrap; }
-#kernels-table td:nth-child(2), #kernels-table th:nth-child(2) { text-align: left; }
-#kernels-table tbody tr { cursor: pointer; }
-#kernels-table tr.future { color: #aaa; } #kernels-table tr.current { background: #fff3c4; }
-#kernels-table td.memory { color: @MEMORY@; } #kernels-table td.compute { color: @COMPUTE@; }
-#kernels-table td.above { color: @ABOVE@; font-weight: 700; }
-footer { color: #888; font-size: 11px; margin-top: 16px; }
-"""
-
-_SCRIPT = r"""
-(function () {
-  "use strict";
-  var DATA = JSON.parse(document.getElementById("roofline-data").textContent);
-  var chart = document.getElementById("chart");
-  var slider = document.getElementById("step");
-  var state = { scenario: 0, step: 1 };
-  var CONFIG = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["sendDataToCloud"] };
-
-  function scen() { return DATA.scenarios[state.scenario]; }
-  function traceIndex(name) {
-    var data = scen().figure.data;
-    for (var i = 0; i < data.length; i++) { if (data[i].name === name) return i; }
-    return -1;
-  }
-  function text(id, value) { document.getElementById(id).textContent = value; }
-
-  // the first `step` kernels, as the arrays of the traces a step rewrites
-  function stepTraces(step) {
-    var ks = scen().kernels.slice(0, step);
-    var kx = [], ky = [], kc = [], kh = [], mx = [], my = [], mh = [], ms = [], msym = [], mc = [], lx = [], ly = [];
-    ks.forEach(function (k) {
-      kx.push(k.x); ky.push(k.y); kh.push(k.hover);
-      kc.push(DATA.colours[k.bound]);
-      if (k.x !== null && k.mx !== null) {
-        mx.push(k.mx); my.push(k.my); mh.push(k.hover);
-        ms.push(k.above_roof ? 15 : 10); msym.push(k.above_roof ? "x" : "diamond-open");
-        mc.push(k.above_roof ? DATA.colours.above : DATA.colours[k.bound]);
-        lx.push(k.x, k.mx, null); ly.push(k.y, k.my, null);
-      }
-    });
-    var cur = ks.length ? ks[ks.length - 1] : null;
-    var cx = cur && cur.x !== null ? [cur.x] : [], cy = cur && cur.x !== null ? [cur.y] : [];
-    return {
-      kernels: { x: [kx], y: [ky], hovertext: [kh], "marker.color": [kc] },
-      measured: { x: [mx], y: [my], hovertext: [mh], "marker.size": [ms], "marker.symbol": [msym],
-                  "marker.color": [mc] },
-      "measured-link": { x: [lx], y: [ly] },
-      current: { x: [cx], y: [cy] }
-    };
-  }
-
-  function showInfo() {
-    var s = scen(), k = state.step > 0 ? s.kernels[state.step - 1] : null;
-    var info = document.getElementById("info");
-    info.className = k ? k.bound : "";
-    text("info-name", k ? (k.n + ". " + k.name + (k.count > 1 ? " ×" + k.count : "")) : "no kernel yet");
-    var fields = info.querySelectorAll("[data-field]");
-    for (var i = 0; i < fields.length; i++) {
-      var f = fields[i].getAttribute("data-field");
-      fields[i].textContent = !k ? "" : (f === "bound" ? k.bound + "-bound" : k.text[f]);
-    }
-    text("info-derivation", k ? k.derivation : "Press next to add the first kernel.");
-    var meas = document.getElementById("info-measured");
-    meas.textContent = k ? k.text.measured : "";
-    meas.className = k && k.above_roof ? "above" : "";
-    text("info-explain", k ? k.explain : "");
-    text("step-label", "kernel " + state.step + " of " + s.kernels.length);
-    var rows = document.querySelectorAll("#kernels-table tbody tr");
-    for (var r = 0; r < rows.length; r++) {
-      rows[r].className = r === state.step - 1 ? "current" : (r >= state.step ? "future" : "");
-    }
-  }
-
-  // one step: restyle the kernel traces; no animation frames
-  function setStep(step) {
-    var n = scen().kernels.length;
-    state.step = Math.max(0, Math.min(n, step | 0));
-    slider.value = String(state.step);
-    var t = stepTraces(state.step);
-    Object.keys(t).forEach(function (name) {
-      var idx = traceIndex(name);
-      if (idx >= 0) Plotly.restyle(chart, t[name], [idx]);
-    });
-    showInfo();
-  }
-
-  function fillTable() {
-    var body = document.querySelector("#kernels-table tbody");
-    while (body.firstChild) body.removeChild(body.firstChild);
-    scen().kernels.forEach(function (k, i) {
-      var tr = document.createElement("tr");
-      tr.setAttribute("data-n", String(k.n));
-      var cells = [k.n, k.name, k.count, k.text.flop, k.text.bytes, k.text.intensity, k.bound, k.text.time,
-                   k.text.total, k.text.share, k.text.measured_short];
-      cells.forEach(function (c, j) {
-        var td = document.createElement("td");
-        td.textContent = String(c);
-        if (j === 6) td.className = k.bound;
-        if (j === 10 && k.above_roof) td.className = "above";
-        tr.appendChild(td);
-      });
-      tr.addEventListener("click", function () { setStep(i + 1); });
-      body.appendChild(tr);
-    });
-  }
-
-  // switching keeps the same kernel, or the one that now contains it ("attention.qk" -> "attention")
-  function matchStep(oldKernel, kernels) {
-    if (!oldKernel) return 0;
-    for (var i = 0; i < kernels.length; i++) { if (kernels[i].name === oldKernel.name) return i + 1; }
-    for (var j = 0; j < kernels.length; j++) {
-      var a = kernels[j].name, b = oldKernel.name;
-      if (b.indexOf(a + ".") === 0 || a.indexOf(b + ".") === 0) return j + 1;
-    }
-    return Math.min(state.step, kernels.length);
-  }
-
-  function setScenario(index) {
-    var old = state.step > 0 ? scen().kernels[state.step - 1] : null;
-    state.scenario = index;
-    var s = scen();
-    text("summary", s.summary);
-    slider.max = String(s.kernels.length);
-    var step = matchStep(old, s.kernels);
-    var fig = JSON.parse(JSON.stringify(s.figure));
-    Plotly.react(chart, fig.data, fig.layout, CONFIG);
-    fillTable();
-    markSwitch();
-    setStep(step);
-  }
-
-  function markSwitch() {
-    var s = scen();
-    var buttons = document.querySelectorAll("#switch button");
-    for (var i = 0; i < buttons.length; i++) {
-      var dim = buttons[i].getAttribute("data-dim"), value = buttons[i].getAttribute("data-value");
-      buttons[i].className = s[dim] === value ? "on" : "";
-    }
-  }
-
-  function choose(dim, value) {
-    var cur = scen(), best = -1;
-    DATA.scenarios.forEach(function (s, i) {
-      if (s[dim] !== value) return;
-      var same = DATA.switch.every(function (d) { return d === dim || s[d] === cur[d]; });
-      if (same) best = i; else if (best < 0) best = i;
-    });
-    if (best >= 0) setScenario(best);
-  }
-
-  function buildSwitch() {
-    var box = document.getElementById("switch");
-    if (DATA.scenarios.length < 2) return;
-    DATA.switch.forEach(function (dim) {
-      var group = document.createElement("div");
-      group.className = "group";
-      group.setAttribute("data-dim", dim);
-      var name = document.createElement("span");
-      name.textContent = dim === "label" ? "scenario" : dim;
-      group.appendChild(name);
-      var seen = {};
-      DATA.scenarios.forEach(function (s) {
-        if (seen[s[dim]]) return;
-        seen[s[dim]] = true;
-        var b = document.createElement("button");
-        b.type = "button";
-        b.textContent = s[dim];
-        b.setAttribute("data-dim", dim);
-        b.setAttribute("data-value", s[dim]);
-        b.addEventListener("click", function () { choose(dim, s[dim]); });
-        group.appendChild(b);
-      });
-      box.appendChild(group);
-    });
-  }
-
-  text("title", DATA.title);
-  buildSwitch();
-  slider.addEventListener("input", function () { setStep(parseInt(slider.value, 10)); });
-  document.getElementById("prev").addEventListener("click", function () { setStep(state.step - 1); });
-  document.getElementById("next").addEventListener("click", function () { setStep(state.step + 1); });
-  document.getElementById("all").addEventListener("click", function () { setStep(scen().kernels.length); });
-  state.step = 1;
-  setScenario(0);
-  setStep(1);
-  window.roofline = { state: state, setStep: setStep, setScenario: setScenario, data: DATA };
-  document.body.setAttribute("data-ready", "1");
-})();
-"""

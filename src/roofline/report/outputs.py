@@ -112,7 +112,7 @@ def write_sweep_chart(rows: Sequence[Mapping[str, Any]], x: str, *, png: str | N
                       ridge: float, limit: float | None = None, title: str = "") -> list[Path]:
     """Intensity against `x` with the ridge and the decode limit; the step-time breakdown below
     it when the rows carry times. Written atomically; RooflineError on a bad path."""
-    from roofline.report.charts import sweep_figure
+    from roofline.report.sweep_chart import sweep_figure
 
     fig = sweep_figure(rows, x, ridge=ridge, limit=limit, title=title)
     return _write_figure(fig, png, svg)
