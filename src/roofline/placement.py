@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
 from typing import Any
@@ -55,10 +55,12 @@ class Placement:
     kernel: Kernel | None = None
     measured_time_s: float | None = None
     note: str = ""  # what a reader of the numbers should know (a bench case's caveat)
+    latency_by_level: Mapping[Level, float] = field(default_factory=dict)  # α of the links, for collectives
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "peak_by_unit", MappingProxyType(dict(self.peak_by_unit)))
         object.__setattr__(self, "bandwidth_by_level", MappingProxyType(dict(self.bandwidth_by_level)))
+        object.__setattr__(self, "latency_by_level", MappingProxyType(dict(self.latency_by_level)))
 
     # --- the kernel --------------------------------------------------------------------------
     @property
@@ -81,8 +83,9 @@ class Placement:
 
     @cached_property
     def level_times_s(self) -> dict[Level, float]:
-        return {lv: b / self.bandwidth_by_level[lv] for lv, b in self.cost.bytes_by_level.items()
-                if b and lv in self.bandwidth_by_level}
+        """bytes / bandwidth per level; over a link the alpha-beta time, latency + bytes / bandwidth."""
+        return {lv: self.latency_by_level.get(lv, 0.0) + b / self.bandwidth_by_level[lv]
+                for lv, b in self.cost.bytes_by_level.items() if b and lv in self.bandwidth_by_level}
 
     @property
     def compute_time_s(self) -> float:
@@ -237,6 +240,7 @@ def place(work: Cost | Kernel, machine: Machine | str, dtype: str | DType | None
         name=name or (kernel.name if kernel else "kernel"),
         machine=m, dtype=dt, cost=cost, peak_by_unit=_peaks(m, dt, units),
         bandwidth_by_level=bandwidths, count=kernel.count if kernel else 1,
+        latency_by_level={lv.name: lv.latency_s for lv in m.memory.values() if lv.latency_s},
         kind=kernel.kind if kernel else "", kernel=kernel, measured_time_s=measured_time_s,
     )
 

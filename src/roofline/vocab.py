@@ -31,20 +31,28 @@ class Unit(StrEnum):
 
 
 class Level(StrEnum):
-    """Memory levels. DRAM is off-chip (HBM, GDDR, DDR): the slope of the roofline."""
+    """Where bytes move. DRAM is off-chip memory (HBM, GDDR, DDR): the slope of the roofline. LINK is
+    the device-to-device link inside a node (NVLink through NVSwitch, Infinity Fabric, PCIe, ICI),
+    NETWORK the one between nodes (InfiniBand, RoCE): the roofs collectives sit under."""
 
     DRAM = "dram"
     L2 = "l2"
+    LINK = "link"
+    NETWORK = "network"
+
+
+LINKS = (Level.LINK, Level.NETWORK)
 
 
 Resource = Unit | Level
 
 
 class Bound(StrEnum):
-    """What kind of resource sets the floor: a compute unit or a memory level."""
+    """What kind of resource sets the floor: a compute unit, a memory level, or a link between devices."""
 
     COMPUTE = "compute"
     MEMORY = "memory"
+    COMMUNICATION = "communication"
 
 
 class Phase(StrEnum):
@@ -74,8 +82,10 @@ class Plan(StrEnum):
 
 
 def bound_class(resource: Resource) -> Bound:
-    """compute for a unit, memory for a level."""
-    return Bound.COMPUTE if isinstance(resource, Unit) else Bound.MEMORY
+    """compute for a unit, communication for a link, memory for the other levels."""
+    if isinstance(resource, Unit):
+        return Bound.COMPUTE
+    return Bound.COMMUNICATION if resource in LINKS else Bound.MEMORY
 
 
 def binding(times_s: Mapping[Unit, float] | Mapping[Level, float] | Mapping[Resource, float]) -> Resource:
@@ -104,4 +114,5 @@ def accumulate(pairs: Iterable[tuple[Resource, float]]) -> dict[Resource, float]
     return out
 
 
-__all__ = ["Bound", "Level", "Phase", "Plan", "Resource", "Role", "Unit", "accumulate", "binding", "bound_class"]
+__all__ = ["LINKS", "Bound", "Level", "Phase", "Plan", "Resource", "Role", "Unit", "accumulate", "binding",
+           "bound_class"]

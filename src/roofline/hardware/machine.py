@@ -28,6 +28,7 @@ class MemoryLevel:
     capacity_bytes: float | None = None
     technology: str = ""
     source: str = ""
+    latency_s: float = 0.0  # α of a transfer over a link (the alpha-beta model); 0 for memories
 
 
 def _frozen(d: Mapping[str, float] | None) -> Mapping[str, float]:
