@@ -32,7 +32,8 @@ def test_model_json_carries_the_issue_keys(capsys: pytest.CaptureFixture[str]) -
     assert d["totals"]["flop_per_byte"] == pytest.approx(33, rel=0.02)  # the issue: batch 64 at about 33
     assert d["decode_limit_flop_per_byte"] == pytest.approx(60, rel=0.02)  # the seed: about 60 at 8k
     assert d["crossover"]["never"] is True
-    assert "does not fit" in err and "4 devices" in err  # 141 GB + 172 GB on 80 GB devices
+    # 141 GB + 172 GB: TP 4 would hold 78.2 GB a device, over 0.9 × 80 GiB = 77.3 GB; TP 8 fits
+    assert "does not fit" in err and "TP 8 (8 devices" in err
 
 
 def test_model_text_table(capsys: pytest.CaptureFixture[str]) -> None:

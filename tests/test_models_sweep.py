@@ -45,8 +45,11 @@ def test_sweep_rows_cover_the_grid_and_agree() -> None:
     a = analyze_model("llama-3-8b", "b200", "decode", 64, 8192, dtypes=model_dtypes(kv_cache="fp8"))
     assert r["flop_per_byte"] == pytest.approx(a.flop_per_byte, rel=1e-9)
     assert r["tokens_per_s"] == pytest.approx(64 / a.time_s, rel=1e-9)
-    assert r["memory_bytes"] == pytest.approx(a.memory.total_bytes)
+    # the sweep counts weights + KV cache (no activation workspace), searched for the same smallest split
+    assert r["memory_bytes"] == pytest.approx(a.memory.weights_bytes + a.memory.kv_cache_bytes)
     assert r["devices"] == a.memory.devices
+    big = sweep("llama-3-70b", ["h100"], "decode", [64], [8192])[0]
+    assert big["devices"] == 8  # TP 4 holds 78.2 GB a device > 77.3 GB usable: TP 8 (tests/test_parallel.py)
 
 
 def test_compare_rows_show_what_mla_and_fp8_change() -> None:

@@ -111,12 +111,18 @@ class Op:
     formula: str = ""
     note: str = ""
     compute_dtype: DType | None = None  # overrides the analysis' compute dtype for MATRIX FLOPs
+    # bytes this op moves over levels other than DRAM, per instance (a collective's bytes on a link);
+    # DRAM bytes are never listed here: they are the tensors that cross the kernel's boundary
+    traffic: Mapping[Level, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for unit in self.flop_by_unit:
             if unit not in tuple(Unit):
                 raise RooflineError(f"op {self.name}: unknown compute unit {unit!r}")
         object.__setattr__(self, "flop_by_unit", MappingProxyType({Unit(u): f for u, f in self.flop_by_unit.items()}))
+        if Level.DRAM in self.traffic:
+            raise RooflineError(f"op {self.name}: DRAM bytes come from its tensors, not from its traffic")
+        object.__setattr__(self, "traffic", MappingProxyType({Level(lv): b for lv, b in self.traffic.items()}))
         if self.count < 1:
             raise RooflineError(f"op {self.name}: count must be at least 1")
 
@@ -255,9 +261,13 @@ class Graph:
             for unit, f in op.flop_by_unit.items():
                 flop[unit] = flop.get(unit, 0.0) + f
         moved = sum(t.bytes for t in reads.values()) + sum(t.bytes for t in writes)
+        by_level: dict[Level, float] = {Level.DRAM: float(moved)}
+        for op in ops:
+            for level, b in op.traffic.items():
+                by_level[level] = by_level.get(level, 0.0) + b
         dtypes = {op.compute_dtype for op in ops if op.compute_dtype is not None and op.flop_by_unit.get(Unit.MATRIX)}
         return Kernel(name, tuple(ops), counts.pop(), tuple(reads.values()), tuple(writes),
-                      Cost(flop, {Level.DRAM: float(moved)}), dtypes.pop() if len(dtypes) == 1 else None)
+                      Cost(flop, by_level), dtypes.pop() if len(dtypes) == 1 else None)
 
 
 __all__ = ["UNFUSED", "Cost", "FusionPlan", "Graph", "Kernel", "Op", "Tensor", "simple_cost", "tensor"]

@@ -27,7 +27,7 @@ FLOP_PER_ELEMENT: dict[str, float] = {
     "swiglu": 5,  # silu(gate) * up: 4 + 1
     "geglu": 10,  # gelu(gate) * up: 9 + 1
     "rope": 3,  # x * cos + rotate_half(x) * sin: 2 multiplies, 1 add
-    # RMSNorm: the seed's "about six FLOPs per element": square, accumulate, multiply by 1/rms,
+    # RMSNorm: the textbook "about six FLOPs per element": square, accumulate, multiply by 1/rms,
     # multiply by the gain, plus the conversions to fp32 and back (per-row rsqrt is amortised)
     "rmsnorm": 6,
     # LayerNorm, same convention: sum, subtract mean, square, accumulate, multiply by 1/sigma,
@@ -85,7 +85,7 @@ def attention_ops(prefix: str, q: Tensor, k: Tensor, v: Tensor, out: Tensor, cau
     """Attention as three ops: scores = q·kᵀ, probabilities = softmax(scores), out = p·v.
 
     q [B, H, Nq, d], k [B, G, Nkv, d], v [B, G, Nkv, dv], out [B, H, Nq, dv]; G divides H (GQA).
-    FLOPs: 2·d and 2·dv per (query, key) pair for the two matmuls (the seed's 4·N²·d per head when
+    FLOPs: 2·d and 2·dv per (query, key) pair for the two matmuls (the textbook 4·N²·d per head when
     d = dv), and 5 per pair for the softmax. With `causal`, only unmasked pairs are counted: the
     queries are the last Nq of Nkv positions, so pairs = Nq·Nkv − Nq·(Nq−1)/2 (≈ N²/2 in prefill).
     The score and probability tensors are full [B, H, Nq, Nkv]: written to memory when the ops run

@@ -6,7 +6,7 @@
 The largest term of the time floor names the resource that binds (`bound`, one rule for a kernel
 and for a sequence of kernels: `roofline.vocab.binding`); its class (compute or memory) is
 `bound_class`. With one unit and one level this is exactly
-the seed's `kernel_time`, which is here too, as the seed wrote it.
+the textbook `kernel_time` (ten lines of Python), which is here too, as it is usually written.
 
 Layering: imports roofline.vocab, roofline.units, roofline.dtypes, roofline.errors, roofline.graph and
 roofline.hardware only. Charts and notebook methods are attached by roofline.report.notebook.
@@ -31,7 +31,7 @@ from roofline.vocab import Bound, Level, Plan, Resource, Unit, accumulate, bindi
 
 def kernel_time(flops: float, bytes_moved: float, peak_flops: float = 989e12,
                 bw: float = 3.35e12) -> tuple[float, float, str]:
-    """The seed's ten lines: (intensity, time floor, bound) for one unit and one memory level."""
+    """The textbook ten lines: (intensity, time floor, bound) for one unit and one memory level."""
     intensity = flops / bytes_moved
     ridge = peak_flops / bw
     t = max(flops / peak_flops, bytes_moved / bw)
@@ -247,7 +247,7 @@ def place(work: Cost | Kernel, machine: Machine | str, dtype: str | DType | None
 
 def place_flop_bytes(flop: float, bytes_moved: float, machine: Machine | str,
                      dtype: str | DType | None = None, name: str = "custom") -> Placement:
-    """A kernel known only by its FLOPs and bytes, all FLOPs on the matrix units (the seed's model)."""
+    """A kernel known only by its FLOPs and bytes, all FLOPs on the matrix units (the one-roof model)."""
     if not (flop > 0 and math.isfinite(flop)):
         raise RooflineError(f"FLOPs must be positive, got {flop!r}")
     if not (bytes_moved > 0 and math.isfinite(bytes_moved)):

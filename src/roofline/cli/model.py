@@ -12,10 +12,11 @@ from typing import Any
 
 import click
 
-from roofline.cli.common import PLAN_HELP, dump, one_of, outputs, warn, wrote
+from roofline.cli.common import PLAN_HELP, POS, dump, one_of, outputs, warn, wrote
 from roofline.errors import RooflineError
 from roofline.hardware.catalog import DEFAULT_MACHINE
 from roofline.models import DEFAULT_PLAN, PLANS
+from roofline.models.memory import DEFAULT_UTILIZATION
 from roofline.units import parse_positive_int, require_positive_int
 
 MAX_LIST_VALUES = 10_000  # one axis of a sweep; 1:100000000:1 would otherwise be built, exhausting memory
@@ -103,6 +104,47 @@ def _experts_hit(text: str | None) -> int | None:
     return parse_positive_int(text, "--experts-hit") if text is not None else None
 
 
+def split_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """How the step is split over devices, and how memory is counted."""
+    options = [
+        click.option("--tp", type=POS, default=1, show_default=True,
+                     help="Tensor parallel: heads, MLP columns/rows and vocabulary over TP devices (2 all-reduces "
+                          "per layer)."),
+        click.option("--pp", type=POS, default=1, show_default=True,
+                     help="Pipeline parallel: the layers in PP stages; activations sent stage to stage."),
+        click.option("--ep", type=POS, default=1, show_default=True,
+                     help="Expert parallel (MoE): the experts over EP of the DP replicas; all-to-all dispatch "
+                          "and combine."),
+        click.option("--dp", type=POS, default=1, show_default=True,
+                     help="Data parallel: DP replicas, each running batch/DP sequences."),
+        click.option("--devices", type=POS, default=None,
+                     help="Devices in all; alone, tensor parallel within a node and pipeline stages across nodes."),
+        click.option("--memory-utilization", type=float, default=DEFAULT_UTILIZATION, show_default=True,
+                     help="Usable share of each device's memory (vLLM's gpu_memory_utilization)."),
+        click.option("--overlap", is_flag=True,
+                     help="Assume communication runs under compute (the step takes the larger of the two)."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def _split(tp: int, pp: int, ep: int, dp: int, devices: int | None, machine: str) -> Any:
+    from roofline.hardware import get_system
+    from roofline.parallel import Split
+
+    if devices is not None and (tp, pp, dp) == (1, 1, 1):
+        per_node = get_system(machine, devices=devices).devices_per_node
+        tp = min(devices, per_node)
+        if devices % tp:
+            raise RooflineError(f"--devices {devices} is not a whole number of {tp}-device nodes; give --tp and --pp")
+        pp = devices // tp
+    split = Split(tp=tp, pp=pp, ep=ep, dp=dp)
+    if devices is not None and devices != split.devices:
+        raise RooflineError(f"--devices {devices} but --tp × --pp × --dp = {split.devices}")
+    return split
+
+
 def step_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """What every transformer command takes: the phase, the fusion plan, dtypes and what-ifs."""
     options = [
@@ -161,6 +203,7 @@ def _write_rows(rows: list[dict[str, Any]], columns: Sequence[str], fmt: str, ou
 @click.option("--kv-dtype", default=None, help="KV cache dtype (default: the activation dtype).")
 @click.option("--dtype", default=None, help="Compute dtype, choosing the peak (default: the activation dtype).")
 @step_options
+@split_options
 @click.option("--explain", is_flag=True,
               help="Derive the KV cache size, the decode limit and every kernel step by step.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
@@ -171,6 +214,7 @@ def _write_rows(rows: list[dict[str, Any]], columns: Sequence[str], fmt: str, ou
 def model_command(model: str, machine: str, batch: str, prompt: str | None, context: str | None,
                   weights_dtype: str, kv_dtype: str | None, dtype: str | None, phase: str, fusion: str,
                   act_dtype: str, experts_hit: str | None, overrides: tuple[str, ...],
+                  tp: int, pp: int, ep: int, dp: int, devices: int | None, memory_utilization: float, overlap: bool,
                   explain: bool, as_json: bool, csv_path: str | None, png: str | None, svg: str | None,
                   html: str | None) -> None:
     """Every kernel of one forward step of MODEL (a preset or a config.json path) on a machine.
@@ -181,6 +225,7 @@ def model_command(model: str, machine: str, batch: str, prompt: str | None, cont
       roofline model llama-3-70b --phase prefill --prompt 4096 --fusion none
       roofline model deepseek-v3 --machine b200 --batch 32 --context 32768 --kv-dtype fp8 --explain
       roofline model ./my-model/config.json --json
+      roofline model llama-3-70b --machine dgx-h100 --tp 8 --batch 64 --context 8192
     """
     from roofline.models import analyze_model, model_dtypes
 
@@ -188,7 +233,8 @@ def model_command(model: str, machine: str, batch: str, prompt: str | None, cont
     one_of(as_json, explain)
     a = analyze_model(model, machine, phase, parse_positive_int(batch, "--batch"), _length(phase, prompt, context),
                       fusion, model_dtypes(weights_dtype, act_dtype, kv_dtype, dtype),
-                      _experts_hit(experts_hit), parse_overrides(overrides))
+                      _experts_hit(experts_hit), parse_overrides(overrides),
+                      _split(tp, pp, ep, dp, devices, machine), memory_utilization, overlap)
     for w in a.warnings:
         warn(w)
     if a.memory.warning:

@@ -102,7 +102,7 @@ def explain_model(a: ModelAnalysis) -> str:
     if a.phase == Phase.DECODE:
         lim = a.decode_limit
         lines.append("")
-        lines.append("decode limit as the batch grows (the seed's formula)")
+        lines.append("decode limit as the batch grows: (2·P + attention FLOPs per token) / (L · KV bytes per token)")
         lines.append("    weights are read once per step, so per sequence they vanish as B → ∞; FLOPs and KV bytes")
         lines.append("    both grow with B:  I → (2·P + attention FLOPs per token) / (L · KV bytes per token)")
         lines.append(f"    2·P = 2 × {cfg.matmul_params:,} = {lim.matmul_flop_per_token:.6g} FLOP")

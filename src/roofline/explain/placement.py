@@ -93,8 +93,8 @@ def explain_placement(p: Placement) -> str:
     vector_flop = p.cost.flop_by_unit.get(Unit.VECTOR, 0.0)
     if vector_flop and p.compute_time_s < p.memory_time_s:
         at_matrix = vector_flop / p.peak_by_unit[Unit.MATRIX]
-        lines.append(f"    (counted at the {p.dtype.peak_key} matrix peak, as the seed does, the FLOPs would take "
-                     f"{format_time(at_matrix)}; either way memory sets the floor)")
+        lines.append(f"    (counted at the {p.dtype.peak_key} matrix peak, as a one-roof model does, the FLOPs would "
+                     f"take {format_time(at_matrix)}; either way memory sets the floor)")
     lines.append(f"    floor = the largest = {format_time(p.time_s)}, set by {p.bound}")
     if p.count > 1:
         lines.append(f"    × {p.count} per step = {format_time(p.total_time_s)}")

@@ -1,4 +1,4 @@
-"""Machines: their ceilings, the datasheet catalog, and machine files."""
+"""Machines: their ceilings, the datasheet catalog, and machine files; systems: devices and the links between them."""
 
 from roofline.hardware.catalog import (
     DEFAULT_MACHINE,
@@ -9,6 +9,8 @@ from roofline.hardware.catalog import (
     parse_machine,
 )
 from roofline.hardware.machine import Machine, MemoryLevel
+from roofline.hardware.system import Link, System, Topology, get_system, load_system_file, system_catalog
 
-__all__ = ["DEFAULT_MACHINE", "Machine", "MemoryLevel", "catalog", "get_machine",
-           "load_machine_file", "machine_to_toml", "parse_machine"]
+__all__ = ["DEFAULT_MACHINE", "Link", "Machine", "MemoryLevel", "System", "Topology", "catalog", "get_machine",
+           "get_system", "load_machine_file", "load_system_file", "machine_to_toml", "parse_machine",
+           "system_catalog"]

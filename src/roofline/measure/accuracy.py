@@ -1,7 +1,7 @@
 """How close real kernels come to their floors: predicted against measured, kernel by kernel.
 
 For each measured kernel, % of roof = time floor / measured time (`Placement.fraction_of_roof`).
-The seed's expectation: a good matmul reaches 70 to 80% of peak, a good memory-bound kernel 80 to
+The usual expectation: a good matmul reaches 70 to 80% of peak, a good memory-bound kernel 80 to
 90% of bandwidth. The summary gives the median share of the roof for the memory-bound and for the
 compute-bound kernels, the worst offenders, and every kernel measured above its roof: those are
 errors of the model (bytes or FLOPs undercounted) or of the measurement, never results.

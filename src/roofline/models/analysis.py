@@ -4,14 +4,14 @@ crossover batch.
 Per kernel the placement is the core's (`roofline.placement.place` through `analyze_graph`); the
 step's time floor is the sum of its kernels' floors (kernels run one after another).
 
-Decode limit (the seed's formula). Decode with B sequences reads every weight once per step and
+Decode limit. Decode with B sequences reads every weight once per step and
 each sequence's whole KV cache. As B grows the weight bytes are shared by more and more sequences
 and vanish per sequence, while FLOPs and KV bytes both grow with B:
 
     I → (2·P + Σ_layers 2·H·(d_qk + d_v)·L) / (L · KV bytes per token)        as B → ∞
 
 P is the parameters a token multiplies (active, without the gathered embedding table), the second
-term the attention arithmetic (the seed's 4·L·h per layer when d_qk = d_v = d and H·d = h). A
+term the attention arithmetic (the textbook 4·L·h per layer when d_qk = d_v = d and H·d = h). A
 windowed layer reads min(L, W) tokens instead of L (`ModelConfig.attended_tokens`). Llama 3 70B at
 8k context: (2·69.5e9 + 4·8192·8192·80) / (8192·327,680) = 59.8 FLOP/B; at 128k, 11.2.
 
@@ -33,74 +33,24 @@ from types import MappingProxyType
 from typing import Any
 
 from roofline.dtypes import DType, get_dtype
-from roofline.hardware import DEFAULT_MACHINE, Machine, get_machine
+from roofline.errors import RooflineError
+from roofline.hardware import DEFAULT_MACHINE, Machine, get_machine, get_system
 from roofline.models.build import DEFAULT_PLAN, PLANS, ModelGraph, as_plan, build_graph
 from roofline.models.config import load_config
 from roofline.models.dtypes import ModelDtypes, compute_dtype, model_dtypes
+from roofline.models.memory import DEFAULT_UTILIZATION, MemoryFit, memory_fit
 from roofline.models.stepmodel import Crossover, StepModel, find_crossover
 from roofline.models.transformer import ModelConfig
+from roofline.parallel import Collective, Split
 from roofline.placement import GraphAnalysis, Placement, analyze_graph
 from roofline.units import finite_or_none
 from roofline.vocab import Bound, Phase, Plan, Resource, Role
-
-# --- memory fit -----------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class MemoryFit:
-    """Weights plus KV cache against one device's memory, and the fewest devices that hold them
-    (capacity only: no activation workspace, no parallelism overhead)."""
-
-    weights_bytes: float
-    kv_cache_bytes: float
-    capacity_bytes: float | None
-    machine: str
-
-    @property
-    def total_bytes(self) -> float:
-        return self.weights_bytes + self.kv_cache_bytes
-
-    @property
-    def devices(self) -> int | None:
-        """ceil(total / capacity): the smallest number of devices whose memory holds it all."""
-        if not self.capacity_bytes:
-            return None
-        return max(1, math.ceil(self.total_bytes / self.capacity_bytes))
-
-    @property
-    def fits(self) -> bool | None:
-        return None if self.devices is None else self.devices == 1
-
-    @property
-    def warning(self) -> str:
-        from roofline.units import format_bytes
-
-        if self.capacity_bytes is None:
-            return f"{self.machine} lists no memory capacity: cannot check that the model fits"
-        if self.fits:
-            return ""
-        return (f"does not fit on one {self.machine}: weights {format_bytes(self.weights_bytes, binary=True)} "
-                f"+ KV cache {format_bytes(self.kv_cache_bytes, binary=True)} = "
-                f"{format_bytes(self.total_bytes, binary=True)} > "
-                f"{format_bytes(self.capacity_bytes, binary=True)}; needs at least {self.devices} devices "
-                f"(the time floors assume one device's bandwidth)")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"weights_bytes": self.weights_bytes, "kv_cache_bytes": self.kv_cache_bytes,
-                "total_bytes": self.total_bytes, "capacity_bytes": self.capacity_bytes,
-                "devices": self.devices, "fits": self.fits, "warning": self.warning or None}
-
-
-def memory_fit(cfg: ModelConfig, batch: int, context: int, dtypes: ModelDtypes, machine: Machine) -> MemoryFit:
-    weights = cfg.total_params * dtypes.weights.bytes_per_element
-    kv = cfg.kv_cache_bytes(batch, context, dtypes.kv_cache.bytes_per_element)
-    return MemoryFit(weights, kv, machine.memory_capacity_bytes, machine.id)
-
 
 # --- decode limit ----------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class DecodeLimit:
-    """The seed's limit of decode intensity as the batch grows, with its pieces for --explain."""
+    """The limit of decode intensity as the batch grows, with its pieces for --explain."""
 
     config: ModelConfig
     context: int
@@ -118,7 +68,7 @@ class DecodeLimit:
 
     @property
     def attention_flop_per_token(self) -> float:
-        """Σ_layers 2·H·(d_qk + d_v)·L: the seed's 4·L·h·layers for Llama."""
+        """Σ_layers 2·H·(d_qk + d_v)·L: 4·L·h·layers for Llama."""
         return self.config.attention_flop_per_pair() * self.attended_tokens
 
     @property
@@ -147,6 +97,11 @@ class ModelAnalysis:
     plan: Plan
     plans: Mapping[Plan, GraphAnalysis]
     warnings: tuple[str, ...] = field(default=())
+    system: str = ""  # the system the split runs on ("" for one device)
+    devices_per_node: int = 1
+    max_devices: int = 1
+    utilization: float = DEFAULT_UTILIZATION
+    overlap: bool = False  # communication hidden behind compute (at best)
 
     # --- shape ---------------------------------------------------------------------------------
     @property
@@ -158,8 +113,13 @@ class ModelAnalysis:
         return self.model.shape.phase
 
     @property
+    def split(self) -> Split:
+        return self.model.split
+
+    @property
     def batch(self) -> int:
-        return self.model.shape.batch
+        """Sequences in the step, over every replica (each of dp replicas runs batch / dp)."""
+        return self.model.shape.batch * self.split.dp
 
     @property
     def seq(self) -> int:
@@ -185,7 +145,19 @@ class ModelAnalysis:
 
     @property
     def time_s(self) -> float:
-        return self.analysis.time_s
+        """The step time: one device's kernels one after another (a pipeline's stages in turn). With
+        `overlap`, communication runs under compute: max(Σ compute and memory, Σ communication)."""
+        return self.step_time_s(self.analysis)
+
+    def step_time_s(self, a: GraphAnalysis) -> float:
+        if not self.overlap:
+            return a.time_s
+        comm = sum(p.total_time_s for p in a.placements if p.kind in COLLECTIVES)
+        return max(a.time_s - comm, comm)
+
+    @property
+    def communication_time_s(self) -> float:
+        return sum(p.total_time_s for p in self.placements if p.kind in COLLECTIVES)
 
     @property
     def flop_per_byte(self) -> float:
@@ -207,12 +179,17 @@ class ModelAnalysis:
 
     @property
     def tokens(self) -> int:
-        """Tokens the step produces or consumes: B in decode, B·P in prefill."""
-        return self.model.shape.tokens
+        """Tokens the step produces or consumes, over every replica: B in decode, B·P in prefill."""
+        return self.model.shape.tokens * self.split.dp
 
     @property
     def tokens_per_s(self) -> float:
-        return self.tokens / self.time_s if self.time_s else math.inf
+        """Tokens / step time; with pipeline stages, as many batches in flight as stages, so the
+        throughput is set by a stage (⌈L/pp⌉ of the L layers' time), not by the whole step."""
+        if not self.time_s:
+            return math.inf
+        stage = self.time_s * math.ceil(self.config.num_layers / self.split.pp) / self.config.num_layers
+        return self.tokens / stage
 
     @property
     def memory_bound_share(self) -> float:
@@ -238,7 +215,40 @@ class ModelAnalysis:
 
     @cached_property
     def memory(self) -> MemoryFit:
-        return memory_fit(self.config, self.batch, self.seq, self.model.dtypes, self.machine)
+        return memory_fit(self.config, self.batch, self.seq, self.model.dtypes, self.machine.memory_capacity_bytes,
+                          self.machine.id, self.split, self._workspace, self.utilization, self.devices_per_node,
+                          self.max_devices)
+
+    def _workspace(self, split: Split) -> float:
+        """The largest set of activations one kernel of the headline plan reads and writes (per device)."""
+        mg = self.model if split == self.split else build_graph(
+            self.config, self.phase, self.batch, self.seq, self.model.dtypes, self.model.experts_hit_override,
+            split, self.devices_per_node)
+        return max((sum(t.bytes for t in (*k.reads, *k.writes) if t.role is Role.ACTIVATION)
+                    for k in mg.graph.kernels(mg.plans[self.plan])), default=0.0)
+
+    def communication(self) -> dict[str, Any]:
+        """Every collective of the step: what it moves, over which roof, in how long."""
+        rows: list[dict[str, Any]] = []
+        time_s = moved = 0.0
+        for p in self.placements:
+            call = self.model.collectives.get(p.name)
+            if call is None:
+                continue
+            on_link = p.cost.bytes_by_level.get(call.level, 0.0)
+            rows.append({"name": p.name, "kind": call.kind, "count": p.count, "bytes": call.message_bytes,
+                         "bytes_on_link": on_link, "group_size": call.group, "link": call.level,
+                         "time_s": p.time_s, "total_time_s": p.total_time_s})
+            time_s += p.total_time_s
+            moved += on_link * p.count
+        return {"time_s": time_s, "bytes_per_device": moved, "overlap": self.overlap, "collectives": rows}
+
+    def per_device(self) -> dict[str, Any]:
+        """One device's share: FLOPs and bytes of its stage (the step's over pp stages), its memory."""
+        pp = self.split.pp
+        return {"flop": self.flop / pp, "bytes": self.bytes / pp, "weights_bytes": self.memory.weights_bytes,
+                "kv_cache_bytes": self.memory.kv_cache_bytes, "workspace_bytes": self.memory.workspace_bytes,
+                "time_s": self.time_s / pp}
 
     @property
     def decode_limit(self) -> DecodeLimit:
@@ -276,8 +286,9 @@ class ModelAnalysis:
 
     def totals(self, plan: Plan | None = None) -> dict[str, Any]:
         a = self.plans[plan or self.plan]
-        return {"flop": a.flop, "bytes": a.bytes, "time_s": a.time_s, "flop_per_byte": finite_or_none(a.flop_per_byte),
-                "tokens_per_s": self.tokens / a.time_s if a.time_s else None,
+        t = self.step_time_s(a)
+        return {"flop": a.flop, "bytes": a.bytes, "time_s": t, "flop_per_byte": finite_or_none(a.flop_per_byte),
+                "tokens_per_s": self.tokens / t if t else None,
                 "memory_bound_time_s": a.memory_bound_time_s,
                 "memory_bound_share": a.memory_bound_time_s / a.time_s if a.time_s else 0.0,
                 "bytes_by_role": self.bytes_by_role(plan), "kernels": len(a.placements),
@@ -306,6 +317,15 @@ class ModelAnalysis:
             "memory": self.memory.to_dict(),
             "warnings": list(self.warnings) + ([self.memory.warning] if self.memory.warning else []),
         }
+        if not self.split.trivial or self.system:
+            m = self.memory
+            d["parallel"] = {**self.split.to_dict(), "system": self.system or self.machine.id,
+                             "devices_per_node": self.devices_per_node}
+            d["per_device"] = self.per_device()
+            d["communication"] = self.communication()
+            d["memory_fit"] = {"fits": m.fits, "bytes_per_device": m.total_bytes,
+                               "usable_bytes_per_device": m.usable_bytes, "min_devices": m.devices,
+                               "min_split": None if m.min_split is None else m.min_split.to_dict()}
         if self.phase == Phase.DECODE:
             d["decode_limit_flop_per_byte"] = self.decode_limit.flop_per_byte
         if with_crossover:
@@ -315,26 +335,44 @@ class ModelAnalysis:
     @property
     def title(self) -> str:
         what = "prompt" if self.phase == Phase.PREFILL else "context"
-        return f"{self.config.name} {self.phase}, batch {self.batch}, {what} {self.seq}, on {self.machine.name}"
+        on = self.machine.name if self.split.trivial else f"{self.split} of {self.system or self.machine.name}"
+        return f"{self.config.name} {self.phase}, batch {self.batch}, {what} {self.seq}, on {on}"
 
 
 def analyze_model(model: str | ModelConfig, machine: str | Machine = DEFAULT_MACHINE, phase: Phase | str = Phase.DECODE,
                   batch: int = 1, seq: int | None = None, plan: Plan | str = DEFAULT_PLAN,
                   dtypes: ModelDtypes | None = None, experts_hit: int | None = None,
-                  overrides: Mapping[str, str] | None = None) -> ModelAnalysis:
+                  overrides: Mapping[str, str] | None = None, split: Split | None = None,
+                  utilization: float = DEFAULT_UTILIZATION, overlap: bool = False) -> ModelAnalysis:
     """Build the step's graph and place every kernel under every fusion plan.
 
     `seq` is the prompt length in prefill and the context length in decode; None: DEFAULT_LENGTH
-    (2048) capped at the model's max_position_embeddings, as the command line does."""
+    (2048) capped at the model's max_position_embeddings, as the command line does. `machine` is a
+    device or a system (roofline.hardware.get_system); with a `split` the graph is one device's, its
+    collectives placed on the system's link and network."""
     plan = as_plan(plan)
     cfg = load_config(model, overrides)
-    m = get_machine(machine)
+    sp = split or Split()
+    # a bare device is one node of 8 (an HGX board), or of as many as the split needs
+    system = get_system(machine, devices=max(sp.devices, 8)) if not isinstance(machine, Machine) else None
+    if system is not None and system.from_device and sp.trivial:
+        system = None  # a bare device and no split: the single-device analysis, without links
+    if system is not None and sp.devices > system.max_devices:
+        raise RooflineError(f"the split {sp} needs {sp.devices} devices; {system.id} has {system.max_devices}")
+    m = (system.device_machine(min(max(sp.tp, sp.ep), system.devices_per_node)) if system is not None
+         else get_machine(machine))
     dt = dtypes or model_dtypes()
-    mg = build_graph(cfg, phase, batch, cfg.length(seq), dt, experts_hit)
+    dpn = system.devices_per_node if system is not None else 1
+    mg = build_graph(cfg, phase, batch, cfg.length(seq), dt, experts_hit, sp, dpn if not sp.trivial else None)
     cdt = compute_dtype(dt, m)
     plans = {name: analyze_graph(mg.graph, m, cdt, mg.plans[name]) for name in PLANS}
-    return ModelAnalysis(mg, m, cdt, plan, MappingProxyType(plans), mg.warnings)
+    return ModelAnalysis(mg, m, cdt, plan, MappingProxyType(plans), mg.warnings,
+                         system.id if system is not None else "", dpn if system is not None else 8,
+                         system.max_devices if system is not None else 64, utilization, overlap)
 
 
-__all__ = ["Crossover", "DecodeLimit", "MemoryFit", "ModelAnalysis", "analyze_model", "compute_dtype", "decode_limit",
-           "memory_fit"]
+COLLECTIVES = frozenset(str(c) for c in Collective)
+
+
+__all__ = ["COLLECTIVES", "Crossover", "DecodeLimit", "MemoryFit", "ModelAnalysis", "analyze_model", "compute_dtype",
+           "decode_limit", "memory_fit"]

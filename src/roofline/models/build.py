@@ -47,9 +47,11 @@ from roofline.graph import FusionPlan, Graph, Op, Tensor
 from roofline.kernels import FLOP_PER_ELEMENT, attention_ops, elementwise_op, matmul_op, norm_op
 from roofline.models.dtypes import ModelDtypes, model_dtypes
 from roofline.models.formulas import experts_hit, windowed_pairs
+from roofline.models.split import Comm, check_split, comm_for, shard
 from roofline.models.transformer import AttentionKind, MlpKind, ModelConfig
+from roofline.parallel import BUS_FACTOR, Collective, CollectiveCall, Split, collective_op
 from roofline.units import require_positive_int
-from roofline.vocab import Phase, Plan, Role, Unit
+from roofline.vocab import Level, Phase, Plan, Role, Unit
 
 PLANS = (Plan.NONE, Plan.FLASH, Plan.FUSED)  # the plans a model step is analysed under
 DEFAULT_PLAN = Plan.FLASH  # as serving engines run attention
@@ -100,6 +102,9 @@ class ModelGraph:
     experts_hit: int | None = None  # per MoE layer, as used
     experts_hit_override: int | None = None  # as asked for (None: the uniform-routing expectation)
     warnings: tuple[str, ...] = field(default=())
+    split: Split = field(default_factory=Split)  # the graph is one device's when the split is not trivial
+    comm: Comm | None = None
+    collectives: Mapping[str, CollectiveCall] = field(default_factory=dict)  # by op name
 
     def plan(self, name: Plan | str) -> FusionPlan:
         if name not in self.plans:
@@ -108,8 +113,12 @@ class ModelGraph:
 
 
 class _Builder:
-    def __init__(self, cfg: ModelConfig, shape: StepShape, dtypes: ModelDtypes, hit: int | None) -> None:
-        self.cfg = cfg
+    def __init__(self, cfg: ModelConfig, shape: StepShape, dtypes: ModelDtypes, hit: int | None,
+                 comm: Comm | None = None, full_vocab: int | None = None) -> None:
+        self.cfg = cfg  # one device's share of the widths (roofline.models.split.shard)
+        self.comm = comm or Comm(Split())
+        self.collectives: dict[str, CollectiveCall] = {}
+        self.full_vocab = full_vocab or cfg.vocab_size
         self.shape = shape
         self.dt = dtypes
         self.hit = hit
@@ -151,6 +160,22 @@ class _Builder:
         if len(names) > 1:
             self.fused["+".join(names)] = names
 
+    def collective(self, name: str, kind: Collective, message: Tensor, out: Tensor, group: int, level: Level,
+                   count: int = 1) -> str:
+        """A collective as a kernel of its own, remembered with its group and roof for the report."""
+        op = collective_op(name, kind, message, out, group, level, count)
+        self.collectives[name] = CollectiveCall(kind, group, level, float(op.traffic[level]) / BUS_FACTOR[kind](group))
+        return self.add(op)
+
+    def reduce(self, name: str, partial: Tensor, out: Tensor, count: int) -> str:
+        """Tensor parallel: the tp devices' partial sums of `out`, all-reduced (Megatron's g operator)."""
+        return self.collective(name, Collective.ALL_REDUCE, partial, out, self.comm.tp, self.comm.tp_level,
+                                      count)
+
+    def tp_out(self, name: str, out: Tensor) -> Tensor:
+        """Where an op whose result is a tp partial sum writes: `out` itself on one device, else a partial."""
+        return out if self.comm.tp == 1 else self.act(f"{name}.partial", out.shape)
+
     # --- blocks ----------------------------------------------------------------------------------
     def embedding(self, resid: Tensor) -> None:
         cfg, n, h = self.cfg, self.n, self.cfg.hidden_size
@@ -165,8 +190,13 @@ class _Builder:
         elif cfg.sandwich_norm:  # Gemma scales the embedding by sqrt(h)
             flop = float(n * h)
             formula += f"; × sqrt(h): 1·N·h = {n}·{h}"
-        self.add(Op("embedding", "embedding", tuple(inputs), (resid,), {Unit.VECTOR: flop} if flop else {}, 1,
+        if self.comm.tp > 1:
+            formula += f"; vocab-parallel: this device's {cfg.vocab_size} of {self.full_vocab} rows"
+        partial = self.tp_out("embedding", resid)
+        self.add(Op("embedding", "embedding", tuple(inputs), (partial,), {Unit.VECTOR: flop} if flop else {}, 1,
                     formula=formula))
+        if partial is not resid:
+            self.reduce("embedding.all_reduce", partial, resid, 1)
 
     def attention_block(self, resid: Tensor, hidden: Tensor) -> None:
         cfg, n, h, layers = self.cfg, self.n, self.cfg.hidden_size, self.layers
@@ -178,8 +208,11 @@ class _Builder:
         else:
             self.gqa(x, attn_out, norm)
         o = self.act("o_proj.out", (n, h))
+        o_part = self.tp_out("o_proj", o)
         o_proj = self.add(matmul_op("o_proj", attn_out, self.weight("o_proj.weight", (cfg.num_heads * cfg.v_dim, h)),
-                                    o, layers, extra_inputs=self.bias("o_proj", h, cfg.linear_bias or cfg.o_bias)))
+                                    o_part, layers, extra_inputs=self.bias("o_proj", h, cfg.linear_bias or cfg.o_bias)))
+        if o_part is not o:
+            o_proj = self.reduce("attn.all_reduce", o_part, o, layers)  # the residual add can't enter the GEMM
         if cfg.sandwich_norm:
             o_n = self.act("post_attn_norm.out", (n, h))
             post = self.norm("post_attn_norm", o, o_n, layers)
@@ -187,7 +220,8 @@ class _Builder:
             self.fuse(post, res)  # a norm after a matmul reduces whole rows: fused with the add, not the GEMM
         else:
             res = self.add(elementwise_op("attn_residual", "add", (resid, o), hidden, layers))
-            self.fuse(o_proj, res)
+            if o_part is o:  # after an all-reduce the add stays a kernel of its own
+                self.fuse(o_proj, res)
 
     def gqa(self, x: Tensor, attn_out: Tensor, norm: str) -> str:
         cfg, n, b, t, layers = self.cfg, self.n, self.b, self.t, self.layers
@@ -325,10 +359,13 @@ class _Builder:
         x = self.act(f"{p}mlp_norm.out", (n, h))
         norm = self.norm(f"{p}mlp_norm", hidden, x, count)
         out = self.act(f"{p}mlp.out", (n, h))
+        part = self.tp_out(f"{p}mlp", out) if kind == MlpKind.DENSE or self.comm.ep == 1 else out
         if kind == MlpKind.MOE:
-            last = self.moe(x, out, count, p, norm)
+            last = self.moe(x, part, count, p, norm)
         else:
-            last = self.dense(x, out, count, p, norm)
+            last = self.dense(x, part, count, p, norm)
+        if part is not out:
+            last = self.reduce(f"{p}mlp.all_reduce", part, out, count)
         if cfg.sandwich_norm:
             out_n = self.act(f"{p}post_mlp_norm.out", (n, h))
             post = self.norm(f"{p}post_mlp_norm", out, out_n, count)
@@ -336,7 +373,8 @@ class _Builder:
             self.fuse(post, res)
         else:
             res = self.add(elementwise_op(f"{p}mlp_residual", "add", (hidden, out), resid, count))
-            self.fuse(last, res)
+            if part is out:
+                self.fuse(last, res)
 
     def dense(self, x: Tensor, out: Tensor, count: int, p: str, norm: str) -> str:
         cfg, n, h, f = self.cfg, self.n, self.cfg.hidden_size, self.cfg.intermediate_size
@@ -358,50 +396,68 @@ class _Builder:
     def moe(self, x: Tensor, out: Tensor, count: int, p: str, norm: str) -> str:
         cfg, n, h = self.cfg, self.n, self.cfg.hidden_size
         e, k, fe = cfg.num_experts, cfg.experts_per_token, cfg.moe_intermediate_size
+        ep = self.comm.ep
         hit = self.hit if self.hit is not None else e
-        logits = self.act(f"{p}router.logits", (n, e))
-        router = self.add(matmul_op(f"{p}router", x, self.weight(f"{p}router.weight", (h, e)), logits, count,
+        # expert parallel: this device holds e/ep experts and reads the weights of those the group's
+        # tokens hit on it (its replica's tokens go out to the group and as many come back)
+        nm, xm = n, x
+        hit_here = hit if ep == 1 else -(-hit // ep)
+        logits = self.act(f"{p}router.logits", (nm, e))
+        router = self.add(matmul_op(f"{p}router", xm, self.weight(f"{p}router.weight", (h, e)), logits, count,
                                     extra_inputs=self.bias(f"{p}router", e, cfg.router_bias)))
-        route = self.act(f"{p}router.topk", (n, k))
+        route = self.act(f"{p}router.topk", (nm, k))
         sm = FLOP_PER_ELEMENT["softmax"]
-        topk = self.add(Op(f"{p}topk", "topk", (logits,), (route,), {Unit.VECTOR: float(sm * n * e)}, count,
-                           formula=f"softmax over the experts {sm:g}·N·E = {sm:g}·{n}·{e}, then keep the top {k}",
+        topk = self.add(Op(f"{p}topk", "topk", (logits,), (route,), {Unit.VECTOR: float(sm * nm * e)}, count,
+                           formula=f"softmax over the experts {sm:g}·N·E = {sm:g}·{nm}·{e}, then keep the top {k}",
                            note="the expert ids travel with the weights; their bytes are not counted"))
         self.fuse(norm, router, topk)
-        routed = self.act(f"{p}experts.in", (n * k, h))
-        dispatch = self.add(Op(f"{p}dispatch", "gather", (x, route), (routed,), {}, count,
-                               formula=f"copy each token's row to its {k} experts: N·k = {n}·{k} rows, no FLOPs"))
-        note = (f"reads the weights of {hit} of {e} experts: the expected distinct experts {n} tokens × {k} "
-                f"uniform picks hit, E·(1 − (1 − k/E)^N), rounded (override: experts_hit)")
-        gu = self.act(f"{p}experts.gate_up", (n * k, 2 * fe))
-        w_gu = self.weight(f"{p}experts.gate_up.weight", (hit, h, 2 * fe))
+        rows = nm * k
+        routed = self.act(f"{p}experts.in", (rows, h))
+        send = routed if ep == 1 else self.act(f"{p}experts.send", (rows, h))
+        dispatch = self.add(Op(f"{p}dispatch", "gather", (xm, route), (send,), {}, count,
+                               formula=f"copy each token's row to its {k} experts: N·k = {nm}·{k} rows, no FLOPs"))
+        if ep > 1:  # uniform routing: as many rows arrive from the group as leave
+            dispatch = self.collective(f"{p}dispatch.all_to_all", Collective.ALL_TO_ALL, send, routed, ep,
+                                              self.comm.ep_level, count)
+        where = "" if ep == 1 else f", {e // ep} of them on this device ({hit_here} hit here: {hit} / ep {ep})"
+        note = (f"reads the weights of {hit} of {e} experts{where}: the expected distinct experts "
+                f"{nm * ep} tokens × {k} uniform picks hit, E·(1 − (1 − k/E)^N), rounded "
+                f"(override: experts_hit)")
+        gu = self.act(f"{p}experts.gate_up", (rows, 2 * fe))
+        w_gu = self.weight(f"{p}experts.gate_up.weight", (hit_here, h, 2 * fe))
         egu = self.add(Op(f"{p}experts.gate_up", "grouped_matmul", (routed, w_gu), (gu,),
-                          {Unit.MATRIX: 2.0 * n * k * h * 2 * fe}, count,
-                          formula=f"2·(N·k)·h·2f = 2·{n * k}·{h}·{2 * fe}", note=note))
-        ea = self.act(f"{p}experts.act.out", (n * k, fe))
+                          {Unit.MATRIX: 2.0 * rows * h * 2 * fe}, count,
+                          formula=f"2·(N·k)·h·2f = 2·{rows}·{h}·{2 * fe}", note=note))
+        ea = self.act(f"{p}experts.act.out", (rows, fe))
         eact = self.add(elementwise_op(f"{p}experts.act", cfg.activation, (gu,), ea, count))
-        self.fuse(dispatch, egu, eact)
-        eo = self.act(f"{p}experts.out", (n * k, h))
-        w_d = self.weight(f"{p}experts.down.weight", (hit, fe, h))
-        self.add(Op(f"{p}experts.down", "grouped_matmul", (ea, w_d), (eo,), {Unit.MATRIX: 2.0 * n * k * fe * h}, count,
-                    formula=f"2·(N·k)·f·h = 2·{n * k}·{fe}·{h}", note=note))
+        self.fuse(dispatch if ep == 1 else "", egu, eact)
+        eo = self.act(f"{p}experts.out", (rows, h))
+        w_d = self.weight(f"{p}experts.down.weight", (hit_here, fe, h))
+        self.add(Op(f"{p}experts.down", "grouped_matmul", (ea, w_d), (eo,), {Unit.MATRIX: 2.0 * rows * fe * h},
+                    count, formula=f"2·(N·k)·f·h = 2·{rows}·{fe}·{h}", note=note))
+        if ep > 1:
+            back = self.act(f"{p}experts.returned", (rows, h))
+            self.collective(f"{p}combine.all_to_all", Collective.ALL_TO_ALL, eo, back, ep, self.comm.ep_level,
+                                   count)
+            eo = back
         inputs: tuple[Tensor, ...] = (eo, route)
-        flop = 2.0 * k * n * h
-        formula = f"weighted sum of k expert rows: 2·k·N·h = 2·{k}·{n}·{h}"
+        flop = 2.0 * k * nm * h
+        formula = f"weighted sum of k expert rows: 2·k·N·h = 2·{k}·{nm}·{h}"
         if cfg.num_shared_experts:
             fs = cfg.num_shared_experts * fe
-            sg = self.act(f"{p}shared.gate_up", (n, 2 * fs))
-            sgu = self.add(matmul_op(f"{p}shared.gate_up", x, self.weight(f"{p}shared.gate_up.weight", (h, 2 * fs)),
+            sg = self.act(f"{p}shared.gate_up", (nm, 2 * fs))
+            sgu = self.add(matmul_op(f"{p}shared.gate_up", xm, self.weight(f"{p}shared.gate_up.weight", (h, 2 * fs)),
                                      sg, count))
-            sa = self.act(f"{p}shared.act.out", (n, fs))
+            sa = self.act(f"{p}shared.act.out", (nm, fs))
             sact = self.add(elementwise_op(f"{p}shared.act", cfg.activation, (sg,), sa, count))
             self.fuse(sgu, sact)
-            so = self.act(f"{p}shared.out", (n, h))
+            so = self.act(f"{p}shared.out", (nm, h))
             self.add(matmul_op(f"{p}shared.down", sa, self.weight(f"{p}shared.down.weight", (fs, h)), so, count))
             inputs += (so,)
-            flop += n * h
-            formula += f" + the shared experts' output N·h = {n}·{h}"
-        return self.add(Op(f"{p}combine", "moe_combine", inputs, (out,), {Unit.VECTOR: flop}, count, formula=formula))
+            flop += nm * h
+            formula += f" + the shared experts' output N·h = {nm}·{h}"
+        return self.add(Op(f"{p}combine", "moe_combine", inputs, (out,), {Unit.VECTOR: flop}, count,
+                           formula=formula))
 
     def final(self, resid: Tensor) -> None:
         cfg, b, h = self.cfg, self.b, self.cfg.hidden_size
@@ -410,11 +466,16 @@ class _Builder:
         y = self.act("final_norm.out", (b, h))
         norm = self.norm("final_norm", x, y, 1)
         head = "embed_tokens.weight" if cfg.tie_word_embeddings else "lm_head.weight"
-        mm = self.add(matmul_op("lm_head", y, self.weight(head, (h, cfg.vocab_size)),
-                                self.act("logits", (b, cfg.vocab_size)), 1))
+        logits = self.act("logits", (b, cfg.vocab_size))
+        mm = self.add(matmul_op("lm_head", y, self.weight(head, (h, cfg.vocab_size)), logits, 1))
         self.fuse(norm, mm)
+        if self.comm.tp > 1:  # vocab-parallel LM head: every device's slice of the logits, gathered
+            self.collective("logits.all_gather", Collective.ALL_GATHER, logits,
+                                   self.act("logits.gathered", (b, self.full_vocab)), self.comm.tp,
+                                   self.comm.tp_level)
 
     def build(self) -> tuple[list[Op], dict[Plan, FusionPlan]]:
+        """The step's ops in execution order and its fusion plans (self.collectives fills as it goes)."""
         cfg, n, h = self.cfg, self.n, self.cfg.hidden_size
         resid = self.act("resid", (n, h))  # the residual stream between layers (layer input and output)
         hidden = self.act("hidden", (n, h))  # the residual stream after attention
@@ -425,6 +486,11 @@ class _Builder:
         for kind, count in groups:
             prefix = f"{kind}." if len(groups) > 1 else ""
             self.mlp_block(hidden, resid, kind, count, prefix)
+        for level, sends in ((Level.LINK, self.comm.pp_link_sends), (Level.NETWORK, self.comm.pp_network_sends)):
+            if sends:  # pipeline: each stage hands its [N, h] output to the next
+                name = "pp.send_recv" + ("" if level is Level.LINK else ".network")
+                self.collective(name, Collective.SEND_RECV, resid, self.act(f"{name}.received", (n, h)), 1,
+                                       level, sends)
         self.final(resid)
         flash = FusionPlan(Plan.FLASH, self.flash)
         fused = FusionPlan(Plan.FUSED, {**self.flash, **self.fused})
@@ -445,24 +511,34 @@ def _windowed(ops: list[Op], queries: int, window: int | None) -> list[Op]:
 
 
 def build_graph(cfg: ModelConfig, phase: Phase | str, batch: int, seq: int, dtypes: ModelDtypes | None = None,
-                experts_hit_override: int | None = None) -> ModelGraph:
-    """The graph of one step: `seq` is the prompt length (prefill) or the context length (decode)."""
+                experts_hit_override: int | None = None, split: Split | None = None,
+                devices_per_node: int | None = None) -> ModelGraph:
+    """The graph of one step: `seq` is the prompt length (prefill) or the context length (decode).
+
+    With a `split`, the graph of one device: its share of the widths (roofline.models.split.shard),
+    batch / dp sequences, every layer (a pipeline's step time is the sum of its stages'), and the
+    split's collectives on the link or the network of nodes of `devices_per_node` devices (default:
+    all of the split's devices in one node)."""
     phase = as_phase(phase)
     require_positive_int(batch, "batch")
     require_positive_int(seq, "prompt length" if phase is Phase.PREFILL else "context length")
     dt = dtypes or model_dtypes()
-    shape = StepShape(phase, batch, seq)
-    warnings: list[str] = []
+    sp = split or Split()
+    warnings: list[str] = check_split(cfg, sp, batch) if not sp.trivial else []
+    shape = StepShape(phase, batch // sp.dp, seq)
     if seq > cfg.max_position_embeddings:
         warnings.append(f"{'prompt' if phase is Phase.PREFILL else 'context'} of {seq} tokens is beyond "
                         f"{cfg.name}'s max_position_embeddings ({cfg.max_position_embeddings}); analysed anyway")
     if experts_hit_override is not None and not cfg.is_moe:
         warnings.append(f"--experts-hit ignored: {cfg.name} is not a mixture of experts")
-    hit = (experts_hit(cfg.num_experts, cfg.experts_per_token, shape.tokens, experts_hit_override)
+    hit = (experts_hit(cfg.num_experts, cfg.experts_per_token, shape.tokens * sp.ep, experts_hit_override)
            if cfg.is_moe else None)
-    ops, plans = _Builder(cfg, shape, dt, hit).build()
-    graph = Graph(ops, name=f"{cfg.name} {phase}")
-    return ModelGraph(cfg, shape, dt, graph, MappingProxyType(plans), hit, experts_hit_override, tuple(warnings))
+    comm = comm_for(sp, devices_per_node or sp.devices)
+    builder = _Builder(shard(cfg, sp), shape, dt, hit, comm, cfg.vocab_size)
+    ops, plans = builder.build()
+    graph = Graph(ops, name=f"{cfg.name} {phase}" + (f", {sp} (one device)" if not sp.trivial else ""))
+    return ModelGraph(cfg, shape, dt, graph, MappingProxyType(plans), hit, experts_hit_override, tuple(warnings),
+                      sp, comm, MappingProxyType(builder.collectives))
 
 
 __all__ = ["DEFAULT_PLAN", "PLANS", "ModelGraph", "StepShape", "as_phase", "as_plan", "build_graph"]

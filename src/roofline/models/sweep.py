@@ -12,7 +12,6 @@ build, dtypes, stepmodel and analysis; numpy only inside the functions.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -22,6 +21,8 @@ from roofline.models.analysis import analyze_model
 from roofline.models.build import DEFAULT_PLAN, as_phase, as_plan
 from roofline.models.config import load_config
 from roofline.models.dtypes import ModelDtypes, compute_dtype, model_dtypes
+from roofline.models.memory import DEFAULT_UTILIZATION, candidate_splits, device_weights_bytes
+from roofline.models.split import shard, stage_layers
 from roofline.models.stepmodel import StepModel
 from roofline.models.transformer import ModelConfig
 from roofline.units import require_positive_int
@@ -32,6 +33,24 @@ SWEEP_COLUMNS = ("model", "machine", "phase", "plan", "weights_dtype", "kv_dtype
                  "flop", "bytes", "flop_per_byte", "time_s", "memory_bound_time_s", "tokens_per_s", "bound",
                  "bound_class",
                  "ridge_flop_per_byte", "memory_bytes", "devices")
+
+
+def fewest_devices(cfg: ModelConfig, dtypes: ModelDtypes, kv_bytes: Any, capacity_bytes: float | None,
+                   utilization: float = DEFAULT_UTILIZATION) -> Any:
+    """Per point, the devices of the smallest valid split whose weights + KV cache per device fit
+    (roofline.models.memory's search, vectorised; the activation workspace is left out here); 0: none."""
+    import numpy as np
+
+    out = np.zeros(np.shape(kv_bytes), dtype=np.int64)
+    if capacity_bytes is None:
+        return out
+    per_layer = cfg.kv_elements_per_token_per_layer()
+    for split in candidate_splits(cfg, 8, 64):
+        share = (shard(cfg, split).kv_elements_per_token_per_layer() / per_layer
+                 * stage_layers(cfg, split) / cfg.num_layers)
+        fits = device_weights_bytes(cfg, split, dtypes) + kv_bytes * share <= capacity_bytes * utilization
+        out = np.where((out == 0) & fits, split.devices, out)
+    return out
 
 
 def sweep(model: str | ModelConfig, machines: Sequence[str | Machine] = (DEFAULT_MACHINE,),
@@ -67,9 +86,10 @@ def sweep(model: str | ModelConfig, machines: Sequence[str | Machine] = (DEFAULT
             for cdt_name in compute_dtypes:
                 dt = model_dtypes(wdt, activation_dtype, kdt, cdt_name)
                 fitted = StepModel.fit(cfg, phase, dt, plan, experts_hit_override)
-                memory_bytes = (cfg.total_params * dt.weights.bytes_per_element
-                                + cfg.kv_cache_bytes(flat_b, flat_s, dt.kv_cache.bytes_per_element))
+                kv = cfg.kv_cache_bytes(flat_b, flat_s, dt.kv_cache.bytes_per_element)
+                memory_bytes = cfg.total_params * dt.weights.bytes_per_element + kv
                 for m in ms:
+                    devices = fewest_devices(cfg, dt, kv, m.memory_capacity_bytes)
                     cdt = compute_dtype(dt, m)
                     r = fitted.evaluate(flat_b, flat_s, m, cdt)
                     ridge = m.ridge_flop_per_byte(cdt)
@@ -89,7 +109,7 @@ def sweep(model: str | ModelConfig, machines: Sequence[str | Machine] = (DEFAULT
                             "bound_class": bound_class(SWEPT_RESOURCES[int(r["bound"][i])]),
                             "ridge_flop_per_byte": ridge,
                             "memory_bytes": float(memory_bytes[i]),
-                            "devices": max(1, math.ceil(float(memory_bytes[i]) / cap)) if cap else None,
+                            "devices": int(devices[i]) if cap and devices[i] else None,
                         })
                         if per_kernel:
                             rows[-1]["kernels"] = [

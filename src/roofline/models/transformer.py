@@ -183,7 +183,7 @@ class ModelConfig:
     def kv_cache_bytes_per_token(self, bytes_per_element: float = 2.0) -> float:
         """Bytes of KV cache one token of context adds, all layers: 2·G·d·layers·bytes.
 
-        Llama 3 70B in BF16: 2·8·128·80·2 = 327,680 B = 320 KiB, the seed's figure."""
+        Llama 3 70B in BF16: 2·8·128·80·2 = 327,680 B = 320 KiB, the published figure."""
         return self.kv_elements_per_token_per_layer() * self.num_layers * bytes_per_element
 
     def cached_tokens(self, layer_kind: AttentionKind, context: Num) -> Num:
@@ -237,7 +237,7 @@ class ModelConfig:
         return self.param_counts().matmul
 
     def attention_flop_per_pair(self) -> float:
-        """FLOPs per (query, key) pair per layer: 2·H·(d_qk + d_v) for the two matmuls, the seed's
+        """FLOPs per (query, key) pair per layer: 2·H·(d_qk + d_v) for the two matmuls, the textbook
         4·h when d_qk = d_v and H·d = h. Under MLA as run in decode the query and key are the latent
         (kv_lora_rank + rope = 576 wide) and the values the latent (512): 2·128·(576 + 512)."""
         if self.is_mla:

@@ -11,6 +11,7 @@ import io
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from roofline.models.memory import gib
 from roofline.report.text import placements_table, render
 from roofline.units import format_bytes, format_count, format_flop, format_intensity, format_time
 from roofline.vocab import Phase, Plan, Role
@@ -73,20 +74,34 @@ def model_text(a: Any) -> str:
         lines.append("")
         graph_limit = format_intensity(a.crossover.limit_flop_per_byte, 4)
         lines.append(f"decode limit as the batch grows: {format_intensity(lim.flop_per_byte, 4)} "
-                     f"(the seed's formula; graph totals tend to {graph_limit})")
+                     f"((2·P + attention FLOPs) / (L · KV bytes per token); graph totals tend to {graph_limit})")
     cross = a.crossover
     lines.append(f"crossover batch: {cross.reason}")
     mem = a.memory
+    where = f"one {a.machine.id}" if a.split.trivial else f"each of {a.split.devices} {a.machine.id} ({a.split})"
+    usable = (f"{gib(mem.usable_bytes)} usable = {mem.utilization:.0%} of {gib(mem.capacity_bytes or 0)}"
+              if mem.usable_bytes is not None else "capacity unknown")
     if mem.fits:
-        fit = f"fits on one {a.machine.id} ({format_bytes(mem.capacity_bytes or 0, binary=True)})"
-    elif mem.devices is not None:
-        fit = (f"DOES NOT FIT on one {a.machine.id} ({format_bytes(mem.capacity_bytes or 0, binary=True)}): "
-               f"needs {mem.devices} devices")
+        fit = f"fits on {where} ({usable})"
+    elif mem.min_split is not None:
+        fit = f"DOES NOT FIT on {where} ({usable}): the smallest valid split that fits is {mem.min_split}"
     else:
         fit = mem.warning
-    lines.append(f"memory: weights {format_bytes(mem.weights_bytes, binary=True)} + KV cache "
-                 f"{format_bytes(mem.kv_cache_bytes, binary=True)} = "
-                 f"{format_bytes(mem.total_bytes, binary=True)}; {fit}")
+    lines.append(f"memory per device: weights {gib(mem.weights_bytes)} + KV cache {gib(mem.kv_cache_bytes)} + "
+                 f"workspace {gib(mem.workspace_bytes)} = {gib(mem.total_bytes)}; {fit}")
+    if not a.split.trivial:
+        c = a.communication()
+        kinds: dict[str, int] = {}
+        for r in c["collectives"]:
+            kinds[f"{r['kind']} ({r['link']})"] = kinds.get(f"{r['kind']} ({r['link']})", 0) + r["count"]
+        lines.append(f"split {a.split} on {a.system or a.machine.id}: {sum(kinds.values())} collectives per step "
+                     f"({', '.join(f'{n} {k}' for k, n in kinds.items())}), {format_time(c['time_s'])} = "
+                     f"{c['time_s'] / a.time_s:.0%} of the step"
+                     + (" (overlapped with compute at best)" if a.overlap else "")
+                     + f"; {format_bytes(c['bytes_per_device'])} per device on the links")
+        if a.split.pp > 1:
+            lines.append(f"pipeline: the step time is the {a.split.pp} stages' in turn; tokens/s counts "
+                         f"{a.split.pp} batches in flight (a stage's time, ⌈L/pp⌉ of L layers)")
     return "\n".join(lines)
 
 

@@ -1,0 +1,167 @@
+"""Memory per device, the way serving engines see it, and the smallest split that fits.
+
+    per device = weights + KV cache + activation workspace (+ runtime reserve)
+    usable     = capacity × utilization (vLLM's gpu_memory_utilization, default 0.9: the rest is left to
+                 the CUDA context, NCCL buffers, CUDA graphs and fragmentation)
+
+Weights per device: the parameters of one device's share of the widths (roofline.models.split.shard),
+the layer parts × ⌈L/pp⌉/L on one pipeline stage plus the larger of the first stage's embedding
+table(s) and the last stage's LM head (a tied head keeps a copy of the table there); routed experts
+/ ep. KV cache per device: one replica's batch/dp sequences at the device's KV heads, × ⌈L/pp⌉/L.
+Activation workspace: the largest set of activations one kernel of the step reads and writes at
+once (what must be live together), a lower bound on what an engine's profiling run reserves.
+
+The fewest devices is the smallest VALID split that fits, searched as engines deploy: tensor
+parallel within a node first (every tp that divides the heads, up to the node's devices), then
+pipeline stages across nodes.
+
+Layering: imports roofline.parallel, roofline.units, roofline.vocab and the models room's
+transformer, dtypes and split.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from roofline.errors import RooflineError
+from roofline.models.dtypes import ModelDtypes
+from roofline.models.split import check_split, shard, stage_layers
+from roofline.models.transformer import ModelConfig
+from roofline.parallel import Split
+from roofline.units import format_bytes
+
+DEFAULT_UTILIZATION = 0.9  # vLLM's gpu_memory_utilization default
+def gib(size: float) -> str:
+    """Memory sizes in binary units, as device capacities are (80 GiB)."""
+    return format_bytes(size, binary=True)
+
+
+EDGE_PARTS = ("embedding", "position_embedding", "lm_head")  # on the first and the last pipeline stage
+
+
+@dataclass(frozen=True)
+class MemoryFit:
+    """One device's weights, KV cache and workspace against its usable memory, and the smallest
+    valid split that fits (None: none up to the system's devices)."""
+
+    weights_bytes: float
+    kv_cache_bytes: float
+    workspace_bytes: float
+    capacity_bytes: float | None
+    utilization: float
+    machine: str
+    split: Split
+    min_split: Split | None
+    searched_devices: int
+
+    @property
+    def total_bytes(self) -> float:
+        """Per device: weights + KV cache + activation workspace."""
+        return self.weights_bytes + self.kv_cache_bytes + self.workspace_bytes
+
+    @property
+    def usable_bytes(self) -> float | None:
+        return None if self.capacity_bytes is None else self.capacity_bytes * self.utilization
+
+    @property
+    def fits(self) -> bool | None:
+        return None if self.usable_bytes is None else self.total_bytes <= self.usable_bytes
+
+    @property
+    def devices(self) -> int | None:
+        """The fewest devices: those of the smallest valid split that fits."""
+        return None if self.min_split is None else self.min_split.devices
+
+    @property
+    def warning(self) -> str:
+        if self.capacity_bytes is None:
+            return f"{self.machine} lists no memory capacity: cannot check that the model fits"
+        if self.fits:
+            return ""
+        where = "one" if self.split.trivial else f"each of {self.split.devices} (split {self.split})"
+        text = (f"does not fit on {where} {self.machine}: weights {gib(self.weights_bytes)} + KV cache "
+                f"{gib(self.kv_cache_bytes)} + workspace {gib(self.workspace_bytes)} = {gib(self.total_bytes)} per "
+                f"device > {gib(self.usable_bytes or 0)} usable ({self.utilization:.0%} of "
+                f"{gib(self.capacity_bytes)}); ")
+        if self.min_split is None:
+            return text + f"no valid split of up to {self.searched_devices} devices holds it"
+        flags = " ".join(f"--{k} {v}" for k, v in self.min_split.to_dict().items() if k != "devices" and v > 1)
+        return text + (f"the smallest valid split that fits is {self.min_split} ({self.min_split.devices} devices: "
+                       f"{flags})")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"weights_bytes": self.weights_bytes, "kv_cache_bytes": self.kv_cache_bytes,
+                "workspace_bytes": self.workspace_bytes, "total_bytes": self.total_bytes,
+                "capacity_bytes": self.capacity_bytes, "utilization": self.utilization,
+                "usable_bytes": self.usable_bytes, "devices": self.devices,
+                "min_split": None if self.min_split is None else self.min_split.to_dict(), "fits": self.fits,
+                "warning": self.warning or None}
+
+
+def device_weights_bytes(cfg: ModelConfig, split: Split, dtypes: ModelDtypes) -> float:
+    """One device's weights: its share of the widths; one stage's layers; the edge tables of the fuller end."""
+    parts = shard(cfg, split).param_counts().parts
+    layers = float(sum(v for k, v in parts.items() if k not in EDGE_PARTS))
+    if split.ep > 1:
+        layers -= parts.get("experts", 0) * (1 - 1 / split.ep)
+    if split.pp == 1:
+        return (layers + sum(parts.get(k, 0) for k in EDGE_PARTS)) * dtypes.weights.bytes_per_element
+    first = parts.get("embedding", 0) + parts.get("position_embedding", 0)
+    last = parts.get("lm_head", 0) or parts.get("embedding", 0)  # a tied head keeps a copy of the table
+    share = stage_layers(cfg, split) / cfg.num_layers
+    return (layers * share + max(first, last)) * dtypes.weights.bytes_per_element
+
+
+def device_kv_bytes(cfg: ModelConfig, split: Split, batch: int, context: int, dtypes: ModelDtypes) -> float:
+    """One device's KV cache: batch/dp sequences at its KV heads, on one stage's ⌈L/pp⌉ of L layers."""
+    kv = shard(cfg, split).kv_cache_bytes(batch // split.dp, context, dtypes.kv_cache.bytes_per_element)
+    return float(kv) * stage_layers(cfg, split) / cfg.num_layers
+
+
+def candidate_splits(cfg: ModelConfig, devices_per_node: int, max_devices: int) -> list[Split]:
+    """Valid splits in the order engines deploy them: tensor parallel within a node first (every tp
+    that divides the node, smallest first), then the largest valid tp of a node × 2, 3, ... pipeline
+    stages across nodes."""
+
+    def valid(split: Split) -> bool:
+        try:
+            check_split(cfg, split, 1)
+        except RooflineError:
+            return False
+        return split.devices <= max_devices
+
+    within = [s for s in (Split(tp=t) for t in range(1, devices_per_node + 1) if devices_per_node % t == 0)
+              if valid(s)]
+    if not within:
+        return []
+    tp = within[-1].tp
+    across = [s for s in (Split(tp=tp, pp=pp) for pp in range(2, cfg.num_layers + 1)) if valid(s)]
+    return within + across
+
+
+def memory_fit(cfg: ModelConfig, batch: int, context: int, dtypes: ModelDtypes, capacity_bytes: float | None,
+               machine: str, split: Split | None = None, workspace: Callable[[Split], float] = lambda s: 0.0,
+               utilization: float = DEFAULT_UTILIZATION, devices_per_node: int = 8,
+               max_devices: int = 64) -> MemoryFit:
+    """The fit of `split` (default: one device) and the smallest valid split that fits."""
+    if not 0 < utilization <= 1:
+        raise RooflineError(f"--memory-utilization must be in (0, 1], got {utilization}")
+    sp = split or Split()
+
+    def per_device(s: Split) -> tuple[float, float, float]:
+        return device_weights_bytes(cfg, s, dtypes), device_kv_bytes(cfg, s, batch, context, dtypes), workspace(s)
+
+    w, kv, ws = per_device(sp)
+    best = None
+    if capacity_bytes is not None:
+        for s in candidate_splits(cfg, devices_per_node, max_devices):
+            if sum(per_device(s)) <= capacity_bytes * utilization:
+                best = s
+                break
+    return MemoryFit(w, kv, ws, capacity_bytes, utilization, machine, sp, best, max_devices)
+
+
+__all__ = ["DEFAULT_UTILIZATION", "MemoryFit", "candidate_splits", "device_kv_bytes", "device_weights_bytes",
+           "memory_fit"]

@@ -1,0 +1,135 @@
+"""A transformer split over devices: which splits are valid, one device's share of the model, and
+the roofs its collectives sit under.
+
+Tensor parallelism (Megatron-LM, as vLLM and SGLang run it) gives each of tp devices H/tp query
+heads and G/tp key/value heads (when tp exceeds G, each device holds one KV head, replicated tp/G
+times, as engines do), 1/tp of every MLP's columns (gate, up) and rows (down), and 1/tp of the
+vocabulary (vocab-parallel embedding and LM head). Its collectives per step: an all-reduce of the
+[N, h] activation after the embedding, after each layer's attention output projection and after each
+layer's MLP (two per layer), and an all-gather of the logits. Norms, the router and MLA's latent
+projections and cache are replicated.
+
+Pipeline parallelism puts ⌈L/pp⌉ layers on each of pp stages and sends the [N, h] activation from
+stage to stage (pp − 1 sends per step): a token's step time is the sum of the stages', which is the
+graph of all L layers plus the sends; a device holds one stage's weights and KV cache.
+
+Expert parallelism spreads an MoE layer's experts over ep devices (E/ep each, whole) of the dp
+replicas, with attention data-parallel (DeepSeek-V3's serving layout; tp = 1). Each device's tokens
+are dispatched to the experts' devices with an all-to-all and combined back with another; with
+uniform routing each device computes as many routed rows as it sent, and reads the weights of the
+experts the ep devices' tokens hit on it (the uniform-routing expectation over ep × N tokens, / ep).
+
+Data parallelism runs dp replicas, each with batch/dp sequences: the step time is one replica's, the
+throughput dp times it.
+
+Layering: imports roofline.parallel, roofline.vocab, roofline.errors and roofline.models.transformer.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from roofline.errors import RooflineError
+from roofline.models.transformer import ModelConfig
+from roofline.parallel import Split, group_level, stage_boundaries_across_nodes
+from roofline.vocab import Level
+
+
+@dataclass(frozen=True)
+class Comm:
+    """What the graph builder needs to insert a split's collectives: the degrees, and the roof of each group."""
+
+    split: Split
+    tp_level: Level = Level.LINK
+    ep_level: Level = Level.LINK
+    pp_link_sends: int = 0  # stage-to-stage sends per step over the node's link
+    pp_network_sends: int = 0  # ... and over the network
+
+    @property
+    def tp(self) -> int:
+        return self.split.tp
+
+    @property
+    def ep(self) -> int:
+        return self.split.ep
+
+
+def comm_for(split: Split, devices_per_node: int) -> Comm:
+    """The roofs of a split's groups on nodes of `devices_per_node` devices (tp innermost, then pp, then dp)."""
+    across = stage_boundaries_across_nodes(split, devices_per_node)
+    if split.ep == 1 or split.devices <= devices_per_node:
+        ep_level = Level.LINK
+    elif split.dp == 1 and split.ep <= split.tp:  # the experts' devices are tp ranks of one stage
+        ep_level = group_level(split.tp, devices_per_node)
+    else:  # replicas are the outermost placement: an ep group across them spans nodes
+        ep_level = Level.NETWORK
+    return Comm(split, group_level(split.tp, devices_per_node), ep_level, split.pp - 1 - across, across)
+
+
+def check_split(cfg: ModelConfig, split: Split, batch: int) -> list[str]:
+    """Errors for a split the model cannot run; warnings (returned) for what engines do about the rest."""
+    warnings: list[str] = []
+    tp, H, G = split.tp, cfg.num_heads, cfg.num_kv_heads
+    if H % tp:
+        raise RooflineError(f"--tp {tp} does not divide {cfg.name}'s {H} query heads; try one of "
+                            f"{', '.join(str(d) for d in _divisors(H) if d <= 64)}")
+    if not cfg.is_mla and tp > G:
+        if tp % G:
+            raise RooflineError(f"--tp {tp} exceeds {cfg.name}'s {G} key/value heads and is not a multiple of "
+                                f"them, so they cannot be replicated evenly")
+        warnings.append(f"--tp {tp} exceeds the {G} key/value heads: each device holds one, replicated {tp // G}× "
+                        f"(as vLLM does); the KV cache per device does not shrink past tp = {G}")
+    elif not cfg.is_mla and G % tp:
+        raise RooflineError(f"--tp {tp} does not divide {cfg.name}'s {G} key/value heads")
+    if cfg.dense_layers and cfg.intermediate_size % tp:
+        raise RooflineError(f"--tp {tp} does not divide the MLP width {cfg.intermediate_size}")
+    if cfg.is_moe:
+        if cfg.num_experts % split.ep:
+            raise RooflineError(f"--ep {split.ep} does not divide {cfg.name}'s {cfg.num_experts} experts")
+        if split.ep == 1 and cfg.moe_intermediate_size % tp:
+            raise RooflineError(f"--tp {tp} does not divide the experts' width {cfg.moe_intermediate_size}")
+    elif split.ep > 1:
+        raise RooflineError(f"--ep {split.ep}: {cfg.name} is not a mixture of experts")
+    if split.ep > 1 and tp > 1:
+        raise RooflineError("--ep with --tp > 1 is not modelled yet: use --dp for the attention replicas and --ep for "
+                            "the experts (data-parallel attention, expert-parallel MoE, as DeepSeek serves V3)")
+    if split.pp > cfg.num_layers:
+        raise RooflineError(f"--pp {split.pp} is more stages than {cfg.name}'s {cfg.num_layers} layers")
+    if split.pp > 1 and cfg.num_layers % split.pp:
+        warnings.append(f"{cfg.num_layers} layers over {split.pp} stages: the largest stage holds "
+                        f"{math.ceil(cfg.num_layers / split.pp)} layers and sets the throughput")
+    if batch % split.dp:
+        raise RooflineError(f"--batch {batch} is not a multiple of --dp {split.dp} (each replica runs batch/dp "
+                            f"sequences)")
+    return warnings
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def shard(cfg: ModelConfig, split: Split) -> ModelConfig:
+    """One device's share of the model's widths under tensor (and expert) parallelism: H/tp heads,
+    max(1, G/tp) KV heads, MLP and (without EP) expert widths / tp, ⌈V/tp⌉ vocabulary rows. Layer
+    counts are the model's: the step graph runs every layer; pipeline stages are accounted apart."""
+    tp = split.tp
+    if tp == 1:
+        return cfg
+    return replace(
+        cfg,
+        num_heads=cfg.num_heads // tp,
+        # MLA's key/value "heads" go with the query heads; its cache is the shared latent, replicated
+        num_kv_heads=cfg.num_kv_heads // tp if cfg.is_mla else max(1, cfg.num_kv_heads // tp),
+        intermediate_size=cfg.intermediate_size // tp,
+        moe_intermediate_size=cfg.moe_intermediate_size // tp if split.ep == 1 else cfg.moe_intermediate_size,
+        vocab_size=math.ceil(cfg.vocab_size / tp),
+    )
+
+
+def stage_layers(cfg: ModelConfig, split: Split) -> int:
+    """Layers on the fullest pipeline stage: ⌈L/pp⌉."""
+    return math.ceil(cfg.num_layers / split.pp)
+
+
+__all__ = ["Comm", "check_split", "comm_for", "shard", "stage_layers"]

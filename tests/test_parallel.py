@@ -1,0 +1,152 @@
+"""Many devices: splits as graph transformations, collectives on the link roof, memory per device.
+
+Every expected value is derived by hand below (Llama 3 70B: h = 8192, 80 layers, 64 query and 8 KV
+heads of 128, MLP 28672, vocabulary 128,256; an H100 SXM: 989.4 TFLOP/s BF16, 3.35 TB/s, 80 GiB).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from roofline.cli import main
+from roofline.errors import RooflineError
+from roofline.models import analyze_model
+from roofline.parallel import BUS_FACTOR, Collective, Split
+from roofline.vocab import Level
+
+GiB = 2**30
+H100_BW = 3.35e12
+LLAMA_70B_WEIGHTS = 70_553_706_496 * 2  # published 70.55 B parameters (tests/test_models.py), BF16
+LLAMA_70B_KV_8K_B64 = 64 * 8192 * 327_680  # batch × context × 320 KiB per token
+
+
+def test_bus_factors_are_nccl_tests() -> None:
+    # nccl-tests doc/PERFORMANCE.md: busbw = algbw × 2(n−1)/n (all-reduce), × (n−1)/n (the others)
+    assert BUS_FACTOR[Collective.ALL_REDUCE](4) == 2 * 3 / 4
+    assert BUS_FACTOR[Collective.ALL_GATHER](8) == BUS_FACTOR[Collective.ALL_TO_ALL](8) == 7 / 8
+    assert BUS_FACTOR[Collective.SEND_RECV](2) == 1
+
+
+def test_invalid_splits_are_one_clear_error() -> None:
+    with pytest.raises(RooflineError, match=r"does not divide .* 64 query heads"):
+        analyze_model("llama-3-70b", "h100", "decode", 8, 1024, split=Split(tp=3))
+    with pytest.raises(RooflineError, match=r"more stages than .* 80 layers"):
+        analyze_model("llama-3-70b", "h100", "decode", 8, 1024, split=Split(pp=81))
+    with pytest.raises(RooflineError, match="not a mixture of experts"):
+        analyze_model("llama-3-70b", "h100", "decode", 8, 1024, split=Split(dp=2, ep=2))
+    with pytest.raises(RooflineError, match=r"does not divide .* 8 experts"):
+        analyze_model("mixtral-8x7b", "h100", "decode", 6, 1024, split=Split(dp=3, ep=3))
+    with pytest.raises(RooflineError, match="not a multiple of --dp"):
+        analyze_model("llama-3-8b", "h100", "decode", 3, 1024, split=Split(dp=2))
+
+
+def test_kv_heads_replicated_past_their_count_is_said() -> None:
+    a = analyze_model("llama-3-8b", "h100", "decode", 8, 1024, split=Split(tp=16))  # 32 heads, 8 KV heads
+    assert any("replicated 2×" in w for w in a.warnings)
+    # each device keeps one KV head: 1/8 of the cache, not 1/16
+    one = analyze_model("llama-3-8b", "h100", "decode", 8, 1024)
+    assert a.memory.kv_cache_bytes == pytest.approx(one.memory.kv_cache_bytes / 8)
+
+
+def test_llama_70b_decode_tp4_by_hand() -> None:
+    a = analyze_model("llama-3-70b", "h100", "decode", 64, 8192, split=Split(tp=4))
+    comm = a.communication()
+    reduces = [c for c in comm["collectives"] if c["kind"] == Collective.ALL_REDUCE]
+    layer = [c for c in reduces if c["count"] == 80]
+    assert sum(c["count"] for c in layer) == 160  # two per layer (after o_proj, after down_proj) × 80 layers
+    assert all(c["bytes"] == 64 * 8192 * 2 == 1_048_576 for c in reduces)  # [64 tokens, 8192] in BF16
+    assert all(c["bytes_on_link"] == 2 * 3 / 4 * 1_048_576 and c["link"] == Level.LINK for c in reduces)
+    kinds = {c["name"]: c["kind"] for c in comm["collectives"]}
+    assert kinds["embedding.all_reduce"] == Collective.ALL_REDUCE  # vocab-parallel embedding
+    assert kinds["logits.all_gather"] == Collective.ALL_GATHER  # vocab-parallel LM head
+    # per device: a quarter of the weights and of the cache, the embedding table gathered not streamed
+    table = 128_256 * 8192 * 2
+    streamed = (LLAMA_70B_WEIGHTS - table + LLAMA_70B_KV_8K_B64) / 4  # ≈ 77.7 GB
+    assert streamed == pytest.approx(77.7e9, rel=2e-3)
+    roles = a.bytes_by_role()
+    assert roles["weight"] + roles["kv_cache"] == pytest.approx(streamed, rel=2e-3)
+    assert streamed / H100_BW == pytest.approx(23.2e-3, rel=2e-3)  # the memory time, 23.2 ms
+    assert 23e-3 < a.time_s < 28e-3  # plus activations and 162 collectives on NVLink
+
+
+def test_llama_70b_tp4_does_not_fit_tp8_does() -> None:
+    a = analyze_model("llama-3-70b", "h100", "decode", 64, 8192, split=Split(tp=4))
+    m = a.memory
+    norms = (80 * 2 + 1) * 8192 * 2  # two RMSNorm gains a layer and the final one: replicated, not split
+    assert m.weights_bytes == pytest.approx((LLAMA_70B_WEIGHTS - norms) / 4 + norms)  # 35.3 GB
+    assert m.kv_cache_bytes == pytest.approx(LLAMA_70B_KV_8K_B64 / 4)  # 42.9 GB
+    assert m.weights_bytes + m.kv_cache_bytes == pytest.approx(78.2e9, rel=1e-3)
+    assert m.usable_bytes == pytest.approx(0.9 * 80 * GiB)  # 77.3 GB
+    assert not m.fits and m.min_split == Split(tp=8)
+    one = analyze_model("llama-3-70b", "h100", "decode", 64, 8192)
+    assert one.memory.devices == 8  # the smallest VALID split, not ceil(313 GB / 80 GiB) = 4
+
+
+def test_prefill_tp8_all_reduce_moves_two_sevenths_of_a_tensor_twice() -> None:
+    a = analyze_model("llama-3-70b", "h100", "prefill", 1, 8192, split=Split(tp=8))
+    r = next(c for c in a.communication()["collectives"] if c["name"] == "attn.all_reduce")
+    assert r["bytes"] == 8192 * 8192 * 2 == 134_217_728  # 134 MB: [8192 tokens, 8192] BF16
+    assert r["bytes_on_link"] == pytest.approx(2 * 7 / 8 * 134_217_728)
+
+
+def test_pipeline_sends_between_stages_and_halves_a_device() -> None:
+    one = analyze_model("llama-3-70b", "h100", "decode", 64, 8192, split=Split(tp=4))
+    two = analyze_model("llama-3-70b", "h100", "decode", 64, 8192, split=Split(tp=4, pp=2))
+    sends = [c for c in two.communication()["collectives"] if c["kind"] == Collective.SEND_RECV]
+    assert sum(c["count"] for c in sends) == 1 and sends[0]["bytes"] == 64 * 8192 * 2  # one hop of [N, h]
+    assert two.memory.kv_cache_bytes == pytest.approx(one.memory.kv_cache_bytes / 2)  # 40 of 80 layers
+    # the step runs every stage in turn: as long as one device's, plus the hop
+    assert two.time_s == pytest.approx(one.time_s + sends[0]["total_time_s"], rel=1e-9)
+    assert two.tokens_per_s == pytest.approx(64 / (two.time_s * 40 / 80))  # two batches in flight
+
+
+def test_data_parallel_replicas_multiply_throughput() -> None:
+    one = analyze_model("llama-3-8b", "h100", "decode", 32, 4096)
+    two = analyze_model("llama-3-8b", "h100", "decode", 64, 4096, split=Split(dp=2))
+    assert two.time_s == pytest.approx(one.time_s) and two.tokens_per_s == pytest.approx(2 * one.tokens_per_s)
+    assert two.batch == 64
+
+
+def test_expert_parallel_all_to_all_and_local_experts() -> None:
+    a = analyze_model("deepseek-v3", "h100", "decode", 64, 4096, split=Split(dp=8, ep=8))
+    comm = a.communication()["collectives"]
+    a2a = [c for c in comm if c["kind"] == Collective.ALL_TO_ALL]
+    assert {c["name"] for c in a2a} == {"moe.dispatch.all_to_all", "moe.combine.all_to_all"}
+    # each replica's 8 tokens × 8 routed experts, 7168 wide, BF16, go out and come back
+    assert all(c["bytes"] == 8 * 8 * 7168 * 2 and c["bytes_on_link"] == pytest.approx(7 / 8 * 8 * 8 * 7168 * 2)
+               for c in a2a)
+    assert a.memory.weights_bytes < analyze_model("deepseek-v3", "h100", "decode", 8, 4096).memory.weights_bytes / 4
+
+
+def test_model_command_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["model", "llama-3-70b", "--machine", "h100", "--tp", "4", "--batch", "64", "--context", "8192",
+                 "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["parallel"] == {"tp": 4, "pp": 1, "ep": 1, "dp": 1, "devices": 4, "system": "h100-sxm",
+                             "devices_per_node": 8}  # a bare device: one node of 8
+    assert set(d["per_device"]) >= {"flop", "bytes", "weights_bytes", "kv_cache_bytes", "time_s"}
+    assert set(d["communication"]) >= {"time_s", "bytes_per_device", "collectives"}
+    assert set(d["communication"]["collectives"][0]) >= {"name", "kind", "count", "bytes", "group_size", "link",
+                                                          "time_s"}
+    assert d["memory_fit"]["fits"] is False and d["memory_fit"]["min_devices"] == 8
+    assert d["totals"]["time_s"] == pytest.approx(sum(k["total_time_s"] for k in d["kernels"]))
+    assert "does not fit" in err and "TP 8" in err
+
+
+def test_bad_split_flags_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv, words in ((["--tp", "3"], "does not divide"), (["--tp", "0"], "--tp must be a positive integer"),
+                        (["--devices", "6", "--tp", "4"], "--devices 6 but")):
+        code = main(["model", "llama-3-70b", "--batch", "8", *argv])
+        _, err = capsys.readouterr()
+        assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_overlap_hides_communication_at_best() -> None:
+    a = analyze_model("llama-3-70b", "h100", "prefill", 1, 4096, split=Split(tp=8))
+    b = analyze_model("llama-3-70b", "h100", "prefill", 1, 4096, split=Split(tp=8), overlap=True)
+    comm = a.communication_time_s
+    assert comm > 0 and b.time_s == pytest.approx(max(a.time_s - comm, comm))
