@@ -1,4 +1,4 @@
-"""The measuring layer on a CUDA GPU, in under five minutes: measure, bench, and a traced transformer.
+"""The measuring layer on a CUDA GPU, in under five minutes: measure, bench, a traced transformer, collectives.
 
     PYTHONPATH=src python3 bench/gpu_check.py --out DIR        # on the GPU machine (bench/GPU_CHECK.md)
     python bench/gpu_check.py --cpu [--out bench/results]     # the rehearsal on a machine without one
@@ -14,12 +14,19 @@ default), each writing what it found as it goes, so a step that hangs or crashes
   3. A Llama-style model (the tests' TinyLlama at a larger size, bf16) traced on the GPU with every
      op timed: FLOPs per kernel kind against roofline.models' analytic graph of the same config
      (acceptance: within 1%), and the traced kernels' share of the measured roof.
+  4. Collectives (`roofline measure --collectives`): NCCL over every visible GPU, all-reduce,
+     all-gather, reduce-scatter, all-to-all and send/recv from 4 KiB to 1 GiB, algbw and busbw per
+     size and each collective's fitted latency and bandwidth, inside its own budget (what finished
+     is kept; the record is rewritten about once a second while it runs). A machine with one GPU
+     skips it, said so (a collective needs two ranks, NCCL one GPU each); the CPU rehearsal runs
+     gloo over 2 processes.
 
-Files in OUT (six at most): gpu_check_<gpu>.txt (the report), gpu_check_<gpu>.json (everything),
-gpu_check_<gpu>.measure.json and .trace.json (the children's own records, kept even when they
-die), <gpu>.toml (the measured machine, usable with --machine). The report ends with a SUMMARY of
-PASS/FAIL lines. Needs torch with CUDA; it runs on whatever torch the machine has (the pin,
-torch==2.13.0, is for installs; a GPU machine's own build is used as it is).
+Files in OUT (eight at most): gpu_check_<gpu>.txt (the report), gpu_check_<gpu>.json (everything),
+gpu_check_<gpu>.measure.json, .trace.json and .collectives.json (the children's own records, kept
+even when they die), <gpu>.toml (the measured machine, usable with --machine) and <gpu>-system.toml
+(the measured node link, a system file). The report ends with a SUMMARY of PASS/FAIL lines. Needs
+torch with CUDA; it runs on whatever torch the machine has (the pin, torch==2.13.0, is for installs;
+a GPU machine's own build is used as it is).
 """
 
 from __future__ import annotations
@@ -43,7 +50,7 @@ H200_BF16_FLOP_PER_S = 760e12  # and 770-800 TFLOP/s on random data
 CUDA_ORDER = ("bf16", "fp16", "tf32", "fp8", "fp32", "fp64")
 CPU_ORDER = ("fp32", "fp64", "bf16", "fp16")
 # seconds each step may take at most (the overall budget cuts them further)
-STEP_LIMIT_S = {"measure": 150.0, "bench": 90.0, "trace": 90.0}
+STEP_LIMIT_S = {"measure": 150.0, "bench": 90.0, "trace": 90.0, "collectives": 90.0}
 
 
 def _write_json(path: Path, obj: Any) -> None:
@@ -181,6 +188,68 @@ def child_trace(device: str, record_path: Path, machine_path: Path) -> int:
     return 0
 
 
+# --- step 4, in a child: collectives over every visible GPU ----------------------------------------
+
+def child_collectives(device: str, record_path: Path, system_path: Path, budget_s: float) -> int:
+    """NCCL (gloo in the rehearsal) over the ladder, inside `budget_s`; the record is rewritten while the
+    workers run and at the end, and the system file written once the all-reduce has a fit."""
+    from roofline.errors import RooflineError
+    from roofline.fileio import atomic_write
+    from roofline.measure.collectives import Collectives, CollectivesPlan, measure_collectives
+
+    record: dict[str, Any] = {"device": device, "complete": False}
+
+    def save(c: Collectives, final: bool) -> None:
+        record.update(c.to_dict())
+        record["complete"] = final and c.complete
+        try:
+            atomic_write(system_path, c.to_link_section())
+            record["system_file"] = system_path.name
+        except RooflineError as exc:  # no all-reduce fit yet (or at all)
+            record["system_file_error"] = str(exc)
+        _write_json(record_path, record)
+
+    try:
+        plan = CollectivesPlan(device=device, quick=device == "cpu", budget_s=budget_s)
+        save(measure_collectives(plan, on_update=lambda c: save(c, final=False)), final=True)
+    except Exception as exc:  # recorded; the parent reports it
+        record["error"] = _first_line(exc)
+        _write_json(record_path, record)
+    return 0
+
+
+def _binary(size: float) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if size >= scale:
+            return f"{size / scale:g} {unit}"
+    return f"{size:g} B"
+
+
+def collectives_lines(rec: dict[str, Any], lines: list[str], summary: list[str]) -> None:
+    """Report lines for the collectives record: busbw by size, then each collective's fit."""
+    n = rec.get("ranks")
+    for name, fit in rec.get("fits", {}).items():
+        pts = [p for p in rec.get("points", []) if p["collective"] == name]
+        best = max((p["busbw_bytes_per_s"] for p in pts), default=0.0)
+        lines.append(f"{name:<15} alpha {fit['alpha_s'] * 1e6:9.2f} us  beta {fit['beta_bytes_per_s'] / 1e9:9.2f} GB/s"
+                     f"  best busbw {best / 1e9:8.2f} GB/s  (residual {fit['residual']:.1%} rms, "
+                     f"{fit['points']} sizes)")
+        lines.append("    busbw by size: " + ", ".join(
+            f"{_binary(p['size_bytes'])} {p['busbw_bytes_per_s'] / 1e9:.3g}" for p in pts) + " GB/s")
+    for name, why in rec.get("fit_problems", {}).items():
+        lines.append(f"{name}: no fit ({why})")
+    for what, why in rec.get("not_measured", {}).items():
+        lines.append(f"not measured: {what} ({why})")
+    lines += rec.get("notes", [])
+    link = rec.get("link")
+    if link:
+        summary.append(f"collectives over {n} ranks ({rec.get('backend')}): all-reduce alpha "
+                       f"{link['alpha_s'] * 1e6:.1f} us, beta {link['beta_bytes_per_s'] / 1e9:.1f} GB/s per direction"
+                       f"{'' if rec.get('complete') else ' (INCOMPLETE)'}; {len(rec.get('points', []))} points")
+    else:
+        summary.append(f"collectives: FAIL (no all-reduce fit: {rec.get('system_file_error') or rec.get('error')})")
+
+
 # --- the parent ----------------------------------------------------------------------------------
 
 def run_child(args: list[str], timeout_s: float) -> tuple[int | None, str, str, float]:
@@ -244,11 +313,14 @@ def main() -> int:
     ap.add_argument("--cpu", action="store_true",
                     help="Rehearse every step on the CPU (small sizes), to check the script without a GPU.")
     ap.add_argument("--budget-s", type=float, default=280.0, help="Overall time limit in seconds.")
-    ap.add_argument("--step", choices=["measure", "trace"], help=argparse.SUPPRESS)  # the children
+    ap.add_argument("--step", choices=["measure", "trace", "collectives"], help=argparse.SUPPRESS)  # the children
+    ap.add_argument("--step-budget-s", type=float, default=60.0, help=argparse.SUPPRESS)
     ap.add_argument("--record", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--machine-file", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
     device = "cpu" if args.cpu else "cuda"
+    if args.step == "collectives":
+        return child_collectives(device, args.record, args.machine_file, args.step_budget_s)
     if args.step:
         child: Callable[[str, Path, Path], int] = child_measure if args.step == "measure" else child_trace
         return child(device, args.record, args.machine_file)
@@ -275,7 +347,8 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     machine_file = out / f"{slug}.toml"
     measure_json, trace_json = out / f"gpu_check_{slug}.measure.json", out / f"gpu_check_{slug}.trace.json"
-    for stale in (machine_file, measure_json, trace_json):  # never report an earlier run's files
+    collectives_json, system_file = out / f"gpu_check_{slug}.collectives.json", out / f"{slug}-system.toml"
+    for stale in (machine_file, measure_json, trace_json, collectives_json, system_file):  # never an earlier run's
         stale.unlink(missing_ok=True)
     lines = [f"# gpu_check on {name} ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
              f"torch {torch.__version__}, python {sys.version.split()[0]})"]
@@ -394,6 +467,41 @@ def main() -> int:
                                f"{', '.join(traced['trace']['attention_ops'])})")
             else:
                 summary.append(f"trace: FAIL ({traced.get('error')})")
+    flush()
+
+    # 4. collectives over every visible GPU (gloo over 2 processes in the rehearsal)
+    gpus = torch.cuda.device_count() if device == "cuda" else 0
+    backend = "nccl" if device == "cuda" else "gloo"
+    ranks = gpus if device == "cuda" else 2
+    lines.append(f"\n## 4. measure --collectives --device {device} ({backend}, {ranks} ranks)")
+    if device == "cuda" and gpus < 2:
+        lines.append(f"collectives skipped: {gpus} GPU visible, and a collective needs at least 2 "
+                     "(NCCL runs one rank per GPU); run this on a machine with 2 or more GPUs")
+        summary.append(f"collectives: SKIPPED ({gpus} GPU here; needs 2 or more)")
+    elif limit("collectives") < 20:
+        lines.append("collectives skipped: the overall budget is spent")
+        summary.append("collectives: FAIL (no time left)")
+    else:
+        step_limit = limit("collectives")
+        say(f"gpu_check: 4. collectives ({step_limit:.0f} s at most)")
+        code, _, err, wall = run_child([me, "--step", "collectives", "--record", str(collectives_json),
+                                        "--machine-file", str(system_file), "--step-budget-s",
+                                        f"{max(10.0, step_limit - 10.0):.0f}", *(["--cpu"] if args.cpu else [])],
+                                       step_limit)
+        coll = _read_json(collectives_json)
+        if coll is None:
+            lines.append(f"collectives failed ({'timed out' if code is None else f'exit {code}'} after {wall:.0f} s): "
+                         f"{err.strip()[-800:]}")
+            summary.append("collectives: FAIL (no results)")
+        else:
+            record["collectives"] = coll
+            if coll.get("error"):
+                lines.append(f"collectives failed: {coll['error']}")
+            if code != 0:
+                lines.append(f"collectives child {'timed out' if code is None else f'exited {code}'} after "
+                             f"{wall:.0f} s; partial results kept")
+            collectives_lines(coll, lines, summary)
+            lines.append(f"({wall:.0f} s)")
     total = time.perf_counter() - t_start
     lines.append(f"\n# total {total:.0f} s")
     summary.append(f"total {total:.0f} s (< 300 s: {'PASS' if total < 300 else 'FAIL'})")

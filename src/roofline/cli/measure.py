@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from roofline.cli.common import PLAN_HELP, dump, fusion_option, progress
+from roofline.cli.common import PLAN_HELP, POS, Quantity, dump, fusion_option, outputs, progress
 from roofline.errors import RooflineError
 from roofline.hardware.catalog import DEFAULT_MACHINE
 
@@ -98,17 +98,72 @@ def _echo_script_traceback(exc: BaseException) -> None:
 @click.option("--backend", "backends", multiple=True, type=click.Choice(["numpy", "torch"]),
               help="CPU: measure only with these libraries (default: numpy and torch where installed).")
 @click.option("--id", "machine_id", default=None, help="Id of the saved machine (default: measured-<device name>).")
+@click.option("--collectives", is_flag=True,
+              help="Measure collectives instead (all-reduce, all-gather, reduce-scatter, all-to-all, send/recv) "
+                   "with torch.distributed over --devices processes on 127.0.0.1: gloo on cpu, NCCL on cuda; "
+                   "--save writes a system file whose node link is the fitted all-reduce.")
+@click.option("--devices", type=POS, default=None,
+              help="With --collectives: processes (cpu, default 2) or GPUs (cuda, default every visible one).")
+@click.option("--budget", "budget_s", type=Quantity("time_s"), default=None, metavar="SECONDS",
+              help="With --collectives: the whole run's time limit, e.g. 60 or 90s (default: 30 s quick, "
+                   "120 s full on cpu; 60 s and 180 s on cuda); what finished is reported.")
 def measure(device: str, quick: bool, as_json: bool, save: str | None, buffer_size: str | None,
-            dtypes: tuple[str, ...], backends: tuple[str, ...], machine_id: str | None) -> None:
+            dtypes: tuple[str, ...], backends: tuple[str, ...], machine_id: str | None, collectives: bool,
+            devices: int | None, budget_s: float | None) -> None:
     """Measure this machine's ceilings: streaming bandwidth and matmul FLOP/s per dtype.
+
+    With --collectives, measure the link between devices instead: each collective over a ladder of
+    sizes (time, algbw, busbw as nccl-tests defines them) and its fitted latency (alpha) and
+    bandwidth (beta).
 
     \b
     Examples:
       roofline measure --quick
       roofline measure --save my-cpu.toml && roofline kernel matmul 4096 4096 4096 --machine my-cpu.toml
       roofline measure --device cuda --json
+      roofline measure --collectives --devices 2 --quick
+      roofline measure --collectives --device cuda --save my-node.toml
     """
+    if collectives:
+        given = [flag for flag, value in (("--buffer-size", buffer_size), ("--dtype", dtypes),
+                                          ("--backend", backends)) if value]
+        if given:
+            raise RooflineError(f"{', '.join(given)} measure ceilings, not --collectives; leave them out")
+        _measure_collectives(device, devices, quick, budget_s, as_json, save, machine_id, show=not as_json)
+        return
+    for flag, value in (("--devices", devices), ("--budget", budget_s)):
+        if value is not None:
+            raise RooflineError(f"{flag} applies to --collectives only")
     _measure(device, quick, as_json, save, buffer_size, dtypes, backends, machine_id, show=True)
+
+
+def _measure_collectives(device: str, devices: int | None, quick: bool, budget_s: float | None, as_json: bool,
+                         save: str | None, machine_id: str | None, show: bool) -> Any:
+    from roofline.errors import need_torch
+    from roofline.measure.collectives import CollectivesPlan, measure_collectives
+
+    need_torch("roofline measure --collectives")
+    if save:
+        outputs(save=save)  # a bad path fails before the processes start
+    plan = CollectivesPlan(device=device, devices=devices, quick=quick, budget_s=budget_s)
+    with progress(show) as say:
+        c = measure_collectives(plan, say)
+    if as_json:
+        d = c.to_dict()
+        if save:
+            d["saved"] = save
+        dump(d)
+    else:
+        from roofline.report.collectives_text import collectives_text
+
+        click.echo(collectives_text(c))
+    if save:
+        from roofline.fileio import atomic_write
+
+        atomic_write(save, c.to_link_section(machine_id))  # no all-reduce fit: one line, after the table
+        if not as_json:
+            click.echo(f"saved the measured system to {save} (node link: the {c.link_fit.collective} fit)")
+    return c
 
 @click.command()
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True)
