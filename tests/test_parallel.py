@@ -99,7 +99,10 @@ def test_pipeline_sends_between_stages_and_halves_a_device() -> None:
     assert two.memory.kv_cache_bytes == pytest.approx(one.memory.kv_cache_bytes / 2)  # 40 of 80 layers
     # the step runs every stage in turn: as long as one device's, plus the hop
     assert two.time_s == pytest.approx(one.time_s + sends[0]["total_time_s"], rel=1e-9)
-    assert two.tokens_per_s == pytest.approx(64 / (two.time_s * 40 / 80))  # two batches in flight
+    # throughput: two micro-batches of 32 in flight, one a stage (40 of the 80 layers)
+    micro = analyze_model("llama-3-70b", "h100", "decode", 32, 8192, split=Split(tp=4, pp=2))
+    assert two.micro_batch_time_s == pytest.approx(micro.time_s)
+    assert two.tokens_per_s == pytest.approx(32 / (micro.time_s * 40 / 80))
 
 
 def test_data_parallel_replicas_multiply_throughput() -> None:
@@ -150,3 +153,11 @@ def test_overlap_hides_communication_at_best() -> None:
     b = analyze_model("llama-3-70b", "h100", "prefill", 1, 4096, split=Split(tp=8), overlap=True)
     comm = a.communication_time_s
     assert comm > 0 and b.time_s == pytest.approx(max(a.time_s - comm, comm))
+
+
+def test_a_group_stays_on_the_node_link_when_all_devices_are_in_one_node() -> None:
+    from roofline.parallel import group_level
+
+    assert group_level(32, 72, devices=64) is Level.LINK  # TP 32 × 2 on one NVL72 node: no group leaves it
+    assert group_level(32, 72) is Level.NETWORK  # a third group of 32 would straddle two 72-device nodes
+    assert group_level(8, 8) is Level.LINK and group_level(16, 8) is Level.NETWORK

@@ -312,6 +312,17 @@ def test_trace_command_runs_a_script(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert out["unknown_ops"] == {}  # randn is a fill: bytes written, no FLOPs
 
 
+def test_trace_fusion_option_and_its_old_spelling(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    script = tmp_path / "prog.py"
+    script.write_text("import torch\nx = torch.randn(32, 32)\ny = (x @ x).relu()\n")
+    assert main(["trace", "--fusion", "none", "--json", str(script)]) == 0
+    assert json.loads(capsys.readouterr().out)["plan"] == "none"
+    assert main(["trace", "--plan", "none", "--json", str(script)]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["plan"] == "none"
+    assert "--plan none is now spelled --fusion none" in captured.err
+
+
 def test_trace_command_missing_script_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["trace", "/nonexistent/prog.py"]) == 2
     err = capsys.readouterr().err.strip()

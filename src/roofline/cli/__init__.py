@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from roofline.cli import kernel, machines, measure, model
+from roofline.cli import kernel, machines, measure, model, plan
 from roofline.errors import RooflineError
 
 
@@ -29,7 +29,7 @@ def cli() -> None:
     """
 
 
-for _module in (machines, kernel, model, measure):
+for _module in (machines, kernel, model, plan, measure):
     for _command in _module.COMMANDS:
         cli.add_command(_command)
 

@@ -1,31 +1,133 @@
-"""`roofline machines` and `roofline machine`: the catalog and one machine's ceilings with their sources."""
+"""`roofline machines` and `roofline machine`: the catalogs (devices, and systems of devices joined by
+links) and one machine's or system's ceilings with their sources.
+
+A name is looked up as `--machine` looks it up (roofline.hardware.get_system): a system's id or alias
+first, then a device's; a .toml path is a system file if it has devices_per_node or [link.*], else a
+machine file. An unknown name is one line with the close matches from both catalogs.
+"""
 
 from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from roofline.cli.common import dump, one_of, outputs, wrote
-from roofline.errors import RooflineError
+from roofline.errors import RooflineError, unknown
+
+if TYPE_CHECKING:
+    from roofline.hardware import Machine, System
+
+LOOKUP_HINT = "see `roofline machines` and `roofline machines --systems`, or pass a machine or system file path"
+
+
+def _key(name: str) -> str:
+    return name.strip().lower().replace("_", "-").replace(" ", "-")
+
+
+def _system_names() -> dict[str, str]:
+    from roofline.hardware import system_catalog
+
+    return {n: s.id for s in system_catalog().values() for n in (s.id, *s.aliases)}
+
+
+def _machine_names() -> dict[str, str]:
+    from roofline.hardware import catalog
+
+    return {n: m.id for m in catalog().values() for n in (m.id, *m.aliases)}
+
+
+def _is_path(text: str) -> bool:
+    return text.endswith(".toml") or "/" in text or Path(text).is_file()
+
+
+def _is_system_file(path: Path) -> bool:
+    """A readable TOML file that describes a system (devices per node, links); anything else, even an
+    unreadable file, goes to the machine loader, which says what is wrong with it."""
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False
+    return raw.get("kind") == "system" or "devices_per_node" in raw or "link" in raw
+
+
+def lookup(name: str, devices_first: bool = False) -> Machine | System:
+    """A catalog system or device by id or alias (a name in both catalogs is the system's, as for
+    --machine; with `devices_first`, the device's), or a system or machine file by path."""
+    from roofline.hardware import get_machine, get_system, load_system_file
+
+    text = name.strip()
+    if _is_path(text):
+        return load_system_file(text) if _is_system_file(Path(text)) else get_machine(text)
+    systems, machines = _system_names(), _machine_names()
+    key = _key(text)
+    if devices_first and key in machines:
+        return get_machine(machines[key])
+    if key in systems:
+        return get_system(systems[key])
+    if key in machines:
+        return get_machine(machines[key])
+    raise unknown("machine or system", text, {**systems, **machines}, LOOKUP_HINT)
+
+
+def _systems(names: tuple[str, ...]) -> list[System]:
+    """The named systems (a device name is one node of 8 of it, as --machine makes it), or the catalog."""
+    from roofline.hardware import System, get_system, system_catalog
+
+    if not names:
+        return sorted(system_catalog().values(), key=lambda s: (s.device.vendor, s.device.year or 0, s.id))
+    out: list[System] = []
+    for n in names:
+        found = lookup(n)
+        out.append(found if isinstance(found, System) else get_system(found))
+    return out
 
 
 @click.command()
 @click.argument("names", nargs=-1)
+@click.option("--systems", "systems", is_flag=True,
+              help="List systems instead: devices per node, nodes, and each link's bandwidth per direction and "
+                   "latency.")
 @click.option("--dtype", default=None, help="Dtype(s) of the roofs, comma-separated: bf16,fp8,fp4 (default: bf16).")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON: a list of machines.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: a list of machines (or of systems).")
 @click.option("--png", default=None, metavar="FILE", help="Draw the listed machines' roofs on one chart (PNG).")
 @click.option("--svg", default=None, metavar="FILE", help="The same chart as SVG.")
-def machines(names: tuple[str, ...], dtype: str | None, as_json: bool, png: str | None, svg: str | None) -> None:
+def machines(names: tuple[str, ...], systems: bool, dtype: str | None, as_json: bool, png: str | None,
+             svg: str | None) -> None:
     """List the machine catalog (or only NAMES): dense peaks, DRAM bandwidth, ridge points.
 
     \b
     With --png/--svg, draw their roofs on one chart, one roof per machine and dtype:
       roofline machines a100 h100 b200 --png roofs.png             # the roof rose 7x, the ridge moved 2x
       roofline machines b200 --dtype bf16,fp8,fp4 --png b200.png    # each halving of precision doubles the ridge
+    With --systems, list the systems (nodes of devices and the links between them):
+      roofline machines --systems
     """
-    from roofline.hardware import catalog, get_machine
+    from roofline.hardware import Machine, catalog, get_machine
 
-    ms = [get_machine(n) for n in names] if names else sorted(catalog().values(),
-                                                             key=lambda m: (m.vendor, m.year or 0, m.id))
+    if systems:
+        if png or svg or dtype:
+            raise RooflineError("--systems lists systems; --png, --svg and --dtype draw the roofs of devices "
+                                "(name the devices: `roofline machines h100 b200 --png roofs.png`)")
+        found = _systems(names)
+        if as_json:
+            dump([s.to_dict() for s in found])
+            return
+        from roofline.report.system_text import systems_text
+
+        click.echo(systems_text(found))
+        return
+    ms: list[Machine] = []
+    for n in names:
+        m = lookup(n, devices_first=True)
+        if not isinstance(m, Machine):
+            raise RooflineError(f"{n} is a system of {m.devices_per_node} × {m.device.id}: see `roofline machine "
+                                f"{n}` or `roofline machines --systems`, or name its device ({m.device.id})")
+        ms.append(m)
+    if not names:
+        ms = sorted(catalog().values(), key=lambda m: (m.vendor, m.year or 0, m.id))
     dtypes = [d.strip() for d in (dtype or "bf16").split(",") if d.strip()]
     if png or svg:
         from roofline.report.outputs import write_roofs_chart
@@ -34,9 +136,9 @@ def machines(names: tuple[str, ...], dtype: str | None, as_json: bool, png: str 
         if not names:
             raise RooflineError("name the machines to draw, e.g. `roofline machines a100 h100 b200 --png roofs.png`")
         roofs = [(m.id, d) for m in ms for d in dtypes]
-        for m, d in roofs:
-            get_machine(m).peak_flop_per_s(d)  # a dtype the machine lacks fails here, with what it has
-        title = "Roofs compared: " + ", ".join(f"{m} {d}" for m, d in roofs)
+        for m_id, d in roofs:
+            get_machine(m_id).peak_flop_per_s(d)  # a dtype the machine lacks fails here, with what it has
+        title = "Roofs compared: " + ", ".join(f"{m_id} {d}" for m_id, d in roofs)
         for path in write_roofs_chart(roofs, png=png, svg=svg, title=title):
             wrote(path)
     if as_json:
@@ -50,13 +152,33 @@ def machines(names: tuple[str, ...], dtype: str | None, as_json: bool, png: str 
 @click.command()
 @click.argument("name")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@click.option("--explain", is_flag=True, help="Derive each ridge point from its two ceilings.")
+@click.option("--explain", is_flag=True,
+              help="Derive each ridge point from its two ceilings; for a system, each link's figure per direction.")
 def machine(name: str, as_json: bool, explain: bool) -> None:
-    """Show one machine's ceilings and where each figure comes from (NAME: id, alias or .toml path)."""
-    one_of(as_json, explain)
-    from roofline.hardware import get_machine
+    """Show one machine's or system's ceilings and where each figure comes from (NAME: id, alias or .toml path).
 
-    m = get_machine(name)
+    \b
+      roofline machine b200                 # a device: peaks, DRAM bandwidth, ridge points
+      roofline machine dgx-h100             # a system: devices per node, nodes, links per direction
+      roofline machine dgx-h100 --explain   # NVLink's 900 GB/s both ways = 450 GB/s per direction
+    """
+    one_of(as_json, explain)
+    from roofline.hardware import Machine
+
+    found = lookup(name)
+    if not isinstance(found, Machine):
+        if as_json:
+            dump(found.to_dict())
+        elif explain:
+            from roofline.explain.placement import explain_system
+
+            click.echo(explain_system(found))
+        else:
+            from roofline.report.system_text import system_text
+
+            click.echo(system_text(found))
+        return
+    m = found
     if as_json:
         dump(m.to_dict())
     elif explain:

@@ -145,6 +145,30 @@ def _split(tp: int, pp: int, ep: int, dp: int, devices: int | None, machine: str
     return split
 
 
+def split_list_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The split axes of sweep and compare, each a comma list (1,2,4,8); one row per combination."""
+    options = [
+        click.option("--tp", "tp_list", default="1", show_default=True,
+                     help="Tensor parallel degrees, comma-separated: 1,2,4,8."),
+        click.option("--pp", "pp_list", default="1", show_default=True, help="Pipeline stages, comma-separated."),
+        click.option("--ep", "ep_list", default="1", show_default=True,
+                     help="Expert parallel degrees (MoE; with --dp and --tp 1), comma-separated."),
+        click.option("--dp", "dp_list", default="1", show_default=True,
+                     help="Data-parallel replicas, comma-separated (each batch a multiple of each)."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def _splits(tp: str, pp: str, ep: str, dp: str) -> list[Any]:
+    """Every combination of the split lists, as Splits (an invalid one is an error that names it)."""
+    from roofline.parallel import Split
+
+    axes = [parse_int_list(text, label) for text, label in ((tp, "--tp"), (pp, "--pp"), (ep, "--ep"), (dp, "--dp"))]
+    return [Split(tp=t, pp=p, ep=e, dp=d) for t in axes[0] for p in axes[1] for e in axes[2] for d in axes[3]]
+
+
 def step_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """What every transformer command takes: the phase, the fusion plan, dtypes and what-ifs."""
     options = [
@@ -297,23 +321,27 @@ def _table_options(f: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--prompt", "-p", default=None, help="Prompt lengths (prefill), as --batch.")
 @click.option("--context", "-c", default=None, help="Context lengths (decode), as --batch.")
 @step_options
+@split_list_options
 @_table_options
 @click.option("--png", default=None, metavar="FILE", help="Chart intensity against the swept axis (PNG).")
 @click.option("--svg", default=None, metavar="FILE", help="Chart intensity against the swept axis (SVG).")
 def sweep_command(model: str, machine: str, weights_dtype: str, kv_dtype: str | None, dtype: str | None, batch: str,
                   prompt: str | None, context: str | None, phase: str, fusion: str,
-                  act_dtype: str, experts_hit: str | None, overrides: tuple[str, ...], fmt: str, output: str | None,
+                  act_dtype: str, experts_hit: str | None, overrides: tuple[str, ...], tp_list: str, pp_list: str,
+                  ep_list: str, dp_list: str, fmt: str, output: str | None,
                   csv_path: str | None, png: str | None, svg: str | None) -> None:
-    """Sweep MODEL over batch × length × dtype × machine: intensity, time floor, tokens/s, bound.
+    """Sweep MODEL over batch × length × dtype × machine × split: intensity, time floor, tokens/s, bound.
 
     \b
     Examples:
       roofline sweep llama-3-70b --batch 1:512 --context 8192,131072
       roofline sweep llama-3-70b --batch 64 --context 1024:131072 --kv-dtype bf16,fp8 --format csv
       roofline sweep mixtral-8x7b --machine h100,b200 --batch 1:256 --png sweep.png
+      roofline sweep llama-3-70b --machine dgx-h100 --tp 1,2,4,8 --batch 8:64:8 --context 8192
     """
     from roofline.models import SWEEP_COLUMNS, sweep
     from roofline.report.model_text import sweep_text
+    from roofline.report.plan_text import split_sweep_text
 
     outputs(output=output, csv=csv_path, png=png, svg=svg)
     if phase == "prefill" and context is not None and prompt is None:
@@ -324,22 +352,25 @@ def sweep_command(model: str, machine: str, weights_dtype: str, kv_dtype: str | 
     lengths = parse_int_list(given, "--prompt" if phase == "prefill" else "--context") if given else None
     batches = parse_int_list(batch, "--batch")
     machines = [m for m in parse_str_list(machine) if m]
+    splits = _splits(tp_list, pp_list, ep_list, dp_list)
     n_rows = (len(batches) * len(lengths or [0]) * len(machines) * len(parse_str_list(weights_dtype))
-              * len(parse_str_list(kv_dtype)) * len(parse_str_list(dtype)))
+              * len(parse_str_list(kv_dtype)) * len(parse_str_list(dtype)) * len(splits))
     if n_rows > MAX_SWEEP_ROWS:
-        raise RooflineError(f"the sweep has {n_rows:,} rows (batches × lengths × machines × dtypes); "
+        raise RooflineError(f"the sweep has {n_rows:,} rows (batches × lengths × machines × dtypes × splits); "
                             f"at most {MAX_SWEEP_ROWS:,}: take larger steps or fewer values")
     rows = sweep(model, machines, phase, batches, lengths, fusion,
                  [w or "bf16" for w in parse_str_list(weights_dtype)], parse_str_list(kv_dtype), act_dtype,
                  parse_str_list(dtype), _experts_hit(experts_hit), parse_overrides(overrides),
-                 per_kernel=bool(png or svg))
+                 per_kernel=bool(png or svg), splits=splits)
+    split = any(not sp.trivial for sp in splits)
     if png or svg:
         _sweep_chart(rows, model, phase, batches, sorted({int(r["seq"]) for r in rows}), png, svg,
                      parse_overrides(overrides))
     seq_key = "prompt" if phase == "prefill" else "context"
     renamed = [{(seq_key if k == "seq" else k): v for k, v in r.items() if k != "kernels"} for r in rows]
     columns = [seq_key if c == "seq" else c for c in SWEEP_COLUMNS]
-    _write_rows(renamed, columns, fmt, output, csv_path, lambda: sweep_text(rows, seq_key))
+    _write_rows(renamed, columns, fmt, output, csv_path,
+                lambda: split_sweep_text(rows, seq_key) if split else sweep_text(rows, seq_key))
 
 
 @click.command("compare")
@@ -351,27 +382,32 @@ def sweep_command(model: str, machine: str, weights_dtype: str, kv_dtype: str | 
 @click.option("--context", "-c", default=None,
               help="Context length (decode; default 2048, at most each model's maximum).")
 @step_options
+@split_list_options
 @_table_options
 def compare_command(models: tuple[str, ...], machine: str, weights_dtype: str, kv_dtype: str | None, dtype: str | None,
                     batch: str, prompt: str | None, context: str | None, phase: str, fusion: str,
-                    act_dtype: str, experts_hit: str | None, overrides: tuple[str, ...],
-                    fmt: str, output: str | None, csv_path: str | None) -> None:
-    """Compare MODELS side by side (× machines × dtypes): KV per token, intensity, decode limit, crossover, fit.
+                    act_dtype: str, experts_hit: str | None, overrides: tuple[str, ...], tp_list: str, pp_list: str,
+                    ep_list: str, dp_list: str, fmt: str, output: str | None, csv_path: str | None) -> None:
+    """Compare MODELS side by side (× machines × splits × dtypes): KV/token, intensity, decode limit, crossover, fit.
 
     \b
     Examples:
       roofline compare llama-3-70b qwen2.5-72b deepseek-v3 --batch 64 --context 32768
       roofline compare llama-3-70b --kv-dtype bf16,fp8,nvfp4 --context 131072 --batch 32
       roofline compare mistral-7b --machine h100,b200,mi300x --batch 8
+      roofline compare llama-3-70b --machine dgx-h100 --tp 4,8 --batch 64 --context 8192
     """
     from roofline.models import compare
     from roofline.report.model_text import compare_text
+    from roofline.report.plan_text import split_compare_text
 
     outputs(output=output, csv=csv_path)
+    splits = _splits(tp_list, pp_list, ep_list, dp_list)
     rows = compare(list(models), [m for m in parse_str_list(machine) if m], phase, parse_positive_int(batch, "--batch"),
                    _length(phase, prompt, context), fusion,
                    [w or "bf16" for w in parse_str_list(weights_dtype)], parse_str_list(kv_dtype), act_dtype,
-                   parse_str_list(dtype), _experts_hit(experts_hit), parse_overrides(overrides))
+                   parse_str_list(dtype), _experts_hit(experts_hit), parse_overrides(overrides), splits)
+    split = any(not sp.trivial for sp in splits)
     seen: set[str] = set()
     for r in rows:
         for w in r["warnings"]:
@@ -379,18 +415,20 @@ def compare_command(models: tuple[str, ...], machine: str, weights_dtype: str, k
                 seen.add(w)
                 warn(f"{r['model']} on {r['machine']}: {w}")
     columns = [k for k in rows[0] if k != "warnings"]
-    _write_rows(rows, columns, fmt, output, csv_path, lambda: compare_text(rows))
+    _write_rows(rows, columns, fmt, output, csv_path,
+                lambda: split_compare_text(rows) if split else compare_text(rows))
 
 
 def _sweep_chart(rows: list[dict[str, Any]], model: str, phase: str, batches: list[int], lengths: list[int],
                  png: str | None, svg: str | None, overrides: dict[str, str]) -> None:
     """Intensity against the axis that varies most, for the first machine and dtype combination."""
     from roofline.models import decode_limit, load_config
+    from roofline.parallel import Split
     from roofline.report.outputs import write_sweep_chart
 
     first = rows[0]
-    same = [r for r in rows if (r["machine"], r["weights_dtype"], r["kv_dtype"], r["compute_dtype"])
-            == (first["machine"], first["weights_dtype"], first["kv_dtype"], first["compute_dtype"])]
+    series = ("machine", "weights_dtype", "kv_dtype", "compute_dtype", "tp", "pp", "ep", "dp")
+    same = [r for r in rows if all(r.get(k) == first.get(k) for k in series)]
     x = "batch" if len(batches) >= len(lengths) else "seq"
     fixed = "seq" if x == "batch" else "batch"
     seq_key = "prompt" if phase == "prefill" else "context"
@@ -402,10 +440,12 @@ def _sweep_chart(rows: list[dict[str, Any]], model: str, phase: str, batches: li
     title = f"{first['model']} {phase} on {first['machine']}, {label} {first[fixed]}"
     if len(picked) < len(rows):  # the chart draws one series; say which, rather than drop the others silently
         kv = first["kv_dtype"]
-        warn(f"the chart shows {len(picked)} of the {len(rows)} rows: {first['machine']}, weights "
+        split = Split(tp=first.get("tp", 1), pp=first.get("pp", 1), ep=first.get("ep", 1), dp=first.get("dp", 1))
+        where = "" if split.trivial else f", split {split}"
+        warn(f"the chart shows {len(picked)} of the {len(rows)} rows: {first['machine']}{where}, weights "
                       f"{first['weights_dtype']}, KV {kv}, compute {first['compute_dtype']}, {label} {first[fixed]} "
                       f"(the first combination); the table has every row")
-        title += f", weights {first['weights_dtype']}, KV {kv}"
+        title += f", weights {first['weights_dtype']}, KV {kv}" + where
     for path in write_sweep_chart(picked, seq_key if x == "seq" else x, png=png, svg=svg,
                                   ridge=first["ridge_flop_per_byte"], limit=limit, title=title):
         wrote(path)

@@ -1,13 +1,23 @@
 """Step-by-step derivations: every number a placement and a machine print, with the numbers put in.
 
-Layering: imports roofline.placement, roofline.graph, roofline.hardware, roofline.units and
-roofline.vocab only.
+A collective's time on a link is the alpha-beta time, α + bytes / BW (latency plus the bytes one
+device sends over the busiest link at the link's bandwidth per direction), and is printed that way,
+with the link named (Level.LINK inside a node, Level.NETWORK between nodes) and its source cited.
+
+A system's links (`explain_system`) are derived per direction from the vendor's bidirectional total
+where that is how the vendor states them (NVLink, Infinity Fabric, ICI: the device's [interconnect]
+figure / 2), and shown as stated where the figure is per direction already (a network port rate).
+
+Layering: imports roofline.placement, roofline.graph, roofline.hardware, roofline.parallel,
+roofline.units and roofline.vocab only.
 """
 
 from __future__ import annotations
 
 from roofline.graph import Tensor
 from roofline.hardware import Machine
+from roofline.hardware.system import Link, System
+from roofline.parallel.collectives import Collective, bus_bytes
 from roofline.placement import Placement
 from roofline.units import (
     format_bytes,
@@ -17,7 +27,7 @@ from roofline.units import (
     format_intensity,
     format_time,
 )
-from roofline.vocab import Bound, Level, Unit
+from roofline.vocab import LINKS, Bound, Level, Unit
 
 
 def _tensor_line(verb: str, t: Tensor) -> str:
@@ -30,8 +40,40 @@ def _tensor_line(verb: str, t: Tensor) -> str:
     return f"    {verb:5} {t.name:<24} [{dims}] {t.dtype.name}{scale}: {dims}·{bpe} B = {format_bytes(t.bytes)}"
 
 
+def _link_name(p: Placement, level: Level) -> str:
+    """'link (NVLink 4 through NVSwitch)': the level and, where the machine names it, the link itself."""
+    ml = p.machine.memory.get(level)
+    return f"{level} ({ml.technology})" if ml is not None and ml.technology else str(level)
+
+
+def _link_source(p: Placement, level: Level) -> str:
+    ml = p.machine.memory.get(level)
+    return p.machine.sources.get(f"memory.{level}") or (ml.source if ml is not None else "") or "catalog"
+
+
+def _links(p: Placement) -> list[Level]:
+    """The links this kernel moves bytes over (a collective's), in Level order."""
+    return [lv for lv in LINKS if p.cost.bytes_by_level.get(lv) and lv in p.bandwidth_by_level]
+
+
+def level_time_line(p: Placement, level: Level) -> str:
+    """One level's time with its numbers: 'DRAM bytes / BW = b / bw = t', or over a link (a level with
+    a latency) 'link (NVLink ...) α + bytes / BW = 15 µs + 1,572,864 / 4.5e+11 = 15 µs + 3.4953 µs = 18.495 µs'."""
+    b = p.cost.bytes_by_level[level]
+    bw = p.bandwidth_by_level[level]
+    seconds = p.level_times_s[level]
+    alpha = p.latency_by_level.get(level, 0.0)
+    if alpha or level in LINKS:
+        return (f"{_link_name(p, level)} α + bytes / BW = {format_time(alpha, 5)} + {b:,.0f} / {bw:.4g} = "
+                f"{format_time(alpha, 5)} + {format_time(b / bw, 5)} = {format_time(seconds, 5)}")
+    name = "DRAM" if level is Level.DRAM else level
+    return f"{name} bytes / BW = {b:.4g} / {bw:.4g} = {format_time(seconds)}"
+
+
 def explain_placement(p: Placement) -> str:
     """The derivation of intensity, ridge, attainable FLOP/s, time floor and bound for one kernel."""
+    links = _links(p)
+    communication = p.bound_class is Bound.COMMUNICATION
     lines: list[str] = [f"{p.name} on {p.machine.name}, {p.dtype.name}"
                         + (f", ×{p.count} per step" if p.count > 1 else "")]
     k = p.kernel
@@ -50,8 +92,18 @@ def explain_placement(p: Placement) -> str:
         for t in k.writes:
             lines.append(_tensor_line("write", t))
     lines.append(f"    total = {format_bytes(p.bytes)} ({p.bytes:.6g} B)")
+    for lv in links:
+        b = p.cost.bytes_by_level[lv]
+        lines.append(f"    over the {_link_name(p, lv)}: {b:,.0f} B ({format_bytes(b)}) sent by each device, and as "
+                     "many received (not DRAM bytes)")
     lines.append("intensity")
     lines.append(f"    I = FLOPs / bytes = {p.flop:.6g} / {p.bytes:.6g} = {format_intensity(p.flop_per_byte, 5)}")
+    for lv in links:
+        b = p.cost.bytes_by_level[lv]
+        where = (f"where the collective sits under the {lv} roof" if p.flop
+                 else "no FLOPs: listed, not drawn on log axes")
+        lines.append(f"    on the {lv}: I = FLOPs / {lv} bytes = {p.flop:.6g} / {b:.6g} = "
+                     f"{format_intensity(p.flop / b, 5)} ({where})")
     lines.append("ceilings")
     for unit, peak in p.peak_by_unit.items():
         if unit is Unit.MATRIX or p.cost.flop_by_unit.get(unit):
@@ -61,6 +113,10 @@ def explain_placement(p: Placement) -> str:
             lines.append(f"    {what:<22} = {format_flop_per_s(peak, 4)}   [{source}]")
     lines.append(f"    {'DRAM bandwidth':<22} = {format_bytes_per_s(p.bytes_per_s, 4)}   "
                  f"[{p.machine.sources.get('memory.dram', 'catalog')}]")
+    for lv in links:
+        lines.append(f"    {_link_name(p, lv)} = {format_bytes_per_s(p.bandwidth_by_level[lv], 4)} per direction "
+                     f"({p.bandwidth_by_level[lv]:.6g} B/s), latency α = "
+                     f"{format_time(p.latency_by_level.get(lv, 0.0), 4)}   [{_link_source(p, lv)}]")
     if len([u for u, f in p.cost.flop_by_unit.items() if f]) > 1:
         lines.append(f"    blended peak = FLOPs / compute time = {format_flop_per_s(p.peak_flop_per_s, 4)}")
     lines.append("ridge point")
@@ -72,10 +128,22 @@ def explain_placement(p: Placement) -> str:
                      f"{format_flop_per_s(p.peak_flop_per_s, 4)} / {format_bytes_per_s(p.bytes_per_s, 4)} = "
                      f"{format_intensity(p.kernel_ridge_flop_per_byte, 4)}")
     lines.append("attainable")
-    lines.append(f"    min(peak, BW × I) = min({format_flop_per_s(p.peak_flop_per_s, 4)}, "
-                 f"{format_bytes_per_s(p.bytes_per_s, 4)} × {format_intensity(p.flop_per_byte, 5)}) "
-                 f"= {format_flop_per_s(p.attainable_flop_per_s, 4)}"
-                 f" = {p.fraction_of_peak:.3%} of the {p.dtype.peak_key} matrix peak")
+    if communication and isinstance(p.bound, Level) and not p.flop:
+        lines.append("    no FLOPs: the collective only moves bytes (0 FLOP/s)")
+    elif communication and isinstance(p.bound, Level):
+        lv, b = p.bound, p.cost.bytes_by_level[p.bound]
+        bw, i_link = p.bandwidth_by_level[lv], p.flop / b
+        lines.append(f"    FLOPs / time floor = {p.flop:.6g} / {format_time(p.time_s, 5)} = "
+                     f"{format_flop_per_s(p.attainable_flop_per_s, 4)}")
+        lines.append(f"    under the {lv} roof without α: min(peak, BW × I) = "
+                     f"min({format_flop_per_s(p.peak_flop_per_s, 4)}, {format_bytes_per_s(bw, 4)} × "
+                     f"{format_intensity(i_link, 5)}) = "
+                     f"{format_flop_per_s(min(p.peak_flop_per_s, bw * i_link), 4)}; the latency α puts it below")
+    else:
+        lines.append(f"    min(peak, BW × I) = min({format_flop_per_s(p.peak_flop_per_s, 4)}, "
+                     f"{format_bytes_per_s(p.bytes_per_s, 4)} × {format_intensity(p.flop_per_byte, 5)}) "
+                     f"= {format_flop_per_s(p.attainable_flop_per_s, 4)}"
+                     f" = {p.fraction_of_peak:.3%} of the {p.dtype.peak_key} matrix peak")
     if p.fraction_of_peak > 1:
         lines.append("    (above 100%: the vector units' FLOPs run alongside the matrix units', and the headline peak "
                      "counts only the matrix units)")
@@ -84,25 +152,31 @@ def explain_placement(p: Placement) -> str:
     for unit, seconds in p.unit_times_s.items():
         terms.append(f"{unit} FLOPs / peak = {p.cost.flop_by_unit[unit]:.4g} / {p.peak_by_unit[unit]:.4g} = "
                      f"{format_time(seconds)}")
-    for level, seconds in p.level_times_s.items():
-        name = "DRAM" if level is Level.DRAM else level
-        terms.append(f"{name} bytes / BW = {p.cost.bytes_by_level[level]:.4g} / {p.bandwidth_by_level[level]:.4g} = "
-                     f"{format_time(seconds)}")
+    for level in p.level_times_s:
+        terms.append(level_time_line(p, level))
     for term in terms:
         lines.append(f"    {term}")
     vector_flop = p.cost.flop_by_unit.get(Unit.VECTOR, 0.0)
     if vector_flop and p.compute_time_s < p.memory_time_s:
         at_matrix = vector_flop / p.peak_by_unit[Unit.MATRIX]
+        what = f"the {p.bound}" if communication else "memory"
         lines.append(f"    (counted at the {p.dtype.peak_key} matrix peak, as a one-roof model does, the FLOPs would "
-                     f"take {format_time(at_matrix)}; either way memory sets the floor)")
+                     f"take {format_time(at_matrix)}; either way {what} sets the floor)")
     lines.append(f"    floor = the largest = {format_time(p.time_s)}, set by {p.bound}")
     if p.count > 1:
         lines.append(f"    × {p.count} per step = {format_time(p.total_time_s)}")
     lines.append("bound")
-    cmp = ">" if p.bound_class is Bound.COMPUTE else "≤"
-    lines.append(f"    I = {format_intensity(p.flop_per_byte, 5)} {cmp} "
-                 f"{format_intensity(p.kernel_ridge_flop_per_byte, 4)}"
-                 f" → {p.bound_class}-bound (limited by {p.bound})")
+    if communication:
+        others = [f"compute {format_time(p.compute_time_s)}"] + [
+            f"{'DRAM' if lv is Level.DRAM else lv} {format_time(t)}" for lv, t in p.level_times_s.items()
+            if lv != p.bound]
+        lines.append(f"    the {p.bound} time {format_time(p.time_s)} is the largest ({', '.join(others)})"
+                     f" → {p.bound_class}-bound (limited by {p.bound})")
+    else:
+        cmp = ">" if p.bound_class is Bound.COMPUTE else "≤"
+        lines.append(f"    I = {format_intensity(p.flop_per_byte, 5)} {cmp} "
+                     f"{format_intensity(p.kernel_ridge_flop_per_byte, 4)}"
+                     f" → {p.bound_class}-bound (limited by {p.bound})")
     if p.measured_time_s is not None:
         lines.append("measured")
         lines.append(f"    time = {format_time(p.measured_time_s)}; achieved = FLOPs / time = "
@@ -131,7 +205,74 @@ def explain_machine(m: Machine) -> str:
         lines.append("sparse (2:4) peaks, listed for reference and never used by the analyses: "
                      + ", ".join(f"{k} {format_flop_per_s(v, 4)}" for k, v in m.sparse_flop_per_s.items()))
     lines.append("left of I* a kernel is memory-bound (only bandwidth helps); right of it, compute-bound")
+    if m.interconnect_bytes_per_s:
+        ic = m.interconnect_bytes_per_s
+        lines.append(f"device-to-device link {m.interconnect_name or ''}".rstrip() + "   "
+                     f"[{m.sources.get('interconnect', '')}]")
+        lines.append(f"    {format_bytes_per_s(ic, 4)} as the vendor states it, both directions together; "
+                     f"per direction {format_bytes_per_s(ic, 4)} / 2 = {format_bytes_per_s(ic / 2, 4)} "
+                     "(what a collective's alpha-beta time divides by)")
     return "\n".join(lines)
 
 
-__all__ = ["explain_machine", "explain_placement"]
+def _same(a: float, b: float) -> bool:
+    return abs(a - b) <= 1e-3 * max(abs(a), abs(b))
+
+
+def _explain_link(s: System, which: str, link: Link) -> list[str]:
+    lines = [f"{which} link: {link.name or which} (topology {link.topology})" + (" — measured" if link.measured else "")
+             + f"   [{link.source or 'no source given'}]"]
+    bw = link.bytes_per_s
+    ic = s.device.interconnect_bytes_per_s
+    if link.measured:
+        lines.append(f"    {format_bytes_per_s(bw, 4)} per device, per direction: fitted by `roofline measure "
+                     "--collectives` (busbw, as nccl-tests defines it)")
+    elif which == "node" and ic and _same(ic / 2, bw):
+        named = f", {s.device.interconnect_name}" if s.device.interconnect_name else ""
+        lines.append(f"    the vendor states {format_bytes_per_s(ic, 4)} per device, both directions together "
+                     f"(the device's [interconnect]{named})   [{s.device.sources.get('interconnect', s.device.id)}]")
+        lines.append(f"    per direction = {format_bytes_per_s(ic, 4)} / 2 = {format_bytes_per_s(ic / 2, 4)} "
+                     f"({ic:.6g} / 2 = {bw:.6g} B/s)")
+    elif which == "node" and ic:
+        lines.append(f"    {format_bytes_per_s(bw, 4)} per device, per direction, as this system states it; the "
+                     f"device's [interconnect] gives {format_bytes_per_s(ic, 4)} both directions together "
+                     f"(/ 2 = {format_bytes_per_s(ic / 2, 4)} each way), which this system's link does not reach")
+    else:
+        lines.append(f"    {format_bytes_per_s(bw, 4)} per device, per direction, as stated"
+                     + (" (a network port rate is per direction already)" if which == "network" else ""))
+    if link.note:
+        lines.append(f"    note: {link.note}")
+    lines.append(f"    latency α = {format_time(link.latency_s, 4)} ({link.latency_s:.6g} s)")
+    return lines
+
+
+def explain_system(s: System) -> str:
+    """A system's size and each link's figure per direction, derived from the vendor's bidirectional
+    total where that is how it was stated, with α and an all-reduce over the node worked through."""
+    size = (f"{s.devices_per_node} × {s.device.name} ({s.device.id}) per node"
+            + (f", up to {s.max_nodes:,} nodes = {s.max_devices:,} devices" if s.max_nodes > 1 else ", one node"))
+    lines = [f"{s.name} ({s.id})", f"    {size}" + (f"   [{s.sources['system']}]" if s.sources.get("system") else "")]
+    for note in s.notes:
+        if not note.startswith(("link.node:", "link.network:")):
+            lines.append(f"    note: {note}")
+    lines += _explain_link(s, "node", s.node_link)
+    if s.network_link is not None:
+        lines += _explain_link(s, "network", s.network_link)
+    else:
+        lines.append("network link: none (collectives stay inside one node)")
+    n = s.devices_per_node
+    lines.append("a collective: t = α + bytes on the busiest link / BW (per direction), with nccl-tests' factors: "
+                 "all-reduce 2(n−1)/n · S, all-gather and reduce-scatter (n−1)/n · S, all-to-all (n−1)/n · S, "
+                 "send/recv S")
+    if n > 1:
+        size_b = 1 << 20
+        moved = bus_bytes(Collective.ALL_REDUCE, size_b, n)
+        link = s.node_link
+        t = link.latency_s + moved / link.bytes_per_s
+        lines.append(f"    e.g. an all-reduce of S = {size_b:,} B over the node's {n} devices: "
+                     f"2·{n - 1}/{n} · {size_b:,} = {moved:,.0f} B; {format_time(link.latency_s, 5)} + "
+                     f"{moved:,.0f} / {link.bytes_per_s:.4g} = {format_time(t, 5)}")
+    return "\n".join(lines)
+
+
+__all__ = ["explain_machine", "explain_placement", "explain_system", "level_time_line"]

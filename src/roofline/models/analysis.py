@@ -184,12 +184,28 @@ class ModelAnalysis:
 
     @property
     def tokens_per_s(self) -> float:
-        """Tokens / step time; with pipeline stages, as many batches in flight as stages, so the
-        throughput is set by a stage (⌈L/pp⌉ of the L layers' time), not by the whole step."""
+        """Tokens / step time. With pp pipeline stages the batch runs as pp micro-batches of batch/pp
+        sequences, one in each stage (vLLM's virtual engines): every stage time a micro-batch's tokens
+        come out, so tokens/s = (tokens / pp) / the stage time of a micro-batch, a stage being ⌈L/pp⌉
+        of the L layers. A batch smaller than pp cannot fill the pipeline: tokens / step time."""
         if not self.time_s:
             return math.inf
-        stage = self.time_s * math.ceil(self.config.num_layers / self.split.pp) / self.config.num_layers
-        return self.tokens / stage
+        micro = self.micro_batch_time_s
+        if micro is None:
+            return self.tokens / self.time_s
+        stage = micro * math.ceil(self.config.num_layers / self.split.pp) / self.config.num_layers
+        return self.tokens / self.split.pp / stage
+
+    @cached_property
+    def micro_batch_time_s(self) -> float | None:
+        """The step time of one micro-batch of batch/pp sequences (None without pipeline stages, or
+        when the batch per replica is smaller than pp)."""
+        pp, per_replica = self.split.pp, self.model.shape.batch
+        if pp == 1 or per_replica < pp:
+            return None
+        mg = build_graph(self.config, self.phase, per_replica // pp * self.split.dp, self.seq, self.model.dtypes,
+                         self.model.experts_hit_override, self.split, self.devices_per_node)
+        return self.step_time_s(analyze_graph(mg.graph, self.machine, self.dtype, mg.plans[self.plan]))
 
     @property
     def memory_bound_share(self) -> float:

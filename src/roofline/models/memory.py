@@ -80,8 +80,9 @@ class MemoryFit:
             return f"{self.machine} lists no memory capacity: cannot check that the model fits"
         if self.fits:
             return ""
-        where = "one" if self.split.trivial else f"each of {self.split.devices} (split {self.split})"
-        text = (f"does not fit on {where} {self.machine}: weights {gib(self.weights_bytes)} + KV cache "
+        where = (f"one {self.machine}" if self.split.trivial
+                 else f"each of {self.split.devices} {self.machine} ({self.split})")
+        text = (f"does not fit on {where}: weights {gib(self.weights_bytes)} + KV cache "
                 f"{gib(self.kv_cache_bytes)} + workspace {gib(self.workspace_bytes)} = {gib(self.total_bytes)} per "
                 f"device > {gib(self.usable_bytes or 0)} usable ({self.utilization:.0%} of "
                 f"{gib(self.capacity_bytes)}); ")

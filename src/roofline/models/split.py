@@ -61,10 +61,10 @@ def comm_for(split: Split, devices_per_node: int) -> Comm:
     if split.ep == 1 or split.devices <= devices_per_node:
         ep_level = Level.LINK
     elif split.dp == 1 and split.ep <= split.tp:  # the experts' devices are tp ranks of one stage
-        ep_level = group_level(split.tp, devices_per_node)
+        ep_level = group_level(split.tp, devices_per_node, split.devices)
     else:  # replicas are the outermost placement: an ep group across them spans nodes
         ep_level = Level.NETWORK
-    return Comm(split, group_level(split.tp, devices_per_node), ep_level, split.pp - 1 - across, across)
+    return Comm(split, group_level(split.tp, devices_per_node, split.devices), ep_level, split.pp - 1 - across, across)
 
 
 def check_split(cfg: ModelConfig, split: Split, batch: int) -> list[str]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from roofline.dtypes import DType
@@ -28,6 +28,7 @@ from roofline.models.build import DEFAULT_PLAN, as_phase, build_graph
 from roofline.models.dtypes import ModelDtypes
 from roofline.models.formulas import experts_hit, windowed_pairs
 from roofline.models.transformer import AttentionKind, ModelConfig
+from roofline.parallel import Split
 from roofline.placement import crossover
 from roofline.units import finite_or_none
 from roofline.vocab import Level, Phase, Plan, Unit
@@ -50,12 +51,29 @@ class Crossover:
                 "limit_flop_per_byte": finite_or_none(self.limit_flop_per_byte), "reason": self.reason}
 
 
-def _features(cfg: ModelConfig, phase: Phase, batch: np.ndarray, seq: np.ndarray,
-              hit_override: int | None) -> np.ndarray:
-    """The columns every kernel's FLOPs and bytes are linear in (see the module docstring)."""
+def per_replica(batch: np.ndarray, dp: int) -> np.ndarray:
+    """batch / dp, the sequences of one data-parallel replica: exact, so every batch must be a multiple of dp."""
     import numpy as np
 
-    b = batch.astype(np.float64)
+    b = np.asarray(batch)
+    if dp == 1:
+        return b
+    bad = np.asarray(b % dp != 0)
+    if bad.any():
+        raise RooflineError(f"--batch {int(b[bad].flat[0])} is not a multiple of --dp {dp} (each replica runs "
+                            f"batch/dp sequences); give batches that are multiples of {dp}")
+    return b // dp
+
+
+def _features(cfg: ModelConfig, phase: Phase, batch: np.ndarray, seq: np.ndarray,
+              hit_override: int | None, split: Split | None = None) -> np.ndarray:
+    """The columns every kernel's FLOPs and bytes are linear in (see the module docstring). With a
+    split, the batch is one replica's, batch / dp, and the experts hit are those a device reads:
+    ⌈hit / ep⌉ of the experts the ep replicas' tokens hit (as the graph builder counts them)."""
+    import numpy as np
+
+    sp = split or Split()
+    b = per_replica(batch, sp.dp).astype(np.float64)
     s = seq.astype(np.float64)
     cols = [np.ones_like(b), b, b * s]
     window = cfg.sliding_window if cfg.attention_layers(AttentionKind.LOCAL) else None
@@ -67,8 +85,11 @@ def _features(cfg: ModelConfig, phase: Phase, batch: np.ndarray, seq: np.ndarray
         cols.append(b * cfg.cached_tokens(AttentionKind.LOCAL, s))
     if cfg.is_moe:
         tokens = b * (s if phase == Phase.PREFILL else 1.0)
-        hit = experts_hit(cfg.num_experts, cfg.experts_per_token, tokens, hit_override)
-        cols.append(np.broadcast_to(np.asarray(hit, dtype=np.float64), b.shape))
+        hit = np.asarray(experts_hit(cfg.num_experts, cfg.experts_per_token, tokens * sp.ep, hit_override),
+                         dtype=np.float64)
+        if sp.ep > 1:
+            hit = -(-hit // sp.ep)
+        cols.append(np.broadcast_to(hit, b.shape))
     return np.stack(cols, axis=1)
 
 
@@ -84,7 +105,12 @@ def _sample_points(cfg: ModelConfig, phase: Phase) -> list[tuple[int, int]]:
 
 @dataclass(frozen=True)
 class StepModel:
-    """Per-kernel coefficients: flop_matrix, flop_vector and bytes = features · coefficients."""
+    """Per-kernel coefficients: flop_matrix, flop_vector and bytes = features · coefficients.
+
+    With a split (`split`, on nodes of `devices_per_node`), the kernels are one device's, the batch
+    features one replica's (batch / dp), and the collectives' bytes on the node's link and on the
+    network are fitted too: a collective's time there is α + bytes / bandwidth (the alpha-beta model
+    `roofline.placement` applies), on a machine with those levels (`System.device_machine`)."""
 
     config: ModelConfig
     phase: Phase
@@ -96,19 +122,28 @@ class StepModel:
     coef_vector: Any
     coef_bytes: Any
     experts_hit_override: int | None = None
+    split: Split = field(default_factory=Split)
+    devices_per_node: int | None = None
+    coef_link: Any = None  # [features, kernels] bytes on the node's link, and on the network (None: one device)
+    coef_network: Any = None
+    link_mask: Any = None  # [kernels] True for the kernels that move bytes over that level (collectives)
+    network_mask: Any = None
 
     @classmethod
     def fit(cls, cfg: ModelConfig, phase: Phase | str, dtypes: ModelDtypes, plan: Plan = DEFAULT_PLAN,
-            experts_hit_override: int | None = None) -> StepModel:
+            experts_hit_override: int | None = None, split: Split | None = None,
+            devices_per_node: int | None = None) -> StepModel:
         import numpy as np
 
         phase = as_phase(phase)
-        points = _sample_points(cfg, phase)
+        sp = split or Split()
+        points = _sample_points(cfg, phase)  # batches per replica
         names: tuple[str, ...] = ()
         counts: tuple[int, ...] = ()
-        rows_m, rows_v, rows_b = [], [], []
+        rows_m, rows_v, rows_b, rows_l, rows_n = [], [], [], [], []
         for b, s in points:
-            mg = build_graph(cfg, phase, b, s, dtypes, experts_hit_override)
+            mg = build_graph(cfg, phase, b * sp.dp, s, dtypes, experts_hit_override, sp,
+                             devices_per_node if not sp.trivial else None)
             kernels: list[Kernel] = mg.graph.kernels(mg.plan(plan))
             if not names:
                 names = tuple(k.name for k in kernels)
@@ -118,13 +153,17 @@ class StepModel:
             rows_m.append([k.cost.flop_by_unit.get(Unit.MATRIX, 0.0) for k in kernels])
             rows_v.append([k.cost.flop_by_unit.get(Unit.VECTOR, 0.0) for k in kernels])
             rows_b.append([k.cost.bytes_by_level.get(Level.DRAM, 0.0) for k in kernels])
-        x = _features(cfg, phase, np.array([p[0] for p in points]), np.array([p[1] for p in points]),
-                      experts_hit_override)
+            rows_l.append([k.cost.bytes_by_level.get(Level.LINK, 0.0) for k in kernels])
+            rows_n.append([k.cost.bytes_by_level.get(Level.NETWORK, 0.0) for k in kernels])
+        x = _features(cfg, phase, np.array([p[0] * sp.dp for p in points]), np.array([p[1] for p in points]),
+                      experts_hit_override, sp)
+        _check_experts_column(cfg, sp, x, experts_hit_override)
         scale = np.abs(x).max(axis=0)
         scale[scale == 0] = 1.0
         xs = x / scale
         coefs = []
-        for rows in (rows_m, rows_v, rows_b):
+        links = (rows_l, rows_n) if not sp.trivial else ()
+        for rows in (rows_m, rows_v, rows_b, *links):
             y = np.array(rows, dtype=np.float64)
             c, *_ = np.linalg.lstsq(xs, y, rcond=None)
             c = c / scale[:, None]
@@ -134,16 +173,22 @@ class StepModel:
                 raise RooflineError(f"{cfg.name}: the sweep model does not reproduce the graph "
                                     f"(error {float(err.max()):.2g}); use the graph path")
             coefs.append(c)
-        return cls(cfg, phase, dtypes, plan, names, counts, coefs[0], coefs[1], coefs[2], experts_hit_override)
+        link: dict[str, Any] = {}
+        if links:
+            link = {"coef_link": coefs[3], "coef_network": coefs[4], "link_mask": _traffic_mask(rows_l, cfg.name),
+                    "network_mask": _traffic_mask(rows_n, cfg.name)}
+        return cls(cfg, phase, dtypes, plan, names, counts, coefs[0], coefs[1], coefs[2], experts_hit_override,
+                   sp, devices_per_node, **link)
 
     def evaluate(self, batch: Iterable[int], seq: Iterable[int], machine: Machine, dtype: DType) -> dict[str, Any]:
         """Totals for every (batch[i], seq[i]): flop, bytes, time_s (Σ of the kernels' floors),
-        memory_bound_time_s, flop_per_byte, as numpy arrays."""
+        memory_bound_time_s, flop_per_byte, as numpy arrays. `bound` and `kernel_bound` are codes into
+        (matrix, vector, dram, link, network), `roofline.models.sweep.SWEPT_RESOURCES`."""
         import numpy as np
 
         b = np.asarray(list(batch) if not hasattr(batch, "__array__") else batch)
         s = np.asarray(list(seq) if not hasattr(seq, "__array__") else seq)
-        x = _features(self.config, self.phase, b, s, self.experts_hit_override)
+        x = _features(self.config, self.phase, b, s, self.experts_hit_override, self.split)
         fm = x @ self.coef_matrix
         fv = x @ self.coef_vector
         by = x @ self.coef_bytes
@@ -153,22 +198,51 @@ class StepModel:
         counts = np.array(self.counts, dtype=np.float64)
         t_matrix, t_vector, t_dram = fm / peak_m, fv / peak_v, by / bw
         compute = np.maximum(t_matrix, t_vector)
-        t = np.maximum(compute, t_dram) * counts
-        # `binding` per kernel (ties go to memory), then per point over the kernels' times
-        kernel_bound = np.where(t_dram >= compute, 2, np.where(t_matrix >= t_vector, 0, 1))
-        per = np.stack([np.where(kernel_bound == i, t, 0.0).sum(axis=1) for i in range(3)], axis=1)
-        step_bound = np.where(per[:, 2] >= per[:, :2].max(axis=1), 2, np.where(per[:, 0] >= per[:, 1], 0, 1))
+        unit = np.where(t_matrix >= t_vector, 0, 1)
+        if self.coef_link is None:
+            t = np.maximum(compute, t_dram) * counts
+            # `binding` per kernel (ties go to memory), then per point over the kernels' times
+            kernel_bound = np.where(t_dram >= compute, 2, unit)
+            per = np.stack([np.where(kernel_bound == i, t, 0.0).sum(axis=1) for i in range(3)], axis=1)
+            step_bound = np.where(per[:, 2] >= per[:, :2].max(axis=1), 2, np.where(per[:, 0] >= per[:, 1], 0, 1))
+        else:
+            # each level's time (a link's: α + bytes / bandwidth, for the kernels that use it); the
+            # slowest level, ties to the first (DRAM, then the link, then the network), as `binding` orders them
+            levels = np.stack([t_dram, self._link_time(x, machine, Level.LINK),
+                               self._link_time(x, machine, Level.NETWORK)])
+            memory = levels.max(axis=0)
+            t = np.maximum(compute, memory) * counts
+            kernel_bound = np.where(memory >= compute, 2 + levels.argmax(axis=0), unit)
+            per = np.stack([np.where(kernel_bound == i, t, 0.0).sum(axis=1) for i in range(5)], axis=1)
+            level = per[:, 2:]
+            step_bound = np.where(level.max(axis=1) >= per[:, :2].max(axis=1), 2 + level.argmax(axis=1),
+                                  np.where(per[:, 0] >= per[:, 1], 0, 1))
         flop = (fm + fv) @ counts
         byt = by @ counts
         return {"flop": flop, "bytes": byt, "time_s": t.sum(axis=1), "memory_bound_time_s": per[:, 2],
                 "flop_per_byte": flop / byt, "kernel_time_s": t, "kernel_bound": kernel_bound, "bound": step_bound}
 
-    def limit(self, seq: int) -> tuple[float, float, float]:
-        """(FLOPs, bytes, FLOP/B) per extra sequence as the batch grows without bound."""
+    def _link_time(self, x: Any, machine: Machine, level: Level) -> Any:
+        """α + bytes / bandwidth on `level` for the kernels that move bytes over it, 0 for the others."""
         import numpy as np
 
-        big = np.array([1 << 30, 1 << 31])
-        x = _features(self.config, self.phase, big, np.array([seq, seq]), self.experts_hit_override)
+        coef, mask = (self.coef_link, self.link_mask) if level is Level.LINK else (self.coef_network, self.network_mask)
+        if not mask.any():
+            return np.zeros((x.shape[0], mask.size))
+        lv = machine.memory.get(level)
+        if lv is None or not lv.bytes_per_s:
+            raise RooflineError(f"{machine.id} has no bandwidth for memory level {level!r} (a split's collectives "
+                                f"cross it): give a system, or a device with its [interconnect]")
+        return np.where(mask, lv.latency_s + (x @ coef) / lv.bytes_per_s, 0.0)
+
+    def limit(self, seq: int) -> tuple[float, float, float]:
+        """(FLOPs, bytes, FLOP/B) per extra sequence (of a replica, with data parallelism) as the batch
+        grows without bound."""
+        import numpy as np
+
+        dp = self.split.dp
+        big = np.array([1 << 30, 1 << 31]) * dp
+        x = _features(self.config, self.phase, big, np.array([seq, seq]), self.experts_hit_override, self.split)
         counts = np.array(self.counts, dtype=np.float64)
         flop = (x @ (self.coef_matrix + self.coef_vector)) @ counts
         byt = (x @ self.coef_bytes) @ counts
@@ -177,16 +251,47 @@ class StepModel:
         return df / per, db / per, df / db if db else math.inf
 
 
+def _traffic_mask(y: Any, name: str) -> Any:
+    """Per kernel: whether it moves bytes over the level at every sample point (a collective); a kernel
+    that does at some points and not at others cannot be swept (its α would come and go)."""
+    import numpy as np
+
+    moves = np.array(y, dtype=np.float64) != 0
+    some, every = moves.any(axis=0), moves.all(axis=0)
+    if (some != every).any():
+        raise RooflineError(f"{name}: a kernel's traffic on a level comes and goes with the shape; cannot sweep")
+    return np.asarray(every)
+
+
+def _check_experts_column(cfg: ModelConfig, split: Split, x: Any, override: int | None) -> None:
+    """The experts a device reads, ⌈hit / ep⌉, must vary over the samples unless it is at its largest
+    at the fewest tokens (then, growing with the tokens, it is constant everywhere): a constant column
+    cannot be told apart from the constant term."""
+    import numpy as np
+
+    if not cfg.is_moe or override is not None:
+        return
+    col = x[:, -1]
+    most = -(-cfg.num_experts // split.ep)
+    if np.ptp(col) == 0 and float(col[0]) != most:
+        raise RooflineError(f"{cfg.name} with {split}: the experts read per device do not vary over the sample "
+                            f"shapes; cannot sweep (use the graph path)")
+
+
 def find_crossover(model: StepModel, seq: int, machine: Machine, dtype: DType) -> Crossover:
+    """The smallest batch whose step reaches the ridge (with data parallelism, a multiple of dp: the
+    search runs over one replica's batch)."""
     ridge = machine.ridge_flop_per_byte(dtype)
     flop_seq, bytes_seq, limit = model.limit(seq)
+    dp = model.split.dp
 
     def intensity(b: int) -> float:
-        return float(model.evaluate([b], [seq], machine, dtype)["flop_per_byte"][0])
+        return float(model.evaluate([b * dp], [seq], machine, dtype)["flop_per_byte"][0])
 
-    batch = crossover(intensity, ridge, 1, 1 << 24) if limit >= ridge or intensity(1 << 24) >= ridge else None
-    if batch is not None:
-        reason = (f"at batch {batch} the step's intensity {intensity(batch):.1f} FLOP/B reaches the ridge "
+    found = crossover(intensity, ridge, 1, 1 << 24) if limit >= ridge or intensity(1 << 24) >= ridge else None
+    batch = None if found is None else found * dp
+    if found is not None:
+        reason = (f"at batch {batch} the step's intensity {intensity(found):.1f} FLOP/B reaches the ridge "
                   f"{ridge:.0f} FLOP/B")
     else:
         what = "KV cache and activation" if model.phase == Phase.DECODE else "activation"

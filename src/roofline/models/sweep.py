@@ -2,37 +2,81 @@
 by side.
 
 `sweep` fits the vectorised step model (`roofline.models.stepmodel`) once per dtype combination
-and evaluates the whole batch × length grid with numpy; `compare` runs the full analysis per model
-× machine × dtype. Lengths left out default as `analyze_model`'s do: DEFAULT_LENGTH capped at the
-model's max_position_embeddings.
+and split and evaluates the whole batch × length grid with numpy; `compare` runs the full analysis
+per model × machine × split × dtype. Lengths left out default as `analyze_model`'s do:
+DEFAULT_LENGTH capped at the model's max_position_embeddings.
 
-Layering: imports roofline.hardware, roofline.errors, roofline.vocab and the models room's config,
-build, dtypes, stepmodel and analysis; numpy only inside the functions.
+Splits (tp, pp, ep, dp) are axes of both: a row per split, its degrees in the columns tp, pp, ep, dp
+and split_devices (tp × pp × dp; `devices` stays the fewest devices of a valid split that holds
+the model). A machine given with a split is resolved as analyze_model resolves it: a system, or a
+bare device made one node of max(devices, 8), the collectives on its link and network.
+
+Layering: imports roofline.hardware, roofline.errors, roofline.parallel, roofline.vocab and the
+models room's config, build, dtypes, memory, split, stepmodel and analysis; numpy only inside the
+functions.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from roofline.errors import RooflineError
-from roofline.hardware import DEFAULT_MACHINE, Machine, get_machine
+from roofline.hardware import DEFAULT_MACHINE, Machine, get_machine, get_system
 from roofline.models.analysis import analyze_model
 from roofline.models.build import DEFAULT_PLAN, as_phase, as_plan
 from roofline.models.config import load_config
 from roofline.models.dtypes import ModelDtypes, compute_dtype, model_dtypes
 from roofline.models.memory import DEFAULT_UTILIZATION, candidate_splits, device_weights_bytes
-from roofline.models.split import shard, stage_layers
+from roofline.models.split import check_split, shard, stage_layers
 from roofline.models.stepmodel import StepModel
 from roofline.models.transformer import ModelConfig
+from roofline.parallel import Split
 from roofline.units import require_positive_int
 from roofline.vocab import Level, Phase, Plan, Resource, Unit, bound_class
 
-SWEPT_RESOURCES: tuple[Resource, ...] = (Unit.MATRIX, Unit.VECTOR, Level.DRAM)  # the codes StepModel.evaluate returns
+# the codes StepModel.evaluate returns
+SWEPT_RESOURCES: tuple[Resource, ...] = (Unit.MATRIX, Unit.VECTOR, Level.DRAM, Level.LINK, Level.NETWORK)
+SPLIT_COLUMNS = ("tp", "pp", "ep", "dp", "split_devices")
 SWEEP_COLUMNS = ("model", "machine", "phase", "plan", "weights_dtype", "kv_dtype", "compute_dtype", "batch", "seq",
                  "flop", "bytes", "flop_per_byte", "time_s", "memory_bound_time_s", "tokens_per_s", "bound",
                  "bound_class",
-                 "ridge_flop_per_byte", "memory_bytes", "devices")
+                 "ridge_flop_per_byte", "memory_bytes", "devices", *SPLIT_COLUMNS)
+
+
+def split_columns(split: Split) -> dict[str, int]:
+    """A row's split columns: the degrees and the split's devices (tp × pp × dp)."""
+    return {"tp": split.tp, "pp": split.pp, "ep": split.ep, "dp": split.dp, "split_devices": split.devices}
+
+
+def resolve(machine: str | Machine, split: Split) -> tuple[Machine, int | None]:
+    """The device machine a split's kernels are placed on and the devices per node its graph is
+    built for (None: one device), exactly as analyze_model resolves them."""
+    if isinstance(machine, Machine):
+        return get_machine(machine), None if split.trivial else 1  # analyze_model: no system, no links
+    system = get_system(machine, devices=max(split.devices, 8))
+    if system.from_device and split.trivial:
+        return get_machine(machine), None
+    if split.devices > system.max_devices:
+        raise RooflineError(f"the split {split} needs {split.devices} devices; {system.id} has {system.max_devices}")
+    m = system.device_machine(min(max(split.tp, split.ep), system.devices_per_node))
+    return m, None if split.trivial else system.devices_per_node
+
+
+def check_splits(cfg: ModelConfig, splits: Sequence[Split], batches: Sequence[int]) -> None:
+    """Every split valid for the model, and every batch a multiple of each split's dp (one clear error)."""
+    if not splits:
+        raise RooflineError("give at least one split")
+    for sp in splits:
+        if not isinstance(sp, Split):
+            raise RooflineError(f"a split is a roofline.parallel.Split, got {sp!r}")
+        for b in batches:
+            if b % sp.dp:
+                raise RooflineError(f"--batch {b} is not a multiple of --dp {sp.dp} (each replica runs batch/dp "
+                                    f"sequences); give batches that are multiples of {sp.dp}")
+        if not sp.trivial:
+            check_split(cfg, sp, sp.dp)
 
 
 def fewest_devices(cfg: ModelConfig, dtypes: ModelDtypes, kv_bytes: Any, capacity_bytes: float | None,
@@ -58,12 +102,15 @@ def sweep(model: str | ModelConfig, machines: Sequence[str | Machine] = (DEFAULT
           plan: Plan | str = DEFAULT_PLAN, weights_dtypes: Sequence[str] = ("bf16",),
           kv_dtypes: Sequence[str | None] = (None,), activation_dtype: str = "bf16",
           compute_dtypes: Sequence[str | None] = (None,), experts_hit_override: int | None = None,
-          overrides: Mapping[str, str] | None = None, per_kernel: bool = False) -> list[dict[str, Any]]:
-    """Every combination of machine × dtypes × batch × length, one row each (keys: SWEEP_COLUMNS;
-    with `per_kernel`, also "kernels": each kernel's name, time per step and bound, for charts).
-    `seqs` None: the default length (DEFAULT_LENGTH within the model's max_position_embeddings).
+          overrides: Mapping[str, str] | None = None, per_kernel: bool = False,
+          splits: Sequence[Split] = (Split(),)) -> list[dict[str, Any]]:
+    """Every combination of dtypes × split × machine × batch × length, one row each (keys:
+    SWEEP_COLUMNS; with `per_kernel`, also "kernels": each kernel's name, time per step and bound, for
+    charts). `seqs` None: the default length (DEFAULT_LENGTH within the model's max_position_embeddings).
+    With a split the row is one device's step (as analyze_model(..., split=...) gives it) and every
+    batch must be a multiple of its dp.
 
-    Per dtype combination the step model is fitted once (a few dozen graph builds) and the
+    Per dtype combination and split the step model is fitted once (a few dozen graph builds) and the
     batch × length grid is evaluated with numpy; per machine only the placement changes."""
     import numpy as np
 
@@ -76,47 +123,62 @@ def sweep(model: str | ModelConfig, machines: Sequence[str | Machine] = (DEFAULT
             raise RooflineError(f"sweep needs at least one {label}")
         for v in values:
             require_positive_int(v, label)
-    ms = [get_machine(m) for m in machines]
+    check_splits(cfg, splits, batches)
     phase = as_phase(phase)
     grid_b, grid_s = np.meshgrid(np.array(batches), np.array(seqs), indexing="ij")
     flat_b, flat_s = grid_b.ravel(), grid_s.ravel()
+    tokens = flat_b * (flat_s if phase == Phase.PREFILL else 1)
+    stage_share = [math.ceil(cfg.num_layers / sp.pp) / cfg.num_layers for sp in splits]
+    placed = [[resolve(m, sp) for m in machines] for sp in splits]
     rows: list[dict[str, Any]] = []
     for wdt in weights_dtypes:
         for kdt in kv_dtypes:
             for cdt_name in compute_dtypes:
                 dt = model_dtypes(wdt, activation_dtype, kdt, cdt_name)
-                fitted = StepModel.fit(cfg, phase, dt, plan, experts_hit_override)
                 kv = cfg.kv_cache_bytes(flat_b, flat_s, dt.kv_cache.bytes_per_element)
                 memory_bytes = cfg.total_params * dt.weights.bytes_per_element + kv
-                for m in ms:
-                    devices = fewest_devices(cfg, dt, kv, m.memory_capacity_bytes)
-                    cdt = compute_dtype(dt, m)
-                    r = fitted.evaluate(flat_b, flat_s, m, cdt)
-                    ridge = m.ridge_flop_per_byte(cdt)
-                    tokens = flat_b * (flat_s if phase == Phase.PREFILL else 1)
-                    cap = m.memory_capacity_bytes
-                    for i in range(flat_b.size):
-                        t = float(r["time_s"][i])
-                        fpb = float(r["flop_per_byte"][i])
-                        rows.append({
-                            "model": cfg.name, "machine": m.id, "phase": phase, "plan": plan,
-                            "weights_dtype": dt.weights.name, "kv_dtype": dt.kv_cache.name,
-                            "compute_dtype": cdt.name, "batch": int(flat_b[i]), "seq": int(flat_s[i]),
-                            "flop": float(r["flop"][i]), "bytes": float(r["bytes"][i]), "flop_per_byte": fpb,
-                            "time_s": t, "memory_bound_time_s": float(r["memory_bound_time_s"][i]),
-                            "tokens_per_s": float(tokens[i]) / t if t else None,
-                            "bound": SWEPT_RESOURCES[int(r["bound"][i])],
-                            "bound_class": bound_class(SWEPT_RESOURCES[int(r["bound"][i])]),
-                            "ridge_flop_per_byte": ridge,
-                            "memory_bytes": float(memory_bytes[i]),
-                            "devices": int(devices[i]) if cap and devices[i] else None,
-                        })
-                        if per_kernel:
-                            rows[-1]["kernels"] = [
-                                {"name": name, "total_time_s": float(r["kernel_time_s"][i, j]),
-                                 "bound": SWEPT_RESOURCES[int(r["kernel_bound"][i, j])],
-                                 "bound_class": bound_class(SWEPT_RESOURCES[int(r["kernel_bound"][i, j])])}
-                                for j, name in enumerate(fitted.names)]
+                for sp, machines_of, share in zip(splits, placed, stage_share, strict=True):
+                    fits: dict[int | None, StepModel] = {}  # by the devices per node the graph is built for
+                    for m, dpn in machines_of:
+                        if dpn not in fits:
+                            fits[dpn] = StepModel.fit(cfg, phase, dt, plan, experts_hit_override, sp, dpn)
+                        fitted = fits[dpn]
+                        devices = fewest_devices(cfg, dt, kv, m.memory_capacity_bytes)
+                        cdt = compute_dtype(dt, m)
+                        r = fitted.evaluate(flat_b, flat_s, m, cdt)
+                        # pipeline: pp micro-batches of batch/pp in flight (ModelAnalysis.tokens_per_s)
+                        per = flat_b // sp.dp
+                        filled = (per >= sp.pp) & (sp.pp > 1)
+                        micro = fitted.evaluate(np.where(filled, per // sp.pp * sp.dp, flat_b), flat_s, m,
+                                                cdt)["time_s"] if sp.pp > 1 else r["time_s"]
+                        ridge = m.ridge_flop_per_byte(cdt)
+                        cap = m.memory_capacity_bytes
+                        for i in range(flat_b.size):
+                            t = float(r["time_s"][i])
+                            fpb = float(r["flop_per_byte"][i])
+                            # with a full pipeline a micro-batch's tokens leave every stage time (⌈L/pp⌉ of L)
+                            tokens_i = float(tokens[i]) / sp.pp if filled[i] else float(tokens[i])
+                            stage = float(micro[i]) * share if filled[i] else t
+                            rows.append({
+                                "model": cfg.name, "machine": m.id, "phase": phase, "plan": plan,
+                                "weights_dtype": dt.weights.name, "kv_dtype": dt.kv_cache.name,
+                                "compute_dtype": cdt.name, "batch": int(flat_b[i]), "seq": int(flat_s[i]),
+                                "flop": float(r["flop"][i]), "bytes": float(r["bytes"][i]), "flop_per_byte": fpb,
+                                "time_s": t, "memory_bound_time_s": float(r["memory_bound_time_s"][i]),
+                                "tokens_per_s": tokens_i / stage if t else None,
+                                "bound": SWEPT_RESOURCES[int(r["bound"][i])],
+                                "bound_class": bound_class(SWEPT_RESOURCES[int(r["bound"][i])]),
+                                "ridge_flop_per_byte": ridge,
+                                "memory_bytes": float(memory_bytes[i]),
+                                "devices": int(devices[i]) if cap and devices[i] else None,
+                                **split_columns(sp),
+                            })
+                            if per_kernel:
+                                rows[-1]["kernels"] = [
+                                    {"name": name, "total_time_s": float(r["kernel_time_s"][i, j]),
+                                     "bound": SWEPT_RESOURCES[int(r["kernel_bound"][i, j])],
+                                     "bound_class": bound_class(SWEPT_RESOURCES[int(r["kernel_bound"][i, j])])}
+                                    for j, name in enumerate(fitted.names)]
     return rows
 
 
@@ -137,36 +199,50 @@ def compare(models: Sequence[str | ModelConfig], machines: Sequence[str | Machin
             plan: Plan | str = DEFAULT_PLAN, weights_dtypes: Sequence[str] = ("bf16",),
             kv_dtypes: Sequence[str | None] = (None,), activation_dtype: str = "bf16",
             compute_dtypes: Sequence[str | None] = (None,), experts_hit_override: int | None = None,
-            overrides: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
-    """One row per model × machine × dtype: the step's totals, KV per token, decode limit,
-    crossover and memory fit side by side (what GQA, MLA, an FP8 KV cache or a window change).
-    `seq` None: each model's default length (DEFAULT_LENGTH within its max_position_embeddings)."""
+            overrides: Mapping[str, str] | None = None, splits: Sequence[Split] = (Split(),),
+            utilization: float = DEFAULT_UTILIZATION) -> list[dict[str, Any]]:
+    """One row per model × machine × split × dtype: the step's totals, KV per token, decode limit,
+    crossover and memory fit side by side (what GQA, MLA, an FP8 KV cache, a window or a split
+    change). `seq` None: each model's default length (DEFAULT_LENGTH within its max_position_embeddings).
+    With a split the totals are one device's (analyze_model(..., split=...)), `memory_bytes` is per
+    device and `fits` says whether it fits in `utilization` of the device's memory; the decode limit
+    and the crossover are the model's (as analyze_model reports them)."""
+    if not splits:
+        raise RooflineError("give at least one split")
     rows = []
     for name in models:
         for mach in machines:
-            for wdt in weights_dtypes:
-                for kdt in kv_dtypes:
-                    for cdt in compute_dtypes:
-                        dt = model_dtypes(wdt, activation_dtype, kdt, cdt)
-                        a = analyze_model(name, mach, phase, batch, seq, plan, dt, experts_hit_override, overrides)
-                        cross = a.crossover
-                        rows.append({
-                            "model": a.config.name, "machine": a.machine.id, "phase": a.phase, "batch": batch,
-                            "seq": a.seq, "plan": a.plan, "weights_dtype": dt.weights.name,
-                            "kv_dtype": dt.kv_cache.name,
-                            "compute_dtype": a.dtype.name, "params_total": a.config.total_params,
-                            "params_active": a.config.active_params,
-                            "kv_cache_bytes_per_token": a.kv_cache_bytes_per_token,
-                            "flop": a.flop, "bytes": a.bytes, "flop_per_byte": a.flop_per_byte, "time_s": a.time_s,
-                            "tokens_per_s": a.tokens_per_s, "bound": a.bound, "bound_class": a.bound_class,
-                            "ridge_flop_per_byte": a.ridge_flop_per_byte,
-                            "decode_limit_flop_per_byte": (a.decode_limit.flop_per_byte
-                                                           if a.phase == Phase.DECODE else None),
-                            "crossover_batch": cross.batch, "crossover_reason": cross.reason,
-                            "memory_bytes": a.memory.total_bytes, "devices": a.memory.devices,
-                            "warnings": list(a.warnings) + ([a.memory.warning] if a.memory.warning else []),
-                        })
+            for sp in splits:
+                for wdt in weights_dtypes:
+                    for kdt in kv_dtypes:
+                        for cdt in compute_dtypes:
+                            dt = model_dtypes(wdt, activation_dtype, kdt, cdt)
+                            a = analyze_model(name, mach, phase, batch, seq, plan, dt, experts_hit_override,
+                                              overrides, sp, utilization)
+                            rows.append(_compare_row(a, batch, dt))
     return rows
 
 
-__all__ = ["SWEEP_COLUMNS", "SWEPT_RESOURCES", "compare", "sweep", "sweep_arrays"]
+def _compare_row(a: Any, batch: int, dt: ModelDtypes) -> dict[str, Any]:
+    cross = a.crossover
+    return {
+        "model": a.config.name, "machine": a.machine.id, "phase": a.phase, "batch": batch,
+        "seq": a.seq, "plan": a.plan, "weights_dtype": dt.weights.name,
+        "kv_dtype": dt.kv_cache.name,
+        "compute_dtype": a.dtype.name, "params_total": a.config.total_params,
+        "params_active": a.config.active_params,
+        "kv_cache_bytes_per_token": a.kv_cache_bytes_per_token,
+        "flop": a.flop, "bytes": a.bytes, "flop_per_byte": a.flop_per_byte, "time_s": a.time_s,
+        "tokens_per_s": a.tokens_per_s, "bound": a.bound, "bound_class": a.bound_class,
+        "ridge_flop_per_byte": a.ridge_flop_per_byte,
+        "decode_limit_flop_per_byte": (a.decode_limit.flop_per_byte
+                                       if a.phase == Phase.DECODE else None),
+        "crossover_batch": cross.batch, "crossover_reason": cross.reason,
+        "memory_bytes": a.memory.total_bytes, "devices": a.memory.devices,
+        **split_columns(a.split), "fits": a.memory.fits,
+        "warnings": list(a.warnings) + ([a.memory.warning] if a.memory.warning else []),
+    }
+
+
+__all__ = ["SPLIT_COLUMNS", "SWEEP_COLUMNS", "SWEPT_RESOURCES", "check_splits", "compare", "resolve", "split_columns",
+           "sweep", "sweep_arrays"]

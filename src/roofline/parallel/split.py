@@ -54,10 +54,13 @@ class Split:
         return " × ".join(parts) or "one device"
 
 
-def group_level(group: int, devices_per_node: int) -> Level:
+def group_level(group: int, devices_per_node: int, devices: int | None = None) -> Level:
     """The roof of a group of `group` consecutive devices that starts at a multiple of its size (a tp
-    group): the node's link if every such group fits in one node, else the network (a group that
-    straddles two nodes is as slow as its slowest hop)."""
+    group) among `devices` in all: the node's link if every such group fits in one node (all the
+    devices do, or the node holds a whole number of groups), else the network (a group that straddles
+    two nodes is as slow as its slowest hop)."""
+    if devices is not None and devices <= devices_per_node:
+        return Level.LINK
     return Level.LINK if group <= devices_per_node and devices_per_node % group == 0 else Level.NETWORK
 
 

@@ -9,9 +9,12 @@ What a roofline chart shows:
     y = attainable FLOP/s = FLOPs / time floor = min(peak, BW × I) for a pure matmul, log scale
     roof: y = min(peak, BW × x), a slope of BW meeting a flat roof at the ridge I* = peak / BW
 Each kernel is one point at (I, attainable), coloured by its bound, numbered in execution order;
-the key beside the plot names the numbers. A measured kernel adds a second marker at
-(I, FLOPs / measured time), joined to its predicted point; one above the roof is drawn as a red
-cross and called out in red, because it means the model or the measurement is wrong.
+the key beside the plot names the numbers. When some kernels are collectives (bytes on a link between
+devices), each link they cross adds its roof: a dashed slope of the link's bandwidth per direction
+meeting the same compute roof, and each collective sits under it at I = FLOPs per byte on the link.
+A measured kernel adds a second marker at (I, FLOPs / measured time), joined to its predicted point;
+one above the roof is drawn as a red cross and called out in red, because it means the model or the
+measurement is wrong.
 
 Artists carry gids ("roof", "ridge", "kernel-3", "measured-3", "above-roof-3", ...) so that tests
 and the SVG can find them.
@@ -40,13 +43,17 @@ from roofline.report.points import (
     BOUND_COLOURS,
     ROOF_COLOUR,
     ROOF_CYCLE,
+    LinkRoof,
+    intensity,
+    link_level,
+    link_roofs,
     measured_xy,
     on_chart,
     point_xy,
     secondary_ceilings,
 )
 from roofline.units import format_bytes_per_s, format_flop_per_s, format_intensity, format_si, format_time
-from roofline.vocab import Bound
+from roofline.vocab import Bound, Level
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -185,6 +192,7 @@ def roofline_figure(placements: Sequence[Placement], *, machine: Machine | None 
     extra = {label: Roof(f"{m.name} {label}", peak, main.bytes_per_s) for kind, label, peak in ceilings
              if kind == "matrix"}
     vector_peak = next((peak for kind, _, peak in ceilings if kind == "vector"), None)
+    links = link_roofs(placements)
 
     drawn = [(i, p) for i, p in enumerate(placements) if on_chart(p)]
     xs = [point_xy(p)[0] for _, p in drawn]
@@ -197,6 +205,8 @@ def roofline_figure(placements: Sequence[Placement], *, machine: Machine | None 
     x_lo = decade_floor(min([*xs, *ridges]) / 3)
     # room right of the ridge for its label
     x_hi = decade_ceil(max(max(xs, default=1.0) * 3, max(ridges) * 12))
+    if links:  # each link's slope reaches the compute roof inside the axes
+        x_hi = max(x_hi, decade_ceil(max(lk.ridge(main.peak_flop_per_s) for lk in links) * 3))
     peaks = [main.peak_flop_per_s, *(r.peak_flop_per_s for r in extra.values())]
     y_lo = decade_floor(min([*ys, main.attainable(x_lo)]) / 2)
     y_hi = max(peaks) * 6
@@ -248,6 +258,9 @@ def roofline_figure(placements: Sequence[Placement], *, machine: Machine | None 
                       f"ridge I* = {format_intensity(ridge)}\n(peak / BW)", ha="left", va="top", fontsize=8.5,
                       gid="ridge-label")
     obstacles += [text_box(fig, t) for t in (t_roof, t_slope, t_ridge)]
+    for lk in links:
+        xs_on = [point_xy(p)[0] for _, p in drawn if link_level(p) is lk.level]
+        obstacles += _draw_link_roof(fig, ax, lk, main.peak_flop_per_s, x_lo, max(xs_on, default=x_lo))
 
     # kernels: one point each, coloured by bound
     anchors: list[tuple[float, float]] = []
@@ -297,6 +310,9 @@ def roofline_figure(placements: Sequence[Placement], *, machine: Machine | None 
                       label="memory-bound kernel"),
                Line2D([], [], marker="o", ls="none", mfc=BOUND_COLOURS[Bound.COMPUTE], mec="white", ms=8,
                       label="compute-bound kernel")]
+    if links:
+        handles.append(Line2D([], [], marker="o", ls="none", mfc=BOUND_COLOURS[Bound.COMMUNICATION], mec="white",
+                              ms=8, label="collective (I = FLOPs / byte on the link)"))
     if any(measured_xy(p) is not None for _, p in drawn):
         handles.append(Line2D([], [], marker="D", ls="none", mfc="white", mec="0.3", ms=7, label="measured"))
     if above:
@@ -306,12 +322,14 @@ def roofline_figure(placements: Sequence[Placement], *, machine: Machine | None 
 
     total = sum(p.total_time_s for p in placements)
     mem = sum(p.total_time_s for p in placements if p.bound_class == "memory")
+    comm = sum(p.total_time_s for p in placements if p.bound_class == Bound.COMMUNICATION)
     head = title or f"{m.name}, {dt.name}"
     fig.text(0.7 / 13, 1 - 0.25 / height, head, fontsize=12.5, fontweight="bold", va="top", gid="title")
     sub = subtitle if subtitle is not None else (
         f"{m.name} · {dt.name}{f' · plan {plan}' if plan else ''} · {len(placements)} kernels · "
         f"time floor {format_time(total)}, "
-        f"{(mem / total if total else 0):.0%} of it memory-bound")
+        f"{(mem / total if total else 0):.0%} of it memory-bound"
+        + (f", {comm / total:.0%} communication" if links and total else ""))
     fig.text(0.7 / 13, 1 - 0.55 / height, sub, fontsize=9, color="0.3", va="top", gid="subtitle")
     if above:
         which = "kernel" if len(above) == 1 else "kernels"
@@ -320,8 +338,30 @@ def roofline_figure(placements: Sequence[Placement], *, machine: Machine | None 
                  "the model or the measurement is wrong",
                  fontsize=9.5, color=ABOVE_ROOF_COLOUR, fontweight="bold", va="top", gid="above-roof-warning")
 
-    _draw_key(key, placements, labels, key_font, total if shares else 0.0)
+    _draw_key(key, placements, labels, key_font, total if shares else 0.0, links=bool(links))
     return fig
+
+
+def _draw_link_roof(fig: Figure, ax: Axes, lk: LinkRoof, peak: float, x_lo: float, x_points: float) -> list[Bbox]:
+    """A link's roof: the dashed slope BW_link × I from the left edge up to the compute roof, its
+    ridge marked, and its label along the slope, below it (the DRAM slope runs above), right of the
+    collectives under it (`x_points`, the largest of their intensities). Returns the label's box, an
+    obstacle for the kernel numbers."""
+    colour = BOUND_COLOURS[Bound.COMMUNICATION]
+    ridge = lk.ridge(peak)
+    ax.plot([x_lo, ridge], [lk.bytes_per_s * x_lo, peak], color=colour, lw=1.6,
+            ls="--" if lk.level is Level.LINK else "-.", gid=f"link-roof-{lk.level}", zorder=2)
+    ax.plot([ridge], [peak], marker="o", ms=5.5, mfc="white", mec=colour, mew=1.5, ls="none",
+            gid=f"link-ridge-{lk.level}", zorder=4)
+    y_lo = ax.get_ylim()[0]
+    x_start = max(x_lo, y_lo * 1.5 / lk.bytes_per_s)  # where the slope enters the axes
+    clear = x_points * 4  # right of the collectives, if that leaves the label a decade and a half of slope
+    x_mid = math.sqrt((clear if ridge / clear > 30 else x_start) * ridge)
+    angle = _slope_angle(ax, x_start, lk.bytes_per_s * x_start, ridge, peak)
+    t = ax.text(x_mid, lk.bytes_per_s * x_mid / 1.3, f"{lk.level} slope: {lk.label}", rotation=angle,
+                rotation_mode="anchor", ha="center", va="top", fontsize=8.5, color=colour,
+                gid=f"link-roof-label-{lk.level}")
+    return [text_box(fig, t)]
 
 
 def _key_note(p: Placement) -> str:
@@ -337,12 +377,12 @@ def _key_note(p: Placement) -> str:
 def _intensity_cell(p: Placement) -> str:
     if not on_chart(p):
         return "—"
-    v = p.flop_per_byte
+    v = intensity(p)
     return f"{v:,.0f}" if v >= 1000 else f"{v:.3g}"
 
 
 def _draw_key(key: Axes, placements: Sequence[Placement], labels: Sequence[str], fontsize: float,
-              total_time_s: float) -> None:
+              total_time_s: float, links: bool = False) -> None:
     """Numbered rows in execution order: number, name (×count), intensity, time floor per step, share;
     a measured kernel gets a second line with its measured time and share of the roof."""
     notes = [_key_note(p) for p in placements]
@@ -374,9 +414,12 @@ def _draw_key(key: Axes, placements: Sequence[Placement], labels: Sequence[str],
                      fontweight="bold" if p.above_roof else "normal",
                      color=ABOVE_ROOF_COLOUR if p.above_roof else "0.35", gid=f"key-note-{i + 1}")
             row += 1
-    key.text(0.0, 1.0 - (row + 0.5) * step,
-             "colour = bound (blue memory, orange compute); floor = time floor per step",
-             fontsize=fontsize - 0.5, color="0.4", va="top")
+    legend = "colour = bound (blue memory, orange compute); floor = time floor per step"
+    if links:
+        legend = ("colour = bound (blue memory, orange compute, purple communication);\n"
+                  "floor = time floor per step; a collective's FLOP/B is per byte on\n"
+                  "its link, and its latency α puts it below its link's slope")
+    key.text(0.0, 1.0 - (row + 0.5) * step, legend, fontsize=fontsize - 0.5, color="0.4", va="top")
 
 
 # --- several machines or precisions on one chart ------------------------------------------------------

@@ -16,13 +16,19 @@ The data, in `<script type="application/json" id="roofline-data">`:
      "kernels": [{"n", "name", "count", "flop", "bytes", "flop_per_byte", "attainable_flop_per_s",
                   "time_s", "total_time_s", "bound", "x", "y", "mx", "my", "above_roof", "text": {...},
                   "derivation", "explain", "hover"}],
+     "links": [{"level", "name", "label", "bytes_per_s", "latency_s", "ridge_flop_per_byte"}], "link_note",
+     "device": null or {"title", "rows": [[what, value, class]], "bar": [[class, seconds, share]], "note"},
      "figure": {"data": [...], "layout": {...}}}]}
 `figure` is a plain plotly figure (all kernels shown); the traces named "kernels", "measured",
-"measured-link" and "current" are the ones a step rewrites.
+"measured-link" and "current" are the ones a step rewrites. A scenario with collectives (kernels with
+bytes on a link between devices) has one more trace per link, "link roof" or "network roof": the
+slope of that link's bandwidth per direction up to the compute roof; its collectives sit under it at
+I = FLOPs per byte on the link. A scenario split over devices (`Scenario.device`) fills the
+per-device panel: the step's time by what bounds it and the memory one device holds.
 
 The page's markup, styles and script are files of their own in roofline/report/page/ (page.html,
 page.css, page.js), read at render time; `page` fills their @@NAME@@ placeholders and the @MEMORY@,
-@COMPUTE@ and @ABOVE@ colour tokens of the styles.
+@COMPUTE@, @COMMUNICATION@ and @ABOVE@ colour tokens of the styles.
 
 Layering: a report module; imports plotly (inside `page`) and the core.
 """
@@ -42,8 +48,14 @@ from roofline.report.points import (
     ABOVE_ROOF_COLOUR,
     BOUND_COLOURS,
     ROOF_CYCLE,
+    DeviceShare,
+    LinkRoof,
     Scenario,
     derivation_line,
+    intensity,
+    link_bytes,
+    link_level,
+    link_roofs,
     measured_note,
     measured_xy,
     on_chart,
@@ -60,7 +72,7 @@ from roofline.units import (
     format_si,
     format_time,
 )
-from roofline.vocab import Bound
+from roofline.vocab import Bound, Level
 
 SECONDARY_COLOURS = ROOF_CYCLE
 
@@ -69,10 +81,13 @@ def _kernel_record(n: int, p: Placement, total_time_s: float) -> dict[str, Any]:
     x, y = point_xy(p) if on_chart(p) else (None, None)
     mxy = measured_xy(p)
     share = p.total_time_s / total_time_s if total_time_s else 0.0
+    lv = link_level(p)
     text = {
         "flop": format_flop(p.flop),
-        "bytes": format_bytes(p.bytes),
-        "intensity": format_intensity(p.flop_per_byte) if on_chart(p) else "—",
+        "bytes": format_bytes(p.bytes) if lv is None else (
+            f"{format_bytes(p.bytes)} + {format_bytes(link_bytes(p))} on the {lv}"),
+        "intensity": "—" if not on_chart(p) else (
+            format_intensity(p.flop_per_byte) if lv is None else f"{format_intensity(intensity(p))} on the {lv}"),
         "attainable": format_flop_per_s(p.attainable_flop_per_s),
         "time": format_time(p.time_s),
         "total": format_time(p.total_time_s),
@@ -123,7 +138,7 @@ def _axes_ranges(scenarios: Sequence[Scenario]) -> tuple[list[float], list[float
         ys.append(a.machine.peak_flop_per_s(a.dtype))
         for p in a.placements:
             if on_chart(p):
-                xs.append(p.flop_per_byte)
+                xs.append(point_xy(p)[0])
                 ys.append(p.attainable_flop_per_s)
                 ys.append(p.roof_flop_per_s)
                 mxy = measured_xy(p)
@@ -132,6 +147,9 @@ def _axes_ranges(scenarios: Sequence[Scenario]) -> tuple[list[float], list[float
     ridges = [s.analysis.machine.ridge_flop_per_byte(s.analysis.dtype) for s in scenarios]
     # room right of the ridge for its label
     x_lo, x_hi = min(xs) / 3, max(max(xs) * 3, max(ridges) * 12)
+    for s in scenarios:  # each link's slope reaches the compute roof inside the axes
+        peak = s.analysis.machine.peak_flop_per_s(s.analysis.dtype)
+        x_hi = max([x_hi, *(lk.ridge(peak) * 3 for lk in link_roofs(s.analysis.placements))])
     bw = max(s.analysis.machine.memory_bytes_per_s for s in scenarios)
     y_lo = min(min(ys), bw * x_lo) / 2
     return _log_range(x_lo, x_hi), [math.floor(math.log10(y_lo)), math.log10(max(ys) * 3)]
@@ -204,6 +222,9 @@ def _figure(s: Scenario, kernels: list[dict[str, Any]], x_range: list[float], y_
          "textangle": _slope_angle(x_range, y_range),
          "text": f"<b>memory slope: DRAM {format_bytes_per_s(bw)} × I</b>"},
     ]
+    for lk in link_roofs(a.placements):
+        xs_on = [point_xy(p)[0] for p in a.placements if on_chart(p) and link_level(p) is lk.level]
+        _link_roof(data, annotations, lk, peak, x_lo, max(xs_on, default=x_lo), x_range, y_range)
     for i, (_kind, label, ceiling) in enumerate(secondary_ceilings(a.placements, dt.peak_key, peak)):
         colour = SECONDARY_COLOURS[i % len(SECONDARY_COLOURS)]
         start = ceiling / bw
@@ -227,6 +248,55 @@ def _figure(s: Scenario, kernels: list[dict[str, Any]], x_range: list[float], y_
     return {"data": data, "layout": layout}
 
 
+def _link_roof(data: list[dict[str, Any]], annotations: list[dict[str, Any]], lk: LinkRoof, peak: float,
+               x_lo: float, x_points: float, x_range: list[float], y_range: list[float]) -> None:
+    """A link's roof: the slope BW_link × I from the left edge up to the compute roof, with its label
+    along it (below: the DRAM slope runs above), right of its collectives (`x_points`, the largest of
+    their intensities) where that leaves the label room."""
+    colour = BOUND_COLOURS[Bound.COMMUNICATION]
+    ridge = lk.ridge(peak)
+    data.append({
+        "type": "scatter", "mode": "lines", "name": f"{lk.level} roof", "x": [x_lo, ridge],
+        "y": [lk.bytes_per_s * x_lo, peak],
+        "line": {"color": colour, "width": 2, "dash": "dash" if lk.level is Level.LINK else "dashdot"},
+        "hovertemplate": html.escape(f"{lk.level} roof: {lk.label}, per direction; latency α "
+                                     f"{format_time(lk.latency_s)}; meets the compute roof at I = "
+                                     f"{format_intensity(ridge)}") + "<extra></extra>",
+        "showlegend": False})
+    x_start = max(x_lo, 10 ** y_range[0] * 1.5 / lk.bytes_per_s)
+    clear = x_points * 4
+    x_mid = math.sqrt((clear if ridge / clear > 30 else x_start) * ridge)
+    annotations.append({
+        "x": math.log10(x_mid), "y": math.log10(lk.bytes_per_s * x_mid), "xref": "x", "yref": "y",
+        "showarrow": False, "yshift": -16, "font": {"size": 12, "color": colour},
+        "textangle": _slope_angle(x_range, y_range), "text": html.escape(f"{lk.level} slope: {lk.label}")})
+
+
+def _device_record(d: DeviceShare) -> dict[str, Any]:
+    """The per-device panel of a split step: what bounds the step's time, and what one device holds."""
+    step = d.step_time_s
+    parts = [("compute", d.compute_time_s), ("memory", d.memory_time_s), ("communication", d.communication_time_s)]
+    busy = sum(t for _, t in parts)
+    rows: list[list[str]] = [["devices", f"{d.devices} ({d.split} on {d.system})", ""],
+                             ["step time", format_time(step)
+                              + (" (communication under compute)" if d.overlap else ""), ""]]
+    for what, t in parts:
+        rows.append([f"{what}-bound", f"{format_time(t)} · {t / busy if busy else 0:.0%}", what])
+    if d.stages > 1:
+        rows.append(["per stage", f"{format_time(step / d.stages)} (one of {d.stages} pipeline stages)", ""])
+    rows += [["weights", format_bytes(d.weights_bytes), ""], ["KV cache", format_bytes(d.kv_cache_bytes), ""],
+             ["workspace", format_bytes(d.workspace_bytes), ""]]
+    held = format_bytes(d.total_bytes)
+    fits = d.usable_bytes is None or d.total_bytes <= d.usable_bytes
+    if d.usable_bytes is not None:
+        held += f" of {format_bytes(d.usable_bytes)} usable: " + ("fits" if fits else "does NOT fit")
+    rows.append(["memory per device", held, "" if fits else "above"])
+    return {"title": f"per device: {d.split} on {d.system}", "rows": rows,
+            "bar": [[what, t, t / busy if busy else 0.0] for what, t in parts],
+            "note": "time by what bounds each kernel (kernels × their counts, one device's kernels in turn); "
+                    "memory: what one device holds"}
+
+
 def _scenario_record(s: Scenario, x_range: list[float], y_range: list[float]) -> dict[str, Any]:
     a = s.analysis
     total = a.time_s
@@ -237,10 +307,23 @@ def _scenario_record(s: Scenario, x_range: list[float], y_range: list[float]) ->
     summary = (f"{a.machine.name} · {a.dtype.name} · plan {a.plan} · {len(kernels)} kernels · "
                f"{format_flop(a.flop)}, {format_bytes(a.bytes)} per step · time floor {format_time(total)}, "
                f"{mem_share:.0%} of it memory-bound")
+    links = link_roofs(a.placements)
+    link_note = ""
+    if links:
+        comm = sum(p.total_time_s for p in a.placements if p.bound_class is Bound.COMMUNICATION)
+        summary += f", {comm / total if total else 0:.0%} communication"
+        link_note = ("Purple: collectives, each under its link's roof (" + "; ".join(
+            f"{lk.level}: {lk.name}, {format_bytes_per_s(lk.bytes_per_s)} per direction, latency α "
+            f"{format_time(lk.latency_s)}" for lk in links) + ") at I = FLOPs per byte on the link; the latency "
+            "puts each below its slope. A collective with no FLOPs (an all-gather, a send) is listed, not drawn.")
     return {
         "label": s.label or a.plan, "phase": s.phase, "plan": s.plan, "machine": a.machine.name,
         "dtype": a.dtype.name, "peak_flop_per_s": peak, "bytes_per_s": bw, "ridge_flop_per_byte": peak / bw,
         "time_s": total, "summary": summary, "kernels": kernels, "figure": _figure(s, kernels, x_range, y_range),
+        "links": [{"level": lk.level, "name": lk.name, "label": lk.label, "bytes_per_s": lk.bytes_per_s,
+                   "latency_s": lk.latency_s, "ridge_flop_per_byte": lk.ridge(peak)} for lk in links],
+        "link_note": link_note,
+        "device": None if s.device is None else _device_record(s.device),
     }
 
 
@@ -281,7 +364,9 @@ def page(scenarios: Sequence[Scenario], title: str = "") -> str:
             .replace("@@TITLE@@", html.escape(data["title"]))
             .replace("@@CSP@@", CSP)
             .replace("@@STYLE@@", _asset("page.css").replace("@MEMORY@", BOUND_COLOURS[Bound.MEMORY])
-                     .replace("@COMPUTE@", BOUND_COLOURS[Bound.COMPUTE]).replace("@ABOVE@", ABOVE_ROOF_COLOUR))
+                     .replace("@COMPUTE@", BOUND_COLOURS[Bound.COMPUTE])
+                     .replace("@COMMUNICATION@", BOUND_COLOURS[Bound.COMMUNICATION])
+                     .replace("@ABOVE@", ABOVE_ROOF_COLOUR))
             .replace("@@DATA@@", _json_for_script(data))
             .replace("@@SCRIPT@@", _asset("page.js"))
             .replace("@@PLOTLY@@", get_plotlyjs()))

@@ -100,8 +100,8 @@ def model_text(a: Any) -> str:
                      + (" (overlapped with compute at best)" if a.overlap else "")
                      + f"; {format_bytes(c['bytes_per_device'])} per device on the links")
         if a.split.pp > 1:
-            lines.append(f"pipeline: the step time is the {a.split.pp} stages' in turn; tokens/s counts "
-                         f"{a.split.pp} batches in flight (a stage's time, ⌈L/pp⌉ of L layers)")
+            lines.append(f"pipeline: the step time is the {a.split.pp} stages' in turn; tokens/s runs the batch as "
+                         f"{a.split.pp} micro-batches, one in each stage (a stage: ⌈L/pp⌉ of the L layers)")
     return "\n".join(lines)
 
 

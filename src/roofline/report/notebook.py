@@ -6,8 +6,8 @@ once, when `roofline` is imported (`install()`, called by the package's __init__
 registers its accessors: the arrow points from the report down to the analyses. Drawing imports
 matplotlib or plotly only when a method is called.
 
-Layering: a report module; imports roofline.placement and roofline.models.analysis (types only at
-import time) and roofline.report.outputs inside the methods.
+Layering: a report module; imports roofline.placement, roofline.vocab and roofline.models.analysis
+(types only at import time) and roofline.report.outputs and points inside the methods.
 """
 
 from __future__ import annotations
@@ -16,15 +16,36 @@ from typing import Any
 
 from roofline.models.analysis import ModelAnalysis
 from roofline.placement import GraphAnalysis, Placement
-from roofline.vocab import Plan
+from roofline.vocab import Bound, Plan, bound_class
 
 
 def model_scenarios(a: ModelAnalysis) -> list[Any]:
-    """One chart scenario per fusion plan of a model step, the headline plan first."""
+    """One chart scenario per fusion plan of a model step, the headline plan first; a step split over
+    devices carries one device's share of each (`DeviceShare`, for the page's per-device panel)."""
     from roofline.report.outputs import Scenario
 
     order = [a.plan, *[p for p in a.plans if p != a.plan]]
-    return [Scenario(f"{a.phase} · {p}", a.plans[p], a.phase, p) for p in order]
+    return [Scenario(f"{a.phase} · {p}", a.plans[p], a.phase, p, device=device_share(a, p)) for p in order]
+
+
+def device_share(a: ModelAnalysis, plan: Plan | None = None) -> Any:
+    """One device's share of a split step under `plan` (default: the headline plan): its time by
+    bound class and the memory it holds; None for a step on one device."""
+    from roofline.report.points import DeviceShare
+
+    if a.split.trivial:
+        return None
+    g = a.plans[plan or a.plan]
+    by_class = dict.fromkeys(tuple(Bound), 0.0)
+    for resource, seconds in g.bound_times_s.items():
+        by_class[bound_class(resource)] += seconds
+    m = a.memory
+    return DeviceShare(
+        split=str(a.split), system=a.system or a.machine.id, devices=a.split.devices, step_time_s=a.step_time_s(g),
+        compute_time_s=by_class[Bound.COMPUTE], memory_time_s=by_class[Bound.MEMORY],
+        communication_time_s=by_class[Bound.COMMUNICATION], weights_bytes=m.weights_bytes,
+        kv_cache_bytes=m.kv_cache_bytes, workspace_bytes=m.workspace_bytes, usable_bytes=m.usable_bytes,
+        stages=a.split.pp, overlap=a.overlap)
 
 
 def _graph_scenarios(g: GraphAnalysis) -> list[Any]:

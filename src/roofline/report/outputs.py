@@ -2,8 +2,10 @@
 
 CONTRACT (other modules call these; keep the signatures):
 
-- `Scenario(label, analysis, phase, plan)`: one analysis to draw; `analysis` is a core
-  `GraphAnalysis` whose placements are in execution order.
+- `Scenario(label, analysis, phase, plan, device=None)`: one analysis to draw; `analysis` is a core
+  `GraphAnalysis` whose placements are in execution order; `device` (a `DeviceShare`) is one device's
+  share of a step split over devices, for the page's per-device panel. Collectives (kernels with bytes
+  on Level.LINK or Level.NETWORK) are drawn under their link's roof on the chart and the page alike.
 - `write_model_outputs(scenarios, png=, svg=, html=, title=)`: static roofline chart of the first
   scenario's kernels (PNG/SVG) and the interactive page with a switch between all scenarios
   (HTML). Returns the paths written. Writes atomically; raises RooflineError on a bad path.

@@ -1,6 +1,12 @@
 """What a point is, shared by the static charts and the page: a kernel's coordinates, its measured
 point, the ceilings besides the main roof, the one-line derivation, and the colours of the bounds.
 
+A collective (a kernel with bytes on Level.LINK or Level.NETWORK) sits under its link's roof, not
+under DRAM's: its intensity is FLOPs per byte on the link (a ring all-reduce's reduction FLOPs over
+the 2(n−1)/n · S bytes each device sends), its height FLOPs / time floor, which the link's latency α
+puts below the slope BW_link × I. A collective with no FLOPs (all-gather, send/recv) has no point on
+log axes and is listed, as any zero-FLOP kernel is.
+
 Layering: a report module; imports roofline.placement, roofline.units and roofline.vocab only.
 """
 
@@ -8,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from roofline.placement import GraphAnalysis, Placement
 from roofline.units import (
@@ -19,10 +25,11 @@ from roofline.units import (
     format_intensity,
     format_time,
 )
-from roofline.vocab import Bound, Level, Plan, Unit
+from roofline.vocab import LINKS, Bound, Level, Plan, Unit
 
 # one colour per bound class, on the static charts and the page alike
-BOUND_COLOURS: dict[Bound, str] = {Bound.MEMORY: "#1f77b4", Bound.COMPUTE: "#e6550d"}
+BOUND_COLOURS: dict[Bound, str] = {Bound.MEMORY: "#1f77b4", Bound.COMPUTE: "#e6550d",
+                                   Bound.COMMUNICATION: "#6a3d9a"}
 ABOVE_ROOF_COLOUR = "#d62728"
 ROOF_COLOUR = "#222222"
 # one colour per extra roof (tab10 without the bound colours' blue and orange first)
@@ -30,24 +37,113 @@ ROOF_CYCLE = ("#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", 
 
 
 @dataclass(frozen=True)
+class DeviceShare:
+    """One device's share of a step split over devices, for the page's per-device panel: the step's
+    time by what bounds it, and what the device holds. Built by the caller that knows the split
+    (`roofline.report.notebook.model_scenarios`), so that drawing needs nothing but the Scenario."""
+
+    split: str  # "TP 8", "TP 4 × PP 2"
+    system: str  # the system's id
+    devices: int
+    step_time_s: float  # the step time (with overlap: the larger of compute + memory and communication)
+    compute_time_s: float  # time in compute-bound kernels
+    memory_time_s: float  # time in memory-bound kernels
+    communication_time_s: float  # time in the collectives
+    weights_bytes: float
+    kv_cache_bytes: float
+    workspace_bytes: float
+    usable_bytes: float | None = None  # capacity × the usable fraction; None: capacity unknown
+    stages: int = 1  # pipeline stages: each device runs one stage, the step runs them in turn
+    overlap: bool = False
+
+    @property
+    def total_bytes(self) -> float:
+        return self.weights_bytes + self.kv_cache_bytes + self.workspace_bytes
+
+
+@dataclass(frozen=True)
 class Scenario:
-    """One analysis to draw: "decode · flash" and its kernels in execution order."""
+    """One analysis to draw: "decode · flash" and its kernels in execution order; `device` is one
+    device's share when the step is split over several (None for one device)."""
 
     label: str
     analysis: GraphAnalysis
     phase: str = ""  # a Phase, or "" for a kernel on its own
     plan: Plan | str = ""  # the plan to name in a subtitle, or ""
+    device: DeviceShare | None = field(default=None, compare=False)
+
+
+def link_level(p: Placement) -> Level | None:
+    """The link a collective crosses (Level.LINK or Level.NETWORK, the one with the larger time if
+    both), or None for a kernel that moves no bytes between devices."""
+    times = {lv: t for lv, t in p.level_times_s.items() if lv in LINKS and p.cost.bytes_by_level.get(lv)}
+    return max(times, key=lambda lv: times[lv]) if times else None
+
+
+def link_bytes(p: Placement) -> float:
+    """Bytes one device sends over its collective's link (0 for any other kernel)."""
+    lv = link_level(p)
+    return float(p.cost.bytes_by_level[lv]) if lv is not None else 0.0
+
+
+def link_name(p: Placement, level: Level) -> str:
+    """The link's own name, short ("NVLink 4 through NVSwitch", "InfiniBand NDR"), or the level's."""
+    ml = p.machine.memory.get(level)
+    name = (ml.technology if ml is not None else "").split(",")[0].strip()
+    return name or str(level)
+
+
+def intensity(p: Placement) -> float:
+    """The x of a kernel's point: FLOPs per DRAM byte, or per byte on the link for a collective."""
+    lb = link_bytes(p)
+    if lb:
+        return p.flop / lb
+    return p.flop_per_byte
 
 
 def on_chart(p: Placement) -> bool:
     """A kernel has a point on log-log axes only if it has FLOPs and bytes (a pure copy has no
-    FLOPs, a kernel moving no bytes has infinite intensity); the others are listed, not drawn."""
+    FLOPs, a kernel moving no bytes has infinite intensity); the others are listed, not drawn. A
+    collective's bytes are those on its link."""
+    if link_level(p) is not None:
+        return p.flop > 0 and math.isfinite(intensity(p))
     return p.flop > 0 and p.bytes > 0 and math.isfinite(p.flop_per_byte)
 
 
 def point_xy(p: Placement) -> tuple[float, float]:
-    """(intensity I in FLOP/byte, attainable FLOP/s = FLOPs / time floor): where the kernel sits."""
-    return p.flop_per_byte, p.attainable_flop_per_s
+    """(intensity I in FLOP/byte, attainable FLOP/s = FLOPs / time floor): where the kernel sits; for
+    a collective I is FLOPs per byte on the link."""
+    return intensity(p), p.attainable_flop_per_s
+
+
+@dataclass(frozen=True)
+class LinkRoof:
+    """The roof collectives sit under: a slope of the link's bandwidth per direction meeting the
+    compute roof at I = peak / BW_link."""
+
+    level: Level
+    name: str  # "NVLink 4 through NVSwitch"
+    bytes_per_s: float
+    latency_s: float
+
+    def ridge(self, peak_flop_per_s: float) -> float:
+        return peak_flop_per_s / self.bytes_per_s
+
+    @property
+    def label(self) -> str:
+        """'NVLink 4 through NVSwitch 450 GB/s × I'."""
+        return f"{self.name} {format_bytes_per_s(self.bytes_per_s)} × I"
+
+
+def link_roofs(placements: Sequence[Placement]) -> list[LinkRoof]:
+    """One roof per link the collectives of `placements` cross (node link first, then the network);
+    empty when no kernel moves bytes between devices."""
+    out: dict[Level, LinkRoof] = {}
+    for p in placements:
+        lv = link_level(p)
+        if lv is not None and lv not in out:
+            out[lv] = LinkRoof(lv, link_name(p, lv), p.bandwidth_by_level[lv], p.latency_by_level.get(lv, 0.0))
+    return [out[lv] for lv in LINKS if lv in out]
 
 
 def measured_xy(p: Placement) -> tuple[float, float] | None:
@@ -56,7 +152,7 @@ def measured_xy(p: Placement) -> tuple[float, float] | None:
     achieved = p.achieved_flop_per_s
     if achieved is None or not on_chart(p):
         return None
-    return p.flop_per_byte, achieved
+    return intensity(p), achieved
 
 
 def secondary_ceilings(placements: Sequence[Placement], peak_key: str, peak_flop_per_s: float
@@ -80,7 +176,9 @@ def floor_term(p: Placement) -> str:
     """The term that sets the time floor, with its numbers: '134 MB / 3.35 TB/s = 40 µs'."""
     lim = p.bound
     if isinstance(lim, Level) and lim in p.level_times_s:
-        return (f"{format_bytes(p.cost.bytes_by_level[lim])} / {format_bytes_per_s(p.bandwidth_by_level[lim])}"
+        alpha = p.latency_by_level.get(lim, 0.0)
+        head = f"α {format_time(alpha)} + " if alpha else ""
+        return (f"{head}{format_bytes(p.cost.bytes_by_level[lim])} / {format_bytes_per_s(p.bandwidth_by_level[lim])}"
                 f" = {format_time(p.time_s)}")
     if isinstance(lim, Unit) and lim in p.unit_times_s:
         return (f"{format_flop(p.cost.flop_by_unit[lim])} / {format_flop_per_s(p.peak_by_unit[lim])} ({lim})"
@@ -92,6 +190,13 @@ def derivation_line(p: Placement) -> str:
     """One line from the FLOP formula to the bound and the floor, numbers put in."""
     formula = p.kernel.formula if p.kernel is not None and p.kernel.formula else ""
     head = f"FLOPs {formula} = {format_flop(p.flop)}" if formula else f"FLOPs = {format_flop(p.flop)}"
+    lv = link_level(p)
+    if lv is not None:
+        moved = f"{format_bytes(link_bytes(p))} on the {link_name(p, lv)} ({lv})"
+        if not on_chart(p):
+            return f"{head}; bytes = {moved}; floor = {floor_term(p)} (not on the log-log chart)"
+        return (f"{head}; I = {format_flop(p.flop)} / {moved} = {format_intensity(intensity(p))} under the "
+                f"{lv} roof → {p.bound_class}-bound; floor = {floor_term(p)}")
     if not on_chart(p):
         return f"{head}; bytes = {format_bytes(p.bytes)}; floor = {floor_term(p)} (not on the log-log chart)"
     cmp = ">" if p.bound_class is Bound.COMPUTE else "≤"

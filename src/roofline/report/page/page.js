@@ -106,6 +106,37 @@
     return Math.min(state.step, kernels.length);
   }
 
+  // the link note and the per-device panel: shown only for a scenario that has them
+  function showDevice() {
+    var s = scen();
+    var note = document.getElementById("link-note");
+    note.textContent = s.link_note || "";
+    note.hidden = !s.link_note;
+    var panel = document.getElementById("device"), d = s.device;
+    panel.hidden = !d;
+    var body = document.querySelector("#device-table tbody"), bar = document.getElementById("device-bar");
+    while (body.firstChild) body.removeChild(body.firstChild);
+    while (bar.firstChild) bar.removeChild(bar.firstChild);
+    if (!d) return;
+    text("device-title", d.title);
+    text("device-note", d.note);
+    d.bar.forEach(function (part) {
+      var span = document.createElement("span");
+      span.className = part[0];
+      span.style.width = (100 * part[2]).toFixed(2) + "%";
+      span.title = part[0] + "-bound";
+      bar.appendChild(span);
+    });
+    d.rows.forEach(function (row) {
+      var tr = document.createElement("tr"), th = document.createElement("th"), td = document.createElement("td");
+      th.textContent = row[0];
+      td.textContent = row[1];
+      if (row[2]) td.className = row[2];
+      tr.appendChild(th); tr.appendChild(td);
+      body.appendChild(tr);
+    });
+  }
+
   function setScenario(index) {
     var old = state.step > 0 ? scen().kernels[state.step - 1] : null;
     state.scenario = index;
@@ -116,6 +147,7 @@
     var fig = JSON.parse(JSON.stringify(s.figure));
     Plotly.react(chart, fig.data, fig.layout, CONFIG);
     fillTable();
+    showDevice();
     markSwitch();
     setStep(step);
   }

@@ -1,0 +1,87 @@
+"""`roofline plan`: search every valid split of a step over a system's devices and rank them.
+
+Parses its options, calls roofline.models.plan.search_splits and prints through roofline.report.plan_text.
+"""
+
+from __future__ import annotations
+
+import click
+
+from roofline.cli.common import POS, Quantity, dump, outputs, warn
+from roofline.cli.model import _experts_hit, _length, _writer, parse_overrides, step_options
+from roofline.errors import RooflineError
+from roofline.hardware.catalog import DEFAULT_MACHINE
+from roofline.models.memory import DEFAULT_UTILIZATION
+from roofline.units import parse_positive_int
+
+
+@click.command("plan")
+@click.argument("model")
+@click.option("--machine", "-m", default=DEFAULT_MACHINE, show_default=True,
+              help="System (dgx-h100, gb200-nvl72, ...), a device (one node of 8), or a file.")
+@click.option("--batch", "-b", default="1", show_default=True, help="Sequences in the step (over every replica).")
+@click.option("--prompt", "-p", default=None,
+              help="Prompt length (prefill; default 2048, at most the model's maximum).")
+@click.option("--context", "-c", default=None,
+              help="Context length a new token attends to (decode; default 2048, at most the model's maximum).")
+@click.option("--weights-dtype", default="bf16", show_default=True, help="Weight storage dtype (int4, fp8, ...).")
+@click.option("--kv-dtype", default=None, help="KV cache dtype (default: the activation dtype).")
+@click.option("--dtype", default=None, help="Compute dtype, choosing the peak (default: the activation dtype).")
+@step_options
+@click.option("--objective", type=click.Choice(["time", "throughput", "latency"]), default=None,
+              help="time: the lowest step time; throughput: the most tokens/s per device; latency: the most "
+                   "tokens/s per device within --latency-target. [default: latency with a target, else time]")
+@click.option("--latency-target", type=Quantity("time_s"), default=None, metavar="TIME",
+              help="The longest step allowed (2s, 50ms, 800us); implies --objective latency.")
+@click.option("--devices", type=POS, default=None,
+              help="The most devices a split may use (default: one node of the system; a device: 8).")
+@click.option("--memory-utilization", type=float, default=DEFAULT_UTILIZATION, show_default=True,
+              help="Usable share of each device's memory (vLLM's gpu_memory_utilization).")
+@click.option("--overlap", is_flag=True,
+              help="Assume communication runs under compute (the step takes the larger of the two).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--csv", "csv_path", default=None, metavar="FILE", help="Write every candidate as CSV.")
+def plan_command(model: str, machine: str, batch: str, prompt: str | None, context: str | None,
+                 weights_dtype: str, kv_dtype: str | None, dtype: str | None, phase: str, fusion: str,
+                 act_dtype: str, experts_hit: str | None, overrides: tuple[str, ...], objective: str | None,
+                 latency_target: float | None, devices: int | None, memory_utilization: float, overlap: bool,
+                 as_json: bool, csv_path: str | None) -> None:
+    """Search every valid (tp, pp, ep, dp) split of MODEL's step over a system and rank them.
+
+    \b
+    Each candidate: memory per device (does it fit?), step time, tokens/s, tokens/s per device, the
+    share of the step spent in collectives, the bound, and why it loses to the winner.
+
+    \b
+    Examples:
+      roofline plan llama-3-70b --machine dgx-h100 --batch 64 --context 8192
+      roofline plan deepseek-v3 --machine gb200-nvl72 --batch 256 --context 8192 --objective throughput
+      roofline plan llama-3-70b --machine dgx-h100 --batch 64 --context 8192 --latency-target 20ms
+      roofline plan llama-3.1-405b --machine dgx-h100 --devices 16 --phase prefill --prompt 8192 --json
+    """
+    from roofline.models import model_dtypes
+    from roofline.models.plan import search_splits
+    from roofline.report.plan_text import PLAN_CSV_COLUMNS, plan_text
+
+    outputs(csv=csv_path)
+    if objective is None:
+        objective = "latency" if latency_target is not None else "time"
+    s = search_splits(model, machine, phase, parse_positive_int(batch, "--batch"), _length(phase, prompt, context),
+                      model_dtypes(weights_dtype, act_dtype, kv_dtype, dtype), objective, latency_target,
+                      memory_utilization, overlap, fusion, devices, _experts_hit(experts_hit),
+                      parse_overrides(overrides))
+    if s.winner is None:
+        raise RooflineError(s.problem)
+    for w in s.warnings:
+        warn(w)
+    if csv_path:
+        from roofline.report.model_text import rows_csv
+
+        _writer(csv_path, rows_csv([r.to_dict() for r in s.rows], PLAN_CSV_COLUMNS))
+    if as_json:
+        dump(s.to_dict())
+    else:
+        click.echo(plan_text(s))
+
+
+COMMANDS = (plan_command,)
