@@ -139,3 +139,15 @@ def test_old_impl_flag_still_works_and_says_its_new_spelling(capsys: pytest.Capt
     code, _, err = run(capsys, "kernel", "attention", "--seq", "64", "--head-dim", "8", "--impl", "naive",
                        "--fusion", "flash")
     assert code == 2 and "contradicts --fusion flash" in err
+
+
+def test_cli_defaults_are_the_librarys() -> None:
+    # the CLI spells the models' defaults so that start-up need not load the models room
+    from roofline.cli.common import DEFAULT_FUSION, DEFAULT_MEMORY_UTILIZATION, MODEL_FUSIONS
+    from roofline.hardware import DEFAULT_MACHINE
+    from roofline.models import DEFAULT_PLAN, PLANS
+    from roofline.models.memory import DEFAULT_UTILIZATION
+
+    assert DEFAULT_FUSION == DEFAULT_PLAN and MODEL_FUSIONS == tuple(PLANS)
+    assert DEFAULT_MEMORY_UTILIZATION == DEFAULT_UTILIZATION == 0.9  # vLLM's gpu_memory_utilization
+    assert DEFAULT_MACHINE == "h100"

@@ -39,8 +39,16 @@ def kernel_time(flops: float, bytes_moved: float, peak_flops: float = 989e12,
     return intensity, t, bound.value
 
 
+class Drawable:
+    """What a notebook can draw: `.plot()` (a matplotlib Figure) and `_repr_html_` (the interactive
+    page), attached by roofline.report.notebook when `roofline` is imported (the report room sits
+    above this one, so the arrow points down from there)."""
+
+    __slots__ = ()
+
+
 @dataclass(frozen=True)
-class Placement:
+class Placement(Drawable):
     """One kernel on one machine. flop, bytes and times are for one instance; `count` instances run
     per step (layers are not repeated op by op)."""
 
@@ -256,7 +264,7 @@ def place_flop_bytes(flop: float, bytes_moved: float, machine: Machine | str,
 
 
 @dataclass(frozen=True)
-class GraphAnalysis:
+class GraphAnalysis(Drawable):
     """Every kernel of a graph under one fusion plan, placed on one machine, and the totals."""
 
     placements: tuple[Placement, ...]

@@ -98,6 +98,12 @@ def fusion_help(choices: dict[str, str]) -> str:
     return "; ".join(f"{name}: {what}" for name, what in choices.items()) + "."
 
 
+# the library's defaults, spelled here so that `roofline --help` need not load the models room;
+# tests/test_cli_core.py holds them equal to roofline.models.DEFAULT_PLAN, PLANS and DEFAULT_UTILIZATION
+DEFAULT_FUSION = "flash"
+MODEL_FUSIONS = ("none", "flash", "fused")
+DEFAULT_MEMORY_UTILIZATION = 0.9
+
 # what each plan means, said once for every command's --help
 PLAN_HELP = {
     "none": "every op its own kernel; attention writes its scores to memory (naive)",

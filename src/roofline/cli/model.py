@@ -12,11 +12,20 @@ from typing import Any
 
 import click
 
-from roofline.cli.common import PLAN_HELP, POS, dump, one_of, outputs, warn, wrote
+from roofline.cli.common import (
+    DEFAULT_FUSION,
+    DEFAULT_MEMORY_UTILIZATION,
+    MODEL_FUSIONS,
+    PLAN_HELP,
+    POS,
+    dump,
+    one_of,
+    outputs,
+    warn,
+    wrote,
+)
 from roofline.errors import RooflineError
 from roofline.hardware.catalog import DEFAULT_MACHINE
-from roofline.models import DEFAULT_PLAN, PLANS
-from roofline.models.memory import DEFAULT_UTILIZATION
 from roofline.units import parse_positive_int, require_positive_int
 
 MAX_LIST_VALUES = 10_000  # one axis of a sweep; 1:100000000:1 would otherwise be built, exhausting memory
@@ -119,7 +128,7 @@ def split_options(f: Callable[..., Any]) -> Callable[..., Any]:
                      help="Data parallel: DP replicas, each running batch/DP sequences."),
         click.option("--devices", type=POS, default=None,
                      help="Devices in all; alone, tensor parallel within a node and pipeline stages across nodes."),
-        click.option("--memory-utilization", type=float, default=DEFAULT_UTILIZATION, show_default=True,
+        click.option("--memory-utilization", type=float, default=DEFAULT_MEMORY_UTILIZATION, show_default=True,
                      help="Usable share of each device's memory (vLLM's gpu_memory_utilization)."),
         click.option("--overlap", is_flag=True,
                      help="Assume communication runs under compute (the step takes the larger of the two)."),
@@ -178,9 +187,9 @@ def step_options(f: Callable[..., Any]) -> Callable[..., Any]:
                      help="MoE: distinct experts a layer reads per step (default: the expectation under uniform "
                           "routing, E·(1 − (1 − k/E)^tokens))."),
         click.option("--act-dtype", default="bf16", show_default=True, help="Activation dtype."),
-        click.option("--fusion", type=click.Choice([str(p) for p in PLANS]), default=str(DEFAULT_PLAN),
+        click.option("--fusion", type=click.Choice(list(MODEL_FUSIONS)), default=DEFAULT_FUSION,
                      show_default=True,
-                     help="; ".join(f"{p}: {PLAN_HELP[p]}" for p in PLANS) + "."),
+                     help="; ".join(f"{p}: {PLAN_HELP[p]}" for p in MODEL_FUSIONS) + "."),
         click.option("--phase", type=click.Choice(["prefill", "decode"]), default="decode", show_default=True),
     ]
     for option in reversed(options):

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import click
 
-from roofline.cli.common import POS, Quantity, dump, outputs, warn
+from roofline.cli.common import DEFAULT_MEMORY_UTILIZATION, POS, Quantity, dump, outputs, warn
 from roofline.cli.model import _experts_hit, _length, _writer, parse_overrides, step_options
 from roofline.errors import RooflineError
 from roofline.hardware.catalog import DEFAULT_MACHINE
-from roofline.models.memory import DEFAULT_UTILIZATION
 from roofline.units import parse_positive_int
 
 
@@ -35,7 +34,7 @@ from roofline.units import parse_positive_int
               help="The longest step allowed (2s, 50ms, 800us); implies --objective latency.")
 @click.option("--devices", type=POS, default=None,
               help="The most devices a split may use (default: one node of the system; a device: 8).")
-@click.option("--memory-utilization", type=float, default=DEFAULT_UTILIZATION, show_default=True,
+@click.option("--memory-utilization", type=float, default=DEFAULT_MEMORY_UTILIZATION, show_default=True,
               help="Usable share of each device's memory (vLLM's gpu_memory_utilization).")
 @click.option("--overlap", is_flag=True,
               help="Assume communication runs under compute (the step takes the larger of the two).")

@@ -42,7 +42,7 @@ from roofline.models.memory import DEFAULT_UTILIZATION, MemoryFit, memory_fit
 from roofline.models.stepmodel import Crossover, StepModel, find_crossover
 from roofline.models.transformer import ModelConfig
 from roofline.parallel import Collective, Split
-from roofline.placement import GraphAnalysis, Placement, analyze_graph
+from roofline.placement import Drawable, GraphAnalysis, Placement, analyze_graph
 from roofline.units import finite_or_none
 from roofline.vocab import Bound, Phase, Plan, Resource, Role
 
@@ -88,7 +88,7 @@ def decode_limit(cfg: ModelConfig, context: int, kv_dtype: str | DType = "bf16")
 # --- the analysis ----------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class ModelAnalysis:
+class ModelAnalysis(Drawable):
     """One step of one model on one machine, under every fusion plan; `plan` picks the headline one."""
 
     model: ModelGraph
@@ -272,8 +272,12 @@ class ModelAnalysis:
 
     @cached_property
     def step_model(self) -> StepModel:
+        """The step's kernels as linear functions of (batch, length): one device's under a split."""
+        if self.split.trivial:
+            return StepModel.fit(self.config, self.phase, self.model.dtypes, self.plan,
+                                 experts_hit_override=self.model.experts_hit_override)
         return StepModel.fit(self.config, self.phase, self.model.dtypes, self.plan,
-                             experts_hit_override=self.model.experts_hit_override)
+                             self.model.experts_hit_override, self.split, self.devices_per_node)
 
     @cached_property
     def crossover(self) -> Crossover:

@@ -6,17 +6,22 @@ once, when `roofline` is imported (`install()`, called by the package's __init__
 registers its accessors: the arrow points from the report down to the analyses. Drawing imports
 matplotlib or plotly only when a method is called.
 
-Layering: a report module; imports roofline.placement, roofline.vocab and roofline.models.analysis
-(types only at import time) and roofline.report.outputs and points inside the methods.
+The methods live on `roofline.placement.Drawable`, the base of Placement, GraphAnalysis and
+ModelAnalysis, so attaching them needs neither the models nor matplotlib loaded.
+
+Layering: a report module; imports roofline.placement and roofline.vocab at import time;
+roofline.models.analysis, roofline.report.outputs and points inside the methods.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from roofline.models.analysis import ModelAnalysis
-from roofline.placement import GraphAnalysis, Placement
+from roofline.placement import Drawable, GraphAnalysis, Placement
 from roofline.vocab import Bound, Plan, bound_class
+
+if TYPE_CHECKING:
+    from roofline.models.analysis import ModelAnalysis
 
 
 def model_scenarios(a: ModelAnalysis) -> list[Any]:
@@ -58,46 +63,36 @@ def _alone(p: Placement) -> GraphAnalysis:
     return GraphAnalysis((p,), Plan.NONE, p.machine, p.dtype)
 
 
-def _graph_plot(self: GraphAnalysis) -> Any:
+def _scenarios(obj: Drawable) -> tuple[list[Any], str]:
+    """What to draw for a placement, a graph analysis or a model step, and its title."""
+    from roofline.models.analysis import ModelAnalysis  # only when drawing: the models stay unloaded
+
+    if isinstance(obj, ModelAnalysis):
+        return model_scenarios(obj), obj.title
+    if isinstance(obj, Placement):
+        return _graph_scenarios(_alone(obj)), ""
+    if isinstance(obj, GraphAnalysis):
+        return _graph_scenarios(obj), ""
+    raise TypeError(f"nothing to draw for a {type(obj).__name__}")
+
+
+def _plot(self: Drawable) -> Any:
     """The roofline chart of these kernels (a matplotlib Figure)."""
     from roofline.report.outputs import model_figure
 
-    return model_figure(_graph_scenarios(self))
+    scenarios, title = _scenarios(self)
+    return model_figure(scenarios, title=title)
 
 
-def _graph_html(self: GraphAnalysis) -> str:
+def _repr_html(self: Drawable) -> str:
+    """The interactive page in an iframe, for a notebook."""
     from roofline.report.outputs import notebook_html
 
-    return notebook_html(_graph_scenarios(self))
-
-
-def _placement_plot(self: Placement) -> Any:
-    """This kernel on its machine's roofline (a matplotlib Figure)."""
-    return _graph_plot(_alone(self))
-
-
-def _placement_html(self: Placement) -> str:
-    return _graph_html(_alone(self))
-
-
-def _model_plot(self: ModelAnalysis) -> Any:
-    """The roofline chart of every kernel of the step (a matplotlib Figure)."""
-    from roofline.report.outputs import model_figure
-
-    return model_figure(model_scenarios(self), title=self.title)
-
-
-def _model_html(self: ModelAnalysis) -> str:
-    from roofline.report.outputs import notebook_html
-
-    return notebook_html(model_scenarios(self), title=self.title)
+    scenarios, title = _scenarios(self)
+    return notebook_html(scenarios, title=title)
 
 
 def install() -> None:
-    """Attach the methods (idempotent)."""
-    methods: tuple[tuple[type, Any, Any], ...] = (
-        (Placement, _placement_plot, _placement_html), (GraphAnalysis, _graph_plot, _graph_html),
-        (ModelAnalysis, _model_plot, _model_html))
-    for cls, plot, html in methods:
-        setattr(cls, "plot", plot)  # noqa: B010 (attached from above, see the module docstring)
-        setattr(cls, "_repr_html_", html)  # noqa: B010
+    """Attach the methods to every Drawable (Placement, GraphAnalysis, ModelAnalysis); idempotent."""
+    setattr(Drawable, "plot", _plot)  # noqa: B010 (attached from above, see the module docstring)
+    setattr(Drawable, "_repr_html_", _repr_html)  # noqa: B010
