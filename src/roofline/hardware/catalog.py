@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -167,17 +167,32 @@ def parse_machine(raw: Mapping[str, Any], path: Path | str = "<data>", require_s
     )
 
 
+def read_toml(path: Path, what: str, error: type[RooflineError]) -> dict[str, Any]:
+    """A TOML file's document, or one line naming the file and what is wrong with it."""
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise error(f"{what} file {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise error(f"{what} file {path}: cannot read it ({exc})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise error(f"{what} file {path} is not valid TOML: {exc}") from None
+
+
+def name_index(entries: Iterable[tuple[str, Sequence[str]]], what: str) -> dict[str, str]:
+    """Every id and alias -> its id; a name two entries claim is an error of the catalog."""
+    names: dict[str, str] = {}
+    for entry_id, aliases in entries:
+        for n in (entry_id, *aliases):
+            if n in names and names[n] != entry_id:
+                raise RooflineError(f"{what} name {n!r} is claimed by both {names[n]} and {entry_id}")
+            names[n] = entry_id
+    return names
+
+
 def load_machine_file(path: str | Path, require_sources: bool = False) -> Machine:
     p = Path(path)
-    try:
-        raw = tomllib.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise MachineFileError(f"machine file {p} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise MachineFileError(f"machine file {p}: cannot read it ({exc})") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise MachineFileError(f"machine file {p} is not valid TOML: {exc}") from None
-    return parse_machine(raw, p, require_sources=require_sources)
+    return parse_machine(read_toml(p, "machine", MachineFileError), p, require_sources=require_sources)
 
 
 @functools.cache
@@ -192,13 +207,7 @@ def catalog() -> dict[str, Machine]:
 
 @functools.cache
 def _names() -> dict[str, str]:
-    names: dict[str, str] = {}
-    for m in catalog().values():
-        for n in (m.id, *m.aliases):
-            if n in names and names[n] != m.id:
-                raise RooflineError(f"machine name {n!r} is claimed by both {names[n]} and {m.id}")
-            names[n] = m.id
-    return names
+    return name_index(((m.id, m.aliases) for m in catalog().values()), "machine")
 
 
 def get_machine(name: str | Machine) -> Machine:

@@ -54,7 +54,6 @@ from __future__ import annotations
 
 import functools
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -63,7 +62,16 @@ from types import MappingProxyType
 from typing import Any
 
 from roofline.errors import RooflineError, unknown
-from roofline.hardware.catalog import DATA, MachineFileError, _names, catalog, get_machine, load_machine_file
+from roofline.hardware.catalog import (
+    DATA,
+    MachineFileError,
+    _names,
+    catalog,
+    get_machine,
+    load_machine_file,
+    name_index,
+    read_toml,
+)
 from roofline.hardware.machine import Machine, MemoryLevel
 from roofline.units import UnitError, format_bytes_per_s, parse_quantity
 from roofline.vocab import Level
@@ -368,14 +376,7 @@ def parse_system(raw: Mapping[str, Any], path: Path | str = "<data>", require_so
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SystemFileError(f"system file {path} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SystemFileError(f"system file {path}: cannot read it ({exc})") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise SystemFileError(f"system file {path} is not valid TOML: {exc}") from None
+    return read_toml(path, "system", SystemFileError)
 
 
 def load_system_file(path: str | Path, require_sources: bool = False) -> System:
@@ -395,13 +396,7 @@ def system_catalog() -> dict[str, System]:
 
 @functools.cache
 def _system_names() -> dict[str, str]:
-    names: dict[str, str] = {}
-    for s in system_catalog().values():
-        for n in (s.id, *s.aliases):
-            if n in names and names[n] != s.id:
-                raise RooflineError(f"system name {n!r} is claimed by both {names[n]} and {s.id}")
-            names[n] = s.id
-    return names
+    return name_index(((s.id, s.aliases) for s in system_catalog().values()), "system")
 
 
 # --- a bare device as a system --------------------------------------------------------------------
