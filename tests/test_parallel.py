@@ -161,3 +161,86 @@ def test_a_group_stays_on_the_node_link_when_all_devices_are_in_one_node() -> No
     assert group_level(32, 72, devices=64) is Level.LINK  # TP 32 × 2 on one NVL72 node: no group leaves it
     assert group_level(32, 72) is Level.NETWORK  # a third group of 32 would straddle two 72-device nodes
     assert group_level(8, 8) is Level.LINK and group_level(16, 8) is Level.NETWORK
+
+
+# Expert parallel with tensor-parallel attention (vLLM's --enable-expert-parallel): Mixtral 8x7B, h = 4096,
+# 32 layers, 32 query and 8 KV heads of 128, 8 experts of width 14336 (top 2), vocabulary 32,000.
+MIXTRAL_TP8_EP8 = Split(tp=8, ep=8)
+
+
+def test_mixtral_tp8_ep8_decode_by_hand() -> None:
+    a = analyze_model("mixtral-8x7b", "dgx-h100", "decode", 64, 4096, split=MIXTRAL_TP8_EP8)
+    comm = {c["name"]: c for c in a.communication()["collectives"]}
+    assert "mlp.all_reduce" not in comm  # the MoE ends in an all-gather over tp, not an all-reduce
+    # each tp rank routes 64/8 = 8 of the 64 tokens × top 2 = 16 rows, 4096 wide, BF16, out and back over ep 8
+    for name in ("dispatch.all_to_all", "combine.all_to_all"):
+        c = comm[name]
+        assert c["bytes"] == 64 // 8 * 2 * 4096 * 2 == 131_072 and c["group_size"] == 8 and c["count"] == 32
+        assert c["bytes_on_link"] == pytest.approx(7 / 8 * 131_072) and c["link"] == Level.LINK
+    # the [64, 4096] BF16 output rebuilt from every rank's 8 rows, once per MoE layer, over tp 8
+    g = comm["mlp.all_gather"]
+    assert g["kind"] == Collective.ALL_GATHER and g["bytes"] == 64 * 4096 * 2 == 524_288
+    assert g["count"] == 32 and g["group_size"] == 8 and g["bytes_on_link"] == pytest.approx(7 / 8 * 524_288)
+    assert comm["attn.all_reduce"]["count"] == 32  # attention is still tensor parallel
+    ops = {op.name: op for op in a.model.graph.ops}
+    # 16 routed rows arrive (uniform routing: as many as were sent) at 1 whole expert of 8: the group's
+    # 8 × 8 = 64 tokens hit all 8 experts, 8 / ep 8 = 1 on this device, not split by tp (2 × 14336 wide)
+    assert a.model.experts_hit == 8
+    assert ops["experts.gate_up"].inputs[0].shape == (16, 4096)
+    assert ops["experts.gate_up"].inputs[1].shape == (1, 4096, 2 * 14336)
+    assert ops["router"].inputs[0].shape == (8, 4096) and ops["combine"].outputs[0].shape == (8, 4096)
+    # weights per device: attention / 8 (q 4 heads, k and v 1 head, o: 4096 × 1280), 1 expert (3 · 4096 ·
+    # 14336), router (4096 × 8) and norms (2 × 4096 a layer, + the final one) whole, embedding and LM head / 8
+    per_layer = 4096 * 10_240 // 8 + 3 * 4096 * 14_336 + 4096 * 8 + 2 * 4096
+    weights = (32 * per_layer + 4096 + 2 * 32_000 * 4096 // 8) * 2
+    assert weights == 11_677_999_104  # 11.7 GB
+    assert a.memory.weights_bytes == weights
+    assert a.memory.kv_cache_bytes == pytest.approx(64 * 4096 * 32 * 2 * 128 * 2)  # 1 KV head of 8 a device
+
+
+@pytest.mark.parametrize("phase", ["decode", "prefill"])
+def test_ep_with_tp_graph_path_agrees_with_the_sweep(phase: str) -> None:
+    from roofline.hardware import get_system
+    from roofline.models import StepModel, load_config, model_dtypes, sweep
+
+    cfg, dt = load_config("mixtral-8x7b"), model_dtypes()
+    dpn = get_system("dgx-h100").devices_per_node
+    points = [(8, 1000), (64, 4096), (256, 8192)] if phase == "decode" else [(8, 512), (16, 4096)]
+    for sp in (MIXTRAL_TP8_EP8, Split(tp=4, dp=2, ep=8), Split(tp=2, pp=2, ep=2)):
+        for plan in ("none", "flash", "fused"):
+            fitted = StepModel.fit(cfg, phase, dt, plan, split=sp, devices_per_node=dpn)  # checks its own fit
+            for b, s in points:
+                a = analyze_model(cfg, "dgx-h100", phase, b, s, plan, dt, split=sp)
+                r = fitted.evaluate([b], [s], a.machine, a.dtype)
+                assert float(r["flop"][0]) == pytest.approx(a.flop, rel=1e-9)
+                assert float(r["bytes"][0]) == pytest.approx(a.bytes, rel=1e-9)
+                assert float(r["time_s"][0]) == pytest.approx(a.time_s, rel=1e-9)
+    rows = sweep("mixtral-8x7b", ["dgx-h100"], phase, [8, 64], [4096], splits=[MIXTRAL_TP8_EP8])
+    for row in rows:
+        a = analyze_model(cfg, "dgx-h100", phase, row["batch"], 4096, split=MIXTRAL_TP8_EP8)
+        assert row["time_s"] == pytest.approx(a.time_s, rel=1e-9) and (row["tp"], row["ep"]) == (8, 8)
+        assert row["tokens_per_s"] == pytest.approx(a.tokens_per_s, rel=1e-9)
+
+
+def test_ep_with_tp_needs_whole_token_shares(capsys: pytest.CaptureFixture[str]) -> None:
+    from roofline.models import sweep
+
+    # decode: N = batch / dp = 4 tokens cannot be split over 8 tp ranks; prefill: 1 × 1001 neither
+    with pytest.raises(RooflineError, match=r"--ep 8 with --tp 8: .* multiple of 8 \(decode: batch / dp = 4\)"):
+        analyze_model("mixtral-8x7b", "dgx-h100", "decode", 4, 4096, split=MIXTRAL_TP8_EP8)
+    with pytest.raises(RooflineError, match=r"multiple of 8 \(prefill: batch / dp × prompt = 1 × 1001 = 1001\)"):
+        analyze_model("mixtral-8x7b", "dgx-h100", "prefill", 1, 1001, split=MIXTRAL_TP8_EP8)
+    analyze_model("mixtral-8x7b", "dgx-h100", "prefill", 1, 1000, split=MIXTRAL_TP8_EP8)  # 1000 = 8 × 125
+    with pytest.raises(RooflineError, match=r"--batch 12 is not a multiple of tp × dp = 8 × 1 = 8"):
+        sweep("mixtral-8x7b", ["dgx-h100"], "decode", [8, 12], [4096], splits=[MIXTRAL_TP8_EP8])
+    code = main(["model", "mixtral-8x7b", "--machine", "dgx-h100", "--tp", "8", "--ep", "8", "--batch", "4"])
+    _, err = capsys.readouterr()
+    assert code == 2 and "multiple of 8" in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_ep_group_within_a_tp_group_stays_on_the_link() -> None:
+    from roofline.models.split import comm_for
+
+    assert comm_for(Split(tp=8, dp=2, ep=8), 8).ep_level is Level.LINK  # each node's tp ranks are an ep group
+    assert comm_for(Split(tp=8, dp=2, ep=16), 8).ep_level is Level.NETWORK  # across both replicas' nodes
+    assert comm_for(Split(dp=16, ep=8), 8).ep_level is Level.NETWORK  # data-parallel attention: as before

@@ -122,9 +122,10 @@ def test_the_objective_changes_the_winner() -> None:
 
 
 def test_deepseek_v3_on_one_nvl72_every_split_within_a_second() -> None:
-    # candidates by hand: tp | 128 heads and ≤ 72: 1..64 (powers of two); pp | 61 layers: 1 or 61;
-    # dp | 256 and tp·pp·dp ≤ 72; ep | dp (tp = 1). pp 1, tp > 1: Σ_{a=1..6} (7 − a) = 21 (tp, dp) pairs;
-    # tp = 1: Σ_{b=0..6} (b + 1) = 28 (dp, ep) pairs; pp 61: one. 50 in all.
+    # candidates by hand: tp = 2^a divides the 128 heads, dp = 2^b the batch of 256, tp·dp ≤ 72 so
+    # a + b ≤ 6; ep is 1 or any 2^c dividing tp·dp (c = 1..a+b), and with tp > 1 a replica's 256/dp
+    # tokens are a multiple of tp (a + b ≤ 8: always). pp 1: Σ_{s=0..6} (s + 1)·(1 + s) = 140;
+    # pp 61 (61 layers, prime): tp = dp = 1, one. 141 in all.
     search_splits("deepseek-v3", "gb200-nvl72", "decode", 256, 8192)
     best = float("inf")
     for _ in range(3):
@@ -132,7 +133,7 @@ def test_deepseek_v3_on_one_nvl72_every_split_within_a_second() -> None:
         s = search_splits("deepseek-v3", "gb200-nvl72", "decode", 256, 8192)
         best = min(best, time.perf_counter() - start)
     assert best <= 1.0
-    assert len(s.rows) == 50 and s.devices == 72
+    assert len(s.rows) == 141 and s.devices == 72
     assert s.winner is not None and s.winner.split.ep > 1  # expert parallel: each device reads E/ep experts
     for r in (s.winner, s.row(Split(tp=8))):
         a = analyze_model("deepseek-v3", "gb200-nvl72", "decode", 256, 8192, split=r.split)

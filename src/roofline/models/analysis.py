@@ -198,13 +198,17 @@ class ModelAnalysis(Drawable):
 
     @cached_property
     def micro_batch_time_s(self) -> float | None:
-        """The step time of one micro-batch of batch/pp sequences (None without pipeline stages, or
-        when the batch per replica is smaller than pp)."""
+        """The step time of one micro-batch of batch/pp sequences (None without pipeline stages, when
+        the batch per replica is smaller than pp, or when such micro-batches cannot run the split:
+        then the pipeline is not filled and tokens/s is tokens / step time)."""
         pp, per_replica = self.split.pp, self.model.shape.batch
         if pp == 1 or per_replica < pp:
             return None
-        mg = build_graph(self.config, self.phase, per_replica // pp * self.split.dp, self.seq, self.model.dtypes,
-                         self.model.experts_hit_override, self.split, self.devices_per_node)
+        try:
+            mg = build_graph(self.config, self.phase, per_replica // pp * self.split.dp, self.seq, self.model.dtypes,
+                             self.model.experts_hit_override, self.split, self.devices_per_node)
+        except RooflineError:  # micro-batches the split cannot run (tokens not a multiple of tp under EP)
+            return None
         return self.step_time_s(analyze_graph(mg.graph, self.machine, self.dtype, mg.plans[self.plan]))
 
     @property

@@ -47,7 +47,7 @@ from roofline.graph import FusionPlan, Graph, Op, Tensor
 from roofline.kernels import FLOP_PER_ELEMENT, attention_ops, elementwise_op, matmul_op, norm_op
 from roofline.models.dtypes import ModelDtypes, model_dtypes
 from roofline.models.formulas import experts_hit, windowed_pairs
-from roofline.models.split import Comm, check_split, comm_for, shard
+from roofline.models.split import Comm, check_moe_rows, check_split, comm_for, sequence_split, shard
 from roofline.models.transformer import AttentionKind, MlpKind, ModelConfig
 from roofline.parallel import BUS_FACTOR, Collective, CollectiveCall, Split, collective_op
 from roofline.units import require_positive_int
@@ -360,6 +360,7 @@ class _Builder:
         norm = self.norm(f"{p}mlp_norm", hidden, x, count)
         out = self.act(f"{p}mlp.out", (n, h))
         part = self.tp_out(f"{p}mlp", out) if kind == MlpKind.DENSE or self.comm.ep == 1 else out
+        gathered = kind == MlpKind.MOE and sequence_split(self.comm.split)  # ends in the tp all-gather
         if kind == MlpKind.MOE:
             last = self.moe(x, part, count, p, norm)
         else:
@@ -373,7 +374,7 @@ class _Builder:
             self.fuse(post, res)
         else:
             res = self.add(elementwise_op(f"{p}mlp_residual", "add", (hidden, out), resid, count))
-            if part is out:
+            if part is out and not gathered:  # after a collective the add stays a kernel of its own
                 self.fuse(last, res)
 
     def dense(self, x: Tensor, out: Tensor, count: int, p: str, norm: str) -> str:
@@ -399,8 +400,12 @@ class _Builder:
         ep = self.comm.ep
         hit = self.hit if self.hit is not None else e
         # expert parallel: this device holds e/ep experts and reads the weights of those the group's
-        # tokens hit on it (its replica's tokens go out to the group and as many come back)
-        nm, xm = n, x
+        # tokens hit on it (its tokens go out to the group and as many come back); with tensor-parallel
+        # attention each of the tp ranks takes N/tp of the replica's N tokens (a sequence split)
+        tp = self.comm.tp if sequence_split(self.comm.split) else 1
+        nm = n // tp
+        xm = x if tp == 1 else self.act(f"{p}mlp_norm.out.rows", (nm, h))
+        local = out if tp == 1 else self.act(f"{p}mlp.out.rows", (nm, h))
         hit_here = hit if ep == 1 else -(-hit // ep)
         logits = self.act(f"{p}router.logits", (nm, e))
         router = self.add(matmul_op(f"{p}router", xm, self.weight(f"{p}router.weight", (h, e)), logits, count,
@@ -409,8 +414,9 @@ class _Builder:
         sm = FLOP_PER_ELEMENT["softmax"]
         topk = self.add(Op(f"{p}topk", "topk", (logits,), (route,), {Unit.VECTOR: float(sm * nm * e)}, count,
                            formula=f"softmax over the experts {sm:g}·N·E = {sm:g}·{nm}·{e}, then keep the top {k}",
-                           note="the expert ids travel with the weights; their bytes are not counted"))
-        self.fuse(norm, router, topk)
+                           note="the expert ids travel with the weights; their bytes are not counted"
+                                + ("" if tp == 1 else f"; this tp rank's {nm} of the replica's {n} tokens")))
+        self.fuse(norm if tp == 1 else "", router, topk)  # the norm runs on all N rows, the router on N/tp
         rows = nm * k
         routed = self.act(f"{p}experts.in", (rows, h))
         send = routed if ep == 1 else self.act(f"{p}experts.send", (rows, h))
@@ -456,8 +462,12 @@ class _Builder:
             inputs += (so,)
             flop += nm * h
             formula += f" + the shared experts' output N·h = {nm}·{h}"
-        return self.add(Op(f"{p}combine", "moe_combine", inputs, (out,), {Unit.VECTOR: flop}, count,
+        last = self.add(Op(f"{p}combine", "moe_combine", inputs, (local,), {Unit.VECTOR: flop}, count,
                            formula=formula))
+        if local is not out:  # every tp rank's N/tp rows, gathered back into the replica's [N, h]
+            last = self.collective(f"{p}mlp.all_gather", Collective.ALL_GATHER, local, out, self.comm.tp,
+                                   self.comm.tp_level, count)
+        return last
 
     def final(self, resid: Tensor) -> None:
         cfg, b, h = self.cfg, self.b, self.cfg.hidden_size
@@ -526,12 +536,14 @@ def build_graph(cfg: ModelConfig, phase: Phase | str, batch: int, seq: int, dtyp
     sp = split or Split()
     warnings: list[str] = check_split(cfg, sp, batch) if not sp.trivial else []
     shape = StepShape(phase, batch // sp.dp, seq)
+    check_moe_rows(sp, phase, shape.batch, seq)
     if seq > cfg.max_position_embeddings:
         warnings.append(f"{'prompt' if phase is Phase.PREFILL else 'context'} of {seq} tokens is beyond "
                         f"{cfg.name}'s max_position_embeddings ({cfg.max_position_embeddings}); analysed anyway")
     if experts_hit_override is not None and not cfg.is_moe:
         warnings.append(f"--experts-hit ignored: {cfg.name} is not a mixture of experts")
-    hit = (experts_hit(cfg.num_experts, cfg.experts_per_token, shape.tokens * sp.ep, experts_hit_override)
+    rows = shape.tokens // sp.tp if sequence_split(sp) else shape.tokens  # the tokens one device routes
+    hit = (experts_hit(cfg.num_experts, cfg.experts_per_token, rows * sp.ep, experts_hit_override)
            if cfg.is_moe else None)
     comm = comm_for(sp, devices_per_node or sp.devices)
     builder = _Builder(shard(cfg, sp), shape, dt, hit, comm, cfg.vocab_size)

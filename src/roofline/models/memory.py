@@ -7,7 +7,8 @@
 Weights per device: the parameters of one device's share of the widths (roofline.models.split.shard),
 the layer parts × ⌈L/pp⌉/L on one pipeline stage plus the larger of the first stage's embedding
 table(s) and the last stage's LM head (a tied head keeps a copy of the table there); routed experts
-/ ep. KV cache per device: one replica's batch/dp sequences at the device's KV heads, × ⌈L/pp⌉/L.
+/ ep, whole (with --tp too: expert parallelism does not split an expert by tp; shared experts and the
+router are replicated). KV cache per device: one replica's batch/dp sequences at the device's KV heads, × ⌈L/pp⌉/L.
 Activation workspace: the largest set of activations one kernel of the step reads and writes at
 once (what must be live together), a lower bound on what an engine's profiling run reserves.
 

@@ -10,7 +10,8 @@ system) that the model can run (roofline.models.split.check_split):
 
     tp   divides the query heads (KV heads divided, or replicated as engines do), within one node
     pp   divides the layers (stages of equal depth)
-    ep   mixtures of experts only: divides the experts and tp × dp; today ep > 1 needs tp = 1
+    ep   mixtures of experts only: divides the experts and tp × dp (with tp > 1, a replica's tokens a
+         multiple of tp: the MoE splits them over the tp ranks)
          (data-parallel attention, expert-parallel MoE)
     dp   divides the batch
 
@@ -48,7 +49,7 @@ from roofline.models.build import DEFAULT_PLAN, as_phase, as_plan, build_graph
 from roofline.models.config import load_config
 from roofline.models.dtypes import ModelDtypes, compute_dtype, model_dtypes
 from roofline.models.memory import DEFAULT_UTILIZATION, device_kv_bytes, device_weights_bytes, gib
-from roofline.models.split import check_split
+from roofline.models.split import check_moe_rows, check_split
 from roofline.models.transformer import ModelConfig
 from roofline.parallel import Split
 from roofline.placement import analyze_graph
@@ -175,21 +176,24 @@ def _divisors(n: int, most: int) -> list[int]:
     return [d for d in range(1, min(n, most) + 1) if n % d == 0]
 
 
-def enumerate_splits(cfg: ModelConfig, batch: int, devices: int, tp_most: int) -> list[Split]:
+def enumerate_splits(cfg: ModelConfig, batch: int, devices: int, tp_most: int, phase: Phase | str = Phase.DECODE,
+                     seq: int = 1) -> list[Split]:
     """Every valid split of at most `devices` devices: tp ≤ `tp_most` (the devices of a node) dividing
-    the heads, pp dividing the layers, ep dividing the experts (MoE), dp dividing the batch, each
-    accepted by check_split. In order of devices, then tp, pp, ep, dp."""
+    the heads, pp dividing the layers, ep dividing the experts (MoE) and tp × dp, dp dividing the batch,
+    each accepted by check_split (and, for expert parallel with tensor parallel, check_moe_rows: a
+    replica's tokens a multiple of tp). In order of devices, then tp, pp, ep, dp."""
     out: list[Split] = []
     eps = _divisors(cfg.num_experts, devices) if cfg.is_moe else [1]
     for tp in _divisors(cfg.num_heads, min(tp_most, devices)):
         for pp in _divisors(cfg.num_layers, devices // tp):
             for dp in _divisors(batch, devices // (tp * pp)):
                 for ep in eps:
-                    if ep > 1 and (tp > 1 or dp % ep):
-                        continue  # expert parallel over the replicas of data-parallel attention (tp = 1)
+                    if ep > 1 and (tp * dp) % ep:
+                        continue  # the experts are spread over the tp × dp devices of a stage
                     sp = Split(tp=tp, pp=pp, ep=ep, dp=dp)
                     try:
                         check_split(cfg, sp, batch)
+                        check_moe_rows(sp, as_phase(phase), batch // dp, seq)
                     except RooflineError:
                         continue
                     out.append(sp)
@@ -385,8 +389,8 @@ def _no_fit(ev: _Evaluator, rows: list[PlanRow], cfg: ModelConfig, system: Syste
             f"{usable / need:.0%} of its share; ")
     most = SUGGEST_BARE_DEVICES if bare else system.max_devices
     if most > devices:
-        larger = [sp for sp in enumerate_splits(cfg, ev.batch, most, BOARD if bare else system.devices_per_node)
-                  if sp.devices > devices]
+        larger = [sp for sp in enumerate_splits(cfg, ev.batch, most, BOARD if bare else system.devices_per_node,
+                                                ev.phase, ev.seq) if sp.devices > devices]
         held = sorted(((sp.devices, sum(ev.closed_form(sp)), i, sp) for i, sp in enumerate(larger)
                        if sum(ev.closed_form(sp)) <= usable), key=lambda x: x[:3])
         for _n, w_kv, _i, sp in held:  # the fewest devices, the least memory first; then with the workspace
@@ -430,7 +434,7 @@ def search_splits(model: str | ModelConfig, system: str | System | Machine = DEF
     bare = base.from_device
     n = devices if devices is not None else base.devices_per_node
     ev = _Evaluator(cfg, system, phase, batch, length, dt, plan, experts_hit, utilization, overlap)
-    splits = enumerate_splits(cfg, batch, n, n if bare else base.devices_per_node)
+    splits = enumerate_splits(cfg, batch, n, n if bare else base.devices_per_node, phase, length)
     rows = [ev.row(sp, prune) for sp in splits]
     ranked, problem = _rank(rows, objective, latency_target_s)
     if problem == "none fits":

@@ -13,11 +13,19 @@ Pipeline parallelism puts ⌈L/pp⌉ layers on each of pp stages and sends the [
 stage to stage (pp − 1 sends per step): a token's step time is the sum of the stages', which is the
 graph of all L layers plus the sends; a device holds one stage's weights and KV cache.
 
-Expert parallelism spreads an MoE layer's experts over ep devices (E/ep each, whole) of the dp
-replicas, with attention data-parallel (DeepSeek-V3's serving layout; tp = 1). Each device's tokens
-are dispatched to the experts' devices with an all-to-all and combined back with another; with
-uniform routing each device computes as many routed rows as it sent, and reads the weights of the
-experts the ep devices' tokens hit on it (the uniform-routing expectation over ep × N tokens, / ep).
+Expert parallelism spreads an MoE layer's experts over ep devices of a pipeline stage (E/ep each,
+whole, never split by tp; ep divides tp × dp and E). Two layouts, as engines run them:
+- data-parallel attention (DeepSeek-V3's serving layout; tp = 1, `--dp 8 --ep 8`): each device's
+  N tokens go to the experts' devices with an all-to-all and come back with another;
+- tensor-parallel attention (vLLM's --enable-expert-parallel, `--tp 8 --ep 8`): the tp ranks of a
+  replica hold the same N tokens after attention's all-reduce; before the MoE each rank takes its
+  N/tp of them (a sequence split: N, batch/dp in decode and batch/dp × prompt in prefill, must be a
+  multiple of tp), routes them, dispatches and combines its rows with all-to-alls over the ep group,
+  runs the shared experts (replicated) on them, and an all-gather over the tp group rebuilds [N, h]
+  (no all-reduce after the MoE).
+With uniform routing each device computes as many routed rows as it sent, and reads the weights of
+the experts the ep group's tokens hit on it: the uniform-routing expectation over ep × N/tp tokens
+(N/tp = N when tp = 1), / ep, rounded up.
 
 Data parallelism runs dp replicas, each with batch/dp sequences: the step time is one replica's, the
 throughput dp times it.
@@ -33,7 +41,7 @@ from dataclasses import dataclass, replace
 from roofline.errors import RooflineError
 from roofline.models.transformer import ModelConfig
 from roofline.parallel import Split, group_level, stage_boundaries_across_nodes
-from roofline.vocab import Level
+from roofline.vocab import Level, Phase
 
 
 @dataclass(frozen=True)
@@ -60,8 +68,8 @@ def comm_for(split: Split, devices_per_node: int) -> Comm:
     across = stage_boundaries_across_nodes(split, devices_per_node)
     if split.ep == 1 or split.devices <= devices_per_node:
         ep_level = Level.LINK
-    elif split.dp == 1 and split.ep <= split.tp:  # the experts' devices are tp ranks of one stage
-        ep_level = group_level(split.tp, devices_per_node, split.devices)
+    elif split.tp % split.ep == 0:  # the ep group: consecutive tp ranks of one replica
+        ep_level = group_level(split.ep, devices_per_node, split.devices)
     else:  # replicas are the outermost placement: an ep group across them spans nodes
         ep_level = Level.NETWORK
     return Comm(split, group_level(split.tp, devices_per_node, split.devices), ep_level, split.pp - 1 - across, across)
@@ -91,9 +99,6 @@ def check_split(cfg: ModelConfig, split: Split, batch: int) -> list[str]:
             raise RooflineError(f"--tp {tp} does not divide the experts' width {cfg.moe_intermediate_size}")
     elif split.ep > 1:
         raise RooflineError(f"--ep {split.ep}: {cfg.name} is not a mixture of experts")
-    if split.ep > 1 and tp > 1:
-        raise RooflineError("--ep with --tp > 1 is not modelled yet: use --dp for the attention replicas and --ep for "
-                            "the experts (data-parallel attention, expert-parallel MoE, as DeepSeek serves V3)")
     if split.pp > cfg.num_layers:
         raise RooflineError(f"--pp {split.pp} is more stages than {cfg.name}'s {cfg.num_layers} layers")
     if split.pp > 1 and cfg.num_layers % split.pp:
@@ -103,6 +108,28 @@ def check_split(cfg: ModelConfig, split: Split, batch: int) -> list[str]:
         raise RooflineError(f"--batch {batch} is not a multiple of --dp {split.dp} (each replica runs batch/dp "
                             f"sequences)")
     return warnings
+
+
+def sequence_split(split: Split) -> bool:
+    """Whether the MoE splits a replica's tokens over its tp ranks (expert parallel with tensor-parallel
+    attention): each rank routes N/tp of them."""
+    return split.ep > 1 and split.tp > 1
+
+
+def check_moe_rows(split: Split, phase: Phase, batch_per_replica: int, seq: int) -> None:
+    """Under a sequence split, a replica's N tokens must be a multiple of tp (one clear error)."""
+    if not sequence_split(split):
+        return
+    tp = split.tp
+    if phase is Phase.PREFILL:
+        n = batch_per_replica * seq
+        what = f"prefill: batch / dp × prompt = {batch_per_replica} × {seq} = {n}"
+    else:
+        n = batch_per_replica
+        what = f"decode: batch / dp = {n}"
+    if n % tp:
+        raise RooflineError(f"--ep {split.ep} with --tp {tp}: each of the {tp} tensor-parallel ranks routes 1/{tp} "
+                            f"of a replica's tokens, so they must be a multiple of {tp} ({what})")
 
 
 def _divisors(n: int) -> list[int]:
@@ -132,4 +159,4 @@ def stage_layers(cfg: ModelConfig, split: Split) -> int:
     return math.ceil(cfg.num_layers / split.pp)
 
 
-__all__ = ["Comm", "check_split", "comm_for", "shard", "stage_layers"]
+__all__ = ["Comm", "check_moe_rows", "check_split", "comm_for", "sequence_split", "shard", "stage_layers"]

@@ -5,12 +5,13 @@ Every FLOP and byte count of a step's kernels is a linear combination of a few f
 (batch B, length S): 1, B, B·S, B·S² (prefill), B·min(S, W) (windowed decode), B·pairs_W(S)
 (windowed prefill) and the number of experts hit (MoE). The windowed and the MoE features are the
 graph builder's own formulas (`ModelConfig.cached_tokens`, `roofline.models.formulas`), evaluated
-on numpy arrays. `StepModel` builds the real graph at a handful of sample points, solves for those
-coefficients exactly, checks the fit reproduces every sample, and then evaluates any grid of
-(B, S) with numpy: the same kernels, the same max(compute, memory) per kernel.
+on numpy arrays. `StepModel` builds the real graph at a handful of sample points (batches that
+are multiples of `batch_unit`: dp, × tp when expert parallelism splits a replica's tokens over its
+tp ranks), solves for those coefficients exactly, checks the fit reproduces every sample, and then
+evaluates any grid of (B, S) with numpy: the same kernels, the same max(compute, memory) per kernel.
 
 Layering: imports roofline.placement, roofline.graph, roofline.hardware, roofline.dtypes,
-roofline.errors and the models room's config, build and formulas; numpy only inside functions.
+roofline.errors and the models room's config, build, formulas and split; numpy only inside functions.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from roofline.hardware import Machine
 from roofline.models.build import DEFAULT_PLAN, as_phase, build_graph
 from roofline.models.dtypes import ModelDtypes
 from roofline.models.formulas import experts_hit, windowed_pairs
+from roofline.models.split import sequence_split
 from roofline.models.transformer import AttentionKind, ModelConfig
 from roofline.parallel import Split
 from roofline.placement import crossover
@@ -65,15 +67,31 @@ def per_replica(batch: np.ndarray, dp: int) -> np.ndarray:
     return b // dp
 
 
+def batch_unit(split: Split) -> int:
+    """The step of the batches a split's step model takes: dp, × tp when the MoE splits a replica's
+    tokens over its tp ranks (expert parallel with tensor-parallel attention), so every rank's share
+    is whole and every feature stays linear in the batch."""
+    return split.dp * (split.tp if sequence_split(split) else 1)
+
+
 def _features(cfg: ModelConfig, phase: Phase, batch: np.ndarray, seq: np.ndarray,
               hit_override: int | None, split: Split | None = None) -> np.ndarray:
     """The columns every kernel's FLOPs and bytes are linear in (see the module docstring). With a
     split, the batch is one replica's, batch / dp, and the experts hit are those a device reads:
-    ⌈hit / ep⌉ of the experts the ep replicas' tokens hit (as the graph builder counts them)."""
+    ⌈hit / ep⌉ of the experts the ep group's tokens hit (as the graph builder counts them: ep × the
+    tokens a device routes, N, or N/tp with tensor-parallel attention)."""
     import numpy as np
 
     sp = split or Split()
-    b = per_replica(batch, sp.dp).astype(np.float64)
+    per = per_replica(batch, sp.dp)
+    if sequence_split(sp):
+        unit = batch_unit(sp)
+        bad = np.asarray(per % sp.tp != 0)
+        if bad.any():
+            raise RooflineError(f"--batch {int(np.asarray(batch)[bad].flat[0])} is not a multiple of tp × dp = "
+                                f"{sp.tp} × {sp.dp} = {unit} (with --ep and --tp each tensor-parallel rank routes "
+                                f"1/tp of a replica's tokens); give batches that are multiples of {unit}")
+    b = per.astype(np.float64)
     s = seq.astype(np.float64)
     cols = [np.ones_like(b), b, b * s]
     window = cfg.sliding_window if cfg.attention_layers(AttentionKind.LOCAL) else None
@@ -85,6 +103,8 @@ def _features(cfg: ModelConfig, phase: Phase, batch: np.ndarray, seq: np.ndarray
         cols.append(b * cfg.cached_tokens(AttentionKind.LOCAL, s))
     if cfg.is_moe:
         tokens = b * (s if phase == Phase.PREFILL else 1.0)
+        if sequence_split(sp):
+            tokens = tokens / sp.tp  # exact: b is a multiple of tp
         hit = np.asarray(experts_hit(cfg.num_experts, cfg.experts_per_token, tokens * sp.ep, hit_override),
                          dtype=np.float64)
         if sp.ep > 1:
@@ -137,12 +157,13 @@ class StepModel:
 
         phase = as_phase(phase)
         sp = split or Split()
-        points = _sample_points(cfg, phase)  # batches per replica
+        unit = batch_unit(sp)  # the sample batches: multiples of dp (× tp under a sequence split)
+        points = _sample_points(cfg, phase)
         names: tuple[str, ...] = ()
         counts: tuple[int, ...] = ()
         rows_m, rows_v, rows_b, rows_l, rows_n = [], [], [], [], []
         for b, s in points:
-            mg = build_graph(cfg, phase, b * sp.dp, s, dtypes, experts_hit_override, sp,
+            mg = build_graph(cfg, phase, b * unit, s, dtypes, experts_hit_override, sp,
                              devices_per_node if not sp.trivial else None)
             kernels: list[Kernel] = mg.graph.kernels(mg.plan(plan))
             if not names:
@@ -155,7 +176,7 @@ class StepModel:
             rows_b.append([k.cost.bytes_by_level.get(Level.DRAM, 0.0) for k in kernels])
             rows_l.append([k.cost.bytes_by_level.get(Level.LINK, 0.0) for k in kernels])
             rows_n.append([k.cost.bytes_by_level.get(Level.NETWORK, 0.0) for k in kernels])
-        x = _features(cfg, phase, np.array([p[0] * sp.dp for p in points]), np.array([p[1] for p in points]),
+        x = _features(cfg, phase, np.array([p[0] * unit for p in points]), np.array([p[1] for p in points]),
                       experts_hit_override, sp)
         _check_experts_column(cfg, sp, x, experts_hit_override)
         scale = np.abs(x).max(axis=0)
@@ -240,14 +261,14 @@ class StepModel:
         grows without bound."""
         import numpy as np
 
-        dp = self.split.dp
-        big = np.array([1 << 30, 1 << 31]) * dp
+        unit = batch_unit(self.split)
+        big = np.array([1 << 30, 1 << 31]) * unit
         x = _features(self.config, self.phase, big, np.array([seq, seq]), self.experts_hit_override, self.split)
         counts = np.array(self.counts, dtype=np.float64)
         flop = (x @ (self.coef_matrix + self.coef_vector)) @ counts
         byt = (x @ self.coef_bytes) @ counts
         df, db = float(flop[1] - flop[0]), float(byt[1] - byt[0])
-        per = 1 << 30
+        per = (1 << 30) * (unit // self.split.dp)
         return df / per, db / per, df / db if db else math.inf
 
 
@@ -279,17 +300,17 @@ def _check_experts_column(cfg: ModelConfig, split: Split, x: Any, override: int 
 
 
 def find_crossover(model: StepModel, seq: int, machine: Machine, dtype: DType) -> Crossover:
-    """The smallest batch whose step reaches the ridge (with data parallelism, a multiple of dp: the
-    search runs over one replica's batch)."""
+    """The smallest batch whose step reaches the ridge (with data parallelism, a multiple of dp, × tp
+    under a sequence split: the search runs over multiples of `batch_unit`)."""
     ridge = machine.ridge_flop_per_byte(dtype)
     flop_seq, bytes_seq, limit = model.limit(seq)
-    dp = model.split.dp
+    unit = batch_unit(model.split)
 
     def intensity(b: int) -> float:
-        return float(model.evaluate([b * dp], [seq], machine, dtype)["flop_per_byte"][0])
+        return float(model.evaluate([b * unit], [seq], machine, dtype)["flop_per_byte"][0])
 
     found = crossover(intensity, ridge, 1, 1 << 24) if limit >= ridge or intensity(1 << 24) >= ridge else None
-    batch = None if found is None else found * dp
+    batch = None if found is None else found * unit
     if found is not None:
         reason = (f"at batch {batch} the step's intensity {intensity(found):.1f} FLOP/B reaches the ridge "
                   f"{ridge:.0f} FLOP/B")
@@ -301,4 +322,4 @@ def find_crossover(model: StepModel, seq: int, machine: Machine, dtype: DType) -
     return Crossover(batch, ridge, limit, reason)
 
 
-__all__ = ["Crossover", "StepModel", "find_crossover"]
+__all__ = ["Crossover", "StepModel", "batch_unit", "find_crossover"]

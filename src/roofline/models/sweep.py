@@ -30,7 +30,7 @@ from roofline.models.config import load_config
 from roofline.models.dtypes import ModelDtypes, compute_dtype, model_dtypes
 from roofline.models.memory import DEFAULT_UTILIZATION, candidate_splits, device_weights_bytes
 from roofline.models.split import check_split, shard, stage_layers
-from roofline.models.stepmodel import StepModel
+from roofline.models.stepmodel import StepModel, batch_unit
 from roofline.models.transformer import ModelConfig
 from roofline.parallel import Split
 from roofline.units import require_positive_int
@@ -65,16 +65,27 @@ def resolve(machine: str | Machine, split: Split) -> tuple[Machine, int | None]:
 
 
 def check_splits(cfg: ModelConfig, splits: Sequence[Split], batches: Sequence[int]) -> None:
-    """Every split valid for the model, and every batch a multiple of each split's dp (one clear error)."""
+    """Every split valid for the model, and every batch a multiple of each split's dp, and of tp × dp
+    when expert parallelism splits a replica's tokens over its tp ranks (one clear error)."""
     if not splits:
         raise RooflineError("give at least one split")
     for sp in splits:
         if not isinstance(sp, Split):
             raise RooflineError(f"a split is a roofline.parallel.Split, got {sp!r}")
+        unit = batch_unit(sp)
         for b in batches:
             if b % sp.dp:
                 raise RooflineError(f"--batch {b} is not a multiple of --dp {sp.dp} (each replica runs batch/dp "
                                     f"sequences); give batches that are multiples of {sp.dp}")
+            if b % unit:
+                raise RooflineError(f"--batch {b} is not a multiple of tp × dp = {sp.tp} × {sp.dp} = {unit} (with --ep "
+                                    f"and --tp each tensor-parallel rank routes 1/tp of a replica's tokens); give "
+                                    f"batches that are multiples of {unit}")
+            if unit > sp.dp and sp.pp > 1 and b // sp.dp >= sp.pp and (b // sp.dp // sp.pp) % sp.tp:
+                raise RooflineError(f"--batch {b}: its {sp.pp} pipeline micro-batches of {b // sp.dp // sp.pp} "
+                                    f"sequences a replica are not multiples of --tp {sp.tp} (with --ep and --tp each "
+                                    f"tensor-parallel rank routes 1/tp of a micro-batch's tokens); give batches that "
+                                    f"are multiples of {unit * sp.pp}")
         if not sp.trivial:
             check_split(cfg, sp, sp.dp)
 
@@ -108,7 +119,7 @@ def sweep(model: str | ModelConfig, machines: Sequence[str | Machine] = (DEFAULT
     SWEEP_COLUMNS; with `per_kernel`, also "kernels": each kernel's name, time per step and bound, for
     charts). `seqs` None: the default length (DEFAULT_LENGTH within the model's max_position_embeddings).
     With a split the row is one device's step (as analyze_model(..., split=...) gives it) and every
-    batch must be a multiple of its dp.
+    batch must be a multiple of its dp (of tp × dp with --ep and --tp, whose MoE splits the tokens).
 
     Per dtype combination and split the step model is fitted once (a few dozen graph builds) and the
     batch × length grid is evaluated with numpy; per machine only the placement changes."""
