@@ -239,6 +239,15 @@ def test_cli_collectives_json_and_save(tmp_path: Path, capsys: pytest.CaptureFix
         assert saved["devices_per_node"] == 2 and saved["link"]["node"]["measured"] is True
         beta = parse_quantity(saved["link"]["node"]["bandwidth"], "bytes_per_s")
         assert beta == pytest.approx(d["link"]["beta_bytes_per_s"], rel=1e-3)
+        # the CPU is no catalog machine: its ceilings were measured and saved beside, and --machine works
+        assert saved["device"] == "node.device.toml" and (tmp_path / "node.device.toml").is_file()
+        from roofline.hardware import get_system
+        from roofline.vocab import Level
+
+        system = get_system(str(path))
+        assert system.devices_per_node == 2 and system.node_link.measured
+        link = system.device_machine().memory[Level.LINK]
+        assert link.bytes_per_s == pytest.approx(beta, rel=1e-3)  # the fitted β is the link's roof
     else:
         assert code == 2 and "no all-reduce fit" in captured.err and not path.exists()
 

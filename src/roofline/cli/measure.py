@@ -8,6 +8,7 @@ fast and the CLI works without torch (a command that needs it says what to insta
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import click
@@ -107,9 +108,13 @@ def _echo_script_traceback(exc: BaseException) -> None:
 @click.option("--budget", "budget_s", type=Quantity("time_s"), default=None, metavar="SECONDS",
               help="With --collectives: the whole run's time limit, e.g. 60 or 90s (default: 30 s quick, "
                    "120 s full on cpu; 60 s and 180 s on cuda); what finished is reported.")
+@click.option("--device-file", default=None, metavar="FILE",
+              help="With --collectives --save: the machine file of the device (from `roofline measure --save`) "
+                   "for a CPU or a GPU not in the catalog; without it, its ceilings are measured now (quick) and "
+                   "saved beside the system file as NAME.device.toml.")
 def measure(device: str, quick: bool, as_json: bool, save: str | None, buffer_size: str | None,
             dtypes: tuple[str, ...], backends: tuple[str, ...], machine_id: str | None, collectives: bool,
-            devices: int | None, budget_s: float | None) -> None:
+            devices: int | None, budget_s: float | None, device_file: str | None) -> None:
     """Measure this machine's ceilings: streaming bandwidth and matmul FLOP/s per dtype.
 
     With --collectives, measure the link between devices instead: each collective over a ladder of
@@ -129,25 +134,51 @@ def measure(device: str, quick: bool, as_json: bool, save: str | None, buffer_si
                                           ("--backend", backends)) if value]
         if given:
             raise RooflineError(f"{', '.join(given)} measure ceilings, not --collectives; leave them out")
-        _measure_collectives(device, devices, quick, budget_s, as_json, save, machine_id, show=not as_json)
+        _measure_collectives(device, devices, quick, budget_s, as_json, save, machine_id, device_file,
+                             show=not as_json)
         return
-    for flag, value in (("--devices", devices), ("--budget", budget_s)):
+    for flag, value in (("--devices", devices), ("--budget", budget_s), ("--device-file", device_file)):
         if value is not None:
             raise RooflineError(f"{flag} applies to --collectives only")
     _measure(device, quick, as_json, save, buffer_size, dtypes, backends, machine_id, show=True)
 
 
+def _device_beside(device: str, path: Path, machine_id: str | None) -> str:
+    """Measure this device's ceilings quickly, save them at `path`, and return the name a system file
+    beside it uses for them."""
+    from roofline.fileio import atomic_write
+    from roofline.hardware import machine_to_toml
+    from roofline.measure.ceilings import measure_ceilings
+    from roofline.measure.runs import Plan
+
+    machine = measure_ceilings(Plan(device=device, quick=True)).to_machine(f"{machine_id}-device" if machine_id
+                                                                          else None)
+    atomic_write(path, machine_to_toml(machine, header="written by `roofline measure --collectives --save`: "
+                                                          "the device the system file beside it names"))
+    return path.name
+
+
 def _measure_collectives(device: str, devices: int | None, quick: bool, budget_s: float | None, as_json: bool,
-                         save: str | None, machine_id: str | None, show: bool) -> Any:
+                         save: str | None, machine_id: str | None, device_file: str | None, show: bool) -> Any:
     from roofline.errors import need_torch
     from roofline.measure.collectives import CollectivesPlan, measure_collectives
 
     need_torch("roofline measure --collectives")
+    beside = Path(save).with_name(Path(save).stem + ".device.toml") if save else None
     if save:
-        outputs(save=save)  # a bad path fails before the processes start
+        outputs(save=save, device_file=None if device_file else str(beside))  # before the processes start
+    if device_file:
+        from roofline.hardware import get_machine
+
+        get_machine(device_file)  # a file that does not load fails now, in one line
     plan = CollectivesPlan(device=device, devices=devices, quick=quick, budget_s=budget_s)
     with progress(show) as say:
         c = measure_collectives(plan, say)
+        device_ref = device_file
+        if save and beside is not None and c.catalog_id is None and device_file is None:
+            # the system file must name a device --machine can load: measure this one's ceilings (quick)
+            say("the device's ceilings, for the system file")
+            device_ref = _device_beside(device, beside, machine_id)
     if as_json:
         d = c.to_dict()
         if save:
@@ -160,7 +191,7 @@ def _measure_collectives(device: str, devices: int | None, quick: bool, budget_s
     if save:
         from roofline.fileio import atomic_write
 
-        atomic_write(save, c.to_link_section(machine_id))  # no all-reduce fit: one line, after the table
+        atomic_write(save, c.to_link_section(machine_id, device=device_ref))  # no all-reduce fit: one line
         if not as_json:
             click.echo(f"saved the measured system to {save} (node link: the {c.link_fit.collective} fit)")
     return c
