@@ -244,3 +244,18 @@ def test_ep_group_within_a_tp_group_stays_on_the_link() -> None:
     assert comm_for(Split(tp=8, dp=2, ep=8), 8).ep_level is Level.LINK  # each node's tp ranks are an ep group
     assert comm_for(Split(tp=8, dp=2, ep=16), 8).ep_level is Level.NETWORK  # across both replicas' nodes
     assert comm_for(Split(dp=16, ep=8), 8).ep_level is Level.NETWORK  # data-parallel attention: as before
+
+
+def test_the_largest_batch_a_split_holds() -> None:
+    # Llama 3 70B at 8k on TP 8 of H100s: 72 GiB usable a device, weights (141.1 GB − norms)/8 + norms;
+    # each sequence adds 8192 · 327,680 / 8 B of KV cache (a device holds 1 of the 8 KV heads) and its
+    # share of the workspace: ⌊(usable − weights) / per sequence⌋
+    a = analyze_model("llama-3-70b", "h100", "decode", 64, 8192, split=Split(tp=8))
+    m = a.memory
+    per_sequence = (m.kv_cache_bytes + m.workspace_bytes) / 64
+    assert m.kv_cache_bytes == pytest.approx(64 * 8192 * 327_680 / 8)
+    assert m.max_batch == int((0.9 * 80 * GiB - m.weights_bytes) // per_sequence)
+    assert m.max_batch == 177  # (77.31 GB − 17.64 GB) / (335.5 MB of KV + 0.29 MB of workspace) = 177.7
+    b = analyze_model("llama-3-70b", "h100", "decode", m.max_batch, 8192, split=Split(tp=8)).memory
+    over = analyze_model("llama-3-70b", "h100", "decode", m.max_batch + 2, 8192, split=Split(tp=8)).memory
+    assert b.fits and not over.fits

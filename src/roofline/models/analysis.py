@@ -349,6 +349,7 @@ class ModelAnalysis(Drawable):
             d["communication"] = self.communication()
             d["memory_fit"] = {"fits": m.fits, "bytes_per_device": m.total_bytes,
                                "usable_bytes_per_device": m.usable_bytes, "min_devices": m.devices,
+                               "max_batch": m.max_batch,
                                "min_split": None if m.min_split is None else m.min_split.to_dict()}
         if self.phase == Phase.DECODE:
             d["decode_limit_flop_per_byte"] = self.decode_limit.flop_per_byte
@@ -377,8 +378,9 @@ def analyze_model(model: str | ModelConfig, machine: str | Machine = DEFAULT_MAC
     plan = as_plan(plan)
     cfg = load_config(model, overrides)
     sp = split or Split()
-    # a bare device is one node of 8 (an HGX board), or of as many as the split needs
-    system = get_system(machine, devices=max(sp.devices, 8)) if not isinstance(machine, Machine) else None
+    system = get_system(machine) if not isinstance(machine, Machine) else None
+    if system is not None and system.from_device:  # a bare device: one node of 8 (an HGX board), or more
+        system = get_system(machine, devices=max(sp.devices, 8))
     if system is not None and system.from_device and sp.trivial:
         system = None  # a bare device and no split: the single-device analysis, without links
     if system is not None and sp.devices > system.max_devices:

@@ -56,6 +56,21 @@ class MemoryFit:
     split: Split
     min_split: Split | None
     searched_devices: int
+    batch: int = 1  # sequences of the step, over every replica
+
+    @property
+    def max_batch(self) -> int | None:
+        """The largest batch this split holds: the weights stay, and the KV cache and the workspace grow
+        with the sequences (each replica's batch/dp), so per replica ⌊(usable − weights) / ((KV +
+        workspace) / (batch/dp))⌋, × dp; 0 when even the weights do not fit, None without a capacity."""
+        if self.usable_bytes is None:
+            return None
+        per_replica = self.batch // self.split.dp
+        per_sequence = (self.kv_cache_bytes + self.workspace_bytes) / per_replica
+        room = self.usable_bytes - self.weights_bytes
+        if room <= 0:
+            return 0
+        return int(room // per_sequence) * self.split.dp if per_sequence else None
 
     @property
     def total_bytes(self) -> float:
@@ -99,6 +114,7 @@ class MemoryFit:
                 "capacity_bytes": self.capacity_bytes, "utilization": self.utilization,
                 "usable_bytes": self.usable_bytes, "devices": self.devices,
                 "min_split": None if self.min_split is None else self.min_split.to_dict(), "fits": self.fits,
+                "max_batch": self.max_batch,
                 "warning": self.warning or None}
 
 
@@ -162,7 +178,7 @@ def memory_fit(cfg: ModelConfig, batch: int, context: int, dtypes: ModelDtypes, 
             if sum(per_device(s)) <= capacity_bytes * utilization:
                 best = s
                 break
-    return MemoryFit(w, kv, ws, capacity_bytes, utilization, machine, sp, best, max_devices)
+    return MemoryFit(w, kv, ws, capacity_bytes, utilization, machine, sp, best, max_devices, batch)
 
 
 __all__ = ["DEFAULT_UTILIZATION", "MemoryFit", "candidate_splits", "device_kv_bytes", "device_weights_bytes",

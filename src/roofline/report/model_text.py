@@ -89,6 +89,9 @@ def model_text(a: Any) -> str:
         fit = mem.warning
     lines.append(f"memory per device: weights {gib(mem.weights_bytes)} + KV cache {gib(mem.kv_cache_bytes)} + "
                  f"workspace {gib(mem.workspace_bytes)} = {gib(mem.total_bytes)}; {fit}")
+    if mem.max_batch is not None and a.phase is Phase.DECODE:
+        lines.append(f"the largest batch this split holds at {what} {a.seq}: {mem.max_batch:,} "
+                     f"(the weights stay; KV cache and workspace grow with the sequences)")
     if not a.split.trivial:
         c = a.communication()
         kinds: dict[str, int] = {}
