@@ -195,7 +195,8 @@ def child_collectives(device: str, record_path: Path, system_path: Path, budget_
     workers run and at the end, and the system file written once the all-reduce has a fit."""
     from roofline.errors import RooflineError
     from roofline.fileio import atomic_write
-    from roofline.measure.collectives import Collectives, CollectivesPlan, measure_collectives
+    from roofline.measure.collectives import Collectives
+    from roofline.measure.collectives_run import CollectivesPlan, measure_collectives
 
     record: dict[str, Any] = {"device": device, "complete": False}
 

@@ -31,13 +31,12 @@ from roofline.measure.collectives import (
     SEND_RECV,
     CollectivePoint,
     Collectives,
-    CollectivesPlan,
     bus_factor,
     default_sizes,
     fit_alpha_beta,
-    measure_collectives,
     round_size,
 )
+from roofline.measure.collectives_run import CollectivesPlan, measure_collectives
 from roofline.measure.timing import Timing
 from roofline.units import parse_quantity
 

@@ -14,7 +14,7 @@ import pytest
 from roofline.errors import RooflineError
 from roofline.graph import Cost
 from roofline.hardware import Link, System, Topology, get_machine, get_system, load_system_file, system_catalog
-from roofline.hardware.system import DEFAULT_LINK_LATENCY_S, SYSTEMS
+from roofline.hardware.system_file import DEFAULT_LINK_LATENCY_S, SYSTEMS
 from roofline.placement import place
 from roofline.report.system_text import system_text, systems_text
 from roofline.vocab import Level, Unit

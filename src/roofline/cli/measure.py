@@ -161,7 +161,7 @@ def _device_beside(device: str, path: Path, machine_id: str | None) -> str:
 def _measure_collectives(device: str, devices: int | None, quick: bool, budget_s: float | None, as_json: bool,
                          save: str | None, machine_id: str | None, device_file: str | None, show: bool) -> Any:
     from roofline.errors import need_torch
-    from roofline.measure.collectives import CollectivesPlan, measure_collectives
+    from roofline.measure.collectives_run import CollectivesPlan, measure_collectives
 
     need_torch("roofline measure --collectives")
     beside = Path(save).with_name(Path(save).stem + ".device.toml") if save else None

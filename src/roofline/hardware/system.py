@@ -8,84 +8,29 @@ totals (NVIDIA's 900 GB/s on H100 is 450 GB/s each way); network port rates (400
 direction already. A link's latency is α, the start-up time of one collective over it (the α of the
 alpha-beta model: time = α + bytes on the busiest link / bytes_per_s).
 
-System file format (TOML; one file per system under data/systems/, or a user's file by path)::
-
-    id = "dgx-h100"
-    name = "NVIDIA DGX H100"
-    aliases = ["dgx-h100-superpod"]      # optional
-    kind = "system"                      # optional; if present it must be "system"
-    device = "h100-sxm"                  # a catalog machine id or alias, or a path to a machine file
-    devices_per_node = 8
-    max_nodes = 1                        # how many such nodes the system can have (default 1)
-    source = "..."                       # where devices_per_node and max_nodes come from
-    note = "..."                         # optional; also `notes = [...]`
-
-    [link.node]                          # between devices in a node (required)
-    name = "NVLink 4 through NVSwitch"
-    bandwidth = "450 GB/s"               # per device, per direction (required, positive)
-    latency = "15 us"                    # alpha (required, positive)
-    topology = "switch"                  # switch | fully_connected | ring | torus_2d | torus_3d | pcie
-    source = "..."
-    note = "..."
-    measured = false                     # true: fitted by `roofline measure --collectives`
-
-    [link.network]                       # between nodes, per device (optional; same keys)
-
-`roofline measure --collectives` writes exactly a [link.node] section of this form, with
-`measured = true`. Catalog files must cite a source for the system and for every link; every malformed
-file fails with one line naming the file, the field and what was expected.
-
 For a fully connected node (AMD's MI300X platform: one Infinity Fabric link per pair of GPUs), the
 node link's bandwidth is the sum over the node's peer links, which is what a collective over the whole
 node sees; a group of g devices sees g - 1 of those links (`System.link` scales it). For a torus the
 figure is the chip's total over all its ports, which a collective over the whole slice can use at once
 (Google: v6e all-reduce bandwidth per pod = 256 x 400 GB/s); a group along one axis uses fewer ports.
 
-A bare device works as a system too (`get_system("h100", devices=4)`): one node of `devices` devices,
-with the device's id and `from_device = True`,
-whose node link is the device's [interconnect] figure halved (machine files store the vendor's
-bidirectional total), with the topology and latency of the catalog system built from that device, or
-a stated default (`DEFAULT_LINK_LATENCY_S`) when there is none.
+Reading system files, the catalog of systems and a bare device made a node: roofline.hardware.system_file.
 
 Layering: imports roofline.errors, roofline.units, roofline.vocab and the hardware room's own modules.
 """
 
 from __future__ import annotations
 
-import functools
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from roofline.errors import RooflineError, unknown
-from roofline.hardware.catalog import (
-    DATA,
-    MachineFileError,
-    _names,
-    catalog,
-    get_machine,
-    load_machine_file,
-    name_index,
-    read_toml,
-)
+from roofline.errors import RooflineError
 from roofline.hardware.machine import Machine, MemoryLevel
-from roofline.units import UnitError, format_bytes_per_s, parse_quantity
+from roofline.units import format_bytes_per_s
 from roofline.vocab import Level
-
-SYSTEMS = DATA / "systems"
-DEFAULT_DEVICES = 8  # a bare device becomes one node of this many devices unless told otherwise
-
-# α for a bare device whose catalog has no system to borrow one from: NCCL's own cost model of a
-# small all-reduce over one node of 8 NVLink GPUs (ring, LL protocol): 6.6 + 2 x 7 x 0.6 us.
-DEFAULT_LINK_LATENCY_S = 15.0e-6
-DEFAULT_LINK_LATENCY_SOURCE = (
-    "NCCL's tuning model, NVIDIA/nccl src/graph/tuning.cc (ncclTunerConstantsDefaults, commit 5067397, "
-    "'Latencies in us': base latency Ring/LL 6.6, hwLatencies NVLINK Ring/LL 0.6 per step); "
-    "all-reduce over 8 GPUs = 6.6 + 2 x (8 - 1) x 0.6 = 15.0 us")
 
 
 class Topology(StrEnum):
@@ -98,11 +43,6 @@ class Topology(StrEnum):
     TORUS_2D = "torus_2d"
     TORUS_3D = "torus_3d"
     PCIE = "pcie"
-
-
-class SystemFileError(RooflineError):
-    pass
-
 
 @dataclass(frozen=True)
 class Link:
@@ -224,291 +164,4 @@ class System:
         }
 
 
-# --- system files ---------------------------------------------------------------------------------
-
-_TOP = {"id", "name", "aliases", "kind", "device", "devices_per_node", "max_nodes", "source", "note", "notes",
-        "link"}
-_LINKS = ("node", "network")
-_LINK_KEYS = {"name", "bandwidth", "latency", "topology", "source", "note", "measured"}
-
-
-def _fail(path: Path | str, text: str) -> SystemFileError:
-    return SystemFileError(f"system file {path}: {text}")
-
-
-def _positive_int(raw: Mapping[str, Any], key: str, path: Path | str, default: int | None = None) -> int:
-    if key not in raw:
-        if default is None:
-            raise _fail(path, f"missing {key!r} (a positive integer)")
-        return default
-    value = raw[key]
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _fail(path, f"{key} must be an integer, got {value!r}")
-    if value < 1:
-        raise _fail(path, f"{key} must be positive, got {value!r}")
-    return value
-
-
-def _quantity(value: Any, kind: str, where: str, path: Path | str) -> float:
-    if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise _fail(path, f"{where} must be a quantity like '450 GB/s' or '15 us', got {value!r}")
-    try:
-        number = parse_quantity(value, kind)  # type: ignore[arg-type]
-    except UnitError as exc:
-        raise _fail(path, f"{where}: {exc}") from None
-    if not number > 0:
-        raise _fail(path, f"{where} must be positive, got {value!r}")
-    return number
-
-
-def _string(section: Mapping[str, Any], key: str, where: str, path: Path | str) -> str:
-    value = section.get(key, "")
-    if not isinstance(value, str):
-        raise _fail(path, f"{where} {key} must be a string, got {value!r}")
-    return value
-
-
-def _link(section: Any, which: str, path: Path | str, require_sources: bool) -> Link:
-    where = f"[link.{which}]"
-    if not isinstance(section, Mapping):
-        raise _fail(path, f"{where} must be a table")
-    bad = set(section) - _LINK_KEYS
-    if bad:
-        raise _fail(path, f"{where} has unknown field(s) {', '.join(sorted(bad))}; "
-                          f"fields are {', '.join(sorted(_LINK_KEYS))}")
-    for key, example in (("bandwidth", "450 GB/s"), ("latency", "15 us")):
-        if key not in section:
-            raise _fail(path, f"{where} needs a {key} (e.g. {key} = \"{example}\")")
-    topology = section.get("topology", "switch")
-    if topology not in tuple(Topology):
-        raise _fail(path, f"{where} topology must be one of {', '.join(Topology)}, got {topology!r}")
-    measured = section.get("measured", False)
-    if not isinstance(measured, bool):
-        raise _fail(path, f"{where} measured must be true or false, got {measured!r}")
-    source = _string(section, "source", where, path)
-    if require_sources and not source.strip():
-        raise _fail(path, f"{where} has no source")
-    return Link(
-        name=_string(section, "name", where, path),
-        bytes_per_s=_quantity(section["bandwidth"], "bytes_per_s", f"{where} bandwidth", path),
-        latency_s=_quantity(section["latency"], "time_s", f"{where} latency", path),
-        topology=Topology(topology),
-        source=source,
-        note=_string(section, "note", where, path),
-        measured=measured,
-    )
-
-
-def _device(value: Any, path: Path | str) -> Machine:
-    if not isinstance(value, str) or not value.strip():
-        raise _fail(path, "missing 'device' (a catalog machine id such as \"h100-sxm\", or a machine file path)")
-    text = value.strip()
-    if text.endswith(".toml") or "/" in text:
-        candidate = Path(text)
-        if not candidate.is_absolute() and isinstance(path, Path):
-            beside = path.parent / candidate
-            if beside.is_file():
-                text = str(beside)
-    try:
-        return get_machine(text)
-    except RooflineError as exc:
-        raise _fail(path, f"device: {exc}") from None
-
-
-def parse_system(raw: Mapping[str, Any], path: Path | str = "<data>", require_sources: bool = False) -> System:
-    """Build a System from a parsed TOML document, checking every field."""
-    extra = set(raw) - _TOP
-    if extra:
-        raise _fail(path, f"unknown field(s) {', '.join(sorted(extra))}")
-    for key in ("id", "name"):
-        if not isinstance(raw.get(key), str) or not raw[key].strip():
-            raise _fail(path, f"missing {key!r} (a non-empty string)")
-    if raw.get("kind", "system") != "system":
-        raise _fail(path, f"kind must be \"system\", got {raw['kind']!r}")
-    aliases = raw.get("aliases", [])
-    if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
-        raise _fail(path, "aliases must be a list of strings")
-    notes_raw = raw.get("notes", [])
-    if not isinstance(notes_raw, list) or not all(isinstance(n, str) for n in notes_raw):
-        raise _fail(path, "notes must be a list of strings")
-    if "note" in raw and not isinstance(raw["note"], str):
-        raise _fail(path, "note must be a string")
-    devices_per_node = _positive_int(raw, "devices_per_node", path)
-    max_nodes = _positive_int(raw, "max_nodes", path, default=1)
-
-    links = raw.get("link")
-    if not isinstance(links, Mapping) or "node" not in links:
-        raise _fail(path, "missing [link.node] (bandwidth per device per direction, latency, topology)")
-    bad = set(links) - set(_LINKS)
-    if bad:
-        raise _fail(path, f"unknown link section(s) {', '.join(f'[link.{b}]' for b in sorted(bad))}; "
-                          "links are [link.node] and [link.network]")
-    node = _link(links["node"], "node", path, require_sources)
-    network = _link(links["network"], "network", path, require_sources) if "network" in links else None
-    if max_nodes > 1 and network is None:
-        raise _fail(path, f"max_nodes = {max_nodes} needs a [link.network] between the nodes")
-
-    source = raw.get("source", "")
-    if not isinstance(source, str):
-        raise _fail(path, "source must be a string")
-    if require_sources and not source.strip():
-        raise _fail(path, "no top-level source (where devices_per_node and max_nodes come from)")
-    sources = {"system": source} if source.strip() else {}
-    sources["link.node"] = node.source
-    if network is not None:
-        sources["link.network"] = network.source
-    notes = ([raw["note"]] if "note" in raw else []) + list(notes_raw)
-    notes += [f"link.node: {node.note}"] if node.note else []
-    notes += [f"link.network: {network.note}"] if network is not None and network.note else []
-    return System(
-        id=raw["id"].strip().lower(),
-        name=raw["name"],
-        device=_device(raw.get("device"), path),
-        devices_per_node=devices_per_node,
-        max_nodes=max_nodes,
-        node_link=node,
-        network_link=network,
-        aliases=tuple(a.lower() for a in aliases),
-        sources={k: v for k, v in sources.items() if v},
-        notes=tuple(notes),
-        path=str(path),
-    )
-
-
-def _read_toml(path: Path) -> dict[str, Any]:
-    return read_toml(path, "system", SystemFileError)
-
-
-def load_system_file(path: str | Path, require_sources: bool = False) -> System:
-    p = Path(path)
-    return parse_system(_read_toml(p), p, require_sources=require_sources)
-
-
-@functools.cache
-def system_catalog() -> dict[str, System]:
-    """Every catalog system, by id."""
-    systems = {}
-    for f in sorted(SYSTEMS.glob("*.toml")):
-        s = load_system_file(f, require_sources=True)
-        systems[s.id] = s
-    return systems
-
-
-@functools.cache
-def _system_names() -> dict[str, str]:
-    return name_index(((s.id, s.aliases) for s in system_catalog().values()), "system")
-
-
-# --- a bare device as a system --------------------------------------------------------------------
-
-def _reference_system(device: Machine) -> System | None:
-    """The catalog system built from `device` (the first by id), whose topology and α a bare device borrows."""
-    for s in sorted(system_catalog().values(), key=lambda s: s.id):
-        if s.device.id == device.id:
-            return s
-    return None
-
-
-def device_system(device: Machine, devices: int = DEFAULT_DEVICES) -> System:
-    """One node of `devices` copies of `device`, its node link the device's [interconnect] figure halved
-    (machine files store vendors' bidirectional totals)."""
-    if isinstance(devices, bool) or not isinstance(devices, int) or devices < 1:
-        raise RooflineError(f"devices must be a positive integer, got {devices!r}")
-    ref = _reference_system(device)
-    if not device.interconnect_bytes_per_s:
-        hint = f", or use the system {ref.id}" if ref is not None else ""
-        raise RooflineError(
-            f"{device.id} has no device-to-device link figure, so it cannot be made a node of {devices}: add an "
-            f"[interconnect] section with bandwidth = the vendor's bidirectional total (e.g. \"900 GB/s\") to "
-            f"a machine file and pass that file{hint}")
-    per_direction = device.interconnect_bytes_per_s / 2
-    name = device.interconnect_name or "device link"
-    derivation = (f"{format_bytes_per_s(device.interconnect_bytes_per_s, 4)} "
-                  f"(the device's [interconnect], a bidirectional total) / 2")
-    ic_source = device.sources.get("interconnect", device.path or device.id)
-    if ref is not None:
-        topology, latency = ref.node_link.topology, ref.node_link.latency_s
-        alpha = (f"latency {ref.node_link.latency_s * 1e6:g} us and topology {ref.node_link.topology} as in the "
-                 f"catalog system {ref.id} (see the source of its [link.node])")
-        if topology is Topology.FULLY_CONNECTED and ref.devices_per_node > 1:
-            peers = ref.devices_per_node - 1
-            per_direction = per_direction / peers * max(min(devices, ref.devices_per_node) - 1, 1)
-            derivation += (f", a sum over {peers} peer links, times {max(min(devices, ref.devices_per_node) - 1, 1)}"
-                           f" peers in a node of {devices}")
-    else:
-        topology, latency = Topology.SWITCH, DEFAULT_LINK_LATENCY_S
-        alpha = f"latency: the default {DEFAULT_LINK_LATENCY_S * 1e6:g} us, {DEFAULT_LINK_LATENCY_SOURCE}"
-    link = Link(
-        name=name,
-        bytes_per_s=per_direction,
-        latency_s=latency,
-        topology=topology,
-        source=f"{ic_source}; {alpha}",
-        note=(f"{format_bytes_per_s(per_direction, 4)} per direction = {derivation}."
-              + ("" if ref is not None else " Topology unknown from a machine file: taken as a switch "
-                 "(every pair of devices at the full figure); the latency is a typical value.")),
-    )
-    return System(
-        id=device.id,
-        name=f"{devices} x {device.name} (one node)",
-        device=device,
-        devices_per_node=devices,
-        max_nodes=1,
-        node_link=link,
-        sources={"link.node": link.source},
-        notes=(f"one node of {devices} {device.id}, made from the device: no network between nodes",
-               f"link.node: {link.note}"),
-        path=device.path,
-        from_device=True,
-    )
-
-
-def _fit(s: System, devices: int | None) -> System:
-    if devices is not None:
-        if isinstance(devices, bool) or not isinstance(devices, int) or devices < 1:
-            raise RooflineError(f"devices must be a positive integer, got {devices!r}")
-        if devices > s.max_devices:
-            raise RooflineError(f"{devices} devices is more than {s.id} has ({s._size_text()})")
-    return s
-
-
-def _is_system_document(raw: Mapping[str, Any]) -> bool:
-    return raw.get("kind") == "system" or "devices_per_node" in raw or "link" in raw
-
-
-def get_system(name: str | os.PathLike[str] | System | Machine, devices: int | None = None) -> System:
-    """A catalog system by id or alias ("dgx-h100"), a system file by path, or a bare device (a catalog
-    machine or a machine file) made one node of `devices` devices (default 8). With a system,
-    `devices` is only checked against the devices the system has."""
-    if isinstance(name, System):
-        return _fit(name, devices)
-    if isinstance(name, Machine):
-        return device_system(name, DEFAULT_DEVICES if devices is None else devices)
-    if isinstance(name, os.PathLike):
-        name = os.fspath(name)
-    if not isinstance(name, str):
-        raise RooflineError(f"a system is a name or a file path, got {name!r}")
-    text = name.strip()
-    if text.endswith(".toml") or "/" in text or Path(text).is_file():
-        p = Path(text)
-        raw = _read_toml(p)
-        if _is_system_document(raw):
-            return _fit(parse_system(raw, p), devices)
-        try:
-            machine = load_machine_file(p)
-        except MachineFileError as exc:
-            raise SystemFileError(f"{exc} (a system file needs devices_per_node and [link.node])") from None
-        return device_system(machine, DEFAULT_DEVICES if devices is None else devices)
-    key = text.lower().replace("_", "-").replace(" ", "-")
-    systems = _system_names()
-    if key in systems:
-        return _fit(system_catalog()[systems[key]], devices)
-    machines = _names()
-    if key in machines:
-        return device_system(catalog()[machines[key]], DEFAULT_DEVICES if devices is None else devices)
-    raise unknown("system", text, {**systems, **machines},
-                  "see `roofline machines --systems`, or pass a system or machine file path")
-
-
-__all__ = ["DEFAULT_DEVICES", "DEFAULT_LINK_LATENCY_S", "Link", "System", "SystemFileError", "Topology",
-           "device_system", "get_system", "load_system_file", "parse_system", "system_catalog"]
+__all__ = ["Link", "System", "Topology"]
