@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from roofline.cli import kernel, machines, measure, model, plan
+from roofline.cli import kernel, machines, measure, model, plan, serve
 from roofline.errors import RooflineError
 
 
@@ -29,7 +29,7 @@ def cli() -> None:
     """
 
 
-for _module in (machines, kernel, model, plan, measure):
+for _module in (machines, kernel, model, plan, serve, measure):
     for _command in _module.COMMANDS:
         cli.add_command(_command)
 

@@ -1,0 +1,72 @@
+"""`roofline serve` wall time: the full serving view with its 1-1024 batch curve, against `roofline --help`.
+
+Target (issue 10): `roofline serve llama-3-70b --machine dgx-h100 --tp 8 --prompt 2048 --output 256`
+(TTFT, ITL over 256 contexts, the memory and SLO batches, the curve over batch 1, 2, ... 1024) in at most
+300 ms of CLI wall time. The runs are interleaved (help, serve, serve with targets, help, ...) so the
+machine's noise hits all alike; we report min, median and max of each and the medians' differences
+from `roofline --help` (the start-up every command pays).
+Usage: python bench/bench_serve.py [--runs N] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+TARGET_S = 0.300
+SERVE = ["serve", "llama-3-70b", "--machine", "dgx-h100", "--tp", "8", "--prompt", "2048", "--output", "256"]
+
+
+def commands() -> dict[str, list[str]]:
+    exe = shutil.which("roofline")
+    base = [exe] if exe else [sys.executable, "-m", "roofline.cli"]
+    return {
+        "python -c pass": [sys.executable, "-c", "pass"],
+        "roofline --help": [*base, "--help"],
+        "roofline serve": [*base, *SERVE],
+        "roofline serve + SLOs": [*base, *SERVE, "--itl-slo", "30ms", "--ttft-slo", "2s",
+                                  "--price-per-device-hour", "2.5"],
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args()
+    cmds = commands()
+    times: dict[str, list[float]] = {k: [] for k in cmds}
+    for _ in range(args.runs):
+        for name, argv in cmds.items():
+            t0 = time.perf_counter()
+            subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+            times[name].append(time.perf_counter() - t0)
+    help_med = statistics.median(times["roofline --help"])
+    lines = [f"# bench_serve: {args.runs} interleaved runs each, {os.cpu_count()} CPUs, "
+             f"Python {sys.version.split()[0]}",
+             f"# target: roofline serve ... --prompt 2048 --output 256 (curve 1-1024) <= {TARGET_S * 1e3:.0f} ms wall",
+             f"{'command':<24}{'min':>10}{'median':>10}{'max':>10}{'median - help':>16}"]
+    ok = True
+    for name, ts in times.items():
+        med = statistics.median(ts)
+        verdict = ""
+        if name.startswith("roofline serve"):
+            verdict = "  ok" if med <= TARGET_S else f"  OVER the {TARGET_S * 1e3:.0f} ms target"
+            ok &= med <= TARGET_S
+        lines.append(f"{name:<24}{min(ts) * 1e3:>8.1f}ms{med * 1e3:>8.1f}ms{max(ts) * 1e3:>8.1f}ms"
+                     f"{(med - help_med) * 1e3:>14.1f}ms{verdict}")
+    text = "\n".join(lines)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

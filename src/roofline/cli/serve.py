@@ -1,0 +1,147 @@
+"""`roofline serve`: TTFT, ITL, end-to-end latency, throughput, the batches memory and an ITL target
+allow, goodput and cost, each a roofline floor and an expected band; and the throughput-latency curve.
+
+Parses its options, calls roofline.serving.serve and prints through roofline.report.serve_text (or
+roofline.explain.serve with --explain).
+"""
+
+from __future__ import annotations
+
+import click
+
+from roofline.cli.common import DEFAULT_FUSION, MODEL_FUSIONS, PLAN_HELP, POS, Quantity, dump, one_of, outputs, warn
+from roofline.cli.model import _experts_hit, _split, _writer, parse_overrides, split_options
+from roofline.errors import RooflineError
+from roofline.hardware.catalog import DEFAULT_MACHINE
+from roofline.units import UnitError, parse_quantity
+
+
+def _share_band(text: str | None, label: str) -> tuple[float, float] | None:
+    """"0.7:0.8" (low:high) or "0.75" (both); shares of the roofline in (0, 1]."""
+    if text is None:
+        return None
+    parts = text.split(":")
+    try:
+        values = [float(p) for p in parts]
+    except ValueError:
+        raise RooflineError(f"{label}: cannot read {text!r}; write LOW:HIGH shares of the roofline, like 0.7:0.8"
+                            ) from None
+    if len(values) not in (1, 2):
+        raise RooflineError(f"{label}: write LOW:HIGH, like 0.7:0.8; got {text!r}")
+    lo, hi = values[0], values[-1]
+    for v in (lo, hi):
+        if not 0 < v <= 1:
+            raise RooflineError(f"{label}: an efficiency is a share of the roofline in (0, 1], got {v:g}")
+    if lo > hi:
+        raise RooflineError(f"{label}: low {lo:g} is above high {hi:g}; write LOW:HIGH")
+    return lo, hi
+
+
+def _time_band(text: str | None, label: str) -> tuple[float, float] | None:
+    """"20us:50us" (low:high) or "30us" (both)."""
+    if text is None:
+        return None
+    parts = text.split(":")
+    if len(parts) not in (1, 2):
+        raise RooflineError(f"{label}: write LOW:HIGH times, like 20us:50us; got {text!r}")
+    try:
+        values = [parse_quantity(p.strip(), "time_s") for p in parts]
+    except UnitError as exc:
+        raise RooflineError(f"{label}: {exc}") from None
+    lo, hi = values[0], values[-1]
+    if lo < 0 or hi < 0:
+        raise RooflineError(f"{label}: a time is not negative, got {text!r}")
+    if lo > hi:
+        raise RooflineError(f"{label}: low {parts[0]} is above high {parts[-1]}; write LOW:HIGH")
+    return lo, hi
+
+
+@click.command("serve")
+@click.argument("model")
+@click.option("--machine", "-m", default=DEFAULT_MACHINE, show_default=True,
+              help="System (dgx-h100, gb200-nvl72, ...), a device (one node of 8), or a file.")
+@click.option("--prompt", "-p", type=POS, required=True, help="Prompt tokens per request.")
+@click.option("--output", "-o", type=POS, required=True, help="Output tokens generated per request.")
+@click.option("--batch", "-b", type=POS, default=None,
+              help="Sequences decoded together (default: the largest meeting --itl-slo, else 1).")
+@click.option("--ttft-slo", type=Quantity("time_s"), default=None, metavar="TIME",
+              help="Time-to-first-token target (2s, 500ms); per request, no queueing.")
+@click.option("--itl-slo", type=Quantity("time_s"), default=None, metavar="TIME",
+              help="Inter-token latency target for the mean over the generation (50ms).")
+@click.option("--price-per-device-hour", type=float, default=None, metavar="PRICE",
+              help="Price of one device for an hour (2.5): cost per million input and output tokens.")
+@click.option("--weights-dtype", default="bf16", show_default=True, help="Weight storage dtype (int4, fp8, ...).")
+@click.option("--kv-dtype", default=None, help="KV cache dtype (default: the activation dtype).")
+@click.option("--dtype", default=None, help="Compute dtype, choosing the peak (default: the activation dtype).")
+@click.option("--act-dtype", default="bf16", show_default=True, help="Activation dtype.")
+@click.option("--fusion", type=click.Choice(list(MODEL_FUSIONS)), default=DEFAULT_FUSION, show_default=True,
+              help="; ".join(f"{p}: {PLAN_HELP[p]}" for p in MODEL_FUSIONS) + ".")
+@click.option("--experts-hit", default=None, help="MoE: distinct experts a layer reads per step.")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="What-if: override a config.json field.")
+@split_options
+@click.option("--efficiency-matmul", default=None, metavar="LOW:HIGH",
+              help="Share of the peak compute-bound (matmul) kernels reach. [default: 0.7:0.8]")
+@click.option("--efficiency-memory", default=None, metavar="LOW:HIGH",
+              help="Share of the DRAM bandwidth memory-bound kernels reach. [default: 0.8:0.9]")
+@click.option("--efficiency-comm", default=None, metavar="LOW:HIGH",
+              help="Share of the link collectives reach (nccl-tests' busbw). [default: 0.8:0.9]")
+@click.option("--step-overhead", default=None, metavar="LOW:HIGH",
+              help="Fixed time per step: launches and the scheduler (an assumption). [default: 20us:50us]")
+@click.option("--explain", is_flag=True, help="Derive every number with the numbers put in.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--csv", "csv_path", default=None, metavar="FILE", help="Write the throughput-latency curve as CSV.")
+def serve_command(model: str, machine: str, prompt: int, output: int, batch: int | None, ttft_slo: float | None,
+                  itl_slo: float | None, price_per_device_hour: float | None, weights_dtype: str,
+                  kv_dtype: str | None, dtype: str | None, act_dtype: str, fusion: str, experts_hit: str | None,
+                  overrides: tuple[str, ...], tp: int, pp: int, ep: int, dp: int, devices: int | None,
+                  memory_utilization: float, overlap: bool, efficiency_matmul: str | None,
+                  efficiency_memory: str | None, efficiency_comm: str | None, step_overhead: str | None,
+                  explain: bool, as_json: bool, csv_path: str | None) -> None:
+    """Serve MODEL: TTFT, ITL (mean and last), end-to-end latency, throughput, the largest batch memory
+    and --itl-slo allow, goodput and cost per million tokens, and throughput against latency over batch.
+
+    \b
+    Every time is the roofline floor and an expected band (kernels at 70-80% of the compute peak,
+    80-90% of the memory bandwidth, 80-90% of the link, plus 20-50 us a step; all overridable).
+
+    \b
+    Examples:
+      roofline serve llama-3-70b --machine dgx-h100 --tp 8 --prompt 2048 --output 256
+      roofline serve llama-3-70b --machine dgx-h100 --tp 8 --prompt 2048 --output 256 --itl-slo 30ms \\
+          --ttft-slo 500ms --price-per-device-hour 2.5
+      roofline serve llama-3-8b --machine h100 --prompt 1024 --output 512 --batch 64 --explain
+    """
+    from roofline.models import model_dtypes
+    from roofline.serving import Efficiency, serve
+
+    outputs(csv=csv_path)
+    one_of(as_json, explain)
+    base = Efficiency()
+    eff = Efficiency(_share_band(efficiency_matmul, "--efficiency-matmul") or base.compute,
+                     _share_band(efficiency_memory, "--efficiency-memory") or base.memory,
+                     _share_band(efficiency_comm, "--efficiency-comm") or base.communication,
+                     _time_band(step_overhead, "--step-overhead") or base.step_overhead_s)
+    r = serve(model, machine, _split(tp, pp, ep, dp, devices, machine), prompt=prompt, output=output, batch=batch,
+              ttft_slo_s=ttft_slo, itl_slo_s=itl_slo, price_per_device_hour=price_per_device_hour,
+              dtypes=model_dtypes(weights_dtype, act_dtype, kv_dtype, dtype), plan=fusion,
+              utilization=memory_utilization, overlap=overlap, efficiency=eff, experts_hit=_experts_hit(experts_hit),
+              overrides=parse_overrides(overrides))
+    for w in r.warnings:
+        warn(w)
+    if csv_path:
+        from roofline.report.serve_text import serve_csv
+
+        _writer(csv_path, serve_csv(r))
+    if as_json:
+        dump(r.to_dict())
+    elif explain:
+        from roofline.explain.serve import explain_serve
+
+        click.echo(explain_serve(r))
+    else:
+        from roofline.report.serve_text import serve_text
+
+        click.echo(serve_text(r))
+
+
+COMMANDS = (serve_command,)

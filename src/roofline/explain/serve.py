@@ -1,0 +1,161 @@
+"""Step-by-step derivations for the serving view (`roofline serve --explain`): every number with the
+numbers put in, and where each formula comes from.
+
+Layering: imports roofline.serving (a floor below), roofline.models (memory's gib), roofline.units
+and roofline.vocab only.
+"""
+
+from __future__ import annotations
+
+from roofline.models.memory import gib
+from roofline.serving import KNEE_GAIN, Band, ServingReport
+from roofline.units import format_time
+from roofline.vocab import Bound
+
+
+def _b(b: Band) -> str:
+    return f"{format_time(b.floor)} (expected {format_time(b.low)}–{format_time(b.high)})"
+
+
+def _by_class(placements: object) -> dict[Bound, float]:
+    out = dict.fromkeys(Bound, 0.0)
+    for p in placements:  # type: ignore[attr-defined]
+        out[Bound(p.bound_class)] += p.total_time_s
+    return out
+
+
+def _expected_lines(r: ServingReport, floors: dict[Bound, float], what: str) -> list[str]:
+    eff = r.efficiency
+    terms = [(c, t) for c, t in floors.items() if t > 0]
+    lo_sum = " + ".join(f"{format_time(t)}/{eff.of(c)[1]:g}" for c, t in terms)
+    hi_sum = " + ".join(f"{format_time(t)}/{eff.of(c)[0]:g}" for c, t in terms)
+    lines = ["    floor = Σ kernels' floors = " + " + ".join(f"{format_time(t)} {c}-bound" for c, t in terms)
+             + f" = {format_time(sum(floors.values()))}"]
+    if r.overlap:
+        lines.append("    with --overlap the communication runs under the rest: the larger of the two sums")
+    lines.append(f"    expected low  = {lo_sum} + {format_time(eff.step_overhead_s[0])} overhead")
+    lines.append(f"    expected high = {hi_sum} + {format_time(eff.step_overhead_s[1])} overhead   ({what})")
+    return lines
+
+
+def explain_serve(r: ServingReport) -> str:
+    eff = r.efficiency
+    P, O, B = r.prompt, r.output, r.batch
+    sp = r.split
+    lines = [r.title, f"    {sp.devices} device(s) ({sp}); compute dtype {r.dtype.name}; fusion plan {r.plan}; "
+                      f"batch {B}: {r.batch_chosen}", ""]
+
+    lines.append("expected band (every time below is a floor and this band)")
+    lines.append("    expected = Σ over kernels of floor / efficiency of its bound class + per-step overhead")
+    lines.append(f"    compute-bound {eff.compute[0]:g}–{eff.compute[1]:g} of peak; memory-bound {eff.memory[0]:g}–"
+                 f"{eff.memory[1]:g} of DRAM bandwidth; communication {eff.communication[0]:g}–"
+                 f"{eff.communication[1]:g} of the link; overhead {format_time(eff.step_overhead_s[0])}–"
+                 f"{format_time(eff.step_overhead_s[1])} a step")
+    lines.append("    (the usual published figures: GEMM libraries, STREAM-like copies, nccl-tests' busbw; the "
+                 "overhead is an assumption; all overridable: --efficiency-matmul/-memory/-comm, --step-overhead)")
+    lines.append("")
+
+    req = r.requests_prefilled
+    lines.append("TTFT (time to first token)")
+    lines.append(f"    the prefill step of one request's {P}-token prompt"
+                 + (f" (batch {req}: one request per data-parallel replica)" if req > 1 else " at batch 1")
+                 + f" = analyze_model(..., 'prefill', {req}, {P}) with split {sp}: per request, no queueing")
+    lines += _expected_lines(r, _by_class(r.prefill.placements), "TTFT")
+    lines.append(f"    TTFT = {_b(r.ttft)}")
+    lines.append("")
+
+    last = r.decode_analysis()
+    lines.append("ITL (inter-token latency)")
+    lines.append(f"    the decode step at batch {B} and each context of the generation, {P + 1} … {P + O} "
+                 f"(the step model, StepModel.fit(..., split) evaluated with numpy)")
+    lines.append(f"    mean over the {O} contexts = {_b(r.itl_mean)}")
+    lines.append(f"    last, at context {P + O} = {_b(r.itl_last)}; the graph path, analyze_model(..., 'decode', "
+                 f"{B}, {P + O}), gives {format_time(last.time_s)}")
+    lines += _expected_lines(r, _by_class(last.placements), "ITL last")
+    lines.append("")
+
+    lines.append("end-to-end latency")
+    lines.append(f"    e2e = TTFT + (output − 1) × ITL mean = {format_time(r.ttft.floor)} + {O - 1} × "
+                 f"{format_time(r.itl_mean.floor)} = {_b(r.e2e)}")
+    lines.append("")
+
+    lines.append("throughput (output tokens/s)")
+    if r.pipeline_filled:
+        micro = B // sp.dp // sp.pp * sp.dp
+        mb = r.itl_at(micro)[0]
+        lines.append(f"    {sp.pp} pipeline stages: {sp.pp} micro-batches of {micro} in flight; a micro-batch's "
+                     f"tokens leave every stage time (⌈L/pp⌉/L = {r.stage_share:.4g} of its ITL "
+                     f"{format_time(mb.floor)})")
+        lines.append(f"    system = (batch / pp) / (micro ITL × {r.stage_share:.4g}) = ({B} / {sp.pp}) / "
+                     f"{format_time(mb.floor * r.stage_share)} = {r.throughput.ceiling:,.0f} tokens/s")
+    else:
+        lines.append(f"    system = batch / ITL mean = {B} / {format_time(r.itl_mean.floor)} = "
+                     f"{r.throughput.ceiling:,.0f} tokens/s (expected {r.throughput.low:,.0f}–"
+                     f"{r.throughput.high:,.0f}: batch / the band's high and low)")
+    lines.append(f"    per device = system / {sp.devices} devices = {r.throughput_per_device.ceiling:,.0f} tokens/s")
+    lines.append("")
+
+    lines.append("largest batch that fits memory (per device, with the split)")
+    if r.max_batch_memory is None or r.usable_bytes is None:
+        lines.append(f"    {r.machine.name} lists no memory capacity: no limit")
+    else:
+        usable = r.usable_bytes
+        room = usable - r.weights_bytes - r.workspace_bytes
+        lines.append(f"    usable = {r.utilization:g} × {gib(r.capacity_bytes or 0)} = {gib(usable)}; weights "
+                     f"{gib(r.weights_bytes)}; workspace {gib(r.workspace_bytes)} (the prefill's largest kernel "
+                     f"activations)")
+        lines.append(f"    KV per sequence = {r.kv_bytes_per_token:,.0f} B per token per device × ({P} + {O}) = "
+                     f"{gib(r.kv_bytes_per_sequence)}")
+        per = int(room // r.kv_bytes_per_sequence)
+        dp = f" per replica, × {sp.dp} replicas" if sp.dp > 1 else ""
+        lines.append(f"    ⌊(usable − weights − workspace) / KV per sequence⌋ = ⌊{gib(room)} / "
+                     f"{gib(r.kv_bytes_per_sequence)}⌋ = {per}{dp} → {r.max_batch_memory}")
+    lines.append("")
+
+    if r.itl_slo_s is not None and r.max_batch_slo is not None:
+        n = r.max_batch_slo
+        lines.append(f"largest batch meeting --itl-slo {format_time(r.itl_slo_s)} (ITL mean, floor; binary search)")
+        lines.append(f"    batch {n}: ITL mean {format_time(r.itl_at(n)[0].floor)} ≤ {format_time(r.itl_slo_s)}")
+        nxt = n + r.batch_unit
+        if r.max_batch_memory is not None and nxt > r.max_batch_memory:
+            lines.append(f"    batch {nxt} does not fit memory (at most {r.max_batch_memory})")
+        else:
+            lines.append(f"    batch {nxt}: ITL mean {format_time(r.itl_at(nxt)[0].floor)} > "
+                         f"{format_time(r.itl_slo_s)}")
+        if r.max_batch_slo_expected is not None:
+            lo, hi = r.max_batch_slo_expected
+            lines.append(f"    with the expected band's times: {lo}–{hi}")
+        lines.append("")
+    if r.goodput is not None:
+        what = "--itl-slo's batch" if r.itl_slo_s is not None else "the memory's largest batch (no --itl-slo)"
+        ttft = ("" if r.ttft_slo_s is None else
+                f"; TTFT {format_time(r.ttft.floor)} ≤ --ttft-slo {format_time(r.ttft_slo_s)}")
+        lines.append(f"goodput = throughput at {what}{ttft} = {r.goodput.ceiling:,.0f} tokens/s (expected "
+                     f"{r.goodput.low:,.0f}–{r.goodput.high:,.0f})")
+        lines.append("")
+
+    if r.cost_input is not None and r.cost_output is not None and r.price_per_device_hour is not None:
+        price = r.price_per_device_hour
+        lines.append("cost per million tokens")
+        lines.append(f"    output = price / 3600 × devices / output tokens per s × 1e6 = {price:g} / 3600 × "
+                     f"{sp.devices} / {r.throughput.ceiling:,.1f} × 1e6 = {r.cost_output.floor:.4g} (expected "
+                     f"{r.cost_output.low:.4g}–{r.cost_output.high:.4g})")
+        lines.append(f"    input = price / 3600 × devices × TTFT / (prompt × requests prefilled at once) × 1e6 = "
+                     f"{price:g} / 3600 × {sp.devices} × {format_time(r.ttft.floor)} / ({P} × {req}) × 1e6 = "
+                     f"{r.cost_input.floor:.4g} (expected {r.cost_input.low:.4g}–{r.cost_input.high:.4g})")
+        lines.append("")
+
+    lines.append(f"knee: the smallest curve batch b whose doubling gains < {KNEE_GAIN:.0%} of throughput "
+                 f"(roofline ceiling)")
+    pts = {p.batch: p for p in r.curve}
+    k = r.knee_batch
+    if k is not None and 2 * k in pts:
+        a, b = pts[k].throughput.ceiling, pts[2 * k].throughput.ceiling
+        lines.append(f"    batch {k}: {a:,.0f} tokens/s; batch {2 * k}: {b:,.0f} tokens/s, × {b / a:.3f} < "
+                     f"{1 + KNEE_GAIN:g} → knee {k}")
+    else:
+        lines.append("    every doubling on the curve gains at least that: past the curve")
+    return "\n".join(lines)
+
+
+__all__ = ["explain_serve"]

@@ -1,0 +1,120 @@
+"""Text for the serving view (`roofline serve`): a summary block, then the throughput-latency curve with
+the knee, the memory limit and the ITL target marked; and the curve as CSV.
+
+Every time reads "floor (expected low–high)": the floor is the roofline, the band what kernels at the
+usual efficiencies reach (roofline.serving.efficiency). Plain text, no rich: `serve` must start fast.
+
+Layering: a report module; imports roofline.serving, roofline.models (memory's gib) and roofline.units.
+"""
+
+from __future__ import annotations
+
+from roofline.models.memory import gib
+from roofline.serving import KNEE_GAIN, Band, Rate, ServingReport
+from roofline.units import format_time
+
+CURVE_CSV_COLUMNS = ("batch", "itl_s", "itl_expected_low_s", "itl_expected_high_s", "throughput_tokens_per_s",
+                     "throughput_expected_low", "throughput_expected_high", "fits", "meets_itl_slo")
+
+
+def band(b: Band) -> str:
+    return f"{format_time(b.floor)} (expected {format_time(b.low)}–{format_time(b.high)})"
+
+
+def rate(r: Rate, unit: str = "tokens/s") -> str:
+    return f"{r.ceiling:,.0f} {unit} (expected {r.low:,.0f}–{r.high:,.0f})"
+
+
+def money(b: Band) -> str:
+    return f"{b.floor:.3g} (expected {b.low:.3g}–{b.high:.3g})"
+
+
+def serve_text(r: ServingReport) -> str:
+    eff = r.efficiency
+    lines = [r.title,
+             f"    {r.devices} device{'s' if r.devices > 1 else ''}; batch {r.batch}: {r.batch_chosen}; times are the "
+             f"roofline floor (expected band: kernels at {eff.compute[0]:.0%}–{eff.compute[1]:.0%} of the compute "
+             f"peak, {eff.memory[0]:.0%}–{eff.memory[1]:.0%} of memory bandwidth, {eff.communication[0]:.0%}–"
+             f"{eff.communication[1]:.0%} of the link, + {format_time(eff.step_overhead_s[0])}–"
+             f"{format_time(eff.step_overhead_s[1])} a step)", ""]
+    rows = [("TTFT", band(r.ttft) + "  per request: the prompt's prefill at batch 1, no queueing"),
+            ("ITL mean", band(r.itl_mean) + f"  over contexts {r.prompt + 1}–{r.context}"),
+            ("ITL last", band(r.itl_last) + f"  at context {r.context}"),
+            ("end-to-end", band(r.e2e) + f"  TTFT + {r.output - 1} × ITL mean"),
+            ("throughput", rate(r.throughput) + "  output tokens, every replica"
+             + (", pp micro-batches in flight" if r.pipeline_filled else "")),
+            ("  per device", rate(r.throughput_per_device))]
+    usable = r.usable_bytes
+    if r.max_batch_memory is not None and usable is not None:
+        rows.append(("max batch (memory)", f"{r.max_batch_memory}  (usable {gib(usable)} − weights "
+                                           f"{gib(r.weights_bytes)} − workspace {gib(r.workspace_bytes)}) / KV "
+                                           f"{gib(r.kv_bytes_per_sequence)} per sequence of {r.context} tokens, "
+                                           f"per device"))
+    if r.itl_slo_s is not None:
+        exp = r.max_batch_slo_expected
+        tail = "" if exp is None else f"  (expected {exp[0] or '—'}–{exp[1] or '—'})"
+        rows.append(("max batch (ITL SLO)", f"{r.max_batch_slo}  ITL mean ≤ {format_time(r.itl_slo_s)}{tail}"))
+    if r.ttft_slo_s is not None:
+        rows.append(("TTFT SLO", f"{format_time(r.ttft_slo_s)}: met at the floor"
+                     + ("" if r.ttft.high <= r.ttft_slo_s else f"; the expected high {format_time(r.ttft.high)} "
+                                                               f"misses it")))
+    if r.goodput is not None:
+        at = r.max_batch_slo if r.itl_slo_s is not None else r.max_batch_memory
+        rows.append(("goodput", rate(r.goodput) + f"  at batch {at}, within the targets"))
+    if r.cost_input is not None and r.cost_output is not None:
+        rows.append(("cost / 1M input", money(r.cost_input) + f"  at {r.price_per_device_hour:g} per device-hour"))
+        rows.append(("cost / 1M output", money(r.cost_output) + f"  at batch {r.batch}"))
+    width = max(len(k) for k, _ in rows)
+    lines += [f"{k:<{width}}  {v}" for k, v in rows]
+    lines += ["", _curve(r)]
+    lines += [f"warning: {w}" for w in r.warnings]
+    return "\n".join(lines)
+
+
+def _curve(r: ServingReport) -> str:
+    head = ("batch", "ITL mean", "expected", "tokens/s", "expected", "tokens/s/device", "fits", "")
+    table: list[tuple[str, ...]] = []
+    for p in r.curve:
+        marks = []
+        if p.batch == r.knee_batch:
+            marks.append(f"knee (doubling past it gains < {KNEE_GAIN:.0%})")
+        if r.max_batch_memory is not None and p.fits and p.batch * 2 > r.max_batch_memory:
+            marks.append(f"memory limit at {r.max_batch_memory}")
+        if p.meets_slo and (p.batch * 2 > (r.max_batch_slo or 0)):
+            marks.append(f"ITL SLO limit at {r.max_batch_slo}")
+        if p.batch == r.batch:
+            marks.append("← batch")
+        table.append((str(p.batch), format_time(p.itl.floor),
+                      f"{format_time(p.itl.low)}–{format_time(p.itl.high)}", f"{p.throughput.ceiling:,.0f}",
+                      f"{p.throughput.low:,.0f}–{p.throughput.high:,.0f}",
+                      f"{p.throughput.ceiling / r.devices:,.0f}",
+                      {True: "yes", False: "no", None: "?"}[p.fits], "; ".join(marks)))
+    widths = [max(len(row[i]) for row in (head, *table)) for i in range(len(head))]
+
+    def fmt(row: tuple[str, ...]) -> str:
+        cells = [row[0].rjust(widths[0]), *(c.rjust(w) for c, w in zip(row[1:-2], widths[1:-2], strict=True)),
+                 row[-2].ljust(widths[-2]), row[-1]]
+        return "  ".join(cells).rstrip()
+
+    title = (f"throughput against latency over batch (floor; expected band), prompt {r.prompt}, output {r.output}; "
+             f"knee: {r.knee_batch if r.knee_batch is not None else 'past the curve'}")
+    return "\n".join([title, fmt(head), *(fmt(row) for row in table)])
+
+
+def serve_csv(r: ServingReport) -> str:
+    rows = [{"batch": p.batch, "itl_s": p.itl.floor, "itl_expected_low_s": p.itl.low,
+             "itl_expected_high_s": p.itl.high, "throughput_tokens_per_s": p.throughput.ceiling,
+             "throughput_expected_low": p.throughput.low, "throughput_expected_high": p.throughput.high,
+             "fits": p.fits, "meets_itl_slo": p.meets_slo} for p in r.curve]
+    import csv
+    import io
+
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(CURVE_CSV_COLUMNS), lineterminator="\n")
+    w.writeheader()
+    for row in rows:
+        w.writerow({k: "" if v is None else v for k, v in row.items()})
+    return buf.getvalue()
+
+
+__all__ = ["CURVE_CSV_COLUMNS", "serve_csv", "serve_text"]

@@ -1,0 +1,21 @@
+"""The serving view: time to first token, inter-token latency, throughput against latency, the
+batches memory and a latency target allow, and cost per million tokens, each a roofline floor and an
+expected band.
+
+    from roofline.serving import serve
+    r = serve("llama-3-70b", "dgx-h100", Split(tp=8), prompt=2048, output=256, itl_slo_s=0.03)
+    r.ttft.floor, r.itl_mean, r.max_batch_slo, r.to_dict()
+
+Modules:
+    efficiency  Efficiency (the shares of the roofline kernels reach, the per-step overhead), Band, Rate
+    serve       serve() and ServingReport: TTFT, ITL, e2e, throughput, memory and SLO batches, cost, curve
+
+Layering: above roofline.models (the same graph, placement and step model), below explain, report
+and cli; numpy only inside functions.
+"""
+
+from roofline.serving.efficiency import Band, Efficiency, Rate
+from roofline.serving.serve import CURVE_MAX_BATCH, FORMULAS, KNEE_GAIN, CurvePoint, ServingReport, serve
+
+__all__ = ["CURVE_MAX_BATCH", "FORMULAS", "KNEE_GAIN", "Band", "CurvePoint", "Efficiency", "Rate", "ServingReport",
+           "serve"]

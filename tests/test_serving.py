@@ -1,0 +1,238 @@
+"""The serving view (`roofline serve`, roofline.serving.serve): every number derived by hand.
+
+Llama 3 70B: 80 layers, 8 KV heads of 128, max_position_embeddings 8192; its KV cache is
+2 · 8 · 128 · 80 · 2 B = 327,680 B per token in BF16, and under TP 8 each device holds one KV head:
+2 · 1 · 128 · 80 · 2 = 40,960 B per token. An H100 SXM has 80 GiB, of which 0.9 × 80 GiB = 72 GiB is
+usable. With a 2048-token prompt and 256 output tokens a sequence holds 2304 tokens: 94,371,840 B per
+device.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+
+import pytest
+
+from roofline.cli import main
+from roofline.errors import RooflineError
+from roofline.models import analyze_model
+from roofline.models.dtypes import model_dtypes
+from roofline.models.memory import device_weights_bytes
+from roofline.parallel import Split
+from roofline.serving import Efficiency, ServingReport, serve
+
+GiB = 2**30
+TP8 = Split(tp=8)
+P, O = 2048, 256
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(scope="module")
+def llama() -> ServingReport:
+    return serve("llama-3-70b", "dgx-h100", TP8, prompt=P, output=O, itl_slo_s=0.03, price_per_device_hour=2.5)
+
+
+def close(a: float, b: float, rel: float = 1e-9) -> bool:
+    return math.isclose(a, b, rel_tol=rel)
+
+
+# --- against the step ------------------------------------------------------------------------------
+
+def test_ttft_is_the_prefill_step_at_batch_1(llama: ServingReport) -> None:
+    a = analyze_model("llama-3-70b", "dgx-h100", "prefill", 1, P, split=TP8)
+    assert close(llama.ttft.floor, a.time_s)
+    one = serve("llama-3-8b", "h100", prompt=1024, output=16)
+    assert close(one.ttft.floor, analyze_model("llama-3-8b", "h100", "prefill", 1, 1024).time_s)
+
+
+def test_itl_is_the_decode_step_at_the_batch_and_context(llama: ServingReport) -> None:
+    # last: the step at prompt + output; at another batch, from the same step model
+    assert close(llama.itl_last.floor, analyze_model("llama-3-70b", "dgx-h100", "decode", llama.batch, P + O,
+                                                     split=TP8).time_s, 1e-6)
+    assert close(llama.itl_at(64)[1].floor, analyze_model("llama-3-70b", "dgx-h100", "decode", 64, P + O,
+                                                          split=TP8).time_s, 1e-6)
+    # mean: over the contexts prompt + 1 ... prompt + output, each the graph path's decode step
+    r = serve("llama-3-70b", "dgx-h100", TP8, prompt=P, output=4, batch=16)
+    steps = [analyze_model("llama-3-70b", "dgx-h100", "decode", 16, P + i, split=TP8).time_s for i in (1, 2, 3, 4)]
+    assert close(r.itl_mean.floor, sum(steps) / 4, 1e-6)
+    assert close(r.itl_last.floor, steps[-1], 1e-6)
+    assert close(r.e2e.floor, r.ttft.floor + 3 * r.itl_mean.floor)
+
+
+def test_throughput_is_batch_over_itl_and_cost_follows(llama: ServingReport) -> None:
+    b = llama.batch
+    assert b == llama.max_batch_slo
+    assert close(llama.throughput.ceiling, b / llama.itl_mean.floor)
+    assert close(llama.throughput_per_device.ceiling, b / llama.itl_mean.floor / 8)
+    tps = llama.throughput.ceiling
+    assert llama.cost_output is not None and llama.cost_input is not None
+    assert close(llama.cost_output.floor, 2.5 / 3600 * 8 / tps * 1e6)
+    assert close(llama.cost_input.floor, 2.5 / 3600 * 8 * llama.ttft.floor / P * 1e6)
+    for p in llama.curve:
+        assert close(p.throughput.ceiling, p.batch / p.itl.floor)
+
+
+@pytest.mark.parametrize("split", [Split(tp=4, dp=2), Split(tp=4, pp=2)])
+def test_replicas_and_pipeline_count_tokens_as_the_model_does(split: Split) -> None:
+    # output 1: the only context is prompt + 1, so the throughput is ModelAnalysis.tokens_per_s there
+    r = serve("llama-3-70b", "dgx-h100", split, prompt=1024, output=1, batch=64)
+    a = analyze_model("llama-3-70b", "dgx-h100", "decode", 64, 1025, split=split)
+    assert close(r.itl_mean.floor, a.time_s, 1e-6)
+    assert close(r.throughput.ceiling, a.tokens_per_s, 1e-6)
+    assert r.pipeline_filled == (split.pp > 1)
+    assert r.e2e == r.ttft
+
+
+def test_overlap_matches_the_model(llama: ServingReport) -> None:
+    r = serve("llama-3-70b", "dgx-h100", TP8, prompt=P, output=8, batch=32, overlap=True)
+    a = analyze_model("llama-3-70b", "dgx-h100", "decode", 32, P + 8, split=TP8, overlap=True)
+    assert close(r.itl_last.floor, a.time_s, 1e-6)
+    pre = analyze_model("llama-3-70b", "dgx-h100", "prefill", 1, P, split=TP8, overlap=True)
+    assert close(r.ttft.floor, pre.time_s)
+    assert r.itl_last.floor < llama.itl_at(32)[1].floor
+
+
+# --- memory and the SLO ----------------------------------------------------------------------------
+
+def test_largest_batch_that_fits_by_hand(llama: ServingReport) -> None:
+    usable = 0.9 * 80 * GiB
+    kv_token = 2 * 1 * 128 * 80 * 2  # one KV head per device under TP 8
+    assert llama.kv_bytes_per_token == kv_token
+    assert llama.kv_bytes_per_sequence == kv_token * (P + O) == 94_371_840
+    weights = device_weights_bytes(llama.config, TP8, model_dtypes())
+    assert llama.weights_bytes == weights
+    expected = math.floor((usable - weights - llama.workspace_bytes) / (kv_token * (P + O)))
+    assert llama.max_batch_memory == expected == 631
+    assert weights + llama.workspace_bytes + expected * kv_token * (P + O) <= usable
+    assert weights + llama.workspace_bytes + (expected + 1) * kv_token * (P + O) > usable
+    assert [p.fits for p in llama.curve] == [p.batch <= 631 for p in llama.curve]
+
+
+def test_largest_batch_meeting_the_itl_target(llama: ServingReport) -> None:
+    n = llama.max_batch_slo
+    assert n is not None and n <= (llama.max_batch_memory or 0)
+    assert llama.itl_at(n)[0].floor <= 0.03 < llama.itl_at(n + 1)[0].floor
+    assert llama.goodput is not None and close(llama.goodput.ceiling, n / llama.itl_at(n)[0].floor)
+    assert llama.max_batch_slo_expected is not None
+    lo, hi = llama.max_batch_slo_expected
+    assert lo is not None and hi is not None and lo <= hi <= n
+    assert llama.itl_at(lo)[0].high <= 0.03 < llama.itl_at(lo + 1)[0].high
+    assert llama.itl_at(hi)[0].low <= 0.03 < llama.itl_at(hi + 1)[0].low
+
+
+def test_knee_is_the_first_doubling_that_gains_under_ten_percent(llama: ServingReport) -> None:
+    t = {p.batch: p.throughput.ceiling for p in llama.curve}
+    assert [p.batch for p in llama.curve] == [2**k for k in range(11)]
+    k = llama.knee_batch
+    assert k is not None and t[2 * k] < 1.1 * t[k]
+    assert all(t[2 * b] >= 1.1 * t[b] for b in t if b < k)
+
+
+# --- expected bands --------------------------------------------------------------------------------
+
+def test_bands_bracket_floor_low_high(llama: ServingReport) -> None:
+    for b in (llama.ttft, llama.itl_mean, llama.itl_last, llama.e2e, *(p.itl for p in llama.curve)):
+        assert b.floor <= b.low <= b.high
+    for r in (llama.throughput, llama.throughput_per_device, *(p.throughput for p in llama.curve)):
+        assert r.low <= r.high <= r.ceiling
+    assert llama.cost_output is not None and llama.cost_output.floor <= llama.cost_output.low
+
+
+def test_expected_is_floor_over_efficiency_plus_overhead() -> None:
+    ideal = serve("llama-3-70b", "dgx-h100", TP8, prompt=P, output=8, batch=8,
+                  efficiency=Efficiency((1, 1), (1, 1), (1, 1), (0, 0)))
+    for b in (ideal.ttft, ideal.itl_mean, ideal.itl_last):
+        assert close(b.low, b.floor) and close(b.high, b.floor)
+    half = serve("llama-3-70b", "dgx-h100", TP8, prompt=P, output=8, batch=8,
+                 efficiency=Efficiency((0.5, 0.5), (0.5, 0.5), (0.5, 0.5), (1e-4, 2e-4)))
+    assert close(half.itl_last.low, 2 * half.itl_last.floor + 1e-4)
+    assert close(half.itl_last.high, 2 * half.itl_last.floor + 2e-4)
+    assert close(half.ttft.high, 2 * half.ttft.floor + 2e-4)
+
+
+@pytest.mark.parametrize("kwargs", [{"compute": (0, 0.5)}, {"memory": (0.9, 0.8)}, {"communication": (0.5, 1.2)},
+                                    {"step_overhead_s": (5e-5, 2e-5)}, {"step_overhead_s": (-1e-6, 1e-6)}])
+def test_efficiency_rejects_bad_bands(kwargs: dict[str, tuple[float, float]]) -> None:
+    with pytest.raises(RooflineError):
+        Efficiency(**kwargs)  # type: ignore[arg-type]
+
+
+# --- the command -----------------------------------------------------------------------------------
+
+BASE = ("serve", "llama-3-70b", "--machine", "dgx-h100", "--tp", "8", "--prompt", "2048", "--output", "256")
+
+
+def test_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, *BASE, "--itl-slo", "30ms", "--ttft-slo", "2s", "--price-per-device-hour", "2.5",
+                       "--json")
+    assert code == 0
+    d = json.loads(out)
+    band = {"floor", "expected"}
+    assert set(d["ttft_s"]) == band and set(d["ttft_s"]["expected"]) == {"low", "high"}
+    assert set(d["itl_s"]) == {"mean", "last"} and set(d["itl_s"]["mean"]) == band
+    assert set(d["e2e_s"]) == band
+    assert set(d["throughput_tokens_per_s"]) == {"system", "per_device"}
+    assert set(d["throughput_tokens_per_s"]["system"]) == {"ceiling", "expected"}
+    assert d["max_batch_memory"] == 631 and d["max_batch_slo"] == d["batch"]
+    assert set(d["cost_per_million_tokens"]["input"]) == band
+    assert {"batch", "itl_s", "throughput_tokens_per_s", "fits"} <= set(d["curve"][0])
+    assert set(d["curve"][0]["itl_s"]) == band
+    assert d["parallel"]["tp"] == 8 and d["goodput_tokens_per_s"]["ceiling"] > 0
+    assert d["knee_batch"] == 512 and d["slo"]["ttft_met"] is True
+    assert {"efficiency", "formulas"} <= set(d["assumptions"])
+
+
+def test_text_explain_and_csv(capsys: pytest.CaptureFixture[str], tmp_path: object) -> None:
+    code, out, _ = run(capsys, *BASE, "--itl-slo", "30ms")
+    assert code == 0
+    assert "TTFT" in out and "knee" in out and "memory limit at 631" in out and "ITL SLO limit at" in out
+    code, out, _ = run(capsys, *BASE, "--price-per-device-hour", "2.5", "--explain")
+    assert code == 0
+    assert "TTFT + (output − 1) × ITL mean" in out and "price / 3600 × devices" in out
+    assert "floor / efficiency of its bound class" in out
+    path = f"{tmp_path}/curve.csv"
+    code, _, _ = run(capsys, *BASE, "--csv", path, "--efficiency-matmul", "0.6:0.7", "--step-overhead", "10us:30us")
+    assert code == 0
+    rows = list(csv.DictReader(io.StringIO(open(path).read())))
+    assert [int(r["batch"]) for r in rows] == [2**k for k in range(11)]
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (("--itl-slo", "1ms"), "no batch meets it; the closest is batch 1"),
+    (("--ttft-slo", "1ms"), "no batch meets it; TTFT is per request"),
+    (("--price-per-device-hour", "-2"), "--price-per-device-hour must be a positive number"),
+    (("--price-per-device-hour", "0"), "--price-per-device-hour must be a positive number"),
+    (("--efficiency-matmul", "1.5"), "in (0, 1]"),
+    (("--efficiency-memory", "0"), "in (0, 1]"),
+    (("--efficiency-comm", "0.9:0.8"), "low 0.9 is above high 0.8"),
+    (("--step-overhead", "50us:20us"), "above high"),
+    (("--batch", "0"), "--batch"),
+])
+def test_bad_input_is_one_line_exit_2(capsys: pytest.CaptureFixture[str], args: tuple[str, ...], says: str) -> None:
+    code, out, err = run(capsys, *BASE, *args)
+    assert code == 2 and out == ""
+    assert says in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(("prompt", "output", "says"), [
+    ("8000", "500", "exceeds llama-3-70b's context of 8192"), ("0", "10", "--prompt"), ("10", "-1", "--output")])
+def test_bad_lengths(capsys: pytest.CaptureFixture[str], prompt: str, output: str, says: str) -> None:
+    code, _, err = run(capsys, "serve", "llama-3-70b", "--machine", "dgx-h100", "--tp", "8", "--prompt", prompt,
+                       "--output", output)
+    assert code == 2 and says in err and len(err.strip().splitlines()) == 1
+
+
+def test_library_rejects_what_the_command_does() -> None:
+    for kwargs in ({"price_per_device_hour": -1.0}, {"itl_slo_s": 0.0}, {"ttft_slo_s": -1.0}):
+        with pytest.raises(RooflineError):
+            serve("llama-3-8b", "h100", prompt=128, output=8, **kwargs)  # type: ignore[arg-type]
+    with pytest.raises(RooflineError, match="exceed the usable"):
+        serve("llama-3-70b", "h100", prompt=128, output=8)  # 141 GB of weights on one 80 GiB device
