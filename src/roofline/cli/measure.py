@@ -112,9 +112,13 @@ def _echo_script_traceback(exc: BaseException) -> None:
               help="With --collectives --save: the machine file of the device (from `roofline measure --save`) "
                    "for a CPU or a GPU not in the catalog; without it, its ceilings are measured now (quick) and "
                    "saved beside the system file as NAME.device.toml.")
+@click.option("--save-calibration", default=None, metavar="FILE",
+              help="With --collectives --device cuda: write the collectives' share of the link (busbw / the "
+                   "link's bandwidth) as a calibration file for `roofline serve --calibration FILE`.")
 def measure(device: str, quick: bool, as_json: bool, save: str | None, buffer_size: str | None,
             dtypes: tuple[str, ...], backends: tuple[str, ...], machine_id: str | None, collectives: bool,
-            devices: int | None, budget_s: float | None, device_file: str | None) -> None:
+            devices: int | None, budget_s: float | None, device_file: str | None,
+            save_calibration: str | None) -> None:
     """Measure this machine's ceilings: streaming bandwidth and matmul FLOP/s per dtype.
 
     With --collectives, measure the link between devices instead: each collective over a ladder of
@@ -135,9 +139,10 @@ def measure(device: str, quick: bool, as_json: bool, save: str | None, buffer_si
         if given:
             raise RooflineError(f"{', '.join(given)} measure ceilings, not --collectives; leave them out")
         _measure_collectives(device, devices, quick, budget_s, as_json, save, machine_id, device_file,
-                             show=not as_json)
+                             show=not as_json, save_calibration=save_calibration)
         return
-    for flag, value in (("--devices", devices), ("--budget", budget_s), ("--device-file", device_file)):
+    for flag, value in (("--devices", devices), ("--budget", budget_s), ("--device-file", device_file),
+                        ("--save-calibration", save_calibration)):
         if value is not None:
             raise RooflineError(f"{flag} applies to --collectives only")
     _measure(device, quick, as_json, save, buffer_size, dtypes, backends, machine_id, show=True)
@@ -159,14 +164,19 @@ def _device_beside(device: str, path: Path, machine_id: str | None) -> str:
 
 
 def _measure_collectives(device: str, devices: int | None, quick: bool, budget_s: float | None, as_json: bool,
-                         save: str | None, machine_id: str | None, device_file: str | None, show: bool) -> Any:
+                         save: str | None, machine_id: str | None, device_file: str | None, show: bool,
+                         save_calibration: str | None = None) -> Any:
     from roofline.errors import need_torch
     from roofline.measure.collectives_run import CollectivesPlan, measure_collectives
 
+    if save_calibration and device == "cpu":
+        raise RooflineError("--save-calibration needs the link's bandwidth, which a CPU run (gloo over "
+                            "127.0.0.1) has none of; measure a GPU's link with --device cuda")
     need_torch("roofline measure --collectives")
     beside = Path(save).with_name(Path(save).stem + ".device.toml") if save else None
-    if save:
-        outputs(save=save, device_file=None if device_file else str(beside))  # before the processes start
+    if save or save_calibration:  # before the processes start
+        outputs(save=save, device_file=None if device_file or not save else str(beside),
+                save_calibration=save_calibration)
     if device_file:
         from roofline.hardware import get_machine
 
@@ -194,7 +204,24 @@ def _measure_collectives(device: str, devices: int | None, quick: bool, budget_s
         atomic_write(save, c.to_link_section(machine_id, device=device_ref))  # no all-reduce fit: one line
         if not as_json:
             click.echo(f"saved the measured system to {save} (node link: the {c.link_fit.collective} fit)")
+    if save_calibration:
+        _save_calibration_of_collectives(c, save_calibration, as_json)
     return c
+
+
+def _save_calibration_of_collectives(c: Any, path: str, as_json: bool) -> None:
+    from roofline.fileio import atomic_write
+    from roofline.measure.calibration import Calibration
+
+    cal = Calibration.from_collectives(c, produced_by=f"roofline measure --collectives ({c.backend}, {c.ranks} "
+                                                      f"ranks{', quick' if c.quick else ''})")
+    if not cal.classes:  # nothing to write: say why, the run's results are printed above
+        click.echo(f"roofline: warning: --save-calibration {path} not written: {'; '.join(cal.notes)}", err=True)
+        return
+    atomic_write(path, cal.to_json())
+    if not as_json:
+        click.echo(f"saved the calibration (communication) to {path} (use it with roofline serve --calibration "
+                   f"{path})")
 
 @click.command()
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True)
@@ -209,8 +236,12 @@ def _measure_collectives(device: str, devices: int | None, quick: bool, budget_s
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: the placements and the accuracy summary.")
 @click.option("--png", default=None, metavar="FILE", help="Draw the measured points under the roof (PNG).")
 @click.option("--html", default=None, metavar="FILE", help="The interactive chart (HTML).")
+@click.option("--save-calibration", default=None, metavar="FILE",
+              help="Write the measured shares of the roof (25th-75th percentile per bound class) as a "
+                   "calibration file for `roofline serve --calibration FILE`.")
 def bench(device: str, quick: bool, dtype: str | None, machine: str | None, only: tuple[str, ...],
-          repeats: int | None, as_json: bool, png: str | None, html: str | None) -> None:
+          repeats: int | None, as_json: bool, png: str | None, html: str | None,
+          save_calibration: str | None) -> None:
     """Run real kernels and place each measured point beside its prediction under the roof.
 
     \b
@@ -218,6 +249,7 @@ def bench(device: str, quick: bool, dtype: str | None, machine: str | None, only
       roofline bench --quick
       roofline bench --machine my-cpu.toml --only matmul --only attention
       roofline bench --device cuda --png bench.png
+      roofline bench --device cuda --save-calibration my-gpu.calibration.json
     """
     from roofline.dtypes import get_dtype
     from roofline.errors import need_torch
@@ -228,6 +260,8 @@ def bench(device: str, quick: bool, dtype: str | None, machine: str | None, only
     from roofline.report.accuracy import accuracy_table
     from roofline.units import format_bytes_per_s, format_flop_per_s
 
+    if save_calibration:
+        outputs(save_calibration=save_calibration, png=png, html=html)  # before anything runs
     if device == "cuda":
         need_cuda("bench --device cuda")
     else:
@@ -247,16 +281,31 @@ def bench(device: str, quick: bool, dtype: str | None, machine: str | None, only
         click.echo(f"roofline: warning: {p.name} measured ABOVE its roof ({p.fraction_of_roof or 0:.0%}): "
                    "the model undercounts its work or the timing is wrong", err=True)
     title = f"bench on {roof.name} ({dt.name})"
+    if save_calibration:
+        from roofline.fileio import atomic_write
+        from roofline.measure.calibration import Calibration
+
+        roof_is = "measured now" if machine is None else f"{roof.id}, {'measured' if roof.measured else 'datasheet'}"
+        produced = (f"roofline bench{' --quick' if quick else ''} ({device}, {dt.name}, roof {roof_is}"
+                    f"{', only ' + ' '.join(only) if only else ''})")
+        atomic_write(save_calibration, Calibration.from_placements(placements, machine=roof.id,
+                                                                   produced_by=produced).to_json())
     if as_json:
-        dump({"machine": {"id": roof.id, "name": roof.name, "measured": roof.measured,
-                           "memory_bytes_per_s": roof.memory_bytes_per_s,
-                           "peak_flop_per_s": dict(roof.matrix_flop_per_s)},
-               "dtype": dt.name, "kernels": [r.to_dict() for r in results], "summary": acc.to_dict()})
+        d = {"machine": {"id": roof.id, "name": roof.name, "measured": roof.measured,
+                         "memory_bytes_per_s": roof.memory_bytes_per_s,
+                         "peak_flop_per_s": dict(roof.matrix_flop_per_s)},
+             "dtype": dt.name, "kernels": [r.to_dict() for r in results], "summary": acc.to_dict()}
+        if save_calibration:
+            d["saved_calibration"] = save_calibration
+        dump(d)
     else:
         click.echo(f"roof ({how}): {format_bytes_per_s(roof.memory_bytes_per_s, 4)}, "
                    f"{dt.peak_key} {format_flop_per_s(roof.peak_flop_per_s(dt), 4)}")
         click.echo(accuracy_table(placements, title=title))
         click.echo("\n".join(acc.lines()))
+        if save_calibration:
+            click.echo(f"saved the calibration to {save_calibration} (use it with roofline serve --calibration "
+                       f"{save_calibration})")
     _placements_outputs(placements, roof, dt, png, html, title)
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})

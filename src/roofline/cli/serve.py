@@ -9,7 +9,18 @@ from __future__ import annotations
 
 import click
 
-from roofline.cli.common import DEFAULT_FUSION, MODEL_FUSIONS, PLAN_HELP, POS, Quantity, dump, one_of, outputs, warn
+from roofline.cli.common import (
+    DEFAULT_FUSION,
+    MODEL_FUSIONS,
+    PLAN_HELP,
+    POS,
+    Quantity,
+    dump,
+    one_of,
+    outputs,
+    warn,
+    wrote,
+)
 from roofline.cli.model import _experts_hit, _split, _writer, parse_overrides, split_options
 from roofline.errors import RooflineError
 from roofline.hardware.catalog import DEFAULT_MACHINE
@@ -87,16 +98,35 @@ def _time_band(text: str | None, label: str) -> tuple[float, float] | None:
               help="Share of the link collectives reach (nccl-tests' busbw). [default: 0.8:0.9]")
 @click.option("--step-overhead", default=None, metavar="LOW:HIGH",
               help="Fixed time per step: launches and the scheduler (an assumption). [default: 20us:50us]")
+@click.option("--chunk", type=POS, default=None, metavar="C",
+              help="What-if: chunked prefill, C prompt tokens a step interleaved with decode steps (vLLM, SGLang).")
+@click.option("--disaggregate", "disaggregate", default=None, metavar="P:D",
+              help="What-if: prefill on P devices (TP P), decode on D (TP D), the KV cache sent over the link.")
+@click.option("--draft", default=None, metavar="MODEL",
+              help="What-if: speculative decoding with this draft model (same split); needs --acceptance.")
+@click.option("--draft-tokens", type=int, default=None, metavar="K",
+              help="Tokens the draft proposes a step (speculative decoding). [default: 4]")
+@click.option("--acceptance", type=float, default=None, metavar="A",
+              help="Chance a drafted token is accepted, in (0, 1] (speculative decoding).")
 @click.option("--explain", is_flag=True, help="Derive every number with the numbers put in.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--csv", "csv_path", default=None, metavar="FILE", help="Write the throughput-latency curve as CSV.")
+@click.option("--png", default=None, metavar="FILE", help="Chart throughput against latency over batch (PNG).")
+@click.option("--svg", default=None, metavar="FILE", help="The same chart as SVG.")
+@click.option("--html", "html_path", default=None, metavar="FILE",
+              help="The interactive page: the curve, the limits and every number (self-contained HTML).")
+@click.option("--calibration", default=None, metavar="FILE",
+              help="Efficiencies measured on your machine (`roofline bench --save-calibration FILE`, "
+                   "`roofline measure --collectives --save-calibration FILE`); --efficiency-* flags still win.")
 def serve_command(model: str, machine: str, prompt: int, output: int, batch: int | None, ttft_slo: float | None,
                   itl_slo: float | None, price_per_device_hour: float | None, weights_dtype: str,
                   kv_dtype: str | None, dtype: str | None, act_dtype: str, fusion: str, experts_hit: str | None,
                   overrides: tuple[str, ...], tp: int, pp: int, ep: int, dp: int, devices: int | None,
                   memory_utilization: float, overlap: bool, efficiency_matmul: str | None,
                   efficiency_memory: str | None, efficiency_comm: str | None, step_overhead: str | None,
-                  explain: bool, as_json: bool, csv_path: str | None) -> None:
+                  chunk: int | None, disaggregate: str | None, draft: str | None, draft_tokens: int | None,
+                  acceptance: float | None, explain: bool, as_json: bool, csv_path: str | None, png: str | None,
+                  svg: str | None, html_path: str | None, calibration: str | None) -> None:
     """Serve MODEL: TTFT, ITL (mean and last), end-to-end latency, throughput, the largest batch memory
     and --itl-slo allow, goodput and cost per million tokens, and throughput against latency over batch.
 
@@ -110,28 +140,42 @@ def serve_command(model: str, machine: str, prompt: int, output: int, batch: int
       roofline serve llama-3-70b --machine dgx-h100 --tp 8 --prompt 2048 --output 256 --itl-slo 30ms \\
           --ttft-slo 500ms --price-per-device-hour 2.5
       roofline serve llama-3-8b --machine h100 --prompt 1024 --output 512 --batch 64 --explain
+      roofline serve llama-3-70b --machine dgx-h100 --tp 8 --prompt 2048 --output 256 --chunk 512 \\
+          --disaggregate 4:4 --draft llama-3-8b --draft-tokens 4 --acceptance 0.8
     """
     from roofline.models import model_dtypes
     from roofline.serving import Efficiency, serve
 
-    outputs(csv=csv_path)
+    outputs(csv=csv_path, png=png, svg=svg, html=html_path)
     one_of(as_json, explain)
     base = Efficiency()
     eff = Efficiency(_share_band(efficiency_matmul, "--efficiency-matmul") or base.compute,
                      _share_band(efficiency_memory, "--efficiency-memory") or base.memory,
                      _share_band(efficiency_comm, "--efficiency-comm") or base.communication,
                      _time_band(step_overhead, "--step-overhead") or base.step_overhead_s)
+    if calibration:
+        from roofline.serving.calibration import efficiency_from_calibration
+
+        explicit = [cls for cls, flag in (("compute", efficiency_matmul), ("memory", efficiency_memory),
+                                          ("communication", efficiency_comm)) if flag]
+        eff = efficiency_from_calibration(calibration, eff, keep=explicit)
     r = serve(model, machine, _split(tp, pp, ep, dp, devices, machine), prompt=prompt, output=output, batch=batch,
               ttft_slo_s=ttft_slo, itl_slo_s=itl_slo, price_per_device_hour=price_per_device_hour,
               dtypes=model_dtypes(weights_dtype, act_dtype, kv_dtype, dtype), plan=fusion,
               utilization=memory_utilization, overlap=overlap, efficiency=eff, experts_hit=_experts_hit(experts_hit),
-              overrides=parse_overrides(overrides))
+              overrides=parse_overrides(overrides), chunk=chunk, disaggregate_devices=disaggregate, draft=draft,
+              draft_tokens=draft_tokens, acceptance=acceptance)
     for w in r.warnings:
         warn(w)
     if csv_path:
         from roofline.report.serve_text import serve_csv
 
         _writer(csv_path, serve_csv(r))
+    if png or svg or html_path:
+        from roofline.report.outputs import write_serve_outputs
+
+        for path in write_serve_outputs(r, png=png, svg=svg, html=html_path):
+            wrote(path)
     if as_json:
         dump(r.to_dict())
     elif explain:

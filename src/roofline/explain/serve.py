@@ -155,7 +155,98 @@ def explain_serve(r: ServingReport) -> str:
                      f"{1 + KNEE_GAIN:g} → knee {k}")
     else:
         lines.append("    every doubling on the curve gains at least that: past the curve")
+    for block in (_chunked(r), _disaggregated(r), _speculative(r)):
+        if block:
+            lines += ["", *block]
     return "\n".join(lines)
+
+
+def _chunked(r: ServingReport) -> list[str]:
+    c = r.chunked
+    if c is None:
+        return []
+    n = c.chunks
+    lines = [f"what-if: chunked prefill (--chunk {c.chunk}), as vLLM and SGLang schedule it",
+             f"    chunks = ⌈prompt / C⌉ = ⌈{c.prompt} / {c.chunk}⌉ = {n}; chunk i holds c_i = min(C, P − i·C) new "
+             f"tokens after s_i = i·C earlier ones",
+             "    chunk step T(c, s) = prefill step of c tokens (analyze_model(..., 'prefill', 1, c), the same split) "
+             "+ the chunk's attention to its s earlier tokens (one flash kernel per layer: c queries against s "
+             "cached keys and values, the KV read from memory)"]
+    for i, st in enumerate(c.steps):
+        att = (f" + attention to {st.earlier} earlier {format_time(st.earlier_attention.floor)} "
+               f"({st.earlier_attention_flop / 1e9:,.1f} GFLOP, {st.earlier_attention_bytes / 2**20:,.1f} MiB per "
+               f"device)" if st.earlier else "")
+        lines.append(f"    chunk {i + 1}: c = {st.tokens}, s = {st.earlier}: prefill "
+                     f"{format_time(st.prefill.floor)}{att} = {_b(st.time)}")
+    lines.append(f"    TTFT = Σ chunk steps + (chunks − 1) × ITL mean = {format_time(c.prefill_work.floor)} + "
+                 f"{n - 1} × {format_time(c.itl.floor)} = {_b(c.ttft)} (the chunks alternate with the batch's "
+                 f"decode steps; unchunked {format_time(c.unchunked_ttft.floor)})")
+    lines.append(f"    a decode step carrying a chunk = ITL mean + mean chunk step = {format_time(c.itl.floor)} + "
+                 f"{format_time(c.prefill_work.floor / n)} = {_b(c.itl_with_chunk)}; worst (the largest chunk) "
+                 f"{format_time(c.itl_with_chunk_worst.floor)}; unchunked, the step admitting a prompt stalls "
+                 f"ITL + TTFT = {format_time(c.itl_unchunked_stall.floor)}")
+    lines.append(f"    steady state: each step admits batch / output = {c.batch} / {c.output} requests, so ITL = "
+                 f"{format_time(c.itl.floor)} + {c.batch / c.output:.4g} × {format_time(c.prefill_work.floor)} = "
+                 f"{_b(c.itl_steady)}")
+    lines.append("    approximation: the chunk and the decode step count as two passes (each reads the weights; a "
+                 "fused engine step reads them once)")
+    return lines
+
+
+def _disaggregated(r: ServingReport) -> list[str]:
+    d = r.disaggregated
+    if d is None:
+        return []
+    lines = [f"what-if: prefill/decode disaggregation (--disaggregate {d.prefill_devices}:{d.decode_devices}); each "
+             f"group tensor parallel over its own devices (TP {d.prefill_devices} and TP {d.decode_devices}; the "
+             f"--tp/--pp/--ep/--dp flags are not used by the groups)",
+             f"    prefill = the prefill step of one prompt on TP {d.prefill_devices} at batch 1 = {_b(d.prefill)}",
+             f"    KV per token per prefill device = {d.kv_bytes_per_token_device:,.0f} B (its share of the KV heads); "
+             f"× {d.prompt} tokens = {d.kv_bytes / 2**20:,.1f} MiB, every prefill device sending its share at once",
+             f"    transfer = α + bytes / BW = {format_time(d.link_latency_s)} + {d.kv_bytes:,.0f} B / "
+             f"{d.link_bytes_per_s / 1e9:,.1f} GB/s ({d.link_name}, {d.link_level}, per direction) = {_b(d.transfer)} "
+             f"(expected: the bandwidth × the collectives' efficiency {r.efficiency.communication[0]:g}–"
+             f"{r.efficiency.communication[1]:g})",
+             f"    TTFT = prefill + transfer = {_b(d.ttft)}",
+             f"    ITL = the decode step on TP {d.decode_devices} at batch {d.batch}: mean {_b(d.itl_mean)}, last "
+             f"{_b(d.itl_last)}",
+             f"    e2e = TTFT + (output − 1) × ITL mean = {_b(d.e2e)}",
+             f"    prefill requests/s = 1 / prefill = {d.prefill_rps.ceiling:.4g}; decode requests/s = batch / (output"
+             f" × ITL mean) = {d.batch} / ({d.output} × {format_time(d.itl_mean.floor)}) = {d.decode_rps.ceiling:.4g}"]
+    b = d.balanced
+    if b is not None and b.prefill_rps is not None and b.decode_rps is not None:
+        lines.append(f"    balance: of the pairs (p, d) of tensor-parallel group sizes with p + d ≤ the system's "
+                     f"devices, {b.prefill_devices}:{b.decode_devices} has the closest rates: prefill "
+                     f"{b.prefill_rps.ceiling:.4g} req/s, decode {b.decode_rps.ceiling:.4g} req/s (smallest "
+                     f"|log(prefill / decode)| = {b.imbalance:.3g})")
+    skipped = [p for p in d.pairs if p.rps is None]
+    if skipped:
+        lines.append(f"    {len(skipped)} pairs cannot run (e.g. {skipped[0].prefill_devices}:"
+                     f"{skipped[0].decode_devices}: {skipped[0].reason})")
+    return lines
+
+
+def _speculative(r: ServingReport) -> list[str]:
+    s = r.speculative
+    if s is None:
+        return []
+    k, a = s.draft_tokens, s.acceptance
+    e = (f"(1 − {a:g}^{k + 1}) / (1 − {a:g}) = {s.expected_tokens:.5g}" if a < 1
+         else f"the limit a → 1: k + 1 = {k + 1}")
+    v = s.verify
+    return [f"what-if: speculative decoding (--draft {s.draft} --draft-tokens {k} --acceptance {a:g})",
+            f"    expected tokens per target step = (1 − a^(k+1)) / (1 − a) = {e} (Leviathan, Kalman and Matias, "
+            f"ICML 2023)",
+            f"    draft step = {s.draft}'s decode step at batch {s.batch} on the same split, ITL mean over the "
+            f"generation = {_b(s.draft_step)}",
+            f"    verify step = prefill of k + 1 = {k + 1} tokens at batch {s.batch} {format_time(v.prefill.floor)} + "
+            f"their attention to {v.earlier} cached tokens (prompt + ⌊output / 2⌋) "
+            f"{format_time(v.earlier_attention.floor)} = {_b(s.verify_step)}",
+            f"    net ITL = (k × draft + verify) / tokens per step = ({k} × {format_time(s.draft_step.floor)} + "
+            f"{format_time(s.verify_step.floor)}) / {s.expected_tokens:.5g} = {_b(s.net_itl)}",
+            f"    against the decode step's ITL mean {format_time(s.target_itl.floor)}: × {s.speedup:.3g}; "
+            f"throughput = batch / net ITL = {s.throughput.ceiling:,.0f} tokens/s",
+            "    the draft's weights and KV cache are not added to the memory above"]
 
 
 __all__ = ["explain_serve"]

@@ -154,3 +154,21 @@ def notebook_html(scenarios: Sequence[Scenario], *, title: str = "", height_px: 
     doc = model_html(scenarios, title=title)
     return (f'<iframe srcdoc="{_html.escape(doc, quote=True)}" style="width:100%;height:{height_px}px;border:0" '
             f'sandbox="allow-scripts"></iframe>')
+
+
+def write_serve_outputs(report: Any, *, png: str | None = None, svg: str | None = None,
+                        html: str | None = None) -> list[Path]:
+    """The serving report's throughput-against-latency chart (one point per batch, the knee, the memory
+    limit and the ITL target) as PNG/SVG, and its self-contained page (the same chart with hover, and
+    the summary numbers) as HTML. `report` is a `roofline.serving.ServingReport`. Each output is
+    rendered in memory and written atomically; RooflineError on a bad path."""
+    written: list[Path] = []
+    if png or svg:
+        from roofline.report.serve_chart import serve_figure
+
+        written += _write_figure(serve_figure(report), png, svg)
+    if html:
+        from roofline.report.serve_page import serve_page
+
+        written.append(atomic_write(html, serve_page(report)))
+    return written

@@ -66,9 +66,78 @@ def serve_text(r: ServingReport) -> str:
         rows.append(("cost / 1M output", money(r.cost_output) + f"  at batch {r.batch}"))
     width = max(len(k) for k, _ in rows)
     lines += [f"{k:<{width}}  {v}" for k, v in rows]
+    for block in (_chunked(r), _disaggregated(r), _speculative(r)):
+        if block:
+            lines += ["", *block]
     lines += ["", _curve(r)]
     lines += [f"warning: {w}" for w in r.warnings]
     return "\n".join(lines)
+
+
+def _rps(r: Rate) -> str:
+    return f"{r.ceiling:.3g} req/s (expected {r.low:.3g}–{r.high:.3g})"
+
+
+def _table(rows: list[tuple[str, str]]) -> list[str]:
+    width = max(len(k) for k, _ in rows)
+    return [f"  {k:<{width}}  {v}" for k, v in rows]
+
+
+def _chunked(r: ServingReport) -> list[str]:
+    c = r.chunked
+    if c is None:
+        return []
+    head = (f"what-if: chunked prefill, {c.chunks} chunk{'s' if c.chunks > 1 else ''} of ≤ {c.chunk} tokens "
+            f"interleaved with decode steps (vLLM, SGLang)")
+    rows = [("TTFT", band(c.ttft) + f"  Σ {c.chunks} chunk steps {format_time(c.prefill_work.floor)} + "
+             f"{c.chunks - 1} × ITL {format_time(c.itl.floor)}; unchunked {format_time(c.unchunked_ttft.floor)}"),
+            ("ITL with a chunk", band(c.itl_with_chunk) + f"  ITL + the mean chunk step (worst "
+             f"{format_time(c.itl_with_chunk_worst.floor)}); unchunked, the admitting step stalls "
+             f"{format_time(c.itl_unchunked_stall.floor)}"),
+            ("ITL steady state", band(c.itl_steady) + f"  ITL + (batch {c.batch} / output {c.output}) × Σ chunk "
+             f"steps")]
+    return [head, *_table(rows)]
+
+
+def _disaggregated(r: ServingReport) -> list[str]:
+    d = r.disaggregated
+    if d is None:
+        return []
+    head = (f"what-if: prefill on {d.prefill_devices} device{'s' if d.prefill_devices > 1 else ''} (TP "
+            f"{d.prefill_devices}), decode on {d.decode_devices} (TP {d.decode_devices}), KV cache over the "
+            f"{d.link_level}")
+    rows = [("prefill", band(d.prefill)),
+            ("KV transfer", band(d.transfer) + f"  α {format_time(d.link_latency_s)} + {d.prompt} tokens × "
+             f"{d.kv_bytes_per_token_device:,.0f} B per device / {d.link_bytes_per_s / 1e9:,.0f} GB/s "
+             f"({d.link_name})"),
+            ("TTFT", band(d.ttft) + "  prefill + transfer"),
+            ("ITL mean", band(d.itl_mean) + f"  decode group at batch {d.batch}"),
+            ("ITL last", band(d.itl_last)),
+            ("end-to-end", band(d.e2e)),
+            ("requests/s", f"prefill {_rps(d.prefill_rps)}; decode {_rps(d.decode_rps)}  1 / prefill; batch / "
+             f"(output × ITL mean)")]
+    b = d.balanced
+    if b is not None and b.prefill_rps is not None and b.decode_rps is not None:
+        rows.append(("balanced P:D", f"{b.prefill_devices}:{b.decode_devices}  prefill "
+                     f"{b.prefill_rps.ceiling:,.3g} req/s, decode {b.decode_rps.ceiling:,.3g} req/s (closest of the "
+                     f"{sum(1 for p in d.pairs if p.rps is not None)} pairs that run)"))
+    return [head, *_table(rows)]
+
+
+def _speculative(r: ServingReport) -> list[str]:
+    s = r.speculative
+    if s is None:
+        return []
+    head = (f"what-if: speculative decoding, draft {s.draft} (same split), k = {s.draft_tokens}, acceptance "
+            f"{s.acceptance:g}")
+    rows = [("tokens per step", f"{s.expected_tokens:.4g}  (1 − a^(k+1)) / (1 − a), Leviathan et al. 2023"),
+            ("draft step", band(s.draft_step) + f"  the draft's decode at batch {s.batch}"),
+            ("verify step", band(s.verify_step) + f"  {s.draft_tokens + 1} tokens a sequence against "
+             f"{s.verify.earlier} cached"),
+            ("net ITL", band(s.net_itl) + f"  ({s.draft_tokens} × draft + verify) / {s.expected_tokens:.4g}; "
+             f"× {s.speedup:.2f} against ITL {format_time(s.target_itl.floor)}"),
+            ("throughput", rate(s.throughput))]
+    return [head, *_table(rows)]
 
 
 def _curve(r: ServingReport) -> str:

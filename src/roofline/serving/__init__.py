@@ -9,6 +9,9 @@ expected band.
 Modules:
     efficiency  Efficiency (the shares of the roofline kernels reach, the per-step overhead), Band, Rate
     serve       serve() and ServingReport: TTFT, ITL, e2e, throughput, memory and SLO batches, cost, curve
+    chunked     what-if --chunk C: the prompt's prefill in chunks interleaved with decode steps (vLLM, SGLang)
+    disaggregate  what-if --disaggregate P:D: prefill and decode on separate groups, the KV cache over the link
+    speculative what-if --draft: expected tokens per target step (Leviathan et al. 2023), draft and verify cost
 
 Layering: above roofline.models (the same graph, placement and step model), below explain, report
 and cli; numpy only inside functions.

@@ -17,7 +17,8 @@ Expected time of a step:
 so floor ≤ low ≤ high. With communication overlapped (--overlap) the two sums are taken apart and the
 step is the larger of them, as the floor is.
 
-A `--calibration FILE` taking these from `roofline measure`/`roofline bench` results is not built yet.
+`--calibration FILE` takes them from `roofline bench --save-calibration` / `roofline measure --collectives
+--save-calibration` results (roofline.serving.calibration).
 
 Layering: imports roofline.errors, roofline.units and roofline.vocab only.
 """

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from typing import Any
 
@@ -49,7 +49,11 @@ from roofline.models.stepmodel import StepModel, batch_unit
 from roofline.models.sweep import resolve
 from roofline.models.transformer import ModelConfig
 from roofline.parallel import Split
+from roofline.serving.chunked import ChunkedPrefill, check_chunk, chunked_prefill
+from roofline.serving.disaggregate import Disaggregation, disaggregate, parse_ratio
 from roofline.serving.efficiency import Band, Efficiency, Rate, per_rate
+from roofline.serving.speculative import Speculative, speculative
+from roofline.serving.speculative import check as check_speculative
 from roofline.units import format_time, require_positive_int
 from roofline.vocab import Phase, Plan, Role
 
@@ -131,6 +135,9 @@ class ServingReport:
     warnings: tuple[str, ...] = ()
     machine_arg: str | Machine = DEFAULT_MACHINE  # as given: a system, a device or a file
     decoder: Any = field(default=None, repr=False, compare=False)  # the decode step model over the generation
+    chunked: ChunkedPrefill | None = None  # --chunk: roofline.serving.chunked
+    disaggregated: Disaggregation | None = None  # --disaggregate: roofline.serving.disaggregate
+    speculative: Speculative | None = None  # --draft: roofline.serving.speculative
 
     def itl_at(self, batch: int) -> tuple[Band, Band]:
         """(mean, last) ITL at another batch, from the same step model."""
@@ -229,6 +236,8 @@ class ServingReport:
             "knee_batch": self.knee_batch,
             "assumptions": self.assumptions(),
             "warnings": list(self.warnings),
+            **{k: v.to_dict() for k, v in (("chunked", self.chunked), ("disaggregated", self.disaggregated),
+                                           ("speculative", self.speculative)) if v is not None},
         }
 
 
@@ -374,7 +383,9 @@ def serve(model: str | ModelConfig, machine: str | Machine = DEFAULT_MACHINE, sp
           itl_slo_s: float | None = None, price_per_device_hour: float | None = None,
           dtypes: ModelDtypes | None = None, plan: Plan | str = DEFAULT_PLAN,
           utilization: float = DEFAULT_UTILIZATION, overlap: bool = False, efficiency: Efficiency | None = None,
-          experts_hit: int | None = None, overrides: Mapping[str, str] | None = None) -> ServingReport:
+          experts_hit: int | None = None, overrides: Mapping[str, str] | None = None, chunk: int | None = None,
+          disaggregate_devices: str | tuple[int, int] | None = None, draft: str | ModelConfig | None = None,
+          draft_tokens: int | None = None, acceptance: float | None = None) -> ServingReport:
     """Serve `model` on `machine` under `split` with prompts of `prompt` tokens generating `output`.
 
     `batch` None: the largest batch meeting `itl_slo_s` when given, else the smallest (1, or the
@@ -383,9 +394,15 @@ def serve(model: str | ModelConfig, machine: str | Machine = DEFAULT_MACHINE, sp
         output cost per 1M tokens = price_per_device_hour / 3600 × devices / (output tokens/s) × 1e6
         input cost per 1M tokens  = price_per_device_hour / 3600 × devices × TTFT / (prompt × dp) × 1e6
 
+    What-ifs on the same graph and placement, each in its own module and its own report field:
+    `chunk` (chunked prefill, roofline.serving.chunked), `disaggregate_devices` "P:D" (prefill and
+    decode on separate groups, roofline.serving.disaggregate), `draft` with `draft_tokens` k (default
+    4) and `acceptance` a (speculative decoding, roofline.serving.speculative).
+
     Raises RooflineError (one line) for targets no batch meets (naming the closest: batch 1), a
     prompt + output beyond the model's max_position_embeddings, a non-positive price, target,
-    prompt or output, and a model whose weights leave no room for one sequence's KV cache."""
+    prompt or output, and a model whose weights leave no room for one sequence's KV cache; and for
+    a non-positive chunk, a malformed P:D, k < 1 or a outside (0, 1]."""
     prompt = require_positive_int(prompt, "--prompt")
     output = require_positive_int(output, "--output")
     price = _positive(price_per_device_hour, "--price-per-device-hour")
@@ -393,6 +410,13 @@ def serve(model: str | ModelConfig, machine: str | Machine = DEFAULT_MACHINE, sp
     itl_slo = _positive(itl_slo_s, "--itl-slo")
     if not 0 < utilization <= 1:
         raise RooflineError(f"--memory-utilization must be in (0, 1], got {utilization}")
+    chunk = check_chunk(chunk)
+    ratio = parse_ratio(disaggregate_devices)
+    spec = None
+    if draft is not None:
+        spec = check_speculative(draft_tokens, acceptance)
+    elif draft_tokens is not None or acceptance is not None:
+        raise RooflineError("--draft-tokens and --acceptance need --draft MODEL (speculative decoding)")
     eff = efficiency or Efficiency()
     cfg = load_config(model, overrides)
     if prompt + output > cfg.max_position_embeddings:
@@ -494,10 +518,26 @@ def serve(model: str | ModelConfig, machine: str | Machine = DEFAULT_MACHINE, sp
     if price is not None:
         cost_in = ttft.scaled(price / 3600 * sp.devices / (prompt * sp.dp) * 1e6)
         cost_out = _cost_output(price, sp.devices, rate)
-    return ServingReport(cfg, m, pre.system, sp, dt, cdt, pl, prompt, output, batch, chosen, eff, utilization,
-                         overlap, ttft, itl_mean, itl_last, e2e, rate, pipe, max_mem, max_slo, slo_exp, goodput,
-                         cost_in, cost_out, curve, knee, ttft_slo, itl_slo, price, weights, kv_seq, workspace,
-                         capacity, pre, tuple(warnings), machine, dec)
+    report = ServingReport(cfg, m, pre.system, sp, dt, cdt, pl, prompt, output, batch, chosen, eff, utilization,
+                           overlap, ttft, itl_mean, itl_last, e2e, rate, pipe, max_mem, max_slo, slo_exp, goodput,
+                           cost_in, cost_out, curve, knee, ttft_slo, itl_slo, price, weights, kv_seq, workspace,
+                           capacity, pre, tuple(warnings), machine, dec)
+    if chunk is None and ratio is None and spec is None:
+        return report
+
+    def run(what: str | ModelConfig, split: Split, b: int) -> ServingReport:
+        return serve(what, machine, split, prompt=prompt, output=output, batch=b, dtypes=dt, plan=pl,
+                     utilization=utilization, overlap=overlap, efficiency=eff, experts_hit=experts_hit)
+
+    if chunk is not None:
+        report = replace(report, chunked=chunked_prefill(report, chunk))
+    if ratio is not None:
+        report = replace(report, disaggregated=disaggregate(report, ratio, lambda s, b: run(cfg, s, b)))
+    if spec is not None and draft is not None:
+        name = draft if isinstance(draft, str) else draft.name
+        report = replace(report, speculative=speculative(report, name, spec[0], spec[1],
+                                                         lambda b: run(load_config(draft), sp, b)))
+    return report
 
 
 __all__ = ["CURVE_MAX_BATCH", "FORMULAS", "KNEE_GAIN", "CurvePoint", "ServingReport", "serve"]

@@ -1,0 +1,222 @@
+"""Chunked prefill as a what-if (`roofline serve --chunk C`): the prompt's prefill runs in chunks of C
+tokens interleaved with the batch's decode steps, as vLLM and SGLang schedule it.
+
+The model, every term from the same graph and placement as the rest of `serve`:
+
+    chunks      n = ⌈P / C⌉; chunk i holds c_i = min(C, P − i·C) new tokens after s_i = i·C earlier ones
+    chunk step  T(c_i, s_i) = prefill step of c_i tokens (analyze_model, phase prefill, batch 1, prompt c_i:
+                its matmuls, norms and the chunk's causal attention among its own tokens)
+                + the chunk's attention to its s_i earlier tokens: one flash-attention kernel per layer of
+                c_i queries against s_i cached keys and values (non-causal, every pair unmasked), its KV read
+                from memory, placed on the same device (windowed layers read min(s_i, W) of them)
+    TTFT        Σ_i T(c_i, s_i) + (n − 1) × ITL mean: the chunks alternate with the batch's decode steps
+                (chunk, decode, chunk, …, chunk); with C ≥ P one chunk, no decode step: the unchunked TTFT
+    ITL impact  a decode step that carries a chunk takes ITL + T(c, s): mean over the chunks and the worst
+                (the largest chunk step); unchunked, the step that admits a prompt stalls ITL + TTFT;
+                steady state: every step admits batch / output requests on average (each sequence leaves
+                after `output` steps), so the mean ITL = ITL + (batch / output) × Σ_i T(c_i, s_i)
+
+Approximations, stated: the chunk's prefill and the decode step are counted as two passes (the weights
+read by each; an engine fusing them into one step reads them once, so a step carrying a chunk is
+overstated by at most the weights' read time); the split attention re-reads the chunk's queries and
+rewrites its output once (flash-decoding's split-KV merge); multi-head latent attention is taken as its
+per-head keys and values.
+
+Layering: imports roofline.graph, roofline.kernels, roofline.placement, roofline.models, roofline.vocab
+and this room's efficiency; not serve.py (serve() calls this module).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from roofline.graph import FusionPlan, Graph, tensor
+from roofline.kernels import attention_ops, attention_plans
+from roofline.models.analysis import COLLECTIVES, ModelAnalysis, analyze_model
+from roofline.models.split import shard
+from roofline.models.transformer import AttentionKind
+from roofline.placement import analyze_graph
+from roofline.serving.efficiency import Band, Efficiency
+from roofline.units import require_positive_int
+from roofline.vocab import Phase, Plan, Role
+
+ZERO = Band(0.0, 0.0, 0.0)
+
+
+def step_band(placements: Any, eff: Efficiency, overlap: bool, overhead: bool = True) -> Band:
+    """Σ kernel floors (the floor) and Σ floor / efficiency of each kernel's bound class (the band),
+    with the per-step overhead; with `overlap` the collectives run under the rest (the larger sum)."""
+    floor = {"comm": 0.0, "rest": 0.0}
+    fast = {"comm": 0.0, "rest": 0.0}
+    slow = {"comm": 0.0, "rest": 0.0}
+    for p in placements:
+        lo, hi = eff.of(p.bound_class)
+        key = "comm" if p.kind in COLLECTIVES else "rest"
+        floor[key] += p.total_time_s
+        fast[key] += p.total_time_s / hi
+        slow[key] += p.total_time_s / lo
+    oh_lo, oh_hi = eff.step_overhead_s if overhead else (0.0, 0.0)
+    if overlap:
+        return Band(max(floor.values()), max(fast.values()) + oh_lo, max(slow.values()) + oh_hi)
+    return Band(sum(floor.values()), sum(fast.values()) + oh_lo, sum(slow.values()) + oh_hi)
+
+
+def _plus(*bands: Band) -> Band:
+    return Band(sum(b.floor for b in bands), sum(b.low for b in bands), sum(b.high for b in bands))
+
+
+@dataclass(frozen=True)
+class ChunkStep:
+    """One chunk: `tokens` new tokens after `earlier` ones; its prefill, its attention to the earlier
+    tokens, and their sum."""
+
+    tokens: int
+    earlier: int
+    prefill: Band
+    earlier_attention: Band
+    earlier_attention_bytes: float  # per device: the cached keys and values the chunk reads
+    earlier_attention_flop: float
+
+    @property
+    def time(self) -> Band:
+        return _plus(self.prefill, self.earlier_attention)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tokens": self.tokens, "earlier_tokens": self.earlier, "prefill_s": self.prefill.to_dict(),
+                "earlier_attention_s": self.earlier_attention.to_dict(),
+                "earlier_attention_bytes": self.earlier_attention_bytes,
+                "earlier_attention_flop": self.earlier_attention_flop, "step_s": self.time.to_dict()}
+
+
+def earlier_attention(r: Any, batch: int, tokens: int, earlier: int) -> tuple[Band, float, float]:
+    """The attention of `tokens` new queries per sequence (batch / dp sequences on a device) to
+    `earlier` cached tokens: one flash kernel per attention layer on the report's device, its band
+    without a step overhead (it runs inside the step). (band, FLOPs, bytes) per device."""
+    if earlier <= 0:
+        return ZERO, 0.0, 0.0
+    cfg = shard(r.config, r.split)
+    b = batch // r.split.dp
+    act, kv = r.dtypes.activations, r.dtypes.kv_cache
+    ops = []
+    for kind in AttentionKind:
+        layers = r.config.attention_layers(kind)
+        if not layers:
+            continue
+        cached = int(r.config.cached_tokens(kind, earlier))
+        prefix = f"earlier_{kind}"
+        q = tensor(f"{prefix}.q", (b, cfg.num_heads, tokens, cfg.qk_head_dim), act)
+        k = tensor(f"{prefix}.k", (b, cfg.num_kv_heads, cached, cfg.qk_head_dim), kv, Role.KV_CACHE)
+        v = tensor(f"{prefix}.v", (b, cfg.num_kv_heads, cached, cfg.v_dim), kv, Role.KV_CACHE)
+        o = tensor(f"{prefix}.o", (b, cfg.num_heads, tokens, cfg.v_dim), act)
+        ops += [(prefix, op) for op in attention_ops(prefix, q, k, v, o, causal=False, count=layers)]
+    # one flash kernel per layer kind: q·kᵀ, softmax and p·v fused, only q, k, v and out cross memory
+    groups: dict[str, tuple[str, ...]] = {}
+    for prefix, _ in ops:
+        groups.update(attention_plans(prefix)[Plan.FLASH].groups)
+    a = analyze_graph(Graph([op for _, op in ops], name="attention to the earlier tokens"), r.machine, r.dtype,
+                      FusionPlan(Plan.FLASH, groups))
+    band = step_band(a.placements, r.efficiency, False, overhead=False)
+    return band, a.flop, a.bytes
+
+
+def prefill_step(r: Any, batch: int, tokens: int) -> tuple[Band, ModelAnalysis]:
+    """analyze_model's prefill step of `tokens` tokens at `batch` on the report's model, machine and split."""
+    a = analyze_model(r.config, r.machine_arg, Phase.PREFILL, batch, tokens, r.plan, r.dtypes,
+                      r.prefill.model.experts_hit_override, None, r.split, r.utilization, r.overlap)
+    return step_band(a.placements, r.efficiency, r.overlap), a
+
+
+def chunk_step(r: Any, batch: int, tokens: int, earlier: int) -> ChunkStep:
+    pre = r.ttft if (batch, tokens) == (r.requests_prefilled, r.prompt) else prefill_step(r, batch, tokens)[0]
+    att, flop, byt = earlier_attention(r, batch, tokens, earlier)
+    return ChunkStep(tokens, earlier, pre, att, byt, flop)
+
+
+@dataclass(frozen=True)
+class ChunkedPrefill:
+    """The prompt's prefill in chunks of `chunk` tokens interleaved with decode steps (module docstring)."""
+
+    chunk: int
+    prompt: int
+    output: int
+    batch: int
+    steps: tuple[ChunkStep, ...]
+    itl: Band  # the batch's decode step (ITL mean) the chunks alternate with
+    unchunked_ttft: Band
+
+    @property
+    def chunks(self) -> int:
+        return len(self.steps)
+
+    @property
+    def prefill_work(self) -> Band:
+        """Σ_i T(c_i, s_i): the chunk steps alone."""
+        return _plus(*(s.time for s in self.steps))
+
+    @property
+    def ttft(self) -> Band:
+        return _plus(self.prefill_work, self.itl.scaled(self.chunks - 1))
+
+    @property
+    def itl_with_chunk(self) -> Band:
+        """A decode step carrying a chunk: ITL + the mean chunk step."""
+        return _plus(self.itl, self.prefill_work.scaled(1 / self.chunks))
+
+    @property
+    def itl_with_chunk_worst(self) -> Band:
+        worst = max(self.steps, key=lambda s: s.time.floor)
+        return _plus(self.itl, worst.time)
+
+    @property
+    def itl_unchunked_stall(self) -> Band:
+        """Without chunking, the step that admits a prompt: ITL + the whole prefill."""
+        return _plus(self.itl, self.unchunked_ttft)
+
+    @property
+    def itl_steady(self) -> Band:
+        """Steady state: batch / output requests admitted a step, each Σ T(c_i, s_i) of prefill work."""
+        return _plus(self.itl, self.prefill_work.scaled(self.batch / self.output))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"chunk": self.chunk, "chunks": self.chunks, "ttft_s": self.ttft.to_dict(),
+                "unchunked_ttft_s": self.unchunked_ttft.to_dict(), "prefill_work_s": self.prefill_work.to_dict(),
+                "itl_between_chunks_s": self.itl.to_dict(),
+                "itl_with_chunk_s": {"mean": self.itl_with_chunk.to_dict(),
+                                     "worst": self.itl_with_chunk_worst.to_dict()},
+                "itl_unchunked_stall_s": self.itl_unchunked_stall.to_dict(),
+                "itl_steady_state_s": self.itl_steady.to_dict(),
+                "steps": [s.to_dict() for s in self.steps],
+                "formulas": dict(FORMULAS)}
+
+
+FORMULAS = {
+    "chunk_step": "prefill step of c tokens (analyze_model, batch 1) + flash attention of c queries against the "
+                  "s earlier cached tokens per layer",
+    "ttft_s": "sum over ceil(P/C) chunk steps + (chunks - 1) x ITL mean (decode steps between the chunks)",
+    "itl_with_chunk_s": "ITL mean + chunk step (mean over the chunks; worst: the largest)",
+    "itl_unchunked_stall_s": "ITL mean + the unchunked prefill (the step that admits a prompt whole)",
+    "itl_steady_state_s": "ITL mean + (batch / output) x sum of the chunk steps (requests admitted per step)",
+}
+
+
+def check_chunk(chunk: int | None) -> int | None:
+    return None if chunk is None else require_positive_int(chunk, "--chunk")
+
+
+def chunked_prefill(r: Any, chunk: int) -> ChunkedPrefill:
+    """Chunk the report's prompt into steps of `chunk` tokens (one request per replica, as TTFT)."""
+    n = -(-r.prompt // chunk)
+    prefills: dict[int, Band] = {}
+    steps = []
+    for i in range(n):
+        c = min(chunk, r.prompt - i * chunk)
+        if c not in prefills:
+            prefills[c] = chunk_step(r, r.requests_prefilled, c, 0).prefill
+        att, flop, byt = earlier_attention(r, r.requests_prefilled, c, i * chunk)
+        steps.append(ChunkStep(c, i * chunk, prefills[c], att, byt, flop))
+    return ChunkedPrefill(chunk, r.prompt, r.output, r.batch, tuple(steps), r.itl_mean, r.ttft)
+
+
+__all__ = ["FORMULAS", "ChunkStep", "ChunkedPrefill", "check_chunk", "chunk_step", "chunked_prefill",
+           "earlier_attention", "prefill_step", "step_band"]

@@ -1,0 +1,125 @@
+"""Speculative decoding as a what-if (`roofline serve --draft MODEL --draft-tokens k --acceptance a`).
+
+A draft model proposes k tokens, the target verifies them in one step and keeps the accepted prefix
+plus one token of its own. With every drafted token accepted independently with probability a, the
+expected tokens a target step yields are (Leviathan, Kalman and Matias, "Fast Inference from
+Transformers via Speculative Decoding", ICML 2023, eq. 1):
+
+    E[tokens per step] = (1 − a^(k+1)) / (1 − a)          (a = 1: the limit, k + 1)
+
+The model, every term from the same graph and placement as the rest of `serve`:
+
+    draft step   the draft model's decode step at the batch over the generation's contexts (serve's ITL
+                 mean for the draft), on the same split and devices as the target (the draft runs
+                 tensor parallel with it, as vLLM's default); its weights and KV cache are not added to
+                 the target's memory
+    verify step  the target's step over k + 1 tokens per sequence: a prefill of k + 1 tokens at the batch
+                 (analyze_model, phase prefill, prompt k + 1) + the attention of those k + 1 queries to
+                 the s cached tokens (one flash kernel per layer, as the chunked prefill's), at the
+                 generation's middle context s = prompt + ⌊output / 2⌋
+    net ITL      (k × draft step + verify step) / E[tokens per step]; throughput = batch / net ITL;
+                 speed-up = ITL mean / net ITL
+
+Bad input: k < 1 or a outside (0, 1] is a one-line error (exit 2 on the command line).
+
+Layering: imports roofline.errors, roofline.units and this room's efficiency and chunked; not serve.py
+(serve() calls this module and hands it a way to serve the draft).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from roofline.errors import RooflineError
+from roofline.serving.chunked import ChunkStep, chunk_step
+from roofline.serving.efficiency import Band, Rate, per_rate
+
+FORMULAS = {
+    "expected_tokens_per_step": "(1 - a^(k+1)) / (1 - a); k + 1 at a = 1 (Leviathan et al., 2023)",
+    "draft_step_s": "the draft's decode step at the batch, ITL mean over the generation, same split",
+    "verify_step_s": "prefill of k+1 tokens at the batch + their attention to the cached context "
+                     "(prompt + floor(output/2))",
+    "net_itl_s": "(k x draft step + verify step) / expected tokens per step",
+    "throughput_tokens_per_s": "batch / net ITL",
+}
+
+
+def expected_tokens(acceptance: float, k: int) -> float:
+    """(1 − a^(k+1)) / (1 − a), and its limit k + 1 at a = 1."""
+    if acceptance == 1:
+        return float(k + 1)
+    return (1 - acceptance ** (k + 1)) / (1 - acceptance)
+
+
+def check(draft_tokens: int | None, acceptance: float | None) -> tuple[int, float]:
+    """k ≥ 1 an integer; a in (0, 1]."""
+    if acceptance is None:
+        raise RooflineError("--draft needs --acceptance a, the chance a drafted token is accepted, in (0, 1]")
+    k = 4 if draft_tokens is None else draft_tokens
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise RooflineError(f"--draft-tokens must be a positive integer, got {k!r}")
+    if (isinstance(acceptance, bool) or not isinstance(acceptance, int | float) or not math.isfinite(acceptance)
+            or not 0 < acceptance <= 1):
+        raise RooflineError(f"--acceptance must be in (0, 1] (the chance a drafted token is accepted), "
+                            f"got {acceptance!r}")
+    return k, float(acceptance)
+
+
+@dataclass(frozen=True)
+class Speculative:
+    draft: str
+    draft_tokens: int
+    acceptance: float
+    batch: int
+    draft_step: Band
+    verify: ChunkStep
+    target_itl: Band  # the plain decode step (ITL mean) it replaces
+
+    @property
+    def expected_tokens(self) -> float:
+        return expected_tokens(self.acceptance, self.draft_tokens)
+
+    @property
+    def verify_step(self) -> Band:
+        return self.verify.time
+
+    @property
+    def round(self) -> Band:
+        """k draft steps + one verify step."""
+        k, d, v = self.draft_tokens, self.draft_step, self.verify_step
+        return Band(k * d.floor + v.floor, k * d.low + v.low, k * d.high + v.high)
+
+    @property
+    def net_itl(self) -> Band:
+        return self.round.scaled(1 / self.expected_tokens)
+
+    @property
+    def throughput(self) -> Rate:
+        return per_rate(float(self.batch), self.net_itl)
+
+    @property
+    def speedup(self) -> float:
+        return self.target_itl.floor / self.net_itl.floor
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"draft": self.draft, "draft_tokens": self.draft_tokens, "acceptance": self.acceptance,
+                "expected_tokens_per_step": self.expected_tokens, "draft_step_s": self.draft_step.to_dict(),
+                "verify_step_s": self.verify_step.to_dict(), "verify": self.verify.to_dict(),
+                "round_s": self.round.to_dict(), "net_itl_s": self.net_itl.to_dict(),
+                "target_itl_s": self.target_itl.to_dict(), "speedup": self.speedup,
+                "throughput_tokens_per_s": self.throughput.to_dict(), "formulas": dict(FORMULAS)}
+
+
+def speculative(r: Any, draft_name: str, k: int, a: float, run_draft: Callable[[int], Any]) -> Speculative:
+    """The what-if on the report `r`: `run_draft(batch)` serves the draft model on the same split."""
+    dr = run_draft(r.batch)
+    context = r.prompt + r.output // 2
+    verify = chunk_step(r, r.batch, k + 1, context)
+    return Speculative(dr.config.name if dr.config.name else draft_name, k, a, r.batch, dr.itl_mean, verify,
+                       r.itl_mean)
+
+
+__all__ = ["FORMULAS", "Speculative", "check", "expected_tokens", "speculative"]

@@ -1,0 +1,170 @@
+"""The serving what-ifs (`roofline serve --chunk`, `--disaggregate`, `--draft`): derived by hand.
+
+Llama 3 70B under TP 8 on an H100 node: 8 query heads and one KV head of 128 per device, 80 layers.
+Under TP 4 a device holds two KV heads: 2 · 2 · 128 · 80 · 2 B = 81,920 B of KV cache per token.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from roofline.cli import main
+from roofline.errors import RooflineError
+from roofline.hardware.system_file import get_system
+from roofline.parallel import Split
+from roofline.serving import ServingReport, serve
+from roofline.serving.speculative import expected_tokens
+
+TP8 = Split(tp=8)
+P, O = 2048, 256
+
+
+def close(a: float, b: float, rel: float = 1e-9) -> bool:
+    return math.isclose(a, b, rel_tol=rel)
+
+
+@pytest.fixture(scope="module")
+def whatif() -> ServingReport:
+    return serve("llama-3-70b", "dgx-h100", TP8, prompt=P, output=O, chunk=512, disaggregate_devices="4:4",
+                 draft="llama-3-8b", draft_tokens=4, acceptance=0.8)
+
+
+def test_the_core_numbers_do_not_move(whatif: ServingReport) -> None:
+    plain = serve("llama-3-70b", "dgx-h100", TP8, prompt=P, output=O)
+    assert whatif.ttft == plain.ttft and whatif.itl_mean == plain.itl_mean and whatif.curve == plain.curve
+    assert plain.chunked is None and plain.disaggregated is None and plain.speculative is None
+    assert not {"chunked", "disaggregated", "speculative"} & set(plain.to_dict())
+
+
+# --- speculative decoding ---------------------------------------------------------------------------
+
+def test_expected_tokens_per_step_by_hand() -> None:
+    assert close(expected_tokens(0.8, 4), (1 - 0.8**5) / (1 - 0.8))
+    assert close(expected_tokens(0.8, 4), 3.3616)
+    assert expected_tokens(1.0, 4) == 5.0
+    assert close(expected_tokens(0.999999, 4), 5.0, 1e-5)  # the limit a -> 1 is k + 1
+
+
+def test_net_itl_is_draft_and_verify_over_expected_tokens(whatif: ServingReport) -> None:
+    s = whatif.speculative
+    assert s is not None
+    draft = serve("llama-3-8b", "dgx-h100", TP8, prompt=P, output=O, batch=whatif.batch)
+    assert s.draft_step == draft.itl_mean
+    assert close(s.net_itl.floor, (4 * draft.itl_mean.floor + s.verify_step.floor) / 3.3616)
+    assert close(s.net_itl.high, (4 * draft.itl_mean.high + s.verify_step.high) / 3.3616)
+    # the verify step: 5 tokens a sequence against the middle context prompt + output / 2
+    assert s.verify.tokens == 5 and s.verify.earlier == P + O // 2
+    assert s.target_itl == whatif.itl_mean
+    assert close(s.throughput.ceiling, whatif.batch / s.net_itl.floor)
+    assert s.net_itl.floor < s.target_itl.floor  # at a = 0.8 the draft pays off at batch 1
+
+
+@pytest.mark.parametrize(("k", "a", "says"), [(4, 0.0, "--acceptance"), (4, 1.5, "--acceptance"),
+                                              (4, -0.2, "--acceptance"), (0, 0.8, "--draft-tokens")])
+def test_bad_speculative_inputs_are_one_line(k: int, a: float, says: str) -> None:
+    with pytest.raises(RooflineError, match=says):
+        serve("llama-3-8b", "h100", prompt=128, output=16, draft="llama-3-8b", draft_tokens=k, acceptance=a)
+
+
+def test_acceptance_one_is_the_limit() -> None:
+    r = serve("llama-3-8b", "h100", prompt=128, output=16, draft="llama-3-8b", draft_tokens=3, acceptance=1)
+    assert r.speculative is not None and r.speculative.expected_tokens == 4
+
+
+# --- disaggregation ---------------------------------------------------------------------------------
+
+def test_kv_transfer_and_ttft_by_hand(whatif: ServingReport) -> None:
+    d = whatif.disaggregated
+    assert d is not None
+    _, link = get_system("dgx-h100").link(2, False)
+    kv_token = 2 * 2 * 128 * 80 * 2  # two KV heads per device under TP 4
+    assert d.kv_bytes_per_token_device == kv_token == 81_920
+    assert close(d.transfer.floor, link.latency_s + P * kv_token / link.bytes_per_s)
+    pre = serve("llama-3-70b", "dgx-h100", Split(tp=4), prompt=P, output=O, batch=1)
+    assert d.prefill == pre.ttft
+    assert close(d.ttft.floor, pre.ttft.floor + d.transfer.floor)
+    assert d.itl_mean == pre.itl_mean  # the decode group is TP 4 too, at the same batch
+    assert close(d.prefill_rps.ceiling, 1 / pre.ttft.floor)
+    assert close(d.decode_rps.ceiling, 1 / (O * pre.itl_mean.floor))
+    b = d.balanced
+    assert b is not None and b.rps is not None
+    assert all(b.imbalance <= p.imbalance + 1e-9 for p in d.pairs if p.rps is not None)
+    assert any(p.rps is None and "exceed" in p.reason for p in d.pairs)  # TP 1 does not hold 70B
+
+
+def test_bad_ratio_is_one_line() -> None:
+    for text in ("4-4", "0:4", "a:b", "1:2:3"):
+        with pytest.raises(RooflineError, match="--disaggregate"):
+            serve("llama-3-8b", "h100", prompt=128, output=16, disaggregate_devices=text)
+
+
+# --- chunked prefill --------------------------------------------------------------------------------
+
+def test_one_chunk_is_the_unchunked_ttft() -> None:
+    for c in (P, 4096):
+        r = serve("llama-3-70b", "dgx-h100", TP8, prompt=P, output=O, chunk=c)
+        assert r.chunked is not None and r.chunked.chunks == 1
+        assert r.chunked.ttft == r.ttft
+
+
+def test_chunked_ttft_by_hand(whatif: ServingReport) -> None:
+    c = whatif.chunked
+    assert c is not None and c.chunks == 4
+    assert [(s.tokens, s.earlier) for s in c.steps] == [(512, 0), (512, 512), (512, 1024), (512, 1536)]
+    one = serve("llama-3-70b", "dgx-h100", TP8, prompt=512, output=O)
+    assert all(s.prefill == one.ttft for s in c.steps)  # each chunk's prefill: the prefill step of 512 tokens
+    # the attention to the earlier tokens: 8 heads, 512 queries × s keys, d = 128, 80 layers
+    for s in c.steps[1:]:
+        pairs = 512 * s.earlier
+        assert close(s.earlier_attention_flop, 80 * (4 * 8 * pairs * 128 + 5 * 8 * pairs))
+        kv = 2 * s.earlier * 128 * 2  # one KV head: keys and values of the earlier tokens
+        qo = 2 * 8 * 512 * 128 * 2  # the chunk's queries and output
+        assert close(s.earlier_attention_bytes, 80 * (kv + qo))
+    work = sum(s.time.floor for s in c.steps)
+    assert close(c.ttft.floor, work + 3 * whatif.itl_mean.floor)
+    assert close(c.itl_with_chunk.floor, whatif.itl_mean.floor + work / 4)
+    assert close(c.itl_steady.floor, whatif.itl_mean.floor + whatif.batch / O * work)
+    assert c.itl_with_chunk.floor < c.itl_unchunked_stall.floor
+
+
+# --- the command line -------------------------------------------------------------------------------
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+BASE = ("serve", "llama-3-8b", "--machine", "h100", "--prompt", "256", "--output", "32")
+
+
+@pytest.mark.parametrize("extra", [("--chunk", "0"), ("--disaggregate", "4-4"), ("--acceptance", "0.5"),
+                                   ("--draft", "llama-3-8b", "--acceptance", "0"),
+                                   ("--draft", "llama-3-8b", "--acceptance", "1.2"),
+                                   ("--draft", "llama-3-8b", "--draft-tokens", "0", "--acceptance", "0.8"),
+                                   ("--draft", "llama-3-8b")])
+def test_bad_inputs_exit_2_in_one_line(capsys: pytest.CaptureFixture[str], extra: tuple[str, ...]) -> None:
+    code, _, err = run(capsys, *BASE, *extra)
+    assert code == 2, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_cli_json_text_and_explain(capsys: pytest.CaptureFixture[str]) -> None:
+    args = (*BASE, "--chunk", "64", "--disaggregate", "1:1", "--draft", "llama-3-8b", "--acceptance", "0.7")
+    code, out, _ = run(capsys, *args, "--json")
+    assert code == 0
+    d = json.loads(out)
+    for key, times in (("chunked", ("ttft_s", "itl_steady_state_s")), ("disaggregated", ("ttft_s", "prefill_s")),
+                       ("speculative", ("net_itl_s", "draft_step_s", "verify_step_s"))):
+        for t in times:
+            assert set(d[key][t]) == {"floor", "expected"}
+            assert d[key][t]["floor"] <= d[key][t]["expected"]["low"] <= d[key][t]["expected"]["high"]
+    assert d["disaggregated"]["kv_transfer"]["time_s"]["floor"] > 0
+    code, out, _ = run(capsys, *args)
+    assert code == 0 and "what-if: chunked prefill" in out and "what-if: speculative decoding" in out
+    assert "what-if: prefill on 1 device" in out
+    code, out, _ = run(capsys, *args, "--explain")
+    assert code == 0 and "(1 − a^(k+1)) / (1 − a)" in out and "α + bytes / BW" in out and "⌈256 / 64⌉ = 4" in out
