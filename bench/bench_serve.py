@@ -12,20 +12,18 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
+
+from bench_startup import interleaved, roofline_command  # the same interleaved timing, bench/ beside it
 
 TARGET_S = 0.300
 SERVE = ["serve", "llama-3-70b", "--machine", "dgx-h100", "--tp", "8", "--prompt", "2048", "--output", "256"]
 
 
 def commands() -> dict[str, list[str]]:
-    exe = shutil.which("roofline")
-    base = [exe] if exe else [sys.executable, "-m", "roofline.cli"]
+    base = roofline_command()
     return {
         "python -c pass": [sys.executable, "-c", "pass"],
         "roofline --help": [*base, "--help"],
@@ -40,13 +38,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
-    cmds = commands()
-    times: dict[str, list[float]] = {k: [] for k in cmds}
-    for _ in range(args.runs):
-        for name, argv in cmds.items():
-            t0 = time.perf_counter()
-            subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-            times[name].append(time.perf_counter() - t0)
+    times = interleaved(commands(), args.runs)
     help_med = statistics.median(times["roofline --help"])
     lines = [f"# bench_serve: {args.runs} interleaved runs each, {os.cpu_count()} CPUs, "
              f"Python {sys.version.split()[0]}",

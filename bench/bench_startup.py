@@ -19,9 +19,26 @@ from pathlib import Path
 TARGET_S = 0.150
 
 
-def commands() -> dict[str, list[str]]:
+def roofline_command() -> list[str]:
+    """The installed `roofline`, else `python -m roofline.cli`."""
     exe = shutil.which("roofline")
-    base = [exe] if exe else [sys.executable, "-m", "roofline.cli"]
+    return [exe] if exe else [sys.executable, "-m", "roofline.cli"]
+
+
+def interleaved(cmds: dict[str, list[str]], runs: int) -> dict[str, list[float]]:
+    """Each command's wall times over `runs` rounds, the commands taking turns (A B C A B C ...), so a
+    machine whose speed drifts slows them alike."""
+    times: dict[str, list[float]] = {k: [] for k in cmds}
+    for _ in range(runs):
+        for name, argv in cmds.items():
+            t0 = time.perf_counter()
+            subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+            times[name].append(time.perf_counter() - t0)
+    return times
+
+
+def commands() -> dict[str, list[str]]:
+    base = roofline_command()
     return {
         "python -c pass": [sys.executable, "-c", "pass"],
         "roofline --help": [*base, "--help"],
@@ -34,13 +51,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
-    cmds = commands()
-    times: dict[str, list[float]] = {k: [] for k in cmds}
-    for _ in range(args.runs):
-        for name, argv in cmds.items():
-            t0 = time.perf_counter()
-            subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-            times[name].append(time.perf_counter() - t0)
+    times = interleaved(commands(), args.runs)
     bare = statistics.median(times["python -c pass"])
     lines = [f"# bench_startup: {args.runs} interleaved runs each, {os.cpu_count()} CPUs, "
              f"Python {sys.version.split()[0]}",
