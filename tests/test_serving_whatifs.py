@@ -168,3 +168,14 @@ def test_cli_json_text_and_explain(capsys: pytest.CaptureFixture[str]) -> None:
     assert "what-if: prefill on 1 device" in out
     code, out, _ = run(capsys, *args, "--explain")
     assert code == 0 and "(1 − a^(k+1)) / (1 − a)" in out and "α + bytes / BW" in out and "⌈256 / 64⌉ = 4" in out
+
+
+def test_disaggregate_with_a_group_the_model_cannot_split_names_the_group(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from roofline.cli import main
+
+    code = main(["serve", "llama-3-8b", "--machine", "h100", "--prompt", "1024", "--output", "128",
+                 "--disaggregate", "3:4"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1
+    assert "--disaggregate 3:4: the prefill group runs TP 3" in err and "does not divide" in err  # 32 heads

@@ -42,7 +42,8 @@ def explain_serve(r: ServingReport) -> str:
     eff = r.efficiency
     P, O, B = r.prompt, r.output, r.batch
     sp = r.split
-    lines = [r.title, f"    {sp.devices} device(s) ({sp}); compute dtype {r.dtype.name}; fusion plan {r.plan}; "
+    devices = f"{sp.devices} device{'s' if sp.devices > 1 else ''}"
+    lines = [r.title, f"    {devices} ({sp}); compute dtype {r.dtype.name}; fusion plan {r.plan}; "
                       f"batch {B}: {r.batch_chosen}", ""]
 
     lines.append("expected band (every time below is a floor and this band)")

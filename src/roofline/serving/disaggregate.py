@@ -185,8 +185,14 @@ def disaggregate(r: Any, ratio: tuple[int, int], run: Callable[[Split, int], Any
     if p + d > system.max_devices:
         raise RooflineError(f"--disaggregate {p}:{d} needs {p + d} devices; {system.id} has {system.max_devices}")
     level, link = system.link(2, p + d > system.devices_per_node)
-    pre = run(Split(tp=p), 1)
-    dec = run(Split(tp=d), r.batch)
+    try:
+        pre = run(Split(tp=p), 1)
+    except RooflineError as exc:
+        raise RooflineError(f"--disaggregate {p}:{d}: the prefill group runs TP {p}, and {exc}") from None
+    try:
+        dec = run(Split(tp=d), r.batch)
+    except RooflineError as exc:
+        raise RooflineError(f"--disaggregate {p}:{d}: the decode group runs TP {d}, and {exc}") from None
     kv_tok = device_kv_bytes(r.config, Split(tp=p), 1, r.prompt, r.dtypes) / r.prompt
     lo_eff, hi_eff = r.efficiency.communication
     byt = kv_tok * r.prompt
