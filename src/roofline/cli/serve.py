@@ -39,13 +39,9 @@ def _share_band(text: str | None, label: str) -> tuple[float, float] | None:
                             ) from None
     if len(values) not in (1, 2):
         raise RooflineError(f"{label}: write LOW:HIGH, like 0.7:0.8; got {text!r}")
-    lo, hi = values[0], values[-1]
-    for v in (lo, hi):
-        if not 0 < v <= 1:
-            raise RooflineError(f"{label}: an efficiency is a share of the roofline in (0, 1], got {v:g}")
-    if lo > hi:
-        raise RooflineError(f"{label}: low {lo:g} is above high {hi:g}; write LOW:HIGH")
-    return lo, hi
+    from roofline.serving.efficiency import check_share
+
+    return check_share(label, (values[0], values[-1]))
 
 
 def _time_band(text: str | None, label: str) -> tuple[float, float] | None:

@@ -40,13 +40,14 @@ SOURCES = {
 }
 
 
-def _check_share(name: str, band: tuple[float, float]) -> tuple[float, float]:
+def check_share(label: str, band: tuple[float, float]) -> tuple[float, float]:
+    """(low, high) shares of the roofline, each in (0, 1] and low ≤ high; one line naming `label` otherwise."""
     lo, hi = (float(band[0]), float(band[1]))
     for v in (lo, hi):
         if not 0 < v <= 1:
-            raise RooflineError(f"{name} efficiency must be in (0, 1], got {v:g}")
+            raise RooflineError(f"{label}: an efficiency is a share of the roofline in (0, 1], got {v:g}")
     if lo > hi:
-        raise RooflineError(f"{name} efficiency: low {lo:g} is above high {hi:g}; write LOW:HIGH")
+        raise RooflineError(f"{label}: low {lo:g} is above high {hi:g}; write LOW:HIGH")
     return lo, hi
 
 
@@ -61,9 +62,9 @@ class Efficiency:
     step_overhead_s: tuple[float, float] = (20e-6, 50e-6)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "compute", _check_share("matmul (compute-bound)", self.compute))
-        object.__setattr__(self, "memory", _check_share("memory-bound", self.memory))
-        object.__setattr__(self, "communication", _check_share("communication", self.communication))
+        object.__setattr__(self, "compute", check_share("matmul (compute-bound) efficiency", self.compute))
+        object.__setattr__(self, "memory", check_share("memory-bound efficiency", self.memory))
+        object.__setattr__(self, "communication", check_share("communication efficiency", self.communication))
         lo, hi = (float(self.step_overhead_s[0]), float(self.step_overhead_s[1]))
         if lo < 0 or hi < 0:
             raise RooflineError(f"--step-overhead must not be negative, got {format_time(min(lo, hi))}")
