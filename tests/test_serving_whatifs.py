@@ -62,6 +62,25 @@ def test_net_itl_is_draft_and_verify_over_expected_tokens(whatif: ServingReport)
     assert s.net_itl.floor < s.target_itl.floor  # at a = 0.8 the draft pays off at batch 1
 
 
+def test_draft_memory_counts_both_models_by_hand(whatif: ServingReport) -> None:
+    s = whatif.speculative
+    assert s is not None
+    # KV a token per device under TP 8 (one KV head of 128 each): 2 (K and V) · 128 · layers · 2 B
+    kv_70b = 2 * 128 * 80 * 2 * (P + O)  # Llama 3 70B, 80 layers: 40,960 B a token
+    kv_8b = 2 * 128 * 32 * 2 * (P + O)  # Llama 3 8B, 32 layers: 16,384 B a token
+    assert s.draft_kv_bytes_per_sequence == kv_8b and whatif.kv_bytes_per_sequence == kv_70b
+    draft = serve("llama-3-8b", "dgx-h100", TP8, prompt=P, output=O)
+    assert s.draft_weights_bytes == draft.weights_bytes
+    usable = 80 * 2**30 * 0.9  # the H100 SXM's 80 GiB (the catalog reads vendors' GB of HBM as GiB) at 0.9
+    assert close(whatif.usable_bytes or 0, usable)
+    room = usable - whatif.weights_bytes - draft.weights_bytes - max(whatif.workspace_bytes, draft.workspace_bytes)
+    assert s.max_batch_memory == int(room // (kv_70b + kv_8b))
+    # the draft takes room: fewer sequences fit than for the target alone
+    assert s.max_batch_memory is not None and whatif.max_batch_memory is not None
+    assert s.max_batch_memory < whatif.max_batch_memory
+    assert s.fits is (whatif.batch <= s.max_batch_memory)
+
+
 @pytest.mark.parametrize(("k", "a", "says"), [(4, 0.0, "--acceptance"), (4, 1.5, "--acceptance"),
                                               (4, -0.2, "--acceptance"), (0, 0.8, "--draft-tokens")])
 def test_bad_speculative_inputs_are_one_line(k: int, a: float, says: str) -> None:
@@ -179,3 +198,46 @@ def test_disaggregate_with_a_group_the_model_cannot_split_names_the_group(
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1
     assert "--disaggregate 3:4: the prefill group runs TP 3" in err and "does not divide" in err  # 32 heads
+
+
+# --- disaggregation over more than a node -----------------------------------------------------------
+
+def test_a_group_over_nodes_is_tp_inside_and_pp_across() -> None:
+    from roofline.serving.disaggregate import group_split
+    assert group_split(4, 8) == Split(tp=4)
+    assert group_split(16, 8) == Split(tp=8, pp=2)  # two DGX H100 nodes: TP 8 inside, PP 2 across
+    with pytest.raises(RooflineError, match="multiple of 8"):
+        group_split(12, 8)
+
+
+def test_sixteen_by_sixteen_kv_transfer_by_hand() -> None:
+    r = serve("llama-3.1-405b", "dgx-h100", Split(tp=8, pp=2), prompt=4096, output=512, batch=32,
+              disaggregate_devices="16:16")
+    d = r.disaggregated
+    assert d is not None and d.prefill_split == Split(tp=8, pp=2) and d.decode_split == Split(tp=8, pp=2)
+    # 405B: 8 KV heads of 128, 126 layers; a prefill device holds 1 KV head (8 / TP 8) of 63 layers (126 / PP 2)
+    assert d.kv_bytes_per_token_device == 2 * 1 * 128 * 63 * 2  # K and V, BF16: 32,256 B
+    assert d.link_level == "network"  # 32 devices span four nodes of 8
+    assert close(d.transfer.floor, d.link_latency_s + 4096 * 32_256 / d.link_bytes_per_s)
+    # the prefill group's step is serve's TTFT on that split at batch 1
+    alone = serve("llama-3.1-405b", "dgx-h100", Split(tp=8, pp=2), prompt=4096, output=512, batch=1)
+    assert d.prefill == alone.ttft
+
+
+def test_balance_prefers_requests_per_device_among_balanced_pairs() -> None:
+    from roofline.serving.disaggregate import BALANCE_TOLERANCE
+    r = serve("llama-3.1-405b", "dgx-h100", Split(tp=8, pp=2), prompt=4096, output=512, batch=32,
+              disaggregate_devices="16:16")
+    d = r.disaggregated
+    assert d is not None and d.balanced is not None
+    running = [q for q in d.pairs if q.rps is not None]
+
+    def per_device(q):  # type: ignore[no-untyped-def]
+        return q.rps.ceiling / (q.prefill_devices + q.decode_devices)
+
+    within = [q for q in running if abs(math.log(q.prefill_rps.ceiling / q.decode_rps.ceiling)) <= math.log(1.1)]
+    assert BALANCE_TOLERANCE == math.log(1.1) and within
+    assert d.balanced in within
+    assert per_device(d.balanced) == max(per_device(q) for q in within)
+    # a pair that idles devices is no answer: 16:32 is about as balanced as 16:16 but has half the rate per device
+    assert (d.balanced.prefill_devices, d.balanced.decode_devices) != (16, 32)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from roofline.models.memory import gib
 from roofline.serving import KNEE_GAIN, Band, ServingReport
+from roofline.serving.disaggregate import BALANCE_TOLERANCE
 from roofline.units import format_time
 from roofline.vocab import Bound
 
@@ -199,9 +200,10 @@ def _disaggregated(r: ServingReport) -> list[str]:
     if d is None:
         return []
     lines = [f"what-if: prefill/decode disaggregation (--disaggregate {d.prefill_devices}:{d.decode_devices}); each "
-             f"group tensor parallel over its own devices (TP {d.prefill_devices} and TP {d.decode_devices}; the "
+             f"group tensor parallel inside a node and pipeline parallel across nodes ({d.prefill_split} and "
+             f"{d.decode_split}; the "
              f"--tp/--pp/--ep/--dp flags are not used by the groups)",
-             f"    prefill = the prefill step of one prompt on TP {d.prefill_devices} at batch 1 = {_b(d.prefill)}",
+             f"    prefill = the prefill step of one prompt on {d.prefill_split} at batch 1 = {_b(d.prefill)}",
              f"    KV per token per prefill device = {d.kv_bytes_per_token_device:,.0f} B (its share of the KV heads); "
              f"× {d.prompt} tokens = {d.kv_bytes / 2**20:,.1f} MiB, every prefill device sending its share at once",
              f"    transfer = α + bytes / BW = {format_time(d.link_latency_s)} + {d.kv_bytes:,.0f} B / "
@@ -209,17 +211,20 @@ def _disaggregated(r: ServingReport) -> list[str]:
              f"(expected: the bandwidth × the collectives' efficiency {r.efficiency.communication[0]:g}–"
              f"{r.efficiency.communication[1]:g})",
              f"    TTFT = prefill + transfer = {_b(d.ttft)}",
-             f"    ITL = the decode step on TP {d.decode_devices} at batch {d.batch}: mean {_b(d.itl_mean)}, last "
+             f"    ITL = the decode step on {d.decode_split} at batch {d.batch}: mean {_b(d.itl_mean)}, last "
              f"{_b(d.itl_last)}",
              f"    e2e = TTFT + (output − 1) × ITL mean = {_b(d.e2e)}",
              f"    prefill requests/s = 1 / prefill = {d.prefill_rps.ceiling:.4g}; decode requests/s = batch / (output"
              f" × ITL mean) = {d.batch} / ({d.output} × {format_time(d.itl_mean.floor)}) = {d.decode_rps.ceiling:.4g}"]
     b = d.balanced
     if b is not None and b.prefill_rps is not None and b.decode_rps is not None:
-        lines.append(f"    balance: of the pairs (p, d) of tensor-parallel group sizes with p + d ≤ the system's "
-                     f"devices, {b.prefill_devices}:{b.decode_devices} has the closest rates: prefill "
-                     f"{b.prefill_rps.ceiling:.4g} req/s, decode {b.decode_rps.ceiling:.4g} req/s (smallest "
-                     f"|log(prefill / decode)| = {b.imbalance:.3g})")
+        rule = ("of the pairs whose rates are within 10% (|log(prefill / decode)| ≤ log 1.1), the most requests/s "
+                "per device" if b.imbalance <= BALANCE_TOLERANCE else "no pair within 10%: the smallest "
+                "|log(prefill / decode)|")
+        lines.append(f"    balance: of the pairs (p, d) of group sizes with p + d ≤ the system's devices, "
+                     f"{b.prefill_devices}:{b.decode_devices} ({rule}): prefill {b.prefill_rps.ceiling:.4g} req/s, "
+                     f"decode {b.decode_rps.ceiling:.4g} req/s, |log(prefill / decode)| = {b.imbalance:.3g}, "
+                     f"{b.rps.ceiling / (b.prefill_devices + b.decode_devices):.4g} req/s per device" if b.rps else "")
     skipped = [p for p in d.pairs if p.rps is None]
     if skipped:
         lines.append(f"    {len(skipped)} pairs cannot run (e.g. {skipped[0].prefill_devices}:"
@@ -247,7 +252,23 @@ def _speculative(r: ServingReport) -> list[str]:
             f"{format_time(s.verify_step.floor)}) / {s.expected_tokens:.5g} = {_b(s.net_itl)}",
             f"    against the decode step's ITL mean {format_time(s.target_itl.floor)}: × {s.speedup:.3g}; "
             f"throughput = batch / net ITL = {s.throughput.ceiling:,.0f} tokens/s",
-            "    the draft's weights and KV cache are not added to the memory above"]
+            *_spec_memory(r)]
+
+
+def _spec_memory(r: ServingReport) -> list[str]:
+    s = r.speculative
+    if s is None or s.max_batch_memory is None or r.usable_bytes is None:
+        return []
+    g = 2**30
+    room = r.usable_bytes - r.weights_bytes - s.draft_weights_bytes - s.workspace_bytes
+    kv = r.kv_bytes_per_sequence + s.draft_kv_bytes_per_sequence
+    return [f"    memory with the draft = (usable {r.usable_bytes / g:.4g} GiB − target weights "
+            f"{r.weights_bytes / g:.4g} GiB − draft weights {s.draft_weights_bytes / g:.4g} GiB − workspace "
+            f"{s.workspace_bytes / g:.3g} GiB, the larger step's) / (target KV "
+            f"{r.kv_bytes_per_sequence / 2**20:.4g} MiB + draft KV "
+            f"{s.draft_kv_bytes_per_sequence / 2**20:.4g} MiB a sequence) = {max(room, 0) / kv:,.1f} → "
+            f"at most {s.max_batch_memory} sequences (a multiple of the batch unit {r.batch_unit}); batch {s.batch} "
+            + ("fits" if s.fits else "does NOT fit")]
 
 
 __all__ = ["explain_serve"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from roofline.models.memory import gib
 from roofline.serving import KNEE_GAIN, Band, Rate, ServingReport
+from roofline.serving.disaggregate import BALANCE_TOLERANCE
 from roofline.units import format_time
 
 CURVE_CSV_COLUMNS = ("batch", "itl_s", "itl_expected_low_s", "itl_expected_high_s", "throughput_tokens_per_s",
@@ -53,6 +54,9 @@ def serve_text(r: ServingReport) -> str:
     if r.itl_slo_s is not None:
         exp = r.max_batch_slo_expected
         tail = "" if exp is None else f"  (expected {exp[0] or '—'}–{exp[1] or '—'})"
+        beyond = [p.batch for p in r.curve if p.fits is False and p.meets_slo]
+        if beyond and r.max_batch_slo == r.max_batch_memory:
+            tail += f"; memory binds first: the ITL target alone allows at least batch {max(beyond)}"
         rows.append(("max batch (ITL SLO)", f"{r.max_batch_slo}  ITL mean ≤ {format_time(r.itl_slo_s)}{tail}"))
     if r.ttft_slo_s is not None:
         rows.append(("TTFT SLO", f"{format_time(r.ttft_slo_s)}: met at the floor"
@@ -103,8 +107,8 @@ def _disaggregated(r: ServingReport) -> list[str]:
     d = r.disaggregated
     if d is None:
         return []
-    head = (f"what-if: prefill on {d.prefill_devices} device{'s' if d.prefill_devices > 1 else ''} (TP "
-            f"{d.prefill_devices}), decode on {d.decode_devices} (TP {d.decode_devices}), KV cache over the "
+    head = (f"what-if: prefill on {d.prefill_devices} device{'s' if d.prefill_devices > 1 else ''} "
+            f"({d.prefill_split}), decode on {d.decode_devices} ({d.decode_split}), KV cache over the "
             f"{d.link_level}")
     rows = [("prefill", band(d.prefill)),
             ("KV transfer", band(d.transfer) + f"  α {format_time(d.link_latency_s)} + {d.prompt} tokens × "
@@ -119,8 +123,10 @@ def _disaggregated(r: ServingReport) -> list[str]:
     b = d.balanced
     if b is not None and b.prefill_rps is not None and b.decode_rps is not None:
         rows.append(("balanced P:D", f"{b.prefill_devices}:{b.decode_devices}  prefill "
-                     f"{b.prefill_rps.ceiling:,.3g} req/s, decode {b.decode_rps.ceiling:,.3g} req/s (closest of the "
-                     f"{sum(1 for p in d.pairs if p.rps is not None)} pairs that run)"))
+                     f"{b.prefill_rps.ceiling:,.3g} req/s, decode {b.decode_rps.ceiling:,.3g} req/s ("
+                     + ("the most req/s per device of the pairs within 10%" if b.imbalance <= BALANCE_TOLERANCE
+                        else "no pair within 10%: the closest")
+                     + f"; {sum(1 for p in d.pairs if p.rps is not None)} pairs run)"))
     return [head, *_table(rows)]
 
 
@@ -137,6 +143,11 @@ def _speculative(r: ServingReport) -> list[str]:
             ("net ITL", band(s.net_itl) + f"  ({s.draft_tokens} × draft + verify) / {s.expected_tokens:.4g}; "
              f"× {s.speedup:.2f} against ITL {format_time(s.target_itl.floor)}"),
             ("throughput", rate(s.throughput))]
+    if s.max_batch_memory is not None:
+        verdict = "fits" if s.fits else "does NOT fit"
+        rows.append(("memory", f"batch {s.batch} {verdict}: at most {s.max_batch_memory} with the draft's weights "
+                     f"{s.draft_weights_bytes / 2**30:.3g} GiB + KV {s.draft_kv_bytes_per_sequence / 2**20:.3g} MiB "
+                     f"a sequence beside the target's, per device"))
     return [head, *_table(rows)]
 
 

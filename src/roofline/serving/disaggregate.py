@@ -3,8 +3,10 @@ of P devices, decode on a group of D, each request's KV cache sent from one to t
 
 The model, every term from the same graph and placement as the rest of `serve`:
 
-    groups      each group runs tensor parallel over its own devices: TP = P for prefill, TP = D for
-                decode (the --tp/--pp/--ep/--dp flags describe the colocated deployment and are not used)
+    groups      each group runs tensor parallel over its own devices inside a node and pipeline parallel
+                across nodes (TP = the group's devices up to a node's, PP = the number of nodes it spans,
+                the split `roofline plan` prefers): TP P (or TP node × PP P/node) for prefill, the same rule
+                for decode (the --tp/--pp/--ep/--dp flags describe the colocated deployment and are not used)
     prefill     the prefill step of one prompt on TP P at batch 1 (serve's TTFT on that group)
     transfer    α + prompt × KV bytes per token per prefill device / BW: each prefill device holds
                 max(1, G/P) of the G KV heads and sends its share over its own link, all at once; the link
@@ -16,9 +18,10 @@ The model, every term from the same graph and placement as the rest of `serve`:
     rates       prefill requests/s = 1 / prefill (prompts one after another); decode requests/s = batch /
                 (output × ITL mean) (a request holds its decode slot for `output` steps)
     balance     among every pair of group sizes (p, d), each a tensor-parallel degree that divides a node
-                (1, 2, 4, …) with p + d ≤ the system's devices, the one whose prefill and decode
-                requests/s are closest (the smallest |log(prefill / decode)|), ties to the higher
-                requests/s per device; requests/s of a pair = the smaller of the two
+                (1, 2, 4, …) or up to four whole nodes, with p + d ≤ the system's devices: of the pairs
+                whose prefill and decode requests/s are within 10% (|log(prefill / decode)| ≤ log 1.1),
+                the one with the most requests/s per device (a balanced pair that idles devices is no
+                answer); when none is, the closest pair; requests/s of a pair = the smaller of the two
 
 Layering: imports roofline.hardware, roofline.models, roofline.parallel, roofline.units and this room's
 efficiency and chunked; not serve.py (serve() calls this module and hands it a way to serve a group).
@@ -28,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from roofline.errors import RooflineError
@@ -44,7 +47,8 @@ FORMULAS = {
     "itl_s": "decode step on TP D at the batch, contexts prompt+1 ... prompt+output (mean, last)",
     "prefill_requests_per_s": "1 / prefill step",
     "decode_requests_per_s": "batch / (output x ITL mean)",
-    "balanced": "the (p, d) with the smallest |log(prefill rps / decode rps)|, p + d <= the system's devices",
+    "balanced": "of the (p, d) with |log(prefill rps / decode rps)| <= log 1.1, the most requests/s per device "
+                "(else the smallest |log(prefill rps / decode rps)|); p + d <= the system's devices",
 }
 
 
@@ -121,6 +125,8 @@ class Disaggregation:
     decode_max_batch: int | None
     pairs: tuple[GroupPair, ...]
     balanced: GroupPair | None
+    prefill_split: Split = field(default_factory=Split)
+    decode_split: Split = field(default_factory=Split)
 
     @property
     def kv_bytes(self) -> float:
@@ -152,8 +158,9 @@ class Disaggregation:
 
     def to_dict(self) -> dict[str, Any]:
         return {"prefill_devices": self.prefill_devices, "decode_devices": self.decode_devices,
-                "split": {"prefill": {"tp": self.prefill_devices}, "decode": {"tp": self.decode_devices},
-                          "note": "each group tensor parallel over its own devices"},
+                "split": {"prefill": {"tp": self.prefill_split.tp, "pp": self.prefill_split.pp},
+                          "decode": {"tp": self.decode_split.tp, "pp": self.decode_split.pp},
+                          "note": "each group tensor parallel inside a node, pipeline parallel across nodes"},
                 "prefill_s": self.prefill.to_dict(),
                 "kv_transfer": {"bytes_per_token_per_device": self.kv_bytes_per_token_device,
                                 "bytes_per_device": self.kv_bytes, "link": self.link_name,
@@ -170,8 +177,24 @@ class Disaggregation:
                 "formulas": dict(FORMULAS)}
 
 
-def _group_sizes(per_node: int) -> list[int]:
-    return [1 << k for k in range(16) if 1 << k <= per_node]
+BALANCE_TOLERANCE = math.log(1.1)  # prefill and decode requests/s within 10% count as balanced
+MAX_GROUP_NODES = 4  # the balance search tries groups of up to this many whole nodes
+
+
+def _group_sizes(per_node: int, most: int) -> list[int]:
+    inside = [1 << k for k in range(16) if 1 << k <= per_node]
+    nodes = [per_node * n for n in range(2, MAX_GROUP_NODES + 1) if per_node * n <= most]
+    return [*inside, *(n for n in nodes if n not in inside)]
+
+
+def group_split(n: int, per_node: int) -> Split:
+    """A group of n devices: TP inside a node, PP across the nodes it spans."""
+    if n <= per_node:
+        return Split(tp=n)
+    if n % per_node:
+        raise RooflineError(f"a group of {n} devices spans nodes of {per_node}: give a multiple of {per_node} "
+                            f"(TP {per_node} inside a node × PP across nodes)")
+    return Split(tp=per_node, pp=n // per_node)
 
 
 def disaggregate(r: Any, ratio: tuple[int, int], run: Callable[[Split, int], Any]) -> Disaggregation:
@@ -185,21 +208,26 @@ def disaggregate(r: Any, ratio: tuple[int, int], run: Callable[[Split, int], Any
     if p + d > system.max_devices:
         raise RooflineError(f"--disaggregate {p}:{d} needs {p + d} devices; {system.id} has {system.max_devices}")
     level, link = system.link(2, p + d > system.devices_per_node)
+    per_node = system.devices_per_node
     try:
-        pre = run(Split(tp=p), 1)
+        pre_split, dec_split = group_split(p, per_node), group_split(d, per_node)
     except RooflineError as exc:
-        raise RooflineError(f"--disaggregate {p}:{d}: the prefill group runs TP {p}, and {exc}") from None
+        raise RooflineError(f"--disaggregate {p}:{d}: {exc}") from None
     try:
-        dec = run(Split(tp=d), r.batch)
+        pre = run(pre_split, 1)
     except RooflineError as exc:
-        raise RooflineError(f"--disaggregate {p}:{d}: the decode group runs TP {d}, and {exc}") from None
-    kv_tok = device_kv_bytes(r.config, Split(tp=p), 1, r.prompt, r.dtypes) / r.prompt
+        raise RooflineError(f"--disaggregate {p}:{d}: the prefill group runs {pre_split}, and {exc}") from None
+    try:
+        dec = run(dec_split, r.batch)
+    except RooflineError as exc:
+        raise RooflineError(f"--disaggregate {p}:{d}: the decode group runs {dec_split}, and {exc}") from None
+    kv_tok = device_kv_bytes(r.config, pre_split, 1, r.prompt, r.dtypes) / r.prompt
     lo_eff, hi_eff = r.efficiency.communication
     byt = kv_tok * r.prompt
     transfer = Band(link.latency_s + byt / link.bytes_per_s, link.latency_s + byt / (link.bytes_per_s * hi_eff),
                     link.latency_s + byt / (link.bytes_per_s * lo_eff))
 
-    sizes = _group_sizes(system.devices_per_node)
+    sizes = _group_sizes(per_node, system.max_devices)
     prefills: dict[int, Any] = {p: pre}
     decodes: dict[int, Any] = {d: dec}
     reasons: dict[tuple[str, int], str] = {}
@@ -208,7 +236,7 @@ def disaggregate(r: Any, ratio: tuple[int, int], run: Callable[[Split, int], Any
             if n in store:
                 continue
             try:
-                store[n] = run(Split(tp=n), b)
+                store[n] = run(group_split(n, per_node), b)
             except RooflineError as exc:
                 reasons[(which, n)] = str(exc)
     pairs = []
@@ -227,15 +255,18 @@ def disaggregate(r: Any, ratio: tuple[int, int], run: Callable[[Split, int], Any
                 continue
             pairs.append(GroupPair(a, b, per_rate(1.0, pr.ttft), per_rate(r.batch / r.output, dr.itl_mean)))
 
-    def order(q: GroupPair) -> tuple[float, float]:
+    def per_device(q: GroupPair) -> float:
         rps = q.rps
-        per_device = (rps.ceiling if rps is not None else 0.0) / (q.prefill_devices + q.decode_devices)
-        return round(q.imbalance, 9), -per_device
+        return (rps.ceiling if rps is not None else 0.0) / (q.prefill_devices + q.decode_devices)
 
-    balanced = min((q for q in pairs if q.rps is not None), key=order, default=None)
+    running = [q for q in pairs if q.rps is not None]
+    close = [q for q in running if q.imbalance <= BALANCE_TOLERANCE]
+    balanced = (max(close, key=lambda q: (per_device(q), -q.imbalance)) if close
+                else min(running, key=lambda q: (round(q.imbalance, 9), -per_device(q)), default=None))
     return Disaggregation(p, d, r.prompt, r.output, r.batch, pre.ttft, kv_tok, link.name, str(level),
                           link.bytes_per_s, link.latency_s, transfer, dec.itl_mean, dec.itl_last,
-                          dec.max_batch_memory, tuple(pairs), balanced)
+                          dec.max_batch_memory, tuple(pairs), balanced, pre_split, dec_split)
 
 
-__all__ = ["FORMULAS", "Disaggregation", "GroupPair", "disaggregate", "parse_ratio"]
+__all__ = ["BALANCE_TOLERANCE", "FORMULAS", "MAX_GROUP_NODES", "Disaggregation", "GroupPair", "disaggregate",
+           "group_split", "parse_ratio"]

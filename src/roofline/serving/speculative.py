@@ -11,8 +11,11 @@ The model, every term from the same graph and placement as the rest of `serve`:
 
     draft step   the draft model's decode step at the batch over the generation's contexts (serve's ITL
                  mean for the draft), on the same split and devices as the target (the draft runs
-                 tensor parallel with it, as vLLM's default); its weights and KV cache are not added to
-                 the target's memory
+                 tensor parallel with it, as vLLM's default)
+    memory       both models live on the same devices: the largest batch that fits is
+                 (usable − target weights − draft weights − the larger workspace) / (target KV + draft KV
+                 per sequence), each per device and each sequence of prompt + output tokens (the draft's k extra
+                 positions are within a step's workspace); a batch above it is flagged, not refused
     verify step  the target's step over k + 1 tokens per sequence: a prefill of k + 1 tokens at the batch
                  (analyze_model, phase prefill, prompt k + 1) + the attention of those k + 1 queries to
                  the s cached tokens (one flash kernel per layer, as the chunked prefill's), at the
@@ -44,6 +47,8 @@ FORMULAS = {
                      "(prompt + floor(output/2))",
     "net_itl_s": "(k x draft step + verify step) / expected tokens per step",
     "throughput_tokens_per_s": "batch / net ITL",
+    "max_batch_memory": "(usable - target weights - draft weights - larger workspace) / (target KV + draft KV per "
+                        "sequence), per device, in multiples of the batch unit",
 }
 
 
@@ -77,6 +82,14 @@ class Speculative:
     draft_step: Band
     verify: ChunkStep
     target_itl: Band  # the plain decode step (ITL mean) it replaces
+    draft_weights_bytes: float = 0.0  # per device
+    draft_kv_bytes_per_sequence: float = 0.0  # per device, prompt + output tokens
+    max_batch_memory: int | None = None  # both models' weights and KV caches on the same devices
+    workspace_bytes: float = 0.0  # the larger of the two models' step workspaces (they run in turn)
+
+    @property
+    def fits(self) -> bool | None:
+        return None if self.max_batch_memory is None else self.batch <= self.max_batch_memory
 
     @property
     def expected_tokens(self) -> float:
@@ -110,7 +123,10 @@ class Speculative:
                 "verify_step_s": self.verify_step.to_dict(), "verify": self.verify.to_dict(),
                 "round_s": self.round.to_dict(), "net_itl_s": self.net_itl.to_dict(),
                 "target_itl_s": self.target_itl.to_dict(), "speedup": self.speedup,
-                "throughput_tokens_per_s": self.throughput.to_dict(), "formulas": dict(FORMULAS)}
+                "throughput_tokens_per_s": self.throughput.to_dict(),
+                "draft_weights_bytes": self.draft_weights_bytes,
+                "draft_kv_bytes_per_sequence": self.draft_kv_bytes_per_sequence,
+                "max_batch_memory": self.max_batch_memory, "fits": self.fits, "formulas": dict(FORMULAS)}
 
 
 def speculative(r: Any, draft_name: str, k: int, a: float, run_draft: Callable[[int], Any]) -> Speculative:
@@ -119,7 +135,19 @@ def speculative(r: Any, draft_name: str, k: int, a: float, run_draft: Callable[[
     context = r.prompt + r.output // 2
     verify = chunk_step(r, r.batch, k + 1, context)
     return Speculative(dr.config.name if dr.config.name else draft_name, k, a, r.batch, dr.itl_mean, verify,
-                       r.itl_mean)
+                       r.itl_mean, dr.weights_bytes, dr.kv_bytes_per_sequence, _max_batch(r, dr),
+                       max(r.workspace_bytes, dr.workspace_bytes))
+
+
+def _max_batch(r: Any, dr: Any) -> int | None:
+    """Target and draft on the same devices: (usable − both weights − workspace) / both KV caches a sequence,
+    rounded down to the batch unit; None without a memory capacity."""
+    if r.usable_bytes is None:
+        return None
+    room = r.usable_bytes - r.weights_bytes - dr.weights_bytes - max(r.workspace_bytes, dr.workspace_bytes)
+    unit = r.batch_unit
+    per_replica = int(room // (r.kv_bytes_per_sequence + dr.kv_bytes_per_sequence)) if room > 0 else 0
+    return per_replica // (unit // r.split.dp) * unit
 
 
 __all__ = ["FORMULAS", "Speculative", "check", "expected_tokens", "speculative"]
