@@ -5,7 +5,9 @@
 
 Steps, each in its own child process with its own time limit inside one overall budget (280 s by
 default), each writing what it found as it goes, so a step that hangs or crashes costs only itself:
-  1. measure: copy/scale/add/triad bandwidth over 4 GiB arrays, then matmul FLOP/s per dtype in the
+  1. measure: copy/scale/add/triad bandwidth over 4 GiB arrays and inside the chip (Triton microkernels:
+     L2 reads over a quarter of the L2, L1/shared SRAM reads, exponentials per second; the CPU
+     rehearsal runs the cache ladder instead), then matmul FLOP/s per dtype in the
      order bf16, fp16, tf32, fp8, fp32, fp64 (the acceptance's dtype first, the slow ones last); after
      each piece the partial results (JSON) and the measured machine file (TOML) are rewritten.
      On an H200 the acceptance is: copy >= 4.2 TB/s and bf16 matmul >= 760 TFLOP/s.
@@ -80,6 +82,7 @@ def child_measure(device: str, record_path: Path, machine_path: Path) -> int:
     runs: list[CeilingRun] = []
     skipped: dict[str, str] = {}
     record: dict[str, Any] = {"device": device, "complete": False, "pieces": []}
+    inside: dict[str, Any] = {}  # the memory piece's cache ladder (CPU) or chip runs (CUDA)
 
     def save(piece: str) -> None:
         record["pieces"].append(piece)
@@ -87,7 +90,8 @@ def child_measure(device: str, record_path: Path, machine_path: Path) -> int:
         record["skipped"] = dict(skipped)
         record["wall_s"] = time.perf_counter() - t0
         if any(r.kind == "memory" for r in runs):
-            c = Ceilings(device, env, tuple(runs), skipped, time.perf_counter() - t0, quick)
+            c = Ceilings(device, env, tuple(runs), skipped, time.perf_counter() - t0, quick,
+                         inside.get("ladder"), inside.get("chip_runs", ()))
             record.update(c.to_dict())
             if c.peak_flop_per_s:
                 atomic_write(machine_path, machine_to_toml(c.to_machine(), header=(
@@ -103,6 +107,8 @@ def child_measure(device: str, record_path: Path, machine_path: Path) -> int:
             env = c.environment  # the latest clocks: read just after the previous piece's load
             runs.extend(c.runs)
             skipped.update(c.skipped)
+            if c.ladder is not None or c.chip_runs:
+                inside.update(ladder=c.ladder, chip_runs=c.chip_runs)
         except Exception as exc:  # one piece failing must not cost the others
             skipped[name] = _first_line(exc)
         save(name)
@@ -184,6 +190,19 @@ def child_trace(device: str, record_path: Path, machine_path: Path) -> int:
     except Exception as exc:  # recorded; the parent reports it
         lines.append(f"trace failed: {_first_line(exc)}")
         record["error"] = _first_line(exc)
+    _write_json(record_path, record)
+    # 3b. the same kind of step under torch.profiler, imported as `roofline profile` does: predicted
+    # floor against measured time per kernel, MAPE by kind (bench/profile_check.py)
+    lines.append("\n## 3b. profiled step: predicted floor vs measured, per kernel (roofline.tracing.kineto)")
+    try:
+        sys.path.insert(0, str(HERE))
+        from profile_check import profile_report, report_lines
+
+        record["profile"] = profile_report(device, str(machine_path) if machine_path.exists() else None)
+        lines += report_lines(record["profile"])
+    except Exception as exc:
+        lines.append(f"profile failed: {_first_line(exc)}")
+        record["profile_error"] = _first_line(exc)
     _write_json(record_path, record)
     return 0
 
@@ -295,6 +314,7 @@ def measure_lines(measured: dict[str, Any], lines: list[str]) -> float:
         lines.append(f"{key} matmul: {rate / 1e12:.4g} TFLOP/s (by size: {sizes})")
     for key, why in measured.get("skipped", {}).items():
         lines.append(f"{key}: not measured ({why})")
+    inside_lines(measured, lines)
     for row in measured.get("datasheet", {}).get("comparison", []):
         lines.append(f"vs {measured['datasheet']['machine']} datasheet: {row['ceiling']} {row['ratio']:.1%}")
     clocks = measured.get("environment", {}).get("clocks")
@@ -304,6 +324,27 @@ def measure_lines(measured: dict[str, Any], lines: list[str]) -> float:
     if versions:
         lines.append(f"versions: {versions}")
     return float(copy)
+
+
+def inside_lines(measured: dict[str, Any], lines: list[str]) -> list[str]:
+    """Report lines for inside the chip: the CUDA microkernels (L2, L1/shared SRAM, exponentials), each
+    against the catalog's per-SM figures, or the CPU's cache ladder levels. Returns the SUMMARY's lines."""
+    summary: list[str] = []
+    compared = {row["resource"]: row for row in measured.get("chip_comparison", [])}
+    for r in measured.get("chip_runs", []):
+        unit = "ops_per_s" if r["resource"] == "exp" else "bytes_per_s"
+        rate = r[f"max_{unit}"]
+        text = f"{rate / 1e12:.4g} {'T exp/s' if unit == 'ops_per_s' else 'TB/s'}"
+        row = compared.get(r["resource"])
+        versus = f", {row['ratio']:.0%} of the per-SM figures' {row['per_sm_figures'] / 1e12:.4g} T" if row else ""
+        lines.append(f"inside the chip: {r['name']} {text} (median {r[f'median_{unit}'] / 1e12:.4g} T; "
+                     f"{r['counted']}{versus})")
+        summary.append(f"{r['name']}: {text}{versus} (CHECK: a measured figure, no acceptance bound)")
+    levels = measured.get("levels_bytes_per_s", {})
+    if levels:
+        lines.append("cache ladder levels: " + ", ".join(f"{lv} {bw / 1e9:.4g} GB/s" for lv, bw in levels.items()))
+        summary.append("cache levels measured: " + ", ".join(levels))
+    return summary
 
 
 def main() -> int:
@@ -405,6 +446,7 @@ def main() -> int:
                        f"({peaks['tf32'] / 1e12:.4g} vs {peaks['fp32'] / 1e12:.4g} TFLOP/s)")
     summary.append(f"dtypes measured: {', '.join(peaks) or 'none'}; not: "
                    f"{', '.join((measured or {}).get('skipped', {})) or 'none'}")
+    summary += inside_lines(measured or {}, [])
     flush()
 
     # 2. bench under the measured roof
@@ -468,6 +510,13 @@ def main() -> int:
                                f"{', '.join(traced['trace']['attention_ops'])})")
             else:
                 summary.append(f"trace: FAIL ({traced.get('error')})")
+            if "profile" in traced:
+                record["profile"] = traced["profile"]
+                mape = traced["profile"]["mape_by_kind"]
+                summary.append("profile MAPE by kind (|measured − floor| / measured): "
+                               + ", ".join(f"{k} {v:.0%}" for k, v in sorted(mape.items())))
+            elif "profile_error" in traced:
+                summary.append(f"profile: FAIL ({traced['profile_error']})")
     flush()
 
     # 4. collectives over every visible GPU (gloo over 2 processes in the rehearsal)

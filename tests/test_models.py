@@ -390,7 +390,7 @@ def test_malformed_and_unsupported_configs_fail_clearly(tmp_path: Path) -> None:
         config_from_dict({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4})
     with pytest.raises(RooflineError, match="not supported; supported: llama"):
         config_from_dict({"model_type": "mamba"})
-    with pytest.raises(RooflineError, match="must be a non-negative integer"):
+    with pytest.raises(RooflineError, match="must be a positive integer"):
         config_from_dict({**json.loads(json.dumps(load_config_raw("llama-3-8b"))), "hidden_size": "big"})
     with pytest.raises(RooflineError, match="did you mean llama-3-8b"):
         load_config("llama-3-8")
@@ -510,10 +510,12 @@ def test_param_counts_are_typed_parts_with_their_sums() -> None:
 
 def test_model_derivations_live_with_the_explanations() -> None:
     from roofline.explain import explain_kernels, explain_kv, explain_machine, explain_model, explain_placement
+    from roofline.explain.placement import Sources
 
     a = analyze_model("mixtral-8x7b", "h100", "decode", 8, 4096)
     text = explain_model(a)
     assert "experts (k per token)" in text and "decode limit" in text
-    assert explain_kernels(a).startswith(explain_placement(a.placements[0]))
+    # the kernels cite their sources as [n], numbered from the first kernel on
+    assert explain_kernels(a).startswith(explain_placement(a.placements[0], Sources()))
     assert explain_kv(a.config, 2.0, "bf16")[0] == "KV cache per token"
     assert explain_machine(get_machine("h100")).startswith("NVIDIA H100")

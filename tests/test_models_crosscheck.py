@@ -195,7 +195,10 @@ def test_deepseek_v3_expert_weights_read(batch: int) -> None:
     c = load_config("deepseek-v3")
     h, fe, E, k = 7168, 2048, 256, 8
     assert (c.num_experts, c.experts_per_token, c.num_shared_experts, c.first_dense_layers) == (E, k, 1, 3)
-    expert = 3 * h * fe * 2  # gate, up, down of one 2048-wide expert, bf16
+    # bytes per weight as the checkpoint ships them (its config.json quantization_config): FP8 E4M3, plus
+    # one FP32 scale per 128×128 block: (8 + 32 / 16384) / 8 = 1.000244140625
+    fp8 = (8 + 32 / (128 * 128)) / 8
+    expert = 3 * h * fe * fp8  # gate, up, down of one 2048-wide expert
     # the stated assumption: each of N tokens picks k of E uniformly, E·(1 − (1 − k/E)^N) distinct experts
     # (N = 1: exactly k = 8; N = 16: 101.96 → 102; N = 256: 255.92 → 256), rounded, at least k
     hit = 8 if batch == 1 else round(E * (1 - (1 - k / E) ** batch))
@@ -207,7 +210,7 @@ def test_deepseek_v3_expert_weights_read(batch: int) -> None:
     shared = weight_bytes(kernel(mg, "moe.shared.gate_up")) + weight_bytes(kernel(mg, "moe.shared.down"))
     assert shared == 1 * expert
     dense = weight_bytes(kernel(mg, "dense.gate_up_proj")) + weight_bytes(kernel(mg, "dense.down_proj"))
-    assert kernel(mg, "dense.gate_up_proj").count == 3 and dense == 3 * h * 18432 * 2
+    assert kernel(mg, "dense.gate_up_proj").count == 3 and dense == 3 * h * 18432 * fp8
 
 
 # --- 4. Mixtral, Gemma 2, GPT-2 ----------------------------------------------------------------------

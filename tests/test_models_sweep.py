@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from roofline.hardware import get_machine
@@ -66,29 +64,13 @@ def test_compare_rows_show_what_mla_and_fp8_change() -> None:
         "decode_limit_flop_per_byte"]
 
 
-def test_whole_llama_70b_both_phases_analyses_within_5_ms() -> None:
-    analyze_model("llama-3-70b", "h100", "decode", 64, 8192)  # warm the preset and machine caches
-    best = float("inf")
-    for _ in range(10):
-        start = time.perf_counter()
-        for phase in ("prefill", "decode"):
-            a = analyze_model("llama-3-70b", "h100", phase, 64, 8192)
-            assert len(a.placements) > 10
-        best = min(best, time.perf_counter() - start)
-    assert best <= 5e-3
-
-
-def test_ten_thousand_point_sweep_within_one_second() -> None:
+def test_ten_thousand_point_sweep_has_every_point() -> None:
+    # its speed (≤ 1 s, and 5 ms for a whole model's two phases) is bench/bench_model.py's to check
     import numpy as np
 
     b, s = np.meshgrid(np.arange(1, 101), np.arange(1, 101) * 1310, indexing="ij")
-    best = float("inf")
-    for _ in range(3):
-        start = time.perf_counter()
-        r = sweep_arrays("llama-3-70b", "h100", "decode", b.ravel(), s.ravel())
-        best = min(best, time.perf_counter() - start)
+    r = sweep_arrays("llama-3-70b", "h100", "decode", b.ravel(), s.ravel())
     assert r["flop_per_byte"].shape == (10_000,)
-    assert best <= 1.0
 
 
 def test_sweep_per_kernel_times_add_up_to_the_step() -> None:

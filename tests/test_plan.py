@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -121,34 +120,18 @@ def test_the_objective_changes_the_winner() -> None:
     assert s5.winner is None and "the fastest, TP 8, takes 15.2 ms a step" in s5.problem
 
 
-def test_deepseek_v3_on_one_nvl72_every_split_within_a_second() -> None:
+def test_deepseek_v3_on_one_nvl72_every_split() -> None:
     # candidates by hand: tp = 2^a divides the 128 heads, dp = 2^b the batch of 256, tp·dp ≤ 72 so
     # a + b ≤ 6; ep is 1 or any 2^c dividing tp·dp (c = 1..a+b), and with tp > 1 a replica's 256/dp
     # tokens are a multiple of tp (a + b ≤ 8: always). pp 1: Σ_{s=0..6} (s + 1)·(1 + s) = 140;
     # pp 61 (61 layers, prime): tp = dp = 1, one. 141 in all.
-    search_splits("deepseek-v3", "gb200-nvl72", "decode", 256, 8192)
-    best = float("inf")
-    for _ in range(3):
-        start = time.perf_counter()
-        s = search_splits("deepseek-v3", "gb200-nvl72", "decode", 256, 8192)
-        best = min(best, time.perf_counter() - start)
-    assert best <= 1.0
+    # its speed (≤ 1 s) is bench/bench_parallel.py's to check, side by side, not a timed test's
+    s = search_splits("deepseek-v3", "gb200-nvl72", "decode", 256, 8192)
     assert len(s.rows) == 141 and s.devices == 72
     assert s.winner is not None and s.winner.split.ep > 1  # expert parallel: each device reads E/ep experts
     for r in (s.winner, s.row(Split(tp=8))):
         a = analyze_model("deepseek-v3", "gb200-nvl72", "decode", 256, 8192, split=r.split)
         assert r.fits == a.memory.fits and (r.time_s is None or r.time_s == a.time_s)
-
-
-def test_split_model_of_405b_within_10_ms() -> None:
-    analyze_model("llama-3.1-405b", "dgx-h100", "decode", 64, 8192, split=Split(tp=8, pp=2))
-    best = float("inf")
-    for _ in range(5):
-        start = time.perf_counter()
-        a = analyze_model("llama-3.1-405b", "dgx-h100", "decode", 64, 8192, split=Split(tp=8, pp=2))
-        a.memory, a.communication()
-        best = min(best, time.perf_counter() - start)
-    assert best <= 10e-3
 
 
 def test_bad_search_input_is_a_clear_error() -> None:

@@ -52,9 +52,21 @@ def tensor(name: str, shape: Sequence[int], dtype: str | DType, role: Role = Rol
     return Tensor(name, tuple(int(s) for s in shape), get_dtype(dtype), role, persistent)
 
 
+def _add(a: Mapping[Unit, float], b: Mapping[Unit, float]) -> dict[Unit, float]:
+    out = dict(a)
+    for unit, v in b.items():
+        out[unit] = out.get(unit, 0.0) + v
+    return out
+
+
 @dataclass(frozen=True)
 class Cost:
     """FLOPs by compute unit and bytes by memory level, for one instance of a kernel.
+
+    `ops_by_unit` is work a unit does that the FLOP count leaves out: exponentials on the exp units
+    (one op each; the FLOP convention already counts each as one vector FLOP, the multiply by
+    log2(e) ahead of MUFU.EX2), and the vector work of a fused kernel's online softmax. It takes
+    time on its unit and never enters `flop` or the intensity.
 
     `+` adds two costs as if run one after the other (their bytes are not deduplicated: to count a
     shared tensor once, put both ops in one fused group instead).
@@ -62,10 +74,16 @@ class Cost:
 
     flop_by_unit: Mapping[Unit, float] = field(default_factory=dict)
     bytes_by_level: Mapping[Level, float] = field(default_factory=dict)
+    ops_by_unit: Mapping[Unit, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "flop_by_unit", MappingProxyType(dict(self.flop_by_unit)))
         object.__setattr__(self, "bytes_by_level", MappingProxyType(dict(self.bytes_by_level)))
+        object.__setattr__(self, "ops_by_unit", MappingProxyType(dict(self.ops_by_unit)))
+
+    def work(self, unit: Unit) -> float:
+        """What `unit` does: its FLOPs plus its other ops (the numerator of its time)."""
+        return float(self.flop_by_unit.get(unit, 0.0) + self.ops_by_unit.get(unit, 0.0))
 
     @property
     def flop(self) -> float:
@@ -77,21 +95,50 @@ class Cost:
         return float(self.bytes_by_level.get(Level.DRAM, 0.0))
 
     def __add__(self, other: Cost) -> Cost:
-        flop = dict(self.flop_by_unit)
-        for unit, v in other.flop_by_unit.items():
-            flop[unit] = flop.get(unit, 0.0) + v
         by = dict(self.bytes_by_level)
         for level, b in other.bytes_by_level.items():
             by[level] = by.get(level, 0.0) + b
-        return Cost(flop, by)
+        return Cost(_add(self.flop_by_unit, other.flop_by_unit), by, _add(self.ops_by_unit, other.ops_by_unit))
 
     def scaled(self, factor: float) -> Cost:
         return Cost({k: v * factor for k, v in self.flop_by_unit.items()},
-                    {k: v * factor for k, v in self.bytes_by_level.items()})
+                    {k: v * factor for k, v in self.bytes_by_level.items()},
+                    {k: v * factor for k, v in self.ops_by_unit.items()})
 
 
 def simple_cost(flop: float, bytes_moved: float, unit: Unit = Unit.MATRIX) -> Cost:
     return Cost({unit: float(flop)}, {Level.DRAM: float(bytes_moved)})
+
+
+@dataclass(frozen=True)
+class OnChip:
+    """What an op does inside the chip beyond its FLOPs and its boundary tensors (its bytes through
+    shared memory and L2 are in `Op.traffic`).
+
+    ops_by_unit         exponentials (Unit.EXP) and vector work the FLOP convention leaves out
+    fused_ops_by_unit   work only done when the op runs fused with others in one kernel (the online
+                        softmax's rescaling of the running output, FlashAttention)
+    smem_bytes          the shared memory one thread block's tiles need (checked against the SM's)
+    tiles               the tiling, in words, for --explain ("CTA tile 128×256×64, 2 stages")
+    explicit            the tiles were chosen by the user: not fitting is an error, not a note
+    """
+
+    ops_by_unit: Mapping[Unit, float] = field(default_factory=dict)
+    fused_ops_by_unit: Mapping[Unit, float] = field(default_factory=dict)
+    smem_bytes: float = 0.0
+    tiles: str = ""
+    explicit: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ops_by_unit", MappingProxyType({Unit(u): f for u, f in self.ops_by_unit.items()}))
+        object.__setattr__(self, "fused_ops_by_unit",
+                           MappingProxyType({Unit(u): f for u, f in self.fused_ops_by_unit.items()}))
+
+    def scaled(self, factor: float) -> OnChip:
+        """The same tiling over `factor` times the work (a sliding window's share of the pairs)."""
+        return OnChip({u: f * factor for u, f in self.ops_by_unit.items()},
+                      {u: f * factor for u, f in self.fused_ops_by_unit.items()},
+                      self.smem_bytes, self.tiles, self.explicit)
 
 
 @dataclass(frozen=True)
@@ -114,6 +161,7 @@ class Op:
     # bytes this op moves over levels other than DRAM, per instance (a collective's bytes on a link);
     # DRAM bytes are never listed here: they are the tensors that cross the kernel's boundary
     traffic: Mapping[Level, float] = field(default_factory=dict)
+    onchip: OnChip | None = None  # exponentials, online-softmax work, the tiles' shared memory
 
     def __post_init__(self) -> None:
         for unit in self.flop_by_unit:
@@ -265,9 +313,15 @@ class Graph:
         for op in ops:
             for level, b in op.traffic.items():
                 by_level[level] = by_level.get(level, 0.0) + b
+        other: dict[Unit, float] = {}
+        for op in ops:
+            if op.onchip is not None:
+                other = _add(other, op.onchip.ops_by_unit)
+                if len(ops) > 1:
+                    other = _add(other, op.onchip.fused_ops_by_unit)
         dtypes = {op.compute_dtype for op in ops if op.compute_dtype is not None and op.flop_by_unit.get(Unit.MATRIX)}
         return Kernel(name, tuple(ops), counts.pop(), tuple(reads.values()), tuple(writes),
-                      Cost(flop, by_level), dtypes.pop() if len(dtypes) == 1 else None)
+                      Cost(flop, by_level, other), dtypes.pop() if len(dtypes) == 1 else None)
 
 
-__all__ = ["UNFUSED", "Cost", "FusionPlan", "Graph", "Kernel", "Op", "Tensor", "simple_cost", "tensor"]
+__all__ = ["UNFUSED", "Cost", "FusionPlan", "Graph", "Kernel", "OnChip", "Op", "Tensor", "simple_cost", "tensor"]

@@ -3,6 +3,11 @@
     attainable = min(peak, BW × I)
     time floor = max(FLOPs of each unit / that unit's peak, bytes of each level / its bandwidth)
 
+Every unit and level the machine knows takes part: the matrix units, the FP32 vector lanes, the
+exponential units (per-SM rate × SMs × clock, `roofline.hardware.chip`), shared memory, L2, DRAM and
+the links. A machine without per-SM data (a user's file, a TPU, a CPU) is placed on its datasheet
+units and DRAM alone, with a note saying so.
+
 The largest term of the time floor names the resource that binds (`bound`, one rule for a kernel
 and for a sequence of kernels: `roofline.vocab.binding`); its class (compute or memory) is
 `bound_class`. With one unit and one level this is exactly
@@ -26,7 +31,7 @@ from roofline.errors import RooflineError
 from roofline.graph import UNFUSED, Cost, FusionPlan, Graph, Kernel, simple_cost
 from roofline.hardware import Machine, get_machine
 from roofline.units import finite_or_none
-from roofline.vocab import Bound, Level, Plan, Resource, Unit, accumulate, binding, bound_class
+from roofline.vocab import ON_CHIP, Bound, Level, Plan, Resource, Unit, accumulate, binding, bound_class
 
 
 def kernel_time(flops: float, bytes_moved: float, peak_flops: float = 989e12,
@@ -64,6 +69,7 @@ class Placement(Drawable):
     measured_time_s: float | None = None
     note: str = ""  # what a reader of the numbers should know (a bench case's caveat)
     latency_by_level: Mapping[Level, float] = field(default_factory=dict)  # α of the links, for collectives
+    chip_notes: tuple[str, ...] = ()  # what inside the chip could not be placed, and why
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "peak_by_unit", MappingProxyType(dict(self.peak_by_unit)))
@@ -87,7 +93,8 @@ class Placement(Drawable):
     # --- the machine's terms ----------------------------------------------------------------
     @cached_property
     def unit_times_s(self) -> dict[Unit, float]:
-        return {u: f / self.peak_by_unit[u] for u, f in self.cost.flop_by_unit.items() if f}
+        """(FLOPs + other ops) / peak per unit placed (exponentials in ops per second)."""
+        return {u: self.cost.work(u) / peak for u, peak in self.peak_by_unit.items() if self.cost.work(u)}
 
     @cached_property
     def level_times_s(self) -> dict[Level, float]:
@@ -97,16 +104,41 @@ class Placement(Drawable):
 
     @property
     def compute_time_s(self) -> float:
-        return max(self.unit_times_s.values(), default=0.0)
+        """The slowest FLOP unit (matrix, vector): the compute roof's term. The exp units count
+        operations, not FLOPs: their time is in `unit_times_s` and in the floor, not here."""
+        return max((t for u, t in self.unit_times_s.items() if u is not Unit.EXP), default=0.0)
 
     @property
     def memory_time_s(self) -> float:
-        return max(self.level_times_s.values(), default=0.0)
+        """The slowest level off the chip: DRAM, or a link."""
+        return max((t for lv, t in self.level_times_s.items() if lv not in ON_CHIP), default=0.0)
+
+    @property
+    def onchip_time_s(self) -> float:
+        """The slowest level inside the chip: shared memory or L2 (0 where the machine has no per-SM data)."""
+        return max((t for lv, t in self.level_times_s.items() if lv in ON_CHIP), default=0.0)
 
     @property
     def time_s(self) -> float:
-        """The time floor: the slowest of the compute and memory terms."""
-        return max(self.compute_time_s, self.memory_time_s)
+        """The time floor: the slowest of every unit's and every level's term."""
+        return max(self.compute_time_s, self.unit_times_s.get(Unit.EXP, 0.0), self.memory_time_s,
+                   self.onchip_time_s)
+
+    @property
+    def resource_times_s(self) -> dict[Resource, float]:
+        """Every unit's and level's time, the binding one first, then slowest to fastest."""
+        times: list[tuple[Resource, float]] = [*self.unit_times_s.items(), *self.level_times_s.items()]
+        bound = self.bound
+        return dict(sorted(times, key=lambda rt: (rt[0] != bound, -rt[1])))
+
+    @property
+    def margin(self) -> float | None:
+        """How far the binding resource leads: its time over the next slowest resource's (1.0: a tie,
+        a co-bottleneck). None with a single resource."""
+        times = list(self.resource_times_s.values())
+        if len(times) < 2 or not times[1]:
+            return None
+        return times[0] / times[1]
 
     @property
     def total_time_s(self) -> float:
@@ -211,7 +243,16 @@ class Placement(Drawable):
             "bound_class": self.bound_class,
             "fraction_of_peak": self.fraction_of_peak,
             "flop_by_unit": dict(self.cost.flop_by_unit),
+            "units": {u: {"flop_or_ops": self.cost.work(u), "time_s": t,
+                          "share_of_floor": t / self.time_s if self.time_s else None}
+                      for u, t in self.unit_times_s.items()},
+            "levels": {lv: {"bytes": self.cost.bytes_by_level[lv], "time_s": t,
+                            "share_of_floor": t / self.time_s if self.time_s else None}
+                       for lv, t in self.level_times_s.items()},
+            "margin": self.margin,
         }
+        if self.chip_notes:
+            d["chip_notes"] = list(self.chip_notes)
         if self.kernel is not None:
             d["bytes_by_role"] = self.kernel.bytes_by_role()
         if self.measured_time_s is not None:
@@ -228,6 +269,36 @@ def _peaks(machine: Machine, dtype: DType, units: Iterable[Unit]) -> dict[Unit, 
     return {u: machine.peak_flop_per_s(dtype, u) for u in units}
 
 
+def _on_chip(m: Machine, kernel: Kernel | None, cost: Cost) -> tuple[float | None, dict[Level, float], list[str]]:
+    """The exponential rate, the on-chip bandwidths and the notes for one kernel on `m`; raises when
+    tiles the user chose do not fit the SM's shared memory."""
+    chip = m.chip
+    notes: list[str] = []
+    if chip is None:
+        if cost.ops_by_unit or any(cost.bytes_by_level.get(lv) for lv in ON_CHIP):
+            notes.append(f"{m.id} has no per-SM data ([chip]): placed on its datasheet units and DRAM only")
+        return None, {}, notes
+    exp = chip.exp_per_s
+    if exp is None and cost.ops_by_unit.get(Unit.EXP):
+        notes.append(f"{m.id} publishes no exponential rate: each exponential counts as its one vector FLOP")
+    bandwidths: dict[Level, float] = {}
+    if chip.smem_bytes_per_s:
+        bandwidths[Level.SMEM] = chip.smem_bytes_per_s
+    if chip.l2_bytes_per_s:
+        bandwidths[Level.L2] = chip.l2_bytes_per_s
+    capacity = chip.smem_capacity_bytes
+    if kernel is not None and capacity:
+        for op in kernel.ops:
+            if op.onchip is None or op.onchip.smem_bytes <= capacity:
+                continue
+            text = (f"{op.name}: {op.onchip.tiles} needs {op.onchip.smem_bytes / 1024:.0f} KiB of shared memory "
+                    f"per thread block; {m.id} has {capacity / 1024:.0f} KiB per {chip.unit}")
+            if op.onchip.explicit:
+                raise RooflineError(text + "; choose smaller tiles")
+            notes.append(text + " (default tiles; its shared-memory and L2 bytes assume them)")
+    return exp, bandwidths, notes
+
+
 def place(work: Cost | Kernel, machine: Machine | str, dtype: str | DType | None = None,
           name: str = "", measured_time_s: float | None = None) -> Placement:
     """Put one kernel (or a bare Cost) on a machine, its matrix FLOPs at `dtype`'s peak."""
@@ -239,17 +310,27 @@ def place(work: Cost | Kernel, machine: Machine | str, dtype: str | DType | None
     cost = work.cost if isinstance(work, Kernel) else work
     if kernel is not None and kernel.compute_dtype is not None:
         dt = kernel.compute_dtype
-    units = [u for u in Unit if u is Unit.MATRIX or u in cost.flop_by_unit]  # in Unit's order: stable output
+    exp_per_s, chip_bandwidths, notes = _on_chip(m, kernel, cost)
+    if m.chip is None and cost.ops_by_unit:  # DRAM-only placement: the FLOPs alone, as without per-SM data
+        cost = Cost(cost.flop_by_unit, cost.bytes_by_level)
+    # in Unit's order (stable output); the exp units only where the machine has their rate
+    units = [u for u in Unit if u is Unit.MATRIX or (u is not Unit.EXP and cost.work(u))]
+    peaks = _peaks(m, dt, units)
+    if exp_per_s is not None and cost.work(Unit.EXP):
+        peaks[Unit.EXP] = exp_per_s
     bandwidths = {lv.name: lv.bytes_per_s for lv in m.memory.values() if lv.bytes_per_s}
+    for level, bw in chip_bandwidths.items():
+        bandwidths.setdefault(level, bw)  # a measured [memory.l2] bandwidth wins over the per-SM figure
     for level, b in cost.bytes_by_level.items():
-        if b and level not in bandwidths:
+        if b and level not in bandwidths and level not in ON_CHIP:
             raise RooflineError(f"{m.id} has no bandwidth for memory level {level!r}")
     return Placement(
         name=name or (kernel.name if kernel else "kernel"),
-        machine=m, dtype=dt, cost=cost, peak_by_unit=_peaks(m, dt, units),
+        machine=m, dtype=dt, cost=cost, peak_by_unit=peaks,
         bandwidth_by_level=bandwidths, count=kernel.count if kernel else 1,
         latency_by_level={lv.name: lv.latency_s for lv in m.memory.values() if lv.latency_s},
         kind=kernel.kind if kernel else "", kernel=kernel, measured_time_s=measured_time_s,
+        chip_notes=tuple(notes),
     )
 
 

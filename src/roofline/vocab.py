@@ -24,10 +24,13 @@ from enum import StrEnum
 
 class Unit(StrEnum):
     """Compute units. MATRIX: tensor cores, MXU, AMX (matmuls); VECTOR: plain SIMT/SIMD lanes
-    (elementwise work, reductions, norms, softmax)."""
+    (elementwise work, reductions, norms, softmax); EXP: the special-function units that evaluate
+    exponentials and other transcendentals (NVIDIA's MUFU/SFU: exp2, rsqrt, tanh), whose work is
+    counted in operations, one per exponential, beside the FLOPs of the vector lanes."""
 
     MATRIX = "matrix"
     VECTOR = "vector"
+    EXP = "exp"
 
 
 class Level(StrEnum):
@@ -36,12 +39,16 @@ class Level(StrEnum):
     NETWORK the one between nodes (InfiniBand, RoCE): the roofs collectives sit under."""
 
     DRAM = "dram"
+    L1 = "l1"  # a CPU core's L1 data cache (measured by `roofline measure`'s cache ladder)
     L2 = "l2"
+    L3 = "l3"  # a CPU's last-level cache (AMD GPUs' Infinity Cache is not modelled)
+    SMEM = "smem"  # on-chip shared memory per SM (NVIDIA) or local data share per CU (AMD)
     LINK = "link"
     NETWORK = "network"
 
 
 LINKS = (Level.LINK, Level.NETWORK)
+ON_CHIP = (Level.SMEM, Level.L1, Level.L2, Level.L3)  # levels inside the chip: their bytes depend on a kernel's tiling
 
 
 Resource = Unit | Level
@@ -114,5 +121,5 @@ def accumulate(pairs: Iterable[tuple[Resource, float]]) -> dict[Resource, float]
     return out
 
 
-__all__ = ["LINKS", "Bound", "Level", "Phase", "Plan", "Resource", "Role", "Unit", "accumulate", "binding",
+__all__ = ["LINKS", "ON_CHIP", "Bound", "Level", "Phase", "Plan", "Resource", "Role", "Unit", "accumulate", "binding",
            "bound_class"]

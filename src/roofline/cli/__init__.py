@@ -7,12 +7,15 @@ are imported inside the commands, so `roofline --help` and a kernel query start 
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 
 import click
 
-from roofline.cli import kernel, machines, measure, model, plan, serve
+from roofline.cli import kernel, machines, measure, model, models, plan, profile, serve
 from roofline.errors import RooflineError
+from roofline.fileio import writing_together
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -29,7 +32,7 @@ def cli() -> None:
     """
 
 
-for _module in (machines, kernel, model, plan, serve, measure):
+for _module in (machines, kernel, model, models, plan, serve, measure, profile):
     for _command in _module.COMMANDS:
         cli.add_command(_command)
 
@@ -37,7 +40,8 @@ for _module in (machines, kernel, model, plan, serve, measure):
 def main(argv: list[str] | None = None) -> int:
     """Entry point: every error a user can cause ends in one line on stderr and exit code 2."""
     try:
-        cli.main(args=argv, prog_name="roofline", standalone_mode=False)
+        with writing_together():  # a command's files are renamed together when it ends without an error
+            cli.main(args=argv, prog_name="roofline", standalone_mode=False)
     except click.MissingParameter as exc:
         hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
         click.echo(f"roofline: error: {exc.format_message()}{hint}", err=True)
@@ -69,6 +73,13 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # standard output full or gone (`roofline machines > /dev/full`): one line
+        real = sys.__stdout__
+        if real is not None and sys.stdout is real:  # nothing left to flush into it at exit
+            with contextlib.suppress(Exception):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), real.fileno())
+        click.echo(f"roofline: error: {exc.strerror or exc}: {exc.filename or 'standard output'}", err=True)
+        return 2
     return 0
 
 

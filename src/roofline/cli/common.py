@@ -7,6 +7,7 @@ imported inside the commands, so `roofline --help` starts fast.
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -15,22 +16,30 @@ from typing import Any
 import click
 
 from roofline.errors import RooflineError
-from roofline.fileio import check_outputs
+from roofline.fileio import after_writes, check_outputs
 from roofline.units import Kind, UnitError, parse_positive_int, parse_quantity
+
+# how a size or token count may be written (units.COUNT_SUFFIXES), said once for every --help
+COUNT_HELP = "Suffixes: k = 1000, Ki = 1024 (128k = 128,000; 128Ki = 131,072)."
+
+
+def _label(param: click.Parameter | None) -> str:
+    """How an error names the parameter: M for an argument, --batch for an option."""
+    if param is None:
+        return "value"
+    if param.param_type_name == "argument":
+        return param.human_readable_name.upper()
+    return param.opts[0]
 
 
 class PositiveInt(click.ParamType):
-    """A positive integer; "-5", "0" and "abc" fail with one line that names the argument."""
+    """A size or token count from 1 to 2**53: "8192", "128k" (128,000), "128Ki" (131,072); "-5", "0",
+    "abc" and "1e999" fail with one line that names the argument and the range."""
 
     name = "N"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
-        if param is None:
-            label = "value"
-        elif param.param_type_name == "argument":
-            label = param.human_readable_name.upper()
-        else:
-            label = param.opts[0]
+        label = _label(param)
         try:
             return parse_positive_int(value, label)
         except UnitError as exc:
@@ -38,20 +47,42 @@ class PositiveInt(click.ParamType):
 
 
 class Quantity(click.ParamType):
-    """A positive quantity with its unit: "268 MB", "4.4e11", "440 GFLOP"."""
+    """A positive quantity with its unit: "268 MB", "4.4e11", "440 GFLOP"; finite and at most 1e30 in
+    base units (units.MAX_QUANTITY), else one line that says so."""
 
     def __init__(self, kind: Kind) -> None:
         self.kind: Kind = kind
         self.name = kind
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
-        label = param.opts[0] if param else "value"
+        label = _label(param)
         try:
             number = parse_quantity(value, self.kind)
         except UnitError as exc:
             self.fail(f"{label}: {exc}", param, ctx)
         if not number > 0:
             self.fail(f"{label} must be positive, got {value}", param, ctx)
+        return number
+
+
+class PositiveNumber(click.ParamType):
+    """A plain number in (0, maximum]: "2.5"; "nan", "inf", "-1" and "1e999" fail with one line that
+    names the option and the range (click's FLOAT takes "nan" and "inf")."""
+
+    name = "X"
+
+    def __init__(self, maximum: float) -> None:
+        self.maximum = maximum
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        label = _label(param)
+        try:
+            number = float(value)
+        except (TypeError, ValueError, OverflowError):
+            number = math.nan
+        if not 0 < number <= self.maximum:  # NaN fails this too
+            shown = str(value) if len(str(value)) <= 40 else str(value)[:20] + "..."
+            self.fail(f"{label} must be a positive number, at most {self.maximum:g}; got {shown}", param, ctx)
         return number
 
 
@@ -68,7 +99,8 @@ def warn(text: str) -> None:
 
 
 def wrote(path: object) -> None:
-    click.echo(f"wrote {path}", err=True)
+    """Say "wrote FILE" once the file is in place (a command's files are renamed together at its end)."""
+    after_writes(lambda: click.echo(f"wrote {path}", err=True))
 
 
 def one_of(as_json: bool, explain: bool) -> None:
@@ -78,7 +110,9 @@ def one_of(as_json: bool, explain: bool) -> None:
 
 
 def outputs(**paths: str | None) -> None:
-    """Check every output path before anything is written (a failed write never follows a good one)."""
+    """Check every output path before anything runs or is written: each can be written (its folder
+    takes a new file; not a folder, a read-only file, a path under a file, an empty name), its name
+    ends as its format does, and no two name one file. None: not given."""
     check_outputs({f"--{name.replace('_', '-')}": path for name, path in paths.items()})
 
 

@@ -7,18 +7,27 @@ from typing import Any
 
 import click
 
-from roofline.cli.common import PLAN_HELP, POS, Quantity, dump, fusion_option, one_of, outputs, wrote
+from roofline.cli.common import COUNT_HELP, PLAN_HELP, POS, Quantity, dump, fusion_option, one_of, outputs, wrote
 from roofline.hardware.catalog import DEFAULT_MACHINE
 
 
 def _remember_output(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """Keep --png/--svg/--html in the command's context, so every kernel command shares one writer."""
-    if value:
+    if value is not None:  # an empty name too: outputs() refuses it in one line
         ctx.meta.setdefault("roofline.outputs", {})[param.name] = value
     return value
 
 
+def _remember_levels(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is not None:
+        ctx.meta["roofline.levels_png"] = value
+    return value
+
+
 def kernel_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    f = click.option("--levels-png", metavar="FILE", default=None, expose_value=False, callback=_remember_levels,
+                     help="Write the chip-level charts as PNG to FILE: the hierarchical roofline (a point per "
+                          "memory level, as Nsight Compute draws it) and the sub-roofs (matrix, vector, exp).")(f)
     for fmt, what in (("html", "the interactive page (self-contained HTML)"), ("svg", "the roofline chart as SVG"),
                       ("png", "the roofline chart as PNG")):
         f = click.option(f"--{fmt}", fmt, metavar="FILE", default=None, expose_value=False,
@@ -54,7 +63,13 @@ def _emit(plans: Mapping[Any, Sequence[Any]], headline: Any, name: str, explain:
 
     one_of(as_json, explain)
     paths = _chart_paths()
-    outputs(**paths)
+    ctx = click.get_current_context(silent=True)
+    levels_png = ctx.meta.get("roofline.levels_png") if ctx is not None else None
+    outputs(**paths, levels_png=levels_png)
+    if levels_png is not None:
+        from roofline.report.levels_chart import check_levels_png
+
+        check_levels_png(levels_png)
     placements = list(plans[headline])
     if len(placements) == 1 and name:
         placements = [replace(placements[0], name=name)]
@@ -70,6 +85,11 @@ def _emit(plans: Mapping[Any, Sequence[Any]], headline: Any, name: str, explain:
         title = name.replace(f" ({headline})", "") + (": " + " vs ".join(order) if multi else "")
         for path in write_kernel_outputs(scenarios, title=title, **paths):
             wrote(path)
+    if levels_png is not None:
+        from roofline.report.levels_chart import write_levels_png
+
+        write_levels_png(placements, levels_png, title=name)
+        wrote(levels_png)
     if len(placements) == 1:
         p = placements[0]
         if as_json:
@@ -90,11 +110,13 @@ def _emit(plans: Mapping[Any, Sequence[Any]], headline: Any, name: str, explain:
               "attainable_flop_per_s": a.attainable_flop_per_s, "bound": a.bound, "bound_class": a.bound_class,
               **a.to_dict()})
     elif explain:
-        from roofline.explain import explain_placement
+        from roofline.explain.placement import Sources, explain_placement
 
-        click.echo("\n\n".join(explain_placement(p) for p in placements))
+        sources = Sources()  # each datasheet cited once, as [n], and listed at the end
+        click.echo("\n\n".join(explain_placement(p, sources) for p in placements))
         click.echo(f"\ntotal time floor = sum of the kernels' floors = "
                    f"{' + '.join(f'{p.time_s:.4g}' for p in placements)} s = {a.time_s:.4g} s")
+        click.echo("\n" + sources.text())
     else:
         from roofline.report.text import analysis_text
 
@@ -128,13 +150,19 @@ def _one_plan(graph: Any, machine: str, dtype: str | None, name: str, explain: b
 @click.argument("n", type=POS)
 @click.argument("k", type=POS)
 @click.option("--batch", type=POS, default=1, show_default=True, help="Batched matmul: this many independent products.")
+@click.option("--tile", default=None, metavar="MxNxK",
+              help="Thread-block tile for the shared-memory and L2 bytes (default 256x256x32).")
 @kernel_options
-def kernel_matmul(m: int, n: int, k: int, batch: int, machine: str, dtype: str | None, storage_dtype: str | None,
-                  explain: bool, as_json: bool) -> None:
-    """C[M,N] = A[M,K] @ B[K,N]: 2·M·N·K FLOPs; A, B and C cross memory once each."""
-    from roofline.kernels import matmul_graph
+def kernel_matmul(m: int, n: int, k: int, batch: int, tile: str | None, machine: str, dtype: str | None,
+                  storage_dtype: str | None, explain: bool, as_json: bool) -> None:
+    """C[M,N] = A[M,K] @ B[K,N]: 2·M·N·K FLOPs; A, B and C cross memory once each.
 
-    g = matmul_graph(m, n, k, _storage(dtype, storage_dtype), batch=batch)
+    M, N and K are whole numbers from 1 to 2**53, with k = 1000 or Ki = 1024: 4Ki is 4096."""
+    from roofline.kernels import matmul_graph, parse_tile
+
+    tiles = parse_tile(tile, 3) if tile else None
+    g = matmul_graph(m, n, k, _storage(dtype, storage_dtype), batch=batch,
+                     tile=(tiles[0], tiles[1], tiles[2]) if tiles else None)
     _one_plan(g, machine, dtype, f"matmul {m}×{n}×{k}" + (f" ×{batch}" if batch > 1 else ""), explain, as_json)
 
 
@@ -195,9 +223,9 @@ def kernel_custom(flop: float, bytes_: float, name: str, machine: str, dtype: st
 
 
 @kernel.command("attention", **_KW)
-@click.option("--seq", type=POS, required=True, help="Query length N.")
+@click.option("--seq", type=POS, required=True, help="Query length N. " + COUNT_HELP)
 @click.option("--head-dim", type=POS, required=True, help="Head width d.")
-@click.option("--kv-seq", type=POS, default=None, help="Key/value length (default: --seq).")
+@click.option("--kv-seq", type=POS, default=None, help="Key/value length (default: --seq), as --seq.")
 @click.option("--batch", type=POS, default=1, show_default=True)
 @click.option("--heads", type=POS, default=1, show_default=True, help="Query heads H.")
 @click.option("--kv-heads", type=POS, default=None, help="Key/value heads G (GQA; default: --heads).")
@@ -206,16 +234,29 @@ def kernel_custom(flop: float, bytes_: float, name: str, machine: str, dtype: st
               help=f"none: {PLAN_HELP['none']}; flash (default): {PLAN_HELP['flash']}.")
 @click.option("--impl", type=click.Choice(["naive", "fused"]), default=None, hidden=True,
               help="Old spelling of --fusion (naive = none, fused = flash).")
+@click.option("--tile", default=None, metavar="BRxBC",
+              help="Queries x keys per tile, for shared-memory bytes and rescales (default 128x128, FA3/FA4).")
+@click.option("--exp-emulated", type=float, default=0.0, show_default=True,
+              help="Share of exponentials computed by a degree-3 polynomial on the FMA lanes "
+                   "(FlashAttention-4: 0.1-0.25).")
+@click.option("--conditional-rescale", is_flag=True,
+              help="FlashAttention-4's online softmax: rescale only when the max grows enough (10% of key tiles).")
 @kernel_options
 def kernel_attention(seq: int, head_dim: int, kv_seq: int | None, batch: int, heads: int, kv_heads: int | None,
-                     causal: bool, fusion: str | None, impl: str | None, machine: str, dtype: str | None,
+                     causal: bool, fusion: str | None, impl: str | None, tile: str | None, exp_emulated: float,
+                     conditional_rescale: bool, machine: str, dtype: str | None,
                      storage_dtype: str | None, explain: bool, as_json: bool) -> None:
     """Attention: 4·N²·d FLOPs per head; naive moves 8·N² bytes of scores, flash only Q, K, V, O."""
     from roofline.kernels import attention_graph, attention_plans
     from roofline.vocab import Plan
 
     plan = Plan(fusion_option(fusion, impl, {"naive": "none", "fused": "flash"}, "flash", "--impl"))
-    g = attention_graph(seq, head_dim, _storage(dtype, storage_dtype), batch, heads, kv_heads, causal, kv_seq)
+    from roofline.kernels import CONDITIONAL_RESCALE, parse_tile
+
+    tiles = parse_tile(tile, 2) if tile else None
+    g = attention_graph(seq, head_dim, _storage(dtype, storage_dtype), batch, heads, kv_heads, causal, kv_seq,
+                        tile=(tiles[0], tiles[1]) if tiles else None, exp_emulated=exp_emulated,
+                        rescale=CONDITIONAL_RESCALE if conditional_rescale else 1.0)
     placed = _place_graph(g, machine, dtype, list(attention_plans("attention").values()))
     _emit(placed, plan, f"attention ({plan}) N={seq} d={head_dim}", explain, as_json)
 

@@ -8,13 +8,12 @@ machine file. An unknown name is one line with the close matches from both catal
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from roofline.cli.common import dump, one_of, outputs, wrote
+from roofline.cli.common import dump, one_of, outputs, warn, wrote
 from roofline.errors import RooflineError, unknown
 
 if TYPE_CHECKING:
@@ -44,23 +43,23 @@ def _is_path(text: str) -> bool:
 
 
 def _is_system_file(path: Path) -> bool:
-    """A readable TOML file that describes a system (devices per node, links); anything else, even an
-    unreadable file, goes to the machine loader, which says what is wrong with it."""
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return False
-    return raw.get("kind") == "system" or "devices_per_node" in raw or "link" in raw
+    from roofline.hardware.system_file import is_system_file
+
+    return is_system_file(path)
 
 
 def lookup(name: str, devices_first: bool = False) -> Machine | System:
     """A catalog system or device by id or alias (a name in both catalogs is the system's, as for
     --machine; with `devices_first`, the device's), or a system or machine file by path."""
-    from roofline.hardware import get_machine, get_system, load_system_file
+    from roofline.hardware import Machine, get_machine, get_system, load_system_file
+    from roofline.hardware.catalog import shadow_note
 
     text = name.strip()
     if _is_path(text):
-        return load_system_file(text) if _is_system_file(Path(text)) else get_machine(text)
+        found = load_system_file(text) if _is_system_file(Path(text)) else get_machine(text)
+        if note := shadow_note(found if isinstance(found, Machine) else found.device):
+            warn(note)
+        return found
     systems, machines = _system_names(), _machine_names()
     key = _key(text)
     if devices_first and key in machines:
@@ -105,7 +104,7 @@ def machines(names: tuple[str, ...], systems: bool, dtype: str | None, as_json: 
     With --systems, list the systems (nodes of devices and the links between them):
       roofline machines --systems
     """
-    from roofline.hardware import Machine, catalog, get_machine
+    from roofline.hardware import Machine, catalog
 
     if systems:
         if png or svg or dtype:
@@ -129,16 +128,16 @@ def machines(names: tuple[str, ...], systems: bool, dtype: str | None, as_json: 
     if not names:
         ms = sorted(catalog().values(), key=lambda m: (m.vendor, m.year or 0, m.id))
     dtypes = [d.strip() for d in (dtype or "bf16").split(",") if d.strip()]
-    if png or svg:
+    if png is not None or svg is not None:  # an empty name too: outputs() refuses it in one line
         from roofline.report.outputs import write_roofs_chart
 
         outputs(png=png, svg=svg)
         if not names:
             raise RooflineError("name the machines to draw, e.g. `roofline machines a100 h100 b200 --png roofs.png`")
-        roofs = [(m.id, d) for m in ms for d in dtypes]
-        for m_id, d in roofs:
-            get_machine(m_id).peak_flop_per_s(d)  # a dtype the machine lacks fails here, with what it has
-        title = "Roofs compared: " + ", ".join(f"{m_id} {d}" for m_id, d in roofs)
+        roofs = [(m, d) for m in ms for d in dtypes]  # the machines themselves: a file's, not a catalog id's
+        for m, d in roofs:
+            m.peak_flop_per_s(d)  # a dtype the machine lacks fails here, with what it has
+        title = "Roofs compared: " + ", ".join(f"{m.id} {d}" for m, d in roofs)
         for path in write_roofs_chart(roofs, png=png, svg=svg, title=title):
             wrote(path)
     if as_json:
@@ -183,8 +182,9 @@ def machine(name: str, as_json: bool, explain: bool) -> None:
         dump(m.to_dict())
     elif explain:
         from roofline.explain import explain_machine
+        from roofline.explain.chip import explain_chip
 
-        click.echo(explain_machine(m))
+        click.echo("\n".join(t for t in (explain_machine(m), explain_chip(m)) if t))
     else:
         from roofline.report.text import machine_text
 

@@ -17,15 +17,21 @@ from roofline.cli.common import PLAN_HELP, POS, Quantity, dump, fusion_option, o
 from roofline.errors import RooflineError
 from roofline.hardware.catalog import DEFAULT_MACHINE
 
+BUFFER_BYTES = (2**20, 64 * 2**30)  # per array: measure_ceilings' least; STREAM's three arrays fit in 192 GiB
+
 
 def _size(text: str | None) -> int | None:
+    """--buffer-size, checked before anything is measured: from 1 MiB to 64 GiB per array."""
     if text is None:
         return None
-    from roofline.units import parse_quantity
+    from roofline.units import UnitError, parse_quantity
 
-    value = parse_quantity(text, "bytes")
-    if not value > 0:
-        raise RooflineError(f"--buffer-size must be positive, got {text}")
+    try:
+        value = parse_quantity(text, "bytes")
+    except UnitError as exc:
+        raise RooflineError(f"--buffer-size: {exc}") from None
+    if not BUFFER_BYTES[0] <= value <= BUFFER_BYTES[1]:
+        raise RooflineError(f"--buffer-size {text!r} is out of range: give 1 MiB to 64 GiB per array, e.g. 256MiB")
     return int(value)
 
 
@@ -41,6 +47,7 @@ def _measure(device: str, quick: bool, as_json: bool, save: str | None, buffer_s
     from roofline.measure.ceilings import measure_ceilings
     from roofline.measure.runs import Plan
 
+    outputs(save=save)  # a bad --save fails now, not after the measuring
     plan = Plan(device=device, quick=quick, buffer_bytes=_size(buffer_size), dtypes=tuple(dtypes) or None,
                 backends=tuple(backends) or None)
     with progress(show) as say:
@@ -94,7 +101,7 @@ def _echo_script_traceback(exc: BaseException) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (memory_bytes_per_s, peak_flop_per_s, runs).")
 @click.option("--save", default=None, metavar="FILE", help="Write the measured machine file (for --machine).")
 @click.option("--buffer-size", default=None, metavar="SIZE",
-              help="Bytes per streaming array, e.g. 256MiB (default: 4-8x the last-level cache).")
+              help="Bytes per streaming array, 1 MiB to 64 GiB, e.g. 256MiB (default: 4-8x the last-level cache).")
 @click.option("--dtype", "dtypes", multiple=True, help="Measure only these matmul dtypes (repeatable).")
 @click.option("--backend", "backends", multiple=True, type=click.Choice(["numpy", "torch"]),
               help="CPU: measure only with these libraries (default: numpy and torch where installed).")
@@ -173,10 +180,10 @@ def _measure_collectives(device: str, devices: int | None, quick: bool, budget_s
         raise RooflineError("--save-calibration needs the link's bandwidth, which a CPU run (gloo over "
                             "127.0.0.1) has none of; measure a GPU's link with --device cuda")
     need_torch("roofline measure --collectives")
+    outputs(save=save, save_calibration=save_calibration)  # before the processes start
     beside = Path(save).with_name(Path(save).stem + ".device.toml") if save else None
-    if save or save_calibration:  # before the processes start
-        outputs(save=save, device_file=None if device_file or not save else str(beside),
-                save_calibration=save_calibration)
+    if beside is not None and not device_file:  # and the device's file, written beside the system file
+        outputs(save=save, device_file=str(beside), save_calibration=save_calibration)
     if device_file:
         from roofline.hardware import get_machine
 
@@ -260,8 +267,7 @@ def bench(device: str, quick: bool, dtype: str | None, machine: str | None, only
     from roofline.report.accuracy import accuracy_table
     from roofline.units import format_bytes_per_s, format_flop_per_s
 
-    if save_calibration:
-        outputs(save_calibration=save_calibration, png=png, html=html)  # before anything runs
+    outputs(save_calibration=save_calibration, png=png, html=html)  # before anything runs
     if device == "cuda":
         need_cuda("bench --device cuda")
     else:
@@ -312,7 +318,9 @@ def bench(device: str, quick: bool, dtype: str | None, machine: str | None, only
 @click.argument("script", type=click.Path(dir_okay=False))
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 @click.option("--machine", "-m", default=DEFAULT_MACHINE, show_default=True, help="Machine id, alias or machine file.")
-@click.option("--dtype", default=None, help="Compute dtype for the roof (default: the machine's).")
+@click.option("--dtype", default=None,
+              help="Put every matmul on this dtype's roof (default: each on its own operands' dtype; fp32 "
+                   "without a matrix peak on the FP32 cores).")
 @click.option("--fusion", type=click.Choice(["traced", "none"]), default=None,
               help=f"traced (default): {PLAN_HELP['traced']}; none: {PLAN_HELP['none']}.")
 @click.option("--plan", "old_plan", type=click.Choice(["traced", "none"]), default=None, hidden=True,
@@ -321,7 +329,8 @@ def bench(device: str, quick: bool, dtype: str | None, machine: str | None, only
 @click.option("--autograd", is_flag=True,
               help="Trace with autograd on (decomposed ops, backward if the script runs it) instead of "
                    "inference mode.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON: the analysis, FLOPs by kind, unknown ops.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print JSON: the analysis, FLOPs by kind, unknown ops (the script's own output goes to stderr).")
 @click.option("--png", default=None, metavar="FILE", help="Roofline chart of the traced kernels (PNG).")
 @click.option("--html", default=None, metavar="FILE", help="The interactive chart (HTML).")
 def trace(script: str, args: tuple[str, ...], machine: str, dtype: str | None, fusion: str | None,
@@ -341,9 +350,14 @@ def trace(script: str, args: tuple[str, ...], machine: str, dtype: str | None, f
     from roofline.tracing import trace_script
 
     need_torch("roofline trace")
+    outputs(png=png, html=html)  # before the script runs
     plan = fusion_option(fusion, old_plan, {"traced": "traced", "none": "none"}, "traced", "--plan")
     try:
-        t = trace_script(script, args, inference=not autograd, time_ops=time_ops)
+        import contextlib
+        import sys
+
+        with contextlib.redirect_stdout(sys.stderr):  # the script's prints: stdout is the report's
+            t = trace_script(script, args, inference=not autograd, time_ops=time_ops)
     except RooflineError:
         raise
     except Exception as exc:  # the script's own error: its traceback, as python would show it, then one line
@@ -354,30 +368,12 @@ def trace(script: str, args: tuple[str, ...], machine: str, dtype: str | None, f
     if not t.ops:
         raise RooflineError(f"{script} ran no PyTorch ops")
     analysis = t.analyze(machine, dtype, UNFUSED if plan == "none" else t.plan)
-    if as_json:
-        d = analysis.to_dict()
-        d.update({"script": script, "flop_by_kind": t.flop_by_kind(), "unknown_ops": dict(t.unknown),
-                  "not_counted": dict(t.errors)})
-        dump(d)
-    else:
-        from roofline.measure.accuracy import Accuracy
-        from roofline.report.accuracy import accuracy_table
-        from roofline.report.text import analysis_text
-        from roofline.units import format_flop
+    from roofline.report.trace_text import trace_dict, trace_text
 
-        title = (f"{script} traced: {len(t.ops)} ops, {len(analysis.placements)} kernels on "
-                 f"{analysis.machine.name} ({analysis.dtype.name}), plan {analysis.plan}")
-        if time_ops:
-            click.echo(accuracy_table(analysis.placements, title=title))
-            click.echo("\n".join(Accuracy.of(analysis.placements).lines()))
-            click.echo(analysis_text(analysis, title).splitlines()[-1])
-        else:
-            click.echo(analysis_text(analysis, title))
-        kinds = sorted(t.flop_by_kind().items(), key=lambda kv: -kv[1])
-        click.echo("FLOPs by kind: " + ", ".join(f"{k} {format_flop(v)}" for k, v in kinds if v))
-        if t.unknown:
-            unknown = ", ".join(f"aten::{k} ×{n}" for k, n in t.unknown.items())
-            click.echo(f"no FLOP formula (bytes only): {unknown}")
+    if as_json:
+        dump(trace_dict(script, t, analysis))
+    else:
+        click.echo(trace_text(script, t, analysis, timed=time_ops, dtype_given=dtype is not None))
     _placements_outputs(analysis.placements, analysis.machine, analysis.dtype, png, html, f"{script} traced")
 
 

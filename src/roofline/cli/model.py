@@ -6,13 +6,13 @@ Each command parses its options, calls roofline.models, and prints through roofl
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import click
 
 from roofline.cli.common import (
+    COUNT_HELP,
     DEFAULT_FUSION,
     DEFAULT_MEMORY_UTILIZATION,
     MODEL_FUSIONS,
@@ -26,58 +26,14 @@ from roofline.cli.common import (
 )
 from roofline.errors import RooflineError
 from roofline.hardware.catalog import DEFAULT_MACHINE
-from roofline.units import parse_positive_int, require_positive_int
+from roofline.units import parse_int_list, parse_positive_int
 
-MAX_LIST_VALUES = 10_000  # one axis of a sweep; 1:100000000:1 would otherwise be built, exhausting memory
 MAX_SWEEP_ROWS = 100_000  # every axis together (a 100,000-row CSV takes seconds)
+MAX_COMPARE_ROWS = 1_000  # each row is a whole step analysed (tens of ms): 1,000 rows take half a minute
 
 
-def parse_int_list(text: str, label: str) -> list[int]:
-    """"1,8,64"; "1:1024" (powers of two from 1 to 1024); "1:1024:x4" (×4 steps); "128:1024:128" (+128 steps)."""
-    out: list[int] = []
-    for part in str(text).replace(" ", "").split(","):
-        if not part:
-            continue
-        try:
-            if ":" in part:
-                bits = part.split(":")
-                if len(bits) not in (2, 3):
-                    raise ValueError
-                lo, hi = int(bits[0]), int(bits[1])
-                step = bits[2] if len(bits) == 3 else "x2"
-                if lo < 1 or hi < lo:
-                    raise RooflineError(f"{label}: range {part!r} must go from a positive start up to its end")
-                if step.startswith("x"):
-                    factor = int(step[1:])
-                    if factor < 2:
-                        raise ValueError
-                    count = math.floor(math.log(hi / lo, factor) + 1e-9) + 1
-                else:
-                    count = (hi - lo) // int(step) + 1 if int(step) >= 1 else 0
-                if len(out) + count > MAX_LIST_VALUES:
-                    raise RooflineError(f"{label}: {part!r} is {count:,} values; at most {MAX_LIST_VALUES:,} "
-                                        f"(take a larger step, e.g. {lo}:{hi}:x2)")
-                if step.startswith("x"):
-                    factor = int(step[1:])
-                    v = lo
-                    while v <= hi:
-                        out.append(v)
-                        v *= factor
-                else:
-                    inc = int(step)
-                    if inc < 1:
-                        raise ValueError
-                    out.extend(range(lo, hi + 1, inc))
-            else:
-                out.append(int(part))
-        except RooflineError:
-            raise
-        except ValueError:
-            raise RooflineError(f"{label}: cannot read {part!r}; write a list like 1,8,64 or a range like "
-                                f"1:1024 (powers of two), 1:1024:x4 or 128:1024:128") from None
-    if not out:
-        raise RooflineError(f"{label}: no values given")
-    return [require_positive_int(v, label) for v in out]
+WEIGHTS_DEFAULT_HELP = ("default: what the checkpoint stores, from config.json's quantization_config "
+                        "(deepseek-v3: fp8 with 128x128 block scales), else bf16")
 
 
 def parse_str_list(text: str | None) -> list[str | None]:
@@ -97,16 +53,34 @@ def parse_overrides(pairs: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def _length(phase: str, prompt: str | None, context: str | None) -> int | None:
+def _length(phase: str, prompt: str | None, context: str | None,
+            parse: Callable[[str, str], Any] = parse_positive_int) -> Any:
     """The prompt (prefill) or context (decode) length asked for; None: the library's default, the
-    model's trained maximum at most."""
+    model's trained maximum at most. `parse`: one length (parse_positive_int) or a list (parse_int_list)."""
     if phase == "prefill":
         if context is not None and prompt is None:
-            raise RooflineError("prefill takes --prompt P (the prompt length), not --context")
-        return parse_positive_int(prompt, "--prompt") if prompt is not None else None
+            raise RooflineError(f"prefill takes --prompt P (the prompt length), not --context; "
+                                f"write --prompt {context}, or --phase decode --context {context}")
+        if context is not None:
+            warn(f"--context {context} ignored: a prefill step's length is its prompt (--prompt {prompt}); "
+                 "--context is decode's")
+        return parse(prompt, "--prompt") if prompt is not None else None
     if prompt is not None and context is None:
-        raise RooflineError("decode takes --context L (the tokens attended to), not --prompt")
-    return parse_positive_int(context, "--context") if context is not None else None
+        raise RooflineError(f"decode takes --context L (the tokens attended to), not --prompt; "
+                            f"write --context {prompt}, or --phase prefill --prompt {prompt}")
+    if prompt is not None:
+        warn(f"--prompt {prompt} ignored: a decode step's length is its context (--context {context}); "
+             "--prompt is prefill's")
+    return parse(context, "--context") if context is not None else None
+
+
+def _machines(text: str) -> list[str]:
+    """--machine of sweep and compare: one or more, comma-separated (',' alone names none)."""
+    machines = [m for m in parse_str_list(text) if m]
+    if not machines:
+        raise RooflineError(f"--machine {text!r} names no machine; give one or more, comma-separated, "
+                            "e.g. h100,b200 (see `roofline machines`)")
+    return machines
 
 
 def _experts_hit(text: str | None) -> int | None:
@@ -129,7 +103,8 @@ def split_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--devices", type=POS, default=None,
                      help="Devices in all; alone, tensor parallel within a node and pipeline stages across nodes."),
         click.option("--memory-utilization", type=float, default=DEFAULT_MEMORY_UTILIZATION, show_default=True,
-                     help="Usable share of each device's memory (vLLM's gpu_memory_utilization)."),
+                     help="Usable share of each device's memory (vLLM's gpu_memory_utilization). A fit that "
+                          "leaves under 5% of the usable memory free is reported as tight, with its headroom."),
         click.option("--overlap", is_flag=True,
                      help="Assume communication runs under compute (the step takes the larger of the two)."),
     ]
@@ -226,15 +201,23 @@ def _write_rows(rows: list[dict[str, Any]], columns: Sequence[str], fmt: str, ou
 @click.command("model")
 @click.argument("model")
 @click.option("--machine", "-m", default=DEFAULT_MACHINE, show_default=True, help="Machine id, alias or file.")
-@click.option("--batch", "-b", default="1", show_default=True, help="Sequences in the step.")
+@click.option("--batch", "-b", default="1", show_default=True, help="Sequences in the step. " + COUNT_HELP)
 @click.option("--prompt", "-p", default=None,
-              help="Prompt length (prefill; default 2048, at most the model's maximum).")
+              help="Prompt length (prefill; default 2048, at most the model's maximum). Decode refuses it alone "
+                   "and warns that it ignores it beside --context. " + COUNT_HELP)
 @click.option("--context", "-c", default=None,
-              help="Context length a new token attends to (decode; default 2048, at most the model's maximum).")
-@click.option("--weights-dtype", default="bf16", show_default=True,
-              help="Weight storage dtype (int4, fp8, nvfp4, ...).")
+              help="Context length a new token attends to (decode; default 2048, at most the model's maximum). "
+                   "Prefill refuses it alone and warns that it ignores it beside --prompt. " + COUNT_HELP)
+@click.option("--weights-dtype", default=None,
+              help=f"Weight storage dtype (int4, fp8, nvfp4, ...; {WEIGHTS_DEFAULT_HELP}).")
 @click.option("--kv-dtype", default=None, help="KV cache dtype (default: the activation dtype).")
 @click.option("--dtype", default=None, help="Compute dtype, choosing the peak (default: the activation dtype).")
+@click.option("--logits", type=click.Choice(["last", "all"]), default="last", show_default=True,
+              help="Prefill: the LM head projects the last position of each sequence (as serving engines do) "
+                   "or all of them (as a plain forward() does: 2·(S−1)·h·V more FLOPs per sequence).")
+@click.option("--mla", type=click.Choice(["absorbed", "expanded"]), default=None,
+              help="MLA decode: attention over the compressed latent with W_UK/W_UV absorbed (default, as "
+                   "DeepSeek runs it) or K and V decompressed and cached per head (as Hugging Face runs it).")
 @step_options
 @split_options
 @click.option("--explain", is_flag=True,
@@ -244,13 +227,17 @@ def _write_rows(rows: list[dict[str, Any]], columns: Sequence[str], fmt: str, ou
 @click.option("--png", default=None, metavar="FILE", help="Write the roofline chart of every kernel (PNG).")
 @click.option("--svg", default=None, metavar="FILE", help="Write the roofline chart of every kernel (SVG).")
 @click.option("--html", default=None, metavar="FILE", help="Write the interactive page (all fusion plans).")
+@click.option("--levels-png", default=None, metavar="FILE",
+              help="Write the chip-level charts of every kernel (PNG): the hierarchical roofline (a point per "
+                   "memory level, as Nsight Compute draws it) and the sub-roofs (matrix, vector, exp).")
 def model_command(model: str, machine: str, batch: str, prompt: str | None, context: str | None,
-                  weights_dtype: str, kv_dtype: str | None, dtype: str | None, phase: str, fusion: str,
-                  act_dtype: str, experts_hit: str | None, overrides: tuple[str, ...],
+                  weights_dtype: str | None, kv_dtype: str | None, dtype: str | None, logits: str, mla: str | None,
+                  phase: str, fusion: str, act_dtype: str, experts_hit: str | None, overrides: tuple[str, ...],
                   tp: int, pp: int, ep: int, dp: int, devices: int | None, memory_utilization: float, overlap: bool,
                   explain: bool, as_json: bool, csv_path: str | None, png: str | None, svg: str | None,
-                  html: str | None) -> None:
-    """Every kernel of one forward step of MODEL (a preset or a config.json path) on a machine.
+                  html: str | None, levels_png: str | None) -> None:
+    """Every kernel of one forward step of MODEL (a preset: `roofline models` lists them; or a config.json
+    path) on a machine: FLOPs and bytes of one run, time of all its runs, and the step's total.
 
     \b
     Examples:
@@ -262,11 +249,16 @@ def model_command(model: str, machine: str, batch: str, prompt: str | None, cont
     """
     from roofline.models import analyze_model, model_dtypes
 
-    outputs(csv=csv_path, png=png, svg=svg, html=html)
+    outputs(csv=csv_path, png=png, svg=svg, html=html, levels_png=levels_png)
+    if levels_png is not None:
+        from roofline.report.levels_chart import check_levels_png
+
+        check_levels_png(levels_png)
     one_of(as_json, explain)
-    a = analyze_model(model, machine, phase, parse_positive_int(batch, "--batch"), _length(phase, prompt, context),
+    config, changes = _run_options(model, overrides, logits, mla)
+    a = analyze_model(config, machine, phase, parse_positive_int(batch, "--batch"), _length(phase, prompt, context),
                       fusion, model_dtypes(weights_dtype, act_dtype, kv_dtype, dtype),
-                      _experts_hit(experts_hit), parse_overrides(overrides),
+                      _experts_hit(experts_hit), changes,
                       _split(tp, pp, ep, dp, devices, machine), memory_utilization, overlap)
     for w in a.warnings:
         warn(w)
@@ -282,6 +274,12 @@ def model_command(model: str, machine: str, batch: str, prompt: str | None, cont
 
         for path in write_model_outputs(model_scenarios(a), png=png, svg=svg, html=html, title=a.title):
             wrote(path)
+    if levels_png is not None:
+        from roofline.report.levels_chart import write_levels_png
+        from roofline.report.notebook import model_scenarios
+
+        write_levels_png(model_scenarios(a)[0].analysis.placements, levels_png, title=a.title)
+        wrote(levels_png)
     if as_json:
         dump(a.to_dict())
     elif explain:
@@ -296,12 +294,24 @@ def model_command(model: str, machine: str, batch: str, prompt: str | None, cont
         click.echo(model_text(a))
 
 
+def _run_options(model: str, overrides: tuple[str, ...], logits: str, mla: str | None) -> tuple[Any, Any]:
+    """(model, overrides) for analyze_model: with --logits all or --mla, the parsed config carrying them."""
+    if logits == "last" and mla is None:
+        return model, parse_overrides(overrides)
+    from dataclasses import replace
+
+    from roofline.models import load_config
+
+    return replace(load_config(model, parse_overrides(overrides)), logits=logits, mla=mla or ""), None
+
+
 def _grid_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """Machines and dtypes as comma-separated lists, for sweep and compare."""
     options = [
         click.option("--machine", "-m", default=DEFAULT_MACHINE, show_default=True,
                      help="Machine(s), comma-separated: h100,b200."),
-        click.option("--weights-dtype", default="bf16", show_default=True, help="Weight dtype(s), comma-separated."),
+        click.option("--weights-dtype", default=None,
+                     help=f"Weight dtype(s), comma-separated ({WEIGHTS_DEFAULT_HELP})."),
         click.option("--kv-dtype", default=None, help="KV cache dtype(s), comma-separated: bf16,fp8,nvfp4."),
         click.option("--dtype", default=None, help="Compute dtype(s), comma-separated."),
     ]
@@ -326,16 +336,16 @@ def _table_options(f: Callable[..., Any]) -> Callable[..., Any]:
 @click.argument("model")
 @_grid_options
 @click.option("--batch", "-b", default="1:256", show_default=True,
-              help="Batch sizes: 1,8,64 or 1:256 (powers of two) or 1:256:x4 or 8:64:8.")
-@click.option("--prompt", "-p", default=None, help="Prompt lengths (prefill), as --batch.")
-@click.option("--context", "-c", default=None, help="Context lengths (decode), as --batch.")
+              help="Batch sizes: 1,8,64 or 1:256 (powers of two) or 1:256:x4 or 8:64:8. " + COUNT_HELP)
+@click.option("--prompt", "-p", default=None, help="Prompt lengths (prefill), as --batch: 1k:128k.")
+@click.option("--context", "-c", default=None, help="Context lengths (decode), as --batch: 1Ki:128Ki.")
 @step_options
 @split_list_options
 @_table_options
 @click.option("--png", default=None, metavar="FILE", help="Chart intensity against the swept axis (PNG).")
 @click.option("--svg", default=None, metavar="FILE", help="Chart intensity against the swept axis (SVG).")
-def sweep_command(model: str, machine: str, weights_dtype: str, kv_dtype: str | None, dtype: str | None, batch: str,
-                  prompt: str | None, context: str | None, phase: str, fusion: str,
+def sweep_command(model: str, machine: str, weights_dtype: str | None, kv_dtype: str | None, dtype: str | None,
+                  batch: str, prompt: str | None, context: str | None, phase: str, fusion: str,
                   act_dtype: str, experts_hit: str | None, overrides: tuple[str, ...], tp_list: str, pp_list: str,
                   ep_list: str, dp_list: str, fmt: str, output: str | None,
                   csv_path: str | None, png: str | None, svg: str | None) -> None:
@@ -357,10 +367,14 @@ def sweep_command(model: str, machine: str, weights_dtype: str, kv_dtype: str | 
         raise RooflineError("prefill sweeps take --prompt, not --context")
     if phase == "decode" and prompt is not None and context is None:
         raise RooflineError("decode sweeps take --context, not --prompt")
+    if prompt is not None and context is not None:
+        ignored = "--context" if phase == "prefill" else "--prompt"
+        warn(f"{ignored} ignored: a {phase} sweep's lengths are its "
+             f"{'--prompt' if phase == 'prefill' else '--context'} values")
     given = prompt if phase == "prefill" else context
     lengths = parse_int_list(given, "--prompt" if phase == "prefill" else "--context") if given else None
     batches = parse_int_list(batch, "--batch")
-    machines = [m for m in parse_str_list(machine) if m]
+    machines = _machines(machine)
     splits = _splits(tp_list, pp_list, ep_list, dp_list)
     n_rows = (len(batches) * len(lengths or [0]) * len(machines) * len(parse_str_list(weights_dtype))
               * len(parse_str_list(kv_dtype)) * len(parse_str_list(dtype)) * len(splits))
@@ -368,7 +382,7 @@ def sweep_command(model: str, machine: str, weights_dtype: str, kv_dtype: str | 
         raise RooflineError(f"the sweep has {n_rows:,} rows (batches × lengths × machines × dtypes × splits); "
                             f"at most {MAX_SWEEP_ROWS:,}: take larger steps or fewer values")
     rows = sweep(model, machines, phase, batches, lengths, fusion,
-                 [w or "bf16" for w in parse_str_list(weights_dtype)], parse_str_list(kv_dtype), act_dtype,
+                 parse_str_list(weights_dtype), parse_str_list(kv_dtype), act_dtype,
                  parse_str_list(dtype), _experts_hit(experts_hit), parse_overrides(overrides),
                  per_kernel=bool(png or svg), splits=splits)
     split = any(not sp.trivial for sp in splits)
@@ -385,16 +399,18 @@ def sweep_command(model: str, machine: str, weights_dtype: str, kv_dtype: str | 
 @click.command("compare")
 @click.argument("models", nargs=-1, required=True)
 @_grid_options
-@click.option("--batch", "-b", default="1", show_default=True, help="Batch size (sequences per step).")
+@click.option("--batch", "-b", default="1", show_default=True,
+              help="Batch sizes (sequences per step), as sweep takes them: 64, 1,8,64, 1:256 (powers of two) or "
+                   "8:64:8; a table per batch and length. " + COUNT_HELP)
 @click.option("--prompt", "-p", default=None,
-              help="Prompt length (prefill; default 2048, at most each model's maximum).")
+              help="Prompt lengths (prefill; default 2048, at most each model's maximum), as --batch.")
 @click.option("--context", "-c", default=None,
-              help="Context length (decode; default 2048, at most each model's maximum).")
+              help="Context lengths (decode; default 2048, at most each model's maximum), as --batch: 8k,128k.")
 @step_options
 @split_list_options
 @_table_options
-def compare_command(models: tuple[str, ...], machine: str, weights_dtype: str, kv_dtype: str | None, dtype: str | None,
-                    batch: str, prompt: str | None, context: str | None, phase: str, fusion: str,
+def compare_command(models: tuple[str, ...], machine: str, weights_dtype: str | None, kv_dtype: str | None,
+                    dtype: str | None, batch: str, prompt: str | None, context: str | None, phase: str, fusion: str,
                     act_dtype: str, experts_hit: str | None, overrides: tuple[str, ...], tp_list: str, pp_list: str,
                     ep_list: str, dp_list: str, fmt: str, output: str | None, csv_path: str | None) -> None:
     """Compare MODELS side by side (× machines × splits × dtypes): KV/token, intensity, decode limit, crossover, fit.
@@ -405,38 +421,47 @@ def compare_command(models: tuple[str, ...], machine: str, weights_dtype: str, k
       roofline compare llama-3-70b --kv-dtype bf16,fp8,nvfp4 --context 131072 --batch 32
       roofline compare mistral-7b --machine h100,b200,mi300x --batch 8
       roofline compare llama-3-70b --machine dgx-h100 --tp 4,8 --batch 64 --context 8192
+      roofline compare llama-3-8b mistral-7b --batch 1,8,64 --context 8k,32Ki
     """
     from roofline.models import compare
-    from roofline.report.model_text import compare_text
+    from roofline.report.model_text import compare_text, grouped_warnings
     from roofline.report.plan_text import split_compare_text
 
     outputs(output=output, csv=csv_path)
     splits = _splits(tp_list, pp_list, ep_list, dp_list)
-    rows = compare(list(models), [m for m in parse_str_list(machine) if m], phase, parse_positive_int(batch, "--batch"),
-                   _length(phase, prompt, context), fusion,
-                   [w or "bf16" for w in parse_str_list(weights_dtype)], parse_str_list(kv_dtype), act_dtype,
-                   parse_str_list(dtype), _experts_hit(experts_hit), parse_overrides(overrides), splits)
+    machines, batches = _machines(machine), parse_int_list(batch, "--batch")
+    lengths: list[int | None] = _length(phase, prompt, context, parse_int_list) or [None]
+    weights, kvs, computes = parse_str_list(weights_dtype), parse_str_list(kv_dtype), \
+        parse_str_list(dtype)
+    n_rows = len(models) * len(machines) * len(splits) * len(batches) * len(lengths) * len(weights) * len(kvs) \
+        * len(computes)
+    if n_rows > MAX_COMPARE_ROWS:
+        raise RooflineError(f"the comparison has {n_rows:,} rows (models × machines × splits × batches × lengths × "
+                            f"dtypes), each a step analysed; at most {MAX_COMPARE_ROWS:,}: give fewer values, or "
+                            "use `roofline sweep` for a long grid")
+    # one table per batch and length, as sweep takes them: the same list syntax (units.parse_int_list)
+    groups = [compare(list(models), machines, phase, b, seq, fusion, weights, kvs, act_dtype, computes,
+                      _experts_hit(experts_hit), parse_overrides(overrides), splits)
+              for b in batches for seq in lengths]
+    rows = [r for group in groups for r in group]
     split = any(not sp.trivial for sp in splits)
-    seen: set[str] = set()
-    for r in rows:
-        for w in r["warnings"]:
-            if w not in seen:
-                seen.add(w)
-                warn(f"{r['model']} on {r['machine']}: {w}")
+    for line in grouped_warnings(rows):  # each warning once, with the rows it concerns
+        warn(line)
     columns = [k for k in rows[0] if k != "warnings"]
     _write_rows(rows, columns, fmt, output, csv_path,
-                lambda: split_compare_text(rows) if split else compare_text(rows))
+                lambda: "\n\n".join(split_compare_text(g) if split else compare_text(g) for g in groups))
 
 
 def _sweep_chart(rows: list[dict[str, Any]], model: str, phase: str, batches: list[int], lengths: list[int],
                  png: str | None, svg: str | None, overrides: dict[str, str]) -> None:
-    """Intensity against the axis that varies most, for the first machine and dtype combination."""
+    """Intensity against the axis that varies most, for every machine (a line set each) and the first
+    dtype and split combination."""
     from roofline.models import decode_limit, load_config
     from roofline.parallel import Split
     from roofline.report.outputs import write_sweep_chart
 
     first = rows[0]
-    series = ("machine", "weights_dtype", "kv_dtype", "compute_dtype", "tp", "pp", "ep", "dp")
+    series = ("weights_dtype", "kv_dtype", "compute_dtype", "tp", "pp", "ep", "dp")
     same = [r for r in rows if all(r.get(k) == first.get(k) for k in series)]
     x = "batch" if len(batches) >= len(lengths) else "seq"
     fixed = "seq" if x == "batch" else "batch"
@@ -446,17 +471,19 @@ def _sweep_chart(rows: list[dict[str, Any]], model: str, phase: str, batches: li
     if phase == "decode" and x == "batch":
         limit = decode_limit(load_config(model, overrides), int(first["seq"]), first["kv_dtype"]).flop_per_byte
     label = seq_key if fixed == "seq" else fixed
-    title = f"{first['model']} {phase} on {first['machine']}, {label} {first[fixed]}"
+    machines = list(dict.fromkeys(r["machine"] for r in picked))
+    title = f"{first['model']} {phase} on {', '.join(machines)}, {label} {first[fixed]}"
     if len(picked) < len(rows):  # the chart draws one series; say which, rather than drop the others silently
         kv = first["kv_dtype"]
         split = Split(tp=first.get("tp", 1), pp=first.get("pp", 1), ep=first.get("ep", 1), dp=first.get("dp", 1))
         where = "" if split.trivial else f", split {split}"
-        warn(f"the chart shows {len(picked)} of the {len(rows)} rows: {first['machine']}{where}, weights "
+        warn(f"the chart shows {len(picked)} of the {len(rows)} rows: {', '.join(machines)}{where}, weights "
                       f"{first['weights_dtype']}, KV {kv}, compute {first['compute_dtype']}, {label} {first[fixed]} "
                       f"(the first combination); the table has every row")
         title += f", weights {first['weights_dtype']}, KV {kv}" + where
+    by_machine: dict[str, Any] = {"series": "machine"} if len(machines) > 1 else {}  # a line set per machine
     for path in write_sweep_chart(picked, seq_key if x == "seq" else x, png=png, svg=svg,
-                                  ridge=first["ridge_flop_per_byte"], limit=limit, title=title):
+                                  ridge=first["ridge_flop_per_byte"], limit=limit, title=title, **by_machine):
         wrote(path)
 
 

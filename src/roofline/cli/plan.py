@@ -8,7 +8,7 @@ from __future__ import annotations
 import click
 
 from roofline.cli.common import DEFAULT_MEMORY_UTILIZATION, POS, Quantity, dump, outputs, warn
-from roofline.cli.model import _experts_hit, _length, _writer, parse_overrides, step_options
+from roofline.cli.model import WEIGHTS_DEFAULT_HELP, _experts_hit, _length, _writer, parse_overrides, step_options
 from roofline.errors import RooflineError
 from roofline.hardware.catalog import DEFAULT_MACHINE
 from roofline.units import parse_positive_int
@@ -23,7 +23,8 @@ from roofline.units import parse_positive_int
               help="Prompt length (prefill; default 2048, at most the model's maximum).")
 @click.option("--context", "-c", default=None,
               help="Context length a new token attends to (decode; default 2048, at most the model's maximum).")
-@click.option("--weights-dtype", default="bf16", show_default=True, help="Weight storage dtype (int4, fp8, ...).")
+@click.option("--weights-dtype", default=None,
+              help=f"Weight storage dtype (int4, fp8, ...; {WEIGHTS_DEFAULT_HELP}).")
 @click.option("--kv-dtype", default=None, help="KV cache dtype (default: the activation dtype).")
 @click.option("--dtype", default=None, help="Compute dtype, choosing the peak (default: the activation dtype).")
 @step_options
@@ -41,7 +42,7 @@ from roofline.units import parse_positive_int
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--csv", "csv_path", default=None, metavar="FILE", help="Write every candidate as CSV.")
 def plan_command(model: str, machine: str, batch: str, prompt: str | None, context: str | None,
-                 weights_dtype: str, kv_dtype: str | None, dtype: str | None, phase: str, fusion: str,
+                 weights_dtype: str | None, kv_dtype: str | None, dtype: str | None, phase: str, fusion: str,
                  act_dtype: str, experts_hit: str | None, overrides: tuple[str, ...], objective: str | None,
                  latency_target: float | None, devices: int | None, memory_utilization: float, overlap: bool,
                  as_json: bool, csv_path: str | None) -> None:

@@ -10,10 +10,12 @@ from __future__ import annotations
 import click
 
 from roofline.cli.common import (
+    COUNT_HELP,
     DEFAULT_FUSION,
     MODEL_FUSIONS,
     PLAN_HELP,
     POS,
+    PositiveNumber,
     Quantity,
     dump,
     one_of,
@@ -21,7 +23,7 @@ from roofline.cli.common import (
     warn,
     wrote,
 )
-from roofline.cli.model import _experts_hit, _split, _writer, parse_overrides, split_options
+from roofline.cli.model import WEIGHTS_DEFAULT_HELP, _experts_hit, _split, _writer, parse_overrides, split_options
 from roofline.errors import RooflineError
 from roofline.hardware.catalog import DEFAULT_MACHINE
 from roofline.units import UnitError, parse_quantity
@@ -67,17 +69,18 @@ def _time_band(text: str | None, label: str) -> tuple[float, float] | None:
 @click.argument("model")
 @click.option("--machine", "-m", default=DEFAULT_MACHINE, show_default=True,
               help="System (dgx-h100, gb200-nvl72, ...), a device (one node of 8), or a file.")
-@click.option("--prompt", "-p", type=POS, required=True, help="Prompt tokens per request.")
-@click.option("--output", "-o", type=POS, required=True, help="Output tokens generated per request.")
+@click.option("--prompt", "-p", type=POS, required=True, help="Prompt tokens per request. " + COUNT_HELP)
+@click.option("--output", "-o", type=POS, required=True, help="Output tokens generated per request, as --prompt.")
 @click.option("--batch", "-b", type=POS, default=None,
               help="Sequences decoded together (default: the largest meeting --itl-slo, else 1).")
 @click.option("--ttft-slo", type=Quantity("time_s"), default=None, metavar="TIME",
               help="Time-to-first-token target (2s, 500ms); per request, no queueing.")
 @click.option("--itl-slo", type=Quantity("time_s"), default=None, metavar="TIME",
               help="Inter-token latency target for the mean over the generation (50ms).")
-@click.option("--price-per-device-hour", type=float, default=None, metavar="PRICE",
-              help="Price of one device for an hour (2.5): cost per million input and output tokens.")
-@click.option("--weights-dtype", default="bf16", show_default=True, help="Weight storage dtype (int4, fp8, ...).")
+@click.option("--price-per-device-hour", type=PositiveNumber(1e6), default=None, metavar="PRICE",
+              help="Price of one device for an hour (2.5; at most 1e6): cost per million input and output tokens.")
+@click.option("--weights-dtype", default=None,
+              help=f"Weight storage dtype (int4, fp8, ...; {WEIGHTS_DEFAULT_HELP}).")
 @click.option("--kv-dtype", default=None, help="KV cache dtype (default: the activation dtype).")
 @click.option("--dtype", default=None, help="Compute dtype, choosing the peak (default: the activation dtype).")
 @click.option("--act-dtype", default="bf16", show_default=True, help="Activation dtype.")
@@ -100,7 +103,7 @@ def _time_band(text: str | None, label: str) -> tuple[float, float] | None:
               help="What-if: prefill on P devices (TP P), decode on D (TP D), the KV cache sent over the link.")
 @click.option("--draft", default=None, metavar="MODEL",
               help="What-if: speculative decoding with this draft model (same split); needs --acceptance.")
-@click.option("--draft-tokens", type=int, default=None, metavar="K",
+@click.option("--draft-tokens", type=POS, default=None, metavar="K",
               help="Tokens the draft proposes a step (speculative decoding). [default: 4]")
 @click.option("--acceptance", type=float, default=None, metavar="A",
               help="Chance a drafted token is accepted, in (0, 1] (speculative decoding).")
@@ -115,7 +118,7 @@ def _time_band(text: str | None, label: str) -> tuple[float, float] | None:
               help="Efficiencies measured on your machine (`roofline bench --save-calibration FILE`, "
                    "`roofline measure --collectives --save-calibration FILE`); --efficiency-* flags still win.")
 def serve_command(model: str, machine: str, prompt: int, output: int, batch: int | None, ttft_slo: float | None,
-                  itl_slo: float | None, price_per_device_hour: float | None, weights_dtype: str,
+                  itl_slo: float | None, price_per_device_hour: float | None, weights_dtype: str | None,
                   kv_dtype: str | None, dtype: str | None, act_dtype: str, fusion: str, experts_hit: str | None,
                   overrides: tuple[str, ...], tp: int, pp: int, ep: int, dp: int, devices: int | None,
                   memory_utilization: float, overlap: bool, efficiency_matmul: str | None,

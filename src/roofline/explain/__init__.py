@@ -6,7 +6,8 @@ Layering: above roofline.models and the core; below roofline.report.
 """
 
 from roofline.explain.model import explain_kernels, explain_kv, explain_model
-from roofline.explain.placement import explain_machine, explain_placement
+from roofline.explain.placement import explain_machine, explain_placement, explain_placements
 from roofline.explain.serve import explain_serve
 
-__all__ = ["explain_kernels", "explain_kv", "explain_machine", "explain_model", "explain_placement", "explain_serve"]
+__all__ = ["explain_kernels", "explain_kv", "explain_machine", "explain_model", "explain_placement",
+           "explain_placements", "explain_serve"]

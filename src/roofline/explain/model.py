@@ -7,12 +7,23 @@ roofline.explain.placement only.
 
 from __future__ import annotations
 
-from roofline.explain.placement import explain_placement
+from roofline.explain.placement import explain_placements
 from roofline.models import AttentionKind, ModelAnalysis, ModelConfig, expected_experts_hit
 from roofline.units import format_bytes, format_count, format_flop, format_intensity, format_time
 from roofline.vocab import Phase, Role
 
 GLOBAL, LOCAL = AttentionKind.GLOBAL, AttentionKind.LOCAL
+TIGHT_HEADROOM = 0.05  # a fit that leaves less than 5% of the usable memory free is "tight"
+
+
+def fit_words(total_bytes: float, usable_bytes: float) -> str:
+    """'fits, 35.6 GiB (49%) headroom'; under TIGHT_HEADROOM of the usable memory left (usable − needed),
+    'fits, tight (<5% headroom): 0.8 GiB (0.6%) left': a longer context or a larger batch will not."""
+    room = usable_bytes - total_bytes
+    share = room / usable_bytes if usable_bytes else 0.0
+    if share < TIGHT_HEADROOM:
+        return f"fits, tight (<{TIGHT_HEADROOM:.0%} headroom): {format_bytes(room, binary=True)} ({share:.1%}) left"
+    return f"fits, {format_bytes(room, binary=True)} ({share:.0%}) headroom"
 
 
 def _sized(n: float) -> str:
@@ -51,6 +62,9 @@ def explain_model(a: ModelAnalysis) -> str:
     kv_bpe = dt.kv_cache.bytes_per_element
     lines = [f"{a.title}", f"    compute dtype {a.dtype.name}; weights {dt.weights.name}, KV cache "
              f"{dt.kv_cache.name}, activations {dt.activations.name}; fusion plan {a.plan}", ""]
+    if cfg.weights_dtype is not None and dt.weights == cfg.weights_dtype and dt.weights.description:
+        lines.insert(2, f"    weights as the checkpoint stores them (its quantization_config): "
+                        f"{dt.weights.description} = {dt.weights.bytes_per_element:.6g} bytes each")
     lines.append("parameters")
     counts = cfg.param_counts()
     for part, n in counts.parts.items():
@@ -136,20 +150,31 @@ def explain_model(a: ModelAnalysis) -> str:
     mem = a.memory
     lines.append("")
     lines.append("memory fit")
+    every = cfg.total_params * dt.weights.bytes_per_element
     lines.append(f"    weights {format_count(cfg.total_params)} params × {dt.weights.bytes_per_element:g} B = "
-                 f"{format_bytes(mem.weights_bytes, binary=True)}; "
-                 f"KV cache {format_bytes(mem.kv_cache_bytes, binary=True)}; total "
-                 f"{format_bytes(mem.total_bytes, binary=True)}")
-    if mem.capacity_bytes:
-        lines.append(f"    {a.machine.name} holds {format_bytes(mem.capacity_bytes, binary=True)}: devices = ceil("
-                     f"{mem.total_bytes:.4g} / {mem.capacity_bytes:.4g}) = {mem.devices}")
+                 f"{format_bytes(every, binary=True)}"
+                 + ("" if a.split.trivial else f" in all; each device holds its share under {a.split}"))
+    lines.append(f"    per device: weights {format_bytes(mem.weights_bytes, binary=True)} + KV cache "
+                 f"{format_bytes(mem.kv_cache_bytes, binary=True)} + workspace "
+                 f"{format_bytes(mem.workspace_bytes, binary=True)} = {format_bytes(mem.total_bytes, binary=True)}")
+    if mem.capacity_bytes and mem.min_split is not None:
+        lines.append(f"    {a.machine.name} holds {format_bytes(mem.capacity_bytes, binary=True)}; the smallest valid "
+                     f"split whose per-device total fits in {mem.utilization:.0%} of it: {mem.min_split} "
+                     f"({mem.devices} device{'s' if mem.devices != 1 else ''}; tensor parallel within a node, "
+                     "then pipeline stages)")
+    if mem.fits and mem.usable_bytes:
+        lines.append(f"    this split: {format_bytes(mem.total_bytes, binary=True)} per device of "
+                     f"{format_bytes(mem.usable_bytes, binary=True)} usable ({mem.utilization:.0%} of "
+                     f"{format_bytes(mem.capacity_bytes or 0.0, binary=True)}): headroom = usable − needed; "
+                     f"{fit_words(mem.total_bytes, mem.usable_bytes)} (tight below {TIGHT_HEADROOM:.0%})")
     if mem.warning:
         lines.append(f"    WARNING: {mem.warning}")
     return "\n".join(lines)
 
 
 def explain_kernels(a: ModelAnalysis) -> str:
-    return "\n\n".join(explain_placement(p) for p in a.placements)
+    """Every kernel's derivation; the datasheet and link sources listed once at the end, cited as [n]."""
+    return explain_placements(a.placements)
 
 
-__all__ = ["explain_kernels", "explain_kv", "explain_model"]
+__all__ = ["TIGHT_HEADROOM", "explain_kernels", "explain_kv", "explain_model", "fit_words"]

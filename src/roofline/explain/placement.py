@@ -14,6 +14,8 @@ roofline.units and roofline.vocab only.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from roofline.graph import Tensor
 from roofline.hardware import Machine
 from roofline.hardware.system import Link, System
@@ -28,6 +30,27 @@ from roofline.units import (
     format_time,
 )
 from roofline.vocab import LINKS, Bound, Level, Unit
+
+
+class Sources:
+    """The sources of one derivation, each printed once: cite() numbers a source the first time it is
+    cited and gives "[n]" every time; text() lists them, "[1] NVIDIA H100 ... datasheet, https://...".
+    Without a Sources, explain_placement cites each source in full where it is used."""
+
+    def __init__(self) -> None:
+        self._numbers: dict[str, int] = {}
+
+    def cite(self, source: str) -> str:
+        return f"[{self._numbers.setdefault(source, len(self._numbers) + 1)}]"
+
+    def text(self) -> str:
+        if not self._numbers:
+            return ""
+        return "sources\n" + "\n".join(f"    [{n}] {source}" for source, n in self._numbers.items())
+
+
+def _cite(source: str, sources: Sources | None) -> str:
+    return f"[{source}]" if sources is None else sources.cite(source)
 
 
 def _tensor_line(verb: str, t: Tensor) -> str:
@@ -70,8 +93,9 @@ def level_time_line(p: Placement, level: Level) -> str:
     return f"{name} bytes / BW = {b:.4g} / {bw:.4g} = {format_time(seconds)}"
 
 
-def explain_placement(p: Placement) -> str:
-    """The derivation of intensity, ridge, attainable FLOP/s, time floor and bound for one kernel."""
+def explain_placement(p: Placement, sources: Sources | None = None) -> str:
+    """The derivation of intensity, ridge, attainable FLOP/s, time floor and bound for one kernel; its
+    ceilings cite their sources in full, or as [n] of `sources` (listed once by whoever holds it)."""
     links = _links(p)
     communication = p.bound_class is Bound.COMMUNICATION
     lines: list[str] = [f"{p.name} on {p.machine.name}, {p.dtype.name}"
@@ -80,8 +104,9 @@ def explain_placement(p: Placement) -> str:
     lines.append("FLOPs")
     if k is not None:
         for op in k.ops:
-            unit = ", ".join(f"{u}" for u in op.flop_by_unit)
-            lines.append(f"    {op.name}: {op.formula} = {format_flop(op.flop)} ({unit} units)")
+            units = ", ".join(f"{u}" for u, f in op.flop_by_unit.items() if f)
+            what = f"{units} units" if units else "no arithmetic: it only moves bytes"
+            lines.append(f"    {op.name}: {op.formula} = {format_flop(op.flop)} ({what})")
             if op.note:
                 lines.append(f"      NB: {op.note}")
     lines.append(f"    total = {format_flop(p.flop)} ({p.flop:.6g} FLOP)")
@@ -110,13 +135,13 @@ def explain_placement(p: Placement) -> str:
             key = p.dtype.peak_key if unit is Unit.MATRIX else p.machine.vector_peak_key(p.dtype)
             what = f"{key} {unit} peak"
             source = p.machine.sources.get("peak." + unit, "catalog")
-            lines.append(f"    {what:<22} = {format_flop_per_s(peak, 4)}   [{source}]")
+            lines.append(f"    {what:<22} = {format_flop_per_s(peak, 4)}   {_cite(source, sources)}")
     lines.append(f"    {'DRAM bandwidth':<22} = {format_bytes_per_s(p.bytes_per_s, 4)}   "
-                 f"[{p.machine.sources.get('memory.dram', 'catalog')}]")
+                 f"{_cite(p.machine.sources.get('memory.dram', 'catalog'), sources)}")
     for lv in links:
         lines.append(f"    {_link_name(p, lv)} = {format_bytes_per_s(p.bandwidth_by_level[lv], 4)} per direction "
                      f"({p.bandwidth_by_level[lv]:.6g} B/s), latency α = "
-                     f"{format_time(p.latency_by_level.get(lv, 0.0), 4)}   [{_link_source(p, lv)}]")
+                     f"{format_time(p.latency_by_level.get(lv, 0.0), 4)}   {_cite(_link_source(p, lv), sources)}")
     if len([u for u, f in p.cost.flop_by_unit.items() if f]) > 1:
         lines.append(f"    blended peak = FLOPs / compute time = {format_flop_per_s(p.peak_flop_per_s, 4)}")
     lines.append("ridge point")
@@ -150,8 +175,9 @@ def explain_placement(p: Placement) -> str:
     lines.append("time floor")
     terms = []
     for unit, seconds in p.unit_times_s.items():
-        terms.append(f"{unit} FLOPs / peak = {p.cost.flop_by_unit[unit]:.4g} / {p.peak_by_unit[unit]:.4g} = "
-                     f"{format_time(seconds)}")
+        work = seconds * p.peak_by_unit[unit]  # the unit's FLOPs (or, for exponential units, operations)
+        what = "FLOPs" if unit in (Unit.MATRIX, Unit.VECTOR) else "ops"
+        terms.append(f"{unit} {what} / peak = {work:.4g} / {p.peak_by_unit[unit]:.4g} = {format_time(seconds)}")
     for level in p.level_times_s:
         terms.append(level_time_line(p, level))
     for term in terms:
@@ -177,6 +203,10 @@ def explain_placement(p: Placement) -> str:
         lines.append(f"    I = {format_intensity(p.flop_per_byte, 5)} {cmp} "
                      f"{format_intensity(p.kernel_ridge_flop_per_byte, 4)}"
                      f" → {p.bound_class}-bound (limited by {p.bound})")
+    if len(p.resource_times_s) > 2 or p.chip_notes:  # inside the chip: every unit and level, with headroom
+        from roofline.explain.chip import explain_resources
+
+        lines.append(explain_resources(p))
     if p.measured_time_s is not None:
         lines.append("measured")
         lines.append(f"    time = {format_time(p.measured_time_s)}; achieved = FLOPs / time = "
@@ -275,4 +305,13 @@ def explain_system(s: System) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["explain_machine", "explain_placement", "explain_system", "level_time_line"]
+def explain_placements(placements: Iterable[Placement]) -> str:
+    """Several kernels' derivations, then their sources, each listed once and cited as [n]."""
+    sources = Sources()
+    body = "\n\n".join(explain_placement(p, sources) for p in placements)
+    listed = sources.text()
+    return body + ("\n\n" + listed if listed else "")
+
+
+__all__ = ["Sources", "explain_machine", "explain_placement", "explain_placements", "explain_system",
+           "level_time_line"]

@@ -1,33 +1,61 @@
 """Machine files (TOML) in, Machines out; and a Machine back out to TOML (for `measure --save`).
 
 One file per machine under data/, every section citing its source. A user's file works the same
-way (`--machine path/to/file.toml`). Every malformed file fails with one line naming the file, the
-field and what was expected.
+way (`--machine path/to/file.toml`; a path always means the file, even when its id is a catalog
+name: `shadow_note`). Every malformed file fails with one line naming the file, the field and what
+was expected: a string where a string belongs, every figure finite and within FIGURE_RANGES, and
+only a regular file of at most 1 MiB is read (roofline.fileio.read_text_file). `machine_to_toml`
+writes through tomli_w, every figure exact, so any id, name or note reads back equal.
 
-Layering: imports roofline.units, roofline.errors, roofline.hardware.machine.
+Layering: imports roofline.units, roofline.errors, roofline.fileio, roofline.hardware.machine (and
+.chip), tomli_w.
 """
 
 from __future__ import annotations
 
 import functools
+import math
+import sys
 import tomllib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from roofline.errors import RooflineError, unknown
+from roofline.fileio import read_text_file
+from roofline.hardware.chip import parse_chip
 from roofline.hardware.machine import PEAK_KEYS, Machine, MemoryLevel
-from roofline.units import UnitError, format_bytes, format_bytes_per_s, format_flop_per_s, parse_quantity
+from roofline.units import UnitError, format_bytes, format_bytes_per_s, format_flop_per_s, format_time, parse_quantity
 from roofline.vocab import Level
 
 DATA = Path(__file__).parent / "data"
 DEFAULT_MACHINE = "h100"  # the machine the library and the command line analyse on when none is named
 
+# [chip] is the chip's own table (SMs, clocks, per-SM rates), parsed by roofline.hardware.chip
 _TOP = {"id", "name", "aliases", "vendor", "kind", "architecture", "year", "note", "notes",
-        "measured", "peak", "memory", "interconnect"}
+        "measured", "peak", "memory", "interconnect", "chip"}
 _PEAK_SECTIONS = {"matrix", "sparse", "vector"}
 _MEMORY_KEYS = {"source", "technology", "bandwidth", "capacity", "note"}
+_INTERCONNECT_KEYS = {"source", "name", "bandwidth", "note"}
 _KINDS = {"gpu", "cpu", "tpu", "accelerator"}
+
+# The range a figure in a machine or system file may take: wide enough for a phone CPU and for a
+# whole rack, narrow enough that a typo (1e300, a unit forgotten) is caught and the ridge
+# (peak / bandwidth) and every chart stay finite. Outside it, one line states the range.
+FIGURE_RANGES: dict[str, tuple[float, float]] = {
+    "flop_per_s": (1e6, 1e19),  # 1 MFLOP/s to 10 EFLOP/s
+    "bytes_per_s": (1e6, 1e16),  # 1 MB/s to 10 PB/s
+    "bytes": (1.0, 2.0**50),  # 1 B to 1 PiB
+    "time_s": (1e-10, 10.0),  # 0.1 ns to 10 s (a link's latency)
+}
+_FORMAT: dict[str, Callable[[float, int], str]] = {
+    "flop_per_s": format_flop_per_s,
+    "bytes_per_s": format_bytes_per_s,
+    "bytes": lambda v, d: format_bytes(v, d, binary=True),
+    "time_s": format_time,
+}
+_EXAMPLE = {"flop_per_s": "989.4 TFLOP/s", "bytes_per_s": "3.35 TB/s", "bytes": "80 GiB", "time_s": "15 us"}
+YEARS = (1940, 2200)
 
 
 class MachineFileError(RooflineError):
@@ -45,14 +73,52 @@ def _table(raw: Mapping[str, Any], key: str, path: Path | str) -> Mapping[str, A
     return value
 
 
-def _quantity(value: Any, kind: str, where: str, path: Path | str) -> float:
+def _shown(value: Any) -> str:
+    """A value for an error line, at most 60 characters whatever it is."""
+    try:
+        text = repr(value)
+    except ValueError:  # an int past Python's str() digit limit
+        return f"an integer of more than {sys.get_int_max_str_digits():,} digits"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def check_figure(value: Any, kind: str, where: str) -> float:
+    """A figure of a machine or system file: a quantity string ("3.35 TB/s") or a number in base units,
+    finite and within FIGURE_RANGES[kind]. Raises UnitError with what was wrong and the range."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise UnitError(f"{where} must be a quantity like {_EXAMPLE[kind]!r} or a number, got {_shown(value)}")
+    lo, hi = FIGURE_RANGES[kind]
+    span = f"from {_FORMAT[kind](lo, 3)} to {_FORMAT[kind](hi, 3)}"
+    if isinstance(value, int) and value > hi:  # before float(): 10**400 has no float
+        raise UnitError(f"{where} must be {span}, got {_shown(value)}")
     try:
         number = parse_quantity(value, kind)  # type: ignore[arg-type]
     except UnitError as exc:
-        raise _fail(path, f"{where}: {exc}") from None
+        raise UnitError(f"{where}: {exc}") from None
+    except (OverflowError, ValueError):
+        raise UnitError(f"{where} must be {span}, got {_shown(value)}") from None
+    if not math.isfinite(number):
+        raise UnitError(f"{where} must be a finite figure {span}, got {_shown(value)}")
     if not number > 0:
-        raise _fail(path, f"{where} must be positive, got {value!r}")
+        raise UnitError(f"{where} must be positive ({span}), got {_shown(value)}")
+    if not lo <= number <= hi:
+        raise UnitError(f"{where} must be {span}, got {_shown(value)}")
     return number
+
+
+def _quantity(value: Any, kind: str, where: str, path: Path | str) -> float:
+    try:
+        return check_figure(value, kind, where)
+    except UnitError as exc:
+        raise _fail(path, str(exc)) from None
+
+
+def _text(section: Mapping[str, Any], key: str, where: str, path: Path | str) -> str:
+    """A string field ("" when absent); a number, a date, a list or a table is refused."""
+    value = section.get(key, "")
+    if not isinstance(value, str):
+        raise _fail(path, f"{where}{key} must be a string, got {_shown(value)}")
+    return value
 
 
 def _peaks(section: Mapping[str, Any], name: str, path: Path | str,
@@ -60,9 +126,10 @@ def _peaks(section: Mapping[str, Any], name: str, path: Path | str,
     out: dict[str, float] = {}
     for key, value in section.items():
         if key == "source":
-            sources[f"peak.{name}"] = str(value)
+            if text := _text(section, key, f"[peak.{name}] ", path):
+                sources[f"peak.{name}"] = text
         elif key == "note":
-            notes.append(f"peak.{name}: {value}")
+            notes.append(f"peak.{name}: {_text(section, key, f'[peak.{name}] ', path)}")
         elif key in PEAK_KEYS:
             out[key] = _quantity(value, "flop_per_s", f"[peak.{name}] {key}", path)
         else:
@@ -71,19 +138,22 @@ def _peaks(section: Mapping[str, Any], name: str, path: Path | str,
 
 
 def parse_machine(raw: Mapping[str, Any], path: Path | str = "<data>", require_sources: bool = False) -> Machine:
-    """Build a Machine from a parsed TOML document, checking every field."""
+    """Build a Machine from a parsed TOML document, checking every field: strings are strings, figures
+    finite and within FIGURE_RANGES, lists lists of strings."""
+    if not isinstance(raw, Mapping):
+        raise _fail(path, "expected a TOML document (a table of fields)")
     extra = set(raw) - _TOP
     if extra:
-        raise _fail(path, f"unknown field(s) {', '.join(sorted(extra))}")
+        raise _fail(path, f"unknown field(s) {', '.join(sorted(map(str, extra)))}")
     for key in ("id", "name"):
         if not isinstance(raw.get(key), str) or not raw[key].strip():
             raise _fail(path, f"missing {key!r} (a non-empty string)")
     kind = raw.get("kind", "gpu")
-    if kind not in _KINDS:
-        raise _fail(path, f"kind must be one of {', '.join(sorted(_KINDS))}, got {kind!r}")
+    if not isinstance(kind, str) or kind not in _KINDS:
+        raise _fail(path, f"kind must be one of {', '.join(sorted(_KINDS))}, got {_shown(kind)}")
     sources: dict[str, str] = {}
-    notes: list[str] = [str(raw["note"])] if "note" in raw else []
-    notes += [str(n) for n in raw.get("notes", [])]
+    notes: list[str] = [_text(raw, "note", "", path)] if "note" in raw else []
+    notes += _strings(raw, "notes", path)
 
     peak = _table(raw, "peak", path)
     if set(peak) - _PEAK_SECTIONS:
@@ -99,37 +169,42 @@ def parse_machine(raw: Mapping[str, Any], path: Path | str = "<data>", require_s
     for level_name, level in _table(raw, "memory", path).items():
         if level_name not in tuple(Level):
             raise _fail(path, f"unknown memory level [memory.{level_name}]; levels are {', '.join(Level)}")
+        where = f"[memory.{level_name}] "
         if not isinstance(level, Mapping):
-            raise _fail(path, f"[memory.{level_name}] must be a table")
+            raise _fail(path, f"{where.strip()} must be a table")
         bad = set(level) - _MEMORY_KEYS
         if bad:
-            raise _fail(path, f"[memory.{level_name}] has unknown field(s) {', '.join(sorted(bad))}")
+            raise _fail(path, f"{where}has unknown field(s) {', '.join(sorted(bad))}")
         bw = level.get("bandwidth")
         cap = level.get("capacity")
         memory[Level(level_name)] = MemoryLevel(
             name=Level(level_name),
-            bytes_per_s=None if bw is None else _quantity(bw, "bytes_per_s", f"[memory.{level_name}] bandwidth", path),
-            capacity_bytes=None if cap is None else _quantity(cap, "bytes", f"[memory.{level_name}] capacity", path),
-            technology=str(level.get("technology", "")),
-            source=str(level.get("source", "")),
+            bytes_per_s=None if bw is None else _quantity(bw, "bytes_per_s", f"{where}bandwidth", path),
+            capacity_bytes=None if cap is None else _quantity(cap, "bytes", f"{where}capacity", path),
+            technology=_text(level, "technology", where, path),
+            source=_text(level, "source", where, path),
         )
-        if "source" in level:
-            sources[f"memory.{level_name}"] = str(level["source"])
+        if memory[Level(level_name)].source:
+            sources[f"memory.{level_name}"] = memory[Level(level_name)].source
         if "note" in level:
-            notes.append(f"memory.{level_name}: {level['note']}")
+            notes.append(f"memory.{level_name}: {_text(level, 'note', where, path)}")
     if Level.DRAM not in memory or memory[Level.DRAM].bytes_per_s is None:
         raise _fail(path, "missing [memory.dram] bandwidth (e.g. bandwidth = \"3.35 TB/s\")")
 
     ic = _table(raw, "interconnect", path)
     ic_bw = None
     if ic:
+        bad = set(ic) - _INTERCONNECT_KEYS
+        if bad:
+            raise _fail(path, f"[interconnect] has unknown field(s) {', '.join(sorted(bad))}; "
+                              f"fields are {', '.join(sorted(_INTERCONNECT_KEYS))}")
         if "bandwidth" not in ic:
             raise _fail(path, "[interconnect] needs a bandwidth")
         ic_bw = _quantity(ic["bandwidth"], "bytes_per_s", "[interconnect] bandwidth", path)
-        if "source" in ic:
-            sources["interconnect"] = str(ic["source"])
+        if text := _text(ic, "source", "[interconnect] ", path):
+            sources["interconnect"] = text
         if "note" in ic:
-            notes.append(f"interconnect: {ic['note']}")
+            notes.append(f"interconnect: {_text(ic, 'note', '[interconnect] ', path)}")
 
     if require_sources:
         needed = ["peak.matrix", "memory.dram"]
@@ -140,12 +215,13 @@ def parse_machine(raw: Mapping[str, Any], path: Path | str = "<data>", require_s
         if missing:
             raise _fail(path, f"section(s) without a source: {', '.join(missing)}")
 
-    aliases = raw.get("aliases", [])
-    if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
-        raise _fail(path, "aliases must be a list of strings")
+    aliases = _strings(raw, "aliases", path)
     year = raw.get("year")
-    if year is not None and not isinstance(year, int):
-        raise _fail(path, "year must be an integer")
+    if year is not None and (isinstance(year, bool) or not isinstance(year, int) or not YEARS[0] <= year <= YEARS[1]):
+        raise _fail(path, f"year must be an integer from {YEARS[0]} to {YEARS[1]}, got {_shown(year)}")
+    measured = raw.get("measured", False)
+    if not isinstance(measured, bool):
+        raise _fail(path, f"measured must be true or false, got {_shown(measured)}")
     return Machine(
         id=raw["id"].strip().lower(),
         name=raw["name"],
@@ -154,29 +230,39 @@ def parse_machine(raw: Mapping[str, Any], path: Path | str = "<data>", require_s
         sparse_flop_per_s=sparse,
         memory=memory,
         aliases=tuple(a.lower() for a in aliases),
-        vendor=str(raw.get("vendor", "")),
+        vendor=_text(raw, "vendor", "", path),
         kind=kind,
-        architecture=str(raw.get("architecture", "")),
+        architecture=_text(raw, "architecture", "", path),
         year=year,
         interconnect_bytes_per_s=ic_bw,
-        interconnect_name=str(ic.get("name", "")) if ic else "",
+        interconnect_name=_text(ic, "name", "[interconnect] ", path) if ic else "",
         sources=sources,
         notes=tuple(notes),
-        measured=bool(raw.get("measured", False)),
+        measured=measured,
         path=str(path),
+        chip=parse_chip(raw.get("chip"), path, matrix, vector, require_sources),
     )
 
 
+def _strings(raw: Mapping[str, Any], key: str, path: Path | str) -> list[str]:
+    value = raw.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(a, str) for a in value):
+        raise _fail(path, f"{key} must be a list of strings, got {_shown(value)}")
+    return list(value)
+
+
 def read_toml(path: Path, what: str, error: type[RooflineError]) -> dict[str, Any]:
-    """A TOML file's document, or one line naming the file and what is wrong with it."""
+    """A TOML file's document, or one line naming the file and what is wrong with it. Only a regular
+    file of at most 1 MiB is read (roofline.fileio.read_text_file): never a FIFO or /dev/zero."""
+    text = read_text_file(path, what, error=error)
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise error(f"{what} file {path} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise error(f"{what} file {path}: cannot read it ({exc})") from None
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise error(f"{what} file {path} is not valid TOML: {exc}") from None
+    except RecursionError:
+        raise error(f"{what} file {path} is not a {what} file: its arrays or tables nest too deeply") from None
+    except ValueError:  # Python's limit on the digits of an int
+        raise error(f"{what} file {path}: a number in it is too long to read") from None
 
 
 def name_index(entries: Iterable[tuple[str, Sequence[str]]], what: str) -> dict[str, str]:
@@ -210,8 +296,23 @@ def _names() -> dict[str, str]:
     return name_index(((m.id, m.aliases) for m in catalog().values()), "machine")
 
 
+def shadow_note(m: Machine) -> str:
+    """For a machine read from a file whose id or an alias is also a catalog name: one line saying the
+    file is used, not the catalog machine (a path always names the file). "" otherwise."""
+    if not m.path or Path(m.path).parent == DATA:
+        return ""
+    names = _names()
+    taken = [n for n in (m.id, *m.aliases) if n in names]
+    if not taken:
+        return ""
+    return (f"{m.path} names its machine {taken[0]!r}, as the catalog's {names[taken[0]]} is named; the file's "
+            f"figures are used (a path always means the file; `roofline machine {names[taken[0]]}` shows the "
+            f"catalog's)")
+
+
 def get_machine(name: str | Machine) -> Machine:
-    """A catalog machine by id or alias ("h100", "H100-SXM"), or a machine file by path."""
+    """A catalog machine by id or alias ("h100", "H100-SXM"), or a machine file by path. A path
+    always means the file, even if its id is a catalog name (`shadow_note` says so)."""
     if isinstance(name, Machine):
         return name
     text = name.strip()
@@ -224,49 +325,72 @@ def get_machine(name: str | Machine) -> Machine:
     raise unknown("machine", text, names, "see `roofline machines`, or pass a machine file path")
 
 
-def _q(s: str) -> str:
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+def _figure(value: float, kind: str) -> str | float:
+    """A figure as the file writes it: the shortest quantity string (4 significant digits or more,
+    "989.4 TFLOP/s") that reads back to exactly `value`; a bare number in base units where none does."""
+    for digits in range(4, 18):
+        text = _FORMAT[kind](value, digits)
+        try:
+            if parse_quantity(text, kind) == value:  # type: ignore[arg-type]
+                return text
+        except UnitError:
+            break
+    return float(value)
 
 
 def machine_to_toml(m: Machine, header: str = "") -> str:
-    """The machine file form of `m`, readable back by load_machine_file (figures to 4 digits)."""
-    lines = [f"# {line}" for line in header.splitlines()] if header else []
-    lines += [f"id = {_q(m.id)}", f"name = {_q(m.name)}"]
+    """The machine file form of `m`, readable back by load_machine_file to an equal Machine (every
+    figure exact; strings escaped by tomli_w, so any id, name or note survives the trip)."""
+    import tomli_w  # only a writer needs it: the command line starts without it
+
+    doc: dict[str, Any] = {"id": m.id, "name": m.name}
     if m.aliases:
-        lines.append("aliases = [" + ", ".join(_q(a) for a in m.aliases) + "]")
+        doc["aliases"] = list(m.aliases)
     for key in ("vendor", "kind", "architecture"):
         if getattr(m, key):
-            lines.append(f"{key} = {_q(getattr(m, key))}")
+            doc[key] = getattr(m, key)
     if m.year is not None:
-        lines.append(f"year = {m.year}")
+        doc["year"] = m.year
     if m.measured:
-        lines.append("measured = true")
+        doc["measured"] = True
     if m.notes:
-        lines.append("notes = [" + ", ".join(_q(n) for n in m.notes) + "]")
+        doc["notes"] = list(m.notes)
+    peak: dict[str, Any] = {}
     for section, table in (("matrix", m.matrix_flop_per_s), ("sparse", m.sparse_flop_per_s),
                            ("vector", m.vector_flop_per_s)):
-        if not table:
+        if not table and not m.sources.get(f"peak.{section}"):
             continue
-        lines += ["", f"[peak.{section}]"]
+        out: dict[str, Any] = {}
         if m.sources.get(f"peak.{section}"):
-            lines.append(f"source = {_q(m.sources[f'peak.{section}'])}")
+            out["source"] = m.sources[f"peak.{section}"]
         for key in sorted(table, key=PEAK_KEYS.index):
-            lines.append(f"{key} = {_q(format_flop_per_s(table[key], 4))}")
+            out[key] = _figure(table[key], "flop_per_s")
+        peak[section] = out
+    if peak:
+        doc["peak"] = peak
+    memory: dict[str, Any] = {}
     for level in m.memory.values():
-        lines += ["", f"[memory.{level.name}]"]
+        out = {}
         if level.source:
-            lines.append(f"source = {_q(level.source)}")
+            out["source"] = level.source
         if level.technology:
-            lines.append(f"technology = {_q(level.technology)}")
+            out["technology"] = level.technology
         if level.bytes_per_s is not None:
-            lines.append(f"bandwidth = {_q(format_bytes_per_s(level.bytes_per_s, 4))}")
+            out["bandwidth"] = _figure(level.bytes_per_s, "bytes_per_s")
         if level.capacity_bytes is not None:
-            lines.append(f"capacity = {_q(format_bytes(level.capacity_bytes, 4, binary=True))}")
+            out["capacity"] = _figure(level.capacity_bytes, "bytes")
+        memory[str(level.name)] = out
+    if memory:
+        doc["memory"] = memory
     if m.interconnect_bytes_per_s:
-        lines += ["", "[interconnect]"]
+        ic: dict[str, Any] = {}
         if m.sources.get("interconnect"):
-            lines.append(f"source = {_q(m.sources['interconnect'])}")
+            ic["source"] = m.sources["interconnect"]
         if m.interconnect_name:
-            lines.append(f"name = {_q(m.interconnect_name)}")
-        lines.append(f"bandwidth = {_q(format_bytes_per_s(m.interconnect_bytes_per_s, 4))}")
-    return "\n".join(lines) + "\n"
+            ic["name"] = m.interconnect_name
+        ic["bandwidth"] = _figure(m.interconnect_bytes_per_s, "bytes_per_s")
+        doc["interconnect"] = ic
+    # a comment holds no control character but tab: any other is written as "?"
+    comment = "".join("# " + "".join(c if c == "\t" or (c >= " " and c != "\x7f") else "?" for c in line) + "\n"
+                      for line in header.splitlines())
+    return comment + tomli_w.dumps(doc)

@@ -16,6 +16,7 @@ from typing import Any
 
 from roofline.dtypes import DType, get_dtype
 from roofline.errors import RooflineError
+from roofline.hardware.chip import Chip
 from roofline.vocab import Level, Unit
 
 PEAK_KEYS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "int8", "fp4", "int4")
@@ -54,6 +55,7 @@ class Machine:
     notes: tuple[str, ...] = ()
     measured: bool = False
     path: str = ""  # file it was read from
+    chip: Chip | None = None  # per-SM rates (exp units, shared memory, L2); None: DRAM and the datasheet units only
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "matrix_flop_per_s", _frozen(self.matrix_flop_per_s))
@@ -141,4 +143,5 @@ class Machine:
             "ridge_flop_per_byte": {d: self.ridge_flop_per_byte(d) for d in self.matrix_flop_per_s},
             "sources": dict(self.sources),
             "measured": self.measured,
+            "chip": self.chip.to_dict() if self.chip is not None else None,
         }

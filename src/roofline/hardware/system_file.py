@@ -51,6 +51,7 @@ from roofline.hardware.catalog import (
     MachineFileError,
     _names,
     catalog,
+    check_figure,
     get_machine,
     load_machine_file,
     name_index,
@@ -58,7 +59,7 @@ from roofline.hardware.catalog import (
 )
 from roofline.hardware.machine import Machine
 from roofline.hardware.system import Link, System, Topology
-from roofline.units import UnitError, format_bytes_per_s, parse_quantity
+from roofline.units import UnitError, format_bytes_per_s
 
 SYSTEMS = DATA / "systems"
 DEFAULT_DEVICES = 8  # a bare device becomes one node of this many devices unless told otherwise
@@ -102,15 +103,11 @@ def _positive_int(raw: Mapping[str, Any], key: str, path: Path | str, default: i
 
 
 def _quantity(value: Any, kind: str, where: str, path: Path | str) -> float:
-    if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise _fail(path, f"{where} must be a quantity like '450 GB/s' or '15 us', got {value!r}")
+    """A finite figure within the range machine files allow (roofline.hardware.catalog.FIGURE_RANGES)."""
     try:
-        number = parse_quantity(value, kind)  # type: ignore[arg-type]
+        return check_figure(value, kind, where)
     except UnitError as exc:
-        raise _fail(path, f"{where}: {exc}") from None
-    if not number > 0:
-        raise _fail(path, f"{where} must be positive, got {value!r}")
-    return number
+        raise _fail(path, str(exc)) from None
 
 
 def _string(section: Mapping[str, Any], key: str, where: str, path: Path | str) -> str:
@@ -328,6 +325,16 @@ def _is_system_document(raw: Mapping[str, Any]) -> bool:
     return raw.get("kind") == "system" or "devices_per_node" in raw or "link" in raw
 
 
+def is_system_file(path: str | os.PathLike[str]) -> bool:
+    """A readable TOML file that describes a system (devices per node, links). Anything else, even an
+    unreadable file, a FIFO or a device, is False (never read past 1 MiB, never waited on): the
+    machine loader then says what is wrong with it."""
+    try:
+        return _is_system_document(_read_toml(Path(path)))
+    except RooflineError:
+        return False
+
+
 def get_system(name: str | os.PathLike[str] | System | Machine, devices: int | None = None) -> System:
     """A catalog system by id or alias ("dgx-h100"), a system file by path, or a bare device (a catalog
     machine or a machine file) made one node of `devices` devices (default 8). With a system,
@@ -363,4 +370,4 @@ def get_system(name: str | os.PathLike[str] | System | Machine, devices: int | N
 
 
 __all__ = ["DEFAULT_DEVICES", "DEFAULT_LINK_LATENCY_S", "SystemFileError", "device_system", "get_system",
-           "load_system_file", "parse_system", "system_catalog"]
+           "is_system_file", "load_system_file", "parse_system", "system_catalog"]

@@ -324,20 +324,20 @@ def parse_calibration(raw: Any, path: str = "<data>") -> Calibration:
 
 def load_calibration(path: str | os.PathLike[str]) -> Calibration:
     """Read a calibration file (JSON). A missing, unreadable or malformed file fails in one line."""
+    from roofline.fileio import read_text_file
+
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not p.exists() and not p.is_symlink():
         raise RooflineError(f"calibration file {p} does not exist (write one with "
-                            "`roofline bench --save-calibration FILE`)") from None
-    except IsADirectoryError:
-        raise RooflineError(f"calibration file {p} is a folder") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RooflineError(f"cannot read calibration file {p}: {getattr(exc, 'strerror', None) or exc}") from None
+                            "`roofline bench --save-calibration FILE`)")
+    text = read_text_file(p, "calibration")  # a regular file of at most 1 MiB: never a FIFO or /dev/zero
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
         raise RooflineError(f"{p}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    except (RecursionError, ValueError):  # nested too deeply, or an int past Python's digit limit
+        raise RooflineError(f"{p}: not a calibration file (its JSON nests too deeply or holds too long a "
+                            "number)") from None
     return parse_calibration(raw, str(p))
 
 

@@ -17,6 +17,11 @@ off), tf32, bf16, fp16 and fp8 (torch._scaled_mm, where the GPU has FP8 tensor c
 a ladder until the next size would take too long, so a dtype the device only emulates (fp16 on
 most CPUs) is measured at a small size instead of stalling the run.
 
+Cache levels (CPU). A working-set ladder from 16 KiB to 4x the last-level cache finds the L1, L2
+and L3 bandwidths as plateaus of bandwidth against working set (levels.py, the ERT/CARM method);
+they are saved as memory levels l1, l2, l3 beside DRAM, whose figure stays STREAM's above. On CUDA,
+cuda_chip.py measures the L2 and the L1/shared-memory bandwidth and the exponential units' rate.
+
 Each ceiling is the best rate over the repeats and backends (the minimum time: what the hardware
 proved it can do, STREAM's convention); min / median / max are all kept.
 
@@ -42,7 +47,9 @@ from roofline.hardware import Machine, MemoryLevel, catalog
 from roofline.hardware.machine import PEAK_KEYS
 from roofline.measure.cpu import measure_cpu
 from roofline.measure.cuda import measure_cuda
+from roofline.measure.cuda_chip import ChipRun, measure_cuda_chip
 from roofline.measure.env import Environment, capture_environment
+from roofline.measure.levels import CacheLadder, measure_ladder
 from roofline.measure.runs import CeilingRun, Plan, Progress
 from roofline.vocab import Bound, Level, Unit
 
@@ -67,6 +74,8 @@ class Ceilings:
     skipped: Mapping[str, str] = field(default_factory=dict)  # dtype or kernel -> why not measured
     wall_s: float = 0.0
     quick: bool = False
+    ladder: CacheLadder | None = None  # the cache levels' bandwidths (CPU), levels.py
+    chip_runs: tuple[ChipRun, ...] = ()  # L2, L1/shared SRAM and exp rate (CUDA), cuda_chip.py
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "skipped", MappingProxyType(dict(self.skipped)))
@@ -108,6 +117,23 @@ class Ceilings:
                                     f"roofline measure ({how}): best {mem.name} ({mem.backend}), STREAM byte count")}
         sources = {"peak.matrix": f"roofline measure ({how}): best random-normal square matmul per dtype",
                    "memory.dram": memory[Level.DRAM].source}
+        if self.ladder is not None:
+            for level, plateau in self.ladder.levels.items():
+                if level is Level.DRAM:  # DRAM's figure is STREAM's, over arrays far past the caches
+                    continue
+                size = self.ladder.cache_bytes.get(level)
+                memory[level] = MemoryLevel(
+                    level, plateau.bytes_per_s, size[0] if size else None, "",
+                    f"roofline measure ({how}): {self.ladder.describe()}; {level} = median of "
+                    f"{plateau.sizes} sizes, {plateau.first_bytes / 2**10:g}-{plateau.last_bytes / 2**10:g} KiB"
+                    + (f"; capacity: cpu0's cache in sysfs, shared by {size[1]} of this process' CPUs" if size else ""))
+                sources[f"memory.{level}"] = memory[level].source
+        for run in self.chip_runs:
+            if isinstance(run.resource, Level) and run.resource not in memory:
+                cap = env.llc_bytes if run.resource is Level.L2 else None
+                memory[run.resource] = MemoryLevel(run.resource, run.best_rate, cap, "",
+                                                   f"roofline measure ({how}): {run.name}, {run.counted}")
+                sources[f"memory.{run.resource}"] = memory[run.resource].source
         vector: dict[str, float] = {}
         datasheet = self.catalog_match()
         if datasheet is not None and datasheet.vector_flop_per_s:
@@ -115,6 +141,8 @@ class Ceilings:
             sources["peak.vector"] = f"datasheet of {datasheet.id}, not measured"
         notes = [f"measured on {line}" if i == 0 else line for i, line in enumerate(env.summary_lines())]
         notes += [f"not measured: {k} ({why})" for k, why in self.skipped.items()]
+        notes += [f"measured: {r.name} {r.best_rate:.4g} exponentials/s ({r.counted})"
+                  for r in self.chip_runs if r.resource is Unit.EXP]
         return Machine(
             id=machine_id or f"measured-{_slug(env.device_name)}",
             name=name or f"{env.device_name} (measured)",
@@ -150,6 +178,18 @@ class Ceilings:
             "skipped": dict(self.skipped),
             "environment": self.environment.to_dict(),
         }
+        if self.chip_runs:
+            d["chip_runs"] = [r.to_dict() for r in self.chip_runs]
+            chip = getattr(self.catalog_match(), "chip", None)
+            if chip is not None:  # against rate per clock per SM × SMs × clock of the catalog's [chip]
+                derived = {Level.L2: chip.l2_bytes_per_s, Level.SMEM: chip.smem_bytes_per_s, Unit.EXP: chip.exp_per_s}
+                d["chip_comparison"] = [
+                    {"resource": r.resource, "measured": r.best_rate, "per_sm_figures": derived[r.resource],
+                     "ratio": r.best_rate / derived[r.resource]}
+                    for r in self.chip_runs if derived.get(r.resource)]
+        if self.ladder is not None:
+            d["cache_ladder"] = self.ladder.to_dict()
+            d["levels_bytes_per_s"] = {lv: p.bytes_per_s for lv, p in self.ladder.levels.items()}
         ds = self.catalog_match()
         if ds is not None:
             d["datasheet"] = {"machine": ds.id, "comparison": self.comparison(ds)}
@@ -184,8 +224,20 @@ def measure_ceilings(plan: Plan | None = None, progress: Progress | None = None)
     t0 = time.perf_counter()
     env = capture_environment(plan.device)
     say = progress or (lambda _text: None)
+    ladder = None
+    chip_runs: list[ChipRun] = []
     if plan.device == "cpu":
         runs, skipped = measure_cpu(plan, env, say)
+        if plan.memory:
+            streamed = [r.best_rate for r in runs if r.kind is Bound.MEMORY]
+            ladder = measure_ladder(plan, env, say, max(streamed, default=None))
     else:
         runs, skipped = measure_cuda(plan, env, say)
-    return Ceilings(plan.device, env, tuple(runs), skipped, time.perf_counter() - t0, plan.quick)
+        if plan.memory:
+            try:
+                chip_runs, chip_skipped = measure_cuda_chip(plan, env, say)
+            except Exception as exc:  # never at the cost of the ceilings measured above
+                chip_runs, chip_skipped = [], {"inside the chip": f"{type(exc).__name__}: {str(exc)[:160]}"}
+            skipped = {**skipped, **chip_skipped}
+    return Ceilings(plan.device, env, tuple(runs), skipped, time.perf_counter() - t0, plan.quick, ladder,
+                    tuple(chip_runs))

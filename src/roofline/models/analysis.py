@@ -37,7 +37,7 @@ from roofline.errors import RooflineError
 from roofline.hardware import DEFAULT_MACHINE, Machine, get_machine, get_system
 from roofline.models.build import DEFAULT_PLAN, PLANS, ModelGraph, as_plan, build_graph
 from roofline.models.config import load_config
-from roofline.models.dtypes import ModelDtypes, compute_dtype, model_dtypes
+from roofline.models.dtypes import ModelDtypes, compute_dtype, for_checkpoint, model_dtypes
 from roofline.models.memory import DEFAULT_UTILIZATION, MemoryFit, memory_fit
 from roofline.models.stepmodel import Crossover, StepModel, find_crossover
 from roofline.models.transformer import ModelConfig
@@ -387,7 +387,7 @@ def analyze_model(model: str | ModelConfig, machine: str | Machine = DEFAULT_MAC
         raise RooflineError(f"the split {sp} needs {sp.devices} devices; {system.id} has {system.max_devices}")
     m = (system.device_machine(min(max(sp.tp, sp.ep), system.devices_per_node)) if system is not None
          else get_machine(machine))
-    dt = dtypes or model_dtypes()
+    dt = for_checkpoint(dtypes or model_dtypes(), cfg.weights_dtype)
     dpn = system.devices_per_node if system is not None else 1
     mg = build_graph(cfg, phase, batch, cfg.length(seq), dt, experts_hit, sp, dpn if not sp.trivial else None)
     cdt = compute_dtype(dt, m)

@@ -13,12 +13,16 @@ it. Shapes, with N = batch × tokens per sequence (the prompt length in prefill,
     o_proj, attn_residual, mlp_norm
     gate_up_proj, act, down_proj       (SwiGLU/GeGLU; GPT-2: up, GELU, down)
     or MoE: router, topk, dispatch, experts.gate_up, experts.act, experts.down, shared.*, combine
-    mlp_residual, final_norm, lm_head  (prefill: only the last token of each sequence needs logits)
+    mlp_residual, final_norm, lm_head  (prefill: only the last token of each sequence needs logits;
+                   ModelConfig.logits "all" projects every position, as a plain forward() does)
 
 MLA (DeepSeek-V3) in decode runs as DeepSeek runs it: W_UK absorbed into the query and W_UV into
 the output, attention over the compressed latent cache of kv_lora_rank + qk_rope_head_dim values
 per token per layer (one shared "head" of 576). Prefill decompresses K and V (kv_b_proj) and runs
 ordinary multi-head attention, as DeepSeek's prefill does.
+ModelConfig.mla "expanded" runs decode as Hugging Face's DeepseekV3Attention
+does: the new token's latent decompressed by kv_b_proj and K, V cached and read per head
+(H·(d_nope + d_rope + d_v) values per token per layer instead of 576).
 
 MoE weight traffic depends on how many distinct experts the step's tokens hit. Default: the
 expectation when each of the N tokens picks k of E experts uniformly at random and independently,
@@ -45,7 +49,7 @@ from types import MappingProxyType
 from roofline.errors import RooflineError
 from roofline.graph import FusionPlan, Graph, Op, Tensor
 from roofline.kernels import FLOP_PER_ELEMENT, attention_ops, elementwise_op, matmul_op, norm_op
-from roofline.models.dtypes import ModelDtypes, model_dtypes
+from roofline.models.dtypes import ModelDtypes, for_checkpoint, model_dtypes
 from roofline.models.formulas import experts_hit, windowed_pairs
 from roofline.models.split import Comm, check_moe_rows, check_split, comm_for, sequence_split, shard
 from roofline.models.transformer import AttentionKind, MlpKind, ModelConfig
@@ -307,7 +311,10 @@ class _Builder:
             self.fuse(lat, qb)
         else:
             self.add(matmul_op("q_proj", x, self.weight("q_proj.weight", (h, H * (dn + dr))), q, layers))
-        if self.shape.phase == Phase.DECODE:
+        if self.shape.phase == Phase.PREFILL and cfg.mla == "absorbed":
+            raise RooflineError("--mla absorbed applies to decode: MLA prefill runs decompressed, as DeepSeek's "
+                                "prefill does (give --mla expanded or leave it out)")
+        if self.shape.phase == Phase.DECODE and cfg.mla != "expanded":
             cached = cfg.cached_tokens(AttentionKind.GLOBAL, self.shape.seq)
             q_nope = self.act("q.nope", (H, n, dn))
             q_pe = self.act("q.pe", (n, H * dr))
@@ -338,14 +345,26 @@ class _Builder:
                         formula=f"{rope:g}·N·H·rope_dim = {rope:g}·{n}·{H}·{dr}"))
             latent = Tensor("kv_latent.c", (n, r), self.dt.kv_cache, Role.KV_CACHE)
             kv_b = self.act("kv_b", (n, H * (dn + dv)))
+            decode = self.shape.phase == Phase.DECODE  # --mla expanded: HF's per-head K/V cache
             self.add(replace(matmul_op("kv_b_proj", latent, self.weight("kv_b_proj.weight", (r, H * (dn + dv))),
                                        kv_b, layers),
-                             note="prefill decompresses the latent just written back into per-head K and V"))
-            k = self.act("k", (b, H, t, dn + dr))
-            v = self.act("v", (b, H, t, dv))
+                             note="decode expanded: the new token's latent decompressed into per-head K and V"
+                             if decode else "prefill decompresses the latent just written back into per-head K and V"))
             pe = Tensor("kv_latent.pe", (n, dr), self.dt.kv_cache, Role.KV_CACHE)
-            self.add(Op("k_assemble", "copy", (kv_b, pe), (k, v), {}, layers,
-                        formula="concatenate k_nope with the shared rope key: no FLOPs"))
+            if decode:
+                cached = cfg.cached_tokens(AttentionKind.GLOBAL, self.shape.seq)
+                k_new = Tensor("k.new", (b, H, t, dn + dr), self.dt.kv_cache, Role.KV_CACHE, persistent=True)
+                v_new = Tensor("v.new", (b, H, t, dv), self.dt.kv_cache, Role.KV_CACHE, persistent=True)
+                self.add(Op("k_assemble", "copy", (kv_b, pe), (k_new, v_new), {}, layers,
+                            formula="concatenate k_nope with the shared rope key and write the per-head K and V "
+                                    "into the cache: no FLOPs"))
+                k = Tensor("attn.k_cache", (b, H, cached, dn + dr), self.dt.kv_cache, Role.KV_CACHE)
+                v = Tensor("attn.v_cache", (b, H, cached, dv), self.dt.kv_cache, Role.KV_CACHE)
+            else:
+                k = self.act("k", (b, H, t, dn + dr))
+                v = self.act("v", (b, H, t, dv))
+                self.add(Op("k_assemble", "copy", (kv_b, pe), (k, v), {}, layers,
+                            formula="concatenate k_nope with the shared rope key: no FLOPs"))
             ops = attention_ops("attn", q_full, k, v, attn_out, causal=True, count=layers,
                                 scores_dtype=self.dt.activations)
             for op in ops:
@@ -471,17 +490,20 @@ class _Builder:
 
     def final(self, resid: Tensor) -> None:
         cfg, b, h = self.cfg, self.b, self.cfg.hidden_size
-        # prefill: only the last token of each sequence needs logits, so only its row is normed and projected
-        x = resid if self.shape.phase == Phase.DECODE else self.act("resid.last", (b, h))
-        y = self.act("final_norm.out", (b, h))
+        # prefill: only the last token of each sequence needs logits, so only its row is normed and
+        # projected; logits "all" (a plain forward()) projects every position: N rows instead of B
+        every = self.shape.phase == Phase.DECODE or cfg.logits == "all"
+        rows = self.n if every else b
+        x = resid if every else self.act("resid.last", (b, h))
+        y = self.act("final_norm.out", (rows, h))
         norm = self.norm("final_norm", x, y, 1)
         head = "embed_tokens.weight" if cfg.tie_word_embeddings else "lm_head.weight"
-        logits = self.act("logits", (b, cfg.vocab_size))
+        logits = self.act("logits", (rows, cfg.vocab_size))
         mm = self.add(matmul_op("lm_head", y, self.weight(head, (h, cfg.vocab_size)), logits, 1))
         self.fuse(norm, mm)
         if self.comm.tp > 1:  # vocab-parallel LM head: every device's slice of the logits, gathered
             self.collective("logits.all_gather", Collective.ALL_GATHER, logits,
-                                   self.act("logits.gathered", (b, self.full_vocab)), self.comm.tp,
+                                   self.act("logits.gathered", (rows, self.full_vocab)), self.comm.tp,
                                    self.comm.tp_level)
 
     def build(self) -> tuple[list[Op], dict[Plan, FusionPlan]]:
@@ -515,6 +537,8 @@ def _windowed(ops: list[Op], queries: int, window: int | None) -> list[Op]:
     full, win = windowed_pairs(queries, None), windowed_pairs(queries, window)
     ratio = win / full
     return [replace(op, flop_by_unit={u: f * ratio for u, f in op.flop_by_unit.items()},
+                    traffic={lv: b * ratio for lv, b in op.traffic.items()},  # the tiles of the pairs kept
+                    onchip=op.onchip.scaled(ratio) if op.onchip is not None else None,
                     formula=f"{op.formula}; sliding window {window}: pairs = W(W+1)/2 + (N−W)·W = {win}",
                     note=f"sliding window {window}: only pairs within the window are counted")
             for op in ops]
@@ -532,9 +556,9 @@ def build_graph(cfg: ModelConfig, phase: Phase | str, batch: int, seq: int, dtyp
     phase = as_phase(phase)
     require_positive_int(batch, "batch")
     require_positive_int(seq, "prompt length" if phase is Phase.PREFILL else "context length")
-    dt = dtypes or model_dtypes()
+    dt = for_checkpoint(dtypes or model_dtypes(), cfg.weights_dtype)
     sp = split or Split()
-    warnings: list[str] = check_split(cfg, sp, batch) if not sp.trivial else []
+    warnings: list[str] = [*cfg.load_warnings, *(check_split(cfg, sp, batch) if not sp.trivial else [])]
     shape = StepShape(phase, batch // sp.dp, seq)
     check_moe_rows(sp, phase, shape.batch, seq)
     if seq > cfg.max_position_embeddings:

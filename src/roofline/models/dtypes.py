@@ -5,7 +5,7 @@ Layering: imports roofline.dtypes, roofline.errors, roofline.hardware only.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from roofline.dtypes import DType, get_dtype, require_storable
 from roofline.errors import RooflineError
@@ -21,19 +21,31 @@ class ModelDtypes:
     activations: DType
     kv_cache: DType
     compute: DType | None = None
+    # False: no weights dtype was asked for and bf16 stands in; a checkpoint that states its own
+    # (ModelConfig.weights_dtype, from config.json's quantization_config) replaces it: `for_checkpoint`
+    weights_given: bool = field(default=True, compare=False)
 
     def to_dict(self) -> dict[str, str | None]:
         return {"weights": self.weights.name, "activations": self.activations.name,
                 "kv_cache": self.kv_cache.name, "compute": self.compute.name if self.compute else None}
 
 
-def model_dtypes(weights: str | DType = "bf16", activations: str | DType = "bf16",
+def model_dtypes(weights: str | DType | None = None, activations: str | DType = "bf16",
                  kv_cache: str | DType | None = None, compute: str | DType | None = None) -> ModelDtypes:
     """Dtypes by role; the KV cache defaults to the activation dtype. Block-scaled formats (mxfp4,
-    nvfp4, ...) are accepted for any role: their scale bytes are counted."""
+    nvfp4, ...) are accepted for any role: their scale bytes are counted. Weights None: what the
+    checkpoint stores (its quantization_config, see `for_checkpoint`), else bf16."""
     act = require_storable(activations)
-    return ModelDtypes(require_storable(weights), act, require_storable(kv_cache) if kv_cache else act,
-                       get_dtype(compute) if compute else None)
+    return ModelDtypes(require_storable(weights or "bf16"), act, require_storable(kv_cache) if kv_cache else act,
+                       get_dtype(compute) if compute else None, weights_given=weights is not None)
+
+
+def for_checkpoint(dtypes: ModelDtypes, checkpoint: DType | None) -> ModelDtypes:
+    """`dtypes` with the checkpoint's weights dtype (ModelConfig.weights_dtype: DeepSeek-V3's FP8 with
+    128x128 block scales) where no weights dtype was asked for; otherwise `dtypes` unchanged."""
+    if dtypes.weights_given or checkpoint is None:
+        return dtypes
+    return replace(dtypes, weights=checkpoint, weights_given=True)
 
 
 def compute_dtype(dtypes: ModelDtypes, machine: Machine) -> DType:
@@ -49,4 +61,4 @@ def compute_dtype(dtypes: ModelDtypes, machine: Machine) -> DType:
     return get_dtype(machine.default_dtype())
 
 
-__all__ = ["ModelDtypes", "compute_dtype", "model_dtypes"]
+__all__ = ["ModelDtypes", "compute_dtype", "for_checkpoint", "model_dtypes"]

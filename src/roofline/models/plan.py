@@ -47,7 +47,7 @@ from roofline.hardware import DEFAULT_MACHINE, Machine, System, get_machine, get
 from roofline.models.analysis import ModelAnalysis
 from roofline.models.build import DEFAULT_PLAN, as_phase, as_plan, build_graph
 from roofline.models.config import load_config
-from roofline.models.dtypes import ModelDtypes, compute_dtype, model_dtypes
+from roofline.models.dtypes import ModelDtypes, compute_dtype, for_checkpoint, model_dtypes
 from roofline.models.memory import DEFAULT_UTILIZATION, device_kv_bytes, device_weights_bytes, gib
 from roofline.models.split import check_moe_rows, check_split
 from roofline.models.transformer import ModelConfig
@@ -426,7 +426,7 @@ def search_splits(model: str | ModelConfig, system: str | System | Machine = DEF
     phase = as_phase(phase)
     plan = as_plan(plan)
     cfg = load_config(model, overrides)
-    dt = dtypes or model_dtypes()
+    dt = for_checkpoint(dtypes or model_dtypes(), cfg.weights_dtype)
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise RooflineError(f"batch must be a positive integer, got {batch!r}")
     length = cfg.length(seq)

@@ -148,6 +148,8 @@ class StepModel:
     coef_network: Any = None
     link_mask: Any = None  # [kernels] True for the kernels that move bytes over that level (collectives)
     network_mask: Any = None
+    coef_exp: Any = None  # [features, kernels] exponentials, and the vector ops beyond the FLOPs (None: none)
+    coef_vector_ops: Any = None
 
     @classmethod
     def fit(cls, cfg: ModelConfig, phase: Phase | str, dtypes: ModelDtypes, plan: Plan = DEFAULT_PLAN,
@@ -161,7 +163,7 @@ class StepModel:
         points = _sample_points(cfg, phase)
         names: tuple[str, ...] = ()
         counts: tuple[int, ...] = ()
-        rows_m, rows_v, rows_b, rows_l, rows_n = [], [], [], [], []
+        rows_m, rows_v, rows_b, rows_l, rows_n, rows_e, rows_o = [], [], [], [], [], [], []
         for b, s in points:
             mg = build_graph(cfg, phase, b * unit, s, dtypes, experts_hit_override, sp,
                              devices_per_node if not sp.trivial else None)
@@ -176,6 +178,8 @@ class StepModel:
             rows_b.append([k.cost.bytes_by_level.get(Level.DRAM, 0.0) for k in kernels])
             rows_l.append([k.cost.bytes_by_level.get(Level.LINK, 0.0) for k in kernels])
             rows_n.append([k.cost.bytes_by_level.get(Level.NETWORK, 0.0) for k in kernels])
+            rows_e.append([k.cost.work(Unit.EXP) for k in kernels])  # exponentials (roofline.hardware.chip)
+            rows_o.append([k.cost.ops_by_unit.get(Unit.VECTOR, 0.0) for k in kernels])  # online-softmax work
         x = _features(cfg, phase, np.array([p[0] * unit for p in points]), np.array([p[1] for p in points]),
                       experts_hit_override, sp)
         _check_experts_column(cfg, sp, x, experts_hit_override)
@@ -184,7 +188,7 @@ class StepModel:
         xs = x / scale
         coefs = []
         links = (rows_l, rows_n) if not sp.trivial else ()
-        for rows in (rows_m, rows_v, rows_b, *links):
+        for rows in (rows_m, rows_v, rows_b, rows_e, rows_o, *links):
             y = np.array(rows, dtype=np.float64)
             c, *_ = np.linalg.lstsq(xs, y, rcond=None)
             c = c / scale[:, None]
@@ -196,15 +200,15 @@ class StepModel:
             coefs.append(c)
         link: dict[str, Any] = {}
         if links:
-            link = {"coef_link": coefs[3], "coef_network": coefs[4], "link_mask": _traffic_mask(rows_l, cfg.name),
+            link = {"coef_link": coefs[5], "coef_network": coefs[6], "link_mask": _traffic_mask(rows_l, cfg.name),
                     "network_mask": _traffic_mask(rows_n, cfg.name)}
         return cls(cfg, phase, dtypes, plan, names, counts, coefs[0], coefs[1], coefs[2], experts_hit_override,
-                   sp, devices_per_node, **link)
+                   sp, devices_per_node, coef_exp=coefs[3], coef_vector_ops=coefs[4], **link)
 
     def evaluate(self, batch: Iterable[int], seq: Iterable[int], machine: Machine, dtype: DType) -> dict[str, Any]:
         """Totals for every (batch[i], seq[i]): flop, bytes, time_s (Σ of the kernels' floors),
         memory_bound_time_s, flop_per_byte, as numpy arrays. `bound` and `kernel_bound` are codes into
-        (matrix, vector, dram, link, network), `roofline.models.sweep.SWEPT_RESOURCES`."""
+        (matrix, vector, dram, link, network, exp), `roofline.models.sweep.SWEPT_RESOURCES`."""
         import numpy as np
 
         b = np.asarray(list(batch) if not hasattr(batch, "__array__") else batch)
@@ -217,27 +221,33 @@ class StepModel:
         peak_v = machine.peak_flop_per_s(dtype, Unit.VECTOR)
         bw = machine.memory_bytes_per_s
         counts = np.array(self.counts, dtype=np.float64)
-        t_matrix, t_vector, t_dram = fm / peak_m, fv / peak_v, by / bw
-        compute = np.maximum(t_matrix, t_vector)
-        unit = np.where(t_matrix >= t_vector, 0, 1)
+        t_matrix, t_dram = fm / peak_m, by / bw
+        # the exp units and the online softmax's vector ops, as `roofline.placement.place` times them:
+        # only on a machine with per-SM data, the exponentials only where it has their rate
+        exp_rate = machine.chip.exp_per_s if machine.chip is not None else None
+        ops = x @ self.coef_vector_ops if machine.chip is not None and self.coef_vector_ops is not None else 0.0
+        t_vector = (fv + ops) / peak_v
+        t_exp = (x @ self.coef_exp) / exp_rate if exp_rate and self.coef_exp is not None else np.zeros_like(fm)
+        units = np.stack([t_matrix, t_vector, t_exp])  # codes 0, 1, 5 (SWEPT_RESOURCES)
+        unit_codes = np.array([0, 1, 5])
+        compute = units.max(axis=0)
+        unit = unit_codes[units.argmax(axis=0)]  # ties to the first, as `binding` meets them
         if self.coef_link is None:
-            t = np.maximum(compute, t_dram) * counts
-            # `binding` per kernel (ties go to memory), then per point over the kernels' times
-            kernel_bound = np.where(t_dram >= compute, 2, unit)
-            per = np.stack([np.where(kernel_bound == i, t, 0.0).sum(axis=1) for i in range(3)], axis=1)
-            step_bound = np.where(per[:, 2] >= per[:, :2].max(axis=1), 2, np.where(per[:, 0] >= per[:, 1], 0, 1))
+            levels = t_dram[None]
         else:
             # each level's time (a link's: α + bytes / bandwidth, for the kernels that use it); the
             # slowest level, ties to the first (DRAM, then the link, then the network), as `binding` orders them
             levels = np.stack([t_dram, self._link_time(x, machine, Level.LINK),
                                self._link_time(x, machine, Level.NETWORK)])
-            memory = levels.max(axis=0)
-            t = np.maximum(compute, memory) * counts
-            kernel_bound = np.where(memory >= compute, 2 + levels.argmax(axis=0), unit)
-            per = np.stack([np.where(kernel_bound == i, t, 0.0).sum(axis=1) for i in range(5)], axis=1)
-            level = per[:, 2:]
-            step_bound = np.where(level.max(axis=1) >= per[:, :2].max(axis=1), 2 + level.argmax(axis=1),
-                                  np.where(per[:, 0] >= per[:, 1], 0, 1))
+        memory = levels.max(axis=0)
+        t = np.maximum(compute, memory) * counts
+        # `binding` per kernel (ties go to memory), then per point over the kernels' times
+        kernel_bound = np.where(memory >= compute, 2 + levels.argmax(axis=0), unit)
+        per = np.stack([np.where(kernel_bound == i, t, 0.0).sum(axis=1) for i in range(6)], axis=1)
+        level = per[:, 2:2 + levels.shape[0]]
+        unit_per = per[:, unit_codes]
+        step_bound = np.where(level.max(axis=1) >= unit_per.max(axis=1), 2 + level.argmax(axis=1),
+                              unit_codes[unit_per.argmax(axis=1)])
         flop = (fm + fv) @ counts
         byt = by @ counts
         return {"flop": flop, "bytes": byt, "time_s": t.sum(axis=1), "memory_bound_time_s": per[:, 2],

@@ -27,7 +27,7 @@ from roofline.hardware import DEFAULT_MACHINE, Machine, get_machine, get_system
 from roofline.models.analysis import analyze_model
 from roofline.models.build import DEFAULT_PLAN, as_phase, as_plan
 from roofline.models.config import load_config
-from roofline.models.dtypes import ModelDtypes, compute_dtype, model_dtypes
+from roofline.models.dtypes import ModelDtypes, compute_dtype, for_checkpoint, model_dtypes
 from roofline.models.memory import DEFAULT_UTILIZATION, candidate_splits, device_weights_bytes
 from roofline.models.split import check_split, shard, stage_layers
 from roofline.models.stepmodel import StepModel, batch_unit
@@ -37,7 +37,7 @@ from roofline.units import require_positive_int
 from roofline.vocab import Level, Phase, Plan, Resource, Unit, bound_class
 
 # the codes StepModel.evaluate returns
-SWEPT_RESOURCES: tuple[Resource, ...] = (Unit.MATRIX, Unit.VECTOR, Level.DRAM, Level.LINK, Level.NETWORK)
+SWEPT_RESOURCES: tuple[Resource, ...] = (Unit.MATRIX, Unit.VECTOR, Level.DRAM, Level.LINK, Level.NETWORK, Unit.EXP)
 SPLIT_COLUMNS = ("tp", "pp", "ep", "dp", "split_devices")
 SWEEP_COLUMNS = ("model", "machine", "phase", "plan", "weights_dtype", "kv_dtype", "compute_dtype", "batch", "seq",
                  "flop", "bytes", "flop_per_byte", "time_s", "memory_bound_time_s", "tokens_per_s", "bound",
@@ -110,7 +110,7 @@ def fewest_devices(cfg: ModelConfig, dtypes: ModelDtypes, kv_bytes: Any, capacit
 
 def sweep(model: str | ModelConfig, machines: Sequence[str | Machine] = (DEFAULT_MACHINE,),
           phase: Phase | str = Phase.DECODE, batches: Sequence[int] = (1,), seqs: Sequence[int] | None = None,
-          plan: Plan | str = DEFAULT_PLAN, weights_dtypes: Sequence[str] = ("bf16",),
+          plan: Plan | str = DEFAULT_PLAN, weights_dtypes: Sequence[str | None] = (None,),
           kv_dtypes: Sequence[str | None] = (None,), activation_dtype: str = "bf16",
           compute_dtypes: Sequence[str | None] = (None,), experts_hit_override: int | None = None,
           overrides: Mapping[str, str] | None = None, per_kernel: bool = False,
@@ -145,7 +145,7 @@ def sweep(model: str | ModelConfig, machines: Sequence[str | Machine] = (DEFAULT
     for wdt in weights_dtypes:
         for kdt in kv_dtypes:
             for cdt_name in compute_dtypes:
-                dt = model_dtypes(wdt, activation_dtype, kdt, cdt_name)
+                dt = for_checkpoint(model_dtypes(wdt, activation_dtype, kdt, cdt_name), cfg.weights_dtype)
                 kv = cfg.kv_cache_bytes(flat_b, flat_s, dt.kv_cache.bytes_per_element)
                 memory_bytes = cfg.total_params * dt.weights.bytes_per_element + kv
                 for sp, machines_of, share in zip(splits, placed, stage_share, strict=True):
@@ -200,14 +200,14 @@ def sweep_arrays(model: str | ModelConfig, machine: str | Machine, phase: Phase 
 
     cfg = load_config(model)
     m = get_machine(machine)
-    dt = dtypes or model_dtypes()
+    dt = for_checkpoint(dtypes or model_dtypes(), cfg.weights_dtype)
     fitted = StepModel.fit(cfg, phase, dt, as_plan(plan))
     return fitted.evaluate(np.asarray(batches), np.asarray(seqs), m, compute_dtype(dt, m))
 
 
 def compare(models: Sequence[str | ModelConfig], machines: Sequence[str | Machine] = (DEFAULT_MACHINE,),
             phase: Phase | str = Phase.DECODE, batch: int = 1, seq: int | None = None,
-            plan: Plan | str = DEFAULT_PLAN, weights_dtypes: Sequence[str] = ("bf16",),
+            plan: Plan | str = DEFAULT_PLAN, weights_dtypes: Sequence[str | None] = (None,),
             kv_dtypes: Sequence[str | None] = (None,), activation_dtype: str = "bf16",
             compute_dtypes: Sequence[str | None] = (None,), experts_hit_override: int | None = None,
             overrides: Mapping[str, str] | None = None, splits: Sequence[Split] = (Split(),),
@@ -230,7 +230,7 @@ def compare(models: Sequence[str | ModelConfig], machines: Sequence[str | Machin
                             dt = model_dtypes(wdt, activation_dtype, kdt, cdt)
                             a = analyze_model(name, mach, phase, batch, seq, plan, dt, experts_hit_override,
                                               overrides, sp, utilization)
-                            rows.append(_compare_row(a, batch, dt))
+                            rows.append(_compare_row(a, batch, a.model.dtypes))  # the checkpoint's weights
     return rows
 
 

@@ -21,11 +21,14 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
+from roofline.dtypes import DType
 from roofline.errors import RooflineError
 from roofline.models.formulas import Num, minimum
 from roofline.units import require_positive_int
 
 DEFAULT_LENGTH = 2048  # prompt (prefill) or context (decode) length when none is given, capped per model
+LOGITS = ("last", "all")  # which positions the LM head projects in prefill
+MLA_MODES = ("absorbed", "expanded")  # how MLA attends: over the latent, or over per-head K and V
 
 
 class AttentionKind(StrEnum):
@@ -100,8 +103,24 @@ class ModelConfig:
     qk_rope_head_dim: int = 0
     v_head_dim: int = 0
     source: str = ""  # preset name or file path
+    # how the program runs the step (not the checkpoint's shape; `roofline model --logits/--mla`):
+    # logits "last" (only the last position of each prefill sequence is projected, as serving engines
+    # do) or "all" (every position, as a plain forward() does); mla "" (decode absorbed, prefill
+    # expanded, as DeepSeek runs it), "absorbed" or "expanded" (K and V decompressed and cached per head,
+    # as Hugging Face's DeepseekV3Attention does)
+    logits: str = "last"
+    mla: str = ""
+    # what the checkpoint stores its weights in, read from config.json's quantization_config (FP8 with
+    # block scales, GPTQ/AWQ int4 with group scales, ...; roofline.models.config); None: not stated
+    # (bf16 unless --weights-dtype says otherwise). `load_warnings`: what the loader read but ignored.
+    weights_dtype: DType | None = None
+    load_warnings: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        if self.logits not in LOGITS:
+            raise RooflineError(f"model {self.name}: logits must be {' or '.join(LOGITS)}, got {self.logits!r}")
+        if self.mla not in ("", *MLA_MODES):
+            raise RooflineError(f"model {self.name}: mla must be {' or '.join(MLA_MODES)}, got {self.mla!r}")
         for label in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim", "vocab_size",
                       "max_position_embeddings"):
             try:
@@ -176,6 +195,8 @@ class ModelConfig:
     def kv_elements_per_token_per_layer(self) -> int:
         """Values cached per token per layer: 2·G·d for K and V, or kv_lora_rank + qk_rope_head_dim for
         MLA's compressed latent (512 + 64 = 576 for DeepSeek-V3)."""
+        if self.is_mla and self.mla == "expanded":  # per-head K (nope + rope) and V, as HF caches them
+            return self.num_heads * (self.qk_head_dim + self.v_head_dim)
         if self.is_mla:
             return self.kv_lora_rank + self.qk_rope_head_dim
         return 2 * self.num_kv_heads * self.head_dim
@@ -240,7 +261,7 @@ class ModelConfig:
         """FLOPs per (query, key) pair per layer: 2·H·(d_qk + d_v) for the two matmuls, the textbook
         4·h when d_qk = d_v and H·d = h. Under MLA as run in decode the query and key are the latent
         (kv_lora_rank + rope = 576 wide) and the values the latent (512): 2·128·(576 + 512)."""
-        if self.is_mla:
+        if self.is_mla and self.mla != "expanded":
             return 2.0 * self.num_heads * (self.kv_lora_rank + self.qk_rope_head_dim + self.kv_lora_rank)
         return 2.0 * self.num_heads * (self.qk_head_dim + self.v_dim)
 
@@ -296,4 +317,4 @@ def _param_counts(c: ModelConfig) -> ParamCounts:
 
 
 
-__all__ = ["DEFAULT_LENGTH", "AttentionKind", "MlpKind", "ModelConfig", "ParamCounts"]
+__all__ = ["DEFAULT_LENGTH", "LOGITS", "MLA_MODES", "AttentionKind", "MlpKind", "ModelConfig", "ParamCounts"]

@@ -39,4 +39,4 @@ def accuracy_table(placements: Sequence[Placement], title: str = "") -> str:
         flag = "ABOVE ROOF" if p.above_roof else ""
         t.add_row(p.name, format_intensity(p.flop_per_byte), str(bound), format_time(p.time_s),
                   format_time(measured), achieved, f"{p.fraction_of_roof or 0:.0%}", flag)
-    return render(t, width=150)
+    return render(t)

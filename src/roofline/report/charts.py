@@ -8,13 +8,14 @@ What a roofline chart shows:
     x = arithmetic intensity I = FLOPs / bytes (FLOP/byte), log scale
     y = attainable FLOP/s = FLOPs / time floor = min(peak, BW × I) for a pure matmul, log scale
     roof: y = min(peak, BW × x), a slope of BW meeting a flat roof at the ridge I* = peak / BW
-Each kernel is one point at (I, attainable), coloured by its bound, numbered in execution order;
-the key beside the plot names the numbers. When some kernels are collectives (bytes on a link between
-devices), each link they cross adds its roof: a dashed slope of the link's bandwidth per direction
-meeting the same compute roof, and each collective sits under it at I = FLOPs per byte on the link.
-A measured kernel adds a second marker at (I, FLOPs / measured time), joined to its predicted point;
-one above the roof is drawn as a red cross and called out in red, because it means the model or the
-measurement is wrong.
+Each kernel is one point at (I, attainable), coloured by its bound, sized by its share of the step's
+time floor (`marker_size`), numbered in execution order; the key beside the plot names the numbers,
+and the legend lists only the bound classes some kernel has. The title names the machine once. When
+some kernels are collectives (bytes on a link between devices), each link they cross adds its roof:
+a dashed slope of the link's bandwidth per direction meeting the same compute roof, and each
+collective sits under it at I = FLOPs per byte on the link. A measured kernel adds a second marker
+at (I, FLOPs / measured time), joined to its predicted point; one above the roof is drawn as a red
+cross and called out in red, because it means the model or the measurement is wrong.
 
 Artists carry gids ("roof", "ridge", "kernel-3", "measured-3", "above-roof-3", ...) so that tests
 and the SVG can find them.
@@ -262,7 +263,8 @@ def roofline_figure(placements: Sequence[Placement], *, machine: Machine | None 
         xs_on = [point_xy(p)[0] for _, p in drawn if link_level(p) is lk.level]
         obstacles += _draw_link_roof(fig, ax, lk, main.peak_flop_per_s, x_lo, max(xs_on, default=x_lo))
 
-    # kernels: one point each, coloured by bound
+    # kernels: one point each, coloured by bound; with shares, its size grows with its share of the step
+    total_s = sum(p.total_time_s for p in placements)
     anchors: list[tuple[float, float]] = []
     anchor_ids: list[list[int]] = []
     anchor_colour: list[str] = []
@@ -271,8 +273,11 @@ def roofline_figure(placements: Sequence[Placement], *, machine: Machine | None 
         n = i + 1
         x, y = point_xy(p)
         colour = BOUND_COLOURS[p.bound_class]
-        ax.plot([x], [y], marker="o", ms=7.5, mfc=colour, mec="white", mew=0.8, ls="none", gid=f"kernel-{n}",
-                zorder=5)
+        ms = marker_size(p.total_time_s / total_s) if shares and total_s > 0 else 7.5
+        point = ax.plot([x], [y], marker="o", ms=ms, mfc=colour, mec="white", mew=0.8, ls="none",
+                        gid=f"kernel-{n}", zorder=5.5 - ms / 40)[0]  # larger under smaller: coincident stay seen
+        if ms > 7.5:  # a large point is an obstacle for the numbers, beyond the marker place_labels assumes
+            obstacles.append(point.get_window_extent(renderer))
         mxy = measured_xy(p)
         if mxy is not None:
             if p.above_roof:
@@ -306,10 +311,9 @@ def roofline_figure(placements: Sequence[Placement], *, machine: Machine | None 
     # legend of colours and markers
     from matplotlib.lines import Line2D
 
-    handles = [Line2D([], [], marker="o", ls="none", mfc=BOUND_COLOURS[Bound.MEMORY], mec="white", ms=8,
-                      label="memory-bound kernel"),
-               Line2D([], [], marker="o", ls="none", mfc=BOUND_COLOURS[Bound.COMPUTE], mec="white", ms=8,
-                      label="compute-bound kernel")]
+    present = {p.bound_class for _, p in drawn}  # only the classes some drawn kernel has
+    handles = [Line2D([], [], marker="o", ls="none", mfc=BOUND_COLOURS[b], mec="white", ms=8,
+                      label=f"{b}-bound kernel") for b in (Bound.MEMORY, Bound.COMPUTE) if b in present]
     if links:
         handles.append(Line2D([], [], marker="o", ls="none", mfc=BOUND_COLOURS[Bound.COMMUNICATION], mec="white",
                               ms=8, label="collective (I = FLOPs / byte on the link)"))
@@ -325,8 +329,9 @@ def roofline_figure(placements: Sequence[Placement], *, machine: Machine | None 
     comm = sum(p.total_time_s for p in placements if p.bound_class == Bound.COMMUNICATION)
     head = title or f"{m.name}, {dt.name}"
     fig.text(0.7 / 13, 1 - 0.25 / height, head, fontsize=12.5, fontweight="bold", va="top", gid="title")
-    sub = subtitle if subtitle is not None else (
-        f"{m.name} · {dt.name}{f' · plan {plan}' if plan else ''} · {len(placements)} kernels · "
+    said = [w for w in (m.name, dt.name) if w not in head]  # what the title already names, once
+    sub = _without_machine(subtitle, m.name, head) if subtitle is not None else (
+        "".join(f"{w} · " for w in said) + f"{f'plan {plan} · ' if plan else ''}{len(placements)} kernels · "
         f"time floor {format_time(total)}, "
         f"{(mem / total if total else 0):.0%} of it memory-bound"
         + (f", {comm / total:.0%} communication" if links and total else ""))
@@ -338,8 +343,21 @@ def roofline_figure(placements: Sequence[Placement], *, machine: Machine | None 
                  "the model or the measurement is wrong",
                  fontsize=9.5, color=ABOVE_ROOF_COLOUR, fontweight="bold", va="top", gid="above-roof-warning")
 
-    _draw_key(key, placements, labels, key_font, total if shares else 0.0, links=bool(links))
+    _draw_key(key, placements, labels, key_font, total if shares else 0.0, links=bool(links),
+              classes=[b for b in (Bound.MEMORY, Bound.COMPUTE) if b in present])
     return fig
+
+
+def marker_size(share: float) -> float:
+    """A kernel's marker diameter (points) for its share of the step time: 5 pt + 13 pt × √share, so
+    that the area beyond a visible floor grows with the share: 5 pt at 0, 18 pt for the whole step."""
+    return 5.0 + 13.0 * math.sqrt(min(max(share, 0.0), 1.0))
+
+
+def _without_machine(subtitle: str, machine: str, head: str) -> str:
+    """A given subtitle less its leading machine name when the title already names the machine."""
+    lead = f"{machine} · "
+    return subtitle[len(lead):] if machine in head and subtitle.startswith(lead) else subtitle
 
 
 def _draw_link_roof(fig: Figure, ax: Axes, lk: LinkRoof, peak: float, x_lo: float, x_points: float) -> list[Bbox]:
@@ -382,7 +400,8 @@ def _intensity_cell(p: Placement) -> str:
 
 
 def _draw_key(key: Axes, placements: Sequence[Placement], labels: Sequence[str], fontsize: float,
-              total_time_s: float, links: bool = False) -> None:
+              total_time_s: float, links: bool = False, classes: Sequence[Bound] = (Bound.MEMORY, Bound.COMPUTE)
+              ) -> None:
     """Numbered rows in execution order: number, name (×count), intensity, time floor per step, share;
     a measured kernel gets a second line with its measured time and share of the roof."""
     notes = [_key_note(p) for p in placements]
@@ -414,11 +433,15 @@ def _draw_key(key: Axes, placements: Sequence[Placement], labels: Sequence[str],
                      fontweight="bold" if p.above_roof else "normal",
                      color=ABOVE_ROOF_COLOUR if p.above_roof else "0.35", gid=f"key-note-{i + 1}")
             row += 1
-    legend = "colour = bound (blue memory, orange compute); floor = time floor per step"
+    names = {Bound.MEMORY: "blue memory", Bound.COMPUTE: "orange compute"}
+    colours = [names[b] for b in classes] + (["purple communication"] if links else [])
+    legend = (f"colour = bound ({', '.join(colours)}); " if colours else "") + "floor = time floor per step"
     if links:
-        legend = ("colour = bound (blue memory, orange compute, purple communication);\n"
+        legend = (f"colour = bound ({', '.join(colours)});\n"
                   "floor = time floor per step; a collective's FLOP/B is per byte on\n"
                   "its link, and its latency α puts it below its link's slope")
+    if total_time_s:
+        legend += "\nmarker size on the chart grows with the kernel's share of the step time"
     key.text(0.0, 1.0 - (row + 0.5) * step, legend, fontsize=fontsize - 0.5, color="0.4", va="top")
 
 

@@ -25,7 +25,7 @@ def collectives_text(c: Collectives) -> str:
                       format_bytes_per_s(p.algbw_bytes_per_s), format_bytes_per_s(p.busbw_bytes_per_s),
                       str(p.timing.repeats))
         t.add_section()
-    lines = [render(t, width=120), ""]
+    lines = [render(t), ""]
     lines.append(f"time: the median of {c.repeats} repeats (after {c.warmup} warm-up), each the slowest rank's; "
                  "algbw = size / time; busbw = algbw × factor (nccl-tests)")
     for name in c.collectives:

@@ -4,11 +4,15 @@ Everything the page needs is inside it: plotly.js inlined (no CDN), the data as 
 and the styles; system fonts only, no MathJax. Opened from disk with the network off it works, and
 it makes no request of any kind.
 
-How it steps: the slider and the previous/next buttons are plain HTML controls. Step k shows the
-first k kernels in execution order; each step calls `Plotly.restyle` on the kernel traces with the
+How it steps: the slider and the previous/next buttons are plain HTML controls, and ← → Home End
+step from the keyboard; the page opens on every kernel (a model's first kernel, the embedding, has
+no FLOPs and no point), and a one-kernel page hides the stepper. Step k shows the first k kernels in
+execution order; each step calls `Plotly.restyle` on the kernel traces with the
 first k points (no plotly animation frames, which throw when a drag interrupts them). Switching the
 scenario (fusion plan, phase) calls `Plotly.react` with that scenario's figure and keeps the step
-on the same kernel, or the kernel that now contains it.
+on the same kernel, or the kernel that now contains it. The chart is responsive, so the script
+places its labels for the size it has: each slope's label at the slope's angle on screen, the
+ridge's label where it fits, and each slope label slid along its slope off the other labels.
 
 The data, in `<script type="application/json" id="roofline-data">`:
     {"title", "axes": {"x_range", "y_range"} (log10), "scenarios": [{"label", "phase", "plan",
@@ -28,17 +32,22 @@ per-device panel: the step's time by what bounds it and the memory one device ho
 
 The page's markup, styles and script are files of their own in roofline/report/page/ (page.html,
 page.css, page.js), read at render time; `page` fills their @@NAME@@ placeholders and the @MEMORY@,
-@COMPUTE@, @COMMUNICATION@ and @ABOVE@ colour tokens of the styles.
+@COMPUTE@, @COMMUNICATION@ and @ABOVE@ colour tokens of the styles, each template in one pass (`fill`):
+a value is never scanned again, so a name that contains a placeholder stays text. The policy
+(`csp`) names each inline script by its SHA-256 instead of allowing any inline script.
 
 Layering: a report module; imports plotly (inside `page`) and the core.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 import json
 import math
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import Any
 
@@ -211,13 +220,14 @@ def _figure(s: Scenario, kernels: list[dict[str, Any]], x_range: list[float], y_
          "line": {"color": "#222", "width": 1, "dash": "dot"}},
     ]
     annotations: list[dict[str, Any]] = [
-        {"x": math.log10(x_hi) - 0.05, "y": math.log10(peak), "xref": "x", "yref": "y", "xanchor": "right",
-         "yanchor": "bottom", "showarrow": False, "font": {"size": 13},
+        {"name": "roof-label", "x": math.log10(x_hi) - 0.05, "y": math.log10(peak), "xref": "x", "yref": "y",
+         "xanchor": "right", "yanchor": "bottom", "showarrow": False, "font": {"size": 13},
          "text": f"<b>compute roof: {dt.peak_key} peak {format_flop_per_s(peak)}</b>"},
-        {"x": math.log10(ridge), "y": math.log10(peak), "xref": "x", "yref": "y", "xanchor": "left",
-         "yanchor": "top", "showarrow": False, "xshift": 8, "yshift": -6, "font": {"size": 12},
+        {"name": "ridge-label", "x": math.log10(ridge), "y": math.log10(peak), "xref": "x", "yref": "y",
+         "xanchor": "left", "yanchor": "top", "showarrow": False, "xshift": 8, "yshift": -6, "font": {"size": 12},
          "text": f"ridge I* = {format_intensity(ridge)}"},
-        {"x": (math.log10(x_lo) + math.log10(ridge)) / 2, "y": math.log10(bw * math.sqrt(x_lo * ridge)),
+        {"name": "slope-label", "x": (math.log10(x_lo) + math.log10(ridge)) / 2,
+         "y": math.log10(bw * math.sqrt(x_lo * ridge)),
          "xref": "x", "yref": "y", "showarrow": False, "yshift": 26, "font": {"size": 13},
          "textangle": _slope_angle(x_range, y_range),
          "text": f"<b>memory slope: DRAM {format_bytes_per_s(bw)} × I</b>"},
@@ -231,9 +241,9 @@ def _figure(s: Scenario, kernels: list[dict[str, Any]], x_range: list[float], y_
         data.append({"type": "scatter", "mode": "lines", "name": label, "x": [start, x_hi], "y": [ceiling, ceiling],
                      "line": {"color": colour, "width": 1.5, "dash": "dash"}, "hoverinfo": "skip",
                      "showlegend": False})
-        annotations.append({"x": math.log10(x_hi) - 0.05, "y": math.log10(ceiling), "xref": "x", "yref": "y",
-                            "xanchor": "right", "yanchor": "top", "showarrow": False, "font": {"size": 11,
-                                                                                              "color": colour},
+        annotations.append({"name": "ceiling-label", "x": math.log10(x_hi) - 0.05, "y": math.log10(ceiling),
+                            "xref": "x", "yref": "y", "xanchor": "right", "yanchor": "top", "showarrow": False,
+                            "font": {"size": 11, "color": colour},
                             "text": f"{html.escape(label)} {format_flop_per_s(ceiling)}"})
     layout = {
         "xaxis": {"type": "log", "range": x_range, "title": {"text": "arithmetic intensity I (FLOP/byte)"},
@@ -267,8 +277,8 @@ def _link_roof(data: list[dict[str, Any]], annotations: list[dict[str, Any]], lk
     clear = x_points * 4
     x_mid = math.sqrt((clear if ridge / clear > 30 else x_start) * ridge)
     annotations.append({
-        "x": math.log10(x_mid), "y": math.log10(lk.bytes_per_s * x_mid), "xref": "x", "yref": "y",
-        "showarrow": False, "yshift": -16, "font": {"size": 12, "color": colour},
+        "name": "link-slope-label", "x": math.log10(x_mid), "y": math.log10(lk.bytes_per_s * x_mid), "xref": "x",
+        "yref": "y", "showarrow": False, "yshift": -16, "font": {"size": 12, "color": colour},
         "textangle": _slope_angle(x_range, y_range), "text": html.escape(f"{lk.level} slope: {lk.label}")})
 
 
@@ -360,16 +370,11 @@ def page(scenarios: Sequence[Scenario], title: str = "") -> str:
     from plotly.offline import get_plotlyjs
 
     data = payload(scenarios, title)
-    return (_asset("page.html")
-            .replace("@@TITLE@@", html.escape(data["title"]))
-            .replace("@@CSP@@", CSP)
-            .replace("@@STYLE@@", _asset("page.css").replace("@MEMORY@", BOUND_COLOURS[Bound.MEMORY])
-                     .replace("@COMPUTE@", BOUND_COLOURS[Bound.COMPUTE])
-                     .replace("@COMMUNICATION@", BOUND_COLOURS[Bound.COMMUNICATION])
-                     .replace("@ABOVE@", ABOVE_ROOF_COLOUR))
-            .replace("@@DATA@@", _json_for_script(data))
-            .replace("@@SCRIPT@@", _asset("page.js"))
-            .replace("@@PLOTLY@@", get_plotlyjs()))
+    style = fill(_asset("page.css"), {"MEMORY": BOUND_COLOURS[Bound.MEMORY], "COMPUTE": BOUND_COLOURS[Bound.COMPUTE],
+                                      "COMMUNICATION": BOUND_COLOURS[Bound.COMMUNICATION],
+                                      "ABOVE": ABOVE_ROOF_COLOUR}, marker="@")
+    return assemble("page.html", title=data["title"], style=style, data=_json_for_script(data),
+                    scripts=(get_plotlyjs(), _asset("page.js")))
 
 
 def _asset(name: str) -> str:
@@ -377,7 +382,41 @@ def _asset(name: str) -> str:
     return resources.files("roofline.report").joinpath("page", name).read_text(encoding="utf-8")
 
 
-# the page may load nothing: no connection, no font, no image from anywhere but itself (data: and blob:
-# URLs are plotly's own in-page images); inline scripts and styles are the page itself
-CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
-       "img-src data: blob:; font-src data:")
+def fill(template: str, values: Mapping[str, str], marker: str = "@@") -> str:
+    """`template` with each @@NAME@@ (or, with marker="@", @NAME@) replaced by values[NAME], in one
+    pass: a value is inserted as it is and never scanned again, so a kernel or model name that
+    contains "@@PLOTLY@@" stays text. A placeholder without a value is an error of ours, not the user's."""
+    m = re.escape(marker)
+
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in values:
+            raise KeyError(f"template placeholder {marker}{name}{marker} has no value")
+        return values[name]
+
+    return re.sub(f"{m}([A-Z][A-Z_]*){m}", value, template)
+
+
+def _sha256(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii") + "'"
+
+
+def csp(scripts: Sequence[str]) -> str:
+    """The page's Content-Security-Policy: it may load nothing (no connection, no font, no image from
+    anywhere but itself; data: and blob: URLs are plotly's own in-page images) and run only its own
+    inline scripts, each named by its SHA-256 (CSP level 2 hash sources), never 'unsafe-inline' for
+    scripts. Styles stay 'unsafe-inline': plotly writes style="..." attributes as it draws, which a
+    hash cannot allow (that needs 'unsafe-hashes' and a hash for every attribute it will ever write);
+    a style can load nothing here, as default-src 'none' covers its url()s. No <base>, no form
+    submission."""
+    return ("default-src 'none'; script-src " + " ".join(_sha256(s) for s in scripts)
+            + "; style-src 'unsafe-inline'; img-src data: blob:; font-src data:; base-uri 'none'; form-action 'none'")
+
+
+def assemble(template: str, *, title: str, style: str, data: str, scripts: tuple[str, str]) -> str:
+    """One of the pages (page.html, serve.html) filled in one pass: the title escaped, the styles, the
+    data as JSON, plotly.js and the page's script, under a policy that names exactly those two
+    scripts by hash."""
+    plotly_js, script = scripts
+    return fill(_asset(template), {"TITLE": html.escape(title), "CSP": csp(scripts), "STYLE": style,
+                                   "DATA": data, "PLOTLY": plotly_js, "SCRIPT": script})

@@ -25,7 +25,7 @@ def ceilings_text(c: Any) -> str:
         fmt = format_bytes_per_s if r.kind is Bound.MEMORY else format_flop_per_s
         t.add_row(r.name, r.backend, r.dtype, fmt(r.best_rate), fmt(r.median_rate), fmt(r.worst_rate),
                   format_time(r.timing.median_s), f"{r.timing.repeats}×{r.timing.inner}")
-    lines = [render(t, width=140), ""]
+    lines = [render(t), ""]
     mem = c.memory_run
     lines.append(f"memory bandwidth: {format_bytes_per_s(c.memory_bytes_per_s, 4)} "
                  f"(best of {', '.join(sorted({r.name for r in c.runs if r.kind is Bound.MEMORY}))}: "
@@ -43,6 +43,9 @@ def ceilings_text(c: Any) -> str:
                          f"{fmt(row['datasheet'])} = {row['ratio']:.1%}")
     elif c.device == "cuda":
         lines.append("this GPU is not in the catalog: no datasheet comparison")
+    from roofline.report.levels_text import chip_lines, ladder_lines
+
+    lines += ladder_lines(getattr(c, "ladder", None)) + chip_lines(c)
     lines += [f"environment: {line}" for line in c.environment.summary_lines()]
     lines.append(f"measured in {c.wall_s:.1f} s" + (" (--quick)" if c.quick else ""))
     return "\n".join(lines)

@@ -11,14 +11,20 @@ import io
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from roofline.explain.model import fit_words
 from roofline.models.memory import gib
-from roofline.report.text import placements_table, render
+from roofline.report.text import RUNS_NOTE, placements_table, render
 from roofline.units import format_bytes, format_count, format_flop, format_intensity, format_time
 from roofline.vocab import Phase, Plan, Role
 
 KERNEL_CSV_COLUMNS = ("name", "kind", "count", "flop", "bytes", "flop_per_byte", "bound", "bound_class", "time_s",
                       "total_time_s", "share", "compute_time_s", "memory_time_s", "attainable_flop_per_s",
                       "ridge_flop_per_byte", "machine", "dtype")
+
+
+# which columns of a sweep or comparison a narrow terminal leaves out first (least important first)
+ROWS_DROP = ("devices", "weights+KV", "active", "ridge", "compute", "crossover", "tokens/s", "bytes", "FLOPs",
+             "params", "weights", "KV/token", "limit")
 
 
 def rows_table(rows: list[dict[str, Any]], columns: Sequence[tuple[str, str, Callable[[Any], str]]], title: str) -> str:
@@ -29,7 +35,7 @@ def rows_table(rows: list[dict[str, Any]], columns: Sequence[tuple[str, str, Cal
         t.add_column(header, justify="left" if header in ("model", "machine", "bound", "dtypes") else "right")
     for r in rows:
         t.add_row(*[fmt(r.get(key)) for key, _h, fmt in columns])
-    return render(t, width=220)
+    return render(t, drop=ROWS_DROP)
 
 
 def rows_csv(rows: list[dict[str, Any]], columns: Sequence[str]) -> str:
@@ -54,10 +60,11 @@ def model_text(a: Any) -> str:
              f"({format_bytes(a.kv_cache_bytes_per_token, 4, binary=True)}) per token"
              + (f"; {a.model.experts_hit} of {cfg.num_experts} experts hit per MoE layer" if cfg.is_moe else ""),
              ""]
-    lines.append(placements_table(a.placements, title=f"kernels, plan {a.plan} (× = layers that run it)"))
+    lines.append(placements_table(a.placements, title=f"kernels, plan {a.plan}: {RUNS_NOTE}"))
     roles = a.bytes_by_role()
     lines.append("")
-    lines.append(f"total: {format_flop(a.flop)}, {format_bytes(a.bytes)} (weights {format_bytes(roles[Role.WEIGHT])}, "
+    lines.append(f"step total (every kernel × its runs): {format_flop(a.flop)}, {format_bytes(a.bytes)} "
+                 f"(weights {format_bytes(roles[Role.WEIGHT])}, "
                  f"KV cache {format_bytes(roles[Role.KV_CACHE])}, activations {format_bytes(roles[Role.ACTIVATION])})")
     lines.append(f"       {format_intensity(a.flop_per_byte, 4)} vs ridge {format_intensity(a.ridge_flop_per_byte, 4)}"
                  f" → {a.bound_class}-bound; time floor {format_time(a.time_s)}, {a.tokens_per_s:,.0f} tokens/s; "
@@ -82,7 +89,7 @@ def model_text(a: Any) -> str:
     usable = (f"{gib(mem.usable_bytes)} usable = {mem.utilization:.0%} of {gib(mem.capacity_bytes or 0)}"
               if mem.usable_bytes is not None else "capacity unknown")
     if mem.fits:
-        fit = f"fits on {where} ({usable})"
+        fit = f"{fit_words(mem.total_bytes, mem.usable_bytes or 0.0)} on {where} ({usable})"
     elif mem.min_split is not None:
         fit = f"DOES NOT FIT on {where} ({usable}): the smallest valid split that fits is {mem.min_split}"
     else:
@@ -140,3 +147,105 @@ def compare_text(rows: list[dict[str, Any]]) -> str:
     what = "prompt" if first["phase"] == "prefill" else "context"
     return rows_table(rows, cols,
                       f"{first['phase']}, batch {first['batch']}, {what} {first['seq']}, plan {first['plan']}")
+
+
+def _row_labels(rows: list[dict[str, Any]]) -> list[str]:
+    """Each row named by what varies between the rows: 'llama-3-70b on h100-sxm', 'KV fp8', 'TP 8'."""
+    def varies(key: str) -> bool:
+        return len({str(r.get(key)) for r in rows}) > 1
+
+    labels = []
+    for r in rows:
+        parts = [str(r["model"])] if varies("model") or not varies("machine") else []
+        if varies("machine") or not parts:
+            parts.append(("on " if parts else "") + str(r["machine"]))
+        for key, name in (("weights_dtype", "weights"), ("kv_dtype", "KV"), ("compute_dtype", "compute")):
+            if varies(key):
+                parts.append(f"{name} {r.get(key)}")
+        for key in ("tp", "pp", "ep", "dp"):
+            if varies(key):
+                parts.append(f"{key.upper()} {r.get(key)}")
+        labels.append(" ".join(parts))
+    return labels
+
+
+def grouped_warnings(rows: list[dict[str, Any]]) -> list[str]:
+    """A comparison's warnings, each said once with the rows it concerns: the same text on several rows
+    is one line, and the rows whose memory does not fit (each row's last warning when `fits` is False)
+    are one line that names the fewest devices each needs (the devices column)."""
+    labels = _row_labels(rows)
+    by_text: dict[str, list[str]] = {}
+    unfit: list[str] = []
+    for r, label in zip(rows, labels, strict=True):
+        warnings = list(r.get("warnings") or [])
+        if r.get("fits") is False and warnings:
+            warnings.pop()  # the memory fit's own warning, summed up below
+            unfit.append(f"{label} ({r['devices']} devices)" if r.get("devices") else label)
+        for w in warnings:
+            by_text.setdefault(w, []).append(label)
+    lines = [f"{w} ({'every row' if len(who) == len(rows) > 1 else ', '.join(who)})" for w, who in by_text.items()]
+    if unfit:
+        lines.append(f"{len(unfit)} of {len(rows)} rows do not fit in their devices' usable memory (weights + KV "
+                     f"cache + workspace); the fewest devices that hold each: {', '.join(unfit)} (the devices "
+                     f"column; --format json has each row's sums)")
+    return lines
+
+
+def attention_kind(cfg: Any) -> str:
+    """'GQA 64/8' (query heads / K-V heads), 'MHA 12', 'MQA 8', 'MLA (latent 512 + 64)', and the window."""
+    from roofline.models import AttentionKind
+
+    h, g = cfg.num_heads, cfg.num_kv_heads
+    if cfg.is_mla:
+        kind = f"MLA {h} heads (latent {cfg.kv_lora_rank} + {cfg.qk_rope_head_dim})"
+    elif g == h:
+        kind = f"MHA {h}"
+    elif g == 1:
+        kind = f"MQA {h}/1"
+    else:
+        kind = f"GQA {h}/{g}"
+    local = cfg.attention_layers(AttentionKind.LOCAL)
+    if cfg.sliding_window and local:
+        every = "every layer" if local == cfg.num_layers else f"{local} of {cfg.num_layers} layers"
+        kind += f", window {cfg.sliding_window:,} on {every}"
+    return kind
+
+
+def preset_rows() -> list[dict[str, Any]]:
+    """Every preset: id, family (HF model_type), parameters, layers, attention, experts, maximum length,
+    the checkpoint's dtype and the dtypes `roofline model` uses unless told (--weights-dtype, --kv-dtype)."""
+    from roofline.models import load_config
+    from roofline.models.config import preset_dict, preset_names
+
+    rows = []
+    for name in preset_names():
+        cfg = load_config(name)
+        weights = cfg.weights_dtype.name if cfg.weights_dtype is not None else "bf16"
+        rows.append({"id": name, "family": cfg.architecture, "params_total": cfg.total_params,
+                     "params_active": cfg.active_params, "layers": cfg.num_layers,
+                     "attention": attention_kind(cfg),
+                     "experts": f"{cfg.experts_per_token} of {cfg.num_experts}" if cfg.is_moe else "",
+                     "max_length": cfg.max_position_embeddings,
+                     "checkpoint_dtype": str(preset_dict(name).get("torch_dtype") or "—"),
+                     "default_dtypes": f"{weights} / bf16 / bf16"})
+    return rows
+
+
+def presets_text(rows: list[dict[str, Any]]) -> str:
+    from rich.table import Table
+
+    t = Table(title="model presets (offline; a local config.json works as well): roofline model ID",
+              title_justify="left")
+    cols = (("id", "id", "left"), ("family", "family", "left"), ("params", "params_total", "right"),
+            ("active", "params_active", "right"), ("layers", "layers", "right"), ("attention", "attention", "left"),
+            ("experts", "experts", "left"), ("max length", "max_length", "right"),
+            ("checkpoint", "checkpoint_dtype", "left"), ("weights / KV / compute", "default_dtypes", "left"))
+    for header, _key, justify in cols:
+        t.add_column(header, justify=justify)  # type: ignore[arg-type]
+    for r in rows:
+        t.add_row(*[format_count(r[key]) if key.startswith("params") else
+                    f"{r[key]:,}" if key == "max_length" else str(r[key]) for _h, key, _j in cols])
+    return (render(t, drop=("checkpoint", "max length", "active", "family", "experts"))
+            + "\nattention: query heads/K-V heads (GQA), MHA, MLA's cached latent; experts: routed per token of all;"
+              "\nweights / KV / compute: the dtypes `roofline model` uses unless --weights-dtype, --kv-dtype or "
+              "--dtype says otherwise; checkpoint: config.json's torch_dtype")

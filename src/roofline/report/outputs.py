@@ -8,7 +8,8 @@ CONTRACT (other modules call these; keep the signatures):
   on Level.LINK or Level.NETWORK) are drawn under their link's roof on the chart and the page alike.
 - `write_model_outputs(scenarios, png=, svg=, html=, title=)`: static roofline chart of the first
   scenario's kernels (PNG/SVG) and the interactive page with a switch between all scenarios
-  (HTML). Returns the paths written. Writes atomically; raises RooflineError on a bad path.
+  (HTML). Returns the paths written. Every path is checked before anything is drawn, and the files
+  are renamed into place together (fileio.writing_together); RooflineError on a bad path.
 - `write_sweep_chart(rows, x, png=, svg=, ridge=, limit=, title=)`: rows are dicts with at least
   the key named by `x` (e.g. "batch") and "flop_per_byte"; draws intensity against x, the ridge
   as a horizontal line and the decode limit (if given) as an asymptote. Rows that also carry the
@@ -35,14 +36,17 @@ from __future__ import annotations
 import html as _html
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from roofline.errors import RooflineError
-from roofline.fileio import atomic_write
+from roofline.fileio import atomic_write, check_outputs, writing_together
 from roofline.report.points import Scenario
 from roofline.units import (
     format_time,
 )
+
+if TYPE_CHECKING:
+    from roofline.hardware import Machine
 
 
 def _check(scenarios: Sequence[Scenario]) -> None:
@@ -63,10 +67,15 @@ def _write_chart(fig: Any, path: str, fmt: str) -> Path:
 
 def _write_figure(fig: Any, png: str | None, svg: str | None) -> list[Path]:
     """The figure as PNG and/or SVG, each rendered in memory and written atomically."""
-    written = [_write_chart(fig, png, "png")] if png else []
-    if svg:
+    written = [_write_chart(fig, png, "png")] if png is not None else []
+    if svg is not None:
         written.append(_write_chart(fig, svg, "svg"))
     return written
+
+
+def _paths(png: str | None = None, svg: str | None = None, html: str | None = None) -> None:
+    """Every path checked before anything is drawn (fileio.check_outputs): a bad last one fails first."""
+    check_outputs({"png": png, "svg": svg, "html": html})
 
 
 def write_model_outputs(scenarios: Sequence[Scenario], *, png: str | None = None, svg: str | None = None,
@@ -76,12 +85,14 @@ def write_model_outputs(scenarios: Sequence[Scenario], *, png: str | None = None
     Each output is rendered in memory first and then written atomically, so an unwritable path
     raises RooflineError and never leaves a truncated file in place of a good one."""
     _check(scenarios)
+    _paths(png, svg, html)
     written: list[Path] = []
-    if png or svg:
-        fig = model_figure(scenarios, title=title)
-        written += _write_figure(fig, png, svg)
-    if html:
-        written.append(atomic_write(html, model_html(scenarios, title=title)))
+    with writing_together():  # all files or none
+        if png is not None or svg is not None:
+            fig = model_figure(scenarios, title=title)
+            written += _write_figure(fig, png, svg)
+        if html is not None:
+            written.append(atomic_write(html, model_html(scenarios, title=title)))
     return written
 
 
@@ -90,8 +101,15 @@ def write_kernel_outputs(scenarios: Sequence[Scenario], *, png: str | None = Non
     """Like `write_model_outputs`, but the static chart shows every scenario's kernels together
     (naive and fused attention as separate points), each named with its scenario's label."""
     _check(scenarios)
+    _paths(png, svg, html)
+    with writing_together():  # all files or none
+        return _kernel_outputs(scenarios, png, svg, html, title)
+
+
+def _kernel_outputs(scenarios: Sequence[Scenario], png: str | None, svg: str | None, html: str | None,
+                    title: str) -> list[Path]:
     written: list[Path] = []
-    if png or svg:
+    if png is not None or svg is not None:
         from roofline.report.charts import roofline_figure
 
         multi = len(scenarios) > 1
@@ -105,29 +123,35 @@ def write_kernel_outputs(scenarios: Sequence[Scenario], *, png: str | None = Non
         fig = roofline_figure(placements, machine=first.machine, dtype=first.dtype, names=names, title=title,
                               subtitle=sub, shares=not multi)
         written += _write_figure(fig, png, svg)
-    if html:
+    if html is not None:
         written.append(atomic_write(html, model_html(scenarios, title=title)))
     return written
 
 
 def write_sweep_chart(rows: Sequence[Mapping[str, Any]], x: str, *, png: str | None = None, svg: str | None = None,
-                      ridge: float, limit: float | None = None, title: str = "") -> list[Path]:
+                      ridge: float, limit: float | None = None, title: str = "", series: str | None = None
+                      ) -> list[Path]:
     """Intensity against `x` with the ridge and the decode limit; the step-time breakdown below
-    it when the rows carry times. Written atomically; RooflineError on a bad path."""
+    it when the rows carry times; one line set per value of `series` (e.g. "machine"). Written
+    atomically; RooflineError on a bad path."""
     from roofline.report.sweep_chart import sweep_figure
 
-    fig = sweep_figure(rows, x, ridge=ridge, limit=limit, title=title)
-    return _write_figure(fig, png, svg)
+    _paths(png, svg)
+    fig = sweep_figure(rows, x, ridge=ridge, limit=limit, title=title, series=series)
+    with writing_together():
+        return _write_figure(fig, png, svg)
 
 
-def write_roofs_chart(roofs: Sequence[tuple[str, str | None]], *, png: str | None = None, svg: str | None = None,
-                      title: str = "") -> list[Path]:
+def write_roofs_chart(roofs: Sequence[tuple[Machine | str, str | None]], *, png: str | None = None,
+                      svg: str | None = None, title: str = "") -> list[Path]:
     """Several machines or precisions on one chart: [("a100", "bf16"), ("h100", "bf16"), ("b200", "bf16")]
     or [("b200", "bf16"), ("b200", "fp8"), ("b200", "fp4")]. Written atomically."""
     from roofline.report.charts import roofs_figure
 
+    _paths(png, svg)
     fig = roofs_figure(roofs, title=title)
-    return _write_figure(fig, png, svg)
+    with writing_together():
+        return _write_figure(fig, png, svg)
 
 
 def model_figure(scenarios: Sequence[Scenario], *, title: str = "") -> Any:
@@ -162,13 +186,15 @@ def write_serve_outputs(report: Any, *, png: str | None = None, svg: str | None 
     limit and the ITL target) as PNG/SVG, and its self-contained page (the same chart with hover, and
     the summary numbers) as HTML. `report` is a `roofline.serving.ServingReport`. Each output is
     rendered in memory and written atomically; RooflineError on a bad path."""
+    _paths(png, svg, html)
     written: list[Path] = []
-    if png or svg:
-        from roofline.report.serve_chart import serve_figure
+    with writing_together():  # all files or none
+        if png is not None or svg is not None:
+            from roofline.report.serve_chart import serve_figure
 
-        written += _write_figure(serve_figure(report), png, svg)
-    if html:
-        from roofline.report.serve_page import serve_page
+            written += _write_figure(serve_figure(report), png, svg)
+        if html is not None:
+            from roofline.report.serve_page import serve_page
 
-        written.append(atomic_write(html, serve_page(report)))
+            written.append(atomic_write(html, serve_page(report)))
     return written

@@ -61,7 +61,7 @@ def plan_text(s: PlanSearch) -> str:
                   "—" if r.bound is None else str(r.bound), r.reason)
     from roofline.report.text import render
 
-    lines = [render(t, width=220), ""]
+    lines = [render(t, drop=("tokens/s", "devices", "comm", "tokens/s/device", "bound")), ""]
     w = s.winner
     if w is not None:
         flags = f" ({w.flags})" if w.flags else ""

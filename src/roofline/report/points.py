@@ -180,8 +180,11 @@ def floor_term(p: Placement) -> str:
         head = f"α {format_time(alpha)} + " if alpha else ""
         return (f"{head}{format_bytes(p.cost.bytes_by_level[lim])} / {format_bytes_per_s(p.bandwidth_by_level[lim])}"
                 f" = {format_time(p.time_s)}")
+    if lim is Unit.EXP and lim in p.unit_times_s:  # operations, not FLOPs: exponentials per second
+        return (f"{p.cost.work(lim):.4g} exponentials / {p.peak_by_unit[lim]:.4g} per s (exp units)"
+                f" = {format_time(p.time_s)}")
     if isinstance(lim, Unit) and lim in p.unit_times_s:
-        return (f"{format_flop(p.cost.flop_by_unit[lim])} / {format_flop_per_s(p.peak_by_unit[lim])} ({lim})"
+        return (f"{format_flop(p.cost.work(lim))} / {format_flop_per_s(p.peak_by_unit[lim])} ({lim})"
                 f" = {format_time(p.time_s)}")
     return format_time(p.time_s)
 

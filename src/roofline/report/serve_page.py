@@ -1,8 +1,9 @@
 """The serving page: one self-contained HTML file with the throughput-against-latency chart over batch
 and the serving summary (TTFT, ITL, end-to-end, throughput, the limits, cost).
 
-Same machinery as the roofline page (report/html.py): plotly.js inlined, the data as JSON, the same
-Content-Security-Policy, so the page makes no request of any kind. Its markup, styles and script are
+Same machinery as the roofline page (report/html.py): plotly.js inlined, the data as JSON, the
+template filled in one pass and the same Content-Security-Policy (its scripts by hash),
+so the page makes no request of any kind. Its markup, styles and script are
 roofline/report/page/serve.html, serve.css and serve.js.
 
 The data, in `<script type="application/json" id="serve-data">`:
@@ -22,7 +23,7 @@ import html
 import math
 from typing import Any
 
-from roofline.report.html import CSP, _asset, _json_for_script
+from roofline.report.html import _asset, _json_for_script, assemble
 from roofline.report.serve_chart import (
     BAND_COLOUR,
     CHOSEN_COLOUR,
@@ -199,13 +200,8 @@ def serve_page(r: ServingReport) -> str:
     from plotly.offline import get_plotlyjs
 
     data = serve_payload(r)
-    return (_asset("serve.html")
-            .replace("@@TITLE@@", html.escape(data["title"]))
-            .replace("@@CSP@@", CSP)
-            .replace("@@STYLE@@", _asset("serve.css"))
-            .replace("@@DATA@@", _json_for_script(data))
-            .replace("@@SCRIPT@@", _asset("serve.js"))
-            .replace("@@PLOTLY@@", get_plotlyjs()))
+    return assemble("serve.html", title=data["title"], style=_asset("serve.css"), data=_json_for_script(data),
+                    scripts=(get_plotlyjs(), _asset("serve.js")))
 
 
 __all__ = ["serve_page", "serve_payload"]

@@ -52,7 +52,7 @@ def system_text(s: System) -> str:
     if s.network_link is None:
         links.add_row("network", "none", "", "", "one node only" if s.max_nodes == 1 else "")
 
-    text = render(head, width=220) + "\n" + render(links, width=220)
+    text = render(head) + "\n" + render(links)
     if s.notes:
         text += "\nnotes:\n" + "\n".join(f"  - {n}" for n in s.notes)
     return text
@@ -74,7 +74,7 @@ def systems_text(systems: Iterable[System]) -> str:
             f"{format_bytes_per_s(node.bytes_per_s, 4)}, {format_time(node.latency_s, 3)}, {node.topology}",
             "none" if net is None else f"{format_bytes_per_s(net.bytes_per_s, 4)}, {format_time(net.latency_s, 3)}",
         ))
-    return render(t, width=160)
+    return render(t)
 
 
 __all__ = ["system_text", "systems_text"]

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import io
+import os
+import shutil
+import sys
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from roofline.hardware import Machine
 from roofline.hardware.machine import PEAK_KEYS
@@ -16,14 +20,84 @@ from roofline.units import (
     format_intensity,
     format_time,
 )
+from roofline.vocab import Level, Unit
+
+PIPE_WIDTH = 1000  # not a terminal (a pipe, a file, a test): the table at its full width, up to this
 
 
-def render(table: object, width: int = 120) -> str:
+def output_width() -> int | None:
+    """The columns a table may take: $COLUMNS where set (as shells and tests set it), else the terminal's
+    width when stdout is a terminal; None on a pipe or a file, where each table keeps its full width."""
+    text = os.environ.get("COLUMNS", "").strip()
+    if text.isdigit() and int(text) > 0:
+        return int(text)
+    try:
+        if sys.stdout.isatty():
+            return shutil.get_terminal_size().columns
+    except (AttributeError, ValueError):  # a closed or replaced stdout
+        pass
+    return None
+
+
+TEXT_WRAP = 30  # a text column wider than this may wrap before a column is left out
+
+
+def _width_at(table: Any, text_width: int) -> int:
+    """The table's width with each right-justified (number) column at its widest cell and each text
+    column at most `text_width` wide (at least its longest word, up to 24 characters: a URL folds),
+    plus the padding and the borders; with text_width 0, the narrowest width that cuts no number."""
+    from rich.cells import cell_len
+
+    total = table._extra_width  # borders
+    for i, column in enumerate(table.columns):
+        lines = [line for t in (str(column.header), *(str(c) for c in column._cells)) for line in t.splitlines()]
+        widest = max((cell_len(line) for line in lines), default=0)
+        if column.justify == "right":
+            need = widest
+        else:
+            word = min(24, max((cell_len(w) for line in lines for w in line.split()), default=0))
+            need = max(word, min(text_width, widest))
+        total += need + table._get_padding_width(i)
+    return int(total)
+
+
+def render(table: Any, width: int | None = None, drop: Sequence[str] = ()) -> str:
+    """A rich renderable as plain text, fitted to `width` (default: output_width()).
+
+    A table wider than that loses the columns named in `drop` (headers, least important first) until
+    it fits with its text columns at most TEXT_WRAP wide, and says which; then its text columns wrap.
+    A number is never cut: right-justified columns never wrap, and a table that still cannot fit is
+    printed at its narrowest whole width.
+    """
     from rich.console import Console
+    from rich.table import Table
 
+    target = width if width is not None else output_width()
     buf = io.StringIO()
-    Console(file=buf, width=width, no_color=True, highlight=False, soft_wrap=False).print(table)
-    return buf.getvalue().rstrip("\n")
+    console = Console(file=buf, width=PIPE_WIDTH, no_color=True, highlight=False, soft_wrap=False)
+    dropped: list[str] = []
+    if isinstance(table, Table):
+        for column in table.columns:
+            column.overflow = "fold"  # a long word (a kernel name, a URL) wraps; never "…"
+            if column.justify == "right":
+                column.no_wrap = True
+        for header in drop:
+            if target is None or _width_at(table, TEXT_WRAP) <= target:
+                break
+            index = next((i for i, c in enumerate(table.columns) if str(c.header) == header), None)
+            if index is not None and len(table.columns) > 1:
+                del table.columns[index]
+                dropped.append(header)
+        if target is not None:
+            console.width = max(target, _width_at(table, 0))
+    elif target is not None:
+        console.width = target
+    console.print(table)
+    text = buf.getvalue().rstrip("\n")
+    if dropped:
+        text += (f"\n(to fit {target} columns this table leaves out: {', '.join(dropped)}; a wider terminal, "
+                 f"COLUMNS=200 or a pipe shows every column)")
+    return text
 
 
 def placement_text(p: Placement, title: str = "") -> str:
@@ -48,8 +122,11 @@ def placement_text(p: Placement, title: str = "") -> str:
     if p.fraction_of_peak > 1:  # the vector FLOPs (a softmax) run alongside the matmuls
         how = f"{p.fraction_of_peak:.2%} of the {p.dtype.peak_key} matrix peak: vector FLOPs overlap the matmuls"
     t.add_row("attainable", format_flop_per_s(p.attainable_flop_per_s, 4), how)
+    inside = ""  # the exp units or an on-chip level set the floor: name its term too
+    if p.bound in (Unit.EXP, Level.SMEM, Level.L2):
+        inside = f", {p.bound} {format_time(p.time_s)}" + (f" (margin {p.margin:.3g}×)" if p.margin else "")
     t.add_row("time floor", format_time(p.time_s),
-              f"compute {format_time(p.compute_time_s)}, memory {format_time(p.memory_time_s)}")
+              f"compute {format_time(p.compute_time_s)}, memory {format_time(p.memory_time_s)}{inside}")
     t.add_row("bound", p.bound_class, f"limited by {p.bound}")
     if p.measured_time_s is not None:
         t.add_row("measured", format_time(p.measured_time_s),
@@ -57,19 +134,33 @@ def placement_text(p: Placement, title: str = "") -> str:
     return render(t)
 
 
+RUNS_NOTE = "× = runs per step (the layers that run it); FLOPs and bytes per run; time and share of all runs"
+# the headers of placements_table, and the order a narrow terminal leaves them out (least important first)
+KERNEL_COLUMNS = (("kernel", "left"), ("×", "right"), ("FLOPs/run", "right"), ("bytes/run", "right"),
+                  ("FLOP/B", "right"), ("bound", "left"), ("time, × runs", "right"), ("share", "right"))
+KERNEL_DROP = ("share", "bytes/run", "FLOPs/run")
+
+
 def placements_table(placements: Sequence[Placement], title: str = "", total_time_s: float | None = None) -> str:
+    """One row per kernel: FLOPs and bytes of one run, time floor and share of all its runs (× count),
+    and a last row that sums every kernel × its runs."""
     from rich.table import Table
 
     t = Table(title=title, title_justify="left")
-    for col, just in (("kernel", "left"), ("×", "right"), ("FLOPs", "right"), ("bytes", "right"),
-                      ("FLOP/B", "right"), ("bound", "left"), ("time floor", "right"), ("share", "right")):
+    for col, just in KERNEL_COLUMNS:
         t.add_column(col, justify=just)  # type: ignore[arg-type]
     total = total_time_s if total_time_s is not None else sum(p.total_time_s for p in placements)
-    for p in placements:
+    for i, p in enumerate(placements):
         share = p.total_time_s / total if total else 0.0
         t.add_row(p.name, str(p.count), format_flop(p.flop), format_bytes(p.bytes),
-                  format_intensity(p.flop_per_byte), p.bound_class, format_time(p.total_time_s), f"{share:.1%}")
-    return render(t)
+                  format_intensity(p.flop_per_byte), p.bound_class, format_time(p.total_time_s), f"{share:.1%}",
+                  end_section=i == len(placements) - 1)
+    if len(placements) > 1:
+        flop = sum(p.flop * p.count for p in placements)
+        moved = sum(p.bytes * p.count for p in placements)
+        t.add_row("total (Σ × runs)", "", format_flop(flop), format_bytes(moved),
+                  format_intensity(flop / moved) if moved else "—", "", format_time(total), "100.0%")
+    return render(t, drop=KERNEL_DROP)
 
 
 def analysis_text(a: GraphAnalysis, title: str) -> str:
@@ -98,11 +189,20 @@ def machines_table(machines: Iterable[Machine], dtypes: Sequence[str] = ("bf16",
         cap = m.memory_capacity_bytes
         t.add_row(m.id, ", ".join(m.aliases), m.name, *peaks, format_bytes_per_s(m.memory_bytes_per_s),
                   format_bytes(cap, binary=True) if cap else "—", *ridges)
-    return render(t, width=200)
+    return render(t, drop=("aliases", "name", *(f"ridge {d}" for d in reversed(dtypes[1:])), "capacity",
+                           *(f"{d} peak" for d in reversed(dtypes[1:]))))
 
 
 def machine_text(m: Machine) -> str:
+    """Every ceiling with its ridge point; each source cited as [n] and listed once under the table."""
     from rich.table import Table
+
+    from roofline.explain.placement import Sources
+
+    sources = Sources()
+
+    def cite(source: str) -> str:
+        return sources.cite(source) if source else ""
 
     t = Table(title=f"{m.name} ({m.id})", title_justify="left")
     t.add_column("ceiling")
@@ -115,18 +215,21 @@ def machine_text(m: Machine) -> str:
         key = section.split()[0]
         for d in sorted(table, key=PEAK_KEYS.index):
             t.add_row(f"{section} {d}", format_flop_per_s(table[d], 4), f"{table[d] / bw:.1f} FLOP/B",
-                      m.sources.get(f"peak.{key}", ""))
+                      cite(m.sources.get(f"peak.{key}", "")))
     for level in m.memory.values():
         if level.bytes_per_s:
-            t.add_row(f"{level.name} bandwidth", format_bytes_per_s(level.bytes_per_s, 4), "", level.source)
+            t.add_row(f"{level.name} bandwidth", format_bytes_per_s(level.bytes_per_s, 4), "",
+                      cite(level.source))
         if level.capacity_bytes:
             cap = f"{format_bytes(level.capacity_bytes, 4, binary=True)} ({format_bytes(level.capacity_bytes, 4)})"
             t.add_row(f"{level.name} capacity" + (f" ({level.technology})" if level.technology else ""),
-                      cap, "", level.source)
+                      cap, "", cite(level.source))
     if m.interconnect_bytes_per_s:
         t.add_row(f"interconnect {m.interconnect_name}".strip(), format_bytes_per_s(m.interconnect_bytes_per_s, 4),
-                  "", m.sources.get("interconnect", ""))
-    text = render(t, width=220)
+                  "", cite(m.sources.get("interconnect", "")))
+    text = render(t)
+    if sources.text():
+        text += "\n" + sources.text()
     if m.notes:
         text += "\nnotes:\n" + "\n".join(f"  - {n}" for n in m.notes)
     return text

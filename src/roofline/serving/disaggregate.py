@@ -40,6 +40,7 @@ from roofline.hardware.system_file import get_system
 from roofline.models.memory import device_kv_bytes
 from roofline.parallel import Split
 from roofline.serving.efficiency import Band, Rate, per_rate
+from roofline.units import require_positive_int
 
 FORMULAS = {
     "transfer_s": "alpha + prompt x KV bytes per token per prefill device / link BW (per direction)",
@@ -67,7 +68,7 @@ def parse_ratio(text: str | tuple[int, int] | None) -> tuple[int, int] | None:
                             ) from None
     if len(values) != 2 or min(values) < 1:
         raise RooflineError(f"--disaggregate: write P:D with positive device counts, like 4:4; got {text!r}")
-    return values[0], values[1]
+    return require_positive_int(values[0], "--disaggregate P"), require_positive_int(values[1], "--disaggregate D")
 
 
 @dataclass(frozen=True)

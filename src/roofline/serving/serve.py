@@ -42,7 +42,7 @@ from roofline.hardware import DEFAULT_MACHINE, Machine
 from roofline.models.analysis import COLLECTIVES, ModelAnalysis, analyze_model
 from roofline.models.build import DEFAULT_PLAN, as_plan
 from roofline.models.config import load_config
-from roofline.models.dtypes import ModelDtypes, compute_dtype, model_dtypes
+from roofline.models.dtypes import ModelDtypes, compute_dtype, for_checkpoint, model_dtypes
 from roofline.models.memory import DEFAULT_UTILIZATION, device_kv_bytes, device_weights_bytes
 from roofline.models.split import stage_layers
 from roofline.models.stepmodel import StepModel, batch_unit
@@ -265,7 +265,8 @@ class _Decode:
         nb, nc = b.size, self.contexts.size
         r = self.sm.evaluate(np.repeat(b, nc), np.tile(self.contexts, nb), self.machine, self.dtype)
         kt, kb = r["kernel_time_s"], r["kernel_bound"]
-        cls = np.where(kb <= 1, 0, np.where(kb == 2, 1, 2))  # compute, memory, communication
+        # compute, memory, communication, by SWEPT_RESOURCES' codes (matrix, vector, dram, link, network, exp)
+        cls = np.array([0, 0, 1, 2, 2, 0])[kb]
         fast, slow = kt / self.hi_eff[cls], kt / self.lo_eff[cls]
         oh_lo, oh_hi = self.eff.step_overhead_s
         if self.comm is None:
@@ -431,7 +432,7 @@ def serve(model: str | ModelConfig, machine: str | Machine = DEFAULT_MACHINE, sp
                                 f"batch/dp sequences" + (", a multiple of tp under --ep with --tp)" if unit > sp.dp
                                                          else ")"))
     pl = as_plan(plan)
-    dt = dtypes or model_dtypes()
+    dt = for_checkpoint(dtypes or model_dtypes(), cfg.weights_dtype)
     m, dpn = resolve(machine, sp)
     cdt = compute_dtype(dt, m)
 

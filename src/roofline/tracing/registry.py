@@ -3,7 +3,8 @@
 A formula takes an `OpCall`: the op's name, its arguments in schema order (a tensor is an `ArgShape`,
 its shape and roofline dtype; a tensor list a tuple of them; anything else a plain value), the
 tensors it reads and writes, and the few facts about the run a shape cannot tell (`fused`: the
-attention backend PyTorch chose). It returns the core `Op`s the call counts as. No formula sees a
+attention backend PyTorch chose; `kept_pairs`: the (query, key) pairs an attention mask keeps;
+`ArgShape.values`: a grouped matmul's offsets). It returns the core `Op`s the call counts as. No formula sees a
 live tensor, so the same formulas serve the live tracer (roofline.tracing.tracer) and recorded shapes
 (a torch.profiler trace's "Input Dims" and "Input type", which list the same schema arguments).
 
@@ -11,14 +12,31 @@ The conventions are ours, the same ones the analytic builders use (roofline.kern
 
     matmul family (mm, bmm, addmm, baddbmm, matmul, linear, mv)   2·batch·M·N·K     (matmul_op)
     convolution                      2·out elements·(C_in/groups)·kernel elements
+    grouped matmul (_grouped_mm, the MoE experts path)          2·rows·K·N; reads only the groups
+                                     (experts) its offsets give rows to
     scaled_dot_product_attention and its CPU/CUDA flash, efficient, cuDNN variants:
-                                     attention_ops: q·kᵀ, softmax, p·v over the unmasked pairs;
+                                     attention_ops: q·kᵀ, softmax, p·v over the KEPT pairs (below);
                                      a fused backend runs the three as one kernel (the trace's plan)
     softmax, rms_norm, layer_norm, add, mul, silu, gelu, relu   FLOP_PER_ELEMENT per element
     complex mul / add (RoPE as Llama writes it)                 6 / 2 real FLOPs per complex element
     other pointwise ops                                         1 per element (flagged)   `generic`
     reductions                                                  1 per input element (flagged)
     copies, casts, cat, embedding gathers                       0 (bytes only)
+    in-place indexed writes (index_copy_, index_put_, scatter_, index_fill_)   0; index_add_,
+                                     scatter_add_, scatter_reduce_, index_put_(accumulate) 1 per element
+                                     written; bytes: the index and source read, only the rows written
+                                     (accumulating ones also read those rows), never the whole tensor;
+                                     their out-of-place twins return a new tensor: a whole copy
+
+Attention convention (one for every path, the analytic models' one: roofline.kernels.attention_ops,
+used by roofline.models for naive and flash attention alike): FLOPs count the (query, key) pairs the
+mask KEEPS, 2·d + 5 + 2·dv per kept pair per head. A causal flag keeps Nq·(Nkv−Nq) + Nq·(Nq+1)/2 pairs
+(≈ N²/2 in prefill; PyTorch's top-left alignment when Nq ≠ Nkv); a boolean or additive mask keeps the
+pairs it does not mask, counted from its values by whoever built the record (`OpCall.kept_pairs`; a
+recorded profile without the values counts every pair). The math backend computes the whole square
+and discards the masked part; that work is not counted, so that fusing attention (flash) changes its
+bytes and never its FLOPs. The tracer applies the same count to eager attention (an explicit
+q·kᵀ matmul, an added mask, softmax, p·v). torch.utils.flop_counter counts the whole square.
 
 One decorator, `FORMULAS.register(*names)`, is the only way in; a name registered twice raises, and
 the registry is a read-only Mapping (no item assignment, no update).
@@ -52,6 +70,7 @@ class ArgShape:
     shape: tuple[int, ...]
     dtype: DType
     record: Tensor | None = None
+    values: tuple[int, ...] | None = None  # a small index tensor's values, where a formula needs them
 
     @property
     def elements(self) -> int:
@@ -85,6 +104,8 @@ class OpCall:
     writes   the tensors it writes: arguments changed in place, then its results
     fused    the call ran as one fused kernel: for scaled_dot_product_attention the backend PyTorch
              chose at run time, resolved by whoever built the record
+    kept_pairs  attention with a mask tensor: the (query, key) pairs it keeps over the whole
+             [B, H, Nq, Nkv] score tensor, counted from the mask's values; None: unknown (all pairs)
     """
 
     name: str
@@ -93,6 +114,7 @@ class OpCall:
     reads: tuple[ArgShape, ...] = ()
     writes: tuple[ArgShape, ...] = ()
     fused: bool = False
+    kept_pairs: int | None = None
 
     def arg(self, i: int) -> Arg:
         return self.args[i] if i < len(self.args) else None
@@ -150,8 +172,10 @@ class Registry(Mapping[str, Formula]):
         return add
 
     def key(self, aten: str) -> str:
-        """The name a call is counted under: an in-place variant (add_) under its op (add) when that
-        op has a formula."""
+        """The name a call is counted under: its own when it has a formula (index_copy_, whose bytes
+        differ from index_copy's), else an in-place variant (add_) under its op (add)."""
+        if aten in self._formulas:
+            return aten
         base = aten.rstrip("_")
         return base if base in self._formulas else aten
 
@@ -258,6 +282,12 @@ def _f_conv(call: OpCall) -> list[Op]:
 
 CONVOLUTION = ("convolution", "_convolution")  # the two with a `transposed` argument, at position 6
 
+# the attention convention (module docstring) in one line, for the trace report and its JSON
+ATTENTION_CONVENTION = ("attention FLOPs count the (query, key) pairs the mask keeps, 2·d + 5 + 2·dv per pair "
+                        "per head: causal Nq·(Nkv−Nq) + Nq·(Nq+1)/2 ≈ N²/2 in prefill, a mask tensor what it "
+                        "keeps; on every backend (flash, math, eager), as roofline.kernels.attention_ops counts "
+                        "naive and flash attention alike (torch.utils.flop_counter counts the whole square)")
+
 SDPA = "scaled_dot_product_attention"  # the composite: its backend is chosen at run time
 # where each variant keeps its mask and its causal flag in the schema (PyTorch 2.13; a test checks
 # them against torch): aten -> (mask position or None, causal position). The flash and efficient
@@ -280,9 +310,10 @@ _BLHE = ("_flash_attention_forward", "_efficient_attention_forward")  # [B, L, H
 
 @register(*ATTENTION)
 def _f_attention(call: OpCall) -> list[Op]:
-    """attention_ops over [B, H, L, E] views of q, k, v; causal counts the unmasked pairs with
-    PyTorch's top-left alignment (query i sees keys 0..i). `call.fused`: the three ops ran as one
-    kernel (noted on each; the recorder makes them one kernel of the trace's plan)."""
+    """attention_ops over [B, H, L, E] views of q, k, v, over the pairs the mask keeps (the module's
+    attention convention): causal with PyTorch's top-left alignment (query i sees keys 0..i), a mask
+    tensor by `call.kept_pairs`. `call.fused`: the three ops ran as one kernel (noted on each; the
+    recorder makes them one kernel of the trace's plan)."""
     q, k, v = call.shape_arg(0), call.shape_arg(1), call.shape_arg(2)
     mask_at, causal_at = ATTENTION[call.aten]
     shapes = [a.shape for a in (q, k, v, call.out)]
@@ -298,12 +329,37 @@ def _f_attention(call: OpCall) -> list[Op]:
     qk, sm, pv = attention_ops(call.name, _shaped("q", qs, dt), _shaped("k", ks, dt), _shaped("v", vs, dt),
                                _shaped("o", os_, dt), causal, kv_offset=0 if causal and nq != nkv else None)
     extra = (mask.tensor,) if isinstance(mask, ArgShape) else ()
+    if not causal and extra and call.kept_pairs is not None:
+        qk, sm, pv = _kept(call.kept_pairs, qs[0] * qs[1] * nq * nkv, (qk, sm, pv))
     notes = [n for n in (qk.note, "causal: PyTorch's top-left alignment" if causal and nq != nkv else "") if n]
     qk = replace(qk, inputs=(q.tensor, k.tensor, *extra), note="; ".join(notes))
     pv = replace(pv, inputs=(pv.inputs[0], v.tensor), outputs=call.outputs)
     if not call.fused:
         return [qk, sm, pv]
     return [replace(o, note=(o.note + "; " if o.note else "") + "ran fused") for o in (qk, sm, pv)]
+
+
+def _kept(kept: int, square: int, ops: Sequence[Op]) -> list[Op]:
+    """The three attention ops over the `kept` of `square` (query, key) pairs a mask keeps: each
+    op's FLOPs × kept / square (the pairs are the only thing the count depends on)."""
+    share = kept / square if square else 1.0
+    note = f"mask keeps {kept} of {square} (query, key) pairs: FLOPs count those"
+    return [scaled_op(o, share, formula=f"({o.formula})·kept/all = ·{kept}/{square}", note=note) for o in ops]
+
+
+def scaled_op(op: Op, share: float, **changes: object) -> Op:
+    """`op` doing `share` of its work: its FLOPs and its on-chip work (exponentials) × share."""
+    onchip = op.onchip.scaled(share) if op.onchip is not None else None
+    return replace(op, flop_by_unit={u: f * share for u, f in op.flop_by_unit.items()}, onchip=onchip,
+                   **changes)  # type: ignore[arg-type]
+
+
+def kept_pairs_of_mask(mask_kept: int, mask_elements: int, q_shape: Sequence[int], k_shape: Sequence[int]) -> int:
+    """The pairs a mask keeps over the whole score tensor [B, H, Nq, Nkv] (q [.., H, Nq, d], k [.., Nkv,
+    d]): the count over the mask's own elements times the times broadcasting repeats it."""
+    qs, ks = _four(tuple(q_shape)), _four(tuple(k_shape))
+    square = qs[0] * qs[1] * qs[2] * ks[2]
+    return mask_kept * square // mask_elements if mask_elements else square
 
 
 def _four(s: tuple[int, ...]) -> tuple[int, int, int, int]:
@@ -317,8 +373,11 @@ def _four(s: tuple[int, ...]) -> tuple[int, int, int, int]:
 
 def _elementwise(call: OpCall, kind: str) -> list[Op]:
     out = call.out
+    outputs = call.outputs
+    if len(outputs) == 1 and outputs[0].shape == out.shape:  # the record is the output: no copy to make
+        return [elementwise_op(call.name, kind, call.inputs, outputs[0])]
     op = elementwise_op(call.name, kind, call.inputs, _shaped(out.tensor.name, out.shape, out.dtype))
-    return [replace(op, outputs=call.outputs)]
+    return [replace(op, outputs=outputs)]
 
 
 @register("_softmax", "softmax", "_log_softmax", "log_softmax", "_safe_softmax")
@@ -365,7 +424,7 @@ for _kind in ("relu", "silu", "gelu"):
     register(_kind)(_pointwise(_kind))
 
 _COPIES = ("_to_copy", "to", "type_as", "copy", "clone", "contiguous", "cat", "stack", "repeat", "repeat_interleave",
-           "index_select", "gather",
+           "index_select", "gather", "index_copy", "index_fill",
            "index", "triu", "tril", "_unsafe_view", "reshape", "flip", "roll", "masked_fill", "where", "scatter",
            "index_put", "_reshape_alias", "view_copy", "expand_copy", "permute_copy", "transpose_copy",
            "slice_copy", "constant_pad_nd", "pad")
@@ -397,6 +456,121 @@ def _f_embedding(call: OpCall) -> list[Op]:
                formula=f"gather {gathered} rows: no FLOPs; only those rows are read")]
 
 
+@register("_grouped_mm")
+def _f_grouped_mm(call: OpCall) -> list[Op]:
+    """torch._grouped_mm(a, b, offs): G matmuls in one call, the MoE experts path.
+
+    a [M, K] @ b [G, K, N] with offs [G] (each group's end row, cumulative): group g multiplies rows
+    offs[g−1]..offs[g] by b[g], so FLOPs = 2·rows·K·N, rows = offs[−1] (M where the offsets are not
+    known), and only the groups given rows are read: b's bytes are those experts' [K, N] slices.
+    a [G, M, K] @ b [G, K, N]: a batched matmul, 2·G·M·K·N. a [M, K] @ b [K, N] with offs over K
+    (a weight gradient): 2·M·K·N."""
+    a, b = call.shape_arg(0), call.shape_arg(1)  # (self, mat2, offs, bias, out_dtype)
+    offs = call.arg(2)
+    ends = offs.values if isinstance(offs, ArgShape) else None
+    out = call.out
+    weights = b.tensor
+    if len(a.shape) == 2 and len(b.shape) == 3:  # rows routed to groups
+        k, n = b.shape[1], b.shape[2]
+        rows = a.shape[0] if not ends else min(int(ends[-1]), a.shape[0])
+        flop = 2.0 * rows * k * n
+        text = f"2·rows·K·N = 2·{rows}·{k}·{n}"
+        if ends:
+            starts = (0, *ends[:-1])
+            used = sum(1 for lo, hi in zip(starts, ends, strict=True) if hi > lo)
+            if used < b.shape[0]:
+                weights = Tensor(f"{weights.name}.groups#{call.name}", (used, k, n), weights.dtype, weights.role)
+            text += f"; {used} of {b.shape[0]} groups have rows: only their weights are read"
+    elif len(a.shape) == 2 and len(b.shape) == 2:  # offsets split K
+        m, k, n = a.shape[0], a.shape[1], b.shape[1]
+        flop = 2.0 * m * k * n
+        text = f"2·M·K·N = 2·{m}·{k}·{n} (the groups split K)"
+    else:  # a 3-D operand: one matmul per group
+        k = a.shape[-1]
+        flop = 2.0 * out.elements * k
+        text = f"2·out elements·K = 2·{out.elements}·{k}"
+    ins = [x.tensor for x in call.reads if x.tensor != b.tensor]
+    ins.insert(1, weights)
+    return [Op(call.name, "grouped_matmul", tuple(dict.fromkeys(ins)), call.outputs, {Unit.MATRIX: flop},
+               formula=text)]
+
+
+def _rows_written(call: OpCall, name: str, shape: Sequence[int]) -> Tensor:
+    """The part of the destination (argument 0) an indexed write touches: `shape` elements at its dtype."""
+    dest = call.shape_arg(0).tensor
+    return Tensor(f"{dest.name}.rows#{name}", tuple(int(s) for s in shape), dest.dtype, dest.role)
+
+
+def _indexed_write(call: OpCall, touched: Sequence[int], sources: Sequence[Arg], accumulate: bool) -> list[Op]:
+    """An in-place write of `touched` elements of the destination: reads the index and the source,
+    writes those rows (reads them too when it accumulates: 1 FLOP per element), never the rest."""
+    rows = _rows_written(call, call.name, touched)
+    ins = [a.tensor for a in sources if isinstance(a, ArgShape)]
+    if accumulate:
+        ins.append(rows)
+    n = math.prod(touched)
+    flop = {Unit.VECTOR: float(n)} if accumulate else {}
+    text = (f"1·elements written = {n}; reads and writes only those rows" if accumulate
+            else f"writes {n} elements: no FLOPs; only those rows are written")
+    return [Op(call.name, call.aten.rstrip("_"), tuple(dict.fromkeys(ins)), (rows,), flop, formula=text)]
+
+
+def _row_shape(dest: Sequence[int], dim: int, index_len: int) -> tuple[int, ...]:
+    d = dim % len(dest) if dest else 0
+    return tuple(index_len if i == d else s for i, s in enumerate(dest))
+
+
+@register("index_copy_", "index_add_", "index_fill_")
+def _f_index_inplace(call: OpCall) -> list[Op]:
+    """self.index_copy_(dim, index, source): rows index of self along dim; index_add_ accumulates
+    (alpha·source), index_fill_ writes a value."""
+    dest, index = call.shape_arg(0), call.shape_arg(2)  # (self, dim, index, source | value, [alpha])
+    dim = call.arg(1)
+    dim = dim if isinstance(dim, int) else 0
+    touched = _row_shape(dest.shape, dim, index.elements)
+    return _indexed_write(call, touched, (index, call.arg(3)), accumulate=call.aten.startswith("index_add"))
+
+
+@register("index_put_", "_index_put_impl_")
+def _f_index_put_inplace(call: OpCall) -> list[Op]:
+    """self[indices] = values (accumulate: +=): the indexed elements are the broadcast index shape
+    times the dimensions not indexed (a boolean mask counts all it covers: an upper bound)."""
+    dest, indices, values = call.shape_arg(0), call.arg(1), call.arg(2)  # (self, indices, values, accumulate)
+    entries = indices if isinstance(indices, tuple) else (indices,)
+    idx = [a for a in entries if isinstance(a, ArgShape)]
+    lead: tuple[int, ...] = ()
+    whole: list[int] = []  # dimensions an index leaves whole (None entries, then the trailing ones)
+    at = 0
+    for a in entries:
+        if isinstance(a, ArgShape):
+            lead = _broadcast(lead, a.shape)
+            at += len(a.shape) if a.dtype.name in ("bool", "int8") else 1  # a bool/uint8 mask covers its dims
+        else:
+            whole += dest.shape[at:at + 1]
+            at += 1
+    touched = (*lead, *whole, *dest.shape[at:]) if idx else dest.shape
+    return _indexed_write(call, touched, (*idx, values), accumulate=bool(call.arg(3)))
+
+
+@register("index_add", "scatter_add", "scatter_reduce")
+def _f_indexed_add_copy(call: OpCall) -> list[Op]:
+    """The out-of-place twins return a new tensor: the whole destination read and the result written
+    (a copy), plus 1 FLOP per source element accumulated."""
+    src = call.arg(3)  # (self, dim, index, source | src, ...)
+    n = src.elements if isinstance(src, ArgShape) else 0
+    return [Op(call.name, call.aten, call.inputs, call.outputs, {Unit.VECTOR: float(n)},
+               formula=f"1·source elements = {n}; a new tensor: the whole destination copied")]
+
+
+@register("scatter_", "scatter_add_", "scatter_reduce_")
+def _f_scatter_inplace(call: OpCall) -> list[Op]:
+    """self.scatter_(dim, index, src): one element written per index element (src read there)."""
+    index = call.shape_arg(2)  # (self, dim, index, src | value, [reduce])
+    src = call.arg(3)
+    accumulate = call.aten != "scatter_" or call.arg(4) is not None
+    return _indexed_write(call, index.shape, (index, src), accumulate)
+
+
 # --- ops without a formula -------------------------------------------------------------------------
 
 REDUCTIONS = ("sum", "mean", "amax", "amin", "max", "min", "prod", "var", "std", "var_mean", "std_mean", "norm",
@@ -420,5 +594,5 @@ def generic(call: OpCall, pointwise: bool, reduction: bool) -> tuple[list[Op], b
                note=f"no FLOP formula for aten::{call.aten}: bytes only")], False
 
 
-__all__ = ["ATTENTION", "FORMULAS", "FUSED_ATTENTION", "SDPA", "Arg", "ArgShape", "Formula", "OpCall", "Registry",
-           "generic", "register", "torch_dtype"]
+__all__ = ["ATTENTION", "ATTENTION_CONVENTION", "FORMULAS", "FUSED_ATTENTION", "SDPA", "Arg", "ArgShape", "Formula",
+           "OpCall", "Registry", "generic", "kept_pairs_of_mask", "register", "scaled_op", "torch_dtype"]

@@ -20,6 +20,22 @@ Fusion: scaled_dot_product_attention's backend is chosen at run time; the record
 (torch._fused_sdp_choice) before the formula runs and passes the answer as `OpCall.fused`. A call
 that ran fused becomes one kernel of the trace's plan (Plan.TRACED), its ops grouped in `groups`.
 
+The facts a formula cannot read from shapes come from the live call: the pairs an attention mask
+keeps (`OpCall.kept_pairs`), a grouped matmul's offsets (`ArgShape.values`), and eager attention
+(q·kᵀ by matmul, + mask, softmax, ·v: its matmuls rescaled to the kept pairs, the registry's one
+attention convention).
+
+Names: global module hooks keep the path of the module running each op ("model.layers.3.mlp.
+down_proj.linear"); the first module to run outside any other is a root, and its weights are named
+by their paths under it, so a script traced whole (`trace_script`) reads like a module handed over.
+
+Roofs: `Trace.analyze` puts each op's matrix FLOPs on the roof of its own operands' dtype
+(`own_roofs`: an fp32 matmul on a GPU without an fp32 matrix peak runs on the FP32 cores unless
+TF32 was allowed); a dtype given puts them all on its roof.
+
+Overhead: what an op overload is (its arguments, which it writes, its formula, its tags) is worked out
+once per overload and cached; an inference tensor's version is never asked (asking raises, slowly).
+
 By default the trace runs under `torch.inference_mode()`, where PyTorch dispatches composite ops
 (linear, rms_norm, scaled_dot_product_attention, softmax) before decomposing them: one op per call
 the program made, as the analytic models count. `inference=False` traces the decomposed ops
@@ -31,30 +47,35 @@ registry; torch only inside functions.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from roofline.dtypes import DType
+from roofline.dtypes import DType, get_dtype
 from roofline.errors import RooflineError, need_torch
 from roofline.graph import FusionPlan, Graph, Op, Tensor
-from roofline.hardware import Machine
+from roofline.hardware import Machine, get_machine
 from roofline.placement import GraphAnalysis, analyze_graph
 from roofline.tracing.registry import (
+    ATTENTION,
     FORMULAS,
     FUSED_ATTENTION,
     SDPA,
     Arg,
     ArgShape,
+    Formula,
     OpCall,
     Registry,
     generic,
+    kept_pairs_of_mask,
+    scaled_op,
     torch_dtype,
 )
-from roofline.vocab import Plan, Role
+from roofline.vocab import Plan, Role, Unit
 
 
 @dataclass
@@ -68,6 +89,7 @@ class Trace:
     unknown: dict[str, int] = field(default_factory=dict)  # aten ops without a FLOP formula -> calls
     errors: dict[str, str] = field(default_factory=dict)  # aten ops the tracer failed on -> why (not counted)
     module_of: dict[str, str] = field(default_factory=dict)  # op name -> module path ("" at top level)
+    tf32: bool = False  # fp32 matmuls were allowed to run as TF32 (torch.get_float32_matmul_precision())
 
     @property
     def graph(self) -> Graph:
@@ -88,14 +110,86 @@ class Trace:
     def analyze(self, machine: Machine | str, dtype: str | DType | None = None,
                 plan: FusionPlan | None = None) -> GraphAnalysis:
         """The traced graph placed on `machine` under `plan` (default: as it ran); kernels with a
-        measured time (time_ops=True) carry it, so their percentage of the roof is known."""
+        measured time (time_ops=True) carry it, so their percentage of the roof is known.
+
+        `dtype` None: each op's matrix FLOPs on the roof of its own operands' dtype (`own_roofs`),
+        and the analysis' dtype (its ridge, its "% of peak") the one doing most matrix FLOPs; a
+        dtype given puts every matmul on that dtype's roof instead (a what-if)."""
         chosen = plan or self.plan
-        analysis = analyze_graph(self.graph, machine, dtype, chosen)
+        graph = self.graph
+        if dtype is None:
+            m = get_machine(machine)
+            graph = Graph(own_roofs(self.ops, m, self.tf32), name=self.name)
+            dtype = headline_dtype(graph.ops, m)
+        analysis = analyze_graph(graph, machine, dtype, chosen)
         if not self.times_s:
             return analysis
         placed = tuple(p.with_measured(self.times_s[p.name]) if p.name in self.times_s else p
                        for p in analysis.placements)
         return GraphAnalysis(placed, analysis.plan, analysis.machine, analysis.dtype)
+
+
+def _operand_dtype(op: Op) -> DType | None:
+    return op.inputs[0].dtype if op.inputs else None
+
+
+def own_roofs(ops: Sequence[Op], machine: Machine, tf32: bool = False) -> list[Op]:
+    """Each op with matrix FLOPs placed on the roof of its operands' dtype (the first input's):
+
+        the machine lists a matrix peak for it      that peak (compute_dtype = the dtype)
+        fp32 without one (GPUs), TF32 allowed       the tf32 matrix peak
+        fp32 without one, TF32 off (PyTorch's default for matmuls)   the FP32 vector peak: the
+                                                    FLOPs move to the vector unit, as the FP32 cores do them
+        anything else (integer matmuls)             the analysis' dtype, as before"""
+    out: list[Op] = []
+    for op in ops:
+        matrix = op.flop_by_unit.get(Unit.MATRIX, 0.0)
+        dt = _operand_dtype(op)
+        if not matrix or dt is None or op.compute_dtype is not None:
+            out.append(op)
+        elif machine.has_peak(dt):
+            out.append(replace(op, compute_dtype=dt))
+        elif dt.peak_key == "fp32" and tf32 and machine.has_peak("tf32"):
+            out.append(replace(op, compute_dtype=get_dtype("tf32")))
+        elif dt.peak_key == "fp32":
+            flop = dict(op.flop_by_unit)
+            flop[Unit.VECTOR] = flop.get(Unit.VECTOR, 0.0) + flop.pop(Unit.MATRIX)
+            note = f"fp32 matmul on the FP32 cores: {machine.id} lists no fp32 matrix peak and TF32 was off"
+            out.append(replace(op, flop_by_unit=flop, compute_dtype=dt,
+                               note=f"{op.note}; {note}" if op.note else note))
+        else:
+            out.append(op)
+    return out
+
+
+def headline_dtype(ops: Sequence[Op], machine: Machine) -> DType:
+    """The dtype doing most matrix FLOPs that the machine has a matrix peak for (its default when none)."""
+    by_dtype: dict[DType, float] = {}
+    for op in ops:
+        dt = op.compute_dtype
+        if dt is not None and op.flop_by_unit.get(Unit.MATRIX) and machine.has_peak(dt):
+            by_dtype[dt] = by_dtype.get(dt, 0.0) + op.flop_by_unit[Unit.MATRIX] * op.count
+    if not by_dtype:
+        return get_dtype(machine.default_dtype())
+    return max(by_dtype, key=lambda d: by_dtype[d])
+
+
+def roof_dtypes(analysis: GraphAnalysis) -> dict[str, float]:
+    """FLOPs of the matmul-like ops per dtype whose roof they were placed on ("fp32 (vector cores)"
+    for fp32 matmuls moved to the FP32 cores), counts included: what the report names beside the machine."""
+    out: dict[str, float] = {}
+    for p in analysis.placements:
+        ops = p.kernel.ops if p.kernel is not None else ()
+        for op in ops:
+            dt = op.compute_dtype or analysis.dtype
+            if op.flop_by_unit.get(Unit.MATRIX):
+                key = dt.name
+            elif op.compute_dtype is not None and op.flop_by_unit.get(Unit.VECTOR):
+                key = f"{dt.name} (vector cores)"
+            else:
+                continue
+            out[key] = out.get(key, 0.0) + op.flop * op.count
+    return out
 
 
 def flop_by_kind(graph: Graph) -> dict[str, float]:
@@ -116,13 +210,18 @@ def bytes_by_kind(graph: Graph, plan: FusionPlan) -> dict[str, float]:
 
 # --- live tensors -> shapes -------------------------------------------------------------------------
 
+@functools.cache  # torch dtypes are few and fixed: each is looked up once
+def _dtype_for(torch_dtype_: Any) -> DType:
+    return torch_dtype(str(torch_dtype_), int(getattr(torch_dtype_, "itemsize", 0) or 0))
+
+
 def dtype_of(t: Any) -> DType:
     """Our dtype for a torch tensor's dtype (roofline.tracing.registry.torch_dtype)."""
-    return torch_dtype(str(t.dtype), int(getattr(t.dtype, "itemsize", 0) or 0))
+    return _dtype_for(t.dtype)
 
 
 def _shape(t: Any) -> tuple[int, ...]:
-    return tuple(int(s) for s in t.shape)
+    return tuple(t.shape)
 
 
 def _distinct_shape(t: Any) -> tuple[int, ...]:
@@ -131,6 +230,8 @@ def _distinct_shape(t: Any) -> tuple[int, ...]:
         strides = t.stride()
     except (RuntimeError, NotImplementedError):  # sparse and other layouts without strides
         return _shape(t)
+    if 0 not in strides:
+        return tuple(t.shape)
     return tuple(int(s) if st != 0 else 1 for s, st in zip(t.shape, strides, strict=True))
 
 
@@ -142,24 +243,40 @@ def _storage_ptr(t: Any) -> int | None:
 
 
 def _version(t: Any) -> int:
+    if t.is_inference():  # inference tensors keep no version counter (asking raises, slowly)
+        return -1
     try:
         return int(t._version)
-    except RuntimeError:  # inference tensors keep no version counter
+    except RuntimeError:
         return -1
 
 
-def _plain(value: Any, shape_of: Callable[[Any], ArgShape]) -> Arg:
+def _bumped(t: Any) -> int:
+    """The version a tensor written in place will have: PyTorch bumps the counter after the op
+    returns through this mode (ADInplaceOrView sits above the Python dispatch key)."""
+    v = _version(t)
+    return v + 1 if v >= 0 else v
+
+
+def _plain(value: Any, shape_of: Callable[[Any], ArgShape], tensor_type: type) -> Arg:
     """An argument as the formulas see it: a tensor's shape, a list's items, a plain value as is;
     anything else (a torch.dtype, a device, a memory format) as its text."""
-    import torch
-
-    if isinstance(value, torch.Tensor):
+    if isinstance(value, tensor_type):
         return shape_of(value)
-    if isinstance(value, (list, tuple)):
-        return tuple(_plain(v, shape_of) for v in value)
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
+    if isinstance(value, (list, tuple)):
+        return tuple(_plain(v, shape_of, tensor_type) for v in value)
     return str(value)
+
+
+def _tensors(value: Any, tensor_type: type) -> list[Any]:
+    """The tensors in an argument or a result: itself, or the items of a (nested) list."""
+    if isinstance(value, tensor_type):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _tensors(v, tensor_type)]
+    return []
 
 
 def _sdp_runs_fused(bound: Mapping[str, Any]) -> bool:
@@ -176,23 +293,74 @@ def _sdp_runs_fused(bound: Mapping[str, Any]) -> bool:
         return True
 
 
+def _mask_keeps(mask: Any) -> int:
+    """The elements of an attention mask that keep their pair: True in a boolean mask; above half the
+    dtype's lowest value in an additive one (PyTorch and Hugging Face mask with -inf or that lowest value)."""
+    import torch
+
+    if mask.dtype == torch.bool:
+        return int(mask.sum())
+    if mask.is_floating_point():
+        return int((mask > torch.finfo(mask.dtype).min / 2).sum())
+    return int(mask.numel())
+
+
 # --- the recorder ---------------------------------------------------------------------------------
 
 # ops that move no data: allocations (their tensor is named when first used) and queries. detach,
 # alias and lift_fresh are not here: they share storage, so the alias rule keeps their data flow
 _NO_OP = ("empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "_fused_sdp_choice",
           "_local_scalar_dense", "item", "is_same_size", "size", "stride", "sym_size", "sym_stride", "sym_numel",
-          "_has_compatible_shallow_copy_type", "set_")
+          "_has_compatible_shallow_copy_type", "set_", "detach_")
 
+
+# views whose schema does not say so (a composite such as type_as returning its argument itself is
+# caught by identity)
+_UNANNOTATED_VIEWS = ("_unsafe_view",)
 
 # these write self without reading it
 _OVERWRITES = ("copy_", "fill_", "zero_", "normal_", "uniform_", "bernoulli_", "random_")
 
+# eager attention (q·kᵀ by matmul, + mask, softmax, ·v): the ops a score tensor passes through between
+# its matmul and the mask, and between the mask and p·v, unchanged in shape
+_SCORE_PASS = frozenset(("mul", "div", "add", "_to_copy", "to", "dropout", "clone", "contiguous", "_softmax",
+                         "softmax", "_safe_softmax", "tanh"))
+_SCORE_MATMULS = frozenset(("matmul", "bmm"))
+
+
+@dataclass(frozen=True)
+class _Arg:
+    name: str
+    default: Any
+    has_default: bool
+    write: bool  # the op writes it
+    read: bool  # the op reads it (not an out= argument nor a tensor it only overwrites)
+
+
+@dataclass(frozen=True)
+class _Schema:
+    """What the recorder needs to know about an op overload, worked out on its first call."""
+
+    aten: str
+    key: str
+    formula: Formula | None
+    args: tuple[_Arg, ...]
+    no_op: bool
+    may_alias: bool  # a result may share an argument's storage (a view): the schema says so
+    pointwise: bool
+    reduction: bool
+    fused_always: bool
+    sdpa: bool
+    mask_at: int | None  # an attention op's mask argument
+    offsets_at: int | None  # a grouped matmul's offsets, whose values its formula reads
+
 
 class _Recorder:
     def __init__(self, trace: Trace, names: Mapping[int, str], time_ops: bool, formulas: Registry) -> None:
+        import torch
         from torch.utils.weak import WeakIdKeyDictionary
 
+        self.torch = torch
         self.trace = trace
         self.formulas = formulas
         self.records: Any = WeakIdKeyDictionary()  # torch tensor -> (record, version)
@@ -204,6 +372,38 @@ class _Recorder:
         self.inputs = 0
         self.versions: dict[str, int] = {}
         self.tensor_names: set[str] = set()
+        self.schemas: dict[int, tuple[Any, _Schema]] = {}  # id(op overload) -> (it, what it is)
+        # eager attention: score tensor name -> (index in trace.ops of its q·kᵀ op, pairs kept or None,
+        # softmax applied)
+        self.scores: dict[str, tuple[int, int | None, bool]] = {}
+        self.module_paths: dict[int, str] = {}  # id(module) -> its path, for module hooks
+
+    # schemas -------------------------------------------------------------------------------------
+    def schema(self, func: Any) -> _Schema:
+        known = self.schemas.get(id(func))  # by id: an OpOverload's own hash is slower; it is held below
+        if known is not None:
+            return known[1]
+        torch = self.torch
+        sch = func._schema
+        aten = sch.name.split("::")[-1]
+        key = self.formulas.key(aten)
+        args = []
+        for arg in sch.arguments:
+            alias = arg.alias_info
+            write = bool(alias is not None and alias.is_write)
+            only_written = write and (bool(getattr(arg, "is_out", False)) or aten in _OVERWRITES)
+            has_default = arg.has_default_value()
+            args.append(_Arg(arg.name, arg.default_value if has_default else None, has_default, write,
+                             not only_written))
+        tags = set(getattr(func, "tags", ()))
+        mask_at = ATTENTION[key][0] if key in ATTENTION else None
+        may_alias = any(r.alias_info is not None for r in sch.returns) or aten in _UNANNOTATED_VIEWS
+        made = _Schema(aten, key, self.formulas.get(key), tuple(args), aten in _NO_OP, may_alias,
+                       torch.Tag.pointwise in tags,
+                       torch.Tag.reduction in tags, key in FUSED_ATTENTION, key == SDPA, mask_at,
+                       2 if key == "_grouped_mm" else None)
+        self.schemas[id(func)] = (func, made)
+        return made
 
     # names ---------------------------------------------------------------------------------------
     def _unique_tensor(self, base: str) -> str:
@@ -215,7 +415,8 @@ class _Recorder:
         return name
 
     def _op_name(self, aten: str) -> str:
-        base = f"{self.path[-1]}.{aten}" if self.path else aten  # the innermost module's full path
+        where = self.path[-1] if self.path else ""
+        base = f"{where}.{aten}" if where else aten  # the innermost module's full path
         k = self.counter.get(base, 0) + 1
         self.counter[base] = k
         name = base if k == 1 else f"{base}#{k}"
@@ -225,10 +426,33 @@ class _Recorder:
         self.op_names.add(name)
         return name
 
+    def enter_module(self, module: Any) -> None:
+        """A module's forward starts: its path (a module first seen outside any other is a root: its
+        submodules and parameters are named by their paths under it)."""
+        path = self.module_paths.get(id(module))
+        if path is None:
+            if self.path:  # a module its root does not hold: named by its class under its caller
+                path = f"{self.path[-1]}.{type(module).__name__}"
+            else:
+                path = ""
+                for n, sub in module.named_modules(remove_duplicate=False):
+                    self.module_paths.setdefault(id(sub), n)
+                    for tensors in (sub._parameters, sub._buffers):
+                        for leaf, t in tensors.items():
+                            if t is not None and id(t) not in self.param_names:
+                                self.param_names[id(t)] = f"{n}.{leaf}" if n else leaf
+                                # seen before its module ran (a script initializing its weights): named
+                                # by its path from here on
+                                self.records.pop(t, None)
+            self.module_paths[id(module)] = path
+        self.path.append(path if path or not self.path else self.path[-1])
+
+    def leave_module(self) -> None:
+        if self.path:
+            self.path.pop()
+
     def record_of(self, t: Any) -> Tensor:
         """The record of a tensor the program holds; new ones are named (parameters by their module path)."""
-        import torch
-
         entry = self.records.get(t)
         version = _version(t)
         if entry is not None and (entry[1] == version or version < 0):
@@ -237,7 +461,7 @@ class _Recorder:
             rec = self._fresh(entry[0].name.split("@")[0], t, entry[0].role)
         else:
             known = self.param_names.get(id(t))
-            is_param = known is not None or isinstance(t, torch.nn.Parameter)
+            is_param = known is not None or isinstance(t, self.torch.nn.Parameter)
             if known is None:
                 self.inputs += 1
                 known = f"{'param' if is_param else 'input'}{self.inputs}"
@@ -255,22 +479,21 @@ class _Recorder:
         rec = self.record_of(base)
         shape = _distinct_shape(out)
         dt = dtype_of(out)
+        # a view shares its base's version counter, but only once the dispatcher returns from here
+        version = _version(base)
         if math.prod(shape) * dt.bytes_per_element == rec.bytes:
-            self.records[out] = (rec, _version(out))  # same bytes: the same tensor seen another way
+            self.records[out] = (rec, version)  # same bytes: the same tensor seen another way
         else:
             part = Tensor(self._unique_tensor(f"{rec.name}[part]"), shape, dt, rec.role)
-            self.records[out] = (part, _version(out))
+            self.records[out] = (part, version)
 
     # one call ------------------------------------------------------------------------------------
     def record(self, func: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], out: Any,
                seconds: float | None) -> None:
-        import torch
-        from torch.utils._pytree import tree_leaves
-
-        schema = func._schema
-        aten = schema.name.split("::")[-1]
-        outs = [t for t in tree_leaves(out) if isinstance(t, torch.Tensor)]
-        if not outs or aten in _NO_OP:
+        sch = self.schema(func)
+        tensor_type = self.torch.Tensor
+        outs = _tensors(out, tensor_type)
+        if not outs or sch.no_op:
             for t in outs:  # empty tensors are named when first used
                 self.records.pop(t, None)
             return
@@ -278,43 +501,43 @@ class _Recorder:
         stack: list[Any] = []  # every schema argument in order, defaults filled in
         read_args: list[Any] = []
         written: list[Any] = []
-        for i, arg in enumerate(schema.arguments):
-            if i < len(args):
+        n_args = len(args)
+        for i, arg in enumerate(sch.args):
+            if i < n_args:
                 value = args[i]
             elif arg.name in kwargs:
                 value = kwargs[arg.name]
             else:
-                stack.append(arg.default_value if arg.has_default_value() else None)
+                stack.append(arg.default)
                 continue
             bound[arg.name] = value
             stack.append(value)
-            tensors = [t for t in tree_leaves(value) if isinstance(t, torch.Tensor)]
-            alias = arg.alias_info
-            is_write = bool(alias is not None and alias.is_write)
-            if is_write:
+            tensors = _tensors(value, tensor_type)
+            if arg.write:
                 written += tensors
-            if not (is_write and (getattr(arg, "is_out", False) or aten in _OVERWRITES)):
+            if arg.read:
                 read_args += tensors
         mutable = bool(written)
-        if not mutable and read_args:
+        if not mutable and read_args and (sch.may_alias or any(o is t for o in outs for t in read_args)):
             ptrs = {_storage_ptr(t): t for t in read_args}
-            if all(_storage_ptr(o) in ptrs and _storage_ptr(o) is not None for o in outs):
-                for o in outs:
-                    self._alias(o, ptrs[_storage_ptr(o)])
+            out_ptrs = [_storage_ptr(o) for o in outs]
+            if all(p is not None and p in ptrs for p in out_ptrs):
+                for o, p in zip(outs, out_ptrs, strict=True):
+                    self._alias(o, ptrs[p])
                 return
-        name = self._op_name(aten)
+        name = self._op_name(sch.aten)
         reads = [(t, self.record_of(t)) for t in read_args]
         writes: list[tuple[Any, Tensor]] = []
         for t in written:
             old = self.record_of(t)
             new = self._fresh(old.name.split("@")[0], t, old.role)
-            self.records[t] = (new, _version(t))
+            self.records[t] = (new, _bumped(t))
             writes.append((t, new))
         for o in outs:
             if any(o is w for w, _ in writes):
                 continue
             if mutable and any(_storage_ptr(o) == _storage_ptr(w) for w, _ in writes):
-                self.records[o] = (next(r for w, r in writes if _storage_ptr(o) == _storage_ptr(w)), _version(o))
+                self.records[o] = (next(r for w, r in writes if _storage_ptr(o) == _storage_ptr(w)), _bumped(o))
                 continue
             rec = Tensor(self._unique_tensor(f"{name}.out"), _distinct_shape(o), dtype_of(o), Role.ACTIVATION)
             self.records[o] = (rec, _version(o))
@@ -323,26 +546,31 @@ class _Recorder:
         # the live call as the formulas see it: shapes, dtypes and the graph's records, no tensors
         known = {id(t): r for t, r in writes}
         known.update((id(t), r) for t, r in reads)  # an argument read and written is, to the formula, what it read
+        offsets: Any = stack[sch.offsets_at] if sch.offsets_at is not None else None
 
         def shape_of(t: Any) -> ArgShape:
-            return ArgShape(_shape(t), dtype_of(t), known.get(id(t)))
+            values = tuple(int(v) for v in t.tolist()) if offsets is not None and t is offsets else None
+            return ArgShape(tuple(t.shape), dtype_of(t), known.get(id(t)), values)
 
-        key = self.formulas.key(aten)
-        # the one fact a shape cannot tell: which attention backend PyTorch picks for this call
-        fused = key in FUSED_ATTENTION or (key == SDPA and _sdp_runs_fused(bound))
-        call = OpCall(name, key, tuple(_plain(v, shape_of) for v in stack),
-                      tuple(ArgShape(_shape(t), r.dtype, r) for t, r in reads),
-                      tuple(ArgShape(_shape(t), r.dtype, r) for t, r in writes), fused)
-        handler = self.formulas.get(key)
-        if handler is not None:
-            ops = handler(call)
+        # the facts a shape cannot tell: which attention backend PyTorch picks, what a mask keeps
+        fused = sch.fused_always or (sch.sdpa and _sdp_runs_fused(bound))
+        kept = None
+        if sch.mask_at is not None and isinstance(stack[sch.mask_at], tensor_type):
+            mask = stack[sch.mask_at]
+            kept = kept_pairs_of_mask(_mask_keeps(mask), mask.numel(), tuple(stack[0].shape), tuple(stack[1].shape))
+        call = OpCall(name, sch.key, tuple(_plain(v, shape_of, tensor_type) for v in stack),
+                      tuple(ArgShape(tuple(t.shape), r.dtype, r) for t, r in reads),
+                      tuple(ArgShape(tuple(t.shape), r.dtype, r) for t, r in writes), fused, kept)
+        if sch.formula is not None:
+            ops = sch.formula(call)
         else:
-            tags = set(getattr(func, "tags", ()))
-            ops, counted = generic(call, pointwise=torch.Tag.pointwise in tags,
-                                   reduction=torch.Tag.reduction in tags)
+            ops, counted = generic(call, pointwise=sch.pointwise, reduction=sch.reduction)
             if not counted:
-                self.trace.unknown[aten] = self.trace.unknown.get(aten, 0) + 1
+                self.trace.unknown[sch.aten] = self.trace.unknown.get(sch.aten, 0) + 1
+        first = len(self.trace.ops)
         self.trace.ops.extend(ops)
+        if self.scores or sch.key in _SCORE_MATMULS:
+            self._eager_attention(sch.key, first, reads, writes)
         where = self.path[-1] if self.path else ""
         for op in ops:
             self.trace.module_of[op.name] = where
@@ -352,16 +580,55 @@ class _Recorder:
             # a call that became several unfused ops has one time for all of them: not attributable
             self.trace.times_s[name if len(ops) > 1 else ops[0].name] = seconds
 
+    # eager attention -----------------------------------------------------------------------------
+    def _eager_attention(self, key: str, at: int, reads: Sequence[tuple[Any, Tensor]],
+                         writes: Sequence[tuple[Any, Tensor]]) -> None:
+        """Attention written out (q·kᵀ, + mask, softmax, ·v) counted as attention_ops counts it: over
+        the pairs the mask keeps (the registry's attention convention). A matmul's 4-D output may be
+        scores; ops that keep its shape pass it on; an added additive mask counts what it keeps (the
+        q·kᵀ op is rescaled then), softmax is rescaled as it runs, and a matmul of softmaxed scores
+        is p·v: rescaled, and it and q·kᵀ are named attention_pv and attention_qk."""
+        if len(self.trace.ops) != at + 1 or len(writes) != 1:
+            return
+        source = next(((r.name, self.scores[r.name]) for _, r in reads if r.name in self.scores), None)
+        out_t, out_rec = writes[0]
+        if source is None:
+            if key in _SCORE_MATMULS and out_t.dim() == 4:
+                self.scores[out_rec.name] = (at, None, False)
+            return
+        qk_at, kept, softmaxed = source[1]
+        qk = self.trace.ops[qk_at]
+        square = qk.outputs[0].elements if qk.outputs else 0
+        if key in _SCORE_MATMULS:
+            if softmaxed and square:  # probabilities · v
+                self.trace.ops[at] = self._rescaled(self.trace.ops[at], kept, square, "attention_pv")
+                if qk.kind != "attention_qk":
+                    self.trace.ops[qk_at] = self._rescaled(qk, None, square, "attention_qk")
+            return
+        if key not in _SCORE_PASS or tuple(out_t.shape) != tuple(qk.outputs[0].shape):
+            return
+        if key == "add" and kept is None and not softmaxed:
+            masks = [t for t, r in reads if r.name != source[0]]
+            if len(masks) == 1 and masks[0].is_floating_point():
+                kept = _mask_keeps(masks[0]) * square // max(masks[0].numel(), 1)
+                if kept < square:
+                    self.trace.ops[qk_at] = self._rescaled(qk, kept, square, "attention_qk")
+                else:
+                    kept = None  # nothing masked: every pair counts
+        elif key in ("_softmax", "softmax", "_safe_softmax"):
+            softmaxed = True
+            if kept is not None:
+                self.trace.ops[at] = self._rescaled(self.trace.ops[at], kept, square, "softmax")
+        self.scores[out_rec.name] = (qk_at, kept, softmaxed)
 
-def _parameter_names(module: Any) -> dict[int, str]:
-    names: dict[int, str] = {}
-    if module is None:
-        return names
-    for n, p in module.named_parameters(remove_duplicate=False):
-        names.setdefault(id(p), n)
-    for n, b in module.named_buffers(remove_duplicate=False):
-        names.setdefault(id(b), n)
-    return names
+    @staticmethod
+    def _rescaled(op: Op, kept: int | None, square: int, kind: str) -> Op:
+        """`op` as eager attention's `kind`, its FLOPs × kept / square when a mask dropped pairs."""
+        if kept is None:
+            return replace(op, kind=kind, note="eager attention (matmuls written out): every pair kept")
+        return scaled_op(op, kept / square, kind=kind, formula=f"({op.formula})·kept/all = ·{kept}/{square}",
+                         note=f"eager attention: the mask keeps {kept} of {square} (query, key) pairs; FLOPs "
+                              "count those (the attention convention)")
 
 
 @contextmanager
@@ -373,8 +640,9 @@ def trace(module: Any = None, *, name: str = "traced", inference: bool = True,
     torch = need_torch("roofline.tracing")
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    result = Trace(name=name)
-    recorder = _Recorder(result, _parameter_names(module), time_ops, formulas)
+    result = Trace(name=name, tf32=torch.get_float32_matmul_precision() != "highest"
+                   or bool(torch.backends.cuda.matmul.allow_tf32))
+    recorder = _Recorder(result, {}, time_ops, formulas)
 
     def sync() -> None:
         if torch.cuda.is_available() and torch.cuda.is_initialized():
@@ -399,21 +667,23 @@ def trace(module: Any = None, *, name: str = "traced", inference: bool = True,
                 result.errors.setdefault(str(func), f"{type(exc).__name__}: {exc}")
             return out
 
+    def enter(module_: Any, _args: Any) -> None:
+        recorder.enter_module(module_)
+
+    def leave(_module: Any, _args: Any, _out: Any) -> None:  # a hook returning a value replaces the output
+        recorder.leave_module()
+
+    if module is not None:
+        recorder.enter_module(module)  # the root: its submodules and weights named by their paths
+        recorder.path.clear()
     with ExitStack() as stack:
         if inference:
             stack.enter_context(torch.inference_mode())
-        if module is not None:
-            def leave(_module: Any, _args: Any, _out: Any) -> None:  # a hook returning a value replaces the output
-                if recorder.path:
-                    recorder.path.pop()
+        # every module's forward, the script's own included (trace_script has no module to hand)
+        from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 
-            for path, sub in module.named_modules():
-                if not path:
-                    continue
-                pre = sub.register_forward_pre_hook(lambda _m, _a, path=path: recorder.path.append(path))
-                post = sub.register_forward_hook(leave)
-                stack.callback(pre.remove)
-                stack.callback(post.remove)
+        stack.callback(register_module_forward_pre_hook(enter).remove)
+        stack.callback(register_module_forward_hook(leave, always_call=True).remove)
         stack.enter_context(Mode())
         yield result
 
@@ -448,4 +718,5 @@ def trace_script(path: str, argv: Sequence[str] = (), **options: Any) -> Trace:
     return t
 
 
-__all__ = ["Trace", "bytes_by_kind", "dtype_of", "flop_by_kind", "trace", "trace_call", "trace_script"]
+__all__ = ["Trace", "bytes_by_kind", "dtype_of", "flop_by_kind", "headline_dtype", "own_roofs", "roof_dtypes", "trace",
+           "trace_call", "trace_script"]

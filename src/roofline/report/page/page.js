@@ -55,7 +55,8 @@
     meas.textContent = k ? k.text.measured : "";
     meas.className = k && k.above_roof ? "above" : "";
     text("info-explain", k ? k.explain : "");
-    text("step-label", "kernel " + state.step + " of " + s.kernels.length);
+    var n = s.kernels.length;
+    text("step-label", state.step === n && n > 1 ? "all " + n + " kernels" : "kernel " + state.step + " of " + n);
     var rows = document.querySelectorAll("#kernels-table tbody tr");
     for (var r = 0; r < rows.length; r++) {
       rows[r].className = r === state.step - 1 ? "current" : (r >= state.step ? "future" : "");
@@ -137,14 +138,126 @@
     });
   }
 
+
+  // --- labels placed for the chart's actual size (it is responsive) ---------------------------------
+  // Stage 1: each slope's label at the angle its slope has on screen (one decade up per decade right),
+  // its near edge 4 px off the line; the ridge's label right of the ridge if it fits, else at the foot
+  // of its dotted line. Stage 2: each slope label slides along its slope until its box is inside the
+  // plot and overlaps no other label. Keyed by scenario and size, so each size is placed once.
+  var placed = { key: "", stage: 0 };
+  function annEl(i) { return chart.querySelector(".annotation[data-index='" + i + "'] rect.bg"); }
+  function poly(el) {
+    var b = el.getBBox(), m = el.getScreenCTM();
+    return [[b.x, b.y], [b.x + b.width, b.y], [b.x + b.width, b.y + b.height], [b.x, b.y + b.height]].map(
+      function (p) { return [m.a * p[0] + m.c * p[1] + m.e, m.b * p[0] + m.d * p[1] + m.f]; });
+  }
+  function project(p, ax) {
+    var lo = Infinity, hi = -Infinity;
+    p.forEach(function (q) { var v = q[0] * ax[0] + q[1] * ax[1]; lo = Math.min(lo, v); hi = Math.max(hi, v); });
+    return [lo, hi];
+  }
+  function overlap(p, q, gap) {  // separating axes of two convex polygons
+    var polys = [p, q];
+    for (var k = 0; k < 2; k++) {
+      var r = polys[k];
+      for (var i = 0; i < r.length; i++) {
+        var a = r[i], b = r[(i + 1) % r.length], len = Math.hypot(b[0] - a[0], b[1] - a[1]) || 1;
+        var ax = [(a[1] - b[1]) / len, (b[0] - a[0]) / len];
+        var s = project(p, ax), t = project(q, ax);
+        if (s[1] + gap <= t[0] || t[1] + gap <= s[0]) return false;
+      }
+    }
+    return true;
+  }
+  function plotRect() {
+    var fl = chart._fullLayout, svg = chart.querySelector(".main-svg").getBoundingClientRect();
+    var l = svg.left + fl.xaxis._offset, t = svg.top + fl.yaxis._offset;
+    return [l, t, l + fl.xaxis._length, t + fl.yaxis._length];
+  }
+  function inside(p, r) {
+    return p.every(function (q) { return q[0] >= r[0] - 1 && q[0] <= r[2] + 1 && q[1] >= r[1] - 1 && q[1] <= r[3] + 1; });
+  }
+  function isSlope(a) { return a.name === "slope-label" || a.name === "link-slope-label"; }
+  function placeLabels() {
+    try { placeLabelsNow(); } catch (e) { /* not rendered (a hidden frame): plotly's own placement stays */ }
+  }
+  function placeLabelsNow() {
+    var fl = chart._fullLayout;
+    if (!fl || !fl.xaxis || !fl.annotations) return;
+    var xa = fl.xaxis, ya = fl.yaxis, anns = fl.annotations;
+    var key = state.scenario + ":" + xa._length + "x" + ya._length;
+    if (placed.key !== key) placed = { key: key, stage: 0 };
+    if (placed.stage >= 2) return;
+    var upd = {};
+    if (placed.stage === 0) {
+      var perX = xa._length / (xa.range[1] - xa.range[0]), perY = ya._length / (ya.range[1] - ya.range[0]);
+      var theta = Math.atan2(perY, perX), right = xa._offset + xa._length - 2;
+      anns.forEach(function (a, i) {
+        var el = annEl(i);
+        if (!el) return;
+        var b = el.getBBox();
+        if (isSlope(a)) {
+          upd["annotations[" + i + "].textangle"] = -theta * 180 / Math.PI;
+          var shift = (b.height / 2 + 4) / Math.cos(theta);
+          upd["annotations[" + i + "].yshift"] = a.name === "slope-label" ? shift : -shift;
+        } else if (a.name === "ridge-label" && xa._offset + xa.l2p(a.x) + 8 + b.width > right) {
+          upd["annotations[" + i + "].y"] = ya.range[0];
+          upd["annotations[" + i + "].yanchor"] = "bottom";
+          upd["annotations[" + i + "].yshift"] = 4;
+          upd["annotations[" + i + "].xanchor"] = "right";
+          upd["annotations[" + i + "].xshift"] = -4;
+        }
+      });
+    } else {
+      var rect = plotRect(), polys = anns.map(function (a, i) { var el = annEl(i); return el ? poly(el) : null; });
+      var peak = Math.log10(scen().peak_flop_per_s);
+      anns.forEach(function (a, i) {
+        if (!isSlope(a) || !polys[i]) return;
+        var c = a.y - a.x, lo = Math.max(xa.range[0], ya.range[0] - c), hi = peak - c;
+        var x0px = xa.l2p(a.x), y0px = ya.l2p(a.y);
+        var fits = function (lx) {
+          var dx = xa.l2p(lx) - x0px, dy = ya.l2p(lx + c) - y0px;
+          var p = polys[i].map(function (q) { return [q[0] + dx, q[1] + dy]; });
+          if (!inside(p, rect)) return null;
+          for (var j = 0; j < polys.length; j++) {
+            if (j !== i && polys[j] && overlap(p, polys[j], 2)) return null;
+          }
+          return p;
+        };
+        for (var d = 0; d <= hi - lo; d += 0.05) {
+          var tries = d === 0 ? [a.x] : [a.x - d, a.x + d];
+          for (var k = 0; k < tries.length; k++) {
+            if (tries[k] < lo || tries[k] > hi) continue;
+            var p = fits(tries[k]);
+            if (p) {
+              polys[i] = p;
+              if (d > 0) {
+                upd["annotations[" + i + "].x"] = tries[k];
+                upd["annotations[" + i + "].y"] = tries[k] + c;
+              }
+              return;
+            }
+          }
+        }
+      });
+    }
+    placed.stage += 1;
+    if (placed.stage >= 2) chart.setAttribute("data-labels", key);
+    if (Object.keys(upd).length) Plotly.relayout(chart, upd);
+    else placeLabelsNow();
+  }
+
   function setScenario(index) {
     var old = state.step > 0 ? scen().kernels[state.step - 1] : null;
     state.scenario = index;
     var s = scen();
     text("summary", s.summary);
     slider.max = String(s.kernels.length);
+    // one kernel: nothing to step through
+    document.getElementById("stepper").hidden = s.kernels.length < 2;
     var step = matchStep(old, s.kernels);
     var fig = JSON.parse(JSON.stringify(s.figure));
+    placed = { key: "", stage: 0 };
     Plotly.react(chart, fig.data, fig.layout, CONFIG);
     fillTable();
     showDevice();
@@ -203,9 +316,23 @@
   document.getElementById("prev").addEventListener("click", function () { setStep(state.step - 1); });
   document.getElementById("next").addEventListener("click", function () { setStep(state.step + 1); });
   document.getElementById("all").addEventListener("click", function () { setStep(scen().kernels.length); });
-  state.step = 1;
+  // ← → one kernel, Home the first, End all; the slider's own keys (it has focus) already step it
+  document.addEventListener("keydown", function (e) {
+    if (e.altKey || e.ctrlKey || e.metaKey || e.shiftKey || e.defaultPrevented) return;
+    var tag = e.target && e.target.tagName;
+    if (tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT") return;
+    var n = scen().kernels.length;
+    var to = { ArrowLeft: state.step - 1, ArrowRight: state.step + 1, Home: 1, End: n }[e.key];
+    if (to === undefined || n < 2) return;
+    e.preventDefault();
+    setStep(to);
+  });
+  // opens on every kernel: the first kernel of a model (the embedding) has no FLOPs and no point
+  state.step = 0;
   setScenario(0);
-  setStep(1);
+  chart.on("plotly_afterplot", placeLabels);
+  placeLabels();
+  setStep(scen().kernels.length);
   window.roofline = { state: state, setStep: setStep, setScenario: setScenario, data: DATA };
   document.body.setAttribute("data-ready", "1");
 })();

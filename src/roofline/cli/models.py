@@ -1,0 +1,33 @@
+"""`roofline models`: the model presets, one row each (what `roofline model ID` takes besides a config.json).
+
+Parses its options, asks roofline.report.model_text for the rows and prints them.
+"""
+
+from __future__ import annotations
+
+import click
+
+from roofline.cli.common import dump
+
+
+@click.command("models")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def models_command(as_json: bool) -> None:
+    """List the model presets: id, family, parameters, layers, attention, experts, dtypes.
+
+    \b
+    Examples:
+      roofline models
+      roofline models --json
+      roofline model llama-3-8b --batch 8 --context 4096
+    """
+    from roofline.report.model_text import preset_rows, presets_text
+
+    rows = preset_rows()
+    if as_json:
+        dump(rows)
+    else:
+        click.echo(presets_text(rows))
+
+
+COMMANDS = (models_command,)

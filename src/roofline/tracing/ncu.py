@@ -1,0 +1,264 @@
+"""Nsight Compute's raw CSV (`ncu --csv --page raw`) as measured kernels: time, bytes per level, FLOPs.
+
+    ncu --csv --page raw --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,\\
+        lts__t_bytes.sum,l1tex__t_bytes.sum,sm__ops_path_tensor_src_bf16_dst_fp32.sum,\\
+        sm__sass_thread_inst_executed_op_ffma_pred_on.sum python my_model.py > kernels.csv
+
+The raw page is one row per profiled kernel: identifying columns ("ID", "Kernel Name", "Stream",
+...) and then one column per metric; the first row names the columns, the second gives each
+metric's unit ("nsecond", "byte", "Kbyte", ...; empty for the identifying columns). Values may carry
+thousands separators. What each metric becomes:
+
+    time         gpu__time_duration.sum                                            (required)
+    DRAM bytes   dram__bytes_read.sum + dram__bytes_write.sum, or dram__bytes.sum    (required)
+    L2 bytes     lts__t_bytes.sum;  L1 bytes  l1tex__t_bytes.sum                    (when present)
+    FLOPs        matrix: Σ sm__ops_path_tensor_*.sum (the tensor pipe's math ops, as ncu counts them);
+                 vector: 2·ffma + fadd + fmul (and the h/d variants) of
+                 sm__sass_thread_inst_executed_op_*_pred_on.sum, the usual FMA = 2 FLOPs convention;
+                 sm__inst_executed_pipe_* are instruction counts, kept as they are, never as FLOPs
+
+Unit prefixes are decimal (Kbyte = 1e3 bytes, usecond = 1e-6 s), as ncu prints them.
+
+Layering: imports roofline.dtypes, errors, graph, vocab and this room's kineto and tracer.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from roofline.dtypes import DType, get_dtype
+from roofline.errors import RooflineError
+from roofline.graph import Op, Tensor
+from roofline.tracing.kineto import Profile
+from roofline.tracing.tracer import Trace
+from roofline.vocab import Level, Unit
+
+TIME = "gpu__time_duration.sum"
+DRAM_READ, DRAM_WRITE, DRAM = "dram__bytes_read.sum", "dram__bytes_write.sum", "dram__bytes.sum"
+L2, L1 = "lts__t_bytes.sum", "l1tex__t_bytes.sum"
+TENSOR_OPS = "sm__ops_path_tensor_"
+SASS = "sm__sass_thread_inst_executed_op_"
+PIPE = "sm__inst_executed_pipe_"
+COLLECT = (f"ncu --csv --page raw --metrics {TIME},{DRAM_READ},{DRAM_WRITE},{L2},{L1} "
+           "python SCRIPT > kernels.csv")
+
+_SCALE = {"": 1.0, "byte": 1.0, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9, "tbyte": 1e12,
+          "nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "second": 1.0, "ns": 1e-9, "us": 1e-6, "ms": 1e-3,
+          "s": 1.0, "inst": 1.0, "kinst": 1e3, "minst": 1e6, "ginst": 1e9}
+
+
+@dataclass(frozen=True)
+class NcuKernel:
+    """One profiled kernel: its name, measured time, bytes per level, FLOPs per unit, other counters."""
+
+    id: str
+    name: str
+    time_s: float
+    bytes_by_level: Mapping[str, float]  # "dram", "l2", "l1"
+    flop_by_unit: Mapping[Unit, float]
+    counters: Mapping[str, float] = field(default_factory=dict)  # instruction counts and the rest
+
+    @property
+    def flop(self) -> float:
+        return sum(self.flop_by_unit.values())
+
+
+def _number(text: str, unit: str, column: str, row: int) -> float | None:
+    t = text.strip().replace(",", "")
+    if t in ("", "n/a", "N/A", "-"):
+        return None
+    try:
+        value = float(t)
+    except ValueError:
+        raise RooflineError(f"row {row}, column {column}: {text!r} is not a number") from None
+    scale = _SCALE.get(unit.strip().lower())
+    if scale is None:
+        raise RooflineError(f"column {column}: unknown unit {unit!r} (expected byte, Kbyte, nsecond, usecond, ...)")
+    return value * scale
+
+
+def parse_ncu_csv(text: str, source: str = "the CSV") -> list[NcuKernel]:
+    """The kernels of an `ncu --csv --page raw` export (see the module doc), or one clear error."""
+    # ncu prints its own "==PROF==" lines before the table when they share a stream: skip to the header
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith('"ID"') or line.startswith("ID,")), None)
+    if start is None:
+        raise RooflineError(f"{source} is not an Nsight Compute raw CSV (no header row starting with \"ID\"); "
+                            f"export one with: {COLLECT}")
+    rows = list(csv.reader(io.StringIO("\n".join(lines[start:]))))
+    if len(rows) < 3:
+        raise RooflineError(f"{source} has a header but no kernel rows (the raw page has a header row, a units "
+                            "row, then one row per kernel)")
+    header, units = rows[0], rows[1]
+    if len(units) != len(header):
+        raise RooflineError(f"{source}: the units row has {len(units)} columns, the header {len(header)}")
+    col = {name: i for i, name in enumerate(header)}
+    dram_cols = [DRAM_READ, DRAM_WRITE] if DRAM_READ in col and DRAM_WRITE in col else [DRAM]
+    missing = [m for m in (TIME, *dram_cols) if m not in col]
+    if "Kernel Name" not in col:
+        missing.insert(0, "Kernel Name")
+    if missing:
+        raise RooflineError(f"{source} lacks the column{'s' if len(missing) > 1 else ''} {', '.join(missing)}; "
+                            f"collect them with: {COLLECT}")
+    out: list[NcuKernel] = []
+    for r, row in enumerate(rows[2:], start=3):
+        if not any(cell.strip() for cell in row):
+            continue
+        if len(row) != len(header):
+            raise RooflineError(f"{source}, row {r}: {len(row)} columns where the header has {len(header)} "
+                                "(a truncated file?)")
+
+        def value(name: str, row: Sequence[str] = row, r: int = r) -> float | None:
+            return _number(row[col[name]], units[col[name]], name, r) if name in col else None
+
+        seconds = value(TIME)
+        if seconds is None or not seconds > 0:
+            raise RooflineError(f"{source}, row {r}: {TIME} is {row[col[TIME]]!r}; a kernel needs a positive time")
+        by_level = {"dram": sum(value(c) or 0.0 for c in dram_cols)}
+        for level, name in (("l2", L2), ("l1", L1)):
+            v = value(name)
+            if v is not None:
+                by_level[level] = v
+        flop: dict[Unit, float] = {}
+        tensor = [value(c) or 0.0 for c in header if c.startswith(TENSOR_OPS) and c.endswith(".sum")]
+        if tensor:
+            flop[Unit.MATRIX] = sum(tensor)
+        vector = 0.0
+        for c in header:
+            if c.startswith(SASS) and c.endswith("_pred_on.sum"):
+                op = c.removeprefix(SASS).split("_")[0]  # ffma, fadd, fmul, hfma, dadd, ...
+                vector += (2.0 if op.endswith("fma") else 1.0) * (value(c) or 0.0)
+        if vector:
+            flop[Unit.VECTOR] = vector
+        counters = {c: value(c) or 0.0 for c in header if c.startswith(PIPE)}
+        out.append(NcuKernel(row[col["ID"]] if "ID" in col else str(r - 3), row[col["Kernel Name"]], seconds,
+                             by_level, flop, counters))
+    if not out:
+        raise RooflineError(f"{source} has no kernel rows")
+    return out
+
+
+def load_ncu(path: str | Path) -> list[NcuKernel]:
+    p = Path(path)
+    if not p.is_file():
+        raise RooflineError(f"no CSV file at {path}")
+    try:
+        text = p.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        raise RooflineError(f"{path} is not a text file; give an `ncu --csv --page raw` export") from None
+    return parse_ncu_csv(text, str(path))
+
+
+def _short(name: str) -> str:
+    """A kernel's name without its return type, template arguments and parameter list, for joining and
+    for tables: "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float>(float *)" ->
+    "at::native::(anonymous namespace)::cunn_SoftMaxForward"."""
+    out, depth = [], 0
+    for ch in name:
+        if ch == "<":
+            depth += 1
+        elif ch == ">" and depth:
+            depth -= 1
+        elif not depth:
+            out.append(ch)
+    base = "".join(out).strip()
+    if base.endswith(")"):  # the parameter list: the last top-level parentheses
+        depth = 0
+        for i in range(len(base) - 1, -1, -1):
+            depth += {")": 1, "(": -1}.get(base[i], 0)
+            if depth == 0:
+                base = base[:i].strip()
+                break
+    base = base.removeprefix("void ").strip()
+    return base or name
+
+
+# what a kernel's name says about its math (cuBLAS/CUTLASS names carry it: "gemm_bf16bf16_bf16f32")
+_NAMED_DTYPES = (("e4m3", "fp8"), ("e5m2", "fp8"), ("fp8", "fp8"), ("bf16", "bf16"), ("tf32", "tf32"),
+                 ("f16", "fp16"), ("fp16", "fp16"), ("h16", "fp16"), ("half", "fp16"))
+
+
+def math_dtype(kernel_name: str) -> DType | None:
+    """The dtype a kernel's name says it computes in (bf16, fp16, fp8, tf32), or None (the analysis' dtype)."""
+    low = kernel_name.lower()
+    for word, name in _NAMED_DTYPES:
+        if word in low:
+            return get_dtype(name)
+    return None
+
+
+def ncu_profile(kernels: Sequence[NcuKernel], source: str = "") -> Profile:
+    """Nsight Compute's kernels alone: each placed by its MEASURED FLOPs and DRAM bytes (no shapes)."""
+    trace = Trace(name=Path(source).stem if source else "ncu")
+    p = Profile(trace, device="cuda", shapes=False, source=source)
+    counter: dict[str, int] = {}
+    byte = get_dtype("uint8")
+    for k in kernels:
+        base = _short(k.name)[:60]
+        counter[base] = counter.get(base, 0) + 1
+        name = base if counter[base] == 1 else f"{base}#{counter[base]}"
+        dram = round(k.bytes_by_level.get("dram", 0.0))
+        # the measured DRAM traffic as one byte tensor the kernel writes (not an operand: its dtype is
+        # not the math's, which the kernel's name tells where it can)
+        moved = (Tensor(f"{name}.dram", (dram,), byte, persistent=True),) if dram else ()
+        trace.ops.append(Op(name, "gpu_kernel", (), moved, dict(k.flop_by_unit), compute_dtype=math_dtype(k.name),
+                            traffic={Level.L2: k.bytes_by_level["l2"]} if "l2" in k.bytes_by_level else {},
+                            formula="counted by Nsight Compute: FLOPs and DRAM bytes as measured",
+                            note="measured counters, not a model"))
+        trace.times_s[name] = k.time_s
+        p.measured_bytes[name] = dict(k.bytes_by_level)
+        p.measured_flop[name] = k.flop
+    p.notes.append("Nsight Compute alone: each kernel is placed by its measured counters (no shapes, so no "
+                   "predicted bytes to set beside them; add the profiler trace of the same run for those)")
+    return p
+
+
+def attach_ncu(profile: Profile, kernels: Sequence[NcuKernel]) -> int:
+    """Measured bytes and FLOPs beside the predicted ones: the k-th launch of a GPU kernel in the
+    profiler trace is the k-th ncu row of that name (names compared without templates and parameters).
+    ncu's times replace the trace's (ncu serializes kernels; they are the kernels' own times). Returns
+    how many GPU kernels were joined."""
+    rows: dict[str, list[NcuKernel]] = {}
+    for k in kernels:
+        rows.setdefault(_short(k.name), []).append(k)
+    taken: dict[str, int] = {}
+    joined = 0
+    times: dict[str, float] = {}
+    for kernel, gpu_name, _ts in profile.gpu_kernels:
+        key = _short(gpu_name)
+        i = taken.get(key, 0)
+        if i >= len(rows.get(key, [])):
+            continue
+        taken[key] = i + 1
+        k = rows[key][i]
+        joined += 1
+        by = profile.measured_bytes.setdefault(kernel, {})
+        for level, b in k.bytes_by_level.items():
+            by[level] = by.get(level, 0.0) + b
+        profile.measured_flop[kernel] = profile.measured_flop.get(kernel, 0.0) + k.flop
+        times[kernel] = times.get(kernel, 0.0) + k.time_s
+    profile.trace.times_s.update(times)
+    if not joined:
+        raise RooflineError("no kernel of the CSV matches a GPU kernel of the trace by name; were they recorded "
+                            "from the same program?")
+    left = sum(len(v) for v in rows.values()) - joined
+    if left:
+        profile.notes.append(f"{left} Nsight Compute rows matched no kernel of the trace (profiled beyond it?)")
+    return joined
+
+
+def measured_intensity(profile: Profile, kernel: str) -> float | None:
+    """Measured FLOPs / measured DRAM bytes of one kernel, when both were counted."""
+    flop = profile.measured_flop.get(kernel)
+    dram = profile.measured_bytes.get(kernel, {}).get("dram")
+    if not flop or not dram:
+        return None
+    return flop / dram if math.isfinite(flop / dram) else None
+
+
+__all__ = ["COLLECT", "NcuKernel", "attach_ncu", "load_ncu", "measured_intensity", "ncu_profile", "parse_ncu_csv"]
