@@ -109,3 +109,13 @@ def test_kernel_levels_png_refuses_another_format(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("roofline: error: --levels-png writes PNG") and err.count("\n") == 1
     assert not (tmp_path / "x.svg").exists()
+
+
+def test_model_levels_png_draws_every_kernel(tmp_path, capsys):
+    from roofline.cli import main
+
+    out = tmp_path / "step.png"
+    assert main(["model", "llama-3-70b", "--machine", "b200", "--phase", "decode", "--batch", "8", "--context",
+                 "4096", "--levels-png", str(out)]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"wrote {out}" in capsys.readouterr().err

@@ -364,3 +364,12 @@ def test_machine_cites_each_source_once_under_its_table(capsys: pytest.CaptureFi
     # the H100 datasheet's page is named once per figure it gives, never in the table itself
     assert "https://" not in table
     assert "(H100 SXM: GPU memory 80GB, GPU memory bandwidth 3.35TB/s)" in listed
+
+
+def test_models_names_what_the_checkpoint_stores(capsys: pytest.CaptureFixture[str]) -> None:
+    from roofline.cli import main
+    assert main(["models", "--json"]) == 0
+    rows = {r["id"]: r for r in json.loads(capsys.readouterr().out)}
+    # DeepSeek-V3's config.json: quantization_config {quant_method: fp8, fmt: e4m3, weight_block_size: [128, 128]}
+    assert rows["deepseek-v3"]["checkpoint_dtype"] == "fp8 e4m3"
+    assert rows["llama-3-8b"]["checkpoint_dtype"] == "bfloat16"  # no quantization_config: its torch_dtype

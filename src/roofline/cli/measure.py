@@ -35,11 +35,14 @@ def _size(text: str | None) -> int | None:
     return int(value)
 
 
+MEASURED_DIGITS = 4  # a measured figure is saved to 4 significant digits: its run-to-run noise is larger
+
+
 def _write_machine(machine: Any, path: str, header: str) -> None:
     from roofline.fileio import atomic_write
     from roofline.hardware import machine_to_toml
 
-    atomic_write(path, machine_to_toml(machine, header=header))
+    atomic_write(path, machine_to_toml(machine, header=header, digits=MEASURED_DIGITS))
 
 
 def _measure(device: str, quick: bool, as_json: bool, save: str | None, buffer_size: str | None,
@@ -166,7 +169,8 @@ def _device_beside(device: str, path: Path, machine_id: str | None) -> str:
     machine = measure_ceilings(Plan(device=device, quick=True)).to_machine(f"{machine_id}-device" if machine_id
                                                                           else None)
     atomic_write(path, machine_to_toml(machine, header="written by `roofline measure --collectives --save`: "
-                                                          "the device the system file beside it names"))
+                                                          "the device the system file beside it names",
+                                          digits=MEASURED_DIGITS))
     return path.name
 
 

@@ -325,9 +325,12 @@ def get_machine(name: str | Machine) -> Machine:
     raise unknown("machine", text, names, "see `roofline machines`, or pass a machine file path")
 
 
-def _figure(value: float, kind: str) -> str | float:
+def _figure(value: float, kind: str, digits: int | None = None) -> str | float:
     """A figure as the file writes it: the shortest quantity string (4 significant digits or more,
-    "989.4 TFLOP/s") that reads back to exactly `value`; a bare number in base units where none does."""
+    "989.4 TFLOP/s") that reads back to exactly `value`; a bare number in base units where none does.
+    With `digits`, exactly that many significant digits (a measured figure: its noise is larger)."""
+    if digits is not None:
+        return _FORMAT[kind](value, digits)
     for digits in range(4, 18):
         text = _FORMAT[kind](value, digits)
         try:
@@ -338,9 +341,10 @@ def _figure(value: float, kind: str) -> str | float:
     return float(value)
 
 
-def machine_to_toml(m: Machine, header: str = "") -> str:
+def machine_to_toml(m: Machine, header: str = "", digits: int | None = None) -> str:
     """The machine file form of `m`, readable back by load_machine_file to an equal Machine (every
-    figure exact; strings escaped by tomli_w, so any id, name or note survives the trip)."""
+    figure exact; strings escaped by tomli_w, so any id, name or note survives the trip). `digits`:
+    round every figure to that many significant digits instead (measured machines: 4)."""
     import tomli_w  # only a writer needs it: the command line starts without it
 
     doc: dict[str, Any] = {"id": m.id, "name": m.name}
@@ -364,7 +368,7 @@ def machine_to_toml(m: Machine, header: str = "") -> str:
         if m.sources.get(f"peak.{section}"):
             out["source"] = m.sources[f"peak.{section}"]
         for key in sorted(table, key=PEAK_KEYS.index):
-            out[key] = _figure(table[key], "flop_per_s")
+            out[key] = _figure(table[key], "flop_per_s", digits)
         peak[section] = out
     if peak:
         doc["peak"] = peak
@@ -376,9 +380,9 @@ def machine_to_toml(m: Machine, header: str = "") -> str:
         if level.technology:
             out["technology"] = level.technology
         if level.bytes_per_s is not None:
-            out["bandwidth"] = _figure(level.bytes_per_s, "bytes_per_s")
+            out["bandwidth"] = _figure(level.bytes_per_s, "bytes_per_s", digits)
         if level.capacity_bytes is not None:
-            out["capacity"] = _figure(level.capacity_bytes, "bytes")
+            out["capacity"] = _figure(level.capacity_bytes, "bytes", digits)
         memory[str(level.name)] = out
     if memory:
         doc["memory"] = memory
@@ -388,7 +392,7 @@ def machine_to_toml(m: Machine, header: str = "") -> str:
             ic["source"] = m.sources["interconnect"]
         if m.interconnect_name:
             ic["name"] = m.interconnect_name
-        ic["bandwidth"] = _figure(m.interconnect_bytes_per_s, "bytes_per_s")
+        ic["bandwidth"] = _figure(m.interconnect_bytes_per_s, "bytes_per_s", digits)
         doc["interconnect"] = ic
     # a comment holds no control character but tab: any other is written as "?"
     comment = "".join("# " + "".join(c if c == "\t" or (c >= " " and c != "\x7f") else "?" for c in line) + "\n"

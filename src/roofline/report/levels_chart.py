@@ -141,6 +141,22 @@ def subroofs(placements: Sequence[Placement]) -> dict[Unit, float]:
     return out
 
 
+def _label_groups(ax: Axes, labelled: Sequence[tuple[float, float, str]], dx: float, dy: float) -> None:
+    """One label per cluster of points (within 0.06 decade of each other on both axes): "5,6,9"
+    instead of three labels on top of one another."""
+    groups: list[tuple[float, float, list[str]]] = []
+    for x, y, text in labelled:
+        lx, ly = math.log10(x), math.log10(y)
+        for gx, gy, texts in groups:
+            if abs(gx - lx) < 0.06 and abs(gy - ly) < 0.06:
+                texts.append(text)
+                break
+        else:
+            groups.append((lx, ly, [text]))
+    for gx, gy, texts in groups:
+        ax.annotate(",".join(texts), (10**gx, 10**gy), textcoords="offset points", xytext=(dx, dy), fontsize=8)
+
+
 def _unit_label(unit: Unit, roof: float, placements: Sequence[Placement]) -> str:
     if unit is Unit.EXP:
         rate = unit_ceilings(placements)[Unit.EXP]
@@ -177,11 +193,23 @@ def draw_hierarchical(ax: Axes, placements: Sequence[Placement]) -> list[LevelPo
         if len(mine) > 1:
             ax.plot([pt.x for pt in mine], [pt.y for pt in mine], color="0.55", lw=0.8, ls=":", zorder=3,
                     gid=f"level-join-{n}")
-        first = mine[0]
-        ax.annotate(str(n), (first.x, first.y), textcoords="offset points", xytext=(-9, 5), fontsize=8)
+    leftmost = {}  # each kernel labelled once, at its leftmost point
+    for pt in sorted(points, key=lambda pt: -pt.x):
+        leftmost[pt.kernel] = (pt.x, pt.y, str(pt.kernel))
+    _label_groups(ax, [leftmost[n] for n in sorted(leftmost)], -9, 5)
     ax.legend(loc="lower right", fontsize=8, title="roof per level", title_fontsize=8)
     ax.set_title("hierarchical roofline: a point per level (Nsight Compute's)", fontsize=10)
     return points
+
+
+def _bound_colour(p: Placement) -> str:
+    """The colour of what binds: a unit's roof colour, a level's, or the bound class's."""
+    bound = p.bound
+    if isinstance(bound, Unit) and bound in UNIT_COLOURS:
+        return UNIT_COLOURS[bound]
+    if isinstance(bound, Level) and bound in LEVEL_COLOURS and bound is not Level.DRAM:
+        return LEVEL_COLOURS[bound]
+    return BOUND_COLOURS[bound_class(bound)]
 
 
 def draw_subroofs(ax: Axes, placements: Sequence[Placement]) -> None:
@@ -206,13 +234,19 @@ def draw_subroofs(ax: Axes, placements: Sequence[Placement]) -> None:
         ax.plot([max(ridge, x_lo), x_hi], [peak, peak], color=UNIT_COLOURS.get(unit, "#7f7f7f"), lw=1.8,
                 ls=UNIT_STYLES.get(unit, "-"), gid=f"unit-roof-{unit}", label=_unit_label(unit, peak, placements),
                 zorder=2)
+    labelled: list[tuple[float, float, str]] = []
+    bounds_seen: dict[str, str] = {}
     for n, p in enumerate(placements, start=1):
         if p not in drawn:
             continue
-        colour = BOUND_COLOURS[bound_class(p.bound)]
+        colour = _bound_colour(p)
+        bounds_seen.setdefault(str(p.bound), colour)
         x, y = p.flop_per_byte, p.flop / p.time_s
         ax.scatter([x], [y], s=48, color=colour, edgecolors="white", linewidths=0.8, gid=f"unit-point-{n}", zorder=5)
-        ax.annotate(f"{n} ({p.bound})", (x, y), textcoords="offset points", xytext=(5, 4), fontsize=8)
+        labelled.append((x, y, str(n)))
+    _label_groups(ax, labelled, 5, 4)
+    for bound, colour in bounds_seen.items():  # the legend names what binds each colour of point
+        ax.scatter([], [], s=48, color=colour, label=f"kernel bound by {bound}")
     ax.legend(loc="lower right", fontsize=8, title="compute ceilings", title_fontsize=8)
     ax.set_title("sub-roofs: matrix, vector, exp ceilings", fontsize=10)
 
@@ -226,15 +260,19 @@ def levels_figure(placements: Sequence[Placement], title: str = "") -> Figure:
     left, right = fig.subplots(1, 2)
     draw_hierarchical(left, placements)
     draw_subroofs(right, placements)
-    names = "; ".join(f"{n} {p.name}" for n, p in enumerate(placements, start=1))
+    import textwrap
+
+    names = "\n".join(textwrap.wrap("; ".join(f"{n} {p.name}" for n, p in enumerate(placements, start=1)), 180))
     head = title or (placements[0].name if len(placements) == 1 else "kernels")
-    fig.suptitle(f"{head} on {first.machine.name} ({first.dtype.name}): inside the chip", fontsize=11)
+    where = "" if first.machine.name in head else f" on {first.machine.name}"
+    fig.suptitle(f"{head}{where} ({first.dtype.name}): inside the chip", fontsize=11)
     notes = [names]
     missing = _missing_levels(placements)
     if missing:
         notes.append("no bandwidth on this machine, so no roof: " + ", ".join(str(lv) for lv in missing))
     fig.text(0.01, 0.01, "\n".join(notes), fontsize=7.5, color="0.3", va="bottom")
-    fig.subplots_adjust(left=0.075, right=0.985, top=0.86, bottom=0.17 + 0.02 * len(notes), wspace=0.26)
+    lines = sum(note.count("\n") + 1 for note in notes)
+    fig.subplots_adjust(left=0.075, right=0.985, top=0.86, bottom=0.15 + 0.022 * lines, wspace=0.26)
     return fig
 
 

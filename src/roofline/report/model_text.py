@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from roofline.explain.model import fit_words
@@ -226,7 +226,7 @@ def preset_rows() -> list[dict[str, Any]]:
                      "attention": attention_kind(cfg),
                      "experts": f"{cfg.experts_per_token} of {cfg.num_experts}" if cfg.is_moe else "",
                      "max_length": cfg.max_position_embeddings,
-                     "checkpoint_dtype": str(preset_dict(name).get("torch_dtype") or "—"),
+                     "checkpoint_dtype": _checkpoint(preset_dict(name)),
                      "default_dtypes": f"{weights} / bf16 / bf16"})
     return rows
 
@@ -248,4 +248,14 @@ def presets_text(rows: list[dict[str, Any]]) -> str:
     return (render(t, drop=("checkpoint", "max length", "active", "family", "experts"))
             + "\nattention: query heads/K-V heads (GQA), MHA, MLA's cached latent; experts: routed per token of all;"
               "\nweights / KV / compute: the dtypes `roofline model` uses unless --weights-dtype, --kv-dtype or "
-              "--dtype says otherwise; checkpoint: config.json's torch_dtype")
+              "--dtype says otherwise; checkpoint: config.json's quantization_config (its method and format) where "
+              "it has one, else its torch_dtype")
+
+
+def _checkpoint(raw: Mapping[str, Any]) -> str:
+    """What the checkpoint stores: its quantization method and format, else config.json's torch_dtype."""
+    q = raw.get("quantization_config")
+    if isinstance(q, dict) and q.get("quant_method"):
+        fmt = q.get("fmt") or (f"{q['bits']}-bit" if q.get("bits") else "")
+        return f"{q['quant_method']} {fmt}".strip()
+    return str(raw.get("torch_dtype") or "—")
