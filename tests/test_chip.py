@@ -222,3 +222,15 @@ def test_cli_tiles_and_fa4_options(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0 and d["bound"] == "matrix"
     assert _ratio(d) == pytest.approx((0.75 + 0.1 / 128) * 8192 / 16 / 512, rel=1e-4)
     assert d["margin"] == pytest.approx(1 / ((0.75 + 0.1 / 128) * 8192 / 16 / 512), rel=1e-3)
+
+
+def test_when_exp_binds_attainable_is_flops_over_the_exp_floor(capsys: pytest.CaptureFixture[str]) -> None:
+    (k,) = attention_graph(N, 128).kernels(attention_plans("attention")[Plan.FLASH])
+    p = place(k, "b200", "bf16")
+    assert p.bound is Unit.EXP
+    # attainable = FLOPs / time floor, the floor being the exponentials' time, not min(peak, BW × I)
+    assert p.attainable_flop_per_s == pytest.approx(p.flop / p.unit_times_s[Unit.EXP], rel=1e-12)
+    assert p.attainable_flop_per_s < min(p.peak_flop_per_s, p.bytes_per_s * p.flop_per_byte)
+    code, out, _ = _run(capsys, "kernel", "attention", "--seq", str(N), "--head-dim", "128", "--fusion", "flash",
+                        "--machine", "b200", "--explain")
+    assert code == 0 and "the exponential units bind, not a FLOP unit or DRAM: FLOPs / time floor" in out

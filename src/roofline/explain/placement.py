@@ -93,6 +93,9 @@ def level_time_line(p: Placement, level: Level) -> str:
     return f"{name} bytes / BW = {b:.4g} / {bw:.4g} = {format_time(seconds)}"
 
 
+_RESOURCE_WORDS = {"exp": "exponential units", "smem": "shared-memory bytes", "l2": "L2 bytes"}
+
+
 def explain_placement(p: Placement, sources: Sources | None = None) -> str:
     """The derivation of intensity, ridge, attainable FLOP/s, time floor and bound for one kernel; its
     ceilings cite their sources in full, or as [n] of `sources` (listed once by whoever holds it)."""
@@ -164,6 +167,14 @@ def explain_placement(p: Placement, sources: Sources | None = None) -> str:
                      f"min({format_flop_per_s(p.peak_flop_per_s, 4)}, {format_bytes_per_s(bw, 4)} × "
                      f"{format_intensity(i_link, 5)}) = "
                      f"{format_flop_per_s(min(p.peak_flop_per_s, bw * i_link), 4)}; the latency α puts it below")
+    elif p.bound not in (Unit.MATRIX, Unit.VECTOR, Level.DRAM) and p.flop:
+        roof = min(p.peak_flop_per_s, p.bytes_per_s * p.flop_per_byte)
+        what = _RESOURCE_WORDS.get(str(p.bound), str(p.bound))
+        lines.append(f"    the {what} bind, not a FLOP unit or DRAM: FLOPs / time floor = {p.flop:.6g} / "
+                     f"{format_time(p.time_s, 5)} = {format_flop_per_s(p.attainable_flop_per_s, 4)} = "
+                     f"{p.fraction_of_peak:.3%} of the {p.dtype.peak_key} matrix peak")
+        lines.append(f"    (under the two-ceiling roof min(peak, BW × I) = {format_flop_per_s(roof, 4)}: the {what} "
+                     f"take {roof / p.attainable_flop_per_s - 1:.1%} more time than that roof allows)")
     else:
         lines.append(f"    min(peak, BW × I) = min({format_flop_per_s(p.peak_flop_per_s, 4)}, "
                      f"{format_bytes_per_s(p.bytes_per_s, 4)} × {format_intensity(p.flop_per_byte, 5)}) "
