@@ -40,8 +40,15 @@ def main() -> int:
     args = ap.parse_args()
     times = interleaved(commands(), args.runs)
     help_med = statistics.median(times["roofline --help"])
+    # a shared machine's load and whether compiled bytecode is kept both move these figures: say which
+    cache = ("off (PYTHONDONTWRITEBYTECODE: a module edited since its .pyc recompiles every run)"
+             if os.environ.get("PYTHONDONTWRITEBYTECODE") else
+             "on" + (f" (PYTHONPYCACHEPREFIX={os.environ['PYTHONPYCACHEPREFIX']})"
+                     if os.environ.get("PYTHONPYCACHEPREFIX") else ""))
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "unknown"
     lines = [f"# bench_serve: {args.runs} interleaved runs each, {os.cpu_count()} CPUs, "
              f"Python {sys.version.split()[0]}",
+             f"# bytecode cache {cache}; load average after the runs {load} (a shared machine: quote the median)",
              f"# target: roofline serve ... --prompt 2048 --output 256 (curve 1-1024) <= {TARGET_S * 1e3:.0f} ms wall",
              f"{'command':<24}{'min':>10}{'median':>10}{'max':>10}{'median - help':>16}"]
     ok = True

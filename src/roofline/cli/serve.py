@@ -74,9 +74,9 @@ def _time_band(text: str | None, label: str) -> tuple[float, float] | None:
 @click.option("--batch", "-b", type=POS, default=None,
               help="Sequences decoded together (default: the largest meeting --itl-slo, else 1).")
 @click.option("--ttft-slo", type=Quantity("time_s"), default=None, metavar="TIME",
-              help="Time-to-first-token target (2s, 500ms); per request, no queueing.")
+              help="Time-to-first-token target (2s, 500ms; a bare number is seconds); per request, no queueing.")
 @click.option("--itl-slo", type=Quantity("time_s"), default=None, metavar="TIME",
-              help="Inter-token latency target for the mean over the generation (50ms).")
+              help="Inter-token latency target for the mean over the generation (50ms; a bare number is seconds).")
 @click.option("--price-per-device-hour", type=PositiveNumber(1e6), default=None, metavar="PRICE",
               help="Price of one device for an hour (2.5; at most 1e6): cost per million input and output tokens.")
 @click.option("--weights-dtype", default=None,

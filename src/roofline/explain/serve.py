@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from roofline.models.memory import gib
 from roofline.serving import KNEE_GAIN, Band, ServingReport
+from roofline.serving.chunked import APPROXIMATION as CHUNK_APPROXIMATION
 from roofline.serving.disaggregate import BALANCE_TOLERANCE
 from roofline.units import format_time
 from roofline.vocab import Bound
@@ -28,8 +29,8 @@ def _by_class(placements: object) -> dict[Bound, float]:
 def _expected_lines(r: ServingReport, floors: dict[Bound, float], what: str) -> list[str]:
     eff = r.efficiency
     terms = [(c, t) for c, t in floors.items() if t > 0]
-    lo_sum = " + ".join(f"{format_time(t)}/{eff.of(c)[1]:g}" for c, t in terms)
-    hi_sum = " + ".join(f"{format_time(t)}/{eff.of(c)[0]:g}" for c, t in terms)
+    lo_sum = " + ".join(f"{format_time(t)}/{eff.of(c)[1]:.3g}" for c, t in terms)
+    hi_sum = " + ".join(f"{format_time(t)}/{eff.of(c)[0]:.3g}" for c, t in terms)
     lines = ["    floor = Σ kernels' floors = " + " + ".join(f"{format_time(t)} {c}-bound" for c, t in terms)
              + f" = {format_time(sum(floors.values()))}"]
     if r.overlap:
@@ -49,12 +50,12 @@ def explain_serve(r: ServingReport) -> str:
 
     lines.append("expected band (every time below is a floor and this band)")
     lines.append("    expected = Σ over kernels of floor / efficiency of its bound class + per-step overhead")
-    lines.append(f"    compute-bound {eff.compute[0]:g}–{eff.compute[1]:g} of peak; memory-bound {eff.memory[0]:g}–"
-                 f"{eff.memory[1]:g} of DRAM bandwidth; communication {eff.communication[0]:g}–"
-                 f"{eff.communication[1]:g} of the link; overhead {format_time(eff.step_overhead_s[0])}–"
-                 f"{format_time(eff.step_overhead_s[1])} a step")
-    lines.append("    (the usual published figures: GEMM libraries, STREAM-like copies, nccl-tests' busbw; the "
-                 "overhead is an assumption; all overridable: --efficiency-matmul/-memory/-comm, --step-overhead)")
+    lines.append(f"    compute-bound {eff.compute[0]:.3g}–{eff.compute[1]:.3g} of peak; memory-bound "
+                 f"{eff.memory[0]:.3g}–{eff.memory[1]:.3g} of DRAM bandwidth; communication "
+                 f"{eff.communication[0]:.3g}–{eff.communication[1]:.3g} of the link; overhead "
+                 f"{format_time(eff.step_overhead_s[0])}–{format_time(eff.step_overhead_s[1])} a step")
+    lines.append(f"    (sources: {eff.origin}; all overridable: --efficiency-matmul/-memory/-comm, --step-overhead, "
+                 f"--calibration)")
     lines.append("")
 
     req = r.requests_prefilled
@@ -89,7 +90,11 @@ def explain_serve(r: ServingReport) -> str:
                      f"tokens leave every stage time (⌈L/pp⌉/L = {r.stage_share:.4g} of its ITL "
                      f"{format_time(mb.floor)})")
         lines.append(f"    system = (batch / pp) / (micro ITL × {r.stage_share:.4g}) = ({B} / {sp.pp}) / "
-                     f"{format_time(mb.floor * r.stage_share)} = {r.throughput.ceiling:,.0f} tokens/s")
+                     f"{format_time(mb.floor * r.stage_share)} = {r.throughput.ceiling:,.0f} tokens/s (expected "
+                     f"{r.throughput.low:,.0f}–{r.throughput.high:,.0f}: the micro-batch ITL's band)")
+        lines.append(f"    a sequence's tokens come every pp × {r.stage_share:.4g} × micro ITL = "
+                     f"{format_time(mb.floor * r.stage_share * sp.pp)} (the ITL above is the whole batch through "
+                     f"the stages in turn)")
     else:
         lines.append(f"    system = batch / ITL mean = {B} / {format_time(r.itl_mean.floor)} = "
                      f"{r.throughput.ceiling:,.0f} tokens/s (expected {r.throughput.low:,.0f}–"
@@ -117,23 +122,20 @@ def explain_serve(r: ServingReport) -> str:
     if r.itl_slo_s is not None and r.max_batch_slo is not None:
         n = r.max_batch_slo
         lines.append(f"largest batch meeting --itl-slo {format_time(r.itl_slo_s)} (ITL mean, floor; binary search)")
-        lines.append(f"    batch {n}: ITL mean {format_time(r.itl_at(n)[0].floor)} ≤ {format_time(r.itl_slo_s)}")
+        lines.append(f"    batch {n}: ITL mean {format_time(r.itl_at(n)[0].floor, 5)} ≤ {format_time(r.itl_slo_s)}")
         nxt = n + r.batch_unit
         if r.max_batch_memory is not None and nxt > r.max_batch_memory:
             lines.append(f"    batch {nxt} does not fit memory (at most {r.max_batch_memory})")
         else:
-            lines.append(f"    batch {nxt}: ITL mean {format_time(r.itl_at(nxt)[0].floor)} > "
+            lines.append(f"    batch {nxt}: ITL mean {format_time(r.itl_at(nxt)[0].floor, 5)} > "
                          f"{format_time(r.itl_slo_s)}")
         if r.max_batch_slo_expected is not None:
             lo, hi = r.max_batch_slo_expected
-            lines.append(f"    with the expected band's times: {lo}–{hi}")
+            lines.append(f"    with the expected band's times: {lo or '—'} with its high times, {hi or '—'} with its "
+                         f"low times")
         lines.append("")
     if r.goodput is not None:
-        what = "--itl-slo's batch" if r.itl_slo_s is not None else "the memory's largest batch (no --itl-slo)"
-        ttft = ("" if r.ttft_slo_s is None else
-                f"; TTFT {format_time(r.ttft.floor)} ≤ --ttft-slo {format_time(r.ttft_slo_s)}")
-        lines.append(f"goodput = throughput at {what}{ttft} = {r.goodput.ceiling:,.0f} tokens/s (expected "
-                     f"{r.goodput.low:,.0f}–{r.goodput.high:,.0f})")
+        lines += _goodput(r)
         lines.append("")
 
     if r.cost_input is not None and r.cost_output is not None and r.price_per_device_hour is not None:
@@ -163,6 +165,37 @@ def explain_serve(r: ServingReport) -> str:
     return "\n".join(lines)
 
 
+def _goodput(r: ServingReport) -> list[str]:
+    """goodput's floor at the targets' batch, and each end of its band at the batch the band's times allow."""
+    g = r.goodput
+    if g is None:
+        return []
+    slo = r.ttft_slo_s
+    if r.itl_slo_s is not None:
+        at = (r.max_batch_slo, *(r.max_batch_slo_expected or (None, None)))
+        what = "--itl-slo's batch"
+    else:
+        at = (r.max_batch_memory,) * 3
+        what = "the memory's largest batch (no --itl-slo)"
+    ttft = "" if slo is None else f"; TTFT {format_time(r.ttft.floor)} ≤ --ttft-slo {format_time(slo)}"
+    b0 = at[0] or 1
+    how = ("(pp micro-batches in flight, as the throughput above)" if r.split.pp > 1 else
+           f"= {b0} / ITL mean {format_time(r.itl_at(b0)[0].floor)}")
+    lines = [f"goodput = throughput at {what}{ttft}",
+             f"    floor: throughput at batch {b0} {how} = {g.ceiling:,.0f} tokens/s"]
+    for end, b, times, ok in (("low", at[1], "high", slo is None or r.ttft.high <= slo),
+                              ("high", at[2], "low", slo is None or r.ttft.low <= slo)):
+        value = g.low if end == "low" else g.high
+        if b is None:
+            lines.append(f"    expected {end}: no batch meets the targets with the band's {times} times → 0")
+        elif not ok:
+            lines.append(f"    expected {end}: TTFT's {times} end misses --ttft-slo {format_time(slo or 0)} → 0")
+        else:
+            lines.append(f"    expected {end}: throughput at batch {b} (the largest meeting the targets with the "
+                         f"band's {times} times) with those times = {value:,.0f} tokens/s")
+    return lines
+
+
 def _chunked(r: ServingReport) -> list[str]:
     c = r.chunked
     if c is None:
@@ -190,8 +223,7 @@ def _chunked(r: ServingReport) -> list[str]:
     lines.append(f"    steady state: each step admits batch / output = {c.batch} / {c.output} requests, so ITL = "
                  f"{format_time(c.itl.floor)} + {c.batch / c.output:.4g} × {format_time(c.prefill_work.floor)} = "
                  f"{_b(c.itl_steady)}")
-    lines.append("    approximation: the chunk and the decode step count as two passes (each reads the weights; a "
-                 "fused engine step reads them once)")
+    lines.append(f"    {CHUNK_APPROXIMATION}")
     return lines
 
 

@@ -34,7 +34,7 @@ from roofline.report.serve_chart import (
     memory_limit_itl,
     split_label,
 )
-from roofline.report.serve_text import band, money, rate
+from roofline.report.serve_text import band, band_source, goodput_note, max_batch_note, money, rate
 from roofline.serving import KNEE_GAIN, CurvePoint, ServingReport
 from roofline.units import format_time
 
@@ -65,17 +65,19 @@ def _summary(r: ServingReport) -> list[list[str]]:
             ["per device", rate(r.throughput_per_device), f"{r.devices} device{'s' if r.devices > 1 else ''}"]]
     if r.max_batch_memory is not None:
         rows.append(["max batch (memory)", str(r.max_batch_memory),
-                     f"sequences of {r.context} tokens that fit beside the weights and the workspace"])
+                     f"sequences of {r.context} tokens that fit beside the weights and the workspace, "
+                     f"{max_batch_note(r)}"])
     if r.itl_slo_s is not None:
         exp = r.max_batch_slo_expected
         rows.append(["max batch (ITL SLO)", str(r.max_batch_slo),
                      f"ITL mean ≤ {format_time(r.itl_slo_s)}"
                      + ("" if exp is None else f" (expected {exp[0] or '—'}–{exp[1] or '—'})")])
     if r.ttft_slo_s is not None:
-        rows.append(["TTFT SLO", format_time(r.ttft_slo_s), "met at the floor" if r.ttft_met else "missed"])
+        rows.append(["TTFT SLO", format_time(r.ttft_slo_s), ("met at the floor" if r.ttft_met else "missed")
+                     + ("" if r.ttft.high <= r.ttft_slo_s else f"; the expected high {format_time(r.ttft.high)} "
+                                                               f"misses it")])
     if r.goodput is not None:
-        at = r.max_batch_slo if r.itl_slo_s is not None else r.max_batch_memory
-        rows.append(["goodput", rate(r.goodput), f"at batch {at}, within the targets"])
+        rows.append(["goodput", rate(r.goodput), goodput_note(r)])
     if r.cost_input is not None and r.cost_output is not None:
         rows.append(["cost / 1M input", money(r.cost_input), f"at {r.price_per_device_hour:g} per device-hour"])
         rows.append(["cost / 1M output", money(r.cost_output), f"at batch {r.batch}"])
@@ -160,7 +162,9 @@ def _figure(r: ServingReport, curve: list[dict[str, Any]], mem_x: float | None) 
         "font": {"family": "system-ui, -apple-system, 'Segoe UI', sans-serif"},
         "shapes": shapes, "annotations": annotations,
         "meta": {"band": f"expected band: kernels at {eff.memory[0]:.0%}–{eff.memory[1]:.0%} of bandwidth, "
-                         f"{eff.compute[0]:.0%}–{eff.compute[1]:.0%} of peak"},
+                         f"{eff.compute[0]:.0%}–{eff.compute[1]:.0%} of peak, {eff.communication[0]:.0%}–"
+                         f"{eff.communication[1]:.0%} of the link; + {format_time(eff.step_overhead_s[0])}–"
+                         f"{format_time(eff.step_overhead_s[1])} a step{band_source(eff)}"},
     }
     return {"data": data, "layout": layout}
 
@@ -182,7 +186,7 @@ def serve_payload(r: ServingReport) -> dict[str, Any]:
                 f"expected range (kernels at {eff.compute[0]:.0%}–{eff.compute[1]:.0%} of the compute peak, "
                 f"{eff.memory[0]:.0%}–{eff.memory[1]:.0%} of memory bandwidth, {eff.communication[0]:.0%}–"
                 f"{eff.communication[1]:.0%} of the link, + {format_time(eff.step_overhead_s[0])}–"
-                f"{format_time(eff.step_overhead_s[1])} a step).")
+                f"{format_time(eff.step_overhead_s[1])} a step{band_source(eff)}).")
     return {
         "title": f"{r.config.name} serving on {split_label(r)}",
         "subtitle": subtitle,

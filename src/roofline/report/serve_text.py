@@ -10,7 +10,8 @@ Layering: a report module; imports roofline.serving, roofline.models (memory's g
 from __future__ import annotations
 
 from roofline.models.memory import gib
-from roofline.serving import KNEE_GAIN, Band, Rate, ServingReport
+from roofline.serving import KNEE_GAIN, Band, Efficiency, Rate, ServingReport
+from roofline.serving.chunked import APPROXIMATION as CHUNK_APPROXIMATION
 from roofline.serving.disaggregate import BALANCE_TOLERANCE
 from roofline.units import format_time
 
@@ -30,6 +31,15 @@ def money(b: Band) -> str:
     return f"{b.floor:.3g} (expected {b.low:.3g}–{b.high:.3g})"
 
 
+def band_source(eff: Efficiency) -> str:
+    """"" for the published figures; for a calibrated band, the file and the machine it measured."""
+    where = getattr(eff, "calibration", "")
+    if not eff.measured_on and not where:
+        return ""
+    classes = ", ".join(getattr(eff, "from_file", ())) or "the classes"
+    return f"; {classes} from the calibration {where or ''} measured on {eff.measured_on or 'an unnamed machine'}"
+
+
 def serve_text(r: ServingReport) -> str:
     eff = r.efficiency
     lines = [r.title,
@@ -37,9 +47,9 @@ def serve_text(r: ServingReport) -> str:
              f"roofline floor (expected band: kernels at {eff.compute[0]:.0%}–{eff.compute[1]:.0%} of the compute "
              f"peak, {eff.memory[0]:.0%}–{eff.memory[1]:.0%} of memory bandwidth, {eff.communication[0]:.0%}–"
              f"{eff.communication[1]:.0%} of the link, + {format_time(eff.step_overhead_s[0])}–"
-             f"{format_time(eff.step_overhead_s[1])} a step)", ""]
+             f"{format_time(eff.step_overhead_s[1])} a step{band_source(eff)})", ""]
     rows = [("TTFT", band(r.ttft) + "  per request: the prompt's prefill at batch 1, no queueing"),
-            ("ITL mean", band(r.itl_mean) + f"  over contexts {r.prompt + 1}–{r.context}"),
+            ("ITL mean", band(r.itl_mean) + f"  over contexts {r.prompt + 1}–{r.context}" + _pipelined_itl(r)),
             ("ITL last", band(r.itl_last) + f"  at context {r.context}"),
             ("end-to-end", band(r.e2e) + f"  TTFT + {r.output - 1} × ITL mean"),
             ("throughput", rate(r.throughput) + "  output tokens, every replica"
@@ -50,7 +60,7 @@ def serve_text(r: ServingReport) -> str:
         rows.append(("max batch (memory)", f"{r.max_batch_memory}  (usable {gib(usable)} − weights "
                                            f"{gib(r.weights_bytes)} − workspace {gib(r.workspace_bytes)}) / KV "
                                            f"{gib(r.kv_bytes_per_sequence)} per sequence of {r.context} tokens, "
-                                           f"per device"))
+                                           f"{max_batch_note(r)}"))
     if r.itl_slo_s is not None:
         exp = r.max_batch_slo_expected
         tail = "" if exp is None else f"  (expected {exp[0] or '—'}–{exp[1] or '—'})"
@@ -63,8 +73,7 @@ def serve_text(r: ServingReport) -> str:
                      + ("" if r.ttft.high <= r.ttft_slo_s else f"; the expected high {format_time(r.ttft.high)} "
                                                                f"misses it")))
     if r.goodput is not None:
-        at = r.max_batch_slo if r.itl_slo_s is not None else r.max_batch_memory
-        rows.append(("goodput", rate(r.goodput) + f"  at batch {at}, within the targets"))
+        rows.append(("goodput", rate(r.goodput) + "  " + goodput_note(r)))
     if r.cost_input is not None and r.cost_output is not None:
         rows.append(("cost / 1M input", money(r.cost_input) + f"  at {r.price_per_device_hour:g} per device-hour"))
         rows.append(("cost / 1M output", money(r.cost_output) + f"  at batch {r.batch}"))
@@ -76,6 +85,33 @@ def serve_text(r: ServingReport) -> str:
     lines += ["", _curve(r)]
     lines += [f"warning: {w}" for w in r.warnings]
     return "\n".join(lines)
+
+
+def _pipelined_itl(r: ServingReport) -> str:
+    """With pp micro-batches in flight (the throughput's count), the interval a sequence sees between its
+    tokens: pp stage steps of its micro-batch, pp × ⌈L/pp⌉/L × the micro-batch's ITL."""
+    if not r.pipeline_filled:
+        return ""
+    sp = r.split
+    micro = r.batch // sp.dp // sp.pp * sp.dp
+    every = r.itl_at(micro)[0].scaled(sp.pp * r.stage_share)
+    return (f"; the whole batch through the {sp.pp} stages in turn (with {sp.pp} micro-batches of {micro} in "
+            f"flight, as the throughput counts them, a sequence's tokens come every {format_time(every.floor)})")
+
+
+def goodput_note(r: ServingReport) -> str:
+    """Where goodput's floor and band come from: the batch meeting the targets at each end of the band."""
+    if r.itl_slo_s is None:
+        return f"at batch {r.max_batch_memory} (the memory's), within --ttft-slo"
+    exp = r.max_batch_slo_expected or (None, None)
+    return (f"at batch {r.max_batch_slo}, within the targets (expected: at batch {exp[0] or '—'} with the band's "
+            f"high times, {exp[1] or '—'} with its low)")
+
+
+def max_batch_note(r: ServingReport) -> str:
+    """How the memory's largest batch is counted: per device, and per replica × dp with data parallelism."""
+    dp = r.split.dp
+    return "per device" + (f"; per replica, × {dp} replicas" if dp > 1 else "")
 
 
 def _rps(r: Rate) -> str:
@@ -100,7 +136,7 @@ def _chunked(r: ServingReport) -> list[str]:
              f"{format_time(c.itl_unchunked_stall.floor)}"),
             ("ITL steady state", band(c.itl_steady) + f"  ITL + (batch {c.batch} / output {c.output}) × Σ chunk "
              f"steps")]
-    return [head, *_table(rows)]
+    return [head, *_table(rows), f"  ({CHUNK_APPROXIMATION})"]
 
 
 def _disaggregated(r: ServingReport) -> list[str]:
@@ -197,4 +233,4 @@ def serve_csv(r: ServingReport) -> str:
     return buf.getvalue()
 
 
-__all__ = ["CURVE_CSV_COLUMNS", "serve_csv", "serve_text"]
+__all__ = ["CURVE_CSV_COLUMNS", "band_source", "goodput_note", "max_batch_note", "serve_csv", "serve_text"]

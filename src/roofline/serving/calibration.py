@@ -33,15 +33,31 @@ class CalibratedEfficiency(Efficiency):
     sources: tuple[tuple[str, str], ...] = ()
     calibration: str = ""
     from_file: tuple[str, ...] = ()
+    machine: str = ""  # the machine the file measured
+    date: str = ""
 
     @property
     def source(self) -> Mapping[str, str]:
         return dict(self.sources)
 
+    @property
+    def measured_on(self) -> str:
+        return self.machine
+
+    @property
+    def origin(self) -> str:
+        where = f"the calibration {self.calibration}" if self.calibration else "a calibration"
+        rest = [c for c in CLASSES if c not in self.from_file]
+        return (f"{' and '.join(self.from_file)}: {where} (measured on {self.machine or 'an unnamed machine'}"
+                f"{', ' + self.date if self.date else ''}; 25th-75th percentile of the measured shares of the roof)"
+                + (f"; {' and '.join(rest)}: the published figure or as given" if rest else "")
+                + "; the overhead: an assumption or as given")
+
     def to_dict(self) -> dict[str, Any]:
         d = super().to_dict()
         d["sources"] = {**d.get("sources", {}), **dict(self.sources)}
         d["calibration"] = {"file": self.calibration or None, "classes": list(self.from_file)}
+        d["calibration_measured_on"] = {"machine": self.machine or None, "date": self.date or None}
         return d
 
 
@@ -77,7 +93,7 @@ def efficiency_from_calibration(path_or_calibration: str | os.PathLike[str] | Ca
     values: dict[str, Any] = {f.name: getattr(base, f.name) for f in fields(Efficiency) if f.init}
     values.update(ranges)
     return CalibratedEfficiency(**values, sources=tuple(sources.items()), calibration=where,
-                                from_file=tuple(ranges))
+                                from_file=tuple(ranges), machine=cal.machine, date=cal.date)
 
 
 __all__ = ["CalibratedEfficiency", "efficiency_from_calibration"]

@@ -187,8 +187,12 @@ class ChunkedPrefill:
                 "itl_unchunked_stall_s": self.itl_unchunked_stall.to_dict(),
                 "itl_steady_state_s": self.itl_steady.to_dict(),
                 "steps": [s.to_dict() for s in self.steps],
-                "formulas": dict(FORMULAS)}
+                "formulas": dict(FORMULAS), "approximation": APPROXIMATION}
 
+
+APPROXIMATION = ("approximation: the chunk's prefill and the decode step are two passes, each reading the weights; "
+                 "an engine fusing them into one step reads them once, so a step carrying a chunk is overstated by "
+                 "at most the weights' read time")
 
 FORMULAS = {
     "chunk_step": "prefill step of c tokens (analyze_model, batch 1) + flash attention of c queries against the "
@@ -218,5 +222,5 @@ def chunked_prefill(r: Any, chunk: int) -> ChunkedPrefill:
     return ChunkedPrefill(chunk, r.prompt, r.output, r.batch, tuple(steps), r.itl_mean, r.ttft)
 
 
-__all__ = ["FORMULAS", "ChunkStep", "ChunkedPrefill", "check_chunk", "chunk_step", "chunked_prefill",
+__all__ = ["APPROXIMATION", "FORMULAS", "ChunkStep", "ChunkedPrefill", "check_chunk", "chunk_step", "chunked_prefill",
            "earlier_attention", "prefill_step", "step_band"]

@@ -72,6 +72,24 @@ class Efficiency:
             raise RooflineError(f"--step-overhead: low {format_time(lo)} is above high {format_time(hi)}")
         object.__setattr__(self, "step_overhead_s", (lo, hi))
 
+    @property
+    def measured_on(self) -> str:
+        """The machine a calibration file measured ("" for the published figures)."""
+        return ""
+
+    @property
+    def origin(self) -> str:
+        """Where the shares come from, in words: the published figures, and the classes given otherwise."""
+        base = Efficiency()
+        given = [name for name, mine, theirs in (("compute", self.compute, base.compute),
+                                                 ("memory", self.memory, base.memory),
+                                                 ("communication", self.communication, base.communication),
+                                                 ("overhead", self.step_overhead_s, base.step_overhead_s))
+                 if mine != theirs]
+        text = ("the usual published figures (GEMM libraries, STREAM-like copies, nccl-tests' busbw; the overhead "
+                "an assumption)")
+        return text + (f"; given on the command line: {', '.join(given)}" if given else "")
+
     def of(self, bound: Bound | str) -> tuple[float, float]:
         """(low, high) efficiency of a bound class."""
         b = Bound(bound)

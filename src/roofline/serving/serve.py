@@ -17,7 +17,10 @@ Built only on roofline.models, so every number is the same graph and placement a
                 the largest set of activations one kernel of the prompt's prefill reads and writes
     max batch (SLO)     the largest batch ≤ the memory's whose ITL mean ≤ the ITL target (binary search on
                 the step model; ITL grows with the batch)
-    goodput     throughput at that batch (the memory's without an ITL target) when TTFT meets its target
+    goodput     throughput at that batch (the memory's without an ITL target) when TTFT meets its target;
+                its expected band from the batches the band's times allow: low = the throughput with the
+                band's high times at the largest batch meeting the targets with them, high = with its low
+                times at theirs (0 where TTFT at that end of the band misses its target)
     cost        output: price/3600 × devices / output tokens/s × 1e6 per million output tokens;
                 input:  price/3600 × devices × TTFT / (prompt × requests prefilled at once) × 1e6
     knee        the smallest batch b of the curve (1, 2, 4, ... 1024) whose doubling gains < 10% of
@@ -39,7 +42,7 @@ from typing import Any
 from roofline.dtypes import DType
 from roofline.errors import RooflineError
 from roofline.hardware import DEFAULT_MACHINE, Machine
-from roofline.models.analysis import COLLECTIVES, ModelAnalysis, analyze_model
+from roofline.models.analysis import ModelAnalysis, analyze_model
 from roofline.models.build import DEFAULT_PLAN, as_plan
 from roofline.models.config import load_config
 from roofline.models.dtypes import ModelDtypes, compute_dtype, for_checkpoint, model_dtypes
@@ -49,7 +52,7 @@ from roofline.models.stepmodel import StepModel, batch_unit
 from roofline.models.sweep import resolve
 from roofline.models.transformer import ModelConfig
 from roofline.parallel import Split
-from roofline.serving.chunked import ChunkedPrefill, check_chunk, chunked_prefill
+from roofline.serving.chunked import ChunkedPrefill, check_chunk, chunked_prefill, step_band
 from roofline.serving.disaggregate import Disaggregation, disaggregate, parse_ratio
 from roofline.serving.efficiency import Band, Efficiency, Rate, per_rate
 from roofline.serving.speculative import Speculative, speculative
@@ -71,7 +74,9 @@ FORMULAS = {
                         "replica, x dp; per device",
     "max_batch_slo": "largest batch <= max_batch_memory whose ITL mean <= --itl-slo (floor)",
     "goodput_tokens_per_s": "throughput at max_batch_slo (max_batch_memory without an ITL target) when TTFT "
-                            "<= --ttft-slo",
+                            "<= --ttft-slo; expected: low = throughput with the band's high times at the batch "
+                            "that meets the targets with them (max_batch_slo_expected.low), high = with the low "
+                            "times at max_batch_slo_expected.high; 0 where TTFT at that end misses --ttft-slo",
     "cost_per_million_tokens.output": "price / 3600 x devices / output tokens per s x 1e6",
     "cost_per_million_tokens.input": "price / 3600 x devices x TTFT / (prompt x requests prefilled at once) x 1e6",
     "knee_batch": "smallest curve batch b with throughput(2b) < 1.1 x throughput(b) (roofline ceiling)",
@@ -343,18 +348,10 @@ def _largest_meeting(dec: _Decode, unit: int, most: int, target: float,
 
 
 def _prefill_band(a: ModelAnalysis, eff: Efficiency) -> Band:
-    """The prefill step's floor (analyze_model's time) and band: Σ kernel floor / its class's efficiency."""
-    fast = {"comm": 0.0, "rest": 0.0}
-    slow = {"comm": 0.0, "rest": 0.0}
-    for p in a.placements:
-        lo, hi = eff.of(p.bound_class)
-        key = "comm" if p.kind in COLLECTIVES else "rest"
-        fast[key] += p.total_time_s / hi
-        slow[key] += p.total_time_s / lo
-    oh_lo, oh_hi = eff.step_overhead_s
-    if a.overlap:
-        return Band(a.time_s, max(fast.values()) + oh_lo, max(slow.values()) + oh_hi)
-    return Band(a.time_s, sum(fast.values()) + oh_lo, sum(slow.values()) + oh_hi)
+    """The prefill step's floor (analyze_model's time, exactly) and band: Σ kernel floor / its class's
+    efficiency + the per-step overhead (chunked.step_band, the one place that sum is written)."""
+    b = step_band(a.placements, eff, a.overlap)
+    return Band(a.time_s, b.low, b.high)
 
 
 def _largest_activations(a: ModelAnalysis) -> float:
@@ -496,8 +493,14 @@ def serve(model: str | ModelConfig, machine: str | Machine = DEFAULT_MACHINE, sp
         warnings.append(f"batch {batch} does not fit: at most {max_mem} sequences of {prompt + output} tokens fit "
                         f"in memory")
 
-    at_mem = max_mem if ttft_slo is not None and itl_slo is None else None  # goodput's batch without an ITL target
-    extra = [b for b in dict.fromkeys((batch, max_slo, at_mem)) if b is not None and b not in curve_b]
+    # goodput's batches (floor, expected low, expected high): the ITL target's with the floor's, the band's
+    # high and the band's low times; without an ITL target, the memory's
+    good_at: tuple[int | None, int | None, int | None] = (None, None, None)
+    if itl_slo is not None:
+        good_at = (max_slo, *(slo_exp or (None, None)))
+    elif ttft_slo is not None:
+        good_at = (max_mem, max_mem, max_mem)
+    extra = [b for b in dict.fromkeys((batch, *good_at)) if b is not None and b not in curve_b]
     batches = [*curve_b, *extra]
     more = dec.itl(extra) if extra else ([], [])
     means, lasts = [*curve_means, *more[0]], [*curve_lasts, *more[1]]
@@ -509,12 +512,18 @@ def serve(model: str | ModelConfig, machine: str | Machine = DEFAULT_MACHINE, sp
                  if q.throughput.ceiling < (1 + KNEE_GAIN) * p.throughput.ceiling), None)
 
     itl_mean, itl_last, rate, pipe = by_batch[batch]
+    if chosen == "given" and itl_slo is not None and itl_mean.floor > itl_slo:
+        warnings.append(f"batch {batch} misses --itl-slo {format_time(itl_slo)}: its ITL mean is "
+                        f"{format_time(itl_mean.floor)} at the floor; the largest batch meeting it is {max_slo}")
     e2e = _add(ttft, itl_mean, output - 1)
     goodput = None
-    if ttft_slo is not None or itl_slo is not None:
-        at = max_slo if itl_slo is not None else max_mem
-        if at is not None:
-            goodput = by_batch[at][2]
+    if good_at[0] is not None:
+        # the band's ends: a batch meets the targets only with the times at that end (TTFT's too)
+        slow_ok = ttft_slo is None or ttft.high <= ttft_slo
+        fast_ok = ttft_slo is None or ttft.low <= ttft_slo
+        low = by_batch[good_at[1]][2].low if good_at[1] is not None and slow_ok else 0.0
+        high = by_batch[good_at[2]][2].high if good_at[2] is not None and fast_ok else 0.0
+        goodput = Rate(by_batch[good_at[0]][2].ceiling, low, high)
     cost_in = cost_out = None
     if price is not None:
         cost_in = ttft.scaled(price / 3600 * sp.devices / (prompt * sp.dp) * 1e6)
@@ -536,8 +545,20 @@ def serve(model: str | ModelConfig, machine: str | Machine = DEFAULT_MACHINE, sp
         report = replace(report, disaggregated=disaggregate(report, ratio, lambda s, b: run(cfg, s, b)))
     if spec is not None and draft is not None:
         name = draft if isinstance(draft, str) else draft.name
-        report = replace(report, speculative=speculative(report, name, spec[0], spec[1],
-                                                         lambda b: run(load_config(draft), sp, b)))
+        draft_cfg = load_config(draft)
+
+        def run_draft(b: int) -> ServingReport:
+            try:
+                return run(draft_cfg, sp, b)
+            except RooflineError as exc:
+                raise RooflineError(f"--draft {name} runs beside the target on {sp}, and {exc}") from None
+
+        report = replace(report, speculative=speculative(report, name, spec[0], spec[1], run_draft))
+        if draft_cfg.vocab_size != cfg.vocab_size:
+            report = replace(report, warnings=(*report.warnings, (
+                f"the draft {draft_cfg.name}'s vocabulary ({draft_cfg.vocab_size:,} tokens) is not {cfg.name}'s "
+                f"({cfg.vocab_size:,}): speculative decoding needs the target's tokenizer, so this pair is a timing "
+                f"exercise only")))
     return report
 
 
