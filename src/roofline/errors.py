@@ -8,6 +8,7 @@ Layering: imports nothing from roofline (torch only inside `need_torch`).
 from __future__ import annotations
 
 import difflib
+import sys
 from collections.abc import Iterable
 from typing import Any
 
@@ -16,6 +17,15 @@ TORCH_HINT = "pip install -e '.[torch]' (it pins torch==2.13.0)"
 
 class RooflineError(ValueError):
     """Bad input a user can cause: a bad size, an unknown name, a malformed file."""
+
+
+def shown(value: Any) -> str:
+    """A value for an error line, at most 60 characters whatever it is (a 5,000-digit integer, a huge list)."""
+    try:
+        text = repr(value)
+    except ValueError:  # an int past Python's str() digit limit
+        return f"an integer of more than {sys.get_int_max_str_digits():,} digits"
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def close_matches(word: str, choices: Iterable[str], n: int = 3) -> list[str]:
@@ -34,8 +44,9 @@ def close_matches(word: str, choices: Iterable[str], n: int = 3) -> list[str]:
 def unknown(what: str, word: str, choices: Iterable[str], hint: str = "") -> RooflineError:
     """'unknown machine 'h10'; did you mean h100, h200? (see `roofline machines`)'."""
     pool = list(choices)
-    near = close_matches(word, pool)
-    text = f"unknown {what} {word!r}"
+    near = close_matches(word, pool) if len(word) <= 100 else []
+    shown = repr(word) if len(word) <= 60 else f"{word[:40] + '...'!r} ({len(word):,} characters)"  # never 100 KB
+    text = f"unknown {what} {shown}"
     if near:
         text += f"; did you mean {', '.join(near)}?"
     else:

@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import functools
 import math
-import sys
 import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from roofline.errors import RooflineError, unknown
+from roofline.errors import RooflineError, shown, unknown
 from roofline.fileio import read_text_file
 from roofline.hardware.chip import parse_chip
 from roofline.hardware.machine import PEAK_KEYS, Machine, MemoryLevel
@@ -73,36 +72,27 @@ def _table(raw: Mapping[str, Any], key: str, path: Path | str) -> Mapping[str, A
     return value
 
 
-def _shown(value: Any) -> str:
-    """A value for an error line, at most 60 characters whatever it is."""
-    try:
-        text = repr(value)
-    except ValueError:  # an int past Python's str() digit limit
-        return f"an integer of more than {sys.get_int_max_str_digits():,} digits"
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 def check_figure(value: Any, kind: str, where: str) -> float:
     """A figure of a machine or system file: a quantity string ("3.35 TB/s") or a number in base units,
     finite and within FIGURE_RANGES[kind]. Raises UnitError with what was wrong and the range."""
     if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise UnitError(f"{where} must be a quantity like {_EXAMPLE[kind]!r} or a number, got {_shown(value)}")
+        raise UnitError(f"{where} must be a quantity like {_EXAMPLE[kind]!r} or a number, got {shown(value)}")
     lo, hi = FIGURE_RANGES[kind]
     span = f"from {_FORMAT[kind](lo, 3)} to {_FORMAT[kind](hi, 3)}"
     if isinstance(value, int) and value > hi:  # before float(): 10**400 has no float
-        raise UnitError(f"{where} must be {span}, got {_shown(value)}")
+        raise UnitError(f"{where} must be {span}, got {shown(value)}")
     try:
         number = parse_quantity(value, kind)  # type: ignore[arg-type]
     except UnitError as exc:
         raise UnitError(f"{where}: {exc}") from None
     except (OverflowError, ValueError):
-        raise UnitError(f"{where} must be {span}, got {_shown(value)}") from None
+        raise UnitError(f"{where} must be {span}, got {shown(value)}") from None
     if not math.isfinite(number):
-        raise UnitError(f"{where} must be a finite figure {span}, got {_shown(value)}")
+        raise UnitError(f"{where} must be a finite figure {span}, got {shown(value)}")
     if not number > 0:
-        raise UnitError(f"{where} must be positive ({span}), got {_shown(value)}")
+        raise UnitError(f"{where} must be positive ({span}), got {shown(value)}")
     if not lo <= number <= hi:
-        raise UnitError(f"{where} must be {span}, got {_shown(value)}")
+        raise UnitError(f"{where} must be {span}, got {shown(value)}")
     return number
 
 
@@ -117,7 +107,7 @@ def _text(section: Mapping[str, Any], key: str, where: str, path: Path | str) ->
     """A string field ("" when absent); a number, a date, a list or a table is refused."""
     value = section.get(key, "")
     if not isinstance(value, str):
-        raise _fail(path, f"{where}{key} must be a string, got {_shown(value)}")
+        raise _fail(path, f"{where}{key} must be a string, got {shown(value)}")
     return value
 
 
@@ -150,7 +140,7 @@ def parse_machine(raw: Mapping[str, Any], path: Path | str = "<data>", require_s
             raise _fail(path, f"missing {key!r} (a non-empty string)")
     kind = raw.get("kind", "gpu")
     if not isinstance(kind, str) or kind not in _KINDS:
-        raise _fail(path, f"kind must be one of {', '.join(sorted(_KINDS))}, got {_shown(kind)}")
+        raise _fail(path, f"kind must be one of {', '.join(sorted(_KINDS))}, got {shown(kind)}")
     sources: dict[str, str] = {}
     notes: list[str] = [_text(raw, "note", "", path)] if "note" in raw else []
     notes += _strings(raw, "notes", path)
@@ -218,10 +208,10 @@ def parse_machine(raw: Mapping[str, Any], path: Path | str = "<data>", require_s
     aliases = _strings(raw, "aliases", path)
     year = raw.get("year")
     if year is not None and (isinstance(year, bool) or not isinstance(year, int) or not YEARS[0] <= year <= YEARS[1]):
-        raise _fail(path, f"year must be an integer from {YEARS[0]} to {YEARS[1]}, got {_shown(year)}")
+        raise _fail(path, f"year must be an integer from {YEARS[0]} to {YEARS[1]}, got {shown(year)}")
     measured = raw.get("measured", False)
     if not isinstance(measured, bool):
-        raise _fail(path, f"measured must be true or false, got {_shown(measured)}")
+        raise _fail(path, f"measured must be true or false, got {shown(measured)}")
     return Machine(
         id=raw["id"].strip().lower(),
         name=raw["name"],
@@ -247,7 +237,7 @@ def parse_machine(raw: Mapping[str, Any], path: Path | str = "<data>", require_s
 def _strings(raw: Mapping[str, Any], key: str, path: Path | str) -> list[str]:
     value = raw.get(key, [])
     if not isinstance(value, list) or not all(isinstance(a, str) for a in value):
-        raise _fail(path, f"{key} must be a list of strings, got {_shown(value)}")
+        raise _fail(path, f"{key} must be a list of strings, got {shown(value)}")
     return list(value)
 
 

@@ -32,7 +32,7 @@ from types import MappingProxyType
 from typing import Any
 
 from roofline.dtypes import DTYPES, DType
-from roofline.errors import RooflineError, unknown
+from roofline.errors import RooflineError, shown, unknown
 from roofline.fileio import read_text_file
 from roofline.models.transformer import AttentionKind, ModelConfig
 
@@ -57,7 +57,7 @@ class _Fields:
         self.where = where
 
     def _bad(self, key: str, want: str, value: Any) -> RooflineError:
-        return RooflineError(f"config {self.where}: field {key!r} must be {want}, got {_shown(value)}")
+        return RooflineError(f"config {self.where}: field {key!r} must be {want}, got {shown(value)}")
 
     def integer(self, key: str, default: int | None = None, *alts: str, minimum: int = 1) -> int:
         """A size (`minimum` 1) or a count that may be zero (`minimum` 0), at most MAX_SIZE."""
@@ -104,15 +104,6 @@ class _Fields:
             raise RooflineError(f"config {self.where}: field {key!r} ({value}) must be at most "
                                 f"{limit_key} ({limit})")
         return value
-
-
-def _shown(value: Any) -> str:
-    """A value for an error line: short, whatever it is (a 5,000-digit number or a huge list)."""
-    try:
-        text = repr(value)
-    except ValueError:  # an int past Python's str() digit limit
-        return f"an integer of more than {sys.get_int_max_str_digits():,} digits"
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 _ACTIVATIONS = {"silu": "swiglu", "swish": "swiglu", "gelu_pytorch_tanh": "geglu", "gelu": "geglu",
@@ -303,7 +294,7 @@ def _q_int(q: Mapping[str, Any], key: str, where: str, default: int | None, allo
            ok: Callable[[int], bool]) -> int:
     value = q.get(key, default)
     if not _is_int(value) or not ok(value):
-        raise RooflineError(f"config {where}: quantization_config {key!r} must be {allowed}, got {_shown(value)}")
+        raise RooflineError(f"config {where}: quantization_config {key!r} must be {allowed}, got {shown(value)}")
     return int(value)
 
 
@@ -334,14 +325,14 @@ def _fp8(q: Mapping[str, Any], where: str) -> DType:
     FP32 scale (weight_scale_inv) per weight_block_size block, or one per tensor without it."""
     fmt = q.get("fmt", "e4m3")
     if fmt not in ("e4m3", "e5m2"):
-        raise RooflineError(f"config {where}: quantization_config 'fmt' must be 'e4m3' or 'e5m2', got {_shown(fmt)}")
+        raise RooflineError(f"config {where}: quantization_config 'fmt' must be 'e4m3' or 'e5m2', got {shown(fmt)}")
     block = q.get("weight_block_size")
     if block is None:
         return DTYPES[f"fp8_{fmt}"]
     if (not isinstance(block, list) or len(block) != 2
             or not all(_is_int(b) and 1 <= b <= MAX_SIZE for b in block)):
         raise RooflineError(f"config {where}: quantization_config 'weight_block_size' must be two positive "
-                            f"integers like [128, 128], got {_shown(block)}")
+                            f"integers like [128, 128], got {shown(block)}")
     return _fp8_blocks(fmt, block[0], block[1], _FP32_SCALE_BITS, "quant_method fp8")
 
 
@@ -354,7 +345,7 @@ def _gptq_awq(q: Mapping[str, Any], method: str, where: str) -> DType:
     zero = q.get("zero_point", True)
     if not isinstance(zero, bool):
         raise RooflineError(f"config {where}: quantization_config 'zero_point' must be true or false, "
-                            f"got {_shown(zero)}")
+                            f"got {shown(zero)}")
     return _int_weights(bits, group, zero or method == "gptq", f"quant_method {method}")
 
 
@@ -366,7 +357,7 @@ def _bitsandbytes(q: Mapping[str, Any], where: str) -> DType | None:
     for key, value in (("load_in_4bit", four), ("load_in_8bit", eight)):
         if not isinstance(value, bool):
             raise RooflineError(f"config {where}: quantization_config {key!r} must be true or false, "
-                                f"got {_shown(value)}")
+                                f"got {shown(value)}")
     if eight and not four:
         return DTYPES["int8"]
     if not four:
@@ -374,11 +365,11 @@ def _bitsandbytes(q: Mapping[str, Any], where: str) -> DType | None:
     kind = q.get("bnb_4bit_quant_type", "fp4")
     if kind not in ("nf4", "fp4"):
         raise RooflineError(f"config {where}: quantization_config 'bnb_4bit_quant_type' must be 'nf4' or 'fp4', "
-                            f"got {_shown(kind)}")
+                            f"got {shown(kind)}")
     double = q.get("bnb_4bit_use_double_quant", False)
     if not isinstance(double, bool):
         raise RooflineError(f"config {where}: quantization_config 'bnb_4bit_use_double_quant' must be true or "
-                            f"false, got {_shown(double)}")
+                            f"false, got {shown(double)}")
     peak = "int4" if kind == "nf4" else "fp4"
     if double:
         bits = 8 * _BNB_NESTED_BLOCK + _FP32_SCALE_BITS  # per 64 x 256 weights
@@ -418,8 +409,8 @@ def _compressed_tensors(q: Mapping[str, Any], where: str) -> tuple[DType | None,
             return _int_weights(bits, group, not symmetric, how), note
         if strategy in ("channel", "tensor"):
             return _int_weights(bits, -1, False, how), note
-    return None, (f"quantization_config (compressed-tensors) weights scheme type {_shown(kind)}, num_bits {bits}, "
-                  f"strategy {_shown(strategy)} is not read")
+    return None, (f"quantization_config (compressed-tensors) weights scheme type {shown(kind)}, num_bits {bits}, "
+                  f"strategy {shown(strategy)} is not read")
 
 
 def checkpoint_weights(raw: Mapping[str, Any], where: str) -> tuple[DType | None, tuple[str, ...]]:
@@ -433,13 +424,13 @@ def checkpoint_weights(raw: Mapping[str, Any], where: str) -> tuple[DType | None
     if q is None:
         return None, ()
     if not isinstance(q, Mapping):
-        raise RooflineError(f"config {where}: field 'quantization_config' must be an object, got {_shown(q)}")
+        raise RooflineError(f"config {where}: field 'quantization_config' must be an object, got {shown(q)}")
     method = q.get("quant_method")
     if method is None and ("load_in_4bit" in q or "load_in_8bit" in q):
         method = "bitsandbytes"  # older transformers wrote bitsandbytes configs without quant_method
     if not isinstance(method, str):
         raise RooflineError(f"config {where}: quantization_config needs a 'quant_method' (a string such as "
-                            f"'fp8', 'gptq', 'awq'), got {_shown(method)}")
+                            f"'fp8', 'gptq', 'awq'), got {shown(method)}")
     dtype: DType | None
     note = ""
     match method.lower():
@@ -478,10 +469,10 @@ def config_from_dict(raw: Mapping[str, Any], name: str = "model", where: str = "
     if model_type is None:
         raise RooflineError(f"config {where}: missing field 'model_type'; supported: {', '.join(SUPPORTED)}")
     if not isinstance(model_type, str):
-        raise RooflineError(f"config {where}: field 'model_type' must be a string, got {_shown(model_type)}; "
+        raise RooflineError(f"config {where}: field 'model_type' must be a string, got {shown(model_type)}; "
                             f"supported: {', '.join(SUPPORTED)}")
     if model_type not in _PARSERS:
-        raise RooflineError(f"config {where}: architecture {_shown(model_type)} is not supported; "
+        raise RooflineError(f"config {where}: architecture {shown(model_type)} is not supported; "
                             f"supported: {', '.join(SUPPORTED)}")
     config = _PARSERS[model_type](_Fields(raw, where), name, model_type)
     if weights is None and not notes:
