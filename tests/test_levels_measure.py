@@ -235,3 +235,25 @@ def test_chip_runs_become_levels_and_are_compared_with_the_per_sm_figures(tmp_pa
     (tmp_path / "gpu.toml").write_text(machine_to_toml(m))
     back = load_machine_file(tmp_path / "gpu.toml")
     assert back.memory[Level.SMEM].bytes_per_s == m.memory[Level.SMEM].bytes_per_s
+
+
+@pytest.mark.slow
+def test_measure_save_writes_the_ladders_levels(tmp_path, capsys):
+    import json
+
+    from roofline.cli import main
+
+    path = tmp_path / "cpu.toml"
+    assert main(["measure", "--quick", "--backend", "numpy", "--dtype", "fp64", "--buffer-size", "16MiB", "--json",
+                 "--save", str(path)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    back = load_machine_file(path)
+    ladder_levels = {Level(k): v for k, v in out["levels_bytes_per_s"].items()}
+    # every cache level the ladder found is in the file with its bandwidth, written to 4 significant
+    # digits (a relative error of at most 5e-4); DRAM's figure is STREAM's
+    for level, rate in ladder_levels.items():
+        if level is not Level.DRAM:
+            assert back.memory[level].bytes_per_s == pytest.approx(rate, rel=5e-4)
+            assert "cache ladder" in back.sources[f"memory.{level}"]
+    assert back.memory_bytes_per_s == pytest.approx(out["memory_bytes_per_s"], rel=5e-4)
+    assert out["cache_ladder"]["points"][0]["working_set_bytes"] == 16 * KiB

@@ -56,7 +56,9 @@ class Target:
 
 
 def _cannot(given: object, which: str, why: str) -> RooflineError:
-    return RooflineError(f"cannot write {given}{which}: {why}")
+    name = str(given)
+    shown = name if len(name) <= 300 else f"{name[:40]}... ({len(name):,} characters)"  # never a 100 KB line
+    return RooflineError(f"cannot write {shown}{which}: {why}")
 
 
 def _is_read_only(path: Path, st: os.stat_result) -> bool:
@@ -392,7 +394,8 @@ def atomic_write(path: str | os.PathLike[str], data: str | bytes, option: str = 
 
 # an output option -> the file name endings that match what it writes (the first is suggested)
 _FORMATS = {"png": (".png",), "svg": (".svg",), "html": (".html", ".htm"), "csv": (".csv", ".txt")}
-_EXAMPLES = {"save": "my-machine.toml", "save-calibration": "my.calibration.json"}
+_EXAMPLES = {"save": "my-machine.toml", "save-calibration": "my.calibration.json", "save-trace": "run.json",
+             "calibration": "my.calibration.json", "device-file": "my-cpu.toml"}
 
 
 def _probe(target: Target, which: str) -> None:

@@ -319,7 +319,11 @@ class Graph:
                 other = _add(other, op.onchip.ops_by_unit)
                 if len(ops) > 1:
                     other = _add(other, op.onchip.fused_ops_by_unit)
+        # the roof's dtype: that of the matmuls; a kernel without one, its ops' own (an fp32 matmul moved to the
+        # FP32 cores keeps fp32, so it is placed, and reported, on the fp32 roof)
         dtypes = {op.compute_dtype for op in ops if op.compute_dtype is not None and op.flop_by_unit.get(Unit.MATRIX)}
+        if not any(op.flop_by_unit.get(Unit.MATRIX) for op in ops):
+            dtypes = {op.compute_dtype for op in ops if op.compute_dtype is not None and op.flop}
         return Kernel(name, tuple(ops), counts.pop(), tuple(reads.values()), tuple(writes),
                       Cost(flop, by_level, other), dtypes.pop() if len(dtypes) == 1 else None)
 

@@ -265,8 +265,13 @@ class Placement(Drawable):
         return d
 
 
-def _peaks(machine: Machine, dtype: DType, units: Iterable[Unit]) -> dict[Unit, float]:
-    return {u: machine.peak_flop_per_s(dtype, u) for u in units}
+def _peaks(machine: Machine, dtype: DType, units: Iterable[Unit], matrix_work: bool = True) -> dict[Unit, float]:
+    """Each unit's peak at `dtype`. A kernel with no matrix work at a dtype the machine lists no matrix
+    peak for (an fp32 matmul on a GPU's FP32 cores) has the vector peak as its roof."""
+    def unit_of(u: Unit) -> Unit:
+        return Unit.VECTOR if u is Unit.MATRIX and not matrix_work and not machine.has_peak(dtype) else u
+
+    return {u: machine.peak_flop_per_s(dtype, unit_of(u)) for u in units}
 
 
 def _on_chip(m: Machine, kernel: Kernel | None, cost: Cost) -> tuple[float | None, dict[Level, float], list[str]]:
@@ -315,7 +320,7 @@ def place(work: Cost | Kernel, machine: Machine | str, dtype: str | DType | None
         cost = Cost(cost.flop_by_unit, cost.bytes_by_level)
     # in Unit's order (stable output); the exp units only where the machine has their rate
     units = [u for u in Unit if u is Unit.MATRIX or (u is not Unit.EXP and cost.work(u))]
-    peaks = _peaks(m, dt, units)
+    peaks = _peaks(m, dt, units, bool(cost.work(Unit.MATRIX)))
     if exp_per_s is not None and cost.work(Unit.EXP):
         peaks[Unit.EXP] = exp_per_s
     bandwidths = {lv.name: lv.bytes_per_s for lv in m.memory.values() if lv.bytes_per_s}

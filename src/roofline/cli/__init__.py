@@ -14,6 +14,7 @@ import sys
 import click
 
 from roofline.cli import kernel, machines, measure, model, models, plan, profile, serve
+from roofline.cli.common import printable, refuse_empty_values
 from roofline.errors import RooflineError
 from roofline.fileio import writing_together
 
@@ -35,21 +36,30 @@ def cli() -> None:
 for _module in (machines, kernel, model, models, plan, serve, measure, profile):
     for _command in _module.COMMANDS:
         cli.add_command(_command)
+refuse_empty_values(cli)  # `--dtype ''` is one clear line, never the default run without a word
+
+
+def _error(text: str) -> None:
+    """The one error line (a newline in a file name is shown as \\n: still one line)."""
+    click.echo(f"roofline: error: {printable(text)}", err=True)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: every error a user can cause ends in one line on stderr and exit code 2."""
+    if sys.stdout is None:  # `roofline machines >&-`: the result would vanish without a word, exit 0
+        click.echo("roofline: error: standard output is closed; send it to a file or /dev/null", err=True)
+        return 2
     try:
         with writing_together():  # a command's files are renamed together when it ends without an error
             cli.main(args=argv, prog_name="roofline", standalone_mode=False)
     except click.MissingParameter as exc:
         hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
-        click.echo(f"roofline: error: {exc.format_message()}{hint}", err=True)
+        _error(f"{exc.format_message()}{hint}")
         return 2
     except click.BadParameter as exc:
         # our parameter types name the parameter themselves; click's "Invalid value for ..." repeats it
         hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
-        click.echo(f"roofline: error: {exc.message}{hint}", err=True)
+        _error(f"{exc.message}{hint}")
         return 2
     except click.UsageError as exc:
         if type(exc).__name__ == "NoArgsIsHelpError" and exc.ctx is not None:
@@ -58,13 +68,13 @@ def main(argv: list[str] | None = None) -> int:
         hint = ""
         if exc.ctx is not None:
             hint = f" (see `{exc.ctx.command_path} --help`)"
-        click.echo(f"roofline: error: {exc.format_message()}{hint}", err=True)
+        _error(f"{exc.format_message()}{hint}")
         return 2
     except click.ClickException as exc:
-        click.echo(f"roofline: error: {exc.format_message()}", err=True)
+        _error(exc.format_message())
         return exc.exit_code if exc.exit_code else 2
     except RooflineError as exc:
-        click.echo(f"roofline: error: {exc}", err=True)
+        _error(str(exc))
         return 2
     except click.exceptions.Abort:
         click.echo("roofline: aborted", err=True)
@@ -78,7 +88,9 @@ def main(argv: list[str] | None = None) -> int:
         if real is not None and sys.stdout is real:  # nothing left to flush into it at exit
             with contextlib.suppress(Exception):
                 os.dup2(os.open(os.devnull, os.O_WRONLY), real.fileno())
-        click.echo(f"roofline: error: {exc.strerror or exc}: {exc.filename or 'standard output'}", err=True)
+        name = str(exc.filename or "standard output")
+        shown = name if len(name) <= 60 else f"{name[:40]}... ({len(name):,} characters)"  # a pasted 100 KB name
+        _error(f"{exc.strerror or exc}: {shown}")
         return 2
     return 0
 

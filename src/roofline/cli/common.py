@@ -89,13 +89,47 @@ class PositiveNumber(click.ParamType):
 POS = PositiveInt()
 
 
+class NonEmptyText(click.types.StringParamType):
+    """A text option given an empty value ("" or spaces) is refused in one line: `--dtype ''` would
+    otherwise read as "not given" and the default would run without a word. A file name says so."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not value.strip():
+            label = _label(param)
+            if isinstance(param, click.Option) and param.metavar == "FILE":
+                from roofline.fileio import target_of
+
+                try:
+                    target_of(value, label)  # the one message for an empty file name, with an example
+                except RooflineError as exc:
+                    self.fail(str(exc), param, ctx)
+            self.fail(f"{label} is empty; give a value", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+def refuse_empty_values(command: click.Command) -> None:
+    """Every plain text option of `command` (and of its subcommands) refuses an empty value."""
+    for param in command.params:
+        if isinstance(param, click.Option) and not param.is_flag and type(param.type) is click.types.StringParamType:
+            param.type = NonEmptyText()
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            refuse_empty_values(sub)
+
+
 def dump(obj: Any) -> None:
     """JSON on stdout (no NaN or infinity: those are written as null by the library)."""
     click.echo(json.dumps(obj, indent=2, allow_nan=False))
 
 
+def printable(text: str) -> str:
+    """`text` with its control characters escaped: a newline in a file name keeps a message one line,
+    and an escape sequence in one is shown, not run by the terminal."""
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
 def warn(text: str) -> None:
-    click.echo(f"roofline: warning: {text}", err=True)
+    click.echo(f"roofline: warning: {printable(text)}", err=True)
 
 
 def wrote(path: object) -> None:
@@ -114,6 +148,35 @@ def outputs(**paths: str | None) -> None:
     takes a new file; not a folder, a read-only file, a path under a file, an empty name), its name
     ends as its format does, and no two name one file. None: not given."""
     check_outputs({f"--{name.replace('_', '-')}": path for name, path in paths.items()})
+
+
+def check_script(path: str) -> None:
+    """A SCRIPT that cannot be Python fails in one line before anything runs: a pipe or a device (never
+    opened, so nothing waits on it), or a binary (Python source holds no NUL byte). A missing file is
+    the runner's to name."""
+    import os
+    import stat
+
+    try:
+        st = os.stat(path)
+    except OSError:
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise RooflineError(f"{path} is not a regular file (a device, pipe or socket); give a Python script")
+    with open(path, "rb") as handle:
+        if b"\0" in handle.read(1 << 20):
+            raise RooflineError(f"{path} is not a Python script (it holds NUL bytes: a binary file?)")
+
+
+def check_roof(machine: str, dtype: str | None) -> None:
+    """Look up --machine and --dtype before a script runs: a misspelt name fails in no time, not after
+    the whole program has run."""
+    from roofline.dtypes import get_dtype
+    from roofline.hardware import get_machine
+
+    get_machine(machine)
+    if dtype is not None:
+        get_dtype(dtype)
 
 
 def fusion_option(fusion: str | None, old: str | None, old_to_new: dict[str, str], default: str,

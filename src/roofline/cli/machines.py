@@ -128,6 +128,16 @@ def machines(names: tuple[str, ...], systems: bool, dtype: str | None, as_json: 
     if not names:
         ms = sorted(catalog().values(), key=lambda m: (m.vendor, m.year or 0, m.id))
     dtypes = [d.strip() for d in (dtype or "bf16").split(",") if d.strip()]
+    if dtype is not None:  # `--dtype fp7` or `--dtype ,` never passes without a word
+        from roofline.dtypes import get_dtype
+
+        if not dtypes:
+            raise RooflineError(f"--dtype {dtype!r} names no dtype; give one or more, comma-separated, e.g. bf16,fp8")
+        for d in dtypes:
+            get_dtype(d)
+        if png is None and svg is None:
+            raise RooflineError("--dtype picks the roofs --png/--svg draw; the table always shows the bf16, fp8 "
+                                "and fp4 peaks (draw them: `roofline machines b200 --dtype bf16,fp8 --png roofs.png`)")
     if png is not None or svg is not None:  # an empty name too: outputs() refuses it in one line
         from roofline.report.outputs import write_roofs_chart
 

@@ -13,7 +13,17 @@ from typing import Any
 
 import click
 
-from roofline.cli.common import PLAN_HELP, POS, Quantity, dump, fusion_option, outputs, progress
+from roofline.cli.common import (
+    PLAN_HELP,
+    POS,
+    Quantity,
+    check_roof,
+    check_script,
+    dump,
+    fusion_option,
+    outputs,
+    progress,
+)
 from roofline.errors import RooflineError
 from roofline.hardware.catalog import DEFAULT_MACHINE
 
@@ -51,6 +61,10 @@ def _measure(device: str, quick: bool, as_json: bool, save: str | None, buffer_s
     from roofline.measure.runs import Plan
 
     outputs(save=save)  # a bad --save fails now, not after the measuring
+    from roofline.dtypes import get_dtype
+
+    for name in dtypes:  # and a misspelt --dtype
+        get_dtype(name)
     plan = Plan(device=device, quick=quick, buffer_bytes=_size(buffer_size), dtypes=tuple(dtypes) or None,
                 backends=tuple(backends) or None)
     with progress(show) as say:
@@ -83,7 +97,7 @@ def _placements_outputs(placements: Sequence[Any], machine: Any, dtype: Any, png
 
     analysis = GraphAnalysis(tuple(placements), Plan.TRACED, machine, dtype)
     for path in write_model_outputs([Scenario(title, analysis)], png=png, html=html, title=title):
-        click.echo(f"wrote {path}")
+        click.echo(f"wrote {path}", err=True)  # stdout is the report's (--json: JSON and nothing else)
 
 
 def _echo_script_traceback(exc: BaseException) -> None:
@@ -130,6 +144,12 @@ def measure(device: str, quick: bool, as_json: bool, save: str | None, buffer_si
             devices: int | None, budget_s: float | None, device_file: str | None,
             save_calibration: str | None) -> None:
     """Measure this machine's ceilings: streaming bandwidth and matmul FLOP/s per dtype.
+
+    Inside the chip too: on a CPU, each cache level's bandwidth (L1, L2, L3) from a working-set ladder,
+    16 KiB to 4x the last-level cache per thread (at most 64 MiB with --quick, 512 MiB without), its
+    plateaus named by the caches' sizes (the Empirical Roofline Toolkit's and CARM's method); on CUDA
+    with Triton, the L2 and L1/shared-memory bandwidths and the exponential units' rate. --save
+    writes them as memory levels of the machine file.
 
     With --collectives, measure the link between devices instead: each collective over a ladder of
     sizes (time, algbw, busbw as nccl-tests defines them) and its fitted latency (alpha) and
@@ -266,7 +286,7 @@ def bench(device: str, quick: bool, dtype: str | None, machine: str | None, only
     from roofline.errors import need_torch
     from roofline.hardware import get_machine
     from roofline.measure.accuracy import Accuracy
-    from roofline.measure.bench import bench_machine, run_bench
+    from roofline.measure.bench import bench_machine, check_request, run_bench
     from roofline.measure.ceilings import need_cuda
     from roofline.report.accuracy import accuracy_table
     from roofline.units import format_bytes_per_s, format_flop_per_s
@@ -277,6 +297,7 @@ def bench(device: str, quick: bool, dtype: str | None, machine: str | None, only
     else:
         need_torch("roofline bench")
     dt = get_dtype(dtype or ("bf16" if device == "cuda" else "fp32"))
+    check_request(dt, only)  # before the roof is measured: a bad --only or --dtype fails in no time
     with progress(not as_json) as say:
         if machine is None:
             roof, seconds = bench_machine(device, quick, dt.name, say)
@@ -355,6 +376,8 @@ def trace(script: str, args: tuple[str, ...], machine: str, dtype: str | None, f
 
     need_torch("roofline trace")
     outputs(png=png, html=html)  # before the script runs
+    check_roof(machine, dtype)
+    check_script(script)
     plan = fusion_option(fusion, old_plan, {"traced": "traced", "none": "none"}, "traced", "--plan")
     try:
         import contextlib

@@ -43,6 +43,14 @@ def parse_str_list(text: str | None) -> list[str | None]:
     return list(values) or [None]
 
 
+def _dtype_list(text: str | None, flag: str) -> list[str | None]:
+    """--weights-dtype, --kv-dtype, --dtype of sweep and compare (',' alone names none: refused)."""
+    values = parse_str_list(text)
+    if text is not None and values == [None]:
+        raise RooflineError(f"{flag} {text!r} names no dtype; give one or more, comma-separated, e.g. bf16,fp8")
+    return values
+
+
 def parse_overrides(pairs: Sequence[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for pair in pairs:
@@ -302,7 +310,10 @@ def _run_options(model: str, overrides: tuple[str, ...], logits: str, mla: str |
 
     from roofline.models import load_config
 
-    return replace(load_config(model, parse_overrides(overrides)), logits=logits, mla=mla or ""), None
+    config = load_config(model, parse_overrides(overrides))
+    if mla is not None and not config.is_mla:  # as --experts-hit on a dense model: said, not silently dropped
+        warn(f"--mla {mla} ignored: {config.name} has no multi-head latent attention (kv_lora_rank is 0)")
+    return replace(config, logits=logits, mla=mla or ""), None
 
 
 def _grid_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -376,14 +387,14 @@ def sweep_command(model: str, machine: str, weights_dtype: str | None, kv_dtype:
     batches = parse_int_list(batch, "--batch")
     machines = _machines(machine)
     splits = _splits(tp_list, pp_list, ep_list, dp_list)
-    n_rows = (len(batches) * len(lengths or [0]) * len(machines) * len(parse_str_list(weights_dtype))
-              * len(parse_str_list(kv_dtype)) * len(parse_str_list(dtype)) * len(splits))
+    weights, kvs, computes = (_dtype_list(weights_dtype, "--weights-dtype"), _dtype_list(kv_dtype, "--kv-dtype"),
+                              _dtype_list(dtype, "--dtype"))
+    n_rows = len(batches) * len(lengths or [0]) * len(machines) * len(weights) * len(kvs) * len(computes) * len(splits)
     if n_rows > MAX_SWEEP_ROWS:
         raise RooflineError(f"the sweep has {n_rows:,} rows (batches × lengths × machines × dtypes × splits); "
                             f"at most {MAX_SWEEP_ROWS:,}: take larger steps or fewer values")
     rows = sweep(model, machines, phase, batches, lengths, fusion,
-                 parse_str_list(weights_dtype), parse_str_list(kv_dtype), act_dtype,
-                 parse_str_list(dtype), _experts_hit(experts_hit), parse_overrides(overrides),
+                 weights, kvs, act_dtype, computes, _experts_hit(experts_hit), parse_overrides(overrides),
                  per_kernel=bool(png or svg), splits=splits)
     split = any(not sp.trivial for sp in splits)
     if png or svg:
@@ -431,8 +442,8 @@ def compare_command(models: tuple[str, ...], machine: str, weights_dtype: str | 
     splits = _splits(tp_list, pp_list, ep_list, dp_list)
     machines, batches = _machines(machine), parse_int_list(batch, "--batch")
     lengths: list[int | None] = _length(phase, prompt, context, parse_int_list) or [None]
-    weights, kvs, computes = parse_str_list(weights_dtype), parse_str_list(kv_dtype), \
-        parse_str_list(dtype)
+    weights, kvs, computes = (_dtype_list(weights_dtype, "--weights-dtype"), _dtype_list(kv_dtype, "--kv-dtype"),
+                              _dtype_list(dtype, "--dtype"))
     n_rows = len(models) * len(machines) * len(splits) * len(batches) * len(lengths) * len(weights) * len(kvs) \
         * len(computes)
     if n_rows > MAX_COMPARE_ROWS:

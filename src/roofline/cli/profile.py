@@ -11,14 +11,20 @@ roofline.models) and prints through roofline.report. torch is imported only by `
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from roofline.cli.common import POS, dump, outputs, warn, wrote
+from roofline.cli.common import POS, check_roof, check_script, dump, outputs, warn, wrote
 from roofline.errors import RooflineError
 from roofline.hardware.catalog import DEFAULT_MACHINE
+
+STAND_IN = ("CPU op times placed on {name}'s roof ({id}), a stand-in: no --machine was given and no CPU is in the "
+            "catalog; measure this CPU's roof with `roofline measure --save cpu.toml` (about a minute), then give "
+            "--machine cpu.toml")
 
 
 def _program(path: str, ncu: str | None = None) -> Any:
@@ -38,11 +44,13 @@ def _program(path: str, ncu: str | None = None) -> Any:
     return profile
 
 
-def _report(profile: Any, machine: str, dtype: str | None, title: str, as_json: bool, csv_path: str | None,
+def _report(profile: Any, machine: str | None, dtype: str | None, title: str, as_json: bool, csv_path: str | None,
             png: str | None, html: str | None, top: int, against: str | None, extra: dict[str, Any]) -> None:
+    """`machine` None: the default machine; a CPU run placed on it is said to be a stand-in (one warning)."""
     from roofline.report.profile_text import profile_csv, profile_rows, profile_text
 
-    analysis = profile.trace.analyze(machine, dtype)
+    analysis = profile.trace.analyze(machine or DEFAULT_MACHINE, dtype)
+    stand_in = machine is None and profile.device == "cpu" and analysis.machine.kind != "cpu"
     rows = profile_rows(analysis, profile)
     diff = None
     if against:
@@ -53,6 +61,8 @@ def _report(profile: Any, machine: str, dtype: str | None, title: str, as_json: 
     drawn = None
     if png or html:
         drawn = _drawable(analysis)
+    if stand_in:  # once nothing can fail for want of input: an error stays the first line
+        warn(STAND_IN.format(name=analysis.machine.name, id=analysis.machine.id))
     # everything is computed; now write (charts first, then the CSV: all or nothing on a bad path)
     if drawn is not None:
         from roofline.report.outputs import Scenario, write_model_outputs
@@ -65,7 +75,8 @@ def _report(profile: Any, machine: str, dtype: str | None, title: str, as_json: 
         wrote(atomic_write(csv_path, profile_csv(rows)))
     if as_json:
         d: dict[str, Any] = {"title": title, "device": profile.device, "shapes": profile.shapes,
-                             "machine": analysis.machine.id, "dtype": analysis.dtype.name, "kernels": rows,
+                             "machine": analysis.machine.id, "machine_stand_in": stand_in,
+                             "dtype": analysis.dtype.name, "kernels": rows,
                              "measured_time_s": profile.measured_time_s, "launch_gap_s": profile.gap_time_s,
                              "unknown_ops": dict(profile.trace.unknown), "not_counted": dict(profile.trace.errors),
                              "notes": list(dict.fromkeys(profile.notes)), **extra}
@@ -73,7 +84,7 @@ def _report(profile: Any, machine: str, dtype: str | None, title: str, as_json: 
             d["diff"] = diff.to_dict()
         dump(d)
         return
-    click.echo(profile_text(rows, profile, analysis, title, top))
+    click.echo(profile_text(rows, profile, analysis, title, top, stand_in=stand_in))
     for k, v in extra.items():
         if k == "flop_agreement" and v is not None:
             click.echo(f"FLOPs counted from the profile's shapes / the tracer's: {v:.4f}")
@@ -95,13 +106,14 @@ def _drawable(analysis: Any) -> Any:
 
 
 _COMMON = [
-    click.option("--machine", "-m", default=DEFAULT_MACHINE, show_default=True,
-                 help="Machine id, alias or machine file (`roofline measure --save` writes one for this CPU)."),
+    click.option("--machine", "-m", default=None,
+                 help=f"Machine id, alias or machine file [default: {DEFAULT_MACHINE}; a CPU run placed on it is "
+                      "told so: `roofline measure --save cpu.toml` writes this CPU's roof]."),
     click.option("--dtype", default=None, help="Compute dtype for the roof (default: the machine's)."),
     click.option("--against", default=None, metavar="CONFIG",
                  help="Also compare the kernels with the analytic model of this config.json or preset "
                       "(as `roofline diff`)."),
-    click.option("--top", type=int, default=30, show_default=True,
+    click.option("--top", type=click.IntRange(min=0), default=30, show_default=True,
                  help="Kernels in the table, slowest first (0: all)."),
     click.option("--json", "as_json", is_flag=True, help="Print JSON: every kernel, measured and predicted."),
     click.option("--csv", "csv_path", default=None, metavar="FILE", help="Write every kernel as CSV."),
@@ -126,14 +138,15 @@ def _common(f: Any) -> Any:
 @click.option("--autograd", is_flag=True, help="Run with autograd on (training steps) instead of inference mode.")
 @click.option("--save-trace", default=None, metavar="FILE",
               help="Also write the profiler's trace (Chrome/Kineto JSON) for `roofline import` to re-plot.")
-def profile(script: str, args: tuple[str, ...], machine: str, dtype: str | None, against: str | None, top: int,
+def profile(script: str, args: tuple[str, ...], machine: str | None, dtype: str | None, against: str | None, top: int,
             as_json: bool, csv_path: str | None, png: str | None, html: str | None, from_start: bool,
             autograd: bool, save_trace: str | None) -> None:
     """Run a PyTorch SCRIPT (with ARGS) under torch.profiler and the tracer and place every kernel with
     its MEASURED time: achieved FLOP/s and bandwidth, share of its roof, and a verdict.
 
-    Options go before SCRIPT; everything after it is the script's own arguments. On a CPU the times
-    are the ops' own; on CUDA the kernels', with the launch gaps between them.
+    Options go before SCRIPT; everything after it is the script's own arguments, and the script's own
+    output goes to stderr (stdout is the report's). On a CPU the times are the ops' own; on CUDA the
+    kernels', with the launch gaps between them.
 
     \b
     Examples:
@@ -144,8 +157,15 @@ def profile(script: str, args: tuple[str, ...], machine: str, dtype: str | None,
     from roofline.tracing.profile import profile_script
 
     outputs(csv=csv_path, png=png, html=html, save_trace=save_trace)
+    check_roof(machine or DEFAULT_MACHINE, dtype)  # the script, and the config compared against: before it runs
+    check_script(script)
+    if against:
+        from roofline.models import load_config
+
+        load_config(against)
     try:
-        run = profile_script(script, args, from_start=from_start, inference=not autograd)
+        with contextlib.redirect_stdout(sys.stderr):  # the script's prints: stdout is the report's
+            run = profile_script(script, args, from_start=from_start, inference=not autograd)
     except RooflineError:
         raise
     except Exception as exc:  # the script's own error: its traceback, as python would show it, then one line
@@ -173,7 +193,8 @@ def profile(script: str, args: tuple[str, ...], machine: str, dtype: str | None,
               help="Nsight Compute raw CSV of the same run (`ncu --csv --page raw`): measured bytes per level "
                    "and FLOPs beside the predicted ones.")
 @_common
-def import_command(trace_file: str, ncu: str | None, machine: str, dtype: str | None, against: str | None, top: int,
+def import_command(trace_file: str, ncu: str | None, machine: str | None, dtype: str | None, against: str | None,
+                   top: int,
                    as_json: bool, csv_path: str | None, png: str | None, html: str | None) -> None:
     """Place every kernel of a saved trace with its measured time, without running anything again.
 
@@ -230,8 +251,10 @@ def diff(program: str, args: tuple[str, ...], config: str, phase: str | None, ba
         from roofline.tracing import trace_script
 
         need_torch("roofline diff SCRIPT")
+        check_script(program)
         try:
-            t = trace_script(program, args)
+            with contextlib.redirect_stdout(sys.stderr):  # the script's prints: stdout is the report's
+                t = trace_script(program, args)
         except RooflineError:
             raise
         except Exception as exc:

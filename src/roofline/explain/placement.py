@@ -134,7 +134,7 @@ def explain_placement(p: Placement, sources: Sources | None = None) -> str:
                      f"{format_intensity(p.flop / b, 5)} ({where})")
     lines.append("ceilings")
     for unit, peak in p.peak_by_unit.items():
-        if unit is Unit.MATRIX or p.cost.flop_by_unit.get(unit):
+        if (unit is Unit.MATRIX and p.machine.has_peak(p.dtype)) or p.cost.flop_by_unit.get(unit):
             key = p.dtype.peak_key if unit is Unit.MATRIX else p.machine.vector_peak_key(p.dtype)
             what = f"{key} {unit} peak"
             source = p.machine.sources.get("peak." + unit, "catalog")
@@ -147,10 +147,11 @@ def explain_placement(p: Placement, sources: Sources | None = None) -> str:
                      f"{format_time(p.latency_by_level.get(lv, 0.0), 4)}   {_cite(_link_source(p, lv), sources)}")
     if len([u for u, f in p.cost.flop_by_unit.items() if f]) > 1:
         lines.append(f"    blended peak = FLOPs / compute time = {format_flop_per_s(p.peak_flop_per_s, 4)}")
+    peak_unit = "matrix" if p.machine.has_peak(p.dtype) else "vector"  # fp32 on a GPU's FP32 cores
     lines.append("ridge point")
     lines.append(f"    I* = peak / BW = {format_flop_per_s(p.roof_flop_per_s, 4)} / "
                  f"{format_bytes_per_s(p.bytes_per_s, 4)}"
-                 f" = {format_intensity(p.ridge_flop_per_byte, 4)} (the {p.dtype.peak_key} matrix roof)")
+                 f" = {format_intensity(p.ridge_flop_per_byte, 4)} (the {p.dtype.peak_key} {peak_unit} roof)")
     if abs(p.kernel_ridge_flop_per_byte - p.ridge_flop_per_byte) > 1e-9 * p.ridge_flop_per_byte:
         lines.append(f"    this kernel's FLOPs run at {format_flop_per_s(p.peak_flop_per_s, 4)}, so its own ridge is "
                      f"{format_flop_per_s(p.peak_flop_per_s, 4)} / {format_bytes_per_s(p.bytes_per_s, 4)} = "
@@ -172,14 +173,14 @@ def explain_placement(p: Placement, sources: Sources | None = None) -> str:
         what = _RESOURCE_WORDS.get(str(p.bound), str(p.bound))
         lines.append(f"    the {what} bind, not a FLOP unit or DRAM: FLOPs / time floor = {p.flop:.6g} / "
                      f"{format_time(p.time_s, 5)} = {format_flop_per_s(p.attainable_flop_per_s, 4)} = "
-                     f"{p.fraction_of_peak:.3%} of the {p.dtype.peak_key} matrix peak")
+                     f"{p.fraction_of_peak:.3%} of the {p.dtype.peak_key} {peak_unit} peak")
         lines.append(f"    (under the two-ceiling roof min(peak, BW × I) = {format_flop_per_s(roof, 4)}: the {what} "
                      f"take {roof / p.attainable_flop_per_s - 1:.1%} more time than that roof allows)")
     else:
         lines.append(f"    min(peak, BW × I) = min({format_flop_per_s(p.peak_flop_per_s, 4)}, "
                      f"{format_bytes_per_s(p.bytes_per_s, 4)} × {format_intensity(p.flop_per_byte, 5)}) "
                      f"= {format_flop_per_s(p.attainable_flop_per_s, 4)}"
-                     f" = {p.fraction_of_peak:.3%} of the {p.dtype.peak_key} matrix peak")
+                     f" = {p.fraction_of_peak:.3%} of the {p.dtype.peak_key} {peak_unit} peak")
     if p.fraction_of_peak > 1:
         lines.append("    (above 100%: the vector units' FLOPs run alongside the matrix units', and the headline peak "
                      "counts only the matrix units)")
@@ -194,7 +195,7 @@ def explain_placement(p: Placement, sources: Sources | None = None) -> str:
     for term in terms:
         lines.append(f"    {term}")
     vector_flop = p.cost.flop_by_unit.get(Unit.VECTOR, 0.0)
-    if vector_flop and p.compute_time_s < p.memory_time_s:
+    if vector_flop and p.compute_time_s < p.memory_time_s and p.machine.has_peak(p.dtype):  # a matrix peak to cite
         at_matrix = vector_flop / p.peak_by_unit[Unit.MATRIX]
         what = f"the {p.bound}" if communication else "memory"
         lines.append(f"    (counted at the {p.dtype.peak_key} matrix peak, as a one-roof model does, the FLOPs would "

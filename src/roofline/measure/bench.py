@@ -99,12 +99,27 @@ class Sizes:
         return Sizes(256, 4, 512, 256, 512, 1, 2, 128, 32)
 
 
+CASE_KINDS = ("matmul", "add", "rmsnorm", "softmax", "silu", "mul", "attention")  # each case's name starts so
+BENCH_DTYPES = ("fp64", "fp32", "bf16", "fp16")
+
+
+def check_request(dtype: str | DType, only: Sequence[str] = ()) -> None:
+    """Refuse a dtype the bench cannot run or an --only word no case can start with, before anything
+    is measured (the exact match of `only` against the sized names is `cases`')."""
+    dt = storage_dtype(dtype)
+    if dt.name not in BENCH_DTYPES:
+        raise RooflineError(f"bench runs in fp64, fp32, bf16 or fp16; not {dt.name}")
+    for word in only:
+        if not any(kind.startswith(word) or word.startswith(kind) for kind in CASE_KINDS):
+            raise RooflineError(f"no bench case starts with {word}; cases: {', '.join(CASE_KINDS)}")
+
+
 def _torch_dtype(dt: DType) -> Any:
     import torch
 
     table = {"fp64": torch.float64, "fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
     if dt.name not in table:
-        raise RooflineError(f"bench runs in fp64, fp32, bf16 or fp16; not {dt.name}")
+        raise RooflineError(f"bench runs in {', '.join(BENCH_DTYPES[:-1])} or {BENCH_DTYPES[-1]}; not {dt.name}")
     return table[dt.name]
 
 
@@ -198,8 +213,7 @@ def cases(sizes: Sizes, dtype: str | DType, device: str, only: Sequence[str] = (
     if only:
         out = [cs for cs in out if any(cs.name.startswith(w) for w in only)]
         if not out:
-            raise RooflineError(f"no bench case starts with {', '.join(only)}; cases: matmul, add, rmsnorm, "
-                                f"softmax, silu, mul, attention")
+            raise RooflineError(f"no bench case starts with {', '.join(only)}; cases: {', '.join(CASE_KINDS)}")
     return out
 
 

@@ -51,6 +51,7 @@ from roofline.measure.cuda_chip import ChipRun, measure_cuda_chip
 from roofline.measure.env import Environment, capture_environment
 from roofline.measure.levels import CacheLadder, measure_ladder
 from roofline.measure.runs import CeilingRun, Plan, Progress
+from roofline.units import format_bytes
 from roofline.vocab import Bound, Level, Unit
 
 DEVICES = ("cpu", "cuda")
@@ -125,7 +126,8 @@ class Ceilings:
                 memory[level] = MemoryLevel(
                     level, plateau.bytes_per_s, size[0] if size else None, "",
                     f"roofline measure ({how}): {self.ladder.describe()}; {level} = median of "
-                    f"{plateau.sizes} sizes, {plateau.first_bytes / 2**10:g}-{plateau.last_bytes / 2**10:g} KiB"
+                    f"{plateau.sizes} sizes, {format_bytes(plateau.first_bytes, 3, binary=True)} to "
+                    f"{format_bytes(plateau.last_bytes, 3, binary=True)}"
                     + (f"; capacity: cpu0's cache in sysfs, shared by {size[1]} of this process' CPUs" if size else ""))
                 sources[f"memory.{level}"] = memory[level].source
         for run in self.chip_runs:

@@ -107,12 +107,18 @@ def _kernels() -> dict[str, Any]:
     import triton
     import triton.language as tl
 
+    # Triton resolves the names a kernel body uses (tl) in its module's globals, not in this function's
+    # scope; the annotations are strings ("tl.constexpr", from __future__ import annotations), which
+    # Triton reads by name
+    globals()["tl"] = tl
+
     @triton.jit
-    def _l2_read(x_ptr, out_ptr, n_blocks, total, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
+    def _l2_read(x_ptr, out_ptr, n_blocks, total, BLOCK: tl.constexpr,  # type: ignore[no-untyped-def]
+                 PROGRAMS: tl.constexpr):
         pid = tl.program_id(0)
         offs = tl.arange(0, BLOCK)
         acc = tl.zeros((BLOCK,), dtype=tl.float32)
-        for i in range(pid, total, tl.num_programs(0)):
+        for i in range(pid, total, PROGRAMS):  # blocks dealt round-robin to the programs
             acc += tl.load(x_ptr + (i % n_blocks) * BLOCK + offs, cache_modifier=".cg")
         tl.store(out_ptr + pid * BLOCK + offs, acc)
 
@@ -134,13 +140,13 @@ def _kernels() -> dict[str, Any]:
         c = a + 0.5
         d = a + 0.75
         for _ in range(iterations):
-            a = tl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=r,r", [-a], dtype=tl.float32,
+            a = tl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=f,f", [-a], dtype=tl.float32,
                                           is_pure=True, pack=1)
-            b = tl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=r,r", [-b], dtype=tl.float32,
+            b = tl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=f,f", [-b], dtype=tl.float32,
                                           is_pure=True, pack=1)
-            c = tl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=r,r", [-c], dtype=tl.float32,
+            c = tl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=f,f", [-c], dtype=tl.float32,
                                           is_pure=True, pack=1)
-            d = tl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=r,r", [-d], dtype=tl.float32,
+            d = tl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=f,f", [-d], dtype=tl.float32,
                                           is_pure=True, pack=1)
         tl.store(out_ptr + offs, a + b + c + d)
 
@@ -155,7 +161,8 @@ def _runner(kind: str, shape: Shape, kernels: dict[str, Any]) -> Callable[[int],
         x = torch.rand(shape.blocks * BLOCK, device="cuda", generator=gen) + 0.5
         out = torch.empty(shape.programs * BLOCK, device="cuda")
         total = shape.blocks * shape.passes
-        return lambda _i: kernels["l2"][(shape.programs,)](x, out, shape.blocks, total, BLOCK=BLOCK, num_warps=8)
+        return lambda _i: kernels["l2"][(shape.programs,)](x, out, shape.blocks, total, BLOCK=BLOCK,
+                                                           PROGRAMS=shape.programs, num_warps=8)
     if kind == "l1":
         x = torch.rand(shape.programs * shape.blocks * BLOCK, device="cuda", generator=gen) + 0.5
         out = torch.empty(shape.programs * BLOCK, device="cuda")

@@ -124,7 +124,7 @@ def program_shape(t: Trace) -> tuple[int, int, DType]:
             b, s = (shape[0], shape[1]) if len(shape) >= 3 else (1, shape[0])
             return int(b), int(s), op.outputs[0].dtype
     raise RooflineError("the program has no embedding gather to read its batch and tokens from; give "
-                        "--batch and --prompt (or --context)")
+                        "--batch and --seq (the prompt in prefill, the context in decode)")
 
 
 def program_dtype(t: Trace) -> DType:

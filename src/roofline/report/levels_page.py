@@ -70,7 +70,7 @@ def level_traces(placements: Sequence[Placement], peak: float, x_lo: float, x_hi
             "hovertemplate": html.escape(f"{name} roof: min(peak, {format_bytes_per_s(bw)} × I)") + "<extra></extra>",
         })
     traces.append({"type": "scatter", "mode": "markers+text", "name": "levels", "x": [], "y": [], "text": [],
-                   "textposition": "top center", "hoverinfo": "text", "showlegend": False,
+                   "textposition": "top center", "hovertemplate": "%{hovertext}<extra></extra>", "showlegend": False,
                    "marker": {"size": 11, "symbol": [], "color": [], "line": {"color": "white", "width": 1}}})
     return traces
 

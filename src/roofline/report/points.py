@@ -163,7 +163,7 @@ def secondary_ceilings(placements: Sequence[Placement], peak_key: str, peak_flop
     out: dict[str, tuple[str, str, float]] = {}
     for p in placements:
         key = p.dtype.peak_key
-        if key != peak_key and p.roof_flop_per_s != peak_flop_per_s:
+        if key != peak_key and p.roof_flop_per_s != peak_flop_per_s and p.cost.work(Unit.MATRIX):
             out.setdefault(f"matrix-{key}", ("matrix", f"{key} peak", p.roof_flop_per_s))
     vector = [p.peak_by_unit[Unit.VECTOR] for p in placements
               if p.cost.flop_by_unit.get(Unit.VECTOR) and Unit.VECTOR in p.peak_by_unit]

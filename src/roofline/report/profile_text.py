@@ -51,7 +51,7 @@ def profile_rows(a: GraphAnalysis, p: Profile) -> list[dict[str, Any]]:
             "achieved_flop_per_s": x.flop / measured if measured else None,
             "achieved_bytes_per_s": x.bytes / measured if measured else None,
             "time_s": x.time_s, "fraction_of_roof": x.fraction_of_roof, "bound": str(x.bound),
-            "bound_class": str(x.bound_class), "verdict": str(verdict(x, gap or 0.0)),
+            "bound_class": str(x.bound_class), "verdict": str(verdict(x, gap or 0.0, cpu=p.device == "cpu")),
             "measured_flop": p.measured_flop.get(x.name), "measured_dram_bytes": got.get("dram"),
             "measured_l2_bytes": got.get("l2"), "measured_l1_bytes": got.get("l1"),
             "machine": a.machine.id, "dtype": a.dtype.name,
@@ -67,8 +67,10 @@ def _t(v: Any) -> str:
     return "—" if v is None else format_time(v)
 
 
-def profile_text(rows: list[dict[str, Any]], p: Profile, a: GraphAnalysis, title: str, top: int = 30) -> str:
-    """The slowest `top` kernels (0: all) as a table, then the totals, time by verdict and the notes."""
+def profile_text(rows: list[dict[str, Any]], p: Profile, a: GraphAnalysis, title: str, top: int = 30,
+                 stand_in: bool = False) -> str:
+    """The slowest `top` kernels (0: all) as a table, then the totals, time by verdict and the notes;
+    `stand_in`: a CPU run on the default machine (the command warned; the note says it again, shorter)."""
     from rich.table import Table
 
     timed = [r for r in rows if r["measured_time_s"] is not None]
@@ -119,15 +121,16 @@ def profile_text(rows: list[dict[str, Any]], p: Profile, a: GraphAnalysis, title
         advice = dict.fromkeys(r["verdict"] for r in shown if ":" in r["verdict"])
         out += [f"  {v.split(':')[0]} → {v.split(':', 1)[1].strip()}" for v in advice]
     if p.device == "cpu" and a.machine.kind != "cpu":
-        out.append(f"note: CPU op times placed on {a.machine.name}'s roof; for this CPU's own roof, "
-                   "`roofline measure --save cpu.toml` then --machine cpu.toml")
-    if not p.shapes and not p.measured_bytes:
+        out.append(f"note: CPU op times placed on {a.machine.name}'s roof{' (a stand-in)' if stand_in else ''}; "
+                   "for this CPU's own roof, `roofline measure --save cpu.toml` then --machine cpu.toml")
+    time_only = not p.shapes and not p.measured_bytes
+    if time_only:
         out.append("time-only placement: the trace has no shapes (record_shapes=False), so no FLOPs or bytes")
     if p.trace.unknown:
         out.append("no FLOP formula (bytes only): " + ", ".join(f"aten::{k} ×{n}" for k, n in p.trace.unknown.items()))
     for op, why in p.trace.errors.items():
         out.append(f"not counted: {op} ({why})")
-    out += [f"note: {n}" for n in dict.fromkeys(p.notes)]
+    out += [f"note: {n}" for n in dict.fromkeys(p.notes) if not (time_only and "no shapes" in n)]  # said above
     return "\n".join(out)
 
 
@@ -153,7 +156,7 @@ def diff_text(d: Diff) -> str:
                                          if x.extra_bytes else "") if v)
             out.append(f"- {x.name}{f' ({cost})' if cost else ''}: {x.detail}")
     else:
-        out.append("no named difference: the program runs the step as the model counts it")
+        out.append("no named difference found (the families above show whatever else differs)")
     out += [f"note: {n}" for n in d.notes]
     return "\n".join(out)
 

@@ -33,7 +33,9 @@ def roofs_line(analysis: GraphAnalysis, dtype_given: bool = False) -> str:
         parts.append(f"{name} {format_flop(flop)} at {format_flop_per_s(peak)}")
     how = (f"every matmul on the {analysis.dtype.name} roof (--dtype)" if dtype_given
            else "each matmul on its operands' dtype (roofline.tracing.own_roofs)")
-    ridge = f"ridge and % of peak against the {analysis.dtype.name} matrix peak"
+    ridge = (f"each kernel's dtype, ridge and % of peak are its own roof's (the {analysis.dtype.name} matrix peak "
+             "for the headline)" if not dtype_given else f"ridge and % of peak against the {analysis.dtype.name} "
+             "matrix peak")
     return f"roofs on {m.name} ({m.id}): {', '.join(parts) or 'no matrix FLOPs'}; {how}; {ridge}"
 
 

@@ -133,6 +133,11 @@ def speculative(r: Any, draft_name: str, k: int, a: float, run_draft: Callable[[
     """The what-if on the report `r`: `run_draft(batch)` serves the draft model on the same split."""
     dr = run_draft(r.batch)
     context = r.prompt + r.output // 2
+    if k + 1 > context:  # the verify step's k + 1 queries attend to at most the context's keys
+        raise RooflineError(f"--draft-tokens {k}: the verify step checks k + 1 = {k + 1} tokens at the mid-generation "
+                            f"context of {context} (prompt + output/2); " + (f"draft at most {context - 1} tokens"
+                                                                               if context > 1 else
+                                                                               "too short a request to draft for"))
     verify = chunk_step(r, r.batch, k + 1, context)
     return Speculative(dr.config.name if dr.config.name else draft_name, k, a, r.batch, dr.itl_mean, verify,
                        r.itl_mean, dr.weights_bytes, dr.kv_bytes_per_sequence, _max_batch(r, dr),

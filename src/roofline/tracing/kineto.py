@@ -431,7 +431,24 @@ def _is_view(e: _Event) -> bool:
 def parse_kineto(data: Mapping[str, Any], source: str = "", formulas: Registry = FORMULAS) -> Profile:
     """A Chrome/Kineto trace's ops, counted from their recorded shapes and timed (see the module doc)."""
     events = [e for e in data.get("traceEvents", []) if isinstance(e, dict) and e.get("ph") == "X"
-              and isinstance(e.get("ts"), (int, float))]
+              and isinstance(e.get("ts"), (int, float)) and not isinstance(e.get("ts"), bool)]
+    for e in events:
+        dur, args = e.get("dur", 0.0), e.get("args")
+        if (isinstance(dur, bool) or not isinstance(dur, (int, float)) or not math.isfinite(dur) or dur < 0
+                or not math.isfinite(e["ts"])):
+            raise RooflineError(f"{source or 'the trace'}: event {str(e.get('name', ''))[:60]!r} has a time that is "
+                                f"not a finite number (ts {e['ts']!r}, dur {dur!r}); export the trace again")
+        if args is not None and not isinstance(args, dict):
+            raise RooflineError(f"{source or 'the trace'}: event {str(e.get('name', ''))[:60]!r} has args that are "
+                                f"not an object; export the trace again")
+        for arg_key, item in (("Input Dims", None), ("Input Strides", None), ("Input type", str),
+                              ("Concrete Inputs", str)):
+            value = (args or {}).get(arg_key)
+            if value is not None and (not isinstance(value, list)
+                                      or (item is not None and not all(isinstance(v, item) for v in value))):
+                raise RooflineError(f"{source or 'the trace'}: event {str(e.get('name', ''))[:60]!r} has a malformed "
+                                    f"{arg_key!r} (record_shapes writes a list"
+                                    + (" of strings" if item is not None else "") + "); export the trace again")
     cpu = [e for e in events if e.get("cat") in ("cpu_op", "Operator", "operator")]
     kernels = [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy",
                                                           "Memset")]

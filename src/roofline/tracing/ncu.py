@@ -7,15 +7,26 @@
 The raw page is one row per profiled kernel: identifying columns ("ID", "Kernel Name", "Stream",
 ...) and then one column per metric; the first row names the columns, the second gives each
 metric's unit ("nsecond", "byte", "Kbyte", ...; empty for the identifying columns). Values may carry
-thousands separators. What each metric becomes:
+thousands separators. The details page (`ncu --csv` without `--page raw`: one row per kernel and
+metric, "Metric Name", "Metric Unit", "Metric Value") is pivoted into that form. What each metric becomes:
 
     time         gpu__time_duration.sum                                            (required)
     DRAM bytes   dram__bytes_read.sum + dram__bytes_write.sum, or dram__bytes.sum    (required)
     L2 bytes     lts__t_bytes.sum;  L1 bytes  l1tex__t_bytes.sum                    (when present)
-    FLOPs        matrix: Σ sm__ops_path_tensor_*.sum (the tensor pipe's math ops, as ncu counts them);
+    FLOPs        matrix: Σ sm__ops_path_tensor_*.sum, one column per source/destination dtype (ncu
+                 --query-metrics: "# of math ops executed in Tensor path with source BF16 and
+                 destination FP32"; NVIDIA's forum answer "How many FLOPs does one tensor_op_hmma
+                 instruction do?" points to these for FLOPs). A column that breaks another present
+                 one down (…_sparsity_on/_off, …_op_hmma_…) is not added again: within one source/
+                 destination pair the least broken-down columns are summed. One op is taken as one
+                 FLOP (a multiply-add is two): NVIDIA's pages do not say so in words; public known-work
+                 checks (a bf16 N³ GEMM whose counter reads 2·N³) do; to confirm on a real capture.
                  vector: 2·ffma + fadd + fmul (and the h/d variants) of
-                 sm__sass_thread_inst_executed_op_*_pred_on.sum, the usual FMA = 2 FLOPs convention;
-                 sm__inst_executed_pipe_* are instruction counts, kept as they are, never as FLOPs
+                 sm__sass_thread_inst_executed_op_*_pred_on.sum (or the smsp__ spelling, the same
+                 count per sub-partition summed), FMA = 2 FLOPs as ncu's own roofline sections count
+                 it (SpeedOfLight_RooflineChart.section: derived__…_ffma_pred_on_x2 = ffma × 2);
+                 sm__inst_executed_pipe_* are instruction counts (ncu's tensor roofline scales them by
+                 a per-architecture factor), kept as counters, never as FLOPs
 
 Unit prefixes are decimal (Kbyte = 1e3 bytes, usecond = 1e-6 s), as ncu prints them.
 
@@ -42,8 +53,8 @@ TIME = "gpu__time_duration.sum"
 DRAM_READ, DRAM_WRITE, DRAM = "dram__bytes_read.sum", "dram__bytes_write.sum", "dram__bytes.sum"
 L2, L1 = "lts__t_bytes.sum", "l1tex__t_bytes.sum"
 TENSOR_OPS = "sm__ops_path_tensor_"
-SASS = "sm__sass_thread_inst_executed_op_"
-PIPE = "sm__inst_executed_pipe_"
+SASS = ("sm__sass_thread_inst_executed_op_", "smsp__sass_thread_inst_executed_op_")
+PIPE = ("sm__inst_executed_pipe_", "smsp__inst_executed_pipe_")
 COLLECT = (f"ncu --csv --page raw --metrics {TIME},{DRAM_READ},{DRAM_WRITE},{L2},{L1} "
            "python SCRIPT > kernels.csv")
 
@@ -79,11 +90,50 @@ def _number(text: str, unit: str, column: str, row: int) -> float | None:
     scale = _SCALE.get(unit.strip().lower())
     if scale is None:
         raise RooflineError(f"column {column}: unknown unit {unit!r} (expected byte, Kbyte, nsecond, usecond, ...)")
-    return value * scale
+    value *= scale
+    if not math.isfinite(value) or value < 0:  # a counter or a duration: finite and never negative
+        raise RooflineError(f"row {row}, column {column}: {text[:40]!r} is not a finite, non-negative number")
+    return value
+
+
+def _details_as_raw(rows: list[list[str]], source: str) -> list[list[str]]:
+    """`ncu --csv` without `--page raw` prints the details page: one row per (kernel, metric) with "Metric
+    Name", "Metric Unit" and "Metric Value" columns, each value in a unit ncu chose for it ("usecond" for
+    one kernel, "msecond" for the next). Pivoted here to the raw page's form: a header, a units row (empty:
+    known units are converted to base units here) and one row per kernel, in the order they ran."""
+    header = rows[0]
+    at = {name: header.index(name) for name in ("Metric Name", "Metric Unit", "Metric Value") if name in header}
+    ident = [c for c in ("ID", "Kernel Name") if c in header]
+    kernels: dict[str, dict[str, str]] = {}
+    metrics: dict[str, str] = {}  # metric -> its unit where it could not be converted
+    for r, row in enumerate(rows[1:], start=2):
+        if not any(cell.strip() for cell in row):
+            continue
+        if len(row) != len(header):
+            raise RooflineError(f"{source}, row {r}: {len(row)} columns where the header has {len(header)} "
+                                "(a truncated file?)")
+        key = row[header.index("ID")] if "ID" in header else str(len(kernels))
+        k = kernels.setdefault(key, {c: row[header.index(c)] for c in ident})
+        name, text = row[at["Metric Name"]], row[at["Metric Value"]]
+        unit = row[at["Metric Unit"]] if "Metric Unit" in at else ""
+        scale = _SCALE.get(unit.strip().lower())
+        number = text.strip().replace(",", "")
+        try:
+            k[name] = repr(float(number) * scale) if scale is not None and number else text
+            metrics.setdefault(name, "")
+        except ValueError:  # not a number (n/a): left as it is, for the raw reader to judge if it needs it
+            k[name] = text
+            metrics.setdefault(name, "")
+        if scale is None:
+            metrics[name] = unit
+    names = [*ident, *metrics]
+    return [names, [""] * len(ident) + list(metrics.values()),
+            *[[k.get(n, "") for n in names] for k in kernels.values()]]
 
 
 def parse_ncu_csv(text: str, source: str = "the CSV") -> list[NcuKernel]:
-    """The kernels of an `ncu --csv --page raw` export (see the module doc), or one clear error."""
+    """The kernels of an `ncu --csv --page raw` export (see the module doc), or one clear error; the details
+    page `ncu --csv` prints without `--page raw` (one row per kernel and metric) is read too."""
     # ncu prints its own "==PROF==" lines before the table when they share a stream: skip to the header
     lines = text.splitlines()
     start = next((i for i, line in enumerate(lines) if line.startswith('"ID"') or line.startswith("ID,")), None)
@@ -91,6 +141,8 @@ def parse_ncu_csv(text: str, source: str = "the CSV") -> list[NcuKernel]:
         raise RooflineError(f"{source} is not an Nsight Compute raw CSV (no header row starting with \"ID\"); "
                             f"export one with: {COLLECT}")
     rows = list(csv.reader(io.StringIO("\n".join(lines[start:]))))
+    if rows and "Metric Name" in rows[0] and "Metric Value" in rows[0]:
+        rows = _details_as_raw(rows, source)
     if len(rows) < 3:
         raise RooflineError(f"{source} has a header but no kernel rows (the raw page has a header row, a units "
                             "row, then one row per kernel)")
@@ -105,6 +157,8 @@ def parse_ncu_csv(text: str, source: str = "the CSV") -> list[NcuKernel]:
     if missing:
         raise RooflineError(f"{source} lacks the column{'s' if len(missing) > 1 else ''} {', '.join(missing)}; "
                             f"collect them with: {COLLECT}")
+    tensor_cols = tensor_columns(header)
+    sass_cols = sass_columns(header)
     out: list[NcuKernel] = []
     for r, row in enumerate(rows[2:], start=3):
         if not any(cell.strip() for cell in row):
@@ -125,14 +179,9 @@ def parse_ncu_csv(text: str, source: str = "the CSV") -> list[NcuKernel]:
             if v is not None:
                 by_level[level] = v
         flop: dict[Unit, float] = {}
-        tensor = [value(c) or 0.0 for c in header if c.startswith(TENSOR_OPS) and c.endswith(".sum")]
-        if tensor:
-            flop[Unit.MATRIX] = sum(tensor)
-        vector = 0.0
-        for c in header:
-            if c.startswith(SASS) and c.endswith("_pred_on.sum"):
-                op = c.removeprefix(SASS).split("_")[0]  # ffma, fadd, fmul, hfma, dadd, ...
-                vector += (2.0 if op.endswith("fma") else 1.0) * (value(c) or 0.0)
+        if tensor_cols:
+            flop[Unit.MATRIX] = sum(value(c) or 0.0 for c in tensor_cols)
+        vector = sum((2.0 if op.endswith("fma") else 1.0) * (value(c) or 0.0) for op, c in sass_cols.items())
         if vector:
             flop[Unit.VECTOR] = vector
         counters = {c: value(c) or 0.0 for c in header if c.startswith(PIPE)}
@@ -140,6 +189,41 @@ def parse_ncu_csv(text: str, source: str = "the CSV") -> list[NcuKernel]:
                              by_level, flop, counters))
     if not out:
         raise RooflineError(f"{source} has no kernel rows")
+    return out
+
+
+def tensor_columns(header: Sequence[str]) -> list[str]:
+    """The sm__ops_path_tensor_*.sum columns whose sum is the tensor pipe's FLOPs, each op counted once:
+    ncu lists a total per source/destination pair (sm__ops_path_tensor_src_bf16_dst_fp32) and breakdowns
+    of it (…_sparsity_on / …_sparsity_off; …_op_hmma_src_bf16_dst_fp32 by instruction); a CSV holding
+    several is summed over the least broken-down columns of each pair only."""
+    by_pair: dict[str, list[tuple[int, str]]] = {}
+    for c in header:
+        if not (c.startswith(TENSOR_OPS) and c.endswith(".sum")):
+            continue
+        body = c.removeprefix(TENSOR_OPS).removesuffix(".sum")
+        split = 0
+        for tail in ("_sparsity_on", "_sparsity_off"):
+            if body.endswith(tail):
+                body, split = body.removesuffix(tail), split + 1
+        if body.startswith("op_") and "_src_" in body:  # op_hmma_src_bf16_dst_fp32 -> src_bf16_dst_fp32
+            body, split = body[body.index("_src_") + 1:], split + 2
+        by_pair.setdefault(body, []).append((split, c))
+    out: list[str] = []
+    for cols in by_pair.values():
+        least = min(split for split, _ in cols)
+        out += [c for split, c in cols if split == least]
+    return out
+
+
+def sass_columns(header: Sequence[str]) -> dict[str, str]:
+    """The predicated-on thread instruction columns per op (ffma, fadd, hfma, ...), the sm__ spelling
+    before the smsp__ one where a CSV holds both (the same count: never added twice)."""
+    out: dict[str, str] = {}
+    for prefix in SASS:
+        for c in header:
+            if c.startswith(prefix) and c.endswith("_pred_on.sum"):
+                out.setdefault(c.removeprefix(prefix).split("_")[0], c)
     return out
 
 
@@ -215,6 +299,12 @@ def ncu_profile(kernels: Sequence[NcuKernel], source: str = "") -> Profile:
         p.measured_flop[name] = k.flop
     p.notes.append("Nsight Compute alone: each kernel is placed by its measured counters (no shapes, so no "
                    "predicted bytes to set beside them; add the profiler trace of the same run for those)")
+    silent = [k for k in kernels if Unit.MATRIX in k.flop_by_unit and not k.flop_by_unit[Unit.MATRIX]
+              and any(word in k.name.lower() for word in ("gemm", "mma"))]
+    if silent:  # e.g. Hopper's warpgroup MMA, which the tensor-path counters may not see
+        p.notes.append(f"{len(silent)} kernel{'s' if len(silent) > 1 else ''} named as a GEMM counted 0 tensor-path "
+                       "ops (sm__ops_path_tensor_*): their matrix FLOPs are unknown here, not zero; import the "
+                       "profiler trace with --ncu CSV to count them from the shapes")
     return p
 
 
@@ -261,4 +351,5 @@ def measured_intensity(profile: Profile, kernel: str) -> float | None:
     return flop / dram if math.isfinite(flop / dram) else None
 
 
-__all__ = ["COLLECT", "NcuKernel", "attach_ncu", "load_ncu", "measured_intensity", "ncu_profile", "parse_ncu_csv"]
+__all__ = ["COLLECT", "NcuKernel", "attach_ncu", "load_ncu", "measured_intensity", "ncu_profile", "parse_ncu_csv",
+           "sass_columns", "tensor_columns"]

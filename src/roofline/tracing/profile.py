@@ -20,7 +20,7 @@ What each kernel is told (`verdict`), from its measured time, its floor and its 
     latency-bound    it ran under LATENCY_S (a tiny kernel), or the stream sat idle longer before it
                      than it ran (launch gaps), or its floor is under LATENCY_S and it reached less
                      than NEAR_ROOF of it (too little work to fill the machine): CUDA graphs,
-                     batching more work per launch, fusing
+                     batching more work per launch, fusing (on a CPU: fewer, larger calls; fusing)
     at bandwidth     memory-bound at ≥ NEAR_ROOF of its floor: fuse it with its neighbours, shrink
                      its bytes, store them in a lower precision
     under bandwidth  memory-bound below NEAR_ROOF: wider, coalesced accesses; check launch overhead
@@ -64,8 +64,9 @@ class Verdict:
         return f"{self.label}: {self.advice}" if self.advice else self.label
 
 
-def verdict(p: Placement, gap_s: float = 0.0) -> Verdict:
-    """The one-line verdict on a kernel with a measured time (see the module doc for the rules)."""
+def verdict(p: Placement, gap_s: float = 0.0, cpu: bool = False) -> Verdict:
+    """The one-line verdict on a kernel with a measured time (see the module doc for the rules); `cpu`:
+    an op timed on a CPU, where the latency remedy is fewer, larger calls (CUDA graphs are a GPU's)."""
     measured = p.measured_time_s
     if measured is None:
         return Verdict("not timed", "")
@@ -75,6 +76,8 @@ def verdict(p: Placement, gap_s: float = 0.0) -> Verdict:
     if measured < LATENCY_S or gap_s > measured or (p.time_s < LATENCY_S and share < NEAR_ROOF):
         why = ("launch gap longer than the kernel" if gap_s > measured else
                "a tiny kernel" if measured < LATENCY_S else "too little work to fill the machine")
+        if cpu:
+            return Verdict("latency-bound", f"{why}: batch more work per call, fuse small ops (torch.compile)")
         return Verdict("latency-bound", f"{why}: CUDA graphs, batch more work per launch, fuse small ops")
     if p.bound_class is Bound.MEMORY:
         if share >= NEAR_ROOF:
