@@ -45,8 +45,7 @@ def unknown(what: str, word: str, choices: Iterable[str], hint: str = "") -> Roo
     """'unknown machine 'h10'; did you mean h100, h200? (see `roofline machines`)'."""
     pool = list(choices)
     near = close_matches(word, pool) if len(word) <= 100 else []
-    shown = repr(word) if len(word) <= 60 else f"{word[:40] + '...'!r} ({len(word):,} characters)"  # never 100 KB
-    text = f"unknown {what} {shown}"
+    text = f"unknown {what} {shown(word)}"  # a pasted 100 KB name is never echoed whole
     if near:
         text += f"; did you mean {', '.join(near)}?"
     else:

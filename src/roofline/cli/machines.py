@@ -39,7 +39,9 @@ def _machine_names() -> dict[str, str]:
 
 
 def _is_path(text: str) -> bool:
-    return text.endswith(".toml") or "/" in text or Path(text).is_file()
+    from roofline.hardware.catalog import names_a_file
+
+    return text.endswith(".toml") or "/" in text or names_a_file(text)
 
 
 def _is_system_file(path: Path) -> bool:

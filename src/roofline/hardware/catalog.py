@@ -300,13 +300,22 @@ def shadow_note(m: Machine) -> str:
             f"catalog's)")
 
 
+def names_a_file(text: str) -> bool:
+    """`text` is there and is not a folder: a file, or a FIFO or device (refused when read, never taken
+    for a catalog name and called unknown)."""
+    try:
+        return Path(text).exists() and not Path(text).is_dir()
+    except OSError:  # a name too long to be a path: a name
+        return False
+
+
 def get_machine(name: str | Machine) -> Machine:
     """A catalog machine by id or alias ("h100", "H100-SXM"), or a machine file by path. A path
     always means the file, even if its id is a catalog name (`shadow_note` says so)."""
     if isinstance(name, Machine):
         return name
     text = name.strip()
-    if text.endswith(".toml") or "/" in text or Path(text).is_file():
+    if text.endswith(".toml") or "/" in text or names_a_file(text):
         return load_machine_file(text)
     key = text.lower().replace("_", "-").replace(" ", "-")
     names = _names()

@@ -55,6 +55,7 @@ from roofline.hardware.catalog import (
     get_machine,
     load_machine_file,
     name_index,
+    names_a_file,
     read_toml,
 )
 from roofline.hardware.machine import Machine
@@ -348,7 +349,7 @@ def get_system(name: str | os.PathLike[str] | System | Machine, devices: int | N
     if not isinstance(name, str):
         raise RooflineError(f"a system is a name or a file path, got {name!r}")
     text = name.strip()
-    if text.endswith(".toml") or "/" in text or Path(text).is_file():
+    if text.endswith(".toml") or "/" in text or names_a_file(text):
         p = Path(text)
         raw = _read_toml(p)
         if _is_system_document(raw):
