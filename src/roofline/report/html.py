@@ -19,7 +19,7 @@ The data, in `<script type="application/json" id="roofline-data">`:
      "machine", "dtype", "peak_flop_per_s", "bytes_per_s", "ridge_flop_per_byte", "summary",
      "kernels": [{"n", "name", "count", "flop", "bytes", "flop_per_byte", "attainable_flop_per_s",
                   "time_s", "total_time_s", "bound", "x", "y", "mx", "my", "above_roof", "text": {...},
-                  "derivation", "explain", "hover"}],
+                  "derivation", "explain", "hover", "levels": [{"level", "x", "bytes", ...}]}],
      "links": [{"level", "name", "label", "bytes_per_s", "latency_s", "ridge_flop_per_byte"}], "link_note",
      "device": null or {"title", "rows": [[what, value, class]], "bar": [[class, seconds, share]], "note"},
      "figure": {"data": [...], "layout": {...}}}]}
@@ -27,7 +27,9 @@ The data, in `<script type="application/json" id="roofline-data">`:
 "measured-link" and "current" are the ones a step rewrites. A scenario with collectives (kernels with
 bytes on a link between devices) has one more trace per link, "link roof" or "network roof": the
 slope of that link's bandwidth per direction up to the compute roof; its collectives sit under it at
-I = FLOPs per byte on the link. A scenario split over devices (`Scenario.device`) fills the
+I = FLOPs per byte on the link. The "levels inside the chip" toggle shows the current kernel's point at
+each memory level besides DRAM and each level's roof (traces "levels" and "level roof <level>",
+levels_page.py). A scenario split over devices (`Scenario.device`) fills the
 per-device panel: the step's time by what bounds it and the memory one device holds.
 
 The page's markup, styles and script are files of their own in roofline/report/page/ (page.html,
@@ -53,6 +55,7 @@ from typing import Any
 
 from roofline.explain import explain_placement
 from roofline.placement import Placement
+from roofline.report.levels_page import kernel_levels, level_traces, level_xs
 from roofline.report.points import (
     ABOVE_ROOF_COLOUR,
     BOUND_COLOURS,
@@ -123,6 +126,7 @@ def _kernel_record(n: int, p: Placement, total_time_s: float) -> dict[str, Any]:
         "mx": mxy[0] if mxy else None, "my": mxy[1] if mxy else None,
         "measured_time_s": p.measured_time_s, "fraction_of_roof": p.fraction_of_roof, "above_roof": p.above_roof,
         "text": text, "derivation": derivation_line(p), "explain": explain_placement(p), "hover": hover,
+        "levels": kernel_levels(p),
     }
 
 
@@ -148,6 +152,7 @@ def _axes_ranges(scenarios: Sequence[Scenario]) -> tuple[list[float], list[float
         for p in a.placements:
             if on_chart(p):
                 xs.append(point_xy(p)[0])
+                xs += level_xs(p)  # the levels toggle's points
                 ys.append(p.attainable_flop_per_s)
                 ys.append(p.roof_flop_per_s)
                 mxy = measured_xy(p)
@@ -245,6 +250,7 @@ def _figure(s: Scenario, kernels: list[dict[str, Any]], x_range: list[float], y_
                             "xref": "x", "yref": "y", "xanchor": "right", "yanchor": "top", "showarrow": False,
                             "font": {"size": 11, "color": colour},
                             "text": f"{html.escape(label)} {format_flop_per_s(ceiling)}"})
+    data += level_traces(a.placements, peak, x_lo, x_hi)  # hidden until the levels toggle is on
     layout = {
         "xaxis": {"type": "log", "range": x_range, "title": {"text": "arithmetic intensity I (FLOP/byte)"},
                   "gridcolor": "#e6e6e6", "zeroline": False, **_decade_ticks(x_range)},

@@ -4,7 +4,8 @@
   var DATA = JSON.parse(document.getElementById("roofline-data").textContent);
   var chart = document.getElementById("chart");
   var slider = document.getElementById("step");
-  var state = { scenario: 0, step: 1 };
+  var state = { scenario: 0, step: 1, levels: false };
+  var levelsBox = document.getElementById("levels");
   var CONFIG = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["sendDataToCloud"] };
 
   function scen() { return DATA.scenarios[state.scenario]; }
@@ -31,12 +32,22 @@
     });
     var cur = ks.length ? ks[ks.length - 1] : null;
     var cx = cur && cur.x !== null ? [cur.x] : [], cy = cur && cur.x !== null ? [cur.y] : [];
+    // the levels toggle: the current kernel at each level other than DRAM (its own point is DRAM's)
+    var lvx = [], lvy = [], lvt = [], lvh = [], lvs = [], lvc = [];
+    if (state.levels && cur && cur.x !== null) {
+      (cur.levels || []).forEach(function (lv) {
+        if (lv.level === "dram") return;
+        lvx.push(lv.x); lvy.push(cur.y); lvt.push(lv.name); lvh.push(lv.text); lvs.push(lv.symbol);
+        lvc.push(lv.colour);
+      });
+    }
     return {
       kernels: { x: [kx], y: [ky], hovertext: [kh], "marker.color": [kc] },
       measured: { x: [mx], y: [my], hovertext: [mh], "marker.size": [ms], "marker.symbol": [msym],
                   "marker.color": [mc] },
       "measured-link": { x: [lx], y: [ly] },
-      current: { x: [cx], y: [cy] }
+      current: { x: [cx], y: [cy] },
+      levels: { x: [lvx], y: [lvy], text: [lvt], hovertext: [lvh], "marker.symbol": [lvs], "marker.color": [lvc] }
     };
   }
 
@@ -51,6 +62,15 @@
       fields[i].textContent = !k ? "" : (f === "bound" ? k.bound + "-bound" : k.text[f]);
     }
     text("info-derivation", k ? k.derivation : "Press next to add the first kernel.");
+    var list = document.getElementById("info-levels");
+    while (list.firstChild) list.removeChild(list.firstChild);
+    var levels = state.levels && k ? (k.levels || []) : [];
+    levels.forEach(function (lv) {
+      var li = document.createElement("li");
+      li.textContent = lv.text;
+      list.appendChild(li);
+    });
+    list.hidden = !levels.length;
     var meas = document.getElementById("info-measured");
     meas.textContent = k ? k.text.measured : "";
     meas.className = k && k.above_roof ? "above" : "";
@@ -247,6 +267,24 @@
     else placeLabelsNow();
   }
 
+  // a scenario has the toggle when some kernel moves bytes through a level besides DRAM
+  function hasLevels(s) {
+    return s.kernels.some(function (k) {
+      return (k.levels || []).some(function (lv) { return lv.level !== "dram"; });
+    });
+  }
+  function showLevelRoofs() {
+    var idx = [];
+    scen().figure.data.forEach(function (t, i) { if (t.name.indexOf("level roof ") === 0) idx.push(i); });
+    if (idx.length) Plotly.restyle(chart, { visible: state.levels }, idx);
+  }
+  function setLevels(on) {
+    state.levels = !!on && hasLevels(scen());
+    levelsBox.checked = state.levels;
+    showLevelRoofs();
+    setStep(state.step);
+  }
+
   function setScenario(index) {
     var old = state.step > 0 ? scen().kernels[state.step - 1] : null;
     state.scenario = index;
@@ -262,6 +300,10 @@
     fillTable();
     showDevice();
     markSwitch();
+    document.getElementById("levels-toggle").hidden = !hasLevels(s);
+    state.levels = state.levels && hasLevels(s);
+    levelsBox.checked = state.levels;
+    showLevelRoofs();
     setStep(step);
   }
 
@@ -316,6 +358,7 @@
   document.getElementById("prev").addEventListener("click", function () { setStep(state.step - 1); });
   document.getElementById("next").addEventListener("click", function () { setStep(state.step + 1); });
   document.getElementById("all").addEventListener("click", function () { setStep(scen().kernels.length); });
+  levelsBox.addEventListener("change", function () { setLevels(levelsBox.checked); });
   // ← → one kernel, Home the first, End all; the slider's own keys (it has focus) already step it
   document.addEventListener("keydown", function (e) {
     if (e.altKey || e.ctrlKey || e.metaKey || e.shiftKey || e.defaultPrevented) return;
@@ -333,6 +376,6 @@
   chart.on("plotly_afterplot", placeLabels);
   placeLabels();
   setStep(scen().kernels.length);
-  window.roofline = { state: state, setStep: setStep, setScenario: setScenario, data: DATA };
+  window.roofline = { state: state, setStep: setStep, setScenario: setScenario, setLevels: setLevels, data: DATA };
   document.body.setAttribute("data-ready", "1");
 })();
