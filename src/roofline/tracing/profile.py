@@ -46,7 +46,7 @@ from roofline.errors import RooflineError, need_torch
 from roofline.placement import Placement
 from roofline.tracing.kineto import Profile, parse_kineto
 from roofline.tracing.registry import ATTENTION, FORMULAS, Registry
-from roofline.tracing.tracer import Trace, flop_by_kind, trace
+from roofline.tracing.tracer import Trace, flop_by_kind, run_script, trace
 from roofline.vocab import Bound
 
 LATENCY_S = 10e-6  # below this a kernel's time is launch and synchronisation, not its work
@@ -171,9 +171,6 @@ def profile_script(path: str, argv: Sequence[str] = (), *, from_start: bool = Fa
                    formulas: Registry = FORMULAS) -> Profiled:
     """Run a Python script (as `python path ARGS`) under torch.profiler and the tracer, from its first
     forward call (or from its start)."""
-    import runpy
-    import sys
-
     torch = need_torch("roofline profile")
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as torch_profile
@@ -198,22 +195,14 @@ def profile_script(path: str, argv: Sequence[str] = (), *, from_start: bool = Fa
         start()
     else:
         handle = torch.nn.modules.module.register_module_forward_pre_hook(lambda m, _args: start(m))
-    old_argv = sys.argv
-    sys.argv = [str(p), *argv]
     try:
-        try:
-            runpy.run_path(str(p), run_name="__main__")
-        except SystemExit as exc:
-            if exc.code not in (None, 0):
-                raise RooflineError(f"{path} exited with status {exc.code}") from None
-        finally:
-            if handle is not None:
-                handle.remove()
-            if state and torch.cuda.is_available() and torch.cuda.is_initialized():
-                torch.cuda.synchronize()
-            stack.close()
+        run_script(path, argv)
     finally:
-        sys.argv = old_argv
+        if handle is not None:
+            handle.remove()
+        if state and torch.cuda.is_available() and torch.cuda.is_initialized():
+            torch.cuda.synchronize()
+        stack.close()
     if not state:
         raise RooflineError(f"{path} ran no forward call of an nn.Module; give --from-start to record the "
                             "whole script")

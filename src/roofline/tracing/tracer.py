@@ -695,8 +695,9 @@ def trace_call(fn: Callable[[], Any], module: Any = None, **options: Any) -> Tra
     return t
 
 
-def trace_script(path: str, argv: Sequence[str] = (), **options: Any) -> Trace:
-    """Run a Python script under the tracer (as `python script.py ARGS` would, __name__ == "__main__")."""
+def run_script(path: str, argv: Sequence[str] = ()) -> None:
+    """Run a Python script as `python path ARGS` would (__name__ == "__main__", sys.argv set and put back);
+    a missing script or a non-zero exit status is one RooflineError."""
     import runpy
     import sys
     from pathlib import Path
@@ -707,14 +708,20 @@ def trace_script(path: str, argv: Sequence[str] = (), **options: Any) -> Trace:
     old_argv = sys.argv
     sys.argv = [str(p), *argv]
     try:
-        with trace(name=options.pop("name", p.stem), **options) as t:
-            try:
-                runpy.run_path(str(p), run_name="__main__")
-            except SystemExit as exc:
-                if exc.code not in (None, 0):
-                    raise RooflineError(f"{path} exited with status {exc.code}") from None
+        runpy.run_path(str(p), run_name="__main__")
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            raise RooflineError(f"{path} exited with status {exc.code}") from None
     finally:
         sys.argv = old_argv
+
+
+def trace_script(path: str, argv: Sequence[str] = (), **options: Any) -> Trace:
+    """Run a Python script under the tracer (as `python script.py ARGS` would, __name__ == "__main__")."""
+    from pathlib import Path
+
+    with trace(name=options.pop("name", Path(path).stem), **options) as t:
+        run_script(path, argv)
     return t
 
 
