@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 from pathlib import Path
 
-from bench_startup import interleaved, roofline_command  # the same interleaved timing, bench/ beside it
+from bench_startup import interleaved, roofline_command, table  # the same interleaved timing, bench/ beside it
 
 TARGET_S = 0.300
 SERVE = ["serve", "llama-3-70b", "--machine", "dgx-h100", "--tp", "8", "--prompt", "2048", "--output", "256"]
@@ -39,27 +38,18 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     times = interleaved(commands(), args.runs)
-    help_med = statistics.median(times["roofline --help"])
     # a shared machine's load and whether compiled bytecode is kept both move these figures: say which
     cache = ("off (PYTHONDONTWRITEBYTECODE: a module edited since its .pyc recompiles every run)"
              if os.environ.get("PYTHONDONTWRITEBYTECODE") else
              "on" + (f" (PYTHONPYCACHEPREFIX={os.environ['PYTHONPYCACHEPREFIX']})"
                      if os.environ.get("PYTHONPYCACHEPREFIX") else ""))
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "unknown"
+    rows, ok = table(times, "roofline --help", lambda name: name.startswith("roofline serve"), TARGET_S, False, 24)
     lines = [f"# bench_serve: {args.runs} interleaved runs each, {os.cpu_count()} CPUs, "
              f"Python {sys.version.split()[0]}",
              f"# bytecode cache {cache}; load average after the runs {load} (a shared machine: quote the median)",
              f"# target: roofline serve ... --prompt 2048 --output 256 (curve 1-1024) <= {TARGET_S * 1e3:.0f} ms wall",
-             f"{'command':<24}{'min':>10}{'median':>10}{'max':>10}{'median - help':>16}"]
-    ok = True
-    for name, ts in times.items():
-        med = statistics.median(ts)
-        verdict = ""
-        if name.startswith("roofline serve"):
-            verdict = "  ok" if med <= TARGET_S else f"  OVER the {TARGET_S * 1e3:.0f} ms target"
-            ok &= med <= TARGET_S
-        lines.append(f"{name:<24}{min(ts) * 1e3:>8.1f}ms{med * 1e3:>8.1f}ms{max(ts) * 1e3:>8.1f}ms"
-                     f"{(med - help_med) * 1e3:>14.1f}ms{verdict}")
+             *rows]
     text = "\n".join(lines)
     print(text)
     if args.out:
