@@ -31,10 +31,11 @@ def llama(open_page: Callable[[Path], Opened], tmp_path_factory: pytest.TempPath
     opened.page.close()
 
 
-def test_llama_page_is_small_fast_and_offline(llama: tuple[Opened, Any, Path], artifacts: Path) -> None:
+def test_llama_page_is_small_and_offline(llama: tuple[Opened, Any, Path], artifacts: Path) -> None:
     opened, a, path = llama
     assert path.stat().st_size < 6 * 2**20
-    assert opened.load_s < 3.0  # from navigation to the page's script having drawn the first step
+    # the 3 s render target (navigation to the first step drawn) is bench/bench_html.py's; here only a hang
+    assert opened.load_s < 30.0
     assert opened.console_errors == []
     assert opened.requests == [opened.url]
     assert opened.page.locator("#kernels-table tbody tr").count() == len(a.plans["none"].placements)

@@ -94,6 +94,10 @@ def test_tp8_page_shows_the_per_device_panel(tp8: tuple[Opened, Any, Path]) -> N
     comm = sum(p.total_time_s for p in a.placements if p.bound_class is Bound.COMMUNICATION)
     assert rows["communication-bound"].startswith(format_time(comm))
     assert {"weights", "KV cache", "workspace", "memory per device"} <= set(rows)
+    # memory held in binary units, as the terminal prints it: (141.1 GB of weights + 171.8 GB of KV cache,
+    # 327,680 B × 64 × 8192) / 8 = 39.1 GB = 36.4 GiB, of 0.9 × 80 GiB = 72 GiB usable
+    assert rows["memory per device"].startswith("36.4 GiB of 72 GiB usable: fits")
+    assert rows["KV cache"] == "20 GiB"  # 171.8e9 / 8 / 2**30
     assert page.locator("#device-bar span.communication").count() == 1
     # switching the fusion plan keeps the panel, with that plan's times
     page.click("button[data-dim='plan'][data-value='none']")

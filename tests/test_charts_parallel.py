@@ -169,7 +169,7 @@ def test_page_data_has_the_link_roof_the_points_and_the_per_device_share(tp8: An
     assert [b[0] for b in d["bar"]] == ["compute", "memory", "communication"]
     assert d["bar"][2][1] == pytest.approx(comm)
     assert sum(b[1] for b in d["bar"]) == pytest.approx(tp8.analysis.time_s)
-    assert rows["weights"].endswith("GB") and "usable: fits" in rows["memory per device"]
+    assert rows["weights"].endswith("GiB") and "usable: fits" in rows["memory per device"]  # memory held: binary
     # one device: no link roof, no panel
     plain = payload(model_scenarios(one_device))["scenarios"][0]
     assert plain["links"] == [] and plain["device"] is None and plain["link_note"] == ""

@@ -83,3 +83,22 @@ def test_sweep_per_kernel_times_add_up_to_the_step() -> None:
     assert attn[256]["total_time_s"] == pytest.approx(80 * 256 * 8192 * 4096 / 3.35e12, rel=0.01)
     assert attn[256]["bound_class"] == "memory"
     assert "kernels" not in sweep("llama-3-70b", ["h100"], "decode", [1], [8192])[0]
+
+
+@pytest.mark.parametrize("verb", ["sweep llama-3-8b --batch 1,4 --context 8192", "compare llama-3-8b --batch 1,4"])
+def test_sweep_and_compare_take_json_as_every_command_does(verb: str, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from roofline.cli import main
+
+    assert main([*verb.split(), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["batch"] for r in rows] == [1, 4]  # one row per batch asked for, in order
+    # Llama 3 8B decode at 8192 tokens: the KV cache is 2 (K, V) × 8 heads × 128 × 32 layers × 2 B = 131,072 B a
+    # token (its config.json): the memory held grows by 3 more sequences' cache, 3 × 8192 × 131,072 B, and by
+    # the activation workspace's growth, under 1% of that
+    if verb.startswith("sweep"):
+        grown, kv = rows[1]["memory_bytes"] - rows[0]["memory_bytes"], 3 * 8192 * 131_072
+        assert kv <= grown <= 1.01 * kv
+    assert main([*verb.split(), "--json", "--format", "csv"]) == 2
+    assert capsys.readouterr().err.strip().endswith("--json and --format csv ask for two formats: give one")

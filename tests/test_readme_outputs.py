@@ -1,8 +1,11 @@
 """The README's commands print what they printed before the architecture reshaping.
 
 tests/fixtures/readme_outputs.json was recorded by `python scripts/readme_json.py` on the commit
-before the reshaping. Every key and value recorded then must still be there, equal (floats to 1e-12
-relative), except the renames the reshaping made on purpose, each listed here:
+before the reshaping. Every key and value recorded then must still be there, equal (floats to 1e-9
+relative: the figures are sums of a few hundred float products, and numpy's summation order moves
+their last digits between releases, 3e-12 relative on the deepseek-v3 command with numpy 2.4.6; a
+change the tool makes on purpose moves a figure by far more than 1e-9), except the renames the
+reshaping made on purpose, each listed here:
 
 - `bound` now names the resource that binds (matrix, vector, dram); the old compute/memory class is
   `bound_class`, and the old `limiter` (the same resource) is `bound`;
@@ -48,6 +51,7 @@ SPELLING = {"--impl naive": "--fusion none", "--impl fused": "--fusion flash",
 ATTENTION_VALUES = {"naive": "none", "fused": "flash"}
 DROPPED = {"kernel custom --flop 4.4e11 --bytes 268MB --machine mi300x.bytes_by_role"}
 ADDED_MACHINES = {"b300"}
+REL_TOL = 1e-9  # see the docstring: summation-order drift between numpy releases, far below any real change
 FIT_CHANGED = (".memory.devices", ".memory.total_bytes", ".memory.warning", "].devices", "].memory_bytes")
 
 
@@ -80,7 +84,7 @@ def _same(old: Any, new: Any, where: str, values: dict[str, str]) -> list[str]:
             return [f"{where}: a list of {len(old)} became {new!r:.80}"]
         return [d for i, (a, b) in enumerate(zip(old, new, strict=True)) for d in _same(a, b, f"{where}[{i}]", values)]
     if isinstance(old, float) and isinstance(new, int | float) and not isinstance(new, bool):
-        return [] if math.isclose(old, new, rel_tol=1e-12, abs_tol=0.0) else [f"{where}: {old!r} -> {new!r}"]
+        return [] if math.isclose(old, new, rel_tol=REL_TOL, abs_tol=0.0) else [f"{where}: {old!r} -> {new!r}"]
     if isinstance(old, str) and isinstance(new, str):
         for a, b in values.items():
             old = old.replace(f"({a})", f"({b})") if old.startswith("attention (") else old

@@ -131,7 +131,8 @@ def test_the_expected_band_is_shaded_from_low_to_high(report: ServingReport, fig
     verts = band.get_xy()
     pts = report.curve
     expect = [(p.itl.low, p.throughput.high) for p in pts] + [(p.itl.high, p.throughput.low) for p in reversed(pts)]
-    assert [tuple(v) for v in verts[: len(expect)]] == pytest.approx(expect)
+    # pytest.approx compares flat sequences only: each vertex's x and y, in order
+    assert [c for v in verts[: len(expect)] for c in v] == pytest.approx([c for xy in expect for c in xy], rel=1e-9)
     for p in pts:  # the band lies right of and below the roofline point: slower than the floor
         assert p.itl.floor <= p.itl.low <= p.itl.high
         assert p.throughput.low <= p.throughput.high <= p.throughput.ceiling

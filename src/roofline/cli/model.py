@@ -190,11 +190,15 @@ def _writer(output: str | None, text: str) -> None:
         click.echo(text)
 
 
-def _write_rows(rows: list[dict[str, Any]], columns: Sequence[str], fmt: str, output: str | None,
+def _write_rows(rows: list[dict[str, Any]], columns: Sequence[str], fmt: str, as_json: bool, output: str | None,
                 csv_path: str | None, table_text: Callable[[], str]) -> None:
     """Rows as a table, CSV or JSON on stdout or to --output, and also as CSV to --csv."""
     from roofline.report.model_text import rows_csv
 
+    if as_json:
+        if fmt not in ("table", "json"):
+            raise RooflineError(f"--json and --format {fmt} ask for two formats: give one")
+        fmt = "json"
     if csv_path:
         _writer(csv_path, rows_csv(rows, columns))
     if fmt == "json":
@@ -335,6 +339,7 @@ def _table_options(f: Callable[..., Any]) -> Callable[..., Any]:
     options = [
         click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table",
                      show_default=True),
+        click.option("--json", "as_json", is_flag=True, help="Print JSON: the same as --format json."),
         click.option("--output", "-o", default=None, metavar="FILE", help="Write the table/CSV/JSON to FILE."),
         click.option("--csv", "csv_path", default=None, metavar="FILE", help="Also write the rows as CSV to FILE."),
     ]
@@ -358,7 +363,7 @@ def _table_options(f: Callable[..., Any]) -> Callable[..., Any]:
 def sweep_command(model: str, machine: str, weights_dtype: str | None, kv_dtype: str | None, dtype: str | None,
                   batch: str, prompt: str | None, context: str | None, phase: str, fusion: str,
                   act_dtype: str, experts_hit: str | None, overrides: tuple[str, ...], tp_list: str, pp_list: str,
-                  ep_list: str, dp_list: str, fmt: str, output: str | None,
+                  ep_list: str, dp_list: str, fmt: str, as_json: bool, output: str | None,
                   csv_path: str | None, png: str | None, svg: str | None) -> None:
     """Sweep MODEL over batch × length × dtype × machine × split: intensity, time floor, tokens/s, bound.
 
@@ -403,7 +408,7 @@ def sweep_command(model: str, machine: str, weights_dtype: str | None, kv_dtype:
     seq_key = "prompt" if phase == "prefill" else "context"
     renamed = [{(seq_key if k == "seq" else k): v for k, v in r.items() if k != "kernels"} for r in rows]
     columns = [seq_key if c == "seq" else c for c in SWEEP_COLUMNS]
-    _write_rows(renamed, columns, fmt, output, csv_path,
+    _write_rows(renamed, columns, fmt, as_json, output, csv_path,
                 lambda: split_sweep_text(rows, seq_key) if split else sweep_text(rows, seq_key))
 
 
@@ -423,7 +428,8 @@ def sweep_command(model: str, machine: str, weights_dtype: str | None, kv_dtype:
 def compare_command(models: tuple[str, ...], machine: str, weights_dtype: str | None, kv_dtype: str | None,
                     dtype: str | None, batch: str, prompt: str | None, context: str | None, phase: str, fusion: str,
                     act_dtype: str, experts_hit: str | None, overrides: tuple[str, ...], tp_list: str, pp_list: str,
-                    ep_list: str, dp_list: str, fmt: str, output: str | None, csv_path: str | None) -> None:
+                    ep_list: str, dp_list: str, fmt: str, as_json: bool, output: str | None,
+                    csv_path: str | None) -> None:
     """Compare MODELS side by side (× machines × splits × dtypes): KV/token, intensity, decode limit, crossover, fit.
 
     \b
@@ -459,7 +465,7 @@ def compare_command(models: tuple[str, ...], machine: str, weights_dtype: str | 
     for line in grouped_warnings(rows):  # each warning once, with the rows it concerns
         warn(line)
     columns = [k for k in rows[0] if k != "warnings"]
-    _write_rows(rows, columns, fmt, output, csv_path,
+    _write_rows(rows, columns, fmt, as_json, output, csv_path,
                 lambda: "\n\n".join(split_compare_text(g) if split else compare_text(g) for g in groups))
 
 

@@ -54,6 +54,7 @@ from importlib import resources
 from typing import Any
 
 from roofline.explain import explain_placement
+from roofline.models.memory import gib  # memory held: binary units, as the terminal prints it
 from roofline.placement import Placement
 from roofline.report.levels_page import kernel_levels, level_traces, level_xs
 from roofline.report.points import (
@@ -300,12 +301,12 @@ def _device_record(d: DeviceShare) -> dict[str, Any]:
         rows.append([f"{what}-bound", f"{format_time(t)} · {t / busy if busy else 0:.0%}", what])
     if d.stages > 1:
         rows.append(["per stage", f"{format_time(step / d.stages)} (one of {d.stages} pipeline stages)", ""])
-    rows += [["weights", format_bytes(d.weights_bytes), ""], ["KV cache", format_bytes(d.kv_cache_bytes), ""],
-             ["workspace", format_bytes(d.workspace_bytes), ""]]
-    held = format_bytes(d.total_bytes)
+    rows += [["weights", gib(d.weights_bytes), ""], ["KV cache", gib(d.kv_cache_bytes), ""],
+             ["workspace", gib(d.workspace_bytes), ""]]
+    held = gib(d.total_bytes)
     fits = d.usable_bytes is None or d.total_bytes <= d.usable_bytes
     if d.usable_bytes is not None:
-        held += f" of {format_bytes(d.usable_bytes)} usable: " + ("fits" if fits else "does NOT fit")
+        held += f" of {gib(d.usable_bytes)} usable: " + ("fits" if fits else "does NOT fit")
     rows.append(["memory per device", held, "" if fits else "above"])
     return {"title": f"per device: {d.split} on {d.system}", "rows": rows,
             "bar": [[what, t, t / busy if busy else 0.0] for what, t in parts],
