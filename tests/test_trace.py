@@ -388,7 +388,7 @@ def test_torch_dtypes_resolve_through_the_one_dtype_table() -> None:
     from types import SimpleNamespace
 
     from roofline.dtypes import ALIASES, DTYPES, get_dtype
-    from roofline.tracing.tracer import dtype_of
+    from roofline.tracing.recorder import dtype_of
 
     seen = 0
     for name in dir(torch):

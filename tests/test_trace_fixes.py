@@ -249,7 +249,7 @@ def test_trace_text_names_the_machine_the_roofs_and_the_attention_convention(
 
 def test_recording_reads_no_version_counter_of_an_inference_tensor(monkeypatch: pytest.MonkeyPatch) -> None:
     """The overhead's main cost was asking an inference tensor its version (it raises: ~8 µs each)."""
-    import roofline.tracing.tracer as tracer
+    import roofline.tracing.recorder as tracer
 
     with torch.inference_mode():
         x = torch.randn(4, 4)
@@ -261,7 +261,7 @@ def test_recording_reads_no_version_counter_of_an_inference_tensor(monkeypatch: 
 
 
 def test_schemas_are_worked_out_once_per_op_overload() -> None:
-    from roofline.tracing.tracer import _Recorder
+    from roofline.tracing.recorder import _Recorder
 
     x = torch.randn(4, 4)
     seen: list[int] = []

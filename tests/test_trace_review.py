@@ -230,7 +230,7 @@ def test_hf_prefill_against_the_analytic_model_differs_only_by_what_diff_names(n
     from roofline.models import load_config
     from roofline.report.diff import diff_program
     from roofline.tracing import trace
-    from roofline.tracing.tracer import flop_by_kind
+    from roofline.tracing.analysis import flop_by_kind
     from roofline.vocab import Role
     from test_trace_hf import CASES, PROMPT, VOCAB
 

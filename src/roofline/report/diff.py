@@ -39,7 +39,7 @@ from roofline.dtypes import DType, get_dtype
 from roofline.errors import RooflineError
 from roofline.graph import Graph, Kernel, Op
 from roofline.models import ModelConfig, ModelGraph, build_graph, model_dtypes
-from roofline.tracing.tracer import Trace
+from roofline.tracing.analysis import Trace
 from roofline.units import format_bytes, format_flop
 from roofline.vocab import Phase, Plan
 

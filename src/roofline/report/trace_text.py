@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 from roofline.placement import GraphAnalysis
+from roofline.tracing.analysis import Trace, roof_dtypes
 from roofline.tracing.registry import ATTENTION_CONVENTION
-from roofline.tracing.tracer import Trace, roof_dtypes
 from roofline.units import format_flop, format_flop_per_s
 from roofline.vocab import Unit
 

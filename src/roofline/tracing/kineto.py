@@ -39,6 +39,7 @@ from typing import Any
 from roofline.dtypes import DType
 from roofline.errors import RooflineError
 from roofline.graph import Op, Tensor
+from roofline.tracing.analysis import Trace
 from roofline.tracing.registry import (
     ATTENTION,
     FORMULAS,
@@ -51,7 +52,6 @@ from roofline.tracing.registry import (
     generic,
     torch_dtype,
 )
-from roofline.tracing.tracer import Trace
 
 US = 1e-6  # trace timestamps and durations are microseconds
 

@@ -45,8 +45,8 @@ from pathlib import Path
 from roofline.dtypes import DType, get_dtype
 from roofline.errors import RooflineError
 from roofline.graph import Op, Tensor
+from roofline.tracing.analysis import Trace
 from roofline.tracing.kineto import Profile
-from roofline.tracing.tracer import Trace
 from roofline.vocab import Level, Unit
 
 TIME = "gpu__time_duration.sum"
