@@ -317,8 +317,8 @@ def test_ncu_rows_join_the_trace_kernels_so_measured_and_predicted_bytes_stand_s
 
 def test_diff_names_logits_for_every_position_with_the_exact_extra_flops(recorded: tuple[Path, Any],
                                                                          tmp_path: Path) -> None:
+    from roofline.diff import diff_program
     from roofline.models import config_from_dict
-    from roofline.report.diff import diff_program
     from roofline.tracing.kineto import load_kineto
 
     path, traced = recorded
@@ -346,8 +346,8 @@ def test_diff_names_logits_for_every_position_with_the_exact_extra_flops(recorde
 
 
 def test_diff_names_the_cat_grown_kv_cache_in_decode() -> None:
+    from roofline.diff import diff_program
     from roofline.models import config_from_dict
-    from roofline.report.diff import diff_program
     from roofline.tracing import trace
 
     model = _tiny_llama()
@@ -474,8 +474,8 @@ def _traced(model: Any, ids: Any, decode: bool = False) -> Any:
 
 
 def test_diff_names_masked_sliding_window_prefill_computing_the_full_square() -> None:
+    from roofline.diff import diff_program
     from roofline.models import config_from_dict
-    from roofline.report.diff import diff_program
 
     raw = {**TINY, "sliding_window": 8, "model_type": "mistral"}
     torch.manual_seed(0)
@@ -489,8 +489,8 @@ def test_diff_names_masked_sliding_window_prefill_computing_the_full_square() ->
 
 
 def test_diff_names_mla_re_expanded_in_decode() -> None:
+    from roofline.diff import diff_program
     from roofline.models import config_from_dict
-    from roofline.report.diff import diff_program
 
     raw = {"model_type": "deepseek_v3", "hidden_size": 64, "intermediate_size": 128, "moe_intermediate_size": 32,
            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 4, "vocab_size": 256,

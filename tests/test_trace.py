@@ -348,7 +348,7 @@ def test_cpu_flash_variant_with_autograd_counts_causal_pairs() -> None:
 
 
 def test_traced_graph_works_with_tables_and_plans() -> None:
-    from roofline.report.text import placements_table
+    from roofline.report.text.tables import placements_table
 
     model = tiny_llama(TinyConfig(layers=1))
     with roofline.trace(model) as t:

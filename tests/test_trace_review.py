@@ -193,8 +193,8 @@ def _mixtral_config() -> Any:
 
 def test_diff_names_the_routed_experts_a_mixtral_step_hit(tmp_path: Path) -> None:
     transformers = pytest.importorskip("transformers", minversion="5")
+    from roofline.diff import diff_program
     from roofline.models import load_config
-    from roofline.report.diff import diff_program
     from roofline.tracing import trace
 
     torch.manual_seed(0)
@@ -227,8 +227,8 @@ def test_hf_prefill_against_the_analytic_model_differs_only_by_what_diff_names(n
     of its own config.json: the matmul FLOPs differ by exactly the named logits difference, the attention
     and expert FLOPs are equal, and the weight bytes differ by the rotary inv_freq buffer alone."""
     transformers = pytest.importorskip("transformers", minversion="5")
+    from roofline.diff import diff_program
     from roofline.models import load_config
-    from roofline.report.diff import diff_program
     from roofline.tracing import trace
     from roofline.tracing.analysis import flop_by_kind
     from roofline.vocab import Role

@@ -23,8 +23,8 @@ import math
 from typing import TYPE_CHECKING
 
 from roofline.errors import RooflineError
-from roofline.report.charts import log_axes, new_figure
-from roofline.report.labels import place_labels, text_box
+from roofline.report.charts.labels import place_labels, text_box
+from roofline.report.charts.roofline import log_axes, new_figure
 from roofline.serving import KNEE_GAIN, ServingReport
 from roofline.units import format_time
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from roofline.report.text import render
+from roofline.report.text.tables import render
 from roofline.units import format_bytes_per_s, format_flop_per_s, format_time
 from roofline.vocab import Bound
 
@@ -43,7 +43,7 @@ def ceilings_text(c: Any) -> str:
                          f"{fmt(row['datasheet'])} = {row['ratio']:.1%}")
     elif c.device == "cuda":
         lines.append("this GPU is not in the catalog: no datasheet comparison")
-    from roofline.report.levels_text import chip_lines, ladder_lines
+    from roofline.report.text.levels import chip_lines, ladder_lines
 
     lines += ladder_lines(getattr(c, "ladder", None)) + chip_lines(c)
     lines += [f"environment: {line}" for line in c.environment.summary_lines()]

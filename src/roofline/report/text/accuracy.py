@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from roofline.placement import Placement
-from roofline.report.text import render
+from roofline.report.text.tables import render
 from roofline.units import format_bytes_per_s, format_flop_per_s, format_intensity, format_time
 from roofline.vocab import Bound
 

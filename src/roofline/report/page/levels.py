@@ -1,5 +1,5 @@
 """The page's view inside the chip: each kernel's points per memory level and one roof per level,
-as the static hierarchical roofline draws them (levels_chart.py), for the page's "levels" toggle.
+as the static hierarchical roofline draws them (report/charts/levels.py), for the page's "levels" toggle.
 
     x = FLOPs / bytes through the level,  y = the kernel's y on the page (FLOPs / time floor)
     roof of a level: min(peak, BW_level × I)
@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from roofline.placement import Placement
-from roofline.report.levels_chart import LEVEL_COLOURS, LEVEL_NAMES, level_bandwidths, level_points
+from roofline.report.charts.levels import LEVEL_COLOURS, LEVEL_NAMES, level_bandwidths, level_points
 from roofline.units import format_bytes, format_bytes_per_s, format_intensity, format_time
 from roofline.vocab import Level
 

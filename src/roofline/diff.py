@@ -25,8 +25,9 @@ Differences looked for, each with its extra FLOPs and bytes by arithmetic:
     routed experts hit           distinct experts a layer read against the model's expectation under
                                  uniform routing, E·(1 − (1 − k/E)^N)
 
-Layering: a report module (above models and tracing, which never import each other); imports
-roofline.dtypes, errors, graph, models, tracing, units and vocab.
+The join needs both a recorded program (roofline.tracing) and the analytic model (roofline.models),
+two rooms that never import each other, so it is a room of its own above both; it renders nothing
+(roofline.report.text.profile prints it).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from typing import Any
 
 from roofline.models.memory import gib
 from roofline.models.plan import PlanRow, PlanSearch
-from roofline.report.model_text import rows_table
+from roofline.report.text.model import rows_table
 from roofline.units import format_bytes, format_count, format_flop, format_intensity, format_time
 from roofline.vocab import Phase
 
@@ -59,7 +59,7 @@ def plan_text(s: PlanSearch) -> str:
                   _or_dash(lambda v: f"{v:,.0f}")(r.tokens_per_s_per_device),
                   _or_dash(lambda v: f"{v:.0%}")(r.communication_share),
                   "—" if r.bound is None else str(r.bound), r.reason)
-    from roofline.report.text import render
+    from roofline.report.text.tables import render
 
     lines = [render(t, drop=("tokens/s", "devices", "comm", "tokens/s/device", "bound")), ""]
     w = s.winner

@@ -13,7 +13,7 @@ from typing import Any
 
 from roofline.explain.model import fit_words
 from roofline.models.memory import gib
-from roofline.report.text import RUNS_NOTE, placements_table, render
+from roofline.report.text.tables import RUNS_NOTE, placements_table, render
 from roofline.units import format_bytes, format_count, format_flop, format_intensity, format_time
 from roofline.vocab import Phase, Plan, Role
 

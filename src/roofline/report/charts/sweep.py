@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from roofline.errors import RooflineError
 from roofline.placement import GraphAnalysis, Placement
-from roofline.report.charts import decade_ceil, decade_floor, log_axes, new_figure
-from roofline.report.labels import shorten
+from roofline.report.charts.labels import shorten
+from roofline.report.charts.roofline import decade_ceil, decade_floor, log_axes, new_figure
 from roofline.report.points import ABOVE_ROOF_COLOUR, BOUND_COLOURS, ROOF_COLOUR
 from roofline.units import format_intensity, format_time
 from roofline.vocab import Bound

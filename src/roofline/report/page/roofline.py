@@ -29,7 +29,7 @@ bytes on a link between devices) has one more trace per link, "link roof" or "ne
 slope of that link's bandwidth per direction up to the compute roof; its collectives sit under it at
 I = FLOPs per byte on the link. The "levels inside the chip" toggle shows the current kernel's point at
 each memory level besides DRAM and each level's roof (traces "levels" and "level roof <level>",
-levels_page.py). A scenario split over devices (`Scenario.device`) fills the
+page/levels.py). A scenario split over devices (`Scenario.device`) fills the
 per-device panel: the step's time by what bounds it and the memory one device holds.
 
 The page's markup, styles and script are files of their own in roofline/report/page/ (page.html,
@@ -55,7 +55,7 @@ from typing import Any
 
 from roofline.explain import explain_placement
 from roofline.placement import Placement
-from roofline.report.levels_page import kernel_levels, level_traces, level_xs
+from roofline.report.page.levels import kernel_levels, level_traces, level_xs
 from roofline.report.points import (
     ABOVE_ROOF_COLOUR,
     BOUND_COLOURS,
@@ -384,8 +384,9 @@ def page(scenarios: Sequence[Scenario], title: str = "") -> str:
 
 
 def _asset(name: str) -> str:
-    """One of the page's own files in roofline/report/page/ (package data, so an installed wheel has them)."""
-    return resources.files("roofline.report").joinpath("page", name).read_text(encoding="utf-8")
+    """One of the page's own files beside this module in roofline/report/page/ (package data, so an
+    installed wheel has them)."""
+    return resources.files("roofline.report.page").joinpath(name).read_text(encoding="utf-8")
 
 
 def fill(template: str, values: Mapping[str, str], marker: str = "@@") -> str:

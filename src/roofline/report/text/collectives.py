@@ -7,7 +7,7 @@ Layering: a report module; imports roofline.measure.collectives (the record), ro
 from __future__ import annotations
 
 from roofline.measure.collectives import FACTOR_FORMULA, LINK_COLLECTIVE, SIZE_MEANS, Collectives, bus_factor
-from roofline.report.text import render
+from roofline.report.text.tables import render
 from roofline.units import format_bytes, format_bytes_per_s, format_time
 
 
