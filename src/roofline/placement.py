@@ -13,8 +13,7 @@ and for a sequence of kernels: `roofline.vocab.binding`); its class (compute or 
 `bound_class`. With one unit and one level this is exactly
 the textbook `kernel_time` (ten lines of Python), which is here too, as it is usually written.
 
-Layering: imports roofline.vocab, roofline.units, roofline.dtypes, roofline.errors, roofline.graph and
-roofline.hardware only. The notebook methods draw through roofline.report.notebook, found by entry point.
+The notebook methods (`Drawable`) draw through roofline.report.notebook, found by entry point.
 """
 
 from __future__ import annotations

@@ -8,8 +8,6 @@ errors of the model (bytes or FLOPs undercounted) or of the measurement, never r
 
 The table of predicted against measured, kernel by kernel, is `roofline.report.text.accuracy.accuracy_table`:
 this module holds the numbers only and never imports the report room.
-
-Layering: imports roofline.placement, roofline.units and roofline.vocab only.
 """
 
 from __future__ import annotations

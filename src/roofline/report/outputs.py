@@ -27,8 +27,8 @@ kernels on one static chart, e.g. naive and fused attention side by side), `writ
 (several machines or precisions on one chart) and `notebook_html`
 (the page inside an iframe, so that several pages in one notebook do not share ids or styles).
 
-Layering: a report module. matplotlib and plotly are imported inside the functions that draw, so
-that importing this module (the CLI does, to parse options) costs nothing.
+matplotlib and plotly are imported inside the functions that draw, so that importing this module
+(the CLI does, to parse options) costs nothing.
 """
 
 from __future__ import annotations

@@ -10,9 +10,6 @@ that counts it; analysis.py is the torch-free `Trace` and what is read off it; s
 script as `python script.py` would, under the recorder or (profile.py) torch.profiler; kineto.py and
 ncu.py read profiler exports. Importing this package does not import torch. (The room is `tracing`, not `trace`,
 so that `roofline.trace`, the function, and the room never share a name.)
-
-Layering: a room on the floor of models and measure (it imports neither); below it roofline.vocab,
-dtypes, errors, hardware, graph, kernels and placement.
 """
 
 from roofline.tracing.analysis import Trace, bytes_by_kind, flop_by_kind

@@ -23,8 +23,7 @@ What a trace holds, and what each part becomes:
 A trace recorded without record_shapes has names and times only: each op is placed with its
 measured time and no FLOPs or bytes (`Profile.shapes` False, said so by every report).
 
-Layering: imports roofline.dtypes, errors, graph, vocab and this room's registry and tracer; torch
-only inside functions (for an op's pointwise/reduction tags), never required.
+torch is imported only inside functions (for an op's pointwise/reduction tags), never required.
 """
 
 from __future__ import annotations

@@ -29,8 +29,6 @@ metric, "Metric Name", "Metric Unit", "Metric Value") is pivoted into that form.
                  a per-architecture factor), kept as counters, never as FLOPs
 
 Unit prefixes are decimal (Kbyte = 1e3 bytes, usecond = 1e-6 s), as ncu prints them.
-
-Layering: imports roofline.dtypes, errors, graph, vocab and this room's kineto and tracer.
 """
 
 from __future__ import annotations

@@ -27,8 +27,7 @@ What each kernel is told (`verdict`), from its measured time, its floor and its 
     under compute    compute-bound (I above the ridge) below NEAR_ROOF: tiling, occupancy, prefetch
     at compute       compute-bound at ≥ NEAR_ROOF: fewer FLOPs (lower precision) or more devices
 
-Layering: imports roofline.errors, placement and this room's kineto, registry and tracer; torch
-only inside functions.
+torch is imported only inside functions.
 """
 
 from __future__ import annotations

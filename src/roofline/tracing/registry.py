@@ -41,8 +41,7 @@ q·kᵀ matmul, an added mask, softmax, p·v). torch.utils.flop_counter counts t
 One decorator, `FORMULAS.register(*names)`, is the only way in; a name registered twice raises, and
 the registry is a read-only Mapping (no item assignment, no update).
 
-Layering: imports roofline.dtypes, roofline.errors, roofline.graph, roofline.kernels and
-roofline.vocab; never torch.
+It never imports torch.
 """
 
 from __future__ import annotations

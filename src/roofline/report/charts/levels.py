@@ -27,9 +27,6 @@ that binds it.
 
 Artists carry gids: "level-roof-<level>", "level-point-<n>-<level>" (n: the kernel's number, from 1),
 "unit-roof-<unit>", "unit-slope-dram", "unit-point-<n>".
-
-Layering: a report module; imports roofline.placement, roofline.units, roofline.vocab and the
-chart plumbing of roofline.report.charts.roofline; matplotlib inside functions.
 """
 
 from __future__ import annotations

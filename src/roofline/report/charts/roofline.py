@@ -22,8 +22,6 @@ and the SVG can find them.
 
 Here: the figure plumbing (canvas, bytes, log axes), the roofs, the roofline chart with its key and
 the roofs comparison. Label placement is in labels.py, the sweep chart in sweep.py.
-
-Layering: a report module; imports matplotlib (inside functions) and the core.
 """
 
 from __future__ import annotations

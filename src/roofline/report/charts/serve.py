@@ -13,8 +13,6 @@ points, "does not fit"; the ITL target is a vertical line with its value; the re
 Artists carry gids ("floor", "band", "batch-<b>", "batch-label-<i>", "knee", "knee-label",
 "memory-limit", "memory-limit-label", "does-not-fit", "itl-slo", "itl-slo-label", "chosen", "title",
 "subtitle") so that tests and the SVG can find them.
-
-Layering: a report module; imports matplotlib (inside functions), roofline.serving and the core.
 """
 
 from __future__ import annotations

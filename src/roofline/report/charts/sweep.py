@@ -8,8 +8,6 @@ a batch whose step does not fit in memory is drawn hollow (its bar faded), with 
 Artists carry gids ("sweep", "ridge", "limit", "crossover", "nofit", "bar-0-<kernel>-<bound>",
 "bar-total-0", ...; with a series "sweep-<name>", "ridge-<name>", "step-time-<name>",
 "bar-<name>-0-<kernel>-<bound>") so that tests and the SVG can find them.
-
-Layering: a report module; imports matplotlib (inside functions) and the core.
 """
 
 from __future__ import annotations

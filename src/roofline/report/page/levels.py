@@ -12,8 +12,7 @@ The traces (plain plotly dicts, in the figure from the start so that the toggle 
 "level roof <level>" per level other than DRAM (hidden until the toggle is on), and "levels", the
 current kernel's points (empty until then).
 
-Layering: a report module; imports roofline.placement, roofline.units and the levels chart's
-points (no matplotlib is loaded: it is imported inside the drawing functions only).
+No matplotlib is loaded: the levels chart's drawing functions import it themselves.
 """
 
 from __future__ import annotations

@@ -37,8 +37,6 @@ page.css, page.js), read at render time; `page` fills their @@NAME@@ placeholder
 @COMPUTE@, @COMMUNICATION@ and @ABOVE@ colour tokens of the styles, each template in one pass (`fill`):
 a value is never scanned again, so a name that contains a placeholder stays text. The policy
 (`csp`) names each inline script by its SHA-256 instead of allowing any inline script.
-
-Layering: a report module; imports plotly (inside `page`) and the core.
 """
 
 from __future__ import annotations

@@ -13,8 +13,6 @@ The data, in `<script type="application/json" id="serve-data">`:
      "batch", "warnings", "figure": {"data": [...], "layout": {...}}}
 The figure's traces: "band" (the expected band, a filled polygon), "floor" (the roofline line),
 "batches" (one point per batch of the curve, hollow grey past the memory limit), "knee" and "chosen".
-
-Layering: a report module; imports plotly (inside `serve_page`), roofline.serving and the core.
 """
 
 from __future__ import annotations

@@ -2,8 +2,6 @@
 
 The numbers (share of the roof, the memory/compute summary, the kernels above their roof) are
 `roofline.measure.accuracy.Accuracy`; this module only lays them out.
-
-Layering: a report module; imports roofline.placement, roofline.units and roofline.vocab; rich inside.
 """
 
 from __future__ import annotations

@@ -1,6 +1,4 @@
 """Text for measured ceilings: the runs as a table, the ceilings, the datasheet comparison, the environment.
-
-Layering: a report module; imports roofline.measure (the numbers), roofline.units, rich inside.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
 """Text for measured collectives: one table of every size (time, algbw, busbw) per collective, then
 each collective's α-β fit, the link a system file takes, and what was not measured.
-
-Layering: a report module; imports roofline.measure.collectives (the record), roofline.units, rich inside.
 """
 
 from __future__ import annotations

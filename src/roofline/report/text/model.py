@@ -1,7 +1,4 @@
 """Text for transformer steps, sweeps and comparisons: the step's table and totals, and row tables/CSV.
-
-Layering: a report module; imports roofline.models, roofline.units and roofline.vocab; rich inside
-the functions.
 """
 
 from __future__ import annotations

@@ -4,9 +4,6 @@ its share of the roof and its verdict; and a program against its analytic model 
     achieved FLOP/s  = FLOPs / measured time;   achieved bandwidth = DRAM bytes / measured time
     % of roof        = time floor / measured time   (Placement.fraction_of_roof)
     verdict          roofline.tracing.profile.verdict (latency-bound, at bandwidth, under compute, ...)
-
-Layering: a report module; imports roofline.placement, tracing, units and this room's diff and
-model_text; rich inside the functions.
 """
 
 from __future__ import annotations

@@ -3,9 +3,6 @@
     plan_text(search)              every candidate split, ranked, with why each loses to the winner
     split_sweep_text(rows, key)    a sweep's rows with the split columns (tp, pp, ep, dp, devices)
     split_compare_text(rows)       a comparison's rows with the split columns and the fit
-
-Layering: a report module; imports roofline.models (memory's gib, plan), roofline.units and the
-report room's model_text; rich inside the functions.
 """
 
 from __future__ import annotations

@@ -6,8 +6,6 @@
                (roofline.tracing.own_roofs), fp32 without a matrix peak on the FP32 cores
     FLOPs      by op kind; the attention convention (roofline.tracing.registry.ATTENTION_CONVENTION)
     unknown    ATen ops without a FLOP formula (bytes only)
-
-Layering: a report module; imports roofline.tracing (the trace), roofline.placement, roofline.units.
 """
 
 from __future__ import annotations
