@@ -32,9 +32,14 @@ with torch.no_grad():
 """
 
 
+def _out_and_errors(capsys: pytest.CaptureFixture[str]) -> tuple[str, list[str]]:
+    """stdout, and stderr's lines without the profiler's own USDT notices."""
+    out, err = capsys.readouterr()
+    return out, [line for line in err.splitlines() if line.strip() and "USDT" not in line]
+
+
 def _errors(capsys: pytest.CaptureFixture[str]) -> list[str]:
-    err = capsys.readouterr().err
-    return [line for line in err.splitlines() if line.strip() and "USDT" not in line]
+    return _out_and_errors(capsys)[1]
 
 
 # --- Nsight Compute raw CSV ------------------------------------------------------------------------------
@@ -527,3 +532,80 @@ def test_diff_cuts_a_generate_loop_into_its_forward_steps(tmp_path: Path, capsys
     assert not any(n.startswith("logits") for n in names)  # generate projects the last position only
     assert main(["diff", str(script), "--config", str(folder), "--step", "4"]) == 2
     assert "ran 3 forward steps" in _errors(capsys)[-1]
+
+
+CPU_TOML = """id = "review-cpu"
+name = "Review CPU (measured)"
+kind = "cpu"
+measured = true
+
+[peak.matrix]
+source = "a test's figures"
+fp32 = "400 GFLOP/s"
+
+[memory.dram]
+source = "a test's figures"
+bandwidth = "40 GB/s"
+capacity = "16 GiB"
+"""
+
+
+@pytest.fixture(scope="module")
+def cpu_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A torch.profiler trace (CPU, shapes recorded) of one fp32 linear: x [32, 256] @ W [256, 512]."""
+    from torch.profiler import ProfilerActivity, profile
+
+    lin = torch.nn.Linear(256, 512, bias=False)
+    x = torch.randn(32, 256)
+    with torch.inference_mode(), profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        lin(x)
+    path = tmp_path_factory.mktemp("cpu") / "linear.json"
+    prof.export_chrome_trace(str(path))
+    return path
+
+
+def test_cpu_trace_without_a_machine_says_the_roof_is_a_stand_in(cpu_trace: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["import", str(cpu_trace), "--json"]) == 0
+    out, errs = _out_and_errors(capsys)
+    d = json.loads(out)
+    assert d["machine"] == "h100-sxm" and d["machine_stand_in"] is True
+    assert len(errs) == 1 and errs[0].startswith("roofline: warning: CPU op times placed on NVIDIA H100")
+    assert "a stand-in" in errs[0] and "roofline measure --save cpu.toml" in errs[0]
+    # the same machine named on purpose is a what-if: no warning
+    assert main(["import", str(cpu_trace), "--json", "--machine", "h100"]) == 0
+    out, errs = _out_and_errors(capsys)
+    assert json.loads(out)["machine_stand_in"] is False and errs == []
+
+
+def test_cpu_trace_on_a_measured_cpu_file_sits_on_the_cpu_roof(cpu_trace: Path, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    machine = tmp_path / "cpu.toml"
+    machine.write_text(CPU_TOML, encoding="utf-8")
+    assert main(["import", str(cpu_trace), "--json", "--machine", str(machine)]) == 0
+    out, errs = _out_and_errors(capsys)
+    d = json.loads(out)
+    assert errs == [] and d["machine"] == "review-cpu" and d["machine_stand_in"] is False
+    (mm,) = [k for k in d["kernels"] if k["kind"] == "matmul"]
+    # 2·32·256·512 = 8,388,608 FLOPs; bytes x + W + y = (32·256 + 256·512 + 32·512)·4 = 622,592 B;
+    # floor max(8,388,608 / 400e9, 622,592 / 40e9) = max(21.0 µs, 15.6 µs) = 21.0 µs
+    assert mm["flop"] == 2 * 32 * 256 * 512
+    assert mm["bytes"] == (32 * 256 + 256 * 512 + 32 * 512) * 4
+    assert mm["time_s"] == pytest.approx(2 * 32 * 256 * 512 / 400e9)
+    assert mm["fraction_of_roof"] == pytest.approx(mm["time_s"] / mm["measured_time_s"])
+    # a CPU op's latency remedy is not CUDA graphs
+    assert "CUDA graphs" not in " ".join(k["verdict"] for k in d["kernels"])
+
+
+def test_profile_json_is_only_json_the_script_prints_on_stderr(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    script = tmp_path / "s.py"
+    from test_trace import NET_SCRIPT
+
+    script.write_text(NET_SCRIPT, encoding="utf-8")
+    assert main(["profile", "--machine", "h100", "--json", str(script)]) == 0
+    out, err = capsys.readouterr()
+    d = json.loads(out)  # nothing but the JSON
+    assert "the script's own line" in err
+    # the linear: 2·4·16·32 = 4,096 FLOPs, named by its module path
+    assert [k["flop"] for k in d["kernels"] if k["name"].endswith("1.linear")] == [2 * 4 * 16 * 32]

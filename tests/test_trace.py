@@ -16,12 +16,13 @@ from typing import Any
 
 import pytest
 
+from roofline.cli import main
+
 torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 
 import roofline  # noqa: E402
-from roofline.cli import main  # noqa: E402
 from roofline.graph import UNFUSED  # noqa: E402
 from roofline.tracing import FORMULAS, OpCall, Registry, bytes_by_kind, flop_by_kind, trace_call  # noqa: E402
 
@@ -439,3 +440,49 @@ def test_the_facade_trace_is_the_rooms_tracer() -> None:
         x @ x
     assert t.flop == 2 * 4**3 and roofline.tracing.trace_call(lambda: x @ x).flop == t.flop  # 2·4·4·4 FLOP
     assert registry.FORMULAS is roofline.tracing.FORMULAS
+
+
+NET_SCRIPT = """import torch
+torch.manual_seed(0)
+net = torch.nn.Sequential(torch.nn.Embedding(32, 16), torch.nn.Linear(16, 32))
+print("the script's own line")
+net(torch.randint(0, 32, (1, 4)))
+"""
+
+
+def test_fp32_matmul_on_the_fp32_cores_is_reported_as_fp32() -> None:
+    from roofline.tracing import trace
+
+    a32, b16 = torch.randn(64, 64), torch.randn(64, 64, dtype=torch.bfloat16)
+    with trace() as t:
+        torch.mm(a32, a32)
+        torch.mm(b16, b16)
+    fp32, bf16 = t.analyze("h100").placements
+    d = fp32.to_dict()
+    assert d["dtype"] == "fp32" and bf16.to_dict()["dtype"] == "bf16"
+    # its roof is the FP32 cores': 67 TFLOP/s, ridge 67e12 / 3.35e12 = 20 FLOP/B (bf16's is 989.4 / 3.35 = 295.3)
+    assert d["peak_flop_per_s"] == 67e12
+    assert d["ridge_flop_per_byte"] == pytest.approx(67e12 / 3.35e12)
+    assert bf16.ridge_flop_per_byte == pytest.approx(989.4e12 / 3.35e12)
+    # % of peak against its own roof: a @ a reads a once and writes c, intensity 2·64³ / (2·64·64·4 B) =
+    # 16 FLOP/B, under the ridge of 20: attainable 16 · 3.35e12 = 53.6 TFLOP/s = 80% of 67 TFLOP/s
+    assert d["fraction_of_peak"] == pytest.approx(2 * 64**3 / (2 * 64 * 64 * 4) * 3.35e12 / 67e12)
+    # the derivation names that roof, never an fp32 matrix peak the H100 does not have
+    from roofline.explain import explain_placement
+
+    text = explain_placement(fp32)
+    assert "(the fp32 vector roof)" in text and "80.000% of the fp32 vector peak" in text
+    assert "fp32 matrix peak" not in text.replace("lists no fp32 matrix peak", "")
+
+
+def test_trace_json_with_a_chart_is_only_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    script = tmp_path / "s.py"
+    script.write_text(NET_SCRIPT, encoding="utf-8")
+    png = tmp_path / "t.png"
+    assert main(["trace", "--machine", "h100", "--json", "--png", str(png), str(script)]) == 0
+    out, err = capsys.readouterr()
+    d = json.loads(out)  # "wrote t.png" goes to stderr, after the JSON would have broken it
+    assert f"wrote {png}" in err and png.stat().st_size > 0
+    # the fp32 linear on the FP32 cores: its dtype is fp32, its ridge 67e12 / 3.35e12 = 20 FLOP/B
+    (lin,) = [k for k in d["kernels"] if k["name"].endswith("1.linear")]
+    assert lin["dtype"] == "fp32" and lin["ridge_flop_per_byte"] == pytest.approx(20.0)
