@@ -5,12 +5,15 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from roofline.cli import main
+from roofline.explain.model import TIGHT_HEADROOM
+from roofline.models.config import preset_names
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -168,3 +171,82 @@ def test_explain_states_the_experts_hit_assumption(capsys: pytest.CaptureFixture
     assert "8·(1 − (1 − 2/8)^4) = 5.469 → 5" in out
     code, out, _ = run(capsys, "model", "mixtral-8x7b", "--batch", "4", "--experts-hit", "8", "--explain")
     assert code == 0 and "set by hand: 8 of 8" in out
+
+
+GiB = 2**30
+
+
+def test_compare_groups_identical_warnings(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "compare", "llama-3-70b", "mistral-7b", "--machine", "h100,b200", "--batch", "64",
+                       "--context", "32768")
+    assert code == 0
+    lines = err.strip().splitlines()
+    # one line for the context past Llama 3's 8192 positions, naming both machines' rows
+    beyond = [ln for ln in lines if "max_position_embeddings (8192)" in ln]
+    assert len(beyond) == 1 and beyond[0].endswith("(llama-3-70b on h100-sxm, llama-3-70b on b200)")
+    # Llama 3 70B at batch 64 × 32768 tokens: KV 64·32768·327,680 B = 640 GiB + 131 GiB of weights: TP 8
+    # leaves 96 GiB a device over H100's 72 GiB usable (TP 8 × PP 2: 16 devices), under B200's 162 (8);
+    # Mistral 7B keeps a 4096-token window: 64·4096·131,072 B = 32 GiB + 13.5 GiB fits one H100 and one B200
+    fit = [ln for ln in lines if "do not fit" in ln]
+    assert len(fit) == 1 and "2 of 4 rows" in fit[0]
+    assert "llama-3-70b on h100-sxm (16 devices), llama-3-70b on b200 (8 devices)" in fit[0]
+    assert len(lines) == 2
+
+
+def test_models_lists_every_preset(capsys: pytest.CaptureFixture[str], wide: None) -> None:
+    code, out, _ = run(capsys, "models", "--json")
+    assert code == 0
+    rows = {r["id"]: r for r in json.loads(out)}
+    assert sorted(rows) == preset_names() and len(rows) == 14
+    llama = rows["llama-3-70b"]
+    assert (llama["family"], llama["layers"], llama["attention"]) == ("llama", 80, "GQA 64/8")
+    assert llama["params_total"] == 70_553_706_496  # Meta's "70B"
+    assert rows["deepseek-v3"]["attention"] == "MLA 128 heads (latent 512 + 64)"  # kv_lora_rank + rope dims
+    assert rows["mixtral-8x7b"]["experts"] == "2 of 8"
+    assert rows["gemma-2-9b"]["attention"] == "GQA 16/8, window 4,096 on 21 of 42 layers"  # every other layer
+    assert rows["gpt2"]["attention"] == "MHA 12"
+    assert rows["llama-3-8b"]["default_dtypes"] == "bf16 / bf16 / bf16"
+    code, text, _ = run(capsys, "models")
+    assert code == 0 and all(f"│ {name} " in text for name in rows)
+
+
+def test_prefill_warns_that_it_ignores_context(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "model", "llama-3-8b", "--phase", "prefill", "--prompt", "1024", "--context",
+                         "8192", "--json")
+    assert code == 0 and json.loads(out)["prompt"] == 1024
+    assert err.strip().splitlines() == [
+        "roofline: warning: --context 8192 ignored: a prefill step's length is its prompt (--prompt 1024); "
+        "--context is decode's"]
+    code, out, err = run(capsys, "model", "llama-3-8b", "--phase", "prefill", "--context", "8192")
+    assert code == 2 and out == ""
+    assert err.startswith("roofline: error: prefill takes --prompt") and "write --prompt 8192" in err
+
+
+def main_help(capsys: pytest.CaptureFixture[str]) -> str:
+    main(["model", "--help"])
+    return capsys.readouterr().out
+
+
+def test_model_help_says_what_prefill_does_with_context(capsys: pytest.CaptureFixture[str]) -> None:
+    words = " ".join(main_help(capsys).split())
+    assert "Prefill refuses it alone and warns that it ignores it beside --prompt." in words
+    assert f"under {TIGHT_HEADROOM:.0%} of the usable memory free is reported as tight" in words
+
+
+def test_model_reports_a_tight_fit(capsys: pytest.CaptureFixture[str], wide: None) -> None:
+    # Llama 3 8B on one H100, batch 55 × 8192 tokens: KV 55·8192·131,072 B = 55 GiB, weights
+    # 8.03e9 · 2 B = 15 GiB, workspace 13.9 MiB: 70 GiB of 0.9 · 80 = 72 GiB usable, 2.03 GiB (2.8%) left
+    _, out, _ = run(capsys, "model", "llama-3-8b", "--batch", "55", "--context", "8192")
+    assert "fits, tight (<5% headroom): 2.03 GiB (2.8%) left on one h100-sxm" in out
+    _, out, _ = run(capsys, "model", "llama-3-8b", "--batch", "1", "--context", "8192")
+    # batch 1: 1 GiB of KV; 72 − 15 − 1 − workspace = 56 GiB (78%) left
+    assert re.search(r"fits, 56 GiB \(78%\) headroom on one h100-sxm", out)
+
+
+def test_models_names_what_the_checkpoint_stores(capsys: pytest.CaptureFixture[str]) -> None:
+    from roofline.cli import main
+    assert main(["models", "--json"]) == 0
+    rows = {r["id"]: r for r in json.loads(capsys.readouterr().out)}
+    # DeepSeek-V3's config.json: quantization_config {quant_method: fp8, fmt: e4m3, weight_block_size: [128, 128]}
+    assert rows["deepseek-v3"]["checkpoint_dtype"] == "fp8 e4m3"
+    assert rows["llama-3-8b"]["checkpoint_dtype"] == "bfloat16"  # no quantization_config: its torch_dtype
