@@ -486,3 +486,20 @@ def test_trace_json_with_a_chart_is_only_json(tmp_path: Path, capsys: pytest.Cap
     # the fp32 linear on the FP32 cores: its dtype is fp32, its ridge 67e12 / 3.35e12 = 20 FLOP/B
     (lin,) = [k for k in d["kernels"] if k["name"].endswith("1.linear")]
     assert lin["dtype"] == "fp32" and lin["ridge_flop_per_byte"] == pytest.approx(20.0)
+
+
+def test_trace_of_a_failing_script_is_its_traceback_then_one_error_line(capsys: pytest.CaptureFixture[str],
+                                                                        tmp_path: Path) -> None:
+    from test_cli_model import last_error_line
+
+    script = tmp_path / "broken.py"
+    script.write_text("import torch\nx = torch.ones(2, 2) @ torch.ones(2, 2)\n1 / 0\n")
+    # before: exit 1 and a traceback through cli.py, click, the tracer and runpy
+    code = main(["trace", str(script)])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    line = last_error_line(err, script_traceback=True)
+    assert line == f"roofline: error: {script} raised ZeroDivisionError: division by zero"
+    assert f'File "{script}", line 3' in err  # the script's own frame is kept ...
+    roofline_frames = ("cli.py", "recorder.py", "script.py", "runpy")
+    assert not [f for f in roofline_frames if f in err]  # ... roofline's are not
