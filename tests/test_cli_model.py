@@ -22,7 +22,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-def test_model_json_carries_the_issue_keys(capsys: pytest.CaptureFixture[str]) -> None:
+def test_model_json_carries_params_kv_cache_kernels_and_totals(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "model", "llama-3-70b", "--machine", "h100", "--phase", "decode", "--batch", "64",
                          "--context", "8192", "--json")
     assert code == 0

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.torch
 F = torch.nn.functional
 
 
-def test_grouped_mm_repro_from_the_issue() -> None:
+def test_a_traced_grouped_mm_counts_every_row_and_reads_only_the_routed_experts() -> None:
     a = torch.randn(64, 512, dtype=torch.bfloat16)
     b = torch.randn(8, 512, 256, dtype=torch.bfloat16)
     offs = torch.arange(8, 65, 8, dtype=torch.int32)  # 8, 16, ..., 64: eight rows per group
