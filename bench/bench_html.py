@@ -45,7 +45,7 @@ def main() -> int:
     args = ap.parse_args()
 
     from roofline.models import analyze_model
-    from roofline.report.charts import figure_bytes
+    from roofline.report.charts.roofline import figure_bytes
     from roofline.report.notebook import model_scenarios
     from roofline.report.outputs import model_figure, model_html
 

@@ -5,8 +5,9 @@ we report min and median of each, the ratio of the medians (traced / untraced) a
 ATen op the tracer recorded ((traced − untraced) / ops). The model: transformers' LlamaForCausalLM,
 random weights, fp32 on CPU, a 32-token prompt already in the cache, one new token per step.
 
-With --baseline REF (a git revision, e.g. HEAD) the tracer as it was at REF (its tracer.py, run
-against today's registry) is timed in the same rounds: before and after under the same load.
+With --baseline REF (a git revision, e.g. HEAD) the tracer as it was at REF (its recorder.py, or
+tracer.py before the split, run against today's registry) is timed in the same rounds: before and
+after under the same load.
 
 Usage: python bench/bench_trace.py [--runs N] [--layers L] [--hidden H] [--baseline REF] [--out FILE]
 """
@@ -55,12 +56,17 @@ def step(model: Any, cache: Any, token: Any) -> None:
 
 
 def baseline_trace(ref: str) -> Callable[..., Any]:
-    """roofline.tracing.tracer as it was at git revision `ref`, loaded beside today's (read with git show)."""
-    source = subprocess.run(["git", "show", f"{ref}:src/roofline/tracing/tracer.py"], cwd=ROOT, check=True,
-                            capture_output=True, text=True).stdout
-    module = types.ModuleType("roofline.tracing._baseline_tracer")
+    """The live recorder as it was at git revision `ref` (tracing/recorder.py; tracing/tracer.py before
+    the tracer was split in three), loaded beside today's (read with git show)."""
+    for path in ("src/roofline/tracing/recorder.py", "src/roofline/tracing/tracer.py"):
+        shown = subprocess.run(["git", "show", f"{ref}:{path}"], cwd=ROOT, capture_output=True, text=True)
+        if shown.returncode == 0:
+            break
+    else:
+        raise SystemExit(f"bench_trace: no tracer at {ref}")
+    module = types.ModuleType("roofline.tracing._baseline_recorder")
     sys.modules[module.__name__] = module
-    exec(compile(source, f"{ref}:tracer.py", "exec"), module.__dict__)
+    exec(compile(shown.stdout, f"{ref}:{path}", "exec"), module.__dict__)
     return module.trace  # type: ignore[no-any-return]
 
 

@@ -128,7 +128,7 @@ def traced_transformer(machine_file: Path | None, lines: list[str], device: str)
 
     from roofline.measure.accuracy import Accuracy
     from roofline.models import build_graph, config_from_dict, model_dtypes
-    from roofline.report.accuracy import accuracy_table
+    from roofline.report.text.accuracy import accuracy_table
     from roofline.tracing import bytes_by_kind, flop_by_kind, trace
 
     sys.path.insert(0, str(ROOT / "tests"))

@@ -51,7 +51,7 @@ def profile_report(device: str = "cpu", machine: Any = None) -> dict[str, Any]:
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from roofline.report.diff import family
+    from roofline.diff import family
     from roofline.tracing.kineto import load_kineto
     from roofline.tracing.profile import verdict
 

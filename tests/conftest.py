@@ -130,3 +130,9 @@ def artifacts() -> Path:
     path = Path(__file__).resolve().parents[1] / "test-artifacts"
     path.mkdir(exist_ok=True)
     return path
+
+
+@pytest.fixture
+def wide(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Output to a pipe: no $COLUMNS, stdout not a terminal (as under capsys): every table at full width."""
+    monkeypatch.delenv("COLUMNS", raising=False)

@@ -22,11 +22,11 @@ from roofline.graph import Graph
 from roofline.hardware import get_machine
 from roofline.kernels import attention_graph, attention_plans, elementwise_graph, matmul_graph
 from roofline.placement import GraphAnalysis, analyze_graph, place
-from roofline.report.charts import figure_bytes, roofline_figure, roofs_figure
-from roofline.report.labels import number_ranges
+from roofline.report.charts.labels import number_ranges
+from roofline.report.charts.roofline import figure_bytes, roofline_figure, roofs_figure
+from roofline.report.charts.sweep import sweep_figure
 from roofline.report.outputs import Scenario, model_figure, write_model_outputs, write_roofs_chart, write_sweep_chart
 from roofline.report.points import ABOVE_ROOF_COLOUR, BOUND_COLOURS
-from roofline.report.sweep_chart import sweep_figure
 
 H100_PEAK = 989.4e12  # dense BF16, h100-sxm.toml
 H100_BW = 3.35e12

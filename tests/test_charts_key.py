@@ -14,9 +14,9 @@ from roofline.cli import main
 from roofline.hardware import get_machine
 from roofline.kernels import elementwise_graph, matmul_graph
 from roofline.placement import Placement, place
-from roofline.report import sweep_chart
-from roofline.report.charts import marker_size, roofline_figure
-from roofline.report.sweep_chart import fits_memory, sweep_figure
+from roofline.report.charts import sweep as sweep_chart
+from roofline.report.charts.roofline import marker_size, roofline_figure
+from roofline.report.charts.sweep import fits_memory, sweep_figure
 
 H100 = "NVIDIA H100 SXM5 80GB"
 

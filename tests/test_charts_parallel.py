@@ -21,9 +21,9 @@ from roofline.graph import Graph, tensor
 from roofline.hardware import get_system
 from roofline.parallel import Collective, Split, collective_op
 from roofline.placement import GraphAnalysis, place
-from roofline.report.html import payload
 from roofline.report.notebook import model_scenarios
 from roofline.report.outputs import model_figure
+from roofline.report.page.roofline import payload
 from roofline.report.points import BOUND_COLOURS
 from roofline.vocab import Bound, Level, Plan
 

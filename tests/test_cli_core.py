@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from roofline.cli import main
+from test_cli_model import last_error_line
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -151,3 +152,22 @@ def test_cli_defaults_are_the_librarys() -> None:
     assert DEFAULT_FUSION == DEFAULT_PLAN and MODEL_FUSIONS == tuple(PLANS)
     assert DEFAULT_MEMORY_UTILIZATION == DEFAULT_UTILIZATION == 0.9  # vLLM's gpu_memory_utilization
     assert DEFAULT_MACHINE == "h100"
+
+
+@pytest.mark.parametrize("argv", [("kernel", "matmul", "64", "64", "64"), ("model", "gpt2"), ("machine", "h100")])
+def test_json_and_explain_together_is_an_error(capsys: pytest.CaptureFixture[str], argv: tuple[str, ...]) -> None:
+    # before: --explain was dropped without a word and JSON printed
+    code, out, err = run(capsys, *argv, "--json", "--explain")
+    assert code == 2 and out == ""
+    assert "--json and --explain" in last_error_line(err)
+
+
+def test_mixed_unit_kernel_ridge_is_not_called_vector(capsys: pytest.CaptureFixture[str]) -> None:
+    # fused attention: 4·N²·d = 4·8192²·128 = 34.36 GFLOP on the matrix units, softmax 5·N² = 0.336 GFLOP on
+    # the vector units; before, its blended ridge was labelled "(vector units)"
+    code, out, _ = run(capsys, "kernel", "attention", "--seq", "8192", "--head-dim", "128")
+    assert code == 0
+    assert "(matrix and vector units, each at its own peak)" in out and "(vector units)" not in out
+    # RMSNorm is all vector work: its ridge is 67 TFLOP/s / 3.35 TB/s = 20 FLOP/B, on the vector units
+    code, out, _ = run(capsys, "kernel", "rmsnorm", "8192", "8192")
+    assert code == 0 and "20 FLOP/B" in out and "(vector units)" in out

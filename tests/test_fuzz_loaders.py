@@ -1,6 +1,7 @@
 """Fuzzing the loaders (issue 13): whatever a config.json, a machine file or a system file holds, the
 loader returns a value or raises RooflineError (one line at the command line), never another
-exception; and a machine written by machine_to_toml reads back equal, whatever its strings.
+exception, and what it returns is sound (a config's counts positive, a machine's figures finite and
+positive); and a machine written by machine_to_toml reads back equal, whatever its strings.
 
 Bounded: about 200 examples each, no deadline (the machine is shared), a few seconds per test.
 """
@@ -53,6 +54,25 @@ QUANT = st.one_of(JSON_VALUES, st.fixed_dictionaries(
               for k in QUANT_KEYS[1:]}))
 
 
+def assert_sound_config(cfg: ModelConfig) -> None:
+    """What a loaded config is used for right away: its shape counts and sizes are positive, its
+    parameter count and its cache finite, positive numbers, its weights' dtype a real width."""
+    assert isinstance(cfg, ModelConfig)
+    for count in (cfg.num_layers, cfg.hidden_size, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim, cfg.vocab_size):
+        assert isinstance(count, int) and count >= 1, cfg
+    assert cfg.total_params > 0 and cfg.kv_cache_bytes_per_token() > 0
+    assert math.isfinite(cfg.total_params) and math.isfinite(cfg.kv_cache_bytes_per_token())
+    if cfg.weights_dtype is not None:
+        assert math.isfinite(cfg.weights_dtype.bytes_per_element) and cfg.weights_dtype.bytes_per_element > 0
+
+
+def assert_sound_machine(m: Any) -> None:
+    """Every figure a placement divides by is finite and positive."""
+    assert m.matrix_flop_per_s, m.id
+    for figure in (*m.matrix_flop_per_s.values(), m.memory_bytes_per_s):
+        assert math.isfinite(figure) and figure > 0
+
+
 def _preset(name: str) -> dict[str, Any]:
     return json.loads((PRESETS_DIR / f"{name}.json").read_text())
 
@@ -69,11 +89,7 @@ def test_any_config_loads_or_is_one_roofline_error(base: str, changes: dict[str,
         cfg = config_from_dict(raw, "fuzz")
     except RooflineError:
         return
-    assert isinstance(cfg, ModelConfig)
-    # what a loaded config is used for right away: its counts and its cache are finite, positive numbers
-    assert cfg.total_params > 0 and cfg.kv_cache_bytes_per_token() > 0
-    if cfg.weights_dtype is not None:
-        assert math.isfinite(cfg.weights_dtype.bytes_per_element) and cfg.weights_dtype.bytes_per_element > 0
+    assert_sound_config(cfg)
 
 
 @FUZZ
@@ -81,9 +97,10 @@ def test_any_config_loads_or_is_one_roofline_error(base: str, changes: dict[str,
        overrides=st.dictionaries(st.sampled_from(CONFIG_KEYS), st.text(max_size=20), max_size=3))
 def test_any_set_override_loads_or_is_one_roofline_error(base: str, overrides: dict[str, str]) -> None:
     try:  # --set key=value: the value is JSON or else a string
-        config_from_dict(apply_overrides(_preset(base), overrides), "fuzz")
+        cfg = config_from_dict(apply_overrides(_preset(base), overrides), "fuzz")
     except RooflineError:
-        pass
+        return
+    assert_sound_config(cfg)
 
 
 @FUZZ
@@ -96,7 +113,9 @@ def test_any_bytes_read_as_text_or_one_roofline_error(data: bytes) -> None:
             text = read_text_file(path, "fuzz")
         except RooflineError:
             return
-        assert isinstance(text, str)
+        # the bytes' own text: without a byte-order mark they were UTF-8 and encode back to themselves
+        if not data.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")):
+            assert text.encode("utf-8") == data
 
 
 # --- machine files -------------------------------------------------------------------------------
@@ -149,8 +168,7 @@ def test_any_machine_document_loads_or_is_one_roofline_error(base: dict[str, Any
         m = parse_machine(raw, "fuzz.toml")
     except RooflineError:
         return
-    for figure in (*m.matrix_flop_per_s.values(), m.memory_bytes_per_s):
-        assert math.isfinite(figure) and figure > 0
+    assert_sound_machine(m)
 
 
 @FUZZ
@@ -160,9 +178,10 @@ def test_any_text_as_a_machine_file_loads_or_is_one_roofline_error(text: str) ->
         path = Path(folder) / "m.toml"
         path.write_text(text, encoding="utf-8")
         try:
-            load_machine_file(path)
+            m = load_machine_file(path)
         except RooflineError:
-            pass
+            return
+        assert_sound_machine(m)
 
 
 @FUZZ

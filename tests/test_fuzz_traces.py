@@ -1,15 +1,18 @@
 """Fuzzing the trace loaders (`roofline import`): a Chrome/Kineto trace JSON and an Nsight Compute CSV.
 
 Whatever a file holds, a loader either returns what it read or raises RooflineError (one line on the
-command line, exit 2): never another exception. The documents are built around what the real formats
-carry (torch.profiler's "X" events with "Input Dims"/"Input type", ncu's raw page with a units row), with
-every field allowed to be wrong: negative, huge or non-integer dims, foreign types, missing keys.
+command line, exit 2): never another exception. What it returns is sound: every op's FLOPs, bytes and
+measured time are finite and non-negative, and every timed kernel is one of its ops or fused groups.
+The documents are built around what the real formats carry (torch.profiler's "X" events with
+"Input Dims"/"Input type", ncu's raw page with a units row), with every field allowed to be wrong:
+negative, huge or non-integer dims, foreign types, missing keys.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import math
 import os
 from pathlib import Path
 
@@ -17,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from roofline.errors import RooflineError
-from roofline.tracing.kineto import load_kineto, parse_kineto
+from roofline.tracing.kineto import Profile, load_kineto, parse_kineto
 from roofline.tracing.ncu import ncu_profile, parse_ncu_csv
 
 FIXTURE = Path(__file__).parent / "fixtures" / "ncu_raw_small.csv"
@@ -34,6 +37,21 @@ TYPES = ["float", "c10::BFloat16", "c10::Half", "long int", "bool", "c10::Float8
 dims = st.one_of(st.lists(st.integers(-3, 2**40), max_size=4), st.integers(-5, 5), st.none(), st.text(max_size=5))
 scalars = st.one_of(st.integers(-(2**70), 2**70), st.floats(allow_nan=True), st.text(max_size=8), st.none(),
                     st.booleans())
+
+
+def assert_sound(profile: Profile) -> None:
+    """What a report does with a loaded profile at once (a table, a chart, a sum) needs finite,
+    non-negative numbers: FLOPs and tensor bytes per op, a measured time per timed kernel."""
+    trace = profile.trace
+    names = {op.name for op in trace.ops} | set(trace.groups)
+    for op in trace.ops:
+        assert op.count >= 1
+        assert all(math.isfinite(f) and f >= 0 for f in op.flop_by_unit.values()), op
+        assert all(math.isfinite(t.bytes) and t.bytes >= 0 for t in (*op.inputs, *op.outputs)), op
+    for kernel, seconds in trace.times_s.items():
+        assert kernel in names, kernel
+        assert math.isfinite(seconds) and seconds >= 0, (kernel, seconds)
+    assert math.isfinite(profile.measured_time_s) and profile.measured_time_s >= 0
 
 
 @st.composite
@@ -59,9 +77,10 @@ def events(draw: st.DrawFn) -> dict:
 @given(st.lists(events(), max_size=12))
 def test_any_kineto_trace_loads_or_is_one_error(evs: list[dict]) -> None:
     try:
-        parse_kineto({"traceEvents": evs}, "fuzz.json")
+        profile = parse_kineto({"traceEvents": evs}, "fuzz.json")
     except RooflineError:
-        pass
+        return
+    assert_sound(profile)
 
 
 @SETTINGS
@@ -72,9 +91,10 @@ def test_any_bytes_as_a_trace_file_load_or_are_one_error(tmp_path_factory: objec
     path = Path(str(tmp_path_factory.mktemp("t"))) / "trace.json"  # type: ignore[attr-defined]
     path.write_bytes(data)
     try:
-        load_kineto(path)
+        profile = load_kineto(path)
     except RooflineError:
-        pass
+        return
+    assert_sound(profile)
 
 
 def _fixture_rows() -> list[list[str]]:
@@ -108,9 +128,12 @@ def test_any_mutation_of_an_ncu_csv_loads_or_is_one_error(data: st.DataObject) -
     out = io.StringIO()
     csv.writer(out).writerows(rows)
     try:
-        ncu_profile(parse_ncu_csv(out.getvalue(), "fuzz.csv"), "fuzz.csv")
+        kernels = parse_ncu_csv(out.getvalue(), "fuzz.csv")
+        profile = ncu_profile(kernels, "fuzz.csv")
     except RooflineError:
-        pass
+        return
+    assert_sound(profile)
+    assert len(profile.trace.ops) == len(kernels)  # one op per kernel ncu measured
 
 
 def test_the_unmutated_fixture_loads() -> None:

@@ -341,3 +341,42 @@ def test_a_full_stdout_is_one_line_and_exit_2() -> None:
                               text=True, timeout=120)
     assert proc.returncode == 2
     assert proc.stderr == "roofline: error: No space left on device: standard output\n"
+
+
+def test_a_bad_last_output_path_leaves_the_earlier_files_alone(capsys: pytest.CaptureFixture[str],
+                                                               tmp_path: Path) -> None:
+    good_csv, good_png = tmp_path / "keep.csv", tmp_path / "keep.png"
+    good_csv.write_text("GOOD\n")
+    good_png.write_text("GOOD\n")
+    missing = tmp_path / "no-such-folder" / "x.html"
+    # before: keep.csv and keep.png were replaced, then the command failed on --html
+    code, out, err = run(capsys, "model", "gpt2", "--context", "512", "--csv", str(good_csv), "--png", str(good_png),
+                         "--html", str(missing))
+    assert code == 2 and out == ""
+    assert "(--html)" in one_error_line(err) and "does not exist" in err
+    assert good_csv.read_text() == "GOOD\n" and good_png.read_text() == "GOOD\n"
+    code, _, err = run(capsys, "kernel", "matmul", "64", "64", "64", "--png", str(good_png), "--html", str(missing))
+    assert code == 2 and good_png.read_text() == "GOOD\n"
+    code, _, err = run(capsys, "sweep", "gpt2", "--batch", "1:4", "--csv", str(good_csv), "--png", str(missing))
+    assert code == 2 and good_csv.read_text() == "GOOD\n"
+    code, _, err = run(capsys, "machines", "h100", "--png", str(good_png), "--svg", str(missing))
+    assert code == 2 and good_png.read_text() == "GOOD\n"
+
+
+def test_two_outputs_naming_one_file_is_an_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    same = tmp_path / "chart.png"
+    # before: the PNG was written, then the SVG replaced it under the .png name, exit 0
+    code, _, err = run(capsys, "kernel", "matmul", "64", "64", "64", "--png", str(same), "--svg", str(same))
+    assert code == 2 and "--png and --svg name the same file" in one_error_line(err)
+    assert not same.exists()
+    code, _, err = run(capsys, "compare", "gpt2", "--csv", str(same), "--output", str(tmp_path / "." / "chart.png"))
+    assert code == 2 and "name the same file" in one_error_line(err)
+
+
+def test_an_output_named_for_another_format_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from roofline.cli import main
+
+    assert main(["kernel", "add", "1000", "--png", str(tmp_path / "chart.jpg")]) == 2
+    err = capsys.readouterr().err
+    assert "--png writes PNG, but" in err and "chart.png" in err and err.count("\n") == 1
+    assert not (tmp_path / "chart.jpg").exists()

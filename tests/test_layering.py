@@ -3,7 +3,8 @@
 The import statements of every module under src/roofline are read with `ast`, wherever they stand
 (top level, inside a function, under TYPE_CHECKING), so a lazy import that climbs fails here too.
 A room may import its own modules and the rooms on lower floors; rooms on one floor (models,
-measure and trace) do not import each other. The package's `__init__` is the facade above all.
+measure and tracing) do not import each other; diff, which joins a recorded program with its analytic
+model, is the floor above them. The package's `__init__` is the facade above all.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("placement",),
     ("parallel",),
     ("models", "measure", "tracing"),
+    ("diff",),
     ("serving",),
     ("explain",),
     ("report",),
@@ -135,3 +137,19 @@ def test_core_models_and_cli_start_import_nothing_heavy() -> None:
     for statement in ("import roofline, roofline.placement, roofline.explain, roofline.kernels",
                       "import roofline.models", "import roofline.cli"):
         assert _loaded_after(statement) == "", statement
+
+
+def test_notebook_methods_are_drawables_own_and_draw_through_the_declared_entry_point() -> None:
+    # Drawable (in placement) draws with the report room, above it, without an import climbing: the
+    # package declares the drawing module in pyproject.toml (pandas finds its plotting backend so), and
+    # nothing is attached to the class from outside, so importing roofline loads no report module
+    import tomllib
+
+    from roofline.placement import NOTEBOOK_ENTRY_POINTS, Drawable
+
+    project = tomllib.loads((SRC.parent / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert project["entry-points"][NOTEBOOK_ENTRY_POINTS] == {"draw": "roofline.report.notebook"}
+    assert {"plot", "_repr_html_"} <= set(vars(Drawable))
+    code = "import sys, roofline\nprint(sorted(m for m in sys.modules if m.startswith('roofline.report')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -1,4 +1,4 @@
-"""The hierarchical roofline and the sub-roof chart (report/levels_chart.py): the Figure's roofs and
+"""The hierarchical roofline and the sub-roof chart (report/charts/levels.py): the Figure's roofs and
 points checked by arithmetic, and `roofline kernel ... --levels-png`."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from roofline.cli import cli
 from roofline.hardware import Machine, MemoryLevel, get_machine
 from roofline.kernels import attention_graph, attention_plans, matmul_graph
 from roofline.placement import place
-from roofline.report.levels_chart import flop_per_exp, level_bandwidths, level_points, levels_figure, subroofs
+from roofline.report.charts.levels import flop_per_exp, level_bandwidths, level_points, levels_figure, subroofs
 from roofline.vocab import Level, Unit
 
 N = 4096

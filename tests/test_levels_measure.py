@@ -158,7 +158,7 @@ def test_saved_machine_file_round_trips_with_its_levels(tmp_path):
 
 
 def test_measured_text_lists_the_ladder():
-    from roofline.report.measured import ceilings_text
+    from roofline.report.text.ceilings import ceilings_text
 
     points = tuple(LadderPoint(float(s), r * 0.001, _timing(0.001)) for s, r in LADDER)
     plateaus = tuple(name_plateaus(find_plateaus([(p.working_set_bytes, p.best_rate) for p in points]), CAPS))

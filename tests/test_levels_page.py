@@ -12,8 +12,8 @@ import pytest
 
 from roofline.kernels import attention_graph, attention_plans, matmul_graph
 from roofline.placement import analyze_graph, place
-from roofline.report.html import payload
 from roofline.report.outputs import Scenario, write_kernel_outputs
+from roofline.report.page.roofline import payload
 
 if TYPE_CHECKING:
     from conftest import Opened

@@ -15,7 +15,7 @@ from roofline.cli import main
 from roofline.hardware import Machine, MemoryLevel
 from roofline.measure.accuracy import Accuracy
 from roofline.placement import place_flop_bytes
-from roofline.report.accuracy import accuracy_table
+from roofline.report.text.accuracy import accuracy_table
 from roofline.vocab import Bound, Level
 
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from roofline.cli import main
 from roofline.errors import RooflineError
 from roofline.hardware import DEFAULT_MACHINE, get_machine
 from roofline.models import (
@@ -519,3 +521,35 @@ def test_model_derivations_live_with_the_explanations() -> None:
     assert explain_kernels(a).startswith(explain_placement(a.placements[0], Sources()))
     assert explain_kv(a.config, 2.0, "bf16")[0] == "KV cache per token"
     assert explain_machine(get_machine("h100")).startswith("NVIDIA H100")
+
+
+def test_model_logits_all_adds_exactly_the_other_positions(capsys: pytest.CaptureFixture[str]) -> None:
+    def lm_head(extra: list[str]) -> dict[str, Any]:
+        assert main(["model", "llama-3-8b", "--phase", "prefill", "--batch", "2", "--prompt", "128", "--json",
+                     *extra]) == 0
+        return next(k for k in json.loads(capsys.readouterr().out)["kernels"] if k["name"] == "lm_head")
+
+    last, every = lm_head([]), lm_head(["--logits", "all"])
+    # Llama 3 8B: h = 4096, V = 128256; B = 2 rows against N = 2·128 = 256: 2·(N − B)·h·V more
+    assert every["flop"] - last["flop"] == 2 * (256 - 2) * 4096 * 128256
+    assert last["flop"] == 2 * 2 * 4096 * 128256  # the default is unchanged: one row per sequence
+
+
+def test_model_mla_expanded_caches_per_head_k_and_v() -> None:
+    from dataclasses import replace
+
+    from roofline.models import analyze_model, load_config
+
+    cfg = load_config("deepseek-v3")
+    assert cfg.kv_elements_per_token_per_layer() == 512 + 64  # default unchanged: the absorbed latent
+    expanded = replace(cfg, mla="expanded")
+    # 128 heads · (128 nope + 64 rope + 128 v) per token per layer, as HF's DeepseekV3Attention caches them
+    assert expanded.kv_elements_per_token_per_layer() == 128 * (128 + 64 + 128)
+    a = analyze_model(cfg, "h200", "decode", 8, 4096)
+    b = analyze_model(expanded, "h200", "decode", 8, 4096)
+    qk_a, qk_b = a.model.graph.op("attn.qk"), b.model.graph.op("attn.qk")
+    # q·kᵀ per layer: absorbed 2·B·H·L·576, expanded 2·B·H·L·192
+    assert qk_a.flop == pytest.approx(2 * 8 * 128 * 4096 * 576, rel=1e-9)
+    assert qk_b.flop == pytest.approx(2 * 8 * 128 * 4096 * 192, rel=1e-9)
+    assert b.bytes > a.bytes  # the per-head cache is read every step
+    assert not math.isclose(a.flop, b.flop)

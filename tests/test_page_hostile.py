@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from roofline.cli import main
-from roofline.report.html import csp, fill
+from roofline.report.page.roofline import csp, fill
 
 HOSTILE = "@@PLOTLY@@ @@DATA@@ @@SCRIPT@@ @@CSP@@ @@TITLE@@ @MEMORY@ <b>x"
 # a small Llama-shaped config: 2 layers of 256, so that the commands run in a fraction of a second

@@ -5,7 +5,6 @@ a CSV in Nsight Compute's raw format (tests/fixtures/ncu_raw_small.csv)."""
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +31,14 @@ with torch.no_grad():
 """
 
 
+def _out_and_errors(capsys: pytest.CaptureFixture[str]) -> tuple[str, list[str]]:
+    """stdout, and stderr's lines without the profiler's own USDT notices."""
+    out, err = capsys.readouterr()
+    return out, [line for line in err.splitlines() if line.strip() and "USDT" not in line]
+
+
 def _errors(capsys: pytest.CaptureFixture[str]) -> list[str]:
-    err = capsys.readouterr().err
-    return [line for line in err.splitlines() if line.strip() and "USDT" not in line]
+    return _out_and_errors(capsys)[1]
 
 
 # --- Nsight Compute raw CSV ------------------------------------------------------------------------------
@@ -317,8 +321,8 @@ def test_ncu_rows_join_the_trace_kernels_so_measured_and_predicted_bytes_stand_s
 
 def test_diff_names_logits_for_every_position_with_the_exact_extra_flops(recorded: tuple[Path, Any],
                                                                          tmp_path: Path) -> None:
+    from roofline.diff import diff_program
     from roofline.models import config_from_dict
-    from roofline.report.diff import diff_program
     from roofline.tracing.kineto import load_kineto
 
     path, traced = recorded
@@ -343,24 +347,6 @@ def test_diff_names_logits_for_every_position_with_the_exact_extra_flops(recorde
     assert "logits for every position instead of the last" not in {x.name for x in d.differences}
     assert next(r for r in d.rows if r.family == "matmul").program_flop == next(
         r for r in d.rows if r.family == "matmul").model_flop
-
-
-def test_diff_names_the_cat_grown_kv_cache_in_decode() -> None:
-    from roofline.models import config_from_dict
-    from roofline.report.diff import diff_program
-    from roofline.tracing import trace
-
-    model = _tiny_llama()
-    with torch.inference_mode():
-        out = model(torch.randint(0, 256, (1, 16)), use_cache=True)
-        with trace(model) as t:
-            model(torch.randint(0, 256, (1, 1)), past_key_values=out.past_key_values, use_cache=True)
-    d = diff_program(t, config_from_dict({**TINY, "model_type": "llama"}, "tiny"))
-    assert d.model.shape.phase == "decode" and d.model.shape.seq == 17  # 16 cached + the new token
-    grown = next(x for x in d.differences if x.name.startswith("cat-grown KV cache"))
-    # per layer K and V: cat([1, 2, 16, 16], [1, 2, 1, 16]) -> [1, 2, 17, 16], fp32: read 16 + 1 rows, write 17:
-    # (16 + 1 + 17)·2·16·4 bytes, 4 cats; an in-place cache writes the new row only, 2·16·4 bytes per cat
-    assert grown.extra_bytes == 4 * ((16 + 1 + 17) * 2 * 16 * 4 - 2 * 16 * 4)
 
 
 def test_diff_command_on_a_trace_and_on_a_script(recorded: tuple[Path, Any], tmp_path: Path,
@@ -427,103 +413,79 @@ def test_profile_script_without_a_forward_is_one_line(tmp_path: Path, capsys: py
 
 # --- the analytic model's new options ----------------------------------------------------------------------
 
-def test_model_logits_all_adds_exactly_the_other_positions(capsys: pytest.CaptureFixture[str]) -> None:
-    def lm_head(extra: list[str]) -> dict[str, Any]:
-        assert main(["model", "llama-3-8b", "--phase", "prefill", "--batch", "2", "--prompt", "128", "--json",
-                     *extra]) == 0
-        return next(k for k in json.loads(capsys.readouterr().out)["kernels"] if k["name"] == "lm_head")
 
-    last, every = lm_head([]), lm_head(["--logits", "all"])
-    # Llama 3 8B: h = 4096, V = 128256; B = 2 rows against N = 2·128 = 256: 2·(N − B)·h·V more
-    assert every["flop"] - last["flop"] == 2 * (256 - 2) * 4096 * 128256
-    assert last["flop"] == 2 * 2 * 4096 * 128256  # the default is unchanged: one row per sequence
+CPU_TOML = """id = "review-cpu"
+name = "Review CPU (measured)"
+kind = "cpu"
+measured = true
 
+[peak.matrix]
+source = "a test's figures"
+fp32 = "400 GFLOP/s"
 
-def test_model_mla_expanded_caches_per_head_k_and_v() -> None:
-    from dataclasses import replace
-
-    from roofline.models import analyze_model, load_config
-
-    cfg = load_config("deepseek-v3")
-    assert cfg.kv_elements_per_token_per_layer() == 512 + 64  # default unchanged: the absorbed latent
-    expanded = replace(cfg, mla="expanded")
-    # 128 heads · (128 nope + 64 rope + 128 v) per token per layer, as HF's DeepseekV3Attention caches them
-    assert expanded.kv_elements_per_token_per_layer() == 128 * (128 + 64 + 128)
-    a = analyze_model(cfg, "h200", "decode", 8, 4096)
-    b = analyze_model(expanded, "h200", "decode", 8, 4096)
-    qk_a, qk_b = a.model.graph.op("attn.qk"), b.model.graph.op("attn.qk")
-    # q·kᵀ per layer: absorbed 2·B·H·L·576, expanded 2·B·H·L·192
-    assert qk_a.flop == pytest.approx(2 * 8 * 128 * 4096 * 576, rel=1e-9)
-    assert qk_b.flop == pytest.approx(2 * 8 * 128 * 4096 * 192, rel=1e-9)
-    assert b.bytes > a.bytes  # the per-head cache is read every step
-    assert not math.isclose(a.flop, b.flop)
+[memory.dram]
+source = "a test's figures"
+bandwidth = "40 GB/s"
+capacity = "16 GiB"
+"""
 
 
-def _traced(model: Any, ids: Any, decode: bool = False) -> Any:
-    from roofline.tracing import trace
+@pytest.fixture(scope="module")
+def cpu_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A torch.profiler trace (CPU, shapes recorded) of one fp32 linear: x [32, 256] @ W [256, 512]."""
+    from torch.profiler import ProfilerActivity, profile
 
-    with torch.inference_mode():
-        if not decode:
-            with trace(model) as t:
-                model(ids)
-            return t
-        out = model(ids, use_cache=True)
-        with trace(model) as t:
-            model(ids[:, :1], past_key_values=out.past_key_values, use_cache=True)
-        return t
-
-
-def test_diff_names_masked_sliding_window_prefill_computing_the_full_square() -> None:
-    from roofline.models import config_from_dict
-    from roofline.report.diff import diff_program
-
-    raw = {**TINY, "sliding_window": 8, "model_type": "mistral"}
-    torch.manual_seed(0)
-    model = transformers.MistralForCausalLM(transformers.MistralConfig(**raw)).eval()
-    d = diff_program(_traced(model, torch.randint(0, 256, (1, 32))), config_from_dict(raw, "tiny-mistral"))
-    square = next(x for x in d.differences if x.name == "masked sliding-window prefill computing the full square")
-    # computed: the whole 32×32 square, 2·B·H·Nq·Nkv·d = 2·1·4·32·32·16 per layer; the model's window of 8:
-    # pairs W(W+1)/2 + (N−W)·W = 36 + 24·8 = 228, 2·1·4·228·16 per layer; with p·v (d_v = d) twice the difference
-    computed, windowed = 2 * 2 * 4 * 32 * 32 * 16, 2 * 2 * 4 * 228 * 16
-    assert square.extra_flop == 2 * (computed - windowed)
+    lin = torch.nn.Linear(256, 512, bias=False)
+    x = torch.randn(32, 256)
+    with torch.inference_mode(), profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        lin(x)
+    path = tmp_path_factory.mktemp("cpu") / "linear.json"
+    prof.export_chrome_trace(str(path))
+    return path
 
 
-def test_diff_names_mla_re_expanded_in_decode() -> None:
-    from roofline.models import config_from_dict
-    from roofline.report.diff import diff_program
-
-    raw = {"model_type": "deepseek_v3", "hidden_size": 64, "intermediate_size": 128, "moe_intermediate_size": 32,
-           "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 4, "vocab_size": 256,
-           "n_routed_experts": 8, "num_experts_per_tok": 2, "n_shared_experts": 1, "first_k_dense_replace": 1,
-           "q_lora_rank": 32, "kv_lora_rank": 32, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "v_head_dim": 16,
-           "n_group": 1, "topk_group": 1, "max_position_embeddings": 128}
-    torch.manual_seed(0)
-    model = transformers.DeepseekV3ForCausalLM(transformers.DeepseekV3Config(**raw)).eval()
-    cfg = config_from_dict(raw, "tiny-deepseek")
-    d = diff_program(_traced(model, torch.randint(0, 256, (1, 16)), decode=True), cfg)
-    mla = next(x for x in d.differences if x.name == "MLA re-expanded instead of absorbed")
-    # HF attends over per-head K (nope 16 + rope 8 = 24 wide), not the latent (kv_lora 32 + rope 8 = 40 wide);
-    # its cache holds H·(d_nope + d_rope + d_v) = 4·(16 + 8 + 16) = 160 values per token per layer, not 40
-    assert "(24 wide)" in mla.detail and "(40 wide)" in mla.detail and "= 160 values" in mla.detail
-    assert mla.extra_bytes > 0
+def test_cpu_trace_without_a_machine_says_the_roof_is_a_stand_in(cpu_trace: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["import", str(cpu_trace), "--json"]) == 0
+    out, errs = _out_and_errors(capsys)
+    d = json.loads(out)
+    assert d["machine"] == "h100-sxm" and d["machine_stand_in"] is True
+    assert len(errs) == 1 and errs[0].startswith("roofline: warning: CPU op times placed on NVIDIA H100")
+    assert "a stand-in" in errs[0] and "roofline measure --save cpu.toml" in errs[0]
+    # the same machine named on purpose is a what-if: no warning
+    assert main(["import", str(cpu_trace), "--json", "--machine", "h100"]) == 0
+    out, errs = _out_and_errors(capsys)
+    assert json.loads(out)["machine_stand_in"] is False and errs == []
 
 
-def test_diff_cuts_a_generate_loop_into_its_forward_steps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    script = tmp_path / "gen.py"
-    script.write_text("import torch\nfrom transformers import LlamaConfig, LlamaForCausalLM\ntorch.manual_seed(0)\n"
-                      f"m = LlamaForCausalLM(LlamaConfig(**{TINY!r})).eval()\n"
-                      "with torch.no_grad():\n"
-                      "    m.generate(torch.randint(0, 256, (1, 16)), max_new_tokens=3, do_sample=False, "
-                      "pad_token_id=0)\n")
-    folder = tmp_path / "tiny"
-    folder.mkdir()
-    (folder / "config.json").write_text(json.dumps({**TINY, "model_type": "llama"}))
-    # 3 new tokens: the prefill, then 2 decode steps; step 3 attends over 16 + 2 = 18 tokens
-    assert main(["diff", str(script), "--config", str(folder), "--step", "3", "--json"]) == 0
-    d = json.loads(capsys.readouterr().out)
-    assert (d["phase"], d["seq"]) == ("decode", 18)
-    names = [x["name"] for x in d["differences"]]
-    assert "cat-grown KV cache read and rewritten each step" in names
-    assert not any(n.startswith("logits") for n in names)  # generate projects the last position only
-    assert main(["diff", str(script), "--config", str(folder), "--step", "4"]) == 2
-    assert "ran 3 forward steps" in _errors(capsys)[-1]
+def test_cpu_trace_on_a_measured_cpu_file_sits_on_the_cpu_roof(cpu_trace: Path, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    machine = tmp_path / "cpu.toml"
+    machine.write_text(CPU_TOML, encoding="utf-8")
+    assert main(["import", str(cpu_trace), "--json", "--machine", str(machine)]) == 0
+    out, errs = _out_and_errors(capsys)
+    d = json.loads(out)
+    assert errs == [] and d["machine"] == "review-cpu" and d["machine_stand_in"] is False
+    (mm,) = [k for k in d["kernels"] if k["kind"] == "matmul"]
+    # 2·32·256·512 = 8,388,608 FLOPs; bytes x + W + y = (32·256 + 256·512 + 32·512)·4 = 622,592 B;
+    # floor max(8,388,608 / 400e9, 622,592 / 40e9) = max(21.0 µs, 15.6 µs) = 21.0 µs
+    assert mm["flop"] == 2 * 32 * 256 * 512
+    assert mm["bytes"] == (32 * 256 + 256 * 512 + 32 * 512) * 4
+    assert mm["time_s"] == pytest.approx(2 * 32 * 256 * 512 / 400e9)
+    assert mm["fraction_of_roof"] == pytest.approx(mm["time_s"] / mm["measured_time_s"])
+    # a CPU op's latency remedy is not CUDA graphs
+    assert "CUDA graphs" not in " ".join(k["verdict"] for k in d["kernels"])
+
+
+def test_profile_json_is_only_json_the_script_prints_on_stderr(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    script = tmp_path / "s.py"
+    from test_trace import NET_SCRIPT
+
+    script.write_text(NET_SCRIPT, encoding="utf-8")
+    assert main(["profile", "--machine", "h100", "--json", str(script)]) == 0
+    out, err = capsys.readouterr()
+    d = json.loads(out)  # nothing but the JSON
+    assert "the script's own line" in err
+    # the linear: 2·4·16·32 = 4,096 FLOPs, named by its module path
+    assert [k["flop"] for k in d["kernels"] if k["name"].endswith("1.linear")] == [2 * 4 * 16 * 32]

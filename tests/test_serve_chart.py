@@ -17,10 +17,10 @@ import pytest
 
 from roofline.errors import RooflineError
 from roofline.parallel import Split
-from roofline.report.charts import figure_bytes
+from roofline.report.charts.roofline import figure_bytes
+from roofline.report.charts.serve import FITS_COLOUR, memory_limit_itl, serve_figure
 from roofline.report.outputs import write_serve_outputs
-from roofline.report.serve_chart import FITS_COLOUR, memory_limit_itl, serve_figure
-from roofline.report.serve_page import serve_page, serve_payload
+from roofline.report.page.serve import serve_page, serve_payload
 from roofline.serving import KNEE_GAIN, ServingReport, serve
 
 

@@ -37,3 +37,18 @@ def test_decode_floor_against_the_servcalc_formula() -> None:
     r = serve("llama-3-8b", "h100", prompt=1024, output=512, batch=16)
     mean_servcalc = (streamed + 16 * 1280.5 * kv_per_token) / H100_BW
     assert mean_servcalc <= r.itl_mean.floor <= 1.02 * mean_servcalc
+
+
+def test_llama_3_70b_decode_floor_within_one_percent_of_servcalc() -> None:
+    # servcalc's decode floor (tests/test_serving_servcalc.py): (weights streamed + every sequence's KV cache)
+    # / bandwidth. Llama 3 70B on one H200 (4.8 TB/s, hardware/data/h200.toml), batch 16, context 2304
+    cfg = load_config("llama-3-70b")
+    table = 128_256 * 8192 * 2  # the embedding table, gathered not streamed
+    streamed = 70_553_706_496 * 2 - table  # 139.0 GB of BF16 weights a step
+    kv_token = 2 * 8 * 128 * 80 * 2  # K and V × 8 KV heads × 128 × 80 layers × BF16 = 327,680 B
+    assert cfg.total_params == 70_553_706_496 and cfg.kv_cache_bytes_per_token(2) == kv_token
+    a = analyze_model("llama-3-70b", "h200", "decode", 16, 2304)
+    roles = a.bytes_by_role()
+    assert roles[Role.WEIGHT] == pytest.approx(streamed, rel=1e-4)
+    servcalc = (streamed + 16 * 2304 * kv_token) / 4.8e12  # 31.48 ms
+    assert servcalc <= a.time_s <= 1.01 * servcalc  # ours 31.66 ms: + the activations servcalc leaves out

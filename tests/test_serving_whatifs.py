@@ -241,3 +241,30 @@ def test_balance_prefers_requests_per_device_among_balanced_pairs() -> None:
     assert per_device(d.balanced) == max(per_device(q) for q in within)
     # a pair that idles devices is no answer: 16:32 is about as balanced as 16:16 but has half the rate per device
     assert (d.balanced.prefill_devices, d.balanced.decode_devices) != (16, 32)
+
+
+def test_chunked_approximation_is_stated_in_text_json_and_explain(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["serve", "llama-3-8b", "--machine", "h100", "--prompt", "1024", "--output", "64", "--chunk", "256"]
+    phrase = "two passes, each reading the weights"
+    assert main(args) == 0
+    assert phrase in capsys.readouterr().out
+    assert main([*args, "--explain"]) == 0
+    assert phrase in capsys.readouterr().out
+    assert main([*args, "--json"]) == 0
+    assert phrase in json.loads(capsys.readouterr().out)["chunked"]["approximation"]
+
+
+def test_a_draft_the_split_cannot_hold_is_named(capsys: pytest.CaptureFixture[str]) -> None:
+    # GPT-2's 12 query heads do not divide by the target's TP 8
+    code = main(["serve", "llama-3-8b", "--machine", "dgx-h100", "--tp", "8", "--prompt", "256", "--output", "32",
+                 "--draft", "gpt2", "--acceptance", "0.8"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1
+    assert err.startswith("roofline: error: --draft gpt2 runs beside the target on TP 8, and --tp 8 does not divide")
+
+
+def test_a_draft_with_another_vocabulary_is_flagged() -> None:
+    r = serve("llama-3-8b", "h100", prompt=256, output=32, draft="gpt2", acceptance=0.8)
+    assert any("gpt2's vocabulary (50,257 tokens) is not llama-3-8b's (128,256)" in w for w in r.warnings)
+    same = serve("llama-3-8b", "h100", prompt=256, output=32, draft="llama-3-8b", acceptance=0.8)
+    assert not any("vocabulary" in w for w in same.warnings)

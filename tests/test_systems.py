@@ -16,7 +16,7 @@ from roofline.graph import Cost
 from roofline.hardware import Link, System, Topology, get_machine, get_system, load_system_file, system_catalog
 from roofline.hardware.system_file import DEFAULT_LINK_LATENCY_S, SYSTEMS
 from roofline.placement import place
-from roofline.report.system_text import system_text, systems_text
+from roofline.report.text.system import system_text, systems_text
 from roofline.vocab import Level, Unit
 
 REQUIRED = ["dgx-h100", "hgx-h200", "hgx-b200", "gb200-nvl72", "mi300x-platform", "l40s-pcie-8", "l4-pcie-8",

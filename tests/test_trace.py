@@ -16,12 +16,13 @@ from typing import Any
 
 import pytest
 
+from roofline.cli import main
+
 torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 
 import roofline  # noqa: E402
-from roofline.cli import main  # noqa: E402
 from roofline.graph import UNFUSED  # noqa: E402
 from roofline.tracing import FORMULAS, OpCall, Registry, bytes_by_kind, flop_by_kind, trace_call  # noqa: E402
 
@@ -348,7 +349,7 @@ def test_cpu_flash_variant_with_autograd_counts_causal_pairs() -> None:
 
 
 def test_traced_graph_works_with_tables_and_plans() -> None:
-    from roofline.report.text import placements_table
+    from roofline.report.text.tables import placements_table
 
     model = tiny_llama(TinyConfig(layers=1))
     with roofline.trace(model) as t:
@@ -388,7 +389,7 @@ def test_torch_dtypes_resolve_through_the_one_dtype_table() -> None:
     from types import SimpleNamespace
 
     from roofline.dtypes import ALIASES, DTYPES, get_dtype
-    from roofline.tracing.tracer import dtype_of
+    from roofline.tracing.recorder import dtype_of
 
     seen = 0
     for name in dir(torch):
@@ -439,3 +440,66 @@ def test_the_facade_trace_is_the_rooms_tracer() -> None:
         x @ x
     assert t.flop == 2 * 4**3 and roofline.tracing.trace_call(lambda: x @ x).flop == t.flop  # 2·4·4·4 FLOP
     assert registry.FORMULAS is roofline.tracing.FORMULAS
+
+
+NET_SCRIPT = """import torch
+torch.manual_seed(0)
+net = torch.nn.Sequential(torch.nn.Embedding(32, 16), torch.nn.Linear(16, 32))
+print("the script's own line")
+net(torch.randint(0, 32, (1, 4)))
+"""
+
+
+def test_fp32_matmul_on_the_fp32_cores_is_reported_as_fp32() -> None:
+    from roofline.tracing import trace
+
+    a32, b16 = torch.randn(64, 64), torch.randn(64, 64, dtype=torch.bfloat16)
+    with trace() as t:
+        torch.mm(a32, a32)
+        torch.mm(b16, b16)
+    fp32, bf16 = t.analyze("h100").placements
+    d = fp32.to_dict()
+    assert d["dtype"] == "fp32" and bf16.to_dict()["dtype"] == "bf16"
+    # its roof is the FP32 cores': 67 TFLOP/s, ridge 67e12 / 3.35e12 = 20 FLOP/B (bf16's is 989.4 / 3.35 = 295.3)
+    assert d["peak_flop_per_s"] == 67e12
+    assert d["ridge_flop_per_byte"] == pytest.approx(67e12 / 3.35e12)
+    assert bf16.ridge_flop_per_byte == pytest.approx(989.4e12 / 3.35e12)
+    # % of peak against its own roof: a @ a reads a once and writes c, intensity 2·64³ / (2·64·64·4 B) =
+    # 16 FLOP/B, under the ridge of 20: attainable 16 · 3.35e12 = 53.6 TFLOP/s = 80% of 67 TFLOP/s
+    assert d["fraction_of_peak"] == pytest.approx(2 * 64**3 / (2 * 64 * 64 * 4) * 3.35e12 / 67e12)
+    # the derivation names that roof, never an fp32 matrix peak the H100 does not have
+    from roofline.explain import explain_placement
+
+    text = explain_placement(fp32)
+    assert "(the fp32 vector roof)" in text and "80.000% of the fp32 vector peak" in text
+    assert "fp32 matrix peak" not in text.replace("lists no fp32 matrix peak", "")
+
+
+def test_trace_json_with_a_chart_is_only_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    script = tmp_path / "s.py"
+    script.write_text(NET_SCRIPT, encoding="utf-8")
+    png = tmp_path / "t.png"
+    assert main(["trace", "--machine", "h100", "--json", "--png", str(png), str(script)]) == 0
+    out, err = capsys.readouterr()
+    d = json.loads(out)  # "wrote t.png" goes to stderr, after the JSON would have broken it
+    assert f"wrote {png}" in err and png.stat().st_size > 0
+    # the fp32 linear on the FP32 cores: its dtype is fp32, its ridge 67e12 / 3.35e12 = 20 FLOP/B
+    (lin,) = [k for k in d["kernels"] if k["name"].endswith("1.linear")]
+    assert lin["dtype"] == "fp32" and lin["ridge_flop_per_byte"] == pytest.approx(20.0)
+
+
+def test_trace_of_a_failing_script_is_its_traceback_then_one_error_line(capsys: pytest.CaptureFixture[str],
+                                                                        tmp_path: Path) -> None:
+    from test_cli_model import last_error_line
+
+    script = tmp_path / "broken.py"
+    script.write_text("import torch\nx = torch.ones(2, 2) @ torch.ones(2, 2)\n1 / 0\n")
+    # before: exit 1 and a traceback through cli.py, click, the tracer and runpy
+    code = main(["trace", str(script)])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    line = last_error_line(err, script_traceback=True)
+    assert line == f"roofline: error: {script} raised ZeroDivisionError: division by zero"
+    assert f'File "{script}", line 3' in err  # the script's own frame is kept ...
+    roofline_frames = ("cli.py", "recorder.py", "script.py", "runpy")
+    assert not [f for f in roofline_frames if f in err]  # ... roofline's are not

@@ -11,13 +11,14 @@ import pytest
 from roofline.dtypes import ALIASES, DTYPES, get_dtype
 from roofline.graph import Op
 from roofline.tracing.registry import FORMULAS, FUSED_ATTENTION, SDPA, Arg, ArgShape, OpCall, Registry, torch_dtype
+from roofline.vocab import Unit
 
 FP32 = get_dtype("fp32")
 BF16 = get_dtype("bf16")
 
 
-def shaped(*shape: int, dtype: str = "fp32") -> ArgShape:
-    return ArgShape(shape, get_dtype(dtype))
+def shaped(*shape: int, dtype: str = "fp32", values: tuple[int, ...] | None = None) -> ArgShape:
+    return ArgShape(shape, get_dtype(dtype), None, values)
 
 
 def count(aten: str, args: tuple[Arg, ...], out: ArgShape, fused: bool = False) -> list[Op]:
@@ -134,3 +135,35 @@ def test_the_cuda_forward_variants_read_the_blhe_layout() -> None:
     assert qk.flop == pv.flop == 4_352  # 2·B·H·pairs·d = 2·1·2·136·8, as in [B, H, L, E]
     assert sm.flop == 1_360 and all("ran fused" in o.note for o in (qk, sm, pv))
     assert "_flash_attention_forward" in FUSED_ATTENTION
+
+
+def test_grouped_mm_without_offset_values_counts_every_row_and_group() -> None:
+    a, b, offs = shaped(64, 512, dtype="bf16"), shaped(8, 512, 256, dtype="bf16"), shaped(8, dtype="int32")
+    call = OpCall("moe", "_grouped_mm", (a, b, offs, None, None), (a, b, offs), (shaped(64, 256, dtype="bf16"),))
+    (op,) = FORMULAS["_grouped_mm"](call)
+    assert op.flop_by_unit[Unit.MATRIX] == 2 * 64 * 512 * 256  # 2·rows·K·N = 16,777,216
+    # a recorded profile has no offsets' values: the whole [8, 512, 256] bf16 weight is read
+    assert sum(t.bytes for t in op.inputs) == 64 * 512 * 2 + 8 * 512 * 256 * 2 + 8 * 4
+
+
+def test_grouped_mm_reads_only_the_groups_its_offsets_give_rows() -> None:
+    a, b = shaped(64, 512, dtype="bf16"), shaped(8, 512, 256, dtype="bf16")
+    offs = shaped(8, dtype="int32", values=(32, 32, 64, 64, 64, 64, 64, 64))  # groups 0 and 2 have rows
+    call = OpCall("moe", "_grouped_mm", (a, b, offs, None, None), (a, b, offs), (shaped(64, 256, dtype="bf16"),))
+    (op,) = FORMULAS["_grouped_mm"](call)
+    assert op.flop_by_unit[Unit.MATRIX] == 2 * 64 * 512 * 256
+    weights = [t for t in op.inputs if t.shape[-2:] == (512, 256)]
+    assert [t.bytes for t in weights] == [2 * 512 * 256 * 2]  # 2 of 8 experts' [512, 256] bf16 slices
+
+
+def test_an_in_place_variant_with_its_own_formula_is_counted_under_it() -> None:
+    assert FORMULAS.key("index_copy_") == "index_copy_"  # rows written, not index_copy's full copy
+    assert FORMULAS.key("add_") == "add"  # no formula of its own: its op's
+
+
+def test_index_put_with_a_boolean_mask_writes_what_the_mask_covers() -> None:
+    dest = shaped(4, 8, 16)
+    mask = shaped(4, 8, dtype="bool")
+    call = OpCall("w", "index_put_", (dest, (mask,), shaped(1), False), (mask,), (dest,))
+    (op,) = FORMULAS["index_put_"](call)
+    assert op.outputs[0].elements == 4 * 8 * 16  # the mask's [4, 8] and the unindexed 16: an upper bound

@@ -2,7 +2,8 @@
 
 The facade: the names most users need, from the rooms below (README "Architecture"). The analytic
 core (vocab, units, dtypes, hardware, graph, kernels, placement) imports no torch, numpy or plotting
-library; importing the package also attaches the notebook methods (roofline.report.notebook).
+library. Placements and analyses draw themselves in a notebook through roofline.report.notebook, found
+by the entry point the package declares (roofline.placement.Drawable).
 """
 
 from typing import TYPE_CHECKING, Any
@@ -12,7 +13,6 @@ from roofline.errors import RooflineError
 from roofline.graph import Cost, FusionPlan, Graph, Kernel, Op, Tensor
 from roofline.hardware import Machine, get_machine, load_machine_file
 from roofline.placement import GraphAnalysis, Placement, analyze_graph, crossover, kernel_time, place, place_flop_bytes
-from roofline.report import notebook as _notebook
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -20,8 +20,6 @@ if TYPE_CHECKING:
     from roofline.tracing import Trace
 
 __version__ = "0.1.0"
-
-_notebook.install()
 
 
 def trace(module: Any = None, **options: Any) -> "AbstractContextManager[Trace]":

@@ -4,8 +4,6 @@ A block-scaled format stores one scale per block of values, and those scale byte
 too: MXFP4 is 4 bits per value plus one 8-bit scale per 32 values = 4.25 bits; NVFP4 is 4 bits
 plus one FP8 scale per 16 values = 4.5 bits (its single FP32 per-tensor scale is negligible and
 not counted). `peak_key` names the machine peak that a matmul in this dtype runs at.
-
-Layering: imports only roofline.errors.
 """
 
 from __future__ import annotations

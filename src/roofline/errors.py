@@ -1,8 +1,6 @@
 """The one exception family a user can cause. The CLI turns each into one line on stderr, exit 2.
 
 A missing optional dependency is one of them: `need_torch` imports torch or says what to install.
-
-Layering: imports nothing from roofline (torch only inside `need_torch`).
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
 """Writing files so that a failure never leaves a truncated file in place of a good one, never
 replaces a device, a link or a read-only file, and never replaces the first outputs of a command that
 fails on its last; reading a user's file with a bound on its size and kind (`read_text_file`).
-
-Layering: imports only roofline.errors.
 """
 
 from __future__ import annotations

@@ -6,9 +6,6 @@ a kernel's bytes are the bytes of the tensors that cross its group's boundary, e
 read if it comes from outside the group, written if something outside the group reads it or it
 outlives the step (a graph output, a KV-cache write). Naive and fused attention are the same ops
 under two plans: same FLOPs, fewer bytes.
-
-Layering: imports roofline.vocab, roofline.dtypes and roofline.errors only. No hardware, no torch,
-no plotting, no measurement.
 """
 
 from __future__ import annotations

@@ -3,8 +3,6 @@
 We count FLOPs, not MACs, hence the 2s in matmuls. A builder takes the tensors an op reads and
 writes and returns the Op; the convenience functions at the bottom build one-kernel graphs for the
 `roofline kernel` command.
-
-Layering: imports roofline.graph, roofline.dtypes, roofline.errors only.
 """
 
 from __future__ import annotations

@@ -13,12 +13,12 @@ and for a sequence of kernels: `roofline.vocab.binding`); its class (compute or 
 `bound_class`. With one unit and one level this is exactly
 the textbook `kernel_time` (ten lines of Python), which is here too, as it is usually written.
 
-Layering: imports roofline.vocab, roofline.units, roofline.dtypes, roofline.errors, roofline.graph and
-roofline.hardware only. Charts and notebook methods are attached by roofline.report.notebook.
+The notebook methods (`Drawable`) draw through roofline.report.notebook, found by entry point.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -46,10 +46,35 @@ def kernel_time(flops: float, bytes_moved: float, peak_flops: float = 989e12,
 
 class Drawable:
     """What a notebook can draw: `.plot()` (a matplotlib Figure) and `_repr_html_` (the interactive
-    page), attached by roofline.report.notebook when `roofline` is imported (the report room sits
-    above this one, so the arrow points down from there)."""
+    page). The drawing is the report room's, above this one, so it is found the way pandas finds its
+    plotting backend: by the entry point the package declares (pyproject.toml, group
+    `roofline.notebook`, name `draw`: roofline.report.notebook), looked up when a method is first
+    called. Nothing is attached to this class from outside, and importing it loads no report."""
 
     __slots__ = ()
+
+    def plot(self) -> Any:
+        """The roofline chart of these kernels (a matplotlib Figure)."""
+        return _notebook().plot(self)
+
+    def _repr_html_(self) -> str:
+        """The interactive page in an iframe, for a notebook."""
+        return str(_notebook().html(self))
+
+
+NOTEBOOK_ENTRY_POINTS = "roofline.notebook"
+
+
+@functools.cache  # the package's metadata does not change while it runs: read once
+def _notebook() -> Any:
+    """The module that draws a Drawable (`plot(obj)`, `html(obj)`), as the package registers it."""
+    from importlib.metadata import entry_points
+
+    found = entry_points(group=NOTEBOOK_ENTRY_POINTS, name="draw")
+    if not found:
+        raise RooflineError(f"no notebook drawing registered (entry point group {NOTEBOOK_ENTRY_POINTS!r}): "
+                            "install roofline (pip install roofline, or pip install -e . in a checkout)")
+    return next(iter(found)).load()
 
 
 @dataclass(frozen=True)

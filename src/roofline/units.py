@@ -10,8 +10,6 @@ is a whole number from 1 to MAX_COUNT (2**53, the largest range in which every w
 exactly a float, so the library's float sums of FLOPs and bytes stay exact per size). Counts take
 the suffixes k/K = 1000, M = 10**6, G = 10**9 and Ki = 1024, Mi = 2**20, Gi = 2**30 ("128k" is
 128,000 tokens; "128Ki" is 131,072). Anything else is one UnitError naming the range.
-
-Layering: this module imports nothing from roofline.
 """
 
 from __future__ import annotations

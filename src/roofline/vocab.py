@@ -12,8 +12,6 @@ is `"matrix"`), so files and outputs read as before.
     Plan    a fusion plan: which ops run as one kernel
 
 One rule decides what binds (`binding`), for one kernel and for a sequence of kernels alike.
-
-Layering: the bottom of the house; imports nothing from roofline.
 """
 
 from __future__ import annotations

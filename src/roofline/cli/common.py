@@ -1,7 +1,4 @@
 """What every command shares: parameter types, JSON and warning output, the one fusion option.
-
-Layering: imports click and roofline's light modules only (units, errors, fileio); anything heavy is
-imported inside the commands, so `roofline --help` starts fast.
 """
 
 from __future__ import annotations

@@ -67,7 +67,7 @@ def _emit(plans: Mapping[Any, Sequence[Any]], headline: Any, name: str, explain:
     levels_png = ctx.meta.get("roofline.levels_png") if ctx is not None else None
     outputs(**paths, levels_png=levels_png)
     if levels_png is not None:
-        from roofline.report.levels_chart import check_levels_png
+        from roofline.report.charts.levels import check_levels_png
 
         check_levels_png(levels_png)
     placements = list(plans[headline])
@@ -86,7 +86,7 @@ def _emit(plans: Mapping[Any, Sequence[Any]], headline: Any, name: str, explain:
         for path in write_kernel_outputs(scenarios, title=title, **paths):
             wrote(path)
     if levels_png is not None:
-        from roofline.report.levels_chart import write_levels_png
+        from roofline.report.charts.levels import write_levels_png
 
         write_levels_png(placements, levels_png, title=name)
         wrote(levels_png)
@@ -99,7 +99,7 @@ def _emit(plans: Mapping[Any, Sequence[Any]], headline: Any, name: str, explain:
 
             click.echo(explain_placement(p))
         else:
-            from roofline.report.text import placement_text
+            from roofline.report.text.tables import placement_text
 
             click.echo(placement_text(p))
         return
@@ -118,7 +118,7 @@ def _emit(plans: Mapping[Any, Sequence[Any]], headline: Any, name: str, explain:
                    f"{' + '.join(f'{p.time_s:.4g}' for p in placements)} s = {a.time_s:.4g} s")
         click.echo("\n" + sources.text())
     else:
-        from roofline.report.text import analysis_text
+        from roofline.report.text.tables import analysis_text
 
         click.echo(analysis_text(a, title=f"{name} on {a.machine.name} ({a.dtype.name}), plan {a.plan}"))
 

@@ -116,7 +116,7 @@ def machines(names: tuple[str, ...], systems: bool, dtype: str | None, as_json: 
         if as_json:
             dump([s.to_dict() for s in found])
             return
-        from roofline.report.system_text import systems_text
+        from roofline.report.text.system import systems_text
 
         click.echo(systems_text(found))
         return
@@ -155,7 +155,7 @@ def machines(names: tuple[str, ...], systems: bool, dtype: str | None, as_json: 
     if as_json:
         dump([m.to_dict() for m in ms])
         return
-    from roofline.report.text import machines_table
+    from roofline.report.text.tables import machines_table
 
     click.echo(machines_table(ms))
 
@@ -185,7 +185,7 @@ def machine(name: str, as_json: bool, explain: bool) -> None:
 
             click.echo(explain_system(found))
         else:
-            from roofline.report.system_text import system_text
+            from roofline.report.text.system import system_text
 
             click.echo(system_text(found))
         return
@@ -198,7 +198,7 @@ def machine(name: str, as_json: bool, explain: bool) -> None:
 
         click.echo("\n".join(t for t in (explain_machine(m), explain_chip(m)) if t))
     else:
-        from roofline.report.text import machine_text
+        from roofline.report.text.tables import machine_text
 
         click.echo(machine_text(m))
 

@@ -79,7 +79,7 @@ def _measure(device: str, quick: bool, as_json: bool, save: str | None, buffer_s
             d["saved"] = save
         dump(d)
     else:
-        from roofline.report.measured import ceilings_text
+        from roofline.report.text.ceilings import ceilings_text
 
         click.echo(ceilings_text(c))
         if save:
@@ -226,7 +226,7 @@ def _measure_collectives(device: str, devices: int | None, quick: bool, budget_s
             d["saved"] = save
         dump(d)
     else:
-        from roofline.report.collectives_text import collectives_text
+        from roofline.report.text.collectives import collectives_text
 
         click.echo(collectives_text(c))
     if save:
@@ -288,7 +288,7 @@ def bench(device: str, quick: bool, dtype: str | None, machine: str | None, only
     from roofline.measure.accuracy import Accuracy
     from roofline.measure.bench import bench_machine, check_request, run_bench
     from roofline.measure.ceilings import need_cuda
-    from roofline.report.accuracy import accuracy_table
+    from roofline.report.text.accuracy import accuracy_table
     from roofline.units import format_bytes_per_s, format_flop_per_s
 
     outputs(save_calibration=save_calibration, png=png, html=html)  # before anything runs
@@ -395,7 +395,7 @@ def trace(script: str, args: tuple[str, ...], machine: str, dtype: str | None, f
     if not t.ops:
         raise RooflineError(f"{script} ran no PyTorch ops")
     analysis = t.analyze(machine, dtype, UNFUSED if plan == "none" else t.plan)
-    from roofline.report.trace_text import trace_dict, trace_text
+    from roofline.report.text.trace import trace_dict, trace_text
 
     if as_json:
         dump(trace_dict(script, t, analysis))

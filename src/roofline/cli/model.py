@@ -193,7 +193,7 @@ def _writer(output: str | None, text: str) -> None:
 def _write_rows(rows: list[dict[str, Any]], columns: Sequence[str], fmt: str, as_json: bool, output: str | None,
                 csv_path: str | None, table_text: Callable[[], str]) -> None:
     """Rows as a table, CSV or JSON on stdout or to --output, and also as CSV to --csv."""
-    from roofline.report.model_text import rows_csv
+    from roofline.report.text.model import rows_csv
 
     if as_json:
         if fmt not in ("table", "json"):
@@ -263,7 +263,7 @@ def model_command(model: str, machine: str, batch: str, prompt: str | None, cont
 
     outputs(csv=csv_path, png=png, svg=svg, html=html, levels_png=levels_png)
     if levels_png is not None:
-        from roofline.report.levels_chart import check_levels_png
+        from roofline.report.charts.levels import check_levels_png
 
         check_levels_png(levels_png)
     one_of(as_json, explain)
@@ -277,7 +277,7 @@ def model_command(model: str, machine: str, batch: str, prompt: str | None, cont
     if a.memory.warning:
         warn(a.memory.warning)
     if csv_path:
-        from roofline.report.model_text import KERNEL_CSV_COLUMNS, rows_csv
+        from roofline.report.text.model import KERNEL_CSV_COLUMNS, rows_csv
 
         _writer(csv_path, rows_csv(a.kernel_rows(), KERNEL_CSV_COLUMNS))
     if png or svg or html:
@@ -287,7 +287,7 @@ def model_command(model: str, machine: str, batch: str, prompt: str | None, cont
         for path in write_model_outputs(model_scenarios(a), png=png, svg=svg, html=html, title=a.title):
             wrote(path)
     if levels_png is not None:
-        from roofline.report.levels_chart import write_levels_png
+        from roofline.report.charts.levels import write_levels_png
         from roofline.report.notebook import model_scenarios
 
         write_levels_png(model_scenarios(a)[0].analysis.placements, levels_png, title=a.title)
@@ -301,7 +301,7 @@ def model_command(model: str, machine: str, batch: str, prompt: str | None, cont
         click.echo("\nkernels\n")
         click.echo(explain_kernels(a))
     else:
-        from roofline.report.model_text import model_text
+        from roofline.report.text.model import model_text
 
         click.echo(model_text(a))
 
@@ -375,8 +375,8 @@ def sweep_command(model: str, machine: str, weights_dtype: str | None, kv_dtype:
       roofline sweep llama-3-70b --machine dgx-h100 --tp 1,2,4,8 --batch 8:64:8 --context 8192
     """
     from roofline.models import SWEEP_COLUMNS, sweep
-    from roofline.report.model_text import sweep_text
-    from roofline.report.plan_text import split_sweep_text
+    from roofline.report.text.model import sweep_text
+    from roofline.report.text.split_search import split_sweep_text
 
     outputs(output=output, csv=csv_path, png=png, svg=svg)
     if phase == "prefill" and context is not None and prompt is None:
@@ -441,8 +441,8 @@ def compare_command(models: tuple[str, ...], machine: str, weights_dtype: str | 
       roofline compare llama-3-8b mistral-7b --batch 1,8,64 --context 8k,32Ki
     """
     from roofline.models import compare
-    from roofline.report.model_text import compare_text, grouped_warnings
-    from roofline.report.plan_text import split_compare_text
+    from roofline.report.text.model import compare_text, grouped_warnings
+    from roofline.report.text.split_search import split_compare_text
 
     outputs(output=output, csv=csv_path)
     splits = _splits(tp_list, pp_list, ep_list, dp_list)

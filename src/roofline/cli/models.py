@@ -1,6 +1,6 @@
 """`roofline models`: the model presets, one row each (what `roofline model ID` takes besides a config.json).
 
-Parses its options, asks roofline.report.model_text for the rows and prints them.
+Parses its options, asks roofline.report.text.model for the rows and prints them.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ def models_command(as_json: bool) -> None:
       roofline models --json
       roofline model llama-3-8b --batch 8 --context 4096
     """
-    from roofline.report.model_text import preset_rows, presets_text
+    from roofline.report.text.model import preset_rows, presets_text
 
     rows = preset_rows()
     if as_json:

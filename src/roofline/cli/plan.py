@@ -1,6 +1,6 @@
 """`roofline plan`: search every valid split of a step over a system's devices and rank them.
 
-Parses its options, calls roofline.models.plan.search_splits and prints through roofline.report.plan_text.
+Parses its options, calls roofline.models.plan.search_splits and prints through roofline.report.text.split_search.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def plan_command(model: str, machine: str, batch: str, prompt: str | None, conte
     """
     from roofline.models import model_dtypes
     from roofline.models.plan import search_splits
-    from roofline.report.plan_text import PLAN_CSV_COLUMNS, plan_text
+    from roofline.report.text.split_search import SPLIT_SEARCH_CSV_COLUMNS, split_search_text
 
     outputs(csv=csv_path)
     if objective is None:
@@ -75,13 +75,13 @@ def plan_command(model: str, machine: str, batch: str, prompt: str | None, conte
     for w in s.warnings:
         warn(w)
     if csv_path:
-        from roofline.report.model_text import rows_csv
+        from roofline.report.text.model import rows_csv
 
-        _writer(csv_path, rows_csv([r.to_dict() for r in s.rows], PLAN_CSV_COLUMNS))
+        _writer(csv_path, rows_csv([r.to_dict() for r in s.rows], SPLIT_SEARCH_CSV_COLUMNS))
     if as_json:
         dump(s.to_dict())
     else:
-        click.echo(plan_text(s))
+        click.echo(split_search_text(s))
 
 
 COMMANDS = (plan_command,)

@@ -5,7 +5,7 @@
     roofline import trace.json --ncu kernels.csv --machine h100     # predicted and measured bytes side by side
     roofline diff trace.json --config ./my-model/config.json        # the program against its analytic model
 
-Each command parses its options, calls roofline.tracing (and roofline.report.diff for the join with
+Each command parses its options, calls roofline.tracing (and roofline.diff for the join with
 roofline.models) and prints through roofline.report. torch is imported only by `profile`.
 """
 
@@ -47,15 +47,15 @@ def _program(path: str, ncu: str | None = None) -> Any:
 def _report(profile: Any, machine: str | None, dtype: str | None, title: str, as_json: bool, csv_path: str | None,
             png: str | None, html: str | None, top: int, against: str | None, extra: dict[str, Any]) -> None:
     """`machine` None: the default machine; a CPU run placed on it is said to be a stand-in (one warning)."""
-    from roofline.report.profile_text import profile_csv, profile_rows, profile_text
+    from roofline.report.text.profile import profile_csv, profile_rows, profile_text
 
     analysis = profile.trace.analyze(machine or DEFAULT_MACHINE, dtype)
     stand_in = machine is None and profile.device == "cpu" and analysis.machine.kind != "cpu"
     rows = profile_rows(analysis, profile)
     diff = None
     if against:
+        from roofline.diff import diff_program
         from roofline.models import load_config
-        from roofline.report.diff import diff_program
 
         diff = diff_program(profile.trace, load_config(against))
     drawn = None
@@ -89,7 +89,7 @@ def _report(profile: Any, machine: str | None, dtype: str | None, title: str, as
         if k == "flop_agreement" and v is not None:
             click.echo(f"FLOPs counted from the profile's shapes / the tracer's: {v:.4f}")
     if diff is not None:
-        from roofline.report.profile_text import diff_text
+        from roofline.report.text.profile import diff_text
 
         click.echo("")
         click.echo(diff_text(diff))
@@ -241,8 +241,8 @@ def diff(program: str, args: tuple[str, ...], config: str, phase: str | None, ba
       roofline diff run.json --config ./llama/config.json
       roofline diff generate.py --config ./llama/config.json -- --tokens 1
     """
+    from roofline.diff import diff_program
     from roofline.models import load_config
-    from roofline.report.diff import diff_program
 
     cfg = load_config(config)
     if program.endswith(".py"):
@@ -268,7 +268,7 @@ def diff(program: str, args: tuple[str, ...], config: str, phase: str | None, ba
     if as_json:
         dump(d.to_dict())
         return
-    from roofline.report.profile_text import diff_text
+    from roofline.report.text.profile import diff_text
 
     click.echo(diff_text(d))
 

@@ -1,7 +1,7 @@
 """`roofline serve`: TTFT, ITL, end-to-end latency, throughput, the batches memory and an ITL target
 allow, goodput and cost, each a roofline floor and an expected band; and the throughput-latency curve.
 
-Parses its options, calls roofline.serving.serve and prints through roofline.report.serve_text (or
+Parses its options, calls roofline.serving.serve and prints through roofline.report.text.serve (or
 roofline.explain.serve with --explain).
 """
 
@@ -167,7 +167,7 @@ def serve_command(model: str, machine: str, prompt: int, output: int, batch: int
     for w in r.warnings:
         warn(w)
     if csv_path:
-        from roofline.report.serve_text import serve_csv
+        from roofline.report.text.serve import serve_csv
 
         _writer(csv_path, serve_csv(r))
     if png or svg or html_path:
@@ -182,7 +182,7 @@ def serve_command(model: str, machine: str, prompt: int, output: int, batch: int
 
         click.echo(explain_serve(r))
     else:
-        from roofline.report.serve_text import serve_text
+        from roofline.report.text.serve import serve_text
 
         click.echo(serve_text(r))
 

@@ -1,8 +1,6 @@
 """Step-by-step derivations, with the numbers put in: of one placed kernel and of a machine's ridge
 points (`placement`), and of a transformer step (`model`: parameters, KV cache, decode limit,
 crossover, memory fit).
-
-Layering: above roofline.models and the core; below roofline.report.
 """
 
 from roofline.explain.model import explain_kernels, explain_kv, explain_model

@@ -8,8 +8,6 @@ and what a kernel's resources cost against each other: the headline attention ra
     exp time / matrix time = (1 / exp per clk per SM) / (4·d / matrix FLOP per clk per SM)
 
 (one exponential and 4·d matrix FLOPs per score: (1/16) / (4·128/4096) = 0.5 on an H100).
-
-Layering: imports roofline.hardware, roofline.placement, roofline.units and roofline.vocab only.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
 """Step-by-step derivations for a model step: the KV cache size, the decode limit, the intensity at
 this batch, the crossover batch and the memory fit, with the numbers put in.
-
-Layering: imports roofline.models (a floor below), roofline.units, roofline.vocab and
-roofline.explain.placement only.
 """
 
 from __future__ import annotations

@@ -7,9 +7,6 @@ with the link named (Level.LINK inside a node, Level.NETWORK between nodes) and 
 A system's links (`explain_system`) are derived per direction from the vendor's bidirectional total
 where that is how the vendor states them (NVLink, Infinity Fabric, ICI: the device's [interconnect]
 figure / 2), and shown as stated where the figure is per direction already (a network port rate).
-
-Layering: imports roofline.placement, roofline.graph, roofline.hardware, roofline.parallel,
-roofline.units and roofline.vocab only.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
 """Step-by-step derivations for the serving view (`roofline serve --explain`): every number with the
 numbers put in, and where each formula comes from.
-
-Layering: imports roofline.serving (a floor below), roofline.models (memory's gib), roofline.units
-and roofline.vocab only.
 """
 
 from __future__ import annotations

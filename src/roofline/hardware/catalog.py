@@ -6,9 +6,6 @@ name: `shadow_note`). Every malformed file fails with one line naming the file, 
 was expected: a string where a string belongs, every figure finite and within FIGURE_RANGES, and
 only a regular file of at most 1 MiB is read (roofline.fileio.read_text_file). `machine_to_toml`
 writes through tomli_w, every figure exact, so any id, name or note reads back equal.
-
-Layering: imports roofline.units, roofline.errors, roofline.fileio, roofline.hardware.machine (and
-.chip), tomli_w.
 """
 
 from __future__ import annotations

@@ -28,8 +28,6 @@ A machine file's optional `[chip]` table (see data/h100-sxm.toml):
     bf16 = 4096
     [chip.sources]               # one citation per figure above
     sms = "..."
-
-Layering: imports roofline.units and roofline.errors only.
 """
 
 from __future__ import annotations

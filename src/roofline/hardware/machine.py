@@ -3,8 +3,6 @@
 Figures are never hard-coded in formulas; they come from a data file (datasheet machines) or from
 `roofline measure` (measured machines), in the same form. Sparse (2:4) peaks are kept apart and
 used only when asked for.
-
-Layering: imports roofline.vocab, roofline.dtypes and roofline.errors only.
 """
 
 from __future__ import annotations

@@ -15,8 +15,6 @@ figure is the chip's total over all its ports, which a collective over the whole
 (Google: v6e all-reduce bandwidth per pod = 256 x 400 GB/s); a group along one axis uses fewer ports.
 
 Reading system files, the catalog of systems and a bare device made a node: roofline.hardware.system_file.
-
-Layering: imports roofline.errors, roofline.units, roofline.vocab and the hardware room's own modules.
 """
 
 from __future__ import annotations

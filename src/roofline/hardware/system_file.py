@@ -33,8 +33,6 @@ with the device's id and `from_device = True`,
 whose node link is the device's [interconnect] figure halved (machine files store the vendor's
 bidirectional total), with the topology and latency of the catalog system built from that device, or
 a stated default (`DEFAULT_LINK_LATENCY_S`) when there is none.
-
-Layering: imports roofline.errors, roofline.units and the hardware room's own modules.
 """
 
 from __future__ import annotations

@@ -6,10 +6,8 @@ The usual expectation: a good matmul reaches 70 to 80% of peak, a good memory-bo
 compute-bound kernels, the worst offenders, and every kernel measured above its roof: those are
 errors of the model (bytes or FLOPs undercounted) or of the measurement, never results.
 
-The table of predicted against measured, kernel by kernel, is `roofline.report.accuracy.accuracy_table`:
+The table of predicted against measured, kernel by kernel, is `roofline.report.text.accuracy.accuracy_table`:
 this module holds the numbers only and never imports the report room.
-
-Layering: imports roofline.placement, roofline.units and roofline.vocab only.
 """
 
 from __future__ import annotations

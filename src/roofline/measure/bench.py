@@ -16,8 +16,7 @@ Operands are random normal, never zeros.
 A measured point faster than its floor is flagged (`Placement.above_roof`): it means the model
 undercounts the kernel's bytes or FLOPs, or the timing is wrong; it is never drawn silently.
 
-Layering: imports the core, roofline.measure.timing and roofline.measure.ceilings; torch inside
-functions.
+torch is imported inside functions.
 """
 
 from __future__ import annotations

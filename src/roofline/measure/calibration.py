@@ -23,8 +23,7 @@ a GPU not in the catalog) the communication class is left out and a note says so
 
 The file is JSON (`to_json`, `load_calibration`); a malformed one fails in one line (RooflineError).
 
-Layering: imports roofline.errors, roofline.units, roofline.vocab, roofline.placement (types),
-roofline.hardware (the link of a catalog GPU) and this room's collectives; no numpy, no torch.
+No numpy, no torch.
 """
 
 from __future__ import annotations

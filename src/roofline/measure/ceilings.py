@@ -29,8 +29,7 @@ Where: runs.py holds one benchmark's record (CeilingRun), the Plan, STREAM's byt
 matmul ladder; cpu.py and cuda.py run them on each device; this module gathers the runs into
 Ceilings, the measured Machine and its comparison with the catalog.
 
-Layering: imports roofline.hardware, roofline.vocab and roofline.measure (runs, cpu, cuda, env);
-numpy and torch only inside functions.
+numpy and torch are imported only inside functions.
 """
 
 from __future__ import annotations

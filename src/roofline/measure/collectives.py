@@ -21,7 +21,7 @@ with a link's per-direction figure (NVLink on an H100: 450 GB/s each way). A fit
 zero is refitted with α = 0 (said so: `clamped`). The residual reported is the root mean square of
 the relative residuals, (fit − measured) / measured, and its worst one.
 
-Layering: imports roofline.errors, roofline.units and roofline.measure.timing; no torch, no processes.
+No torch, no processes.
 """
 
 from __future__ import annotations

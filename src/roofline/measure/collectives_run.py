@@ -20,8 +20,7 @@ unused rolls over). At the budget the parent kills every worker that is still ru
 process group included); every size all ranks had finished is reported, and what was not measured
 is said. Each worker also exits by itself a few seconds past the budget, should its parent die.
 
-Layering: imports roofline.errors, roofline.fileio, roofline.units and roofline.measure (collectives,
-timing, ceilings, env); torch is imported only inside functions and inside the worker processes.
+torch is imported only inside functions and inside the worker processes.
 """
 
 from __future__ import annotations

@@ -2,8 +2,7 @@
 own thread pool) on fp64 arrays, and the matmul ladder per dtype: fp64 and fp32 through numpy's BLAS
 and torch, bf16 and fp16 through torch. See ceilings.py for what is counted and how.
 
-Layering: imports roofline.errors and roofline.measure (runs, timing, env); numpy and torch only
-inside functions.
+numpy and torch are imported only inside functions.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ and the matmul ladder per dtype: fp64, fp32 (TF32 off), tf32, bf16, fp16 and fp8
 torch._scaled_mm where the GPU has FP8 tensor cores. Device events time every call. See
 ceilings.py for what is counted and how.
 
-Layering: imports roofline.measure (runs, timing, env); torch only inside functions.
+torch is imported only inside functions.
 """
 
 from __future__ import annotations

@@ -23,8 +23,7 @@ Counted: threads × 4 × iterations exponentials.
 Every call is timed with device events (timing.time_cuda) after a warm-up that raises the clock;
 each figure is the best over the samples.
 
-Layering: imports roofline.vocab and roofline.measure (env, runs, timing); torch and triton inside
-functions.
+torch and triton are imported inside functions.
 """
 
 from __future__ import annotations

@@ -5,8 +5,7 @@ run time (OPENBLAS_CORETYPE can force an older one), thread counts change bandwi
 clocks change its FLOP/s. Everything readable without privileges is recorded; what is not readable
 is left out rather than guessed.
 
-Layering: standard library; numpy, torch and threadpoolctl are imported inside functions and may
-be absent.
+numpy, torch and threadpoolctl are imported inside functions and may be absent.
 """
 
 from __future__ import annotations

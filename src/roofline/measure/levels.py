@@ -31,8 +31,7 @@ and the last one, if its middle working set is past 16 MiB, DRAM. The last plate
 its bandwidth is within the tolerance of STREAM's DRAM figure (a cache shared with other tenants
 holds less than its size).
 
-Layering: imports roofline.errors, roofline.vocab and roofline.measure (env, runs, timing); numpy
-inside functions.
+numpy is imported inside functions.
 """
 
 from __future__ import annotations

@@ -3,8 +3,7 @@ measurements share: STREAM's kernels and byte count, the buffer size, the dtype 
 ladder of matmul sizes. How each device runs them is in cpu.py and cuda.py; ceilings.py gathers the
 runs into Ceilings.
 
-Layering: imports roofline.errors, roofline.vocab and roofline.measure.timing; torch only inside
-`torch_stream`.
+torch is imported only inside `torch_stream`.
 """
 
 from __future__ import annotations

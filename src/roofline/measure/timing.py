@@ -7,7 +7,7 @@ repeated `inner` times per sample so that one sample is well above the clock's r
 call overhead. On CUDA a sample is bracketed by device events, and the host waits for the device
 before reading them.
 
-Layering: standard library only; torch is imported inside `cuda_sync` / `cuda_events`.
+torch is imported inside `cuda_sync` / `cuda_events`.
 """
 
 from __future__ import annotations

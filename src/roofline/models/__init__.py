@@ -15,8 +15,6 @@ Modules, by concern:
     stepmodel    the numpy step model over grids of (batch, length), and the crossover search
     sweep        sweeps over batch × length × dtype × machine × split, and model comparisons
     plan         every valid split of a step over a system's devices, analysed and ranked (search_splits)
-
-Layering: core. No torch, no plotting, no measurement at import time (numpy only inside sweeps).
 """
 
 from roofline.models.analysis import (

@@ -18,9 +18,7 @@ windowed layer reads min(L, W) tokens instead of L (`ModelConfig.attended_tokens
 The crossover batch comes from the vectorised step model (`roofline.models.stepmodel`); sweeps
 over batch × context × dtype × machine are in `roofline.models.sweep`.
 
-Layering: imports roofline.placement, roofline.hardware, roofline.dtypes, roofline.units and the
-models room's transformer, config, build, dtypes and stepmodel. Charts and notebook methods are
-attached by roofline.report.notebook.
+Its `.plot()` and `_repr_html_` are roofline.placement.Drawable's.
 """
 
 from __future__ import annotations

@@ -35,9 +35,6 @@ Fusion plans over the same graph (same FLOPs, fewer bytes):
   flash  attention's three ops one kernel (FlashAttention), the default, as serving engines run it
   fused  also each norm into the matmul that reads it, the activation into its matmul's epilogue,
          and the residual add into the epilogue of the matmul before it
-
-Layering: imports roofline.graph, roofline.kernels, roofline.errors and roofline.models.transformer,
-.dtypes and .formulas only.
 """
 
 from __future__ import annotations

@@ -17,8 +17,6 @@ A checkpoint's `quantization_config` sets what its weights are stored in (`Model
 used unless --weights-dtype says otherwise), scales included: FP8 with 128x128 block scales (DeepSeek-V3,
 Qwen3-FP8), GPTQ/AWQ int4 with FP16 group scales and packed zero points, bitsandbytes NF4/FP4 and
 int8, compressed-tensors, MXFP4. A method it cannot read is named in `ModelConfig.load_warnings`.
-
-Layering: imports roofline.errors, roofline.dtypes, roofline.fileio and roofline.models.transformer only.
 """
 
 from __future__ import annotations

@@ -1,6 +1,4 @@
 """A model step's dtypes: what each tensor role is stored in, and whose peak the matmuls run at.
-
-Layering: imports roofline.dtypes, roofline.errors, roofline.hardware only.
 """
 
 from __future__ import annotations

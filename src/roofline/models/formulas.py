@@ -9,8 +9,6 @@ when an array is given (importing roofline.models loads no numpy).
     windowed_pairs(N, W)        causal (query, key) pairs of an N-token prompt under a window W
     expected_experts_hit(E,k,N) the expected distinct experts N tokens hit, k of E each, uniformly
     experts_hit(E, k, N)        that, rounded to a whole expert, at least k, at most E and N·k
-
-Layering: imports roofline.errors only.
 """
 
 from __future__ import annotations

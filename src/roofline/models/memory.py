@@ -15,9 +15,6 @@ once (what must be live together), a lower bound on what an engine's profiling r
 The fewest devices is the smallest VALID split that fits, searched as engines deploy: tensor
 parallel within a node first (every tp that divides the heads, up to the node's devices), then
 pipeline stages across nodes.
-
-Layering: imports roofline.parallel, roofline.units, roofline.vocab and the models room's
-transformer, dtypes and split.
 """
 
 from __future__ import annotations

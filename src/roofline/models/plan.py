@@ -29,9 +29,6 @@ Objectives, among the splits that fit:
 
 Ties go to the other measure (tokens/s per device for time, step time for the others), then to
 fewer devices. Every candidate gets a row and a one-line reason why it loses to the winner.
-
-Layering: imports roofline.hardware, roofline.parallel, roofline.placement, roofline.units,
-roofline.vocab and the models room's analysis, build, config, dtypes, memory, split, transformer.
 """
 
 from __future__ import annotations

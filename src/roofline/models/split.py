@@ -29,8 +29,6 @@ the experts the ep group's tokens hit on it: the uniform-routing expectation ove
 
 Data parallelism runs dp replicas, each with batch/dp sequences: the step time is one replica's, the
 throughput dp times it.
-
-Layering: imports roofline.parallel, roofline.vocab, roofline.errors and roofline.models.transformer.
 """
 
 from __future__ import annotations

@@ -9,9 +9,6 @@ on numpy arrays. `StepModel` builds the real graph at a handful of sample points
 are multiples of `batch_unit`: dp, × tp when expert parallelism splits a replica's tokens over its
 tp ranks), solves for those coefficients exactly, checks the fit reproduces every sample, and then
 evaluates any grid of (B, S) with numpy: the same kernels, the same max(compute, memory) per kernel.
-
-Layering: imports roofline.placement, roofline.graph, roofline.hardware, roofline.dtypes,
-roofline.errors and the models room's config, build, formulas and split; numpy only inside functions.
 """
 
 from __future__ import annotations

@@ -10,10 +10,6 @@ Splits (tp, pp, ep, dp) are axes of both: a row per split, its degrees in the co
 and split_devices (tp × pp × dp; `devices` stays the fewest devices of a valid split that holds
 the model). A machine given with a split is resolved as analyze_model resolves it: a system, or a
 bare device made one node of max(devices, 8), the collectives on its link and network.
-
-Layering: imports roofline.hardware, roofline.errors, roofline.parallel, roofline.vocab and the
-models room's config, build, dtypes, memory, split, stepmodel and analysis; numpy only inside the
-functions.
 """
 
 from __future__ import annotations

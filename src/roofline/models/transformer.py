@@ -9,8 +9,6 @@ as the published figures include them (Mixtral 8x7B: 12.9B active).
 Attended tokens (`ModelConfig.attended_tokens`): the tokens one sequence's layers keep and read at
 a length L, summed over layers: L per global layer, min(L, W) per windowed one. The KV cache, the
 decode limit, the memory fit and the sweeps all take it from there.
-
-Layering: imports roofline.errors and roofline.models.formulas only.
 """
 
 from __future__ import annotations

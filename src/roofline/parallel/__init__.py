@@ -7,8 +7,6 @@
 A split is a transformation of the graph: the models room builds each device's share of the step
 (heads, MLP columns and rows, vocabulary slices, layers of a stage) and inserts these collectives
 where Megatron-style tensor parallelism and pipeline parallelism need them.
-
-Layering: imports roofline.vocab, units, errors, dtypes and graph only.
 """
 
 from roofline.parallel.collectives import BUS_FACTOR, Collective, CollectiveCall, bus_bytes, collective_op

@@ -16,8 +16,6 @@ which `roofline.placement` computes for a kernel whose Cost has bytes on Level.L
 and a machine whose level has that bandwidth and latency. A reduction also adds (n−1)/n · elements
 to each device's vector work (the reduce-scatter half of a ring all-reduce); its DRAM bytes are the
 buffer read once and written once.
-
-Layering: imports roofline.vocab, roofline.errors, roofline.graph.
 """
 
 from __future__ import annotations

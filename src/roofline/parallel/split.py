@@ -10,8 +10,6 @@
 Devices are laid out tensor-parallel innermost, then pipeline stages, then replicas, as engines place
 them: a tp group fills consecutive devices of a node, so it stays on the node's link when tp is at
 most the devices per node.
-
-Layering: imports roofline.vocab, roofline.units, roofline.errors.
 """
 
 from __future__ import annotations

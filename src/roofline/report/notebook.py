@@ -1,16 +1,11 @@
 """Notebook methods: `.plot()` (a matplotlib Figure) and `_repr_html_` (the interactive page in an
 iframe) on placements, graph analyses and model analyses.
 
-The analyses live below the report layer and must not import it, so the methods are attached here,
-once, when `roofline` is imported (`install()`, called by the package's __init__), as pandas
-registers its accessors: the arrow points from the report down to the analyses. Drawing imports
-matplotlib or plotly only when a method is called.
-
-The methods live on `roofline.placement.Drawable`, the base of Placement, GraphAnalysis and
-ModelAnalysis, so attaching them needs neither the models nor matplotlib loaded.
-
-Layering: a report module; imports roofline.placement and roofline.vocab at import time;
-roofline.models.analysis, roofline.report.outputs and points inside the methods.
+The methods are `roofline.placement.Drawable`'s, the base of Placement, GraphAnalysis and ModelAnalysis;
+the analyses live below the report room and never import it, so they find this module as pandas finds
+its plotting backend: by the entry point the package declares (pyproject.toml, group
+`roofline.notebook`, name `draw`), when a method is first called. This module's `plot` and `html`
+are what they call. Drawing imports matplotlib or plotly only then.
 """
 
 from __future__ import annotations
@@ -76,23 +71,17 @@ def _scenarios(obj: Drawable) -> tuple[list[Any], str]:
     raise TypeError(f"nothing to draw for a {type(obj).__name__}")
 
 
-def _plot(self: Drawable) -> Any:
-    """The roofline chart of these kernels (a matplotlib Figure)."""
+def plot(obj: Drawable) -> Any:
+    """The roofline chart of a placement, a graph analysis or a model step (a matplotlib Figure)."""
     from roofline.report.outputs import model_figure
 
-    scenarios, title = _scenarios(self)
+    scenarios, title = _scenarios(obj)
     return model_figure(scenarios, title=title)
 
 
-def _repr_html(self: Drawable) -> str:
-    """The interactive page in an iframe, for a notebook."""
+def html(obj: Drawable) -> str:
+    """The interactive page of a placement, a graph analysis or a model step in an iframe, for a notebook."""
     from roofline.report.outputs import notebook_html
 
-    scenarios, title = _scenarios(self)
+    scenarios, title = _scenarios(obj)
     return notebook_html(scenarios, title=title)
-
-
-def install() -> None:
-    """Attach the methods to every Drawable (Placement, GraphAnalysis, ModelAnalysis); idempotent."""
-    setattr(Drawable, "plot", _plot)  # noqa: B010 (attached from above, see the module docstring)
-    setattr(Drawable, "_repr_html_", _repr_html)  # noqa: B010

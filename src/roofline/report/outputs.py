@@ -27,8 +27,8 @@ kernels on one static chart, e.g. naive and fused attention side by side), `writ
 (several machines or precisions on one chart) and `notebook_html`
 (the page inside an iframe, so that several pages in one notebook do not share ids or styles).
 
-Layering: a report module. matplotlib and plotly are imported inside the functions that draw, so
-that importing this module (the CLI does, to parse options) costs nothing.
+matplotlib and plotly are imported inside the functions that draw, so that importing this module
+(the CLI does, to parse options) costs nothing.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def _check(scenarios: Sequence[Scenario]) -> None:
 
 
 def _write_chart(fig: Any, path: str, fmt: str) -> Path:
-    from roofline.report.charts import figure_bytes
+    from roofline.report.charts.roofline import figure_bytes
 
     return atomic_write(path, figure_bytes(fig, fmt))
 
@@ -110,7 +110,7 @@ def _kernel_outputs(scenarios: Sequence[Scenario], png: str | None, svg: str | N
                     title: str) -> list[Path]:
     written: list[Path] = []
     if png is not None or svg is not None:
-        from roofline.report.charts import roofline_figure
+        from roofline.report.charts.roofline import roofline_figure
 
         multi = len(scenarios) > 1
         placements = [p for s in scenarios for p in s.analysis.placements]
@@ -134,7 +134,7 @@ def write_sweep_chart(rows: Sequence[Mapping[str, Any]], x: str, *, png: str | N
     """Intensity against `x` with the ridge and the decode limit; the step-time breakdown below
     it when the rows carry times; one line set per value of `series` (e.g. "machine"). Written
     atomically; RooflineError on a bad path."""
-    from roofline.report.sweep_chart import sweep_figure
+    from roofline.report.charts.sweep import sweep_figure
 
     _paths(png, svg)
     fig = sweep_figure(rows, x, ridge=ridge, limit=limit, title=title, series=series)
@@ -146,7 +146,7 @@ def write_roofs_chart(roofs: Sequence[tuple[Machine | str, str | None]], *, png:
                       svg: str | None = None, title: str = "") -> list[Path]:
     """Several machines or precisions on one chart: [("a100", "bf16"), ("h100", "bf16"), ("b200", "bf16")]
     or [("b200", "bf16"), ("b200", "fp8"), ("b200", "fp4")]. Written atomically."""
-    from roofline.report.charts import roofs_figure
+    from roofline.report.charts.roofline import roofs_figure
 
     _paths(png, svg)
     fig = roofs_figure(roofs, title=title)
@@ -157,7 +157,7 @@ def write_roofs_chart(roofs: Sequence[tuple[Machine | str, str | None]], *, png:
 def model_figure(scenarios: Sequence[Scenario], *, title: str = "") -> Any:
     """The static roofline (matplotlib Figure) of the first scenario's kernels."""
     _check(scenarios)
-    from roofline.report.charts import roofline_figure
+    from roofline.report.charts.roofline import roofline_figure
 
     s = scenarios[0]
     a = s.analysis
@@ -168,7 +168,7 @@ def model_figure(scenarios: Sequence[Scenario], *, title: str = "") -> Any:
 def model_html(scenarios: Sequence[Scenario], *, title: str = "") -> str:
     """The self-contained interactive page (plotly.js inlined, no network request)."""
     _check(scenarios)
-    from roofline.report.html import page
+    from roofline.report.page.roofline import page
 
     return page(scenarios, title=title)
 
@@ -190,11 +190,11 @@ def write_serve_outputs(report: Any, *, png: str | None = None, svg: str | None 
     written: list[Path] = []
     with writing_together():  # all files or none
         if png is not None or svg is not None:
-            from roofline.report.serve_chart import serve_figure
+            from roofline.report.charts.serve import serve_figure
 
             written += _write_figure(serve_figure(report), png, svg)
         if html is not None:
-            from roofline.report.serve_page import serve_page
+            from roofline.report.page.serve import serve_page
 
             written.append(atomic_write(html, serve_page(report)))
     return written

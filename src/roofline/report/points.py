@@ -6,8 +6,6 @@ under DRAM's: its intensity is FLOPs per byte on the link (a ring all-reduce's r
 the 2(n−1)/n · S bytes each device sends), its height FLOPs / time floor, which the link's latency α
 puts below the slope BW_link × I. A collective with no FLOPs (all-gather, send/recv) has no point on
 log axes and is listed, as any zero-FLOP kernel is.
-
-Layering: a report module; imports roofline.placement, roofline.units and roofline.vocab only.
 """
 
 from __future__ import annotations

@@ -13,8 +13,7 @@ Modules:
     disaggregate  what-if --disaggregate P:D: prefill and decode on separate groups, the KV cache over the link
     speculative what-if --draft: expected tokens per target step (Leviathan et al. 2023), draft and verify cost
 
-Layering: above roofline.models (the same graph, placement and step model), below explain, report
-and cli; numpy only inside functions.
+numpy is imported only inside functions.
 """
 
 from roofline.serving.efficiency import Band, Efficiency, Rate

@@ -8,8 +8,6 @@ per-step overhead (no bench measures it). `keep` names classes to take from `bas
 file has them (an explicit --efficiency-* flag wins over a file). The result is a
 `CalibratedEfficiency`: an Efficiency whose `sources` (and `to_dict()["sources"]`) say, class by
 class, which came from the file and which are the defaults.
-
-Layering: imports roofline.errors, roofline.measure.calibration and this room's efficiency.
 """
 
 from __future__ import annotations

@@ -21,9 +21,6 @@ read by each; an engine fusing them into one step reads them once, so a step car
 overstated by at most the weights' read time); the split attention re-reads the chunk's queries and
 rewrites its output once (flash-decoding's split-KV merge); multi-head latent attention is taken as its
 per-head keys and values.
-
-Layering: imports roofline.graph, roofline.kernels, roofline.placement, roofline.models, roofline.vocab
-and this room's efficiency; not serve.py (serve() calls this module).
 """
 
 from __future__ import annotations

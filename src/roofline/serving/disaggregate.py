@@ -23,8 +23,7 @@ The model, every term from the same graph and placement as the rest of `serve`:
                 the one with the most requests/s per device (a balanced pair that idles devices is no
                 answer); when none is, the closest pair; requests/s of a pair = the smaller of the two
 
-Layering: imports roofline.hardware, roofline.models, roofline.parallel, roofline.units and this room's
-efficiency and chunked; not serve.py (serve() calls this module and hands it a way to serve a group).
+serve() calls this module and hands it a way to serve a group.
 """
 
 from __future__ import annotations

@@ -19,8 +19,6 @@ step is the larger of them, as the floor is.
 
 `--calibration FILE` takes them from `roofline bench --save-calibration` / `roofline measure --collectives
 --save-calibration` results (roofline.serving.calibration).
-
-Layering: imports roofline.errors, roofline.units and roofline.vocab only.
 """
 
 from __future__ import annotations

@@ -27,8 +27,7 @@ Built only on roofline.models, so every number is the same graph and placement a
                 throughput: T(2b) < 1.1 × T(b), on the roofline ceiling
     expected    every time is a floor (the roofline) and an expected band (roofline.serving.efficiency)
 
-Layering: imports the models room (analysis, build, config, dtypes, memory, split, stepmodel, sweep),
-roofline.parallel, roofline.units, roofline.vocab and this room's efficiency; numpy only inside functions.
+numpy is imported only inside functions.
 """
 
 from __future__ import annotations

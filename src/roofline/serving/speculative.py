@@ -25,8 +25,7 @@ The model, every term from the same graph and placement as the rest of `serve`:
 
 Bad input: k < 1 or a outside (0, 1] is a one-line error (exit 2 on the command line).
 
-Layering: imports roofline.errors, roofline.units and this room's efficiency and chunked; not serve.py
-(serve() calls this module and hands it a way to serve the draft).
+serve() calls this module and hands it a way to serve the draft.
 """
 
 from __future__ import annotations

@@ -4,17 +4,18 @@
         model(x)
     t.analyze("h100")
 
-tracer.py records the ATen ops a program runs (a TorchDispatchMode) and turns each call into a
+recorder.py records the ATen ops a program runs (a TorchDispatchMode) and turns each call into a
 shape-only `OpCall`; registry.py holds the one registry of FLOP formulas, keyed by ATen op name,
-that counts it. Importing this package does not import torch. (The room is `tracing`, not `trace`,
+that counts it; analysis.py is the torch-free `Trace` and what is read off it; script.py runs a
+script as `python script.py` would, under the recorder or (profile.py) torch.profiler; kineto.py and
+ncu.py read profiler exports. Importing this package does not import torch. (The room is `tracing`, not `trace`,
 so that `roofline.trace`, the function, and the room never share a name.)
-
-Layering: a room on the floor of models and measure (it imports neither); below it roofline.vocab,
-dtypes, errors, hardware, graph, kernels and placement.
 """
 
+from roofline.tracing.analysis import Trace, bytes_by_kind, flop_by_kind
+from roofline.tracing.recorder import trace, trace_call
 from roofline.tracing.registry import FORMULAS, ArgShape, Formula, OpCall, Registry, generic, register, torch_dtype
-from roofline.tracing.tracer import Trace, bytes_by_kind, flop_by_kind, trace, trace_call, trace_script
+from roofline.tracing.script import trace_script
 
 __all__ = ["FORMULAS", "ArgShape", "Formula", "OpCall", "Registry", "Trace", "bytes_by_kind", "flop_by_kind",
            "generic", "register", "torch_dtype", "trace", "trace_call", "trace_script"]

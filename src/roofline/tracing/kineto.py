@@ -23,8 +23,7 @@ What a trace holds, and what each part becomes:
 A trace recorded without record_shapes has names and times only: each op is placed with its
 measured time and no FLOPs or bytes (`Profile.shapes` False, said so by every report).
 
-Layering: imports roofline.dtypes, errors, graph, vocab and this room's registry and tracer; torch
-only inside functions (for an op's pointwise/reduction tags), never required.
+torch is imported only inside functions (for an op's pointwise/reduction tags), never required.
 """
 
 from __future__ import annotations
@@ -39,6 +38,7 @@ from typing import Any
 from roofline.dtypes import DType
 from roofline.errors import RooflineError
 from roofline.graph import Op, Tensor
+from roofline.tracing.analysis import Trace
 from roofline.tracing.registry import (
     ATTENTION,
     FORMULAS,
@@ -51,7 +51,6 @@ from roofline.tracing.registry import (
     generic,
     torch_dtype,
 )
-from roofline.tracing.tracer import Trace
 
 US = 1e-6  # trace timestamps and durations are microseconds
 

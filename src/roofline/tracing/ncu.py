@@ -29,8 +29,6 @@ metric, "Metric Name", "Metric Unit", "Metric Value") is pivoted into that form.
                  a per-architecture factor), kept as counters, never as FLOPs
 
 Unit prefixes are decimal (Kbyte = 1e3 bytes, usecond = 1e-6 s), as ncu prints them.
-
-Layering: imports roofline.dtypes, errors, graph, vocab and this room's kineto and tracer.
 """
 
 from __future__ import annotations
@@ -45,8 +43,8 @@ from pathlib import Path
 from roofline.dtypes import DType, get_dtype
 from roofline.errors import RooflineError
 from roofline.graph import Op, Tensor
+from roofline.tracing.analysis import Trace
 from roofline.tracing.kineto import Profile
-from roofline.tracing.tracer import Trace
 from roofline.vocab import Level, Unit
 
 TIME = "gpu__time_duration.sum"

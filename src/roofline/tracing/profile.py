@@ -7,7 +7,7 @@
 torch.profiler (record_shapes=True) times every op (CPU: the op's own duration; CUDA: its kernels'
 durations, and the idle time on the stream before each one); the profile's recorded shapes are
 counted by the one formula registry (roofline.tracing.kineto), so `roofline import` of the same
-trace gives the same kernels. The tracer (roofline.tracing.tracer) runs alongside and names every
+trace gives the same kernels. The tracer (roofline.tracing.recorder) runs alongside and names every
 op by the module that ran it ("model.layers.0.self_attn.q_proj.linear"); its FLOPs are the check
 on the import's (`Profiled.flop_agreement`).
 
@@ -27,8 +27,7 @@ What each kernel is told (`verdict`), from its measured time, its floor and its 
     under compute    compute-bound (I above the ridge) below NEAR_ROOF: tiling, occupancy, prefetch
     at compute       compute-bound at ≥ NEAR_ROOF: fewer FLOPs (lower precision) or more devices
 
-Layering: imports roofline.errors, placement and this room's kineto, registry and tracer; torch
-only inside functions.
+torch is imported only inside functions.
 """
 
 from __future__ import annotations
@@ -44,9 +43,11 @@ from typing import Any
 
 from roofline.errors import RooflineError, need_torch
 from roofline.placement import Placement
+from roofline.tracing.analysis import Trace, flop_by_kind
 from roofline.tracing.kineto import Profile, parse_kineto
+from roofline.tracing.recorder import trace
 from roofline.tracing.registry import ATTENTION, FORMULAS, Registry
-from roofline.tracing.tracer import Trace, flop_by_kind, run_script, trace
+from roofline.tracing.script import run_script
 from roofline.vocab import Bound
 
 LATENCY_S = 10e-6  # below this a kernel's time is launch and synchronisation, not its work

@@ -5,7 +5,7 @@ its shape and roofline dtype; a tensor list a tuple of them; anything else a pla
 tensors it reads and writes, and the few facts about the run a shape cannot tell (`fused`: the
 attention backend PyTorch chose; `kept_pairs`: the (query, key) pairs an attention mask keeps;
 `ArgShape.values`: a grouped matmul's offsets). It returns the core `Op`s the call counts as. No formula sees a
-live tensor, so the same formulas serve the live tracer (roofline.tracing.tracer) and recorded shapes
+live tensor, so the same formulas serve the live tracer (roofline.tracing.recorder) and recorded shapes
 (a torch.profiler trace's "Input Dims" and "Input type", which list the same schema arguments).
 
 The conventions are ours, the same ones the analytic builders use (roofline.kernels):
@@ -41,8 +41,7 @@ q·kᵀ matmul, an added mask, softmax, p·v). torch.utils.flop_counter counts t
 One decorator, `FORMULAS.register(*names)`, is the only way in; a name registered twice raises, and
 the registry is a read-only Mapping (no item assignment, no update).
 
-Layering: imports roofline.dtypes, roofline.errors, roofline.graph, roofline.kernels and
-roofline.vocab; never torch.
+It never imports torch.
 """
 
 from __future__ import annotations

@@ -21,9 +21,7 @@ Artists carry gids ("roof", "ridge", "kernel-3", "measured-3", "above-roof-3", .
 and the SVG can find them.
 
 Here: the figure plumbing (canvas, bytes, log axes), the roofs, the roofline chart with its key and
-the roofs comparison. Label placement is in labels.py, the sweep chart in sweep_chart.py.
-
-Layering: a report module; imports matplotlib (inside functions) and the core.
+the roofs comparison. Label placement is in labels.py, the sweep chart in sweep.py.
 """
 
 from __future__ import annotations
@@ -38,7 +36,7 @@ from roofline.dtypes import DType, get_dtype
 from roofline.errors import RooflineError
 from roofline.hardware import Machine, get_machine
 from roofline.placement import Placement
-from roofline.report.labels import number_ranges, place_labels, shorten, text_box
+from roofline.report.charts.labels import number_ranges, place_labels, shorten, text_box
 from roofline.report.points import (
     ABOVE_ROOF_COLOUR,
     BOUND_COLOURS,

@@ -13,8 +13,6 @@ points, "does not fit"; the ITL target is a vertical line with its value; the re
 Artists carry gids ("floor", "band", "batch-<b>", "batch-label-<i>", "knee", "knee-label",
 "memory-limit", "memory-limit-label", "does-not-fit", "itl-slo", "itl-slo-label", "chosen", "title",
 "subtitle") so that tests and the SVG can find them.
-
-Layering: a report module; imports matplotlib (inside functions), roofline.serving and the core.
 """
 
 from __future__ import annotations
@@ -23,8 +21,8 @@ import math
 from typing import TYPE_CHECKING
 
 from roofline.errors import RooflineError
-from roofline.report.charts import log_axes, new_figure
-from roofline.report.labels import place_labels, text_box
+from roofline.report.charts.labels import place_labels, text_box
+from roofline.report.charts.roofline import log_axes, new_figure
 from roofline.serving import KNEE_GAIN, ServingReport
 from roofline.units import format_time
 

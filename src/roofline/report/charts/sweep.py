@@ -8,8 +8,6 @@ a batch whose step does not fit in memory is drawn hollow (its bar faded), with 
 Artists carry gids ("sweep", "ridge", "limit", "crossover", "nofit", "bar-0-<kernel>-<bound>",
 "bar-total-0", ...; with a series "sweep-<name>", "ridge-<name>", "step-time-<name>",
 "bar-<name>-0-<kernel>-<bound>") so that tests and the SVG can find them.
-
-Layering: a report module; imports matplotlib (inside functions) and the core.
 """
 
 from __future__ import annotations
@@ -20,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from roofline.errors import RooflineError
 from roofline.placement import GraphAnalysis, Placement
-from roofline.report.charts import decade_ceil, decade_floor, log_axes, new_figure
-from roofline.report.labels import shorten
+from roofline.report.charts.labels import shorten
+from roofline.report.charts.roofline import decade_ceil, decade_floor, log_axes, new_figure
 from roofline.report.points import ABOVE_ROOF_COLOUR, BOUND_COLOURS, ROOF_COLOUR
 from roofline.units import format_intensity, format_time
 from roofline.vocab import Bound

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from roofline.hardware.system import Link, System
-from roofline.report.text import render
+from roofline.report.text.tables import render
 from roofline.units import format_bytes_per_s, format_time
 
 

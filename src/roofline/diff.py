@@ -25,8 +25,9 @@ Differences looked for, each with its extra FLOPs and bytes by arithmetic:
     routed experts hit           distinct experts a layer read against the model's expectation under
                                  uniform routing, E·(1 − (1 − k/E)^N)
 
-Layering: a report module (above models and tracing, which never import each other); imports
-roofline.dtypes, errors, graph, models, tracing, units and vocab.
+The join needs both a recorded program (roofline.tracing) and the analytic model (roofline.models),
+two rooms that never import each other, so it is a room of its own above both; it renders nothing
+(roofline.report.text.profile prints it).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from roofline.dtypes import DType, get_dtype
 from roofline.errors import RooflineError
 from roofline.graph import Graph, Kernel, Op
 from roofline.models import ModelConfig, ModelGraph, build_graph, model_dtypes
-from roofline.tracing.tracer import Trace
+from roofline.tracing.analysis import Trace
 from roofline.units import format_bytes, format_flop
 from roofline.vocab import Phase, Plan
 

@@ -1,9 +1,8 @@
-"""Trace any PyTorch program onto the graph the analytic models produce.
+"""The live recorder: any PyTorch program traced onto the graph the analytic models produce.
 
     with roofline.trace(model) as t:
         model(x)
-    t.graph, t.plan            # a core Graph and the fusion plan it ran under
-    t.analyze("h100")          # every table, chart and fusion plan works on it
+    t.graph, t.plan            # a core Graph and the fusion plan it ran under (roofline.tracing.analysis)
 
 A `TorchDispatchMode` sees every ATen op the program runs. Each op that computes becomes one core
 `Op` over named tensors; views and aliases (an output sharing storage with an input, from an op
@@ -29,10 +28,6 @@ Names: global module hooks keep the path of the module running each op ("model.l
 down_proj.linear"); the first module to run outside any other is a root, and its weights are named
 by their paths under it, so a script traced whole (`trace_script`) reads like a module handed over.
 
-Roofs: `Trace.analyze` puts each op's matrix FLOPs on the roof of its own operands' dtype
-(`own_roofs`: an fp32 matmul on a GPU without an fp32 matrix peak runs on the FP32 cores unless
-TF32 was allowed); a dtype given puts them all on its roof.
-
 Overhead: what an op overload is (its arguments, which it writes, its formula, its tags) is worked out
 once per overload and cached; an inference tensor's version is never asked (asking raises, slowly).
 
@@ -41,8 +36,8 @@ By default the trace runs under `torch.inference_mode()`, where PyTorch dispatch
 the program made, as the analytic models count. `inference=False` traces the decomposed ops
 (autograd on, backward included when the program runs it).
 
-Layering: imports roofline.dtypes, errors, graph, hardware, placement, vocab and this room's
-registry; torch only inside functions.
+The Trace it fills, and everything read off it, is torch-free (roofline.tracing.analysis); running a
+script under the recorder is roofline.tracing.script. torch is imported only inside functions.
 """
 
 from __future__ import annotations
@@ -52,14 +47,13 @@ import math
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
-from roofline.dtypes import DType, get_dtype
-from roofline.errors import RooflineError, need_torch
-from roofline.graph import FusionPlan, Graph, Op, Tensor
-from roofline.hardware import Machine, get_machine
-from roofline.placement import GraphAnalysis, analyze_graph
+from roofline.dtypes import DType
+from roofline.errors import need_torch
+from roofline.graph import Op, Tensor
+from roofline.tracing.analysis import Trace
 from roofline.tracing.registry import (
     ATTENTION,
     FORMULAS,
@@ -75,138 +69,7 @@ from roofline.tracing.registry import (
     scaled_op,
     torch_dtype,
 )
-from roofline.vocab import Plan, Role, Unit
-
-
-@dataclass
-class Trace:
-    """What a traced program ran: ops in execution order, the kernels that ran fused, op times."""
-
-    name: str = "traced"
-    ops: list[Op] = field(default_factory=list)
-    groups: dict[str, tuple[str, ...]] = field(default_factory=dict)  # fused kernel -> its ops
-    times_s: dict[str, float] = field(default_factory=dict)  # kernel name -> measured seconds
-    unknown: dict[str, int] = field(default_factory=dict)  # aten ops without a FLOP formula -> calls
-    errors: dict[str, str] = field(default_factory=dict)  # aten ops the tracer failed on -> why (not counted)
-    module_of: dict[str, str] = field(default_factory=dict)  # op name -> module path ("" at top level)
-    tf32: bool = False  # fp32 matmuls were allowed to run as TF32 (torch.get_float32_matmul_precision())
-
-    @property
-    def graph(self) -> Graph:
-        return Graph(self.ops, name=self.name)
-
-    @property
-    def plan(self) -> FusionPlan:
-        """The kernels as they ran: each fused attention call one kernel, everything else alone."""
-        return FusionPlan(Plan.TRACED, self.groups)
-
-    @property
-    def flop(self) -> float:
-        return sum(op.flop * op.count for op in self.ops)
-
-    def flop_by_kind(self) -> dict[str, float]:
-        return flop_by_kind(self.graph)
-
-    def analyze(self, machine: Machine | str, dtype: str | DType | None = None,
-                plan: FusionPlan | None = None) -> GraphAnalysis:
-        """The traced graph placed on `machine` under `plan` (default: as it ran); kernels with a
-        measured time (time_ops=True) carry it, so their percentage of the roof is known.
-
-        `dtype` None: each op's matrix FLOPs on the roof of its own operands' dtype (`own_roofs`),
-        and the analysis' dtype (its ridge, its "% of peak") the one doing most matrix FLOPs; a
-        dtype given puts every matmul on that dtype's roof instead (a what-if)."""
-        chosen = plan or self.plan
-        graph = self.graph
-        if dtype is None:
-            m = get_machine(machine)
-            graph = Graph(own_roofs(self.ops, m, self.tf32), name=self.name)
-            dtype = headline_dtype(graph.ops, m)
-        analysis = analyze_graph(graph, machine, dtype, chosen)
-        if not self.times_s:
-            return analysis
-        placed = tuple(p.with_measured(self.times_s[p.name]) if p.name in self.times_s else p
-                       for p in analysis.placements)
-        return GraphAnalysis(placed, analysis.plan, analysis.machine, analysis.dtype)
-
-
-def _operand_dtype(op: Op) -> DType | None:
-    return op.inputs[0].dtype if op.inputs else None
-
-
-def own_roofs(ops: Sequence[Op], machine: Machine, tf32: bool = False) -> list[Op]:
-    """Each op with matrix FLOPs placed on the roof of its operands' dtype (the first input's):
-
-        the machine lists a matrix peak for it      that peak (compute_dtype = the dtype)
-        fp32 without one (GPUs), TF32 allowed       the tf32 matrix peak
-        fp32 without one, TF32 off (PyTorch's default for matmuls)   the FP32 vector peak: the
-                                                    FLOPs move to the vector unit, as the FP32 cores do them
-        anything else (integer matmuls)             the analysis' dtype, as before"""
-    out: list[Op] = []
-    for op in ops:
-        matrix = op.flop_by_unit.get(Unit.MATRIX, 0.0)
-        dt = _operand_dtype(op)
-        if not matrix or dt is None or op.compute_dtype is not None:
-            out.append(op)
-        elif machine.has_peak(dt):
-            out.append(replace(op, compute_dtype=dt))
-        elif dt.peak_key == "fp32" and tf32 and machine.has_peak("tf32"):
-            out.append(replace(op, compute_dtype=get_dtype("tf32")))
-        elif dt.peak_key == "fp32":
-            flop = dict(op.flop_by_unit)
-            flop[Unit.VECTOR] = flop.get(Unit.VECTOR, 0.0) + flop.pop(Unit.MATRIX)
-            note = f"fp32 matmul on the FP32 cores: {machine.id} lists no fp32 matrix peak and TF32 was off"
-            out.append(replace(op, flop_by_unit=flop, compute_dtype=dt,
-                               note=f"{op.note}; {note}" if op.note else note))
-        else:
-            out.append(op)
-    return out
-
-
-def headline_dtype(ops: Sequence[Op], machine: Machine) -> DType:
-    """The dtype doing most matrix FLOPs that the machine has a matrix peak for (its default when none)."""
-    by_dtype: dict[DType, float] = {}
-    for op in ops:
-        dt = op.compute_dtype
-        if dt is not None and op.flop_by_unit.get(Unit.MATRIX) and machine.has_peak(dt):
-            by_dtype[dt] = by_dtype.get(dt, 0.0) + op.flop_by_unit[Unit.MATRIX] * op.count
-    if not by_dtype:
-        return get_dtype(machine.default_dtype())
-    return max(by_dtype, key=lambda d: by_dtype[d])
-
-
-def roof_dtypes(analysis: GraphAnalysis) -> dict[str, float]:
-    """FLOPs of the matmul-like ops per dtype whose roof they were placed on ("fp32 (vector cores)"
-    for fp32 matmuls moved to the FP32 cores), counts included: what the report names beside the machine."""
-    out: dict[str, float] = {}
-    for p in analysis.placements:
-        ops = p.kernel.ops if p.kernel is not None else ()
-        for op in ops:
-            dt = op.compute_dtype or analysis.dtype
-            if op.flop_by_unit.get(Unit.MATRIX):
-                key = dt.name
-            elif op.compute_dtype is not None and op.flop_by_unit.get(Unit.VECTOR):
-                key = f"{dt.name} (vector cores)"
-            else:
-                continue
-            out[key] = out.get(key, 0.0) + op.flop * op.count
-    return out
-
-
-def flop_by_kind(graph: Graph) -> dict[str, float]:
-    """FLOPs per op kind, layers' counts included."""
-    out: dict[str, float] = {}
-    for op in graph.ops:
-        out[op.kind] = out.get(op.kind, 0.0) + op.flop * op.count
-    return out
-
-
-def bytes_by_kind(graph: Graph, plan: FusionPlan) -> dict[str, float]:
-    """Boundary bytes per kernel kind under `plan`, counts included."""
-    out: dict[str, float] = {}
-    for k in graph.kernels(plan):
-        out[k.kind] = out.get(k.kind, 0.0) + k.bytes * k.count
-    return out
-
+from roofline.vocab import Role
 
 # --- live tensors -> shapes -------------------------------------------------------------------------
 
@@ -695,35 +558,4 @@ def trace_call(fn: Callable[[], Any], module: Any = None, **options: Any) -> Tra
     return t
 
 
-def run_script(path: str, argv: Sequence[str] = ()) -> None:
-    """Run a Python script as `python path ARGS` would (__name__ == "__main__", sys.argv set and put back);
-    a missing script or a non-zero exit status is one RooflineError."""
-    import runpy
-    import sys
-    from pathlib import Path
-
-    p = Path(path)
-    if not p.is_file():
-        raise RooflineError(f"no script at {path}")
-    old_argv = sys.argv
-    sys.argv = [str(p), *argv]
-    try:
-        runpy.run_path(str(p), run_name="__main__")
-    except SystemExit as exc:
-        if exc.code not in (None, 0):
-            raise RooflineError(f"{path} exited with status {exc.code}") from None
-    finally:
-        sys.argv = old_argv
-
-
-def trace_script(path: str, argv: Sequence[str] = (), **options: Any) -> Trace:
-    """Run a Python script under the tracer (as `python script.py ARGS` would, __name__ == "__main__")."""
-    from pathlib import Path
-
-    with trace(name=options.pop("name", Path(path).stem), **options) as t:
-        run_script(path, argv)
-    return t
-
-
-__all__ = ["Trace", "bytes_by_kind", "dtype_of", "flop_by_kind", "headline_dtype", "own_roofs", "roof_dtypes", "trace",
-           "trace_call", "trace_script"]
+__all__ = ["dtype_of", "trace", "trace_call"]

@@ -1,7 +1,6 @@
 """Text for the cache ladder of `roofline measure`: bandwidth per working set, and the levels found.
 
-Layering: a report module; imports roofline.units and roofline.vocab; the ladder is duck-typed
-(roofline.measure.levels.CacheLadder), as ceilings_text takes its Ceilings.
+The ladder is duck-typed (roofline.measure.levels.CacheLadder), as ceilings_text takes its Ceilings.
 """
 
 from __future__ import annotations

@@ -1,13 +1,11 @@
 """The trace report: what a traced program ran, placed on a machine, with the roofs and conventions named.
 
     title      the script, ops and kernels, the machine (name and id), the plan
-    table      every kernel as it ran (roofline.report.text), or measured against its floor (--time)
+    table      every kernel as it ran (roofline.report.text.tables), or measured against its floor (--time)
     roofs      the dtypes whose roofs the FLOPs were placed on: each matmul on its own operands' dtype
                (roofline.tracing.own_roofs), fp32 without a matrix peak on the FP32 cores
     FLOPs      by op kind; the attention convention (roofline.tracing.registry.ATTENTION_CONVENTION)
     unknown    ATen ops without a FLOP formula (bytes only)
-
-Layering: a report module; imports roofline.tracing (the trace), roofline.placement, roofline.units.
 """
 
 from __future__ import annotations
@@ -15,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from roofline.placement import GraphAnalysis
+from roofline.tracing.analysis import Trace, roof_dtypes
 from roofline.tracing.registry import ATTENTION_CONVENTION
-from roofline.tracing.tracer import Trace, roof_dtypes
 from roofline.units import format_flop, format_flop_per_s
 from roofline.vocab import Unit
 
@@ -48,13 +46,13 @@ def trace_title(script: str, t: Trace, analysis: GraphAnalysis) -> str:
 def trace_text(script: str, t: Trace, analysis: GraphAnalysis, timed: bool = False,
                dtype_given: bool = False) -> str:
     """The whole report as text; `dtype_given`: --dtype put every matmul on one roof."""
-    from roofline.report.text import analysis_text
+    from roofline.report.text.tables import analysis_text
 
     title = trace_title(script, t, analysis)
     lines: list[str] = []
     if timed:
         from roofline.measure.accuracy import Accuracy
-        from roofline.report.accuracy import accuracy_table
+        from roofline.report.text.accuracy import accuracy_table
 
         lines.append(accuracy_table(analysis.placements, title=title))
         lines += Accuracy.of(analysis.placements).lines()

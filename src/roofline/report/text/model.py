@@ -1,7 +1,4 @@
 """Text for transformer steps, sweeps and comparisons: the step's table and totals, and row tables/CSV.
-
-Layering: a report module; imports roofline.models, roofline.units and roofline.vocab; rich inside
-the functions.
 """
 
 from __future__ import annotations
@@ -13,7 +10,7 @@ from typing import Any
 
 from roofline.explain.model import fit_words
 from roofline.models.memory import gib
-from roofline.report.text import RUNS_NOTE, placements_table, render
+from roofline.report.text.tables import RUNS_NOTE, placements_table, render
 from roofline.units import format_bytes, format_count, format_flop, format_intensity, format_time
 from roofline.vocab import Phase, Plan, Role
 

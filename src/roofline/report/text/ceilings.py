@@ -1,13 +1,11 @@
 """Text for measured ceilings: the runs as a table, the ceilings, the datasheet comparison, the environment.
-
-Layering: a report module; imports roofline.measure (the numbers), roofline.units, rich inside.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from roofline.report.text import render
+from roofline.report.text.tables import render
 from roofline.units import format_bytes_per_s, format_flop_per_s, format_time
 from roofline.vocab import Bound
 
@@ -43,7 +41,7 @@ def ceilings_text(c: Any) -> str:
                          f"{fmt(row['datasheet'])} = {row['ratio']:.1%}")
     elif c.device == "cuda":
         lines.append("this GPU is not in the catalog: no datasheet comparison")
-    from roofline.report.levels_text import chip_lines, ladder_lines
+    from roofline.report.text.levels import chip_lines, ladder_lines
 
     lines += ladder_lines(getattr(c, "ladder", None)) + chip_lines(c)
     lines += [f"environment: {line}" for line in c.environment.summary_lines()]

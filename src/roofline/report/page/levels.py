@@ -1,5 +1,5 @@
 """The page's view inside the chip: each kernel's points per memory level and one roof per level,
-as the static hierarchical roofline draws them (levels_chart.py), for the page's "levels" toggle.
+as the static hierarchical roofline draws them (report/charts/levels.py), for the page's "levels" toggle.
 
     x = FLOPs / bytes through the level,  y = the kernel's y on the page (FLOPs / time floor)
     roof of a level: min(peak, BW_level × I)
@@ -12,8 +12,7 @@ The traces (plain plotly dicts, in the figure from the start so that the toggle 
 "level roof <level>" per level other than DRAM (hidden until the toggle is on), and "levels", the
 current kernel's points (empty until then).
 
-Layering: a report module; imports roofline.placement, roofline.units and the levels chart's
-points (no matplotlib is loaded: it is imported inside the drawing functions only).
+No matplotlib is loaded: the levels chart's drawing functions import it themselves.
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from roofline.placement import Placement
-from roofline.report.levels_chart import LEVEL_COLOURS, LEVEL_NAMES, level_bandwidths, level_points
+from roofline.report.charts.levels import LEVEL_COLOURS, LEVEL_NAMES, level_bandwidths, level_points
 from roofline.units import format_bytes, format_bytes_per_s, format_intensity, format_time
 from roofline.vocab import Level
 

@@ -1,11 +1,8 @@
 """Text for split searches (`roofline plan`) and for sweeps and comparisons over splits.
 
-    plan_text(search)              every candidate split, ranked, with why each loses to the winner
+    split_search_text(search)      every candidate split, ranked, with why each loses to the winner
     split_sweep_text(rows, key)    a sweep's rows with the split columns (tp, pp, ep, dp, devices)
     split_compare_text(rows)       a comparison's rows with the split columns and the fit
-
-Layering: a report module; imports roofline.models (memory's gib, plan), roofline.units and the
-report room's model_text; rich inside the functions.
 """
 
 from __future__ import annotations
@@ -15,11 +12,11 @@ from typing import Any
 
 from roofline.models.memory import gib
 from roofline.models.plan import PlanRow, PlanSearch
-from roofline.report.model_text import rows_table
+from roofline.report.text.model import rows_table
 from roofline.units import format_bytes, format_count, format_flop, format_intensity, format_time
 from roofline.vocab import Phase
 
-PLAN_CSV_COLUMNS = ("rank", "split", "tp", "pp", "ep", "dp", "devices", "fits", "memory_bytes_per_device",
+SPLIT_SEARCH_CSV_COLUMNS = ("rank", "split", "tp", "pp", "ep", "dp", "devices", "fits", "memory_bytes_per_device",
                     "weights_bytes", "kv_cache_bytes", "workspace_bytes", "usable_bytes_per_device", "time_s",
                     "tokens_per_s", "tokens_per_s_per_device", "communication_time_s", "communication_share",
                     "bound", "bound_class", "reason")
@@ -38,7 +35,7 @@ def _fits(r: PlanRow) -> str:
     return {True: "yes", False: "no", None: "?"}[r.fits]
 
 
-def plan_text(s: PlanSearch) -> str:
+def split_search_text(s: PlanSearch) -> str:
     """The candidates as one table (winner first), then the winner in a sentence and how to read it."""
     from rich.table import Table
 
@@ -59,7 +56,7 @@ def plan_text(s: PlanSearch) -> str:
                   _or_dash(lambda v: f"{v:,.0f}")(r.tokens_per_s_per_device),
                   _or_dash(lambda v: f"{v:.0%}")(r.communication_share),
                   "—" if r.bound is None else str(r.bound), r.reason)
-    from roofline.report.text import render
+    from roofline.report.text.tables import render
 
     lines = [render(t, drop=("tokens/s", "devices", "comm", "tokens/s/device", "bound")), ""]
     w = s.winner

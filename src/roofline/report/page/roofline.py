@@ -29,7 +29,7 @@ bytes on a link between devices) has one more trace per link, "link roof" or "ne
 slope of that link's bandwidth per direction up to the compute roof; its collectives sit under it at
 I = FLOPs per byte on the link. The "levels inside the chip" toggle shows the current kernel's point at
 each memory level besides DRAM and each level's roof (traces "levels" and "level roof <level>",
-levels_page.py). A scenario split over devices (`Scenario.device`) fills the
+page/levels.py). A scenario split over devices (`Scenario.device`) fills the
 per-device panel: the step's time by what bounds it and the memory one device holds.
 
 The page's markup, styles and script are files of their own in roofline/report/page/ (page.html,
@@ -37,8 +37,6 @@ page.css, page.js), read at render time; `page` fills their @@NAME@@ placeholder
 @COMPUTE@, @COMMUNICATION@ and @ABOVE@ colour tokens of the styles, each template in one pass (`fill`):
 a value is never scanned again, so a name that contains a placeholder stays text. The policy
 (`csp`) names each inline script by its SHA-256 instead of allowing any inline script.
-
-Layering: a report module; imports plotly (inside `page`) and the core.
 """
 
 from __future__ import annotations
@@ -56,7 +54,7 @@ from typing import Any
 from roofline.explain import explain_placement
 from roofline.models.memory import gib  # memory held: binary units, as the terminal prints it
 from roofline.placement import Placement
-from roofline.report.levels_page import kernel_levels, level_traces, level_xs
+from roofline.report.page.levels import kernel_levels, level_traces, level_xs
 from roofline.report.points import (
     ABOVE_ROOF_COLOUR,
     BOUND_COLOURS,
@@ -385,8 +383,9 @@ def page(scenarios: Sequence[Scenario], title: str = "") -> str:
 
 
 def _asset(name: str) -> str:
-    """One of the page's own files in roofline/report/page/ (package data, so an installed wheel has them)."""
-    return resources.files("roofline.report").joinpath("page", name).read_text(encoding="utf-8")
+    """One of the page's own files beside this module in roofline/report/page/ (package data, so an
+    installed wheel has them)."""
+    return resources.files("roofline.report.page").joinpath(name).read_text(encoding="utf-8")
 
 
 def fill(template: str, values: Mapping[str, str], marker: str = "@@") -> str:

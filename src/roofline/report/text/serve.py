@@ -3,8 +3,6 @@ the knee, the memory limit and the ITL target marked; and the curve as CSV.
 
 Every time reads "floor (expected low–high)": the floor is the roofline, the band what kernels at the
 usual efficiencies reach (roofline.serving.efficiency). Plain text, no rich: `serve` must start fast.
-
-Layering: a report module; imports roofline.serving, roofline.models (memory's gib) and roofline.units.
 """
 
 from __future__ import annotations

@@ -2,8 +2,6 @@
 
 The numbers (share of the roof, the memory/compute summary, the kernels above their roof) are
 `roofline.measure.accuracy.Accuracy`; this module only lays them out.
-
-Layering: a report module; imports roofline.placement, roofline.units and roofline.vocab; rich inside.
 """
 
 from __future__ import annotations
@@ -11,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from roofline.placement import Placement
-from roofline.report.text import render
+from roofline.report.text.tables import render
 from roofline.units import format_bytes_per_s, format_flop_per_s, format_intensity, format_time
 from roofline.vocab import Bound
 

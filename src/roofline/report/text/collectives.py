@@ -1,13 +1,11 @@
 """Text for measured collectives: one table of every size (time, algbw, busbw) per collective, then
 each collective's α-β fit, the link a system file takes, and what was not measured.
-
-Layering: a report module; imports roofline.measure.collectives (the record), roofline.units, rich inside.
 """
 
 from __future__ import annotations
 
 from roofline.measure.collectives import FACTOR_FORMULA, LINK_COLLECTIVE, SIZE_MEANS, Collectives, bus_factor
-from roofline.report.text import render
+from roofline.report.text.tables import render
 from roofline.units import format_bytes, format_bytes_per_s, format_time
 
 

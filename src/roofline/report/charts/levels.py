@@ -27,9 +27,6 @@ that binds it.
 
 Artists carry gids: "level-roof-<level>", "level-point-<n>-<level>" (n: the kernel's number, from 1),
 "unit-roof-<unit>", "unit-slope-dram", "unit-point-<n>".
-
-Layering: a report module; imports roofline.placement, roofline.units, roofline.vocab and the
-chart plumbing of roofline.report.charts; matplotlib inside functions.
 """
 
 from __future__ import annotations
@@ -41,7 +38,7 @@ from typing import TYPE_CHECKING
 
 from roofline.errors import RooflineError
 from roofline.placement import Placement
-from roofline.report.charts import decade_ceil, decade_floor, log_axes, new_figure
+from roofline.report.charts.roofline import decade_ceil, decade_floor, log_axes, new_figure
 from roofline.report.points import BOUND_COLOURS, ROOF_COLOUR
 from roofline.units import format_bytes_per_s, format_flop_per_s, format_si
 from roofline.vocab import LINKS, Level, Unit, bound_class
@@ -288,7 +285,7 @@ def check_levels_png(path: str | None) -> None:
 def write_levels_png(placements: Sequence[Placement], path: str, title: str = "") -> None:
     """Render the figure in memory, then write it atomically (fileio.atomic_write)."""
     from roofline.fileio import atomic_write
-    from roofline.report.charts import figure_bytes
+    from roofline.report.charts.roofline import figure_bytes
 
     atomic_write(path, figure_bytes(levels_figure(placements, title), "png"))
 

@@ -1,12 +1,9 @@
 """The measured roofline of a program as text and rows: each kernel's measured time, what it achieved,
-its share of the roof and its verdict; and a program against its analytic model (roofline.report.diff).
+its share of the roof and its verdict; and a program against its analytic model (roofline.diff).
 
     achieved FLOP/s  = FLOPs / measured time;   achieved bandwidth = DRAM bytes / measured time
     % of roof        = time floor / measured time   (Placement.fraction_of_roof)
     verdict          roofline.tracing.profile.verdict (latency-bound, at bandwidth, under compute, ...)
-
-Layering: a report module; imports roofline.placement, tracing, units and this room's diff and
-model_text; rich inside the functions.
 """
 
 from __future__ import annotations
@@ -15,10 +12,10 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from roofline.diff import Diff
 from roofline.placement import GraphAnalysis
-from roofline.report.diff import Diff
-from roofline.report.model_text import rows_csv
-from roofline.report.text import render
+from roofline.report.text.model import rows_csv
+from roofline.report.text.tables import render
 from roofline.tracing.kineto import Profile
 from roofline.tracing.profile import verdict
 from roofline.units import (

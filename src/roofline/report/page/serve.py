@@ -1,7 +1,7 @@
 """The serving page: one self-contained HTML file with the throughput-against-latency chart over batch
 and the serving summary (TTFT, ITL, end-to-end, throughput, the limits, cost).
 
-Same machinery as the roofline page (report/html.py): plotly.js inlined, the data as JSON, the
+Same machinery as the roofline page (report/page/roofline.py): plotly.js inlined, the data as JSON, the
 template filled in one pass and the same Content-Security-Policy (its scripts by hash),
 so the page makes no request of any kind. Its markup, styles and script are
 roofline/report/page/serve.html, serve.css and serve.js.
@@ -13,8 +13,6 @@ The data, in `<script type="application/json" id="serve-data">`:
      "batch", "warnings", "figure": {"data": [...], "layout": {...}}}
 The figure's traces: "band" (the expected band, a filled polygon), "floor" (the roofline line),
 "batches" (one point per batch of the curve, hollow grey past the memory limit), "knee" and "chosen".
-
-Layering: a report module; imports plotly (inside `serve_page`), roofline.serving and the core.
 """
 
 from __future__ import annotations
@@ -23,8 +21,7 @@ import html
 import math
 from typing import Any
 
-from roofline.report.html import _asset, _json_for_script, assemble
-from roofline.report.serve_chart import (
+from roofline.report.charts.serve import (
     BAND_COLOUR,
     CHOSEN_COLOUR,
     FITS_COLOUR,
@@ -34,7 +31,8 @@ from roofline.report.serve_chart import (
     memory_limit_itl,
     split_label,
 )
-from roofline.report.serve_text import band, band_source, goodput_note, max_batch_note, money, rate
+from roofline.report.page.roofline import _asset, _json_for_script, assemble
+from roofline.report.text.serve import band, band_source, goodput_note, max_batch_note, money, rate
 from roofline.serving import KNEE_GAIN, CurvePoint, ServingReport
 from roofline.units import format_time
 

@@ -2,8 +2,6 @@
 
 Used by the roofline chart (kernel numbers) and the roofs comparison (ridge values); a label's
 box avoids every other label, every marker and every obstacle box, and stays inside the axes.
-
-Layering: a report module; imports matplotlib (inside functions) only.
 """
 
 from __future__ import annotations
