@@ -10,6 +10,7 @@ is `"matrix"`), so files and outputs read as before.
     Phase   a transformer step: prefill or decode
     Role    what a tensor is, for the byte breakdown: weight, KV cache, activation
     Plan    a fusion plan: which ops run as one kernel
+    Objective  what a split search ranks by: step time, throughput per device, or throughput within a latency
 
 One rule decides what binds (`binding`), for one kernel and for a sequence of kernels alike.
 
@@ -88,6 +89,19 @@ class Plan(StrEnum):
     TRACED = "traced"
 
 
+class Objective(StrEnum):
+    """What the split search ranks the splits that fit by.
+
+    TIME        the lowest step time (a token's latency)
+    THROUGHPUT  the most tokens/s per device
+    LATENCY     the most tokens/s per device among the splits within a latency target
+    """
+
+    TIME = "time"
+    THROUGHPUT = "throughput"
+    LATENCY = "latency"
+
+
 def bound_class(resource: Resource) -> Bound:
     """compute for a unit, communication for a link, memory for the other levels."""
     if isinstance(resource, Unit):
@@ -121,5 +135,5 @@ def accumulate(pairs: Iterable[tuple[Resource, float]]) -> dict[Resource, float]
     return out
 
 
-__all__ = ["LINKS", "ON_CHIP", "Bound", "Level", "Phase", "Plan", "Resource", "Role", "Unit", "accumulate", "binding",
-           "bound_class"]
+__all__ = ["LINKS", "ON_CHIP", "Bound", "Level", "Objective", "Phase", "Plan", "Resource", "Role", "Unit", "accumulate",
+           "binding", "bound_class"]

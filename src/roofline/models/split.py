@@ -40,7 +40,7 @@ from dataclasses import dataclass, replace
 
 from roofline.errors import RooflineError
 from roofline.models.transformer import ModelConfig
-from roofline.parallel import Split, group_level, stage_boundaries_across_nodes
+from roofline.parallel import Split, divisors, group_level, stage_boundaries_across_nodes
 from roofline.vocab import Level, Phase
 
 
@@ -81,7 +81,7 @@ def check_split(cfg: ModelConfig, split: Split, batch: int) -> list[str]:
     tp, H, G = split.tp, cfg.num_heads, cfg.num_kv_heads
     if H % tp:
         raise RooflineError(f"--tp {tp} does not divide {cfg.name}'s {H} query heads; try one of "
-                            f"{', '.join(str(d) for d in _divisors(H) if d <= 64)}")
+                            f"{', '.join(str(d) for d in divisors(H, 64))}")
     if not cfg.is_mla and tp > G:
         if tp % G:
             raise RooflineError(f"--tp {tp} exceeds {cfg.name}'s {G} key/value heads and is not a multiple of "
@@ -132,10 +132,6 @@ def check_moe_rows(split: Split, phase: Phase, batch_per_replica: int, seq: int)
                             f"of a replica's tokens, so they must be a multiple of {tp} ({what})")
 
 
-def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
-
-
 def shard(cfg: ModelConfig, split: Split) -> ModelConfig:
     """One device's share of the model's widths under tensor (and expert) parallelism: H/tp heads,
     max(1, G/tp) KV heads, MLP and (without EP) expert widths / tp, ⌈V/tp⌉ vocabulary rows. Layer
@@ -159,4 +155,37 @@ def stage_layers(cfg: ModelConfig, split: Split) -> int:
     return math.ceil(cfg.num_layers / split.pp)
 
 
-__all__ = ["Comm", "check_moe_rows", "check_split", "comm_for", "sequence_split", "shard", "stage_layers"]
+def stage_share(cfg: ModelConfig, split: Split) -> float:
+    """The fullest stage's share of the layers, ⌈L/pp⌉ / L (what a stage's time is of the step's)."""
+    return stage_layers(cfg, split) / cfg.num_layers
+
+
+def valid_splits(cfg: ModelConfig, devices: int, tp_most: int, batch: int = 1, phase: Phase = Phase.DECODE,
+                 seq: int = 1, even_stages: bool = True, experts: bool = True) -> list[Split]:
+    """Every split of at most `devices` devices the model can run: tp ≤ `tp_most` (a node's devices)
+    dividing the heads; pp dividing the layers (with `even_stages`; else any pp up to the layers, the
+    largest stage holding ⌈L/pp⌉); ep (with `experts`, MoE only) dividing the experts and tp × dp; dp
+    dividing the batch; each accepted by check_split and, for expert parallel with tensor parallel,
+    check_moe_rows (a replica's tokens a multiple of tp). In order of devices, then tp, pp, ep, dp."""
+    out: list[Split] = []
+    eps = divisors(cfg.num_experts, devices) if cfg.is_moe and experts else [1]
+    for tp in divisors(cfg.num_heads, min(tp_most, devices)):
+        stages = (divisors(cfg.num_layers, devices // tp) if even_stages
+                  else range(1, min(cfg.num_layers, devices // tp) + 1))
+        for pp in stages:
+            for dp in divisors(batch, devices // (tp * pp)):
+                for ep in eps:
+                    if ep > 1 and (tp * dp) % ep:
+                        continue  # the experts are spread over the tp × dp devices of a stage
+                    sp = Split(tp=tp, pp=pp, ep=ep, dp=dp)
+                    try:
+                        check_split(cfg, sp, batch)
+                        check_moe_rows(sp, phase, batch // dp, seq)
+                    except RooflineError:
+                        continue
+                    out.append(sp)
+    return sorted(out, key=lambda s: (s.devices, s.tp, s.pp, s.ep, s.dp))
+
+
+__all__ = ["Comm", "check_moe_rows", "check_split", "comm_for", "sequence_split", "shard", "stage_layers",
+           "stage_share", "valid_splits"]
