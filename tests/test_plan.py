@@ -229,7 +229,7 @@ def test_sweep_rows_per_split_agree_with_analyze_model() -> None:
         # still the fewest devices of a valid split that holds the model: at batch 8, TP 4 holds 35.3 GB
         # of weights + 21.5 GB / 4 of KV; at 64, TP 8 (TP 4 would hold 78.2 GB)
         assert r["devices"] == (4 if r["batch"] == 8 else 8)
-    with pytest.raises(RooflineError, match="--batch 9 is not a multiple of --dp 2"):
+    with pytest.raises(RooflineError, match="batch 9 is not a multiple of dp 2"):
         sweep("llama-3-70b", ["h100"], "decode", [8, 9], [8192], splits=[Split(dp=2)])
 
 

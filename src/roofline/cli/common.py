@@ -23,6 +23,17 @@ from roofline.units import Kind, UnitError, parse_positive_int, parse_quantity
 COUNT_HELP = "Suffixes: k = 1000, Ki = 1024 (128k = 128,000; 128Ki = 131,072)."
 
 
+# a library parameter an error names (roofline.errors.term) -> the flag that sets it, where not --name
+FLAGS = {"utilization": "--memory-utilization", "itl_slo_s": "--itl-slo", "ttft_slo_s": "--ttft-slo",
+         "latency_target_s": "--latency-target", "disaggregate_devices": "--disaggregate",
+         "step_overhead_s": "--step-overhead"}
+
+
+def flag(name: str) -> str:
+    """The command line's flag for a library parameter: FLAGS, else --name with '-' for '_'."""
+    return FLAGS.get(name, "--" + name.replace("_", "-"))
+
+
 def _label(param: click.Parameter | None) -> str:
     """How an error names the parameter: M for an argument, --batch for an option."""
     if param is None:

@@ -11,14 +11,7 @@ from typing import Any
 
 import click
 
-from roofline.cli.common import (
-    COUNT_HELP,
-    dump,
-    one_of,
-    outputs,
-    warn,
-    wrote,
-)
+from roofline.cli.common import COUNT_HELP, dump, one_of, outputs, warn, wrote
 from roofline.cli.options import (
     WEIGHTS_DEFAULT_HELP,
     length,

@@ -46,25 +46,25 @@ def parse_overrides(pairs: Sequence[str]) -> dict[str, str]:
     return out
 
 
+# per phase: its length's flag, what the flag names, the word for it, the other phase and its flag
+_LENGTHS = {"prefill": ("--prompt", "P (the prompt length)", "prompt", "decode", "--context"),
+            "decode": ("--context", "L (the tokens attended to)", "context", "prefill", "--prompt")}
+
+
 def length(phase: str, prompt: str | None, context: str | None,
            parse: Callable[[str, str], Any] = parse_positive_int) -> Any:
     """The prompt (prefill) or context (decode) length asked for; None: the library's default, the
-    model's trained maximum at most. `parse`: one length (parse_positive_int) or a list (parse_int_list)."""
-    if phase == "prefill":
-        if context is not None and prompt is None:
-            raise RooflineError(f"prefill takes --prompt P (the prompt length), not --context; "
-                                f"write --prompt {context}, or --phase decode --context {context}")
-        if context is not None:
-            warn(f"--context {context} ignored: a prefill step's length is its prompt (--prompt {prompt}); "
-                 "--context is decode's")
-        return parse(prompt, "--prompt") if prompt is not None else None
-    if prompt is not None and context is None:
-        raise RooflineError(f"decode takes --context L (the tokens attended to), not --prompt; "
-                            f"write --context {prompt}, or --phase prefill --prompt {prompt}")
-    if prompt is not None:
-        warn(f"--prompt {prompt} ignored: a decode step's length is its context (--context {context}); "
-             "--prompt is prefill's")
-    return parse(context, "--context") if context is not None else None
+    model's trained maximum at most. `parse`: one length (parse_positive_int) or a list (parse_int_list).
+    The other phase's flag alone is refused; beside this phase's, it is ignored with a warning."""
+    flag, names, word, other_phase, other = _LENGTHS[phase]
+    mine, theirs = (prompt, context) if phase == "prefill" else (context, prompt)
+    if theirs is not None and mine is None:
+        raise RooflineError(f"{phase} takes {flag} {names}, not {other}; write {flag} {theirs}, or --phase "
+                            f"{other_phase} {other} {theirs}")
+    if theirs is not None:
+        warn(f"{other} {theirs} ignored: a {phase} step's length is its {word} ({flag} {mine}); {other} is "
+             f"{other_phase}'s")
+    return parse(mine, flag) if mine is not None else None
 
 
 def parse_experts_hit(text: str | None) -> int | None:

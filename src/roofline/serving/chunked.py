@@ -31,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from roofline.errors import term
 from roofline.graph import FusionPlan, Graph, tensor
 from roofline.kernels import attention_ops, attention_plans
 from roofline.models.analysis import COLLECTIVES, ModelAnalysis, analyze_model
@@ -40,6 +41,8 @@ from roofline.placement import analyze_graph
 from roofline.serving.efficiency import Band, Efficiency
 from roofline.units import require_positive_int
 from roofline.vocab import Phase, Plan, Role
+
+CHUNK = term("chunk")  # named in its errors (the CLI shows its flag)
 
 ZERO = Band(0.0, 0.0, 0.0)
 
@@ -205,7 +208,7 @@ FORMULAS = {
 
 
 def check_chunk(chunk: int | None) -> int | None:
-    return None if chunk is None else require_positive_int(chunk, "--chunk")
+    return None if chunk is None else require_positive_int(chunk, CHUNK)
 
 
 def chunked_prefill(r: Any, chunk: int) -> ChunkedPrefill:
