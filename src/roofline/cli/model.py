@@ -195,7 +195,9 @@ def _run_options(model: str, overrides: tuple[str, ...], logits: str, mla: str |
     config = load_config(model, parse_overrides(overrides))
     if mla is not None and not config.is_mla:  # as --experts-hit on a dense model: said, not silently dropped
         warn(f"--mla {mla} ignored: {config.name} has no multi-head latent attention (kv_lora_rank is 0)")
-    return replace(config, logits=logits, mla=mla or ""), None
+    from roofline.vocab import Logits, MlaForm
+
+    return replace(config, logits=Logits(logits), mla=MlaForm(mla) if mla else None), None
 
 
 def _grid_options(f: Callable[..., Any]) -> Callable[..., Any]:
