@@ -24,6 +24,16 @@ def term(name: str) -> str:
     return f"{TERM}{name}{TERM}"
 
 
+class _Terms:
+    """`T.tp` is term("tp"): the parameters an error's text names, written as attributes."""
+
+    def __getattr__(self, name: str) -> str:
+        return term(name)
+
+
+T = _Terms()
+
+
 class RooflineError(ValueError):
     """Bad input a user can cause: a bad size, an unknown name, a malformed file."""
 

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from roofline.errors import RooflineError, term
+from roofline.errors import RooflineError, T
 from roofline.graph import Kernel
 from roofline.models.dtypes import ModelDtypes
 from roofline.models.split import shard, stage_layers, stage_share, valid_splits
@@ -34,8 +34,6 @@ from roofline.models.transformer import ModelConfig
 from roofline.parallel import MOST_DEVICES, NODE_DEVICES, Split
 from roofline.units import format_bytes
 from roofline.vocab import Role
-
-UTILIZATION = term("utilization")  # named in its errors (the CLI shows its flag)
 
 DEFAULT_UTILIZATION = 0.9  # vLLM's gpu_memory_utilization default
 def gib(size: float) -> str:
@@ -178,7 +176,7 @@ def memory_fit(cfg: ModelConfig, batch: int, context: int, dtypes: ModelDtypes, 
                max_devices: int = MOST_DEVICES) -> MemoryFit:
     """The fit of `split` (default: one device) and the smallest valid split that fits."""
     if not 0 < utilization <= 1:
-        raise RooflineError(f"{UTILIZATION} must be in (0, 1], got {utilization}")
+        raise RooflineError(f"{T.utilization} must be in (0, 1], got {utilization}")
     sp = split or Split()
 
     def per_device(s: Split) -> tuple[float, float, float]:

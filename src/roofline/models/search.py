@@ -39,7 +39,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from roofline.errors import RooflineError, term
+from roofline.errors import RooflineError, T
 from roofline.hardware import DEFAULT_MACHINE, Machine, System, get_system
 from roofline.models.analysis import analyze
 from roofline.models.build import DEFAULT_PLAN, as_phase
@@ -51,10 +51,6 @@ from roofline.models.transformer import ModelConfig
 from roofline.parallel import MOST_DEVICES, NODE_DEVICES, Deployment, Split, deploy
 from roofline.units import format_time
 from roofline.vocab import Bound, Objective, Phase, Plan, Resource, bound_class
-
-# the parameters its errors name (the CLI shows each one's flag)
-LATENCY_TARGET_S = term("latency_target_s")
-UTILIZATION = term("utilization")
 
 OBJECTIVES = tuple(str(o) for o in Objective)
 
@@ -354,13 +350,13 @@ def as_objective(objective: Objective | str, latency_target_s: float | None, uti
     obj = Objective(objective)
     if obj is Objective.LATENCY:
         if latency_target_s is None:
-            raise RooflineError(f"the latency objective needs a latency target ({LATENCY_TARGET_S}, e.g. 50ms)")
+            raise RooflineError(f"the latency objective needs a latency target ({T.latency_target_s}, e.g. 50ms)")
         if not (latency_target_s > 0 and math.isfinite(latency_target_s)):
             raise RooflineError(f"the latency target must be a positive time, got {latency_target_s!r}")
     elif latency_target_s is not None:
         raise RooflineError(f"a latency target applies to the latency objective, not to {str(obj)!r}")
     if not 0 < utilization <= 1:
-        raise RooflineError(f"{UTILIZATION} must be in (0, 1], got {utilization}")
+        raise RooflineError(f"{T.utilization} must be in (0, 1], got {utilization}")
     return obj
 
 

@@ -38,17 +38,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from roofline.errors import RooflineError, term
+from roofline.errors import RooflineError, T
 from roofline.models.transformer import ModelConfig
 from roofline.parallel import Split, divisors, group_level, stage_boundaries_across_nodes
 from roofline.vocab import Level, Phase
-
-# the parameters its errors name (the CLI shows each one's flag)
-BATCH = term("batch")
-DP = term("dp")
-EP = term("ep")
-PP = term("pp")
-TP = term("tp")
 
 
 @dataclass(frozen=True)
@@ -87,32 +80,32 @@ def check_split(cfg: ModelConfig, split: Split, batch: int) -> list[str]:
     warnings: list[str] = []
     tp, H, G = split.tp, cfg.num_heads, cfg.num_kv_heads
     if H % tp:
-        raise RooflineError(f"{TP} {tp} does not divide {cfg.name}'s {H} query heads; try one of "
+        raise RooflineError(f"{T.tp} {tp} does not divide {cfg.name}'s {H} query heads; try one of "
                             f"{', '.join(str(d) for d in divisors(H, 64))}")
     if not cfg.is_mla and tp > G:
         if tp % G:
-            raise RooflineError(f"{TP} {tp} exceeds {cfg.name}'s {G} key/value heads and is not a multiple of "
+            raise RooflineError(f"{T.tp} {tp} exceeds {cfg.name}'s {G} key/value heads and is not a multiple of "
                                 f"them, so they cannot be replicated evenly")
         warnings.append(f"--tp {tp} exceeds the {G} key/value heads: each device holds one, replicated {tp // G}× "
                         f"(as vLLM does); the KV cache per device does not shrink past tp = {G}")
     elif not cfg.is_mla and G % tp:
-        raise RooflineError(f"{TP} {tp} does not divide {cfg.name}'s {G} key/value heads")
+        raise RooflineError(f"{T.tp} {tp} does not divide {cfg.name}'s {G} key/value heads")
     if cfg.dense_layers and cfg.intermediate_size % tp:
-        raise RooflineError(f"{TP} {tp} does not divide the MLP width {cfg.intermediate_size}")
+        raise RooflineError(f"{T.tp} {tp} does not divide the MLP width {cfg.intermediate_size}")
     if cfg.is_moe:
         if cfg.num_experts % split.ep:
-            raise RooflineError(f"{EP} {split.ep} does not divide {cfg.name}'s {cfg.num_experts} experts")
+            raise RooflineError(f"{T.ep} {split.ep} does not divide {cfg.name}'s {cfg.num_experts} experts")
         if split.ep == 1 and cfg.moe_intermediate_size % tp:
-            raise RooflineError(f"{TP} {tp} does not divide the experts' width {cfg.moe_intermediate_size}")
+            raise RooflineError(f"{T.tp} {tp} does not divide the experts' width {cfg.moe_intermediate_size}")
     elif split.ep > 1:
-        raise RooflineError(f"{EP} {split.ep}: {cfg.name} is not a mixture of experts")
+        raise RooflineError(f"{T.ep} {split.ep}: {cfg.name} is not a mixture of experts")
     if split.pp > cfg.num_layers:
-        raise RooflineError(f"{PP} {split.pp} is more stages than {cfg.name}'s {cfg.num_layers} layers")
+        raise RooflineError(f"{T.pp} {split.pp} is more stages than {cfg.name}'s {cfg.num_layers} layers")
     if split.pp > 1 and cfg.num_layers % split.pp:
         warnings.append(f"{cfg.num_layers} layers over {split.pp} stages: the largest stage holds "
                         f"{math.ceil(cfg.num_layers / split.pp)} layers and sets the throughput")
     if batch % split.dp:
-        raise RooflineError(f"{BATCH} {batch} is not a multiple of {DP} {split.dp} (each replica runs batch/dp "
+        raise RooflineError(f"{T.batch} {batch} is not a multiple of {T.dp} {split.dp} (each replica runs batch/dp "
                             f"sequences)")
     return warnings
 
@@ -135,13 +128,13 @@ def check_moe_rows(split: Split, phase: Phase, batch_per_replica: int, seq: int)
         n = batch_per_replica
         what = f"decode: batch / dp = {n}"
     if n % tp:
-        raise RooflineError(f"{EP} {split.ep} with {TP} {tp}: each of the {tp} tensor-parallel ranks routes 1/{tp} "
+        raise RooflineError(f"{T.ep} {split.ep} with {T.tp} {tp}: each of the {tp} tensor-parallel ranks routes 1/{tp} "
                             f"of a replica's tokens, so they must be a multiple of {tp} ({what})")
 
 
 def shard(cfg: ModelConfig, split: Split) -> ModelConfig:
     """One device's share of the model's widths under tensor (and expert) parallelism: H/tp heads,
-    max(1, G/tp) KV heads, MLP and (without EP) expert widths / tp, ⌈V/tp⌉ vocabulary rows. Layer
+    max(1, G/tp) KV heads, MLP and (without T.ep) expert widths / tp, ⌈V/tp⌉ vocabulary rows. Layer
     counts are the model's: the step graph runs every layer; pipeline stages are accounted apart."""
     tp = split.tp
     if tp == 1:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from roofline.dtypes import DType
-from roofline.errors import RooflineError, term
+from roofline.errors import RooflineError, T
 from roofline.graph import Kernel
 from roofline.hardware import Machine
 from roofline.models.build import DEFAULT_PLAN, as_phase, build_graph
@@ -34,12 +34,6 @@ from roofline.parallel import Split
 from roofline.placement import crossover
 from roofline.units import finite_or_none
 from roofline.vocab import Level, Phase, Plan, Unit
-
-# the parameters its errors name (the CLI shows each one's flag)
-BATCH = term("batch")
-DP = term("dp")
-EP = term("ep")
-TP = term("tp")
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -68,7 +62,7 @@ def per_replica(batch: np.ndarray, dp: int) -> np.ndarray:
         return b
     bad = np.asarray(b % dp != 0)
     if bad.any():
-        raise RooflineError(f"{BATCH} {int(b[bad].flat[0])} is not a multiple of {DP} {dp} (each replica runs "
+        raise RooflineError(f"{T.batch} {int(b[bad].flat[0])} is not a multiple of {T.dp} {dp} (each replica runs "
                             f"batch/dp sequences); give batches that are multiples of {dp}")
     return b // dp
 
@@ -94,8 +88,8 @@ def _features(cfg: ModelConfig, phase: Phase, batch: np.ndarray, seq: np.ndarray
         unit = batch_unit(sp)
         bad = np.asarray(per % sp.tp != 0)
         if bad.any():
-            raise RooflineError(f"{BATCH} {int(np.asarray(batch)[bad].flat[0])} is not a multiple of tp × dp = "
-                                f"{sp.tp} × {sp.dp} = {unit} (with {EP} and {TP} each tensor-parallel rank routes "
+            raise RooflineError(f"{T.batch} {int(np.asarray(batch)[bad].flat[0])} is not a multiple of tp × dp = "
+                                f"{sp.tp} × {sp.dp} = {unit} (with {T.ep} and {T.tp} each tensor-parallel rank routes "
                                 f"1/tp of a replica's tokens); give batches that are multiples of {unit}")
     b = per.astype(np.float64)
     s = seq.astype(np.float64)

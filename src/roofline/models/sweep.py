@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from roofline.errors import RooflineError, term
+from roofline.errors import RooflineError, T
 from roofline.hardware import DEFAULT_MACHINE, Machine, get_machine
 from roofline.models.analysis import analyze_model, decode_limit
 from roofline.models.build import DEFAULT_PLAN, as_phase, as_plan
@@ -35,12 +35,6 @@ from roofline.models.transformer import ModelConfig
 from roofline.parallel import MOST_DEVICES, NODE_DEVICES, Split, deploy
 from roofline.units import require_positive_int
 from roofline.vocab import Level, Phase, Plan, Resource, Unit, bound_class
-
-# the parameters its errors name (the CLI shows each one's flag)
-BATCH = term("batch")
-DP = term("dp")
-EP = term("ep")
-TP = term("tp")
 
 # the codes StepModel.evaluate returns
 SWEPT_RESOURCES: tuple[Resource, ...] = (Unit.MATRIX, Unit.VECTOR, Level.DRAM, Level.LINK, Level.NETWORK, Unit.EXP)
@@ -74,17 +68,17 @@ def check_splits(cfg: ModelConfig, splits: Sequence[Split], batches: Sequence[in
         unit = batch_unit(sp)
         for b in batches:
             if b % sp.dp:
-                raise RooflineError(f"{BATCH} {b} is not a multiple of {DP} {sp.dp} (each replica runs batch/dp "
+                raise RooflineError(f"{T.batch} {b} is not a multiple of {T.dp} {sp.dp} (each replica runs batch/dp "
                                     f"sequences); give batches that are multiples of {sp.dp}")
             if b % unit:
-                raise RooflineError(f"{BATCH} {b} is not a multiple of tp × dp = {sp.tp} × {sp.dp} = {unit} (with {EP} "
-                                    f"and {TP} each tensor-parallel rank routes 1/tp of a replica's tokens); give "
-                                    f"batches that are multiples of {unit}")
+                raise RooflineError(f"{T.batch} {b} is not a multiple of tp × dp = {sp.tp} × {sp.dp} = {unit} "
+                                    f"(with {T.ep} and {T.tp} each tensor-parallel rank routes 1/tp of a replica's "
+                                    f"tokens); give batches that are multiples of {unit}")
             if unit > sp.dp and sp.pp > 1 and b // sp.dp >= sp.pp and (b // sp.dp // sp.pp) % sp.tp:
-                raise RooflineError(f"{BATCH} {b}: its {sp.pp} pipeline micro-batches of {b // sp.dp // sp.pp} "
-                                    f"sequences a replica are not multiples of {TP} {sp.tp} (with {EP} and {TP} each "
-                                    f"tensor-parallel rank routes 1/tp of a micro-batch's tokens); give batches that "
-                                    f"are multiples of {unit * sp.pp}")
+                raise RooflineError(f"{T.batch} {b}: its {sp.pp} pipeline micro-batches of {b // sp.dp // sp.pp} "
+                                    f"sequences a replica are not multiples of {T.tp} {sp.tp} (with {T.ep} and "
+                                    f"{T.tp} each tensor-parallel rank routes 1/tp of a micro-batch's tokens); give "
+                                    f"batches that are multiples of {unit * sp.pp}")
         if not sp.trivial:
             check_split(cfg, sp, sp.dp)
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from roofline.errors import term
+from roofline.errors import T
 from roofline.graph import FusionPlan, Graph, tensor
 from roofline.kernels import attention_ops, attention_plans
 from roofline.models.analysis import COLLECTIVES, ModelAnalysis, analyze_model
@@ -41,8 +41,6 @@ from roofline.placement import analyze_graph
 from roofline.serving.efficiency import Band, Efficiency
 from roofline.units import require_positive_int
 from roofline.vocab import Phase, Plan, Role
-
-CHUNK = term("chunk")  # named in its errors (the CLI shows its flag)
 
 ZERO = Band(0.0, 0.0, 0.0)
 
@@ -208,7 +206,7 @@ FORMULAS = {
 
 
 def check_chunk(chunk: int | None) -> int | None:
-    return None if chunk is None else require_positive_int(chunk, CHUNK)
+    return None if chunk is None else require_positive_int(chunk, T.chunk)
 
 
 def chunked_prefill(r: Any, chunk: int) -> ChunkedPrefill:

@@ -28,11 +28,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from roofline.errors import RooflineError, term
+from roofline.errors import RooflineError, T
 from roofline.units import format_time
 from roofline.vocab import Bound
-
-STEP_OVERHEAD_S = term("step_overhead_s")  # named in its errors (the CLI shows its flag)
 
 SOURCES = {
     "compute": "matmul-bound kernels: cuBLAS/CUTLASS GEMMs reach 70-80% of the dense peak at serving shapes",
@@ -69,9 +67,9 @@ class Efficiency:
         object.__setattr__(self, "communication", check_share("communication efficiency", self.communication))
         lo, hi = (float(self.step_overhead_s[0]), float(self.step_overhead_s[1]))
         if lo < 0 or hi < 0:
-            raise RooflineError(f"{STEP_OVERHEAD_S} must not be negative, got {format_time(min(lo, hi))}")
+            raise RooflineError(f"{T.step_overhead_s} must not be negative, got {format_time(min(lo, hi))}")
         if lo > hi:
-            raise RooflineError(f"{STEP_OVERHEAD_S}: low {format_time(lo)} is above high {format_time(hi)}")
+            raise RooflineError(f"{T.step_overhead_s}: low {format_time(lo)} is above high {format_time(hi)}")
         object.__setattr__(self, "step_overhead_s", (lo, hi))
 
     @property

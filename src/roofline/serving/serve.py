@@ -40,7 +40,7 @@ from itertools import pairwise
 from typing import Any
 
 from roofline.dtypes import DType
-from roofline.errors import RooflineError, term
+from roofline.errors import RooflineError, T
 from roofline.hardware import DEFAULT_MACHINE, Machine
 from roofline.models.analysis import ModelAnalysis, analyze, analyze_model
 from roofline.models.build import DEFAULT_PLAN
@@ -60,20 +60,6 @@ from roofline.serving.speculative import Speculative, speculative
 from roofline.serving.speculative import check as check_speculative
 from roofline.units import format_time, require_positive_int
 from roofline.vocab import Phase, Plan
-
-# the parameters its errors name (the CLI shows each one's flag)
-ACCEPTANCE = term("acceptance")
-BATCH = term("batch")
-DRAFT = term("draft")
-DRAFT_TOKENS = term("draft_tokens")
-EP = term("ep")
-ITL_SLO_S = term("itl_slo_s")
-OUTPUT = term("output")
-PRICE_PER_DEVICE_HOUR = term("price_per_device_hour")
-PROMPT = term("prompt")
-TP = term("tp")
-TTFT_SLO_S = term("ttft_slo_s")
-UTILIZATION = term("utilization")
 
 CURVE_MAX_BATCH = 1024
 KNEE_GAIN = 0.10  # the knee: the batch past which one more doubling gains less than this share
@@ -301,11 +287,11 @@ def _checked_inputs(prompt: int, output: int, price: float | None, ttft_slo_s: f
                     itl_slo_s: float | None, utilization: float) -> tuple[int, int, float | None, float | None,
                                                                           float | None]:
     """(prompt, output, price, TTFT target, ITL target), each a positive number, and the utilization in (0, 1]."""
-    checked = (require_positive_int(prompt, PROMPT), require_positive_int(output, OUTPUT),
-               _positive(price, PRICE_PER_DEVICE_HOUR), _positive(ttft_slo_s, TTFT_SLO_S),
-               _positive(itl_slo_s, ITL_SLO_S))
+    checked = (require_positive_int(prompt, T.prompt), require_positive_int(output, T.output),
+               _positive(price, T.price_per_device_hour), _positive(ttft_slo_s, T.ttft_slo_s),
+               _positive(itl_slo_s, T.itl_slo_s))
     if not 0 < utilization <= 1:
-        raise RooflineError(f"{UTILIZATION} must be in (0, 1], got {utilization}")
+        raise RooflineError(f"{T.utilization} must be in (0, 1], got {utilization}")
     return checked
 
 
@@ -319,22 +305,22 @@ def _checked_what_ifs(chunk: int | None, disaggregate_devices: str | tuple[int, 
     if draft is not None:
         spec = check_speculative(draft_tokens, acceptance)
     elif draft_tokens is not None or acceptance is not None:
-        raise RooflineError(f"{DRAFT_TOKENS} and {ACCEPTANCE} need {DRAFT} MODEL (speculative decoding)")
+        raise RooflineError(f"{T.draft_tokens} and {T.acceptance} need {T.draft} MODEL (speculative decoding)")
     return chunk, ratio, spec
 
 
 def _checked_batch(cfg: ModelConfig, prompt: int, output: int, batch: int | None, sp: Split) -> int | None:
     """The generation within the model's context, and a given batch a multiple of the split's unit."""
     if prompt + output > cfg.max_position_embeddings:
-        raise RooflineError(f"{PROMPT} {prompt} + {OUTPUT} {output} = {prompt + output} tokens exceeds "
+        raise RooflineError(f"{T.prompt} {prompt} + {T.output} {output} = {prompt + output} tokens exceeds "
                             f"{cfg.name}'s context of {cfg.max_position_embeddings} (max_position_embeddings)")
     if batch is None:
         return None
     unit = batch_unit(sp)
-    batch = require_positive_int(batch, BATCH)
+    batch = require_positive_int(batch, T.batch)
     if batch % unit:
-        raise RooflineError(f"{BATCH} {batch} is not a multiple of {unit} (each of the {sp.dp} replicas runs "
-                            f"batch/dp sequences" + (f", a multiple of tp under {EP} with {TP})" if unit > sp.dp
+        raise RooflineError(f"{T.batch} {batch} is not a multiple of {unit} (each of the {sp.dp} replicas runs "
+                            f"batch/dp sequences" + (f", a multiple of tp under {T.ep} with {T.tp})" if unit > sp.dp
                                                      else ")"))
     return batch
 
@@ -363,12 +349,12 @@ def _check_targets_met(first_mean: Band, ttft: Band, itl_slo: float | None, ttft
                        unit: int) -> None:
     """An error when even the smallest batch misses the ITL target, or TTFT (per request) misses its own."""
     if itl_slo is not None and first_mean.floor > itl_slo:
-        raise RooflineError(f"{ITL_SLO_S} {format_time(itl_slo)}: no batch meets it; the closest is batch {unit}, "
+        raise RooflineError(f"{T.itl_slo_s} {format_time(itl_slo)}: no batch meets it; the closest is batch {unit}, "
                             f"whose "
                             f"ITL (mean over the generation) is {format_time(first_mean.floor)} at the roofline "
                             f"floor (expected {format_time(first_mean.low)}-{format_time(first_mean.high)})")
     if ttft_slo is not None and ttft.floor > ttft_slo:
-        raise RooflineError(f"{TTFT_SLO_S} {format_time(ttft_slo)}: no batch meets it; TTFT is per request (one "
+        raise RooflineError(f"{T.ttft_slo_s} {format_time(ttft_slo)}: no batch meets it; TTFT is per request (one "
                             f"prompt's prefill at batch 1, no queueing) and its floor is {format_time(ttft.floor)} "
                             f"(expected {format_time(ttft.low)}-{format_time(ttft.high)}) even at batch 1")
 
@@ -530,7 +516,7 @@ def _with_draft(report: ServingReport, draft: str | ModelConfig, spec: tuple[int
         try:
             return run(draft_cfg, sp, b)
         except RooflineError as exc:
-            raise RooflineError(f"{DRAFT} {name} runs beside the target on {sp}, and {exc.marked}") from None
+            raise RooflineError(f"{T.draft} {name} runs beside the target on {sp}, and {exc.marked}") from None
 
     report = replace(report, speculative=speculative(report, name, spec[0], spec[1], checked))
     if draft_cfg.vocab_size != cfg.vocab_size:
