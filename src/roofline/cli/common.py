@@ -133,6 +133,14 @@ def dump(obj: Any) -> None:
     click.echo(json.dumps(obj, indent=2, allow_nan=False))
 
 
+def show(value: Any, as_json: bool, explain: bool, derive: Callable[[Any], str], text: Callable[[Any], str]) -> None:
+    """One result printed as the flags ask: its JSON (to_dict), its derivation (--explain) or its text."""
+    if as_json:
+        dump(value.to_dict())
+    else:
+        click.echo(derive(value) if explain else text(value))
+
+
 def printable(text: str) -> str:
     """`text` with its control characters escaped: a newline in a file name keeps a message one line,
     and an escape sequence in one is shown, not run by the terminal."""

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from roofline.cli.common import dump, one_of, outputs, warn, wrote
+from roofline.cli.common import dump, one_of, outputs, show, warn, wrote
 from roofline.errors import RooflineError
 
 if TYPE_CHECKING:
@@ -134,16 +134,10 @@ def machine(name: str, as_json: bool, explain: bool) -> None:
 
     found = lookup(name)
     if not isinstance(found, Machine):
-        if as_json:
-            dump(found.to_dict())
-        elif explain:
-            from roofline.explain.placement import explain_system
+        from roofline.explain.placement import explain_system
+        from roofline.report.system_text import system_text
 
-            click.echo(explain_system(found))
-        else:
-            from roofline.report.system_text import system_text
-
-            click.echo(system_text(found))
+        show(found, as_json, explain, explain_system, system_text)
         return
     m = found
     if as_json:

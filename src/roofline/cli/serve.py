@@ -17,9 +17,9 @@ from roofline.cli.common import (
     POS,
     PositiveNumber,
     Quantity,
-    dump,
     one_of,
     outputs,
+    show,
     warn,
     wrote,
 )
@@ -183,16 +183,10 @@ def serve_command(model: str, machine: str, prompt: int, output: int, batch: int
 
         for path in write_serve_outputs(r, png=png, svg=svg, html=html_path):
             wrote(path)
-    if as_json:
-        dump(r.to_dict())
-    elif explain:
-        from roofline.explain.serve import explain_serve
+    from roofline.explain.serve import explain_serve
+    from roofline.report.serve_text import serve_text
 
-        click.echo(explain_serve(r))
-    else:
-        from roofline.report.serve_text import serve_text
-
-        click.echo(serve_text(r))
+    show(r, as_json, explain, explain_serve, serve_text)
 
 
 COMMANDS = (serve_command,)
