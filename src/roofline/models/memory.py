@@ -148,8 +148,7 @@ def candidate_splits(cfg: ModelConfig, devices_per_node: int, max_devices: int) 
     if not within:
         return []
     tp = within[-1].tp
-    across = [s for s in valid_splits(cfg, max_devices, tp, even_stages=False, experts=False)
-              if s.tp == tp and s.pp > 1]
+    across = [s for s in valid_splits(cfg, max_devices, tp, even_stages=False, experts=False, tp=tp) if s.pp > 1]
     return within + across
 
 

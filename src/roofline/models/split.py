@@ -161,15 +161,17 @@ def stage_share(cfg: ModelConfig, split: Split) -> float:
 
 
 def valid_splits(cfg: ModelConfig, devices: int, tp_most: int, batch: int = 1, phase: Phase = Phase.DECODE,
-                 seq: int = 1, even_stages: bool = True, experts: bool = True) -> list[Split]:
+                 seq: int = 1, even_stages: bool = True, experts: bool = True, tp: int | None = None) -> list[Split]:
     """Every split of at most `devices` devices the model can run: tp ≤ `tp_most` (a node's devices)
-    dividing the heads; pp dividing the layers (with `even_stages`; else any pp up to the layers, the
-    largest stage holding ⌈L/pp⌉); ep (with `experts`, MoE only) dividing the experts and tp × dp; dp
-    dividing the batch; each accepted by check_split and, for expert parallel with tensor parallel,
-    check_moe_rows (a replica's tokens a multiple of tp). In order of devices, then tp, pp, ep, dp."""
+    dividing the heads (only `tp` when given); pp dividing the layers (with `even_stages`; else any pp
+    up to the layers, the largest stage holding ⌈L/pp⌉); ep (with `experts`, MoE only) dividing the
+    experts and tp × dp; dp dividing the batch; each accepted by check_split and, for expert parallel
+    with tensor parallel, check_moe_rows (a replica's tokens a multiple of tp). In order of devices,
+    then tp, pp, ep, dp."""
     out: list[Split] = []
     eps = divisors(cfg.num_experts, devices) if cfg.is_moe and experts else [1]
-    for tp in divisors(cfg.num_heads, min(tp_most, devices)):
+    tps = divisors(cfg.num_heads, min(tp_most, devices)) if tp is None else [tp]
+    for tp in tps:
         stages = (divisors(cfg.num_layers, devices // tp) if even_stages
                   else range(1, min(cfg.num_layers, devices // tp) + 1))
         for pp in stages:
