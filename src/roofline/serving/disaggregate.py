@@ -38,7 +38,7 @@ from roofline.errors import RooflineError, T
 from roofline.hardware import Machine
 from roofline.hardware.system_file import get_system
 from roofline.models.memory import device_kv_bytes
-from roofline.parallel import Split
+from roofline.parallel import NODE_DEVICES, Split
 from roofline.serving.efficiency import Band, Rate, per_rate
 from roofline.units import require_positive_int
 
@@ -206,7 +206,7 @@ def disaggregate(r: Any, ratio: tuple[int, int], run: Callable[[Split, int], Any
     if isinstance(r.machine_arg, Machine):
         raise RooflineError(f"{T.disaggregate_devices} needs a system or a catalog device (a link between the groups), "
                             "not a parsed Machine")
-    system = get_system(r.machine_arg, devices=max(p + d, 8))
+    system = get_system(r.machine_arg, devices=max(p + d, NODE_DEVICES))  # a bare device: one node, as deploy makes it
     if p + d > system.max_devices:
         raise RooflineError(f"{T.disaggregate_devices} {p}:{d} needs {p + d} devices; {system.id} has "
                             f"{system.max_devices}")
