@@ -92,7 +92,7 @@ def main() -> int:
     args = ap.parse_args()
     from roofline.measure.ceilings import measure_ceilings
     from roofline.measure.env import capture_environment
-    from roofline.measure.runs import Plan, default_buffer_bytes
+    from roofline.measure.runs import MeasureSettings, default_buffer_bytes
 
     env = capture_environment("cpu")
     buffer = default_buffer_bytes(env.llc_bytes, quick=False)
@@ -109,7 +109,7 @@ def main() -> int:
         triads = [run_triad(exe, n, 10)]
         rounds = []
         for r in range(args.rounds):
-            c = measure_ceilings(Plan(buffer_bytes=buffer, dtypes=()))
+            c = measure_ceilings(MeasureSettings(buffer_bytes=buffer, dtypes=()))
             triads.append(run_triad(exe, n, 10))
             ref = max(triads[-2], triads[-1])  # the C triad's best of the rounds around this measure
             by_kernel = {f"{run.name} ({run.backend})": run.best_rate for run in c.runs}
@@ -125,7 +125,7 @@ def main() -> int:
         record["bandwidth"] = {"rounds": rounds, "median_ratio": ratio}
 
     lines += ["", "## fp32 matmul: the measured ceiling against numpy and torch timed independently"]
-    c32 = measure_ceilings(Plan(dtypes=("fp32",), memory=False))
+    c32 = measure_ceilings(MeasureSettings(dtypes=("fp32",), memory=False))
     ours = c32.peak_flop_per_s["fp32"]
     ref32 = best_independent_fp32()
     best_ref = max(ref32.values())

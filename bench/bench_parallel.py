@@ -48,7 +48,7 @@ def main() -> int:
 
     t0 = time.perf_counter()
     from roofline.models import ModelAnalysis, analyze_model
-    from roofline.models.plan import PlanSearch, search_splits
+    from roofline.models.search import SplitSearch, search_splits
     from roofline.parallel import Split
     import_s = time.perf_counter() - t0
 
@@ -65,7 +65,7 @@ def main() -> int:
     analysis, _ = timed(bare, args.runs)
     full, (a, per_device, collectives) = timed(whole, args.runs)
 
-    def search(prune: bool = True) -> PlanSearch:
+    def search(prune: bool = True) -> SplitSearch:
         return search_splits("deepseek-v3", "gb200-nvl72", "decode", 256, 8192, prune=prune)
 
     search()

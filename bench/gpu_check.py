@@ -74,7 +74,7 @@ def child_measure(device: str, record_path: Path, machine_path: Path) -> int:
     from roofline.hardware import machine_to_toml
     from roofline.measure.ceilings import Ceilings, measure_ceilings
     from roofline.measure.env import capture_environment
-    from roofline.measure.runs import CeilingRun, Plan
+    from roofline.measure.runs import CeilingRun, MeasureSettings
 
     quick = device == "cpu"  # the rehearsal: seconds, not minutes
     t0 = time.perf_counter()
@@ -99,7 +99,7 @@ def child_measure(device: str, record_path: Path, machine_path: Path) -> int:
                     f"use it anywhere with --machine {machine_path.name}")))
         _write_json(record_path, record)
 
-    def piece(name: str, plan: Plan) -> None:
+    def piece(name: str, plan: MeasureSettings) -> None:
         print(f"measure: {name} ...", file=sys.stderr, flush=True)
         nonlocal env
         try:
@@ -113,9 +113,9 @@ def child_measure(device: str, record_path: Path, machine_path: Path) -> int:
             skipped[name] = _first_line(exc)
         save(name)
 
-    piece("memory", Plan(device=device, quick=quick, dtypes=()))
+    piece("memory", MeasureSettings(device=device, quick=quick, dtypes=()))
     for key in CUDA_ORDER if device == "cuda" else CPU_ORDER:
-        piece(key, Plan(device=device, quick=quick, dtypes=(key,), memory=False))
+        piece(key, MeasureSettings(device=device, quick=quick, dtypes=(key,), memory=False))
     record["complete"] = True
     save("done")
     return 0
@@ -215,7 +215,7 @@ def child_collectives(device: str, record_path: Path, system_path: Path, budget_
     from roofline.errors import RooflineError
     from roofline.fileio import atomic_write
     from roofline.measure.collectives import Collectives
-    from roofline.measure.collectives_run import CollectivesPlan, measure_collectives
+    from roofline.measure.collectives_run import CollectivesSettings, measure_collectives
 
     record: dict[str, Any] = {"device": device, "complete": False}
 
@@ -230,7 +230,7 @@ def child_collectives(device: str, record_path: Path, system_path: Path, budget_
         _write_json(record_path, record)
 
     try:
-        plan = CollectivesPlan(device=device, quick=device == "cpu", budget_s=budget_s)
+        plan = CollectivesSettings(device=device, quick=device == "cpu", budget_s=budget_s)
         save(measure_collectives(plan, on_update=lambda c: save(c, final=False)), final=True)
     except Exception as exc:  # recorded; the parent reports it
         record["error"] = _first_line(exc)

@@ -36,7 +36,7 @@ from roofline.measure.collectives import (
     fit_alpha_beta,
     round_size,
 )
-from roofline.measure.collectives_run import CollectivesPlan, measure_collectives
+from roofline.measure.collectives_run import CollectivesSettings, measure_collectives
 from roofline.measure.timing import Timing
 from roofline.units import parse_quantity
 
@@ -159,7 +159,7 @@ def test_no_all_reduce_fit_is_one_clear_error() -> None:
 @pytest.fixture(scope="module")
 def measured() -> tuple[Collectives, float]:
     t0 = time.perf_counter()
-    c = measure_collectives(CollectivesPlan(devices=2, sizes=SMALL, repeats=3, warmup=1, budget_s=60))
+    c = measure_collectives(CollectivesSettings(devices=2, sizes=SMALL, repeats=3, warmup=1, budget_s=60))
     return c, time.perf_counter() - t0
 
 
@@ -212,7 +212,7 @@ def test_busbw_over_algbw_is_the_nccl_tests_factor_exactly(measured: tuple[Colle
 def test_the_budget_kills_the_process_group_and_reports_what_finished() -> None:
     # half a second is spent before the processes have even imported torch: nothing finishes, nothing is left
     t0 = time.perf_counter()
-    c = measure_collectives(CollectivesPlan(devices=2, sizes=SMALL, budget_s=0.5))
+    c = measure_collectives(CollectivesSettings(devices=2, sizes=SMALL, budget_s=0.5))
     assert time.perf_counter() - t0 < 15
     assert not c.complete and c.points == ()
     assert set(c.not_measured) == set(COLLECTIVES)

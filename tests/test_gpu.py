@@ -12,9 +12,9 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(),
 
 def test_cuda_ceilings_are_measured_for_each_dtype() -> None:
     from roofline.measure.ceilings import measure_ceilings
-    from roofline.measure.runs import Plan
+    from roofline.measure.runs import MeasureSettings
 
-    c = measure_ceilings(Plan(device="cuda", quick=True, buffer_bytes=256 * 2**20, max_matmul_n=2048,
+    c = measure_ceilings(MeasureSettings(device="cuda", quick=True, buffer_bytes=256 * 2**20, max_matmul_n=2048,
                               dtypes=("fp32", "bf16")))
     assert 1e10 < c.memory_bytes_per_s < 2e13  # any CUDA GPU streams between 10 GB/s and 20 TB/s
     peaks = c.peak_flop_per_s

@@ -23,7 +23,7 @@ from roofline.measure.levels import (
     name_plateaus,
     per_thread,
 )
-from roofline.measure.runs import CeilingRun, Plan, stream_run
+from roofline.measure.runs import CeilingRun, MeasureSettings, stream_run
 from roofline.measure.timing import Timing
 from roofline.vocab import Level, Unit
 
@@ -171,7 +171,7 @@ def test_measured_text_lists_the_ladder():
 @pytest.mark.slow
 def test_a_real_cpu_ladder_l1_at_least_dram():
     env = capture_environment("cpu")
-    ladder = measure_ladder(Plan(quick=True), env, lambda _s: None)
+    ladder = measure_ladder(MeasureSettings(quick=True), env, lambda _s: None)
     rates = {p.working_set_bytes: p.best_rate for p in ladder.points}
     assert min(rates) == 16 * KiB and len(rates) >= 2
     for rate in rates.values():  # any CPU streams between 100 MB/s and 100 TB/s
@@ -207,7 +207,7 @@ def test_cuda_chip_without_triton_says_what_to_install(monkeypatch):
         raise ImportError("No module named 'triton'")
 
     monkeypatch.setattr(cuda_chip, "_kernels", no_triton)  # as on a CPU wheel of torch, which has no Triton
-    runs, skipped = measure_cuda_chip(Plan(device="cuda"), Environment("cuda", "x", 132), lambda _s: None)
+    runs, skipped = measure_cuda_chip(MeasureSettings(device="cuda"), Environment("cuda", "x", 132), lambda _s: None)
     assert runs == [] and set(skipped) == {"l2 bandwidth", "smem bandwidth", "exp rate"}
     assert all("pip install triton" in why for why in skipped.values())
 

@@ -31,11 +31,11 @@ from roofline.errors import RooflineError
 from roofline.hardware import get_machine, load_machine_file
 from roofline.measure.ceilings import Ceilings, catalog_match, measure_ceilings
 from roofline.measure.env import Environment, capture_environment
-from roofline.measure.runs import CeilingRun, Plan, matmul_ladder
+from roofline.measure.runs import CeilingRun, MeasureSettings, matmul_ladder
 from roofline.measure.timing import Timing, rotation_count, time_calls
 from roofline.vocab import Bound, Level, Unit
 
-SMALL = Plan(quick=True, buffer_bytes=8 * 2**20, dtypes=("fp32",), max_matmul_n=256, backends=("numpy",))
+SMALL = MeasureSettings(quick=True, buffer_bytes=8 * 2**20, dtypes=("fp32",), max_matmul_n=256, backends=("numpy",))
 N_SMALL = 8 * 2**20 // 8  # fp64 elements per 8 MiB array
 
 # The samples every faked run reports: best 40 ms, median 45 ms, worst 50 ms (in call order 50, 40, 45).
@@ -182,13 +182,13 @@ def test_the_matmul_peak_is_the_best_size(monkeypatch: pytest.MonkeyPatch) -> No
     # 50 GFLOP/s: not the worst size (20), the first (20) or the last (30)
     rates = {256: 20e9, 512: 50e9, 1024: 30e9}
 
-    def faked_size(plan: Plan, key: str, backend: str, n: int) -> Timing:
+    def faked_size(plan: MeasureSettings, key: str, backend: str, n: int) -> Timing:
         best = 2 * n**3 / rates[n]
         return Timing((best, 2 * best))
 
     monkeypatch.setattr(cpu, "_time_matmul", faked_size)
     monkeypatch.setattr(cpu, "time_calls", fake_time_calls)  # the bandwidth runs, so a machine can be made
-    c = measure_ceilings(Plan(quick=True, buffer_bytes=2**20, dtypes=("fp32",), backends=("numpy",),
+    c = measure_ceilings(MeasureSettings(quick=True, buffer_bytes=2**20, dtypes=("fp32",), backends=("numpy",),
                               max_matmul_n=1024))
     assert [r.name for r in c.runs if r.kind is Unit.MATRIX] == ["matmul 256³", "matmul 512³", "matmul 1024³"]
     assert c.peak_flop_per_s == {"fp32": pytest.approx(50e9)}
@@ -248,11 +248,11 @@ def test_comparison_with_the_datasheet() -> None:
 
 def test_bad_plans_fail_with_one_clear_error() -> None:
     with pytest.raises(RooflineError, match="unknown device"):
-        measure_ceilings(Plan(device="tpu"))
+        measure_ceilings(MeasureSettings(device="tpu"))
     with pytest.raises(RooflineError, match="at least 1 MiB"):
-        measure_ceilings(Plan(buffer_bytes=1000))
+        measure_ceilings(MeasureSettings(buffer_bytes=1000))
     with pytest.raises(RooflineError, match="cpu matmuls run in"):
-        measure_ceilings(Plan(dtypes=("fp8",), memory=False))
+        measure_ceilings(MeasureSettings(dtypes=("fp8",), memory=False))
 
 
 QUICK_SMALL = ["measure", "--quick", "--buffer-size", "8MiB", "--dtype", "fp32", "--backend", "numpy"]
@@ -422,12 +422,12 @@ def test_cuda_matmul_builder_runs_every_dtype_on_cpu_tensors() -> None:
 
 
 def test_a_failing_matmul_size_keeps_the_smaller_sizes() -> None:
-    def fail_at_512(plan: Plan, key: str, backend: str, n: int) -> Timing:
+    def fail_at_512(plan: MeasureSettings, key: str, backend: str, n: int) -> Timing:
         if n >= 512:
             raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB\nmore detail")
         return Timing((0.001,))  # 1 ms: far under the call limit, so the ladder goes on to 512
 
-    plan = Plan(quick=True, max_matmul_n=1024)
+    plan = MeasureSettings(quick=True, max_matmul_n=1024)
     errors: dict[str, str] = {}
     runs = matmul_ladder(plan, "fp32", "numpy", cpu.CPU_LADDER, fail_at_512, lambda _t: None, errors)
     assert [r.name for r in runs] == ["matmul 256³"]

@@ -38,7 +38,7 @@ def test_invalid_splits_are_one_clear_error() -> None:
         analyze_model("llama-3-70b", "h100", "decode", 8, 1024, split=Split(dp=2, ep=2))
     with pytest.raises(RooflineError, match=r"does not divide .* 8 experts"):
         analyze_model("mixtral-8x7b", "h100", "decode", 6, 1024, split=Split(dp=3, ep=3))
-    with pytest.raises(RooflineError, match="not a multiple of --dp"):
+    with pytest.raises(RooflineError, match="not a multiple of dp"):
         analyze_model("llama-3-8b", "h100", "decode", 3, 1024, split=Split(dp=2))
 
 
@@ -226,12 +226,12 @@ def test_ep_with_tp_needs_whole_token_shares(capsys: pytest.CaptureFixture[str])
     from roofline.models import sweep
 
     # decode: N = batch / dp = 4 tokens cannot be split over 8 tp ranks; prefill: 1 × 1001 neither
-    with pytest.raises(RooflineError, match=r"--ep 8 with --tp 8: .* multiple of 8 \(decode: batch / dp = 4\)"):
+    with pytest.raises(RooflineError, match=r"ep 8 with tp 8: .* multiple of 8 \(decode: batch / dp = 4\)"):
         analyze_model("mixtral-8x7b", "dgx-h100", "decode", 4, 4096, split=MIXTRAL_TP8_EP8)
     with pytest.raises(RooflineError, match=r"multiple of 8 \(prefill: batch / dp × prompt = 1 × 1001 = 1001\)"):
         analyze_model("mixtral-8x7b", "dgx-h100", "prefill", 1, 1001, split=MIXTRAL_TP8_EP8)
     analyze_model("mixtral-8x7b", "dgx-h100", "prefill", 1, 1000, split=MIXTRAL_TP8_EP8)  # 1000 = 8 × 125
-    with pytest.raises(RooflineError, match=r"--batch 12 is not a multiple of tp × dp = 8 × 1 = 8"):
+    with pytest.raises(RooflineError, match=r"batch 12 is not a multiple of tp × dp = 8 × 1 = 8"):
         sweep("mixtral-8x7b", ["dgx-h100"], "decode", [8, 12], [4096], splits=[MIXTRAL_TP8_EP8])
     code = main(["model", "mixtral-8x7b", "--machine", "dgx-h100", "--tp", "8", "--ep", "8", "--batch", "4"])
     _, err = capsys.readouterr()
@@ -259,3 +259,45 @@ def test_the_largest_batch_a_split_holds() -> None:
     b = analyze_model("llama-3-70b", "h100", "decode", m.max_batch, 8192, split=Split(tp=8)).memory
     over = analyze_model("llama-3-70b", "h100", "decode", m.max_batch + 2, 8192, split=Split(tp=8)).memory
     assert b.fits and not over.fits
+
+
+# --- one deployment: a machine and a split resolved once (roofline.parallel.deploy) ----------------
+
+def test_a_system_deploys_its_device_with_its_links() -> None:
+    from roofline.parallel import deploy
+
+    d = deploy("dgx-h100", Split(tp=8))
+    # DGX H100: nodes of 8 H100 SXM on NVLink 4, 900 GB/s bidirectional per GPU (NVIDIA) = 450 GB/s each way
+    assert d.system_id == "dgx-h100" and d.devices_per_node == 8 and d.graph_devices_per_node == 8
+    assert d.machine.memory[Level.LINK].bytes_per_s == 900e9 / 2
+    with pytest.raises(RooflineError, match="needs 32768 devices; dgx-h100 has 16384"):
+        deploy("dgx-h100", Split(tp=8, pp=4096))  # 2048 nodes of 8 in the system file at most
+
+
+def test_a_bare_device_is_one_node_of_8_or_of_the_split() -> None:
+    from roofline.parallel import MOST_DEVICES, NODE_DEVICES, deploy
+
+    alone = deploy("h100")
+    assert alone.system is None and alone.graph_devices_per_node is None  # one device, no links
+    assert (alone.devices_per_node, alone.max_devices) == (NODE_DEVICES, MOST_DEVICES) == (8, 64)
+    sixteen = deploy("h100", Split(tp=4, pp=4))  # 4 × 4 = 16 devices: one node of max(16, 8)
+    assert sixteen.bare and sixteen.devices_per_node == 16 and sixteen.max_devices == 16
+
+
+def test_devices_alone_are_tensor_parallel_in_a_node_then_stages() -> None:
+    from roofline.parallel import split_for_devices
+    from roofline.parallel.deployment import UnevenDevices
+
+    assert split_for_devices(16, "dgx-h100") == Split(tp=8, pp=2)  # two nodes of 8
+    assert split_for_devices(4, "dgx-h100") == Split(tp=4)
+    with pytest.raises(UnevenDevices, match="12 devices are not a whole number of 8-device nodes"):
+        split_for_devices(12, "dgx-h100")
+
+
+def test_library_errors_name_parameters_and_the_cli_names_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    # Llama 3 70B has 64 query heads: tp = 3 does not divide them
+    with pytest.raises(RooflineError) as exc:
+        analyze_model("llama-3-70b", "dgx-h100", split=Split(tp=3))
+    assert str(exc.value).startswith("tp 3 does not divide llama-3-70b's 64 query heads")
+    assert main(["model", "llama-3-70b", "--machine", "dgx-h100", "--tp", "3"]) == 2
+    assert "roofline: error: --tp 3 does not divide llama-3-70b's 64 query heads" in capsys.readouterr().err

@@ -51,10 +51,28 @@ def close(a: float, b: float, rel: float = 1e-9) -> bool:
 # --- against the step ------------------------------------------------------------------------------
 
 def test_ttft_is_the_prefill_step_at_batch_1(llama: ServingReport) -> None:
-    a = analyze_model("llama-3-70b", "dgx-h100", "prefill", 1, P, split=TP8)
-    assert close(llama.ttft.floor, a.time_s)
+    # Llama 3 8B (h = 4096, 32 layers, 32 query and 8 KV heads of 128, MLP 14336, vocabulary 128,256): a
+    # layer's matmul weights are q and o 4096², k and v 4096 · 1024 each and the MLP 3 · 4096 · 14336. One
+    # 1024-token prompt: 2 FLOP per weight per token, causal attention 2 · 32 heads · (128 + 128) over
+    # 1024 · 1025 / 2 pairs a layer, the LM head on the last position only: 1.457e13 FLOP of matmuls,
+    # 14.73 ms at the H100 SXM's 989.4 TFLOP/s dense BF16 (NVIDIA's datasheet)
     one = serve("llama-3-8b", "h100", prompt=1024, output=16)
-    assert close(one.ttft.floor, analyze_model("llama-3-8b", "h100", "prefill", 1, 1024).time_s)
+    layer = 2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336
+    matmul_flop = 2 * layer * 32 * 1024 + 2 * 32 * 256 * (1024 * 1025 // 2) * 32 + 2 * 4096 * 128_256
+    assert matmul_flop == pytest.approx(1.4569e13, rel=1e-4)
+    assert one.prefill.flop == pytest.approx(matmul_flop, rel=1e-3)  # the rest: norms, softmax, activations
+    compute_s = matmul_flop / 989.4e12
+    # each kernel takes the larger of its compute and memory times: the step at least the compute, at most
+    # the compute plus every byte at the 3.35 TB/s of HBM3
+    assert compute_s < one.ttft.floor < compute_s + one.prefill.bytes / 3.35e12
+    assert one.prefill.batch == 1 and one.prefill.seq == 1024  # one request, no queueing
+    # Llama 3 70B under TP 8 (h = 8192, 80 layers, 64 and 8 heads, MLP 28672): each device runs 1/8 of the
+    # matmuls of one 2048-token prompt, 3.57e13 FLOP, 36.1 ms at the peak, before its 161 all-reduces
+    layer = 2 * 8192 * 8192 + 2 * 8192 * 1024 + 3 * 8192 * 28672
+    per_device = (2 * layer * 80 * P + 2 * 64 * 256 * (P * (P + 1) // 2) * 80 + 2 * 8192 * 128_256) / 8
+    assert per_device == pytest.approx(3.573e13, rel=1e-3)
+    assert per_device / 989.4e12 + llama.prefill.communication_time_s <= llama.ttft.floor
+    assert llama.prefill.batch == 1 and llama.prefill.seq == P
 
 
 def test_itl_is_the_decode_step_at_the_batch_and_context(llama: ServingReport) -> None:

@@ -81,8 +81,8 @@ def test_draft_memory_counts_both_models_by_hand(whatif: ServingReport) -> None:
     assert s.fits is (whatif.batch <= s.max_batch_memory)
 
 
-@pytest.mark.parametrize(("k", "a", "says"), [(4, 0.0, "--acceptance"), (4, 1.5, "--acceptance"),
-                                              (4, -0.2, "--acceptance"), (0, 0.8, "--draft-tokens")])
+@pytest.mark.parametrize(("k", "a", "says"), [(4, 0.0, "acceptance"), (4, 1.5, "acceptance"),
+                                              (4, -0.2, "acceptance"), (0, 0.8, "draft_tokens")])
 def test_bad_speculative_inputs_are_one_line(k: int, a: float, says: str) -> None:
     with pytest.raises(RooflineError, match=says):
         serve("llama-3-8b", "h100", prompt=128, output=16, draft="llama-3-8b", draft_tokens=k, acceptance=a)
@@ -116,7 +116,7 @@ def test_kv_transfer_and_ttft_by_hand(whatif: ServingReport) -> None:
 
 def test_bad_ratio_is_one_line() -> None:
     for text in ("4-4", "0:4", "a:b", "1:2:3"):
-        with pytest.raises(RooflineError, match="--disaggregate"):
+        with pytest.raises(RooflineError, match="disaggregate_devices"):  # the library's name; the CLI's flag
             serve("llama-3-8b", "h100", prompt=128, output=16, disaggregate_devices=text)
 
 

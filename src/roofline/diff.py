@@ -42,7 +42,7 @@ from roofline.graph import Graph, Kernel, Op
 from roofline.models import ModelConfig, ModelGraph, build_graph, model_dtypes
 from roofline.tracing.analysis import Trace
 from roofline.units import format_bytes, format_flop
-from roofline.vocab import Phase, Plan
+from roofline.vocab import MlaForm, Phase, Plan
 
 FAMILY = {"matmul": "matmul", "grouped_matmul": "matmul", "conv": "matmul", "attention_qk": "attention",
           "attention_pv": "attention", "softmax": "attention"}
@@ -337,7 +337,7 @@ def _mla(t: Trace, mg: ModelGraph) -> Difference | None:
     model_expanded = mg.shape.phase is Phase.PREFILL or cfg.mla == "expanded"
     if expanded not in widths or latent in widths or model_expanded:
         return None
-    alt = build_graph(replace(cfg, mla="expanded"), mg.shape.phase, mg.shape.batch, mg.shape.seq, mg.dtypes)
+    alt = build_graph(replace(cfg, mla=MlaForm.EXPANDED), mg.shape.phase, mg.shape.batch, mg.shape.seq, mg.dtypes)
     plan = alt.plan(Plan.FLASH)
     absorbed = sum(k.bytes * k.count for k in mg.graph.kernels(mg.plan(Plan.FLASH)))
     exp = sum(k.bytes * k.count for k in alt.graph.kernels(plan))

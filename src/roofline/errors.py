@@ -7,14 +7,46 @@ from __future__ import annotations
 
 import difflib
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 TORCH_HINT = "pip install -e '.[torch]' (it pins torch==2.13.0)"
 
 
+TERM = "\x1f"  # brackets a parameter's name inside an error's text (term)
+
+
+def term(name: str) -> str:
+    """A library parameter named in an error's text ("tp", "itl_slo_s"). Read as is, the error says the
+    library's name; the command line shows its own flag in its place (RooflineError.text)."""
+    return f"{TERM}{name}{TERM}"
+
+
+class _Terms:
+    """`T.tp` is term("tp"): the parameters an error's text names, written as attributes."""
+
+    def __getattr__(self, name: str) -> str:
+        return term(name)
+
+
+T = _Terms()
+
+
 class RooflineError(ValueError):
     """Bad input a user can cause: a bad size, an unknown name, a malformed file."""
+
+    @property
+    def marked(self) -> str:
+        """The text with its parameters still marked (to nest it in another error's text)."""
+        return str(self.args[0]) if self.args else ""
+
+    def text(self, name_of: Callable[[str], str] | None = None) -> str:
+        """The text with each marked parameter named by `name_of` (the CLI: its flag), else by itself."""
+        parts = self.marked.split(TERM)
+        return "".join((name_of(p) if name_of else p) if i % 2 else p for i, p in enumerate(parts))
+
+    def __str__(self) -> str:
+        return self.text()
 
 
 def shown(value: Any) -> str:

@@ -10,6 +10,10 @@ is `"matrix"`), so files and outputs read as before.
     Phase   a transformer step: prefill or decode
     Role    what a tensor is, for the byte breakdown: weight, KV cache, activation
     Plan    a fusion plan: which ops run as one kernel
+    Objective  what a split search ranks by: step time, throughput per device, or throughput within a latency
+    Norm    a transformer's normalization: RMSNorm or LayerNorm
+    Logits  which prefill positions the LM head projects: the last of each sequence, or all
+    MlaForm how multi-head latent attention runs: over the latent (W_UK/W_UV absorbed) or expanded per head
 
 One rule decides what binds (`binding`), for one kernel and for a sequence of kernels alike.
 """
@@ -86,6 +90,34 @@ class Plan(StrEnum):
     TRACED = "traced"
 
 
+class Norm(StrEnum):
+    RMSNORM = "rmsnorm"
+    LAYERNORM = "layernorm"  # a bias as well as a gain
+
+
+class Logits(StrEnum):
+    LAST = "last"  # the last position of each prefill sequence, as serving engines do
+    ALL = "all"  # every position, as a plain forward() does
+
+
+class MlaForm(StrEnum):
+    ABSORBED = "absorbed"  # attention over the compressed latent, W_UK and W_UV absorbed (DeepSeek's decode)
+    EXPANDED = "expanded"  # K and V decompressed and cached per head (Hugging Face's DeepseekV3Attention)
+
+
+class Objective(StrEnum):
+    """What the split search ranks the splits that fit by.
+
+    TIME        the lowest step time (a token's latency)
+    THROUGHPUT  the most tokens/s per device
+    LATENCY     the most tokens/s per device among the splits within a latency target
+    """
+
+    TIME = "time"
+    THROUGHPUT = "throughput"
+    LATENCY = "latency"
+
+
 def bound_class(resource: Resource) -> Bound:
     """compute for a unit, communication for a link, memory for the other levels."""
     if isinstance(resource, Unit):
@@ -119,5 +151,5 @@ def accumulate(pairs: Iterable[tuple[Resource, float]]) -> dict[Resource, float]
     return out
 
 
-__all__ = ["LINKS", "ON_CHIP", "Bound", "Level", "Phase", "Plan", "Resource", "Role", "Unit", "accumulate", "binding",
-           "bound_class"]
+__all__ = ["LINKS", "ON_CHIP", "Bound", "Level", "Logits", "MlaForm", "Norm", "Objective", "Phase", "Plan", "Resource",
+           "Role", "Unit", "accumulate", "binding", "bound_class"]

@@ -14,7 +14,7 @@ import sys
 import click
 
 from roofline.cli import kernel, machines, measure, model, models, plan, profile, serve
-from roofline.cli.common import printable, refuse_empty_values
+from roofline.cli.common import flag, printable, refuse_empty_values
 from roofline.errors import RooflineError
 from roofline.fileio import writing_together
 
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         _error(exc.format_message())
         return exc.exit_code if exc.exit_code else 2
     except RooflineError as exc:
-        _error(str(exc))
+        _error(exc.text(flag))
         return 2
     except click.exceptions.Abort:
         click.echo("roofline: aborted", err=True)

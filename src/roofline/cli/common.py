@@ -20,6 +20,17 @@ from roofline.units import Kind, UnitError, parse_positive_int, parse_quantity
 COUNT_HELP = "Suffixes: k = 1000, Ki = 1024 (128k = 128,000; 128Ki = 131,072)."
 
 
+# a library parameter an error names (roofline.errors.term) -> the flag that sets it, where not --name
+FLAGS = {"utilization": "--memory-utilization", "itl_slo_s": "--itl-slo", "ttft_slo_s": "--ttft-slo",
+         "latency_target_s": "--latency-target", "disaggregate_devices": "--disaggregate",
+         "step_overhead_s": "--step-overhead"}
+
+
+def flag(name: str) -> str:
+    """The command line's flag for a library parameter: FLAGS, else --name with '-' for '_'."""
+    return FLAGS.get(name, "--" + name.replace("_", "-"))
+
+
 def _label(param: click.Parameter | None) -> str:
     """How an error names the parameter: M for an argument, --batch for an option."""
     if param is None:
@@ -117,6 +128,14 @@ def refuse_empty_values(command: click.Command) -> None:
 def dump(obj: Any) -> None:
     """JSON on stdout (no NaN or infinity: those are written as null by the library)."""
     click.echo(json.dumps(obj, indent=2, allow_nan=False))
+
+
+def show(value: Any, as_json: bool, explain: bool, derive: Callable[[Any], str], text: Callable[[Any], str]) -> None:
+    """One result printed as the flags ask: its JSON (to_dict), its derivation (--explain) or its text."""
+    if as_json:
+        dump(value.to_dict())
+    else:
+        click.echo(derive(value) if explain else text(value))
 
 
 def printable(text: str) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from roofline.cli.common import COUNT_HELP, PLAN_HELP, POS, Quantity, dump, fusion_option, one_of, outputs, wrote
+from roofline.cli.common import COUNT_HELP, PLAN_HELP, POS, Quantity, dump, fusion_option, one_of, outputs, show, wrote
 from roofline.hardware.catalog import DEFAULT_MACHINE
 
 
@@ -91,17 +91,10 @@ def _emit(plans: Mapping[Any, Sequence[Any]], headline: Any, name: str, explain:
         write_levels_png(placements, levels_png, title=name)
         wrote(levels_png)
     if len(placements) == 1:
-        p = placements[0]
-        if as_json:
-            dump(p.to_dict())
-        elif explain:
-            from roofline.explain import explain_placement
+        from roofline.explain import explain_placement
+        from roofline.report.text.tables import placement_text
 
-            click.echo(explain_placement(p))
-        else:
-            from roofline.report.text.tables import placement_text
-
-            click.echo(placement_text(p))
+        show(placements[0], as_json, explain, explain_placement, placement_text)
         return
     a = analyses[headline]
     if as_json:

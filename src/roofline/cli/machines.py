@@ -1,76 +1,32 @@
 """`roofline machines` and `roofline machine`: the catalogs (devices, and systems of devices joined by
 links) and one machine's or system's ceilings with their sources.
 
-A name is looked up as `--machine` looks it up (roofline.hardware.get_system): a system's id or alias
+A name is looked up as `--machine` looks it up (roofline.hardware.lookup): a system's id or alias
 first, then a device's; a .toml path is a system file if it has devices_per_node or [link.*], else a
 machine file. An unknown name is one line with the close matches from both catalogs.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from roofline.cli.common import dump, one_of, outputs, warn, wrote
-from roofline.errors import RooflineError, unknown
+from roofline.cli.common import dump, one_of, outputs, show, warn, wrote
+from roofline.errors import RooflineError
 
 if TYPE_CHECKING:
     from roofline.hardware import Machine, System
 
-LOOKUP_HINT = "see `roofline machines` and `roofline machines --systems`, or pass a machine or system file path"
-
-
-def _key(name: str) -> str:
-    return name.strip().lower().replace("_", "-").replace(" ", "-")
-
-
-def _system_names() -> dict[str, str]:
-    from roofline.hardware import system_catalog
-
-    return {n: s.id for s in system_catalog().values() for n in (s.id, *s.aliases)}
-
-
-def _machine_names() -> dict[str, str]:
-    from roofline.hardware import catalog
-
-    return {n: m.id for m in catalog().values() for n in (m.id, *m.aliases)}
-
-
-def _is_path(text: str) -> bool:
-    from roofline.hardware.catalog import names_a_file
-
-    return text.endswith(".toml") or "/" in text or names_a_file(text)
-
-
-def _is_system_file(path: Path) -> bool:
-    from roofline.hardware.system_file import is_system_file
-
-    return is_system_file(path)
-
-
 def lookup(name: str, devices_first: bool = False) -> Machine | System:
-    """A catalog system or device by id or alias (a name in both catalogs is the system's, as for
-    --machine; with `devices_first`, the device's), or a system or machine file by path."""
-    from roofline.hardware import Machine, get_machine, get_system, load_system_file
+    """roofline.hardware.lookup, and the warning when a file's machine takes a catalog name."""
+    from roofline.hardware import Machine, lookup
     from roofline.hardware.catalog import shadow_note
 
-    text = name.strip()
-    if _is_path(text):
-        found = load_system_file(text) if _is_system_file(Path(text)) else get_machine(text)
-        if note := shadow_note(found if isinstance(found, Machine) else found.device):
-            warn(note)
-        return found
-    systems, machines = _system_names(), _machine_names()
-    key = _key(text)
-    if devices_first and key in machines:
-        return get_machine(machines[key])
-    if key in systems:
-        return get_system(systems[key])
-    if key in machines:
-        return get_machine(machines[key])
-    raise unknown("machine or system", text, {**systems, **machines}, LOOKUP_HINT)
+    found = lookup(name, devices_first)
+    if note := shadow_note(found if isinstance(found, Machine) else found.device):
+        warn(note)
+    return found
 
 
 def _systems(names: tuple[str, ...]) -> list[System]:
@@ -178,16 +134,10 @@ def machine(name: str, as_json: bool, explain: bool) -> None:
 
     found = lookup(name)
     if not isinstance(found, Machine):
-        if as_json:
-            dump(found.to_dict())
-        elif explain:
-            from roofline.explain.placement import explain_system
+        from roofline.explain.placement import explain_system
+        from roofline.report.text.system import system_text
 
-            click.echo(explain_system(found))
-        else:
-            from roofline.report.text.system import system_text
-
-            click.echo(system_text(found))
+        show(found, as_json, explain, explain_system, system_text)
         return
     m = found
     if as_json:

@@ -58,14 +58,14 @@ def _write_machine(machine: Any, path: str, header: str) -> None:
 def _measure(device: str, quick: bool, as_json: bool, save: str | None, buffer_size: str | None,
              dtypes: Sequence[str], backends: Sequence[str], machine_id: str | None, show: bool) -> Any:
     from roofline.measure.ceilings import measure_ceilings
-    from roofline.measure.runs import Plan
+    from roofline.measure.runs import MeasureSettings
 
     outputs(save=save)  # a bad --save fails now, not after the measuring
     from roofline.dtypes import get_dtype
 
     for name in dtypes:  # and a misspelt --dtype
         get_dtype(name)
-    plan = Plan(device=device, quick=quick, buffer_bytes=_size(buffer_size), dtypes=tuple(dtypes) or None,
+    plan = MeasureSettings(device=device, quick=quick, buffer_bytes=_size(buffer_size), dtypes=tuple(dtypes) or None,
                 backends=tuple(backends) or None)
     with progress(show) as say:
         c = measure_ceilings(plan, say)
@@ -184,10 +184,10 @@ def _device_beside(device: str, path: Path, machine_id: str | None) -> str:
     from roofline.fileio import atomic_write
     from roofline.hardware import machine_to_toml
     from roofline.measure.ceilings import measure_ceilings
-    from roofline.measure.runs import Plan
+    from roofline.measure.runs import MeasureSettings
 
-    machine = measure_ceilings(Plan(device=device, quick=True)).to_machine(f"{machine_id}-device" if machine_id
-                                                                          else None)
+    settings = MeasureSettings(device=device, quick=True)
+    machine = measure_ceilings(settings).to_machine(f"{machine_id}-device" if machine_id else None)
     atomic_write(path, machine_to_toml(machine, header="written by `roofline measure --collectives --save`: "
                                                           "the device the system file beside it names",
                                           digits=MEASURED_DIGITS))
@@ -198,7 +198,7 @@ def _measure_collectives(device: str, devices: int | None, quick: bool, budget_s
                          save: str | None, machine_id: str | None, device_file: str | None, show: bool,
                          save_calibration: str | None = None) -> Any:
     from roofline.errors import need_torch
-    from roofline.measure.collectives_run import CollectivesPlan, measure_collectives
+    from roofline.measure.collectives_run import CollectivesSettings, measure_collectives
 
     if save_calibration and device == "cpu":
         raise RooflineError("--save-calibration needs the link's bandwidth, which a CPU run (gloo over "
@@ -212,7 +212,7 @@ def _measure_collectives(device: str, devices: int | None, quick: bool, budget_s
         from roofline.hardware import get_machine
 
         get_machine(device_file)  # a file that does not load fails now, in one line
-    plan = CollectivesPlan(device=device, devices=devices, quick=quick, budget_s=budget_s)
+    plan = CollectivesSettings(device=device, devices=devices, quick=quick, budget_s=budget_s)
     with progress(show) as say:
         c = measure_collectives(plan, say)
         device_ref = device_file

@@ -11,18 +11,17 @@ from typing import Any
 
 import click
 
-from roofline.cli.common import (
-    COUNT_HELP,
-    DEFAULT_FUSION,
-    DEFAULT_MEMORY_UTILIZATION,
-    MODEL_FUSIONS,
-    PLAN_HELP,
-    POS,
-    dump,
-    one_of,
-    outputs,
-    warn,
-    wrote,
+from roofline.cli.common import COUNT_HELP, dump, one_of, outputs, warn, wrote
+from roofline.cli.options import (
+    WEIGHTS_DEFAULT_HELP,
+    length,
+    parse_experts_hit,
+    parse_overrides,
+    parse_str_list,
+    split_of,
+    split_options,
+    step_options,
+    write_text,
 )
 from roofline.errors import RooflineError
 from roofline.hardware.catalog import DEFAULT_MACHINE
@@ -30,17 +29,6 @@ from roofline.units import parse_int_list, parse_positive_int
 
 MAX_SWEEP_ROWS = 100_000  # every axis together (a 100,000-row CSV takes seconds)
 MAX_COMPARE_ROWS = 1_000  # each row is a whole step analysed (tens of ms): 1,000 rows take half a minute
-
-
-WEIGHTS_DEFAULT_HELP = ("default: what the checkpoint stores, from config.json's quantization_config "
-                        "(deepseek-v3: fp8 with 128x128 block scales), else bf16")
-
-
-def parse_str_list(text: str | None) -> list[str | None]:
-    if text is None:
-        return [None]
-    values = [p.strip() for p in text.split(",") if p.strip()]
-    return list(values) or [None]
 
 
 def _dtype_list(text: str | None, flag: str) -> list[str | None]:
@@ -51,37 +39,6 @@ def _dtype_list(text: str | None, flag: str) -> list[str | None]:
     return values
 
 
-def parse_overrides(pairs: Sequence[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise RooflineError(f"--set takes KEY=VALUE (a config.json field), got {pair!r}")
-        out[key.strip()] = value.strip()
-    return out
-
-
-def _length(phase: str, prompt: str | None, context: str | None,
-            parse: Callable[[str, str], Any] = parse_positive_int) -> Any:
-    """The prompt (prefill) or context (decode) length asked for; None: the library's default, the
-    model's trained maximum at most. `parse`: one length (parse_positive_int) or a list (parse_int_list)."""
-    if phase == "prefill":
-        if context is not None and prompt is None:
-            raise RooflineError(f"prefill takes --prompt P (the prompt length), not --context; "
-                                f"write --prompt {context}, or --phase decode --context {context}")
-        if context is not None:
-            warn(f"--context {context} ignored: a prefill step's length is its prompt (--prompt {prompt}); "
-                 "--context is decode's")
-        return parse(prompt, "--prompt") if prompt is not None else None
-    if prompt is not None and context is None:
-        raise RooflineError(f"decode takes --context L (the tokens attended to), not --prompt; "
-                            f"write --context {prompt}, or --phase prefill --prompt {prompt}")
-    if prompt is not None:
-        warn(f"--prompt {prompt} ignored: a decode step's length is its context (--context {context}); "
-             "--prompt is prefill's")
-    return parse(context, "--context") if context is not None else None
-
-
 def _machines(text: str) -> list[str]:
     """--machine of sweep and compare: one or more, comma-separated (',' alone names none)."""
     machines = [m for m in parse_str_list(text) if m]
@@ -89,52 +46,6 @@ def _machines(text: str) -> list[str]:
         raise RooflineError(f"--machine {text!r} names no machine; give one or more, comma-separated, "
                             "e.g. h100,b200 (see `roofline machines`)")
     return machines
-
-
-def _experts_hit(text: str | None) -> int | None:
-    return parse_positive_int(text, "--experts-hit") if text is not None else None
-
-
-def split_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """How the step is split over devices, and how memory is counted."""
-    options = [
-        click.option("--tp", type=POS, default=1, show_default=True,
-                     help="Tensor parallel: heads, MLP columns/rows and vocabulary over TP devices (2 all-reduces "
-                          "per layer)."),
-        click.option("--pp", type=POS, default=1, show_default=True,
-                     help="Pipeline parallel: the layers in PP stages; activations sent stage to stage."),
-        click.option("--ep", type=POS, default=1, show_default=True,
-                     help="Expert parallel (MoE): the experts over EP of the DP replicas; all-to-all dispatch "
-                          "and combine."),
-        click.option("--dp", type=POS, default=1, show_default=True,
-                     help="Data parallel: DP replicas, each running batch/DP sequences."),
-        click.option("--devices", type=POS, default=None,
-                     help="Devices in all; alone, tensor parallel within a node and pipeline stages across nodes."),
-        click.option("--memory-utilization", type=float, default=DEFAULT_MEMORY_UTILIZATION, show_default=True,
-                     help="Usable share of each device's memory (vLLM's gpu_memory_utilization). A fit that "
-                          "leaves under 5% of the usable memory free is reported as tight, with its headroom."),
-        click.option("--overlap", is_flag=True,
-                     help="Assume communication runs under compute (the step takes the larger of the two)."),
-    ]
-    for option in reversed(options):
-        f = option(f)
-    return f
-
-
-def _split(tp: int, pp: int, ep: int, dp: int, devices: int | None, machine: str) -> Any:
-    from roofline.hardware import get_system
-    from roofline.parallel import Split
-
-    if devices is not None and (tp, pp, dp) == (1, 1, 1):
-        per_node = get_system(machine, devices=devices).devices_per_node
-        tp = min(devices, per_node)
-        if devices % tp:
-            raise RooflineError(f"--devices {devices} is not a whole number of {tp}-device nodes; give --tp and --pp")
-        pp = devices // tp
-    split = Split(tp=tp, pp=pp, ep=ep, dp=dp)
-    if devices is not None and devices != split.devices:
-        raise RooflineError(f"--devices {devices} but --tp × --pp × --dp = {split.devices}")
-    return split
 
 
 def split_list_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -161,35 +72,6 @@ def _splits(tp: str, pp: str, ep: str, dp: str) -> list[Any]:
     return [Split(tp=t, pp=p, ep=e, dp=d) for t in axes[0] for p in axes[1] for e in axes[2] for d in axes[3]]
 
 
-def step_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """What every transformer command takes: the phase, the fusion plan, dtypes and what-ifs."""
-    options = [
-        click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
-                     help="What-if: override a config.json field, e.g. --set num_key_value_heads=64."),
-        click.option("--experts-hit", default=None,
-                     help="MoE: distinct experts a layer reads per step (default: the expectation under uniform "
-                          "routing, E·(1 − (1 − k/E)^tokens))."),
-        click.option("--act-dtype", default="bf16", show_default=True, help="Activation dtype."),
-        click.option("--fusion", type=click.Choice(list(MODEL_FUSIONS)), default=DEFAULT_FUSION,
-                     show_default=True,
-                     help="; ".join(f"{p}: {PLAN_HELP[p]}" for p in MODEL_FUSIONS) + "."),
-        click.option("--phase", type=click.Choice(["prefill", "decode"]), default="decode", show_default=True),
-    ]
-    for option in reversed(options):
-        f = option(f)
-    return f
-
-
-def _writer(output: str | None, text: str) -> None:
-    if output:
-        from roofline.fileio import atomic_write
-
-        atomic_write(output, text if text.endswith("\n") else text + "\n")
-        wrote(output)
-    else:
-        click.echo(text)
-
-
 def _write_rows(rows: list[dict[str, Any]], columns: Sequence[str], fmt: str, as_json: bool, output: str | None,
                 csv_path: str | None, table_text: Callable[[], str]) -> None:
     """Rows as a table, CSV or JSON on stdout or to --output, and also as CSV to --csv."""
@@ -200,14 +82,14 @@ def _write_rows(rows: list[dict[str, Any]], columns: Sequence[str], fmt: str, as
             raise RooflineError(f"--json and --format {fmt} ask for two formats: give one")
         fmt = "json"
     if csv_path:
-        _writer(csv_path, rows_csv(rows, columns))
+        write_text(csv_path, rows_csv(rows, columns))
     if fmt == "json":
         text = json.dumps(rows, indent=2, allow_nan=False)
     elif fmt == "csv":
         text = rows_csv(rows, columns)
     else:
         text = table_text()
-    _writer(output, text)
+    write_text(output, text)
 
 
 @click.command("model")
@@ -268,10 +150,10 @@ def model_command(model: str, machine: str, batch: str, prompt: str | None, cont
         check_levels_png(levels_png)
     one_of(as_json, explain)
     config, changes = _run_options(model, overrides, logits, mla)
-    a = analyze_model(config, machine, phase, parse_positive_int(batch, "--batch"), _length(phase, prompt, context),
+    a = analyze_model(config, machine, phase, parse_positive_int(batch, "--batch"), length(phase, prompt, context),
                       fusion, model_dtypes(weights_dtype, act_dtype, kv_dtype, dtype),
-                      _experts_hit(experts_hit), changes,
-                      _split(tp, pp, ep, dp, devices, machine), memory_utilization, overlap)
+                      parse_experts_hit(experts_hit), changes,
+                      split_of(tp, pp, ep, dp, devices, machine), memory_utilization, overlap)
     for w in a.warnings:
         warn(w)
     if a.memory.warning:
@@ -279,7 +161,7 @@ def model_command(model: str, machine: str, batch: str, prompt: str | None, cont
     if csv_path:
         from roofline.report.text.model import KERNEL_CSV_COLUMNS, rows_csv
 
-        _writer(csv_path, rows_csv(a.kernel_rows(), KERNEL_CSV_COLUMNS))
+        write_text(csv_path, rows_csv(a.kernel_rows(), KERNEL_CSV_COLUMNS))
     if png or svg or html:
         from roofline.report.notebook import model_scenarios
         from roofline.report.outputs import write_model_outputs
@@ -317,7 +199,9 @@ def _run_options(model: str, overrides: tuple[str, ...], logits: str, mla: str |
     config = load_config(model, parse_overrides(overrides))
     if mla is not None and not config.is_mla:  # as --experts-hit on a dense model: said, not silently dropped
         warn(f"--mla {mla} ignored: {config.name} has no multi-head latent attention (kv_lora_rank is 0)")
-    return replace(config, logits=logits, mla=mla or ""), None
+    from roofline.vocab import Logits, MlaForm
+
+    return replace(config, logits=Logits(logits), mla=MlaForm(mla) if mla else None), None
 
 
 def _grid_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -399,7 +283,7 @@ def sweep_command(model: str, machine: str, weights_dtype: str | None, kv_dtype:
         raise RooflineError(f"the sweep has {n_rows:,} rows (batches × lengths × machines × dtypes × splits); "
                             f"at most {MAX_SWEEP_ROWS:,}: take larger steps or fewer values")
     rows = sweep(model, machines, phase, batches, lengths, fusion,
-                 weights, kvs, act_dtype, computes, _experts_hit(experts_hit), parse_overrides(overrides),
+                 weights, kvs, act_dtype, computes, parse_experts_hit(experts_hit), parse_overrides(overrides),
                  per_kernel=bool(png or svg), splits=splits)
     split = any(not sp.trivial for sp in splits)
     if png or svg:
@@ -447,7 +331,7 @@ def compare_command(models: tuple[str, ...], machine: str, weights_dtype: str | 
     outputs(output=output, csv=csv_path)
     splits = _splits(tp_list, pp_list, ep_list, dp_list)
     machines, batches = _machines(machine), parse_int_list(batch, "--batch")
-    lengths: list[int | None] = _length(phase, prompt, context, parse_int_list) or [None]
+    lengths: list[int | None] = length(phase, prompt, context, parse_int_list) or [None]
     weights, kvs, computes = (_dtype_list(weights_dtype, "--weights-dtype"), _dtype_list(kv_dtype, "--kv-dtype"),
                               _dtype_list(dtype, "--dtype"))
     n_rows = len(models) * len(machines) * len(splits) * len(batches) * len(lengths) * len(weights) * len(kvs) \
@@ -458,7 +342,7 @@ def compare_command(models: tuple[str, ...], machine: str, weights_dtype: str | 
                             "use `roofline sweep` for a long grid")
     # one table per batch and length, as sweep takes them: the same list syntax (units.parse_int_list)
     groups = [compare(list(models), machines, phase, b, seq, fusion, weights, kvs, act_dtype, computes,
-                      _experts_hit(experts_hit), parse_overrides(overrides), splits)
+                      parse_experts_hit(experts_hit), parse_overrides(overrides), splits)
               for b in batches for seq in lengths]
     rows = [r for group in groups for r in group]
     split = any(not sp.trivial for sp in splits)
@@ -471,36 +355,24 @@ def compare_command(models: tuple[str, ...], machine: str, weights_dtype: str | 
 
 def _sweep_chart(rows: list[dict[str, Any]], model: str, phase: str, batches: list[int], lengths: list[int],
                  png: str | None, svg: str | None, overrides: dict[str, str]) -> None:
-    """Intensity against the axis that varies most, for every machine (a line set each) and the first
-    dtype and split combination."""
-    from roofline.models import decode_limit, load_config
-    from roofline.parallel import Split
+    """The chart of the series roofline.models.sweep.chart_series picks, said when it is not every row."""
+    from roofline.models import load_config
+    from roofline.models.sweep import chart_series
     from roofline.report.outputs import write_sweep_chart
 
+    c = chart_series(rows, load_config(model, overrides), phase, batches, lengths)
     first = rows[0]
-    series = ("weights_dtype", "kv_dtype", "compute_dtype", "tp", "pp", "ep", "dp")
-    same = [r for r in rows if all(r.get(k) == first.get(k) for k in series)]
-    x = "batch" if len(batches) >= len(lengths) else "seq"
-    fixed = "seq" if x == "batch" else "batch"
-    seq_key = "prompt" if phase == "prefill" else "context"
-    picked = [{(seq_key if k == "seq" else k): v for k, v in r.items()} for r in same if r[fixed] == first[fixed]]
-    limit = None
-    if phase == "decode" and x == "batch":
-        limit = decode_limit(load_config(model, overrides), int(first["seq"]), first["kv_dtype"]).flop_per_byte
-    label = seq_key if fixed == "seq" else fixed
-    machines = list(dict.fromkeys(r["machine"] for r in picked))
-    title = f"{first['model']} {phase} on {', '.join(machines)}, {label} {first[fixed]}"
-    if len(picked) < len(rows):  # the chart draws one series; say which, rather than drop the others silently
+    title = f"{first['model']} {phase} on {', '.join(c.machines)}, {c.fixed_label} {first[c.fixed]}"
+    if c.partial:  # the chart draws one series; say which, rather than drop the others silently
         kv = first["kv_dtype"]
-        split = Split(tp=first.get("tp", 1), pp=first.get("pp", 1), ep=first.get("ep", 1), dp=first.get("dp", 1))
-        where = "" if split.trivial else f", split {split}"
-        warn(f"the chart shows {len(picked)} of the {len(rows)} rows: {', '.join(machines)}{where}, weights "
-                      f"{first['weights_dtype']}, KV {kv}, compute {first['compute_dtype']}, {label} {first[fixed]} "
-                      f"(the first combination); the table has every row")
+        where = "" if c.split.trivial else f", split {c.split}"
+        warn(f"the chart shows {len(c.rows)} of the {c.of_rows} rows: {', '.join(c.machines)}{where}, weights "
+             f"{first['weights_dtype']}, KV {kv}, compute {first['compute_dtype']}, {c.fixed_label} {first[c.fixed]} "
+             f"(the first combination); the table has every row")
         title += f", weights {first['weights_dtype']}, KV {kv}" + where
-    by_machine: dict[str, Any] = {"series": "machine"} if len(machines) > 1 else {}  # a line set per machine
-    for path in write_sweep_chart(picked, seq_key if x == "seq" else x, png=png, svg=svg,
-                                  ridge=first["ridge_flop_per_byte"], limit=limit, title=title, **by_machine):
+    by_machine: dict[str, Any] = {"series": "machine"} if len(c.machines) > 1 else {}  # a line set per machine
+    for path in write_sweep_chart(list(c.rows), c.x, png=png, svg=svg, ridge=first["ridge_flop_per_byte"],
+                                  limit=c.limit_flop_per_byte, title=title, **by_machine):
         wrote(path)
 
 

@@ -1,6 +1,6 @@
 """`roofline plan`: search every valid split of a step over a system's devices and rank them.
 
-Parses its options, calls roofline.models.plan.search_splits and prints through roofline.report.text.split_search.
+Parses its options, calls roofline.models.search.search_splits and prints through roofline.report.text.split_search.
 """
 
 from __future__ import annotations
@@ -8,7 +8,14 @@ from __future__ import annotations
 import click
 
 from roofline.cli.common import DEFAULT_MEMORY_UTILIZATION, POS, Quantity, dump, outputs, warn
-from roofline.cli.model import WEIGHTS_DEFAULT_HELP, _experts_hit, _length, _writer, parse_overrides, step_options
+from roofline.cli.options import (
+    WEIGHTS_DEFAULT_HELP,
+    length,
+    parse_experts_hit,
+    parse_overrides,
+    step_options,
+    write_text,
+)
 from roofline.errors import RooflineError
 from roofline.hardware.catalog import DEFAULT_MACHINE
 from roofline.units import parse_positive_int
@@ -60,15 +67,15 @@ def plan_command(model: str, machine: str, batch: str, prompt: str | None, conte
       roofline plan llama-3.1-405b --machine dgx-h100 --devices 16 --phase prefill --prompt 8192 --json
     """
     from roofline.models import model_dtypes
-    from roofline.models.plan import search_splits
+    from roofline.models.search import search_splits
     from roofline.report.text.split_search import SPLIT_SEARCH_CSV_COLUMNS, split_search_text
 
     outputs(csv=csv_path)
     if objective is None:
         objective = "latency" if latency_target is not None else "time"
-    s = search_splits(model, machine, phase, parse_positive_int(batch, "--batch"), _length(phase, prompt, context),
+    s = search_splits(model, machine, phase, parse_positive_int(batch, "--batch"), length(phase, prompt, context),
                       model_dtypes(weights_dtype, act_dtype, kv_dtype, dtype), objective, latency_target,
-                      memory_utilization, overlap, fusion, devices, _experts_hit(experts_hit),
+                      memory_utilization, overlap, fusion, devices, parse_experts_hit(experts_hit),
                       parse_overrides(overrides))
     if s.winner is None:
         raise RooflineError(s.problem)
@@ -77,7 +84,7 @@ def plan_command(model: str, machine: str, batch: str, prompt: str | None, conte
     if csv_path:
         from roofline.report.text.model import rows_csv
 
-        _writer(csv_path, rows_csv([r.to_dict() for r in s.rows], SPLIT_SEARCH_CSV_COLUMNS))
+        write_text(csv_path, rows_csv([r.to_dict() for r in s.rows], SPLIT_SEARCH_CSV_COLUMNS))
     if as_json:
         dump(s.to_dict())
     else:

@@ -17,13 +17,20 @@ from roofline.cli.common import (
     POS,
     PositiveNumber,
     Quantity,
-    dump,
     one_of,
     outputs,
+    show,
     warn,
     wrote,
 )
-from roofline.cli.model import WEIGHTS_DEFAULT_HELP, _experts_hit, _split, _writer, parse_overrides, split_options
+from roofline.cli.options import (
+    WEIGHTS_DEFAULT_HELP,
+    parse_experts_hit,
+    parse_overrides,
+    split_of,
+    split_options,
+    write_text,
+)
 from roofline.errors import RooflineError
 from roofline.hardware.catalog import DEFAULT_MACHINE
 from roofline.units import UnitError, parse_quantity
@@ -158,10 +165,11 @@ def serve_command(model: str, machine: str, prompt: int, output: int, batch: int
         explicit = [cls for cls, flag in (("compute", efficiency_matmul), ("memory", efficiency_memory),
                                           ("communication", efficiency_comm)) if flag]
         eff = efficiency_from_calibration(calibration, eff, keep=explicit)
-    r = serve(model, machine, _split(tp, pp, ep, dp, devices, machine), prompt=prompt, output=output, batch=batch,
+    r = serve(model, machine, split_of(tp, pp, ep, dp, devices, machine), prompt=prompt, output=output, batch=batch,
               ttft_slo_s=ttft_slo, itl_slo_s=itl_slo, price_per_device_hour=price_per_device_hour,
               dtypes=model_dtypes(weights_dtype, act_dtype, kv_dtype, dtype), plan=fusion,
-              utilization=memory_utilization, overlap=overlap, efficiency=eff, experts_hit=_experts_hit(experts_hit),
+              utilization=memory_utilization, overlap=overlap, efficiency=eff,
+              experts_hit=parse_experts_hit(experts_hit),
               overrides=parse_overrides(overrides), chunk=chunk, disaggregate_devices=disaggregate, draft=draft,
               draft_tokens=draft_tokens, acceptance=acceptance)
     for w in r.warnings:
@@ -169,22 +177,16 @@ def serve_command(model: str, machine: str, prompt: int, output: int, batch: int
     if csv_path:
         from roofline.report.text.serve import serve_csv
 
-        _writer(csv_path, serve_csv(r))
+        write_text(csv_path, serve_csv(r))
     if png or svg or html_path:
         from roofline.report.outputs import write_serve_outputs
 
         for path in write_serve_outputs(r, png=png, svg=svg, html=html_path):
             wrote(path)
-    if as_json:
-        dump(r.to_dict())
-    elif explain:
-        from roofline.explain.serve import explain_serve
+    from roofline.explain.serve import explain_serve
+    from roofline.report.text.serve import serve_text
 
-        click.echo(explain_serve(r))
-    else:
-        from roofline.report.text.serve import serve_text
-
-        click.echo(serve_text(r))
+    show(r, as_json, explain, explain_serve, serve_text)
 
 
 COMMANDS = (serve_command,)

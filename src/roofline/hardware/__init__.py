@@ -10,8 +10,8 @@ from roofline.hardware.catalog import (
 )
 from roofline.hardware.machine import Machine, MemoryLevel
 from roofline.hardware.system import Link, System, Topology
-from roofline.hardware.system_file import get_system, load_system_file, system_catalog
+from roofline.hardware.system_file import get_system, load_system_file, lookup, system_catalog
 
 __all__ = ["DEFAULT_MACHINE", "Link", "Machine", "MemoryLevel", "System", "Topology", "catalog", "get_machine",
-           "get_system", "load_machine_file", "load_system_file", "machine_to_toml", "parse_machine",
+           "get_system", "load_machine_file", "load_system_file", "lookup", "machine_to_toml", "parse_machine",
            "system_catalog"]

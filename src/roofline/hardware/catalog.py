@@ -306,15 +306,25 @@ def names_a_file(text: str) -> bool:
         return False
 
 
+def names_a_path(text: str) -> bool:
+    """A machine or system name that means a file: a .toml name, a name with a folder, or a file that is there."""
+    return text.endswith(".toml") or "/" in text or names_a_file(text)
+
+
+def name_key(text: str) -> str:
+    """How a catalog name is matched: case, '_' and ' ' do not matter ("H100_SXM" is "h100-sxm")."""
+    return text.lower().replace("_", "-").replace(" ", "-")
+
+
 def get_machine(name: str | Machine) -> Machine:
     """A catalog machine by id or alias ("h100", "H100-SXM"), or a machine file by path. A path
     always means the file, even if its id is a catalog name (`shadow_note` says so)."""
     if isinstance(name, Machine):
         return name
     text = name.strip()
-    if text.endswith(".toml") or "/" in text or names_a_file(text):
+    if names_a_path(text):
         return load_machine_file(text)
-    key = text.lower().replace("_", "-").replace(" ", "-")
+    key = name_key(text)
     names = _names()
     if key in names:
         return catalog()[names[key]]

@@ -53,7 +53,8 @@ from roofline.hardware.catalog import (
     get_machine,
     load_machine_file,
     name_index,
-    names_a_file,
+    name_key,
+    names_a_path,
     read_toml,
 )
 from roofline.hardware.machine import Machine
@@ -347,7 +348,7 @@ def get_system(name: str | os.PathLike[str] | System | Machine, devices: int | N
     if not isinstance(name, str):
         raise RooflineError(f"a system is a name or a file path, got {name!r}")
     text = name.strip()
-    if text.endswith(".toml") or "/" in text or names_a_file(text):
+    if names_a_path(text):
         p = Path(text)
         raw = _read_toml(p)
         if _is_system_document(raw):
@@ -357,7 +358,7 @@ def get_system(name: str | os.PathLike[str] | System | Machine, devices: int | N
         except MachineFileError as exc:
             raise SystemFileError(f"{exc} (a system file needs devices_per_node and [link.node])") from None
         return device_system(machine, DEFAULT_DEVICES if devices is None else devices)
-    key = text.lower().replace("_", "-").replace(" ", "-")
+    key = name_key(text)
     systems = _system_names()
     if key in systems:
         return _fit(system_catalog()[systems[key]], devices)
@@ -368,5 +369,27 @@ def get_system(name: str | os.PathLike[str] | System | Machine, devices: int | N
                   "see `roofline machines --systems`, or pass a system or machine file path")
 
 
-__all__ = ["DEFAULT_DEVICES", "DEFAULT_LINK_LATENCY_S", "SystemFileError", "device_system", "get_system",
-           "is_system_file", "load_system_file", "parse_system", "system_catalog"]
+LOOKUP_HINT = "see `roofline machines` and `roofline machines --systems`, or pass a machine or system file path"
+
+
+def lookup(name: str, devices_first: bool = False) -> Machine | System:
+    """A catalog system or device by id or alias (a name in both catalogs is the system's, as for
+    --machine; with `devices_first`, the device's), or a system or machine file by path (a system
+    file if it has devices_per_node or [link.*], else a machine file). An unknown name is one error
+    with the close matches from both catalogs."""
+    text = name.strip()
+    if names_a_path(text):
+        return load_system_file(text) if is_system_file(Path(text)) else get_machine(text)
+    systems, machines = _system_names(), _names()
+    key = name_key(text)
+    if devices_first and key in machines:
+        return catalog()[machines[key]]
+    if key in systems:
+        return system_catalog()[systems[key]]
+    if key in machines:
+        return catalog()[machines[key]]
+    raise unknown("machine or system", text, {**systems, **machines}, LOOKUP_HINT)
+
+
+__all__ = ["DEFAULT_DEVICES", "DEFAULT_LINK_LATENCY_S", "LOOKUP_HINT", "SystemFileError", "device_system", "get_system",
+           "is_system_file", "load_system_file", "lookup", "parse_system", "system_catalog"]

@@ -7,7 +7,7 @@ times, and Graphs; nothing in the core imports it. numpy and torch are imported 
 """
 
 from roofline.measure.ceilings import Ceilings, catalog_match, measure_ceilings
-from roofline.measure.runs import CeilingRun, Plan
+from roofline.measure.runs import CeilingRun, MeasureSettings
 from roofline.measure.timing import Timing, time_calls
 
-__all__ = ["CeilingRun", "Ceilings", "Plan", "Timing", "catalog_match", "measure_ceilings", "time_calls"]
+__all__ = ["CeilingRun", "Ceilings", "MeasureSettings", "Timing", "catalog_match", "measure_ceilings", "time_calls"]

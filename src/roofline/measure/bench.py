@@ -264,9 +264,9 @@ def bench_machine(device: str, quick: bool, dtype: str | None, progress: Callabl
                   ) -> tuple[Machine, float]:
     """Measure the roof the bench is placed under (bandwidth and the bench dtype's matmul only)."""
     from roofline.measure.ceilings import measure_ceilings
-    from roofline.measure.runs import Plan
+    from roofline.measure.runs import MeasureSettings
 
     key = get_dtype(dtype or ("bf16" if device == "cuda" else "fp32")).peak_key
     t0 = time.perf_counter()
-    ceilings = measure_ceilings(Plan(device=device, quick=quick, dtypes=(key,)), progress)
+    ceilings = measure_ceilings(MeasureSettings(device=device, quick=quick, dtypes=(key,)), progress)
     return ceilings.to_machine(), time.perf_counter() - t0

@@ -25,7 +25,7 @@ cuda_chip.py measures the L2 and the L1/shared-memory bandwidth and the exponent
 Each ceiling is the best rate over the repeats and backends (the minimum time: what the hardware
 proved it can do, STREAM's convention); min / median / max are all kept.
 
-Where: runs.py holds one benchmark's record (CeilingRun), the Plan, STREAM's byte count and the
+Where: runs.py holds one benchmark's record (CeilingRun), the MeasureSettings, STREAM's byte count and the
 matmul ladder; cpu.py and cuda.py run them on each device; this module gathers the runs into
 Ceilings, the measured Machine and its comparison with the catalog.
 
@@ -49,7 +49,7 @@ from roofline.measure.cuda import measure_cuda
 from roofline.measure.cuda_chip import ChipRun, measure_cuda_chip
 from roofline.measure.env import Environment, capture_environment
 from roofline.measure.levels import CacheLadder, measure_ladder
-from roofline.measure.runs import CeilingRun, Plan, Progress
+from roofline.measure.runs import CeilingRun, MeasureSettings, Progress
 from roofline.units import format_bytes
 from roofline.vocab import Bound, Level, Unit
 
@@ -213,32 +213,32 @@ def catalog_match(device_name: str) -> Machine | None:
     return best[1] if best else None
 
 
-def measure_ceilings(plan: Plan | None = None, progress: Progress | None = None) -> Ceilings:
+def measure_ceilings(settings: MeasureSettings | None = None, progress: Progress | None = None) -> Ceilings:
     """Measure the device's ceilings; see the module docstring for what is run and how it counts."""
-    plan = plan or Plan()
-    if plan.device not in DEVICES:
-        raise RooflineError(f"unknown device {plan.device!r}; devices: {', '.join(DEVICES)}")
-    if plan.device == "cuda":
+    settings = settings or MeasureSettings()
+    if settings.device not in DEVICES:
+        raise RooflineError(f"unknown device {settings.device!r}; devices: {', '.join(DEVICES)}")
+    if settings.device == "cuda":
         need_cuda("measure --device cuda")
-    if plan.buffer_bytes is not None and plan.buffer_bytes < 2**20:
-        raise RooflineError(f"buffer size must be at least 1 MiB, got {plan.buffer_bytes} bytes")
+    if settings.buffer_bytes is not None and settings.buffer_bytes < 2**20:
+        raise RooflineError(f"buffer size must be at least 1 MiB, got {settings.buffer_bytes} bytes")
     t0 = time.perf_counter()
-    env = capture_environment(plan.device)
+    env = capture_environment(settings.device)
     say = progress or (lambda _text: None)
     ladder = None
     chip_runs: list[ChipRun] = []
-    if plan.device == "cpu":
-        runs, skipped = measure_cpu(plan, env, say)
-        if plan.memory:
+    if settings.device == "cpu":
+        runs, skipped = measure_cpu(settings, env, say)
+        if settings.memory:
             streamed = [r.best_rate for r in runs if r.kind is Bound.MEMORY]
-            ladder = measure_ladder(plan, env, say, max(streamed, default=None))
+            ladder = measure_ladder(settings, env, say, max(streamed, default=None))
     else:
-        runs, skipped = measure_cuda(plan, env, say)
-        if plan.memory:
+        runs, skipped = measure_cuda(settings, env, say)
+        if settings.memory:
             try:
-                chip_runs, chip_skipped = measure_cuda_chip(plan, env, say)
+                chip_runs, chip_skipped = measure_cuda_chip(settings, env, say)
             except Exception as exc:  # never at the cost of the ceilings measured above
                 chip_runs, chip_skipped = [], {"inside the chip": f"{type(exc).__name__}: {str(exc)[:160]}"}
             skipped = {**skipped, **chip_skipped}
-    return Ceilings(plan.device, env, tuple(runs), skipped, time.perf_counter() - t0, plan.quick, ladder,
+    return Ceilings(settings.device, env, tuple(runs), skipped, time.perf_counter() - t0, settings.quick, ladder,
                     tuple(chip_runs))

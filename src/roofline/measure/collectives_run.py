@@ -57,10 +57,10 @@ from roofline.units import format_bytes
 FIRST_SIZE_WARMUP = 5  # extra warm-up calls at the first size of each collective
 
 
-# --- the plan and the parent ----------------------------------------------------------------------
+# --- the settings and the parent ------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class CollectivesPlan:
+class CollectivesSettings:
     """What one collectives run does. `devices` None: 2 processes on a CPU, every visible GPU on CUDA."""
 
     device: str = "cpu"
@@ -111,31 +111,31 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def check_plan(plan: CollectivesPlan) -> tuple[int, str, str | None]:
-    """(ranks, device name, catalog id): the plan checked against this machine; bad input raises one line."""
-    if plan.device not in BACKENDS:
-        raise RooflineError(f"unknown device {plan.device!r}; devices: {', '.join(BACKENDS)}")
-    unknown_names = [c for c in plan.collectives if c not in COLLECTIVES]
-    if unknown_names or not plan.collectives:
+def check_settings(settings: CollectivesSettings) -> tuple[int, str, str | None]:
+    """(ranks, device name, catalog id): the settings checked against this machine; bad input raises one line."""
+    if settings.device not in BACKENDS:
+        raise RooflineError(f"unknown device {settings.device!r}; devices: {', '.join(BACKENDS)}")
+    unknown_names = [c for c in settings.collectives if c not in COLLECTIVES]
+    if unknown_names or not settings.collectives:
         raise RooflineError(f"unknown collective {', '.join(unknown_names) or '(none given)'}; "
                             f"collectives: {', '.join(COLLECTIVES)}")
-    if plan.budget_s is not None and not plan.budget_s > 0:
-        raise RooflineError(f"the budget must be positive, got {plan.budget_s} s")
-    if plan.repeats is not None and plan.repeats < 1:
-        raise RooflineError(f"repeats must be at least 1, got {plan.repeats}")
+    if settings.budget_s is not None and not settings.budget_s > 0:
+        raise RooflineError(f"the budget must be positive, got {settings.budget_s} s")
+    if settings.repeats is not None and settings.repeats < 1:
+        raise RooflineError(f"repeats must be at least 1, got {settings.repeats}")
     torch = need_torch("roofline measure --collectives")
-    cuda = plan.device == "cuda"
+    cuda = settings.device == "cuda"
     if cuda:
         from roofline.measure.ceilings import need_cuda
 
         need_cuda("measure --collectives --device cuda")
         visible = int(torch.cuda.device_count())
-        ranks = plan.devices if plan.devices is not None else visible
+        ranks = settings.devices if settings.devices is not None else visible
         if ranks > visible:
             raise RooflineError(f"--devices {ranks} needs {ranks} GPUs; torch sees {visible} "
                                 "(one rank per GPU: NCCL does not run two ranks on one GPU)")
     else:
-        ranks = plan.devices if plan.devices is not None else 2
+        ranks = settings.devices if settings.devices is not None else 2
     if ranks < 2:
         what = "GPU" if cuda else "process"
         raise RooflineError(f"a collective needs at least 2 devices; got {ranks} {what}"
@@ -154,48 +154,50 @@ def check_plan(plan: CollectivesPlan) -> tuple[int, str, str | None]:
         from roofline.measure.env import cpu_name
 
         name, catalog_id = cpu_name(), None
-    sizes = plan.sizes if plan.sizes is not None else default_sizes(plan.device, plan.quick)
+    sizes = settings.sizes if settings.sizes is not None else default_sizes(settings.device, settings.quick)
     if not sizes or any(round_size(s, ranks) < ITEM_BYTES * ranks for s in sizes):
         raise RooflineError(f"every size must be at least {ITEM_BYTES * ranks} bytes over {ranks} ranks "
                             f"(one fp32 value per rank), got {list(sizes)}")
     return ranks, name, catalog_id
 
 
-def measure_collectives(plan: CollectivesPlan | None = None, progress: Progress | None = None,
+def measure_collectives(settings: CollectivesSettings | None = None, progress: Progress | None = None,
                         on_update: Callable[[Collectives], None] | None = None) -> Collectives:
-    """Run the collectives over the plan's processes; see the module docstring for what and how.
+    """Run the collectives over the settings' processes; see the module docstring for what and how.
 
     `on_update`, if given, receives the results so far about once a second while the workers run
     (a caller can save partial results as they come)."""
-    plan = plan or CollectivesPlan()
-    ranks, device_name, catalog_id = check_plan(plan)
+    settings = settings or CollectivesSettings()
+    ranks, device_name, catalog_id = check_settings(settings)
     torch = need_torch("roofline measure --collectives")
-    sizes = tuple(sorted({round_size(s, ranks) for s in (plan.sizes or default_sizes(plan.device, plan.quick))}))
+    asked = settings.sizes or default_sizes(settings.device, settings.quick)
+    sizes = tuple(sorted({round_size(s, ranks) for s in asked}))
     say = progress or (lambda _text: None)
-    budget = plan.budget()
+    budget = settings.budget()
     t0 = time.perf_counter()
     wall0 = time.time()
     hard_deadline = wall0 + budget
     reserve = min(max(2.0, 0.1 * budget), 0.5 * budget)
-    threads = max(1, _cpu_count() // ranks) if plan.device == "cpu" else 1
-    backend = BACKENDS[plan.device]
-    base = dict(device=plan.device, backend=backend, ranks=ranks, device_name=device_name, sizes=sizes,
-                catalog_id=catalog_id, quick=plan.quick, budget_s=budget, repeats=plan.timed_repeats(),
-                warmup=plan.warmup_calls(), date=time.strftime("%Y-%m-%d", time.gmtime()),
+    threads = max(1, _cpu_count() // ranks) if settings.device == "cpu" else 1
+    backend = BACKENDS[settings.device]
+    base = dict(device=settings.device, backend=backend, ranks=ranks, device_name=device_name, sizes=sizes,
+                catalog_id=catalog_id, quick=settings.quick, budget_s=budget, repeats=settings.timed_repeats(),
+                warmup=settings.warmup_calls(), date=time.strftime("%Y-%m-%d", time.gmtime()),
                 versions={"torch": str(torch.__version__), "python": sys.version.split()[0],
-                          **({"cuda": str(torch.version.cuda)} if plan.device == "cuda" else {})})
+                          **({"cuda": str(torch.version.cuda)} if settings.device == "cuda" else {})})
     notes: list[str] = []
-    if plan.device == "cpu" and ranks > _cpu_count():
+    if settings.device == "cpu" and ranks > _cpu_count():
         notes.append(f"{ranks} processes on {_cpu_count()} CPUs: they take turns, and the times show it")
     with tempfile.TemporaryDirectory(prefix="roofline-collectives-") as tmp:
         folder = Path(tmp)
-        spec = {"backend": backend, "device": plan.device, "ranks": ranks, "port": free_port(), "sizes": list(sizes),
-                "collectives": list(plan.collectives), "repeats": plan.timed_repeats(),
-                "warmup": plan.warmup_calls(), "soft_deadline": hard_deadline - reserve,
+        spec = {"backend": backend, "device": settings.device, "ranks": ranks, "port": free_port(),
+                "sizes": list(sizes),
+                "collectives": list(settings.collectives), "repeats": settings.timed_repeats(),
+                "warmup": settings.warmup_calls(), "soft_deadline": hard_deadline - reserve,
                 "hard_deadline": hard_deadline, "timeout_s": budget + 5.0, "threads": threads, "folder": tmp}
         (folder / "spec.json").write_text(json.dumps(spec))
         say(f"collectives: starting {ranks} {backend} processes")
-        procs = _start_workers(folder, ranks, plan.device, threads)
+        procs = _start_workers(folder, ranks, settings.device, threads)
         killed = False
         failed: list[str] = []
         try:

@@ -14,7 +14,7 @@ from roofline.measure.env import Environment
 from roofline.measure.runs import (
     SCALAR,
     CeilingRun,
-    Plan,
+    MeasureSettings,
     Progress,
     check_dtypes,
     default_buffer_bytes,
@@ -28,26 +28,26 @@ CPU_DTYPES = ("fp64", "fp32", "bf16", "fp16")
 CPU_LADDER = (256, 512, 1024, 2048, 4096)
 
 
-def measure_cpu(plan: Plan, env: Environment, say: Progress) -> tuple[list[CeilingRun], dict[str, str]]:
+def measure_cpu(settings: MeasureSettings, env: Environment, say: Progress) -> tuple[list[CeilingRun], dict[str, str]]:
     """The CPU's runs (bandwidth, then each dtype's matmul ladder per backend) and what was skipped."""
-    backends = _cpu_backends(plan)
-    dtypes = check_dtypes(plan, CPU_DTYPES)
+    backends = _cpu_backends(settings)
+    dtypes = check_dtypes(settings, CPU_DTYPES)
     runs: list[CeilingRun] = []
     skipped: dict[str, str] = {"tf32": "a GPU tensor-core mode", "fp8": "no FP8 matmul on this CPU path"}
-    if plan.memory:
-        runs += _cpu_memory(plan, env, backends, say)
+    if settings.memory:
+        runs += _cpu_memory(settings, env, backends, say)
     for key in dtypes:
         usable = [b for b in backends if key in ("fp64", "fp32") or b == "torch"]
         if not usable:
             skipped[key] = f"needs torch ({TORCH_HINT})"
             continue
         for backend in usable:
-            runs += matmul_ladder(plan, key, backend, CPU_LADDER, _time_matmul, say)
+            runs += matmul_ladder(settings, key, backend, CPU_LADDER, _time_matmul, say)
     return runs, skipped
 
 
-def _cpu_backends(plan: Plan) -> tuple[str, ...]:
-    wanted = plan.backends or ("numpy", "torch")
+def _cpu_backends(settings: MeasureSettings) -> tuple[str, ...]:
+    wanted = settings.backends or ("numpy", "torch")
     out = []
     for b in wanted:
         if b not in ("numpy", "torch"):
@@ -56,7 +56,7 @@ def _cpu_backends(plan: Plan) -> tuple[str, ...]:
             try:
                 import torch  # noqa: F401
             except ImportError:
-                if plan.backends:
+                if settings.backends:
                     need_torch("the torch backend")
                 continue
         out.append(b)
@@ -69,10 +69,11 @@ def _slices(n: int, parts: int) -> list[slice]:
     return [slice(i, min(n, i + step)) for i in range(0, n, step)]
 
 
-def _cpu_memory(plan: Plan, env: Environment, backends: Sequence[str], say: Progress) -> list[CeilingRun]:
+def _cpu_memory(settings: MeasureSettings, env: Environment, backends: Sequence[str],
+                say: Progress) -> list[CeilingRun]:
     import numpy as np
 
-    size = plan.buffer_bytes or default_buffer_bytes(env.llc_bytes, plan.quick)
+    size = settings.buffer_bytes or default_buffer_bytes(env.llc_bytes, settings.quick)
     n = size // 8
     rng = np.random.default_rng(1234)
     say(f"filling three {size / 2**20:.0f} MiB arrays")
@@ -118,7 +119,7 @@ def _cpu_memory(plan: Plan, env: Environment, backends: Sequence[str], say: Prog
     try:
         for name, backend, fn in kernels:
             say(f"bandwidth: {name} ({backend})")
-            timing = time_calls(fn, repeats=plan.repeats, warmup=1)
+            timing = time_calls(fn, repeats=settings.repeats, warmup=1)
             runs.append(stream_run(name, backend, "fp64", 8, n, timing))
     finally:
         if "numpy" in backends:
@@ -146,8 +147,8 @@ def _cpu_matmul(key: str, backend: str, n: int) -> Callable[[int], object]:
     return lambda _i: torch.matmul(ta, tb, out=tc)
 
 
-def _time_matmul(plan: Plan, key: str, backend: str, n: int) -> Timing:
+def _time_matmul(settings: MeasureSettings, key: str, backend: str, n: int) -> Timing:
     """Build one size's operands and time it; they are freed on return, before the next size."""
     fn = _cpu_matmul(key, backend, n)
-    return time_calls(fn, repeats=plan.repeats if n >= 1024 else 2 * plan.repeats, warmup=1,
-                      min_sample_s=0.01, budget_s=4 * plan.call_limit_s)
+    return time_calls(fn, repeats=settings.repeats if n >= 1024 else 2 * settings.repeats, warmup=1,
+                      min_sample_s=0.01, budget_s=4 * settings.call_limit_s)

@@ -15,7 +15,7 @@ from typing import Any
 from roofline.measure.env import Environment
 from roofline.measure.runs import (
     CeilingRun,
-    Plan,
+    MeasureSettings,
     Progress,
     check_dtypes,
     default_buffer_bytes,
@@ -68,21 +68,21 @@ def _cuda_matmul(key: str, n: int, device: str = "cuda") -> Callable[[int], obje
     return lambda _i: torch.matmul(a, b, out=c)
 
 
-def _time_matmul(plan: Plan, key: str, backend: str, n: int) -> Timing:
+def _time_matmul(settings: MeasureSettings, key: str, backend: str, n: int) -> Timing:
     """Build one size's operands and time it; they are freed on return, before the next size."""
     fn = _cuda_matmul(key, n)
-    return time_cuda(fn, repeats=plan.repeats * 2, warmup=3, budget_s=4 * plan.call_limit_s)
+    return time_cuda(fn, repeats=settings.repeats * 2, warmup=3, budget_s=4 * settings.call_limit_s)
 
 
-def measure_cuda(plan: Plan, env: Environment, say: Progress) -> tuple[list[CeilingRun], dict[str, str]]:
+def measure_cuda(settings: MeasureSettings, env: Environment, say: Progress) -> tuple[list[CeilingRun], dict[str, str]]:
     """The GPU's runs (bandwidth, then each dtype's matmul ladder) and what was skipped or failed."""
     import torch
 
-    dtypes = check_dtypes(plan, CUDA_DTYPES)
+    dtypes = check_dtypes(settings, CUDA_DTYPES)
     runs: list[CeilingRun] = []
     skipped: dict[str, str] = {}
-    if plan.memory:
-        runs += _cuda_memory(plan, env, say)  # its arrays are freed on return
+    if settings.memory:
+        runs += _cuda_memory(settings, env, say)  # its arrays are freed on return
         torch.cuda.empty_cache()
     major, minor = torch.cuda.get_device_capability(0)
     for key in dtypes:
@@ -92,7 +92,7 @@ def measure_cuda(plan: Plan, env: Environment, say: Progress) -> tuple[list[Ceil
         errors: dict[str, str] = {}
         try:
             with _tf32(key == "tf32"):
-                runs += matmul_ladder(plan, key, "cuda", CUDA_LADDER, _time_matmul, say, errors)
+                runs += matmul_ladder(settings, key, "cuda", CUDA_LADDER, _time_matmul, say, errors)
         except Exception as exc:  # e.g. the TF32 switch missing from this build: this dtype only
             errors[key] = f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:160]}"
         skipped.update(errors)
@@ -100,10 +100,10 @@ def measure_cuda(plan: Plan, env: Environment, say: Progress) -> tuple[list[Ceil
     return runs, skipped
 
 
-def _cuda_memory(plan: Plan, env: Environment, say: Progress) -> list[CeilingRun]:
+def _cuda_memory(settings: MeasureSettings, env: Environment, say: Progress) -> list[CeilingRun]:
     import torch
 
-    size = plan.buffer_bytes or default_buffer_bytes(env.llc_bytes, plan.quick, gpu=True)
+    size = settings.buffer_bytes or default_buffer_bytes(env.llc_bytes, settings.quick, gpu=True)
     n = size // 4
     gen = torch.Generator(device="cuda").manual_seed(1234)
     say(f"filling three {size / 2**20:.0f} MiB device arrays")
@@ -113,7 +113,7 @@ def _cuda_memory(plan: Plan, env: Environment, say: Progress) -> list[CeilingRun
     runs: list[CeilingRun] = []
     for name, fn in torch_stream(a, b, c).items():
         say(f"bandwidth: {name} (cuda)")
-        timing = time_cuda(fn, repeats=plan.repeats * 2, warmup=3)
+        timing = time_cuda(fn, repeats=settings.repeats * 2, warmup=3)
         runs.append(stream_run(name, "cuda", "fp32", 4, n, timing))
     return runs
 

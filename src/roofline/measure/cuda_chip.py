@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline.measure.env import Environment
-from roofline.measure.runs import Plan, Progress
+from roofline.measure.runs import MeasureSettings, Progress
 from roofline.measure.timing import Timing, time_cuda
 from roofline.vocab import Level, Resource, Unit
 
@@ -172,7 +172,8 @@ def _runner(kind: str, shape: Shape, kernels: dict[str, Any]) -> Callable[[int],
                                                         num_warps=8)
 
 
-def measure_cuda_chip(plan: Plan, env: Environment, say: Progress) -> tuple[list[ChipRun], dict[str, str]]:
+def measure_cuda_chip(settings: MeasureSettings, env: Environment,
+                      say: Progress) -> tuple[list[ChipRun], dict[str, str]]:
     """The L2, L1/shared and exponential runs, and what was not measured (each on its own: one that
     fails costs only itself)."""
     try:
@@ -181,7 +182,7 @@ def measure_cuda_chip(plan: Plan, env: Environment, say: Progress) -> tuple[list
         return [], {name: TRITON_HINT for name in ("l2 bandwidth", "smem bandwidth", "exp rate")}
     sms = max(1, env.threads)
     l2_bytes = env.llc_bytes or 50 * 2**20
-    repeats = plan.repeats * 2
+    repeats = settings.repeats * 2
     jobs: list[tuple[str, Resource, str, Shape, str]] = [
         ("l2", Level.L2, "l2 bandwidth", l2_shape(l2_bytes, sms),
          f"L2 reads (.cg): a quarter of the {l2_bytes / 2**20:g} MiB L2 read repeatedly, 16 KiB blocks"),

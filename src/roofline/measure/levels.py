@@ -47,7 +47,7 @@ from types import MappingProxyType
 from typing import Any
 
 from roofline.measure.env import Environment
-from roofline.measure.runs import Plan, Progress
+from roofline.measure.runs import MeasureSettings, Progress
 from roofline.measure.timing import Timing, time_calls
 from roofline.vocab import Level
 
@@ -277,7 +277,7 @@ def _accumulate_runner(ws: int) -> tuple[Callable[[], object], float]:
     return (lambda: np.add.reduce(view, axis=0, out=acc)), 24.0 * half * passes
 
 
-def measure_ladder(plan: Plan, env: Environment, say: Progress,
+def measure_ladder(settings: MeasureSettings, env: Environment, say: Progress,
                    dram_bytes_per_s: float | None = None) -> CacheLadder:
     """The CPU's cache ladder (module docstring): every size timed, then its plateaus named."""
     from concurrent.futures import ThreadPoolExecutor
@@ -285,9 +285,9 @@ def measure_ladder(plan: Plan, env: Environment, say: Progress,
     sizes = cache_sizes()
     caps = per_thread(sizes)
     threads = max(1, env.threads)
-    ladder = ladder_sizes(ladder_top(caps, plan.quick))
+    ladder = ladder_sizes(ladder_top(caps, settings.quick))
     points: list[LadderPoint] = []
-    repeats = 3 if plan.quick else 5
+    repeats = 3 if settings.quick else 5
     with ThreadPoolExecutor(max_workers=threads) as pool:
         for ws in ladder:
             say(f"cache ladder: {ws / 2**10:g} KiB per thread")

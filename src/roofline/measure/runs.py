@@ -1,4 +1,4 @@
-"""One benchmark of one ceiling (CeilingRun), the Plan of a measure run, and what the CPU and CUDA
+"""One benchmark of one ceiling (CeilingRun), the MeasureSettings of a measure run, and what the CPU and CUDA
 measurements share: STREAM's kernels and byte count, the buffer size, the dtype check and the
 ladder of matmul sizes. How each device runs them is in cpu.py and cuda.py; ceilings.py gathers the
 runs into Ceilings.
@@ -63,7 +63,7 @@ class CeilingRun:
 
 
 @dataclass(frozen=True)
-class Plan:
+class MeasureSettings:
     """What one `measure` run does; `quick` trades repeats and sizes for a run of a few seconds."""
 
     device: str = "cpu"
@@ -114,38 +114,38 @@ def default_buffer_bytes(llc_bytes: int | None, quick: bool, gpu: bool = False) 
     return max(floor, factor * (llc_bytes or 0))
 
 
-def check_dtypes(plan: Plan, allowed: Sequence[str]) -> tuple[str, ...]:
-    """The plan's dtypes as peak keys, each one the device runs (default: all of `allowed`)."""
+def check_dtypes(settings: MeasureSettings, allowed: Sequence[str]) -> tuple[str, ...]:
+    """The settings' dtypes as peak keys, each one the device runs (default: all of `allowed`)."""
     from roofline.dtypes import get_dtype
 
-    if plan.dtypes is None:
+    if settings.dtypes is None:
         return tuple(allowed)
     keys = []
-    for d in plan.dtypes:
+    for d in settings.dtypes:
         key = get_dtype(d).peak_key
         if key not in allowed:
-            raise RooflineError(f"{plan.device} matmuls run in {', '.join(allowed)}; not {d}")
+            raise RooflineError(f"{settings.device} matmuls run in {', '.join(allowed)}; not {d}")
         keys.append(key)
     return tuple(dict.fromkeys(keys))
 
 
-# builds one size's operands and times its matmul: (plan, dtype key, backend, n) -> Timing
-TimeMatmul = Callable[[Plan, str, str, int], Timing]
+# builds one size's operands and times its matmul: (settings, dtype key, backend, n) -> Timing
+TimeMatmul = Callable[[MeasureSettings, str, str, int], Timing]
 
 
-def matmul_ladder(plan: Plan, key: str, backend: str, sizes: Sequence[int], time_matmul: TimeMatmul,
+def matmul_ladder(settings: MeasureSettings, key: str, backend: str, sizes: Sequence[int], time_matmul: TimeMatmul,
                   say: Progress, errors: dict[str, str] | None = None) -> list[CeilingRun]:
     """Square matmuls of growing n from `sizes`; stop before a size whose one call would exceed the
     call limit (a call's time grows as n³: x8 per doubling).
 
     With `errors` given, a size that fails (out of memory, an op this GPU or build lacks) ends the
     ladder and is recorded there under `key`; the sizes measured before it are kept."""
-    top = plan.max_matmul_n or (sizes[-2] if plan.quick else sizes[-1])
+    top = settings.max_matmul_n or (sizes[-2] if settings.quick else sizes[-1])
     runs: list[CeilingRun] = []
     for n in (s for s in sizes if s <= top):
         say(f"{key} matmul n={n} ({backend})")
         try:
-            timing = time_matmul(plan, key, backend, n)
+            timing = time_matmul(settings, key, backend, n)
         except Exception as exc:  # reported, not fatal: one dtype must not cost the others
             if errors is None:
                 raise
@@ -155,6 +155,6 @@ def matmul_ladder(plan: Plan, key: str, backend: str, sizes: Sequence[int], time
             break
         runs.append(CeilingRun(Unit.MATRIX, f"matmul {n}³", backend, key, 2.0 * n**3, timing,
                                f"2·n³ = 2·{n}³ FLOP per call"))
-        if timing.median_s * 8 > plan.call_limit_s:
+        if timing.median_s * 8 > settings.call_limit_s:
             break
     return runs

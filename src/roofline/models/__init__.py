@@ -11,10 +11,11 @@ Modules, by concern:
     formulas     the closed-form counts the builder and the step model share (ints or numpy arrays)
     dtypes       dtypes by tensor role, and the compute dtype on a machine
     build        the graph of one step and its fusion plans
-    analysis     one step on one machine: totals, memory fit, decode limit, crossover
+    analysis     one step on one deployment: totals, memory fit, decode limit, crossover (analyze)
     stepmodel    the numpy step model over grids of (batch, length), and the crossover search
     sweep        sweeps over batch × length × dtype × machine × split, and model comparisons
-    plan         every valid split of a step over a system's devices, analysed and ranked (search_splits)
+    step         the step description (model, phase, batch, length, dtypes, fusion plan): describe_step
+    search       the split search: every valid split of a step over a system's devices, ranked (search_splits)
 """
 
 from roofline.models.analysis import (
@@ -22,6 +23,7 @@ from roofline.models.analysis import (
     DecodeLimit,
     MemoryFit,
     ModelAnalysis,
+    analyze,
     analyze_model,
     decode_limit,
     memory_fit,
@@ -30,14 +32,15 @@ from roofline.models.build import DEFAULT_PLAN, PLANS, ModelGraph, build_graph
 from roofline.models.config import SUPPORTED, config_from_dict, load_config, preset_dict, preset_names
 from roofline.models.dtypes import ModelDtypes, compute_dtype, model_dtypes
 from roofline.models.formulas import expected_experts_hit, experts_hit, windowed_pairs
-from roofline.models.plan import OBJECTIVES, PlanRow, PlanSearch, search_splits
+from roofline.models.search import OBJECTIVES, SplitRow, SplitSearch, search, search_splits
+from roofline.models.step import Step, describe_step
 from roofline.models.stepmodel import StepModel
 from roofline.models.sweep import SPLIT_COLUMNS, SWEEP_COLUMNS, compare, sweep, sweep_arrays
 from roofline.models.transformer import DEFAULT_LENGTH, AttentionKind, MlpKind, ModelConfig, ParamCounts
 
 __all__ = ["DEFAULT_LENGTH", "DEFAULT_PLAN", "OBJECTIVES", "PLANS", "SPLIT_COLUMNS", "SUPPORTED", "SWEEP_COLUMNS",
            "AttentionKind", "Crossover", "DecodeLimit", "MemoryFit", "MlpKind", "ModelAnalysis", "ModelConfig",
-           "ModelDtypes", "ModelGraph", "ParamCounts", "PlanRow", "PlanSearch", "StepModel", "analyze_model",
-           "build_graph", "compare", "compute_dtype", "config_from_dict", "decode_limit", "expected_experts_hit",
-           "experts_hit", "load_config", "memory_fit", "model_dtypes", "preset_dict", "preset_names", "search_splits",
-           "sweep", "sweep_arrays", "windowed_pairs"]
+           "ModelDtypes", "ModelGraph", "ParamCounts", "SplitRow", "SplitSearch", "Step", "StepModel", "analyze",
+           "analyze_model", "build_graph", "compare", "compute_dtype", "config_from_dict", "decode_limit",
+           "describe_step", "expected_experts_hit", "experts_hit", "load_config", "memory_fit", "model_dtypes",
+           "preset_dict", "preset_names", "search", "search_splits", "sweep", "sweep_arrays", "windowed_pairs"]

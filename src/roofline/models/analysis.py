@@ -32,14 +32,15 @@ from typing import Any
 
 from roofline.dtypes import DType, get_dtype
 from roofline.errors import RooflineError
-from roofline.hardware import DEFAULT_MACHINE, Machine, get_machine, get_system
-from roofline.models.build import DEFAULT_PLAN, PLANS, ModelGraph, as_plan, build_graph
-from roofline.models.config import load_config
-from roofline.models.dtypes import ModelDtypes, compute_dtype, for_checkpoint, model_dtypes
-from roofline.models.memory import DEFAULT_UTILIZATION, MemoryFit, memory_fit
+from roofline.hardware import DEFAULT_MACHINE, Machine
+from roofline.models.build import DEFAULT_PLAN, PLANS, ModelGraph, build_graph
+from roofline.models.dtypes import ModelDtypes, compute_dtype
+from roofline.models.memory import DEFAULT_UTILIZATION, MemoryFit, memory_fit, workspace_bytes
+from roofline.models.split import stage_layers
+from roofline.models.step import Step, describe_step
 from roofline.models.stepmodel import Crossover, StepModel, find_crossover
 from roofline.models.transformer import ModelConfig
-from roofline.parallel import Collective, Split
+from roofline.parallel import Collective, Deployment, Split, deploy
 from roofline.placement import Drawable, GraphAnalysis, Placement, analyze_graph
 from roofline.units import finite_or_none
 from roofline.vocab import Bound, Phase, Plan, Resource, Role
@@ -90,16 +91,36 @@ class ModelAnalysis(Drawable):
     """One step of one model on one machine, under every fusion plan; `plan` picks the headline one."""
 
     model: ModelGraph
-    machine: Machine
+    step: Step
+    deployment: Deployment
     dtype: DType  # compute dtype: whose peak the matmuls run at
-    plan: Plan
     plans: Mapping[Plan, GraphAnalysis]
     warnings: tuple[str, ...] = field(default=())
-    system: str = ""  # the system the split runs on ("" for one device)
-    devices_per_node: int = 1
-    max_devices: int = 1
     utilization: float = DEFAULT_UTILIZATION
     overlap: bool = False  # communication hidden behind compute (at best)
+
+    # --- where ---------------------------------------------------------------------------------
+    @property
+    def machine(self) -> Machine:
+        return self.deployment.machine
+
+    @property
+    def plan(self) -> Plan:
+        """The headline fusion plan."""
+        return self.step.plan
+
+    @property
+    def system(self) -> str:
+        """The system the split runs on ("" for one device)."""
+        return self.deployment.system_id
+
+    @property
+    def devices_per_node(self) -> int:
+        return self.deployment.devices_per_node
+
+    @property
+    def max_devices(self) -> int:
+        return self.deployment.max_devices
 
     # --- shape ---------------------------------------------------------------------------------
     @property
@@ -191,7 +212,7 @@ class ModelAnalysis(Drawable):
         micro = self.micro_batch_time_s
         if micro is None:
             return self.tokens / self.time_s
-        stage = micro * math.ceil(self.config.num_layers / self.split.pp) / self.config.num_layers
+        stage = micro * stage_layers(self.config, self.split) / self.config.num_layers
         return self.tokens / self.split.pp / stage
 
     @cached_property
@@ -203,8 +224,7 @@ class ModelAnalysis(Drawable):
         if pp == 1 or per_replica < pp:
             return None
         try:
-            mg = build_graph(self.config, self.phase, per_replica // pp * self.split.dp, self.seq, self.model.dtypes,
-                             self.model.experts_hit_override, self.split, self.devices_per_node)
+            mg = self.step.with_batch(per_replica // pp * self.split.dp).graph(self.deployment)
         except RooflineError:  # micro-batches the split cannot run (tokens not a multiple of tp under EP)
             return None
         return self.step_time_s(analyze_graph(mg.graph, self.machine, self.dtype, mg.plans[self.plan]))
@@ -237,13 +257,17 @@ class ModelAnalysis(Drawable):
                           self.machine.id, self.split, self._workspace, self.utilization, self.devices_per_node,
                           self.max_devices)
 
-    def _workspace(self, split: Split) -> float:
+    @property
+    def workspace_bytes(self) -> float:
         """The largest set of activations one kernel of the headline plan reads and writes (per device)."""
+        return workspace_bytes(p.kernel for p in self.placements if p.kernel is not None)
+
+    def _workspace(self, split: Split) -> float:
+        """The workspace of the step under another split (memory_fit's candidates), on this system."""
         mg = self.model if split == self.split else build_graph(
             self.config, self.phase, self.batch, self.seq, self.model.dtypes, self.model.experts_hit_override,
             split, self.devices_per_node)
-        return max((sum(t.bytes for t in (*k.reads, *k.writes) if t.role is Role.ACTIVATION)
-                    for k in mg.graph.kernels(mg.plans[self.plan])), default=0.0)
+        return workspace_bytes(mg.graph.kernels(mg.plans[self.plan]))
 
     def communication(self) -> dict[str, Any]:
         """Every collective of the step: what it moves, over which roof, in how long."""
@@ -362,41 +386,34 @@ class ModelAnalysis(Drawable):
         return f"{self.config.name} {self.phase}, batch {self.batch}, {what} {self.seq}, on {on}"
 
 
+def analyze(step: Step, deployment: Deployment, utilization: float = DEFAULT_UTILIZATION, overlap: bool = False,
+            plans: tuple[Plan, ...] = PLANS) -> ModelAnalysis:
+    """Build the step's graph on one device of the deployment and place every kernel under each of
+    `plans` (default: every fusion plan; the headline, step.plan, among them). With a split the graph
+    is one device's, its collectives placed on the system's link and network."""
+    mg = step.graph(deployment)
+    cdt = compute_dtype(step.dtypes, deployment.machine)
+    placed = {name: analyze_graph(mg.graph, deployment.machine, cdt, mg.plans[name]) for name in plans}
+    return ModelAnalysis(mg, step, deployment, cdt, MappingProxyType(placed), mg.warnings, utilization, overlap)
+
+
 def analyze_model(model: str | ModelConfig, machine: str | Machine = DEFAULT_MACHINE, phase: Phase | str = Phase.DECODE,
                   batch: int = 1, seq: int | None = None, plan: Plan | str = DEFAULT_PLAN,
                   dtypes: ModelDtypes | None = None, experts_hit: int | None = None,
                   overrides: Mapping[str, str] | None = None, split: Split | None = None,
                   utilization: float = DEFAULT_UTILIZATION, overlap: bool = False) -> ModelAnalysis:
-    """Build the step's graph and place every kernel under every fusion plan.
+    """`analyze(describe_step(...), deploy(machine, split), ...)`: the step and the deployment from
+    names, as the command line gives them.
 
     `seq` is the prompt length in prefill and the context length in decode; None: DEFAULT_LENGTH
-    (2048) capped at the model's max_position_embeddings, as the command line does. `machine` is a
-    device or a system (roofline.hardware.get_system); with a `split` the graph is one device's, its
-    collectives placed on the system's link and network."""
-    plan = as_plan(plan)
-    cfg = load_config(model, overrides)
-    sp = split or Split()
-    system = get_system(machine) if not isinstance(machine, Machine) else None
-    if system is not None and system.from_device:  # a bare device: one node of 8 (an HGX board), or more
-        system = get_system(machine, devices=max(sp.devices, 8))
-    if system is not None and system.from_device and sp.trivial:
-        system = None  # a bare device and no split: the single-device analysis, without links
-    if system is not None and sp.devices > system.max_devices:
-        raise RooflineError(f"the split {sp} needs {sp.devices} devices; {system.id} has {system.max_devices}")
-    m = (system.device_machine(min(max(sp.tp, sp.ep), system.devices_per_node)) if system is not None
-         else get_machine(machine))
-    dt = for_checkpoint(dtypes or model_dtypes(), cfg.weights_dtype)
-    dpn = system.devices_per_node if system is not None else 1
-    mg = build_graph(cfg, phase, batch, cfg.length(seq), dt, experts_hit, sp, dpn if not sp.trivial else None)
-    cdt = compute_dtype(dt, m)
-    plans = {name: analyze_graph(mg.graph, m, cdt, mg.plans[name]) for name in PLANS}
-    return ModelAnalysis(mg, m, cdt, plan, MappingProxyType(plans), mg.warnings,
-                         system.id if system is not None else "", dpn if system is not None else 8,
-                         system.max_devices if system is not None else 64, utilization, overlap)
+    (2048) capped at the model's max_position_embeddings. `machine` is a device or a system
+    (roofline.hardware.get_system), resolved with the split by roofline.parallel.deploy."""
+    step = describe_step(model, phase, batch, seq, dtypes, plan, experts_hit, overrides)
+    return analyze(step, deploy(machine, split), utilization, overlap)
 
 
 COLLECTIVES = frozenset(str(c) for c in Collective)
 
 
-__all__ = ["COLLECTIVES", "Crossover", "DecodeLimit", "MemoryFit", "ModelAnalysis", "analyze_model", "compute_dtype",
-           "decode_limit", "memory_fit"]
+__all__ = ["COLLECTIVES", "Crossover", "DecodeLimit", "MemoryFit", "ModelAnalysis", "analyze", "analyze_model",
+           "compute_dtype", "decode_limit", "memory_fit"]

@@ -33,6 +33,7 @@ from roofline.dtypes import DTYPES, DType
 from roofline.errors import RooflineError, shown, unknown
 from roofline.fileio import read_text_file
 from roofline.models.transformer import AttentionKind, ModelConfig
+from roofline.vocab import Norm
 
 GLOBAL, LOCAL = AttentionKind.GLOBAL, AttentionKind.LOCAL
 
@@ -259,7 +260,7 @@ def _gpt2(f: _Fields, name: str, model_type: str) -> ModelConfig:
         head_dim=hidden // heads,
         intermediate_size=f.integer("n_inner", 4 * hidden),
         vocab_size=f.integer("vocab_size"), max_position_embeddings=positions,
-        tie_word_embeddings=f.flag("tie_word_embeddings", True), norm="layernorm", activation="gelu",
+        tie_word_embeddings=f.flag("tie_word_embeddings", True), norm=Norm.LAYERNORM, activation="gelu",
         linear_bias=True, learned_positions=positions)
 
 

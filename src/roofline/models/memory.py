@@ -19,16 +19,18 @@ pipeline stages across nodes.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from roofline.errors import RooflineError
+from roofline.errors import RooflineError, T
+from roofline.graph import Kernel
 from roofline.models.dtypes import ModelDtypes
-from roofline.models.split import check_split, shard, stage_layers
+from roofline.models.split import shard, stage_layers, stage_share, valid_splits
 from roofline.models.transformer import ModelConfig
-from roofline.parallel import Split
+from roofline.parallel import MOST_DEVICES, NODE_DEVICES, Split
 from roofline.units import format_bytes
+from roofline.vocab import Role
 
 DEFAULT_UTILIZATION = 0.9  # vLLM's gpu_memory_utilization default
 def gib(size: float) -> str:
@@ -125,8 +127,7 @@ def device_weights_bytes(cfg: ModelConfig, split: Split, dtypes: ModelDtypes) ->
         return (layers + sum(parts.get(k, 0) for k in EDGE_PARTS)) * dtypes.weights.bytes_per_element
     first = parts.get("embedding", 0) + parts.get("position_embedding", 0)
     last = parts.get("lm_head", 0) or parts.get("embedding", 0)  # a tied head keeps a copy of the table
-    share = stage_layers(cfg, split) / cfg.num_layers
-    return (layers * share + max(first, last)) * dtypes.weights.bytes_per_element
+    return (layers * stage_share(cfg, split) + max(first, last)) * dtypes.weights.bytes_per_element
 
 
 def device_kv_bytes(cfg: ModelConfig, split: Split, batch: int, context: int, dtypes: ModelDtypes) -> float:
@@ -136,33 +137,42 @@ def device_kv_bytes(cfg: ModelConfig, split: Split, batch: int, context: int, dt
 
 
 def candidate_splits(cfg: ModelConfig, devices_per_node: int, max_devices: int) -> list[Split]:
-    """Valid splits in the order engines deploy them: tensor parallel within a node first (every tp
-    that divides the node, smallest first), then the largest valid tp of a node × 2, 3, ... pipeline
-    stages across nodes."""
-
-    def valid(split: Split) -> bool:
-        try:
-            check_split(cfg, split, 1)
-        except RooflineError:
-            return False
-        return split.devices <= max_devices
-
-    within = [s for s in (Split(tp=t) for t in range(1, devices_per_node + 1) if devices_per_node % t == 0)
-              if valid(s)]
+    """Valid splits in the order engines deploy them (from roofline.models.split.valid_splits): tensor
+    parallel within a node first (every tp that divides the node, smallest first), then the largest
+    valid tp of a node × 2, 3, ... pipeline stages across nodes (uneven stages allowed)."""
+    within = [s for s in valid_splits(cfg, min(devices_per_node, max_devices), devices_per_node, experts=False)
+              if s.pp == 1 and devices_per_node % s.tp == 0]
     if not within:
         return []
     tp = within[-1].tp
-    across = [s for s in (Split(tp=tp, pp=pp) for pp in range(2, cfg.num_layers + 1)) if valid(s)]
+    across = [s for s in valid_splits(cfg, max_devices, tp, even_stages=False, experts=False, tp=tp) if s.pp > 1]
     return within + across
+
+
+def workspace_bytes(kernels: Iterable[Kernel]) -> float:
+    """The activation workspace: the largest set of activations one kernel reads and writes at once
+    (what must be live together), over the kernels of a step (per device)."""
+    return max((sum(t.bytes for t in (*k.reads, *k.writes) if t.role is Role.ACTIVATION) for k in kernels),
+               default=0.0)
+
+
+def sequences_that_fit(weights_bytes: float, workspace: float, kv_bytes_per_sequence: float, usable_bytes: float,
+                       dp: int, unit: int) -> int:
+    """The most sequences a split holds when each adds its whole KV cache and the weights and one
+    workspace stay: ⌊(usable − weights − workspace) / KV per sequence⌋ per replica, rounded down to the
+    batch unit's share of a replica (unit / dp), × dp; 0 when not one fits."""
+    room = usable_bytes - weights_bytes - workspace
+    per_replica = int(room // kv_bytes_per_sequence) if room > 0 else 0
+    return per_replica // (unit // dp) * unit
 
 
 def memory_fit(cfg: ModelConfig, batch: int, context: int, dtypes: ModelDtypes, capacity_bytes: float | None,
                machine: str, split: Split | None = None, workspace: Callable[[Split], float] = lambda s: 0.0,
-               utilization: float = DEFAULT_UTILIZATION, devices_per_node: int = 8,
-               max_devices: int = 64) -> MemoryFit:
+               utilization: float = DEFAULT_UTILIZATION, devices_per_node: int = NODE_DEVICES,
+               max_devices: int = MOST_DEVICES) -> MemoryFit:
     """The fit of `split` (default: one device) and the smallest valid split that fits."""
     if not 0 < utilization <= 1:
-        raise RooflineError(f"--memory-utilization must be in (0, 1], got {utilization}")
+        raise RooflineError(f"{T.utilization} must be in (0, 1], got {utilization}")
     sp = split or Split()
 
     def per_device(s: Split) -> tuple[float, float, float]:
@@ -179,4 +189,4 @@ def memory_fit(cfg: ModelConfig, batch: int, context: int, dtypes: ModelDtypes, 
 
 
 __all__ = ["DEFAULT_UTILIZATION", "MemoryFit", "candidate_splits", "device_kv_bytes", "device_weights_bytes",
-           "memory_fit"]
+           "memory_fit", "sequences_that_fit", "workspace_bytes"]

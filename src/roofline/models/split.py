@@ -36,9 +36,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from roofline.errors import RooflineError
+from roofline.errors import RooflineError, T
 from roofline.models.transformer import ModelConfig
-from roofline.parallel import Split, group_level, stage_boundaries_across_nodes
+from roofline.parallel import Split, divisors, group_level, stage_boundaries_across_nodes
 from roofline.vocab import Level, Phase
 
 
@@ -78,32 +78,32 @@ def check_split(cfg: ModelConfig, split: Split, batch: int) -> list[str]:
     warnings: list[str] = []
     tp, H, G = split.tp, cfg.num_heads, cfg.num_kv_heads
     if H % tp:
-        raise RooflineError(f"--tp {tp} does not divide {cfg.name}'s {H} query heads; try one of "
-                            f"{', '.join(str(d) for d in _divisors(H) if d <= 64)}")
+        raise RooflineError(f"{T.tp} {tp} does not divide {cfg.name}'s {H} query heads; try one of "
+                            f"{', '.join(str(d) for d in divisors(H, 64))}")
     if not cfg.is_mla and tp > G:
         if tp % G:
-            raise RooflineError(f"--tp {tp} exceeds {cfg.name}'s {G} key/value heads and is not a multiple of "
+            raise RooflineError(f"{T.tp} {tp} exceeds {cfg.name}'s {G} key/value heads and is not a multiple of "
                                 f"them, so they cannot be replicated evenly")
         warnings.append(f"--tp {tp} exceeds the {G} key/value heads: each device holds one, replicated {tp // G}× "
                         f"(as vLLM does); the KV cache per device does not shrink past tp = {G}")
     elif not cfg.is_mla and G % tp:
-        raise RooflineError(f"--tp {tp} does not divide {cfg.name}'s {G} key/value heads")
+        raise RooflineError(f"{T.tp} {tp} does not divide {cfg.name}'s {G} key/value heads")
     if cfg.dense_layers and cfg.intermediate_size % tp:
-        raise RooflineError(f"--tp {tp} does not divide the MLP width {cfg.intermediate_size}")
+        raise RooflineError(f"{T.tp} {tp} does not divide the MLP width {cfg.intermediate_size}")
     if cfg.is_moe:
         if cfg.num_experts % split.ep:
-            raise RooflineError(f"--ep {split.ep} does not divide {cfg.name}'s {cfg.num_experts} experts")
+            raise RooflineError(f"{T.ep} {split.ep} does not divide {cfg.name}'s {cfg.num_experts} experts")
         if split.ep == 1 and cfg.moe_intermediate_size % tp:
-            raise RooflineError(f"--tp {tp} does not divide the experts' width {cfg.moe_intermediate_size}")
+            raise RooflineError(f"{T.tp} {tp} does not divide the experts' width {cfg.moe_intermediate_size}")
     elif split.ep > 1:
-        raise RooflineError(f"--ep {split.ep}: {cfg.name} is not a mixture of experts")
+        raise RooflineError(f"{T.ep} {split.ep}: {cfg.name} is not a mixture of experts")
     if split.pp > cfg.num_layers:
-        raise RooflineError(f"--pp {split.pp} is more stages than {cfg.name}'s {cfg.num_layers} layers")
+        raise RooflineError(f"{T.pp} {split.pp} is more stages than {cfg.name}'s {cfg.num_layers} layers")
     if split.pp > 1 and cfg.num_layers % split.pp:
         warnings.append(f"{cfg.num_layers} layers over {split.pp} stages: the largest stage holds "
                         f"{math.ceil(cfg.num_layers / split.pp)} layers and sets the throughput")
     if batch % split.dp:
-        raise RooflineError(f"--batch {batch} is not a multiple of --dp {split.dp} (each replica runs batch/dp "
+        raise RooflineError(f"{T.batch} {batch} is not a multiple of {T.dp} {split.dp} (each replica runs batch/dp "
                             f"sequences)")
     return warnings
 
@@ -126,17 +126,13 @@ def check_moe_rows(split: Split, phase: Phase, batch_per_replica: int, seq: int)
         n = batch_per_replica
         what = f"decode: batch / dp = {n}"
     if n % tp:
-        raise RooflineError(f"--ep {split.ep} with --tp {tp}: each of the {tp} tensor-parallel ranks routes 1/{tp} "
+        raise RooflineError(f"{T.ep} {split.ep} with {T.tp} {tp}: each of the {tp} tensor-parallel ranks routes 1/{tp} "
                             f"of a replica's tokens, so they must be a multiple of {tp} ({what})")
-
-
-def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
 
 
 def shard(cfg: ModelConfig, split: Split) -> ModelConfig:
     """One device's share of the model's widths under tensor (and expert) parallelism: H/tp heads,
-    max(1, G/tp) KV heads, MLP and (without EP) expert widths / tp, ⌈V/tp⌉ vocabulary rows. Layer
+    max(1, G/tp) KV heads, MLP and (without T.ep) expert widths / tp, ⌈V/tp⌉ vocabulary rows. Layer
     counts are the model's: the step graph runs every layer; pipeline stages are accounted apart."""
     tp = split.tp
     if tp == 1:
@@ -157,4 +153,39 @@ def stage_layers(cfg: ModelConfig, split: Split) -> int:
     return math.ceil(cfg.num_layers / split.pp)
 
 
-__all__ = ["Comm", "check_moe_rows", "check_split", "comm_for", "sequence_split", "shard", "stage_layers"]
+def stage_share(cfg: ModelConfig, split: Split) -> float:
+    """The fullest stage's share of the layers, ⌈L/pp⌉ / L (what a stage's time is of the step's)."""
+    return stage_layers(cfg, split) / cfg.num_layers
+
+
+def valid_splits(cfg: ModelConfig, devices: int, tp_most: int, batch: int = 1, phase: Phase = Phase.DECODE,
+                 seq: int = 1, even_stages: bool = True, experts: bool = True, tp: int | None = None) -> list[Split]:
+    """Every split of at most `devices` devices the model can run: tp ≤ `tp_most` (a node's devices)
+    dividing the heads (only `tp` when given); pp dividing the layers (with `even_stages`; else any pp
+    up to the layers, the largest stage holding ⌈L/pp⌉); ep (with `experts`, MoE only) dividing the
+    experts and tp × dp; dp dividing the batch; each accepted by check_split and, for expert parallel
+    with tensor parallel, check_moe_rows (a replica's tokens a multiple of tp). In order of devices,
+    then tp, pp, ep, dp."""
+    out: list[Split] = []
+    eps = divisors(cfg.num_experts, devices) if cfg.is_moe and experts else [1]
+    tps = divisors(cfg.num_heads, min(tp_most, devices)) if tp is None else [tp]
+    for tp in tps:
+        stages = (divisors(cfg.num_layers, devices // tp) if even_stages
+                  else range(1, min(cfg.num_layers, devices // tp) + 1))
+        for pp in stages:
+            for dp in divisors(batch, devices // (tp * pp)):
+                for ep in eps:
+                    if ep > 1 and (tp * dp) % ep:
+                        continue  # the experts are spread over the tp × dp devices of a stage
+                    sp = Split(tp=tp, pp=pp, ep=ep, dp=dp)
+                    try:
+                        check_split(cfg, sp, batch)
+                        check_moe_rows(sp, phase, batch // dp, seq)
+                    except RooflineError:
+                        continue
+                    out.append(sp)
+    return sorted(out, key=lambda s: (s.devices, s.tp, s.pp, s.ep, s.dp))
+
+
+__all__ = ["Comm", "check_moe_rows", "check_split", "comm_for", "sequence_split", "shard", "stage_layers",
+           "stage_share", "valid_splits"]

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from roofline.dtypes import DType
-from roofline.errors import RooflineError
+from roofline.errors import RooflineError, T
 from roofline.graph import Kernel
 from roofline.hardware import Machine
 from roofline.models.build import DEFAULT_PLAN, as_phase, build_graph
@@ -59,7 +59,7 @@ def per_replica(batch: np.ndarray, dp: int) -> np.ndarray:
         return b
     bad = np.asarray(b % dp != 0)
     if bad.any():
-        raise RooflineError(f"--batch {int(b[bad].flat[0])} is not a multiple of --dp {dp} (each replica runs "
+        raise RooflineError(f"{T.batch} {int(b[bad].flat[0])} is not a multiple of {T.dp} {dp} (each replica runs "
                             f"batch/dp sequences); give batches that are multiples of {dp}")
     return b // dp
 
@@ -85,8 +85,8 @@ def _features(cfg: ModelConfig, phase: Phase, batch: np.ndarray, seq: np.ndarray
         unit = batch_unit(sp)
         bad = np.asarray(per % sp.tp != 0)
         if bad.any():
-            raise RooflineError(f"--batch {int(np.asarray(batch)[bad].flat[0])} is not a multiple of tp × dp = "
-                                f"{sp.tp} × {sp.dp} = {unit} (with --ep and --tp each tensor-parallel rank routes "
+            raise RooflineError(f"{T.batch} {int(np.asarray(batch)[bad].flat[0])} is not a multiple of tp × dp = "
+                                f"{sp.tp} × {sp.dp} = {unit} (with {T.ep} and {T.tp} each tensor-parallel rank routes "
                                 f"1/tp of a replica's tokens); give batches that are multiples of {unit}")
     b = per.astype(np.float64)
     s = seq.astype(np.float64)

@@ -14,21 +14,21 @@ bare device made one node of max(devices, 8), the collectives on its link and ne
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from roofline.errors import RooflineError
-from roofline.hardware import DEFAULT_MACHINE, Machine, get_machine, get_system
-from roofline.models.analysis import analyze_model
+from roofline.errors import RooflineError, T
+from roofline.hardware import DEFAULT_MACHINE, Machine, get_machine
+from roofline.models.analysis import analyze_model, decode_limit
 from roofline.models.build import DEFAULT_PLAN, as_phase, as_plan
 from roofline.models.config import load_config
 from roofline.models.dtypes import ModelDtypes, compute_dtype, for_checkpoint, model_dtypes
 from roofline.models.memory import DEFAULT_UTILIZATION, candidate_splits, device_weights_bytes
-from roofline.models.split import check_split, shard, stage_layers
+from roofline.models.split import check_split, shard, stage_share
 from roofline.models.stepmodel import StepModel, batch_unit
 from roofline.models.transformer import ModelConfig
-from roofline.parallel import Split
+from roofline.parallel import MOST_DEVICES, NODE_DEVICES, Split, deploy
 from roofline.units import require_positive_int
 from roofline.vocab import Level, Phase, Plan, Resource, Unit, bound_class
 
@@ -48,16 +48,9 @@ def split_columns(split: Split) -> dict[str, int]:
 
 def resolve(machine: str | Machine, split: Split) -> tuple[Machine, int | None]:
     """The device machine a split's kernels are placed on and the devices per node its graph is
-    built for (None: one device), exactly as analyze_model resolves them."""
-    if isinstance(machine, Machine):
-        return get_machine(machine), None if split.trivial else 1  # analyze_model: no system, no links
-    system = get_system(machine, devices=max(split.devices, 8))
-    if system.from_device and split.trivial:
-        return get_machine(machine), None
-    if split.devices > system.max_devices:
-        raise RooflineError(f"the split {split} needs {split.devices} devices; {system.id} has {system.max_devices}")
-    m = system.device_machine(min(max(split.tp, split.ep), system.devices_per_node))
-    return m, None if split.trivial else system.devices_per_node
+    built for (None: one device): the deployment's (roofline.parallel.deploy)."""
+    d = deploy(machine, split)
+    return d.machine, d.graph_devices_per_node
 
 
 def check_splits(cfg: ModelConfig, splits: Sequence[Split], batches: Sequence[int]) -> None:
@@ -71,17 +64,17 @@ def check_splits(cfg: ModelConfig, splits: Sequence[Split], batches: Sequence[in
         unit = batch_unit(sp)
         for b in batches:
             if b % sp.dp:
-                raise RooflineError(f"--batch {b} is not a multiple of --dp {sp.dp} (each replica runs batch/dp "
+                raise RooflineError(f"{T.batch} {b} is not a multiple of {T.dp} {sp.dp} (each replica runs batch/dp "
                                     f"sequences); give batches that are multiples of {sp.dp}")
             if b % unit:
-                raise RooflineError(f"--batch {b} is not a multiple of tp × dp = {sp.tp} × {sp.dp} = {unit} (with --ep "
-                                    f"and --tp each tensor-parallel rank routes 1/tp of a replica's tokens); give "
-                                    f"batches that are multiples of {unit}")
+                raise RooflineError(f"{T.batch} {b} is not a multiple of tp × dp = {sp.tp} × {sp.dp} = {unit} "
+                                    f"(with {T.ep} and {T.tp} each tensor-parallel rank routes 1/tp of a replica's "
+                                    f"tokens); give batches that are multiples of {unit}")
             if unit > sp.dp and sp.pp > 1 and b // sp.dp >= sp.pp and (b // sp.dp // sp.pp) % sp.tp:
-                raise RooflineError(f"--batch {b}: its {sp.pp} pipeline micro-batches of {b // sp.dp // sp.pp} "
-                                    f"sequences a replica are not multiples of --tp {sp.tp} (with --ep and --tp each "
-                                    f"tensor-parallel rank routes 1/tp of a micro-batch's tokens); give batches that "
-                                    f"are multiples of {unit * sp.pp}")
+                raise RooflineError(f"{T.batch} {b}: its {sp.pp} pipeline micro-batches of {b // sp.dp // sp.pp} "
+                                    f"sequences a replica are not multiples of {T.tp} {sp.tp} (with {T.ep} and "
+                                    f"{T.tp} each tensor-parallel rank routes 1/tp of a micro-batch's tokens); give "
+                                    f"batches that are multiples of {unit * sp.pp}")
         if not sp.trivial:
             check_split(cfg, sp, sp.dp)
 
@@ -96,9 +89,8 @@ def fewest_devices(cfg: ModelConfig, dtypes: ModelDtypes, kv_bytes: Any, capacit
     if capacity_bytes is None:
         return out
     per_layer = cfg.kv_elements_per_token_per_layer()
-    for split in candidate_splits(cfg, 8, 64):
-        share = (shard(cfg, split).kv_elements_per_token_per_layer() / per_layer
-                 * stage_layers(cfg, split) / cfg.num_layers)
+    for split in candidate_splits(cfg, NODE_DEVICES, MOST_DEVICES):
+        share = shard(cfg, split).kv_elements_per_token_per_layer() / per_layer * stage_share(cfg, split)
         fits = device_weights_bytes(cfg, split, dtypes) + kv_bytes * share <= capacity_bytes * utilization
         out = np.where((out == 0) & fits, split.devices, out)
     return out
@@ -135,7 +127,7 @@ def sweep(model: str | ModelConfig, machines: Sequence[str | Machine] = (DEFAULT
     grid_b, grid_s = np.meshgrid(np.array(batches), np.array(seqs), indexing="ij")
     flat_b, flat_s = grid_b.ravel(), grid_s.ravel()
     tokens = flat_b * (flat_s if phase == Phase.PREFILL else 1)
-    stage_share = [math.ceil(cfg.num_layers / sp.pp) / cfg.num_layers for sp in splits]
+    stage_shares = [stage_share(cfg, sp) for sp in splits]
     placed = [[resolve(m, sp) for m in machines] for sp in splits]
     rows: list[dict[str, Any]] = []
     for wdt in weights_dtypes:
@@ -144,7 +136,7 @@ def sweep(model: str | ModelConfig, machines: Sequence[str | Machine] = (DEFAULT
                 dt = for_checkpoint(model_dtypes(wdt, activation_dtype, kdt, cdt_name), cfg.weights_dtype)
                 kv = cfg.kv_cache_bytes(flat_b, flat_s, dt.kv_cache.bytes_per_element)
                 memory_bytes = cfg.total_params * dt.weights.bytes_per_element + kv
-                for sp, machines_of, share in zip(splits, placed, stage_share, strict=True):
+                for sp, machines_of, share in zip(splits, placed, stage_shares, strict=True):
                     fits: dict[int | None, StepModel] = {}  # by the devices per node the graph is built for
                     for m, dpn in machines_of:
                         if dpn not in fits:
@@ -251,5 +243,46 @@ def _compare_row(a: Any, batch: int, dt: ModelDtypes) -> dict[str, Any]:
     }
 
 
-__all__ = ["SPLIT_COLUMNS", "SWEEP_COLUMNS", "SWEPT_RESOURCES", "check_splits", "compare", "resolve", "split_columns",
-           "sweep", "sweep_arrays"]
+@dataclass(frozen=True)
+class ChartSeries:
+    """What a sweep's chart draws: intensity against the axis that varies most (batch, or the length
+    when it has more values), for every machine and the first dtype and split combination, at the
+    first value of the other axis; and, for decode against the batch, the decode limit it tends to."""
+
+    rows: tuple[dict[str, Any], ...]  # the drawn rows, "seq" renamed to "prompt" or "context"
+    x: str  # the row key the chart runs along: "batch", "prompt" or "context"
+    fixed: str  # the axis held at its first value: "batch" or "seq"
+    fixed_label: str  # how that axis is named: "batch", "prompt" or "context"
+    limit_flop_per_byte: float | None  # roofline.models.analysis.decode_limit, decode against the batch only
+    machines: tuple[str, ...]
+    split: Split  # the first combination's
+    of_rows: int  # the sweep's rows, of which `rows` are drawn
+
+    @property
+    def partial(self) -> bool:
+        return len(self.rows) < self.of_rows
+
+
+CHART_SERIES_KEYS = ("weights_dtype", "kv_dtype", "compute_dtype", "tp", "pp", "ep", "dp")
+
+
+def chart_series(rows: Sequence[Mapping[str, Any]], cfg: ModelConfig, phase: Phase | str, batches: Sequence[int],
+                 lengths: Sequence[int]) -> ChartSeries:
+    """The one series a sweep's chart draws (ChartSeries), from the sweep's rows."""
+    phase = as_phase(phase)
+    first = rows[0]
+    same = [r for r in rows if all(r.get(k) == first.get(k) for k in CHART_SERIES_KEYS)]
+    x = "batch" if len(batches) >= len(lengths) else "seq"
+    fixed = "seq" if x == "batch" else "batch"
+    seq_key = "prompt" if phase == Phase.PREFILL else "context"
+    picked = tuple({(seq_key if k == "seq" else k): v for k, v in r.items()} for r in same if r[fixed] == first[fixed])
+    limit = None
+    if phase == Phase.DECODE and x == "batch":
+        limit = decode_limit(cfg, int(first["seq"]), first["kv_dtype"]).flop_per_byte
+    split = Split(tp=first.get("tp", 1), pp=first.get("pp", 1), ep=first.get("ep", 1), dp=first.get("dp", 1))
+    return ChartSeries(picked, seq_key if x == "seq" else x, fixed, seq_key if fixed == "seq" else fixed, limit,
+                       tuple(dict.fromkeys(r["machine"] for r in picked)), split, len(rows))
+
+
+__all__ = ["SPLIT_COLUMNS", "SWEEP_COLUMNS", "SWEPT_RESOURCES", "ChartSeries", "chart_series", "check_splits",
+           "compare", "resolve", "split_columns", "sweep", "sweep_arrays"]

@@ -23,10 +23,11 @@ from roofline.dtypes import DType
 from roofline.errors import RooflineError
 from roofline.models.formulas import Num, minimum
 from roofline.units import require_positive_int
+from roofline.vocab import Logits, MlaForm, Norm
 
 DEFAULT_LENGTH = 2048  # prompt (prefill) or context (decode) length when none is given, capped per model
-LOGITS = ("last", "all")  # which positions the LM head projects in prefill
-MLA_MODES = ("absorbed", "expanded")  # how MLA attends: over the latent, or over per-head K and V
+LOGITS = tuple(str(v) for v in Logits)  # which positions the LM head projects in prefill
+MLA_MODES = tuple(str(v) for v in MlaForm)  # how MLA attends: over the latent, or over per-head K and V
 
 
 class AttentionKind(StrEnum):
@@ -76,7 +77,7 @@ class ModelConfig:
     vocab_size: int
     max_position_embeddings: int
     tie_word_embeddings: bool = False
-    norm: str = "rmsnorm"  # "rmsnorm" | "layernorm" (LayerNorm has a bias too)
+    norm: Norm = Norm.RMSNORM  # LayerNorm has a bias too
     activation: str = "swiglu"  # "swiglu" | "geglu" (gated) | "gelu" (GPT-2: up, gelu, down)
     qkv_bias: bool = False  # Qwen2: biases on q, k, v
     o_bias: bool = False  # Llama/Qwen3 attention_bias: a bias on o_proj as well as on q, k, v
@@ -103,11 +104,11 @@ class ModelConfig:
     source: str = ""  # preset name or file path
     # how the program runs the step (not the checkpoint's shape; `roofline model --logits/--mla`):
     # logits "last" (only the last position of each prefill sequence is projected, as serving engines
-    # do) or "all" (every position, as a plain forward() does); mla "" (decode absorbed, prefill
+    # do) or "all" (every position, as a plain forward() does); mla None (decode absorbed, prefill
     # expanded, as DeepSeek runs it), "absorbed" or "expanded" (K and V decompressed and cached per head,
     # as Hugging Face's DeepseekV3Attention does)
-    logits: str = "last"
-    mla: str = ""
+    logits: Logits = Logits.LAST
+    mla: MlaForm | None = None
     # what the checkpoint stores its weights in, read from config.json's quantization_config (FP8 with
     # block scales, GPTQ/AWQ int4 with group scales, ...; roofline.models.config); None: not stated
     # (bf16 unless --weights-dtype says otherwise). `load_warnings`: what the loader read but ignored.
@@ -117,7 +118,7 @@ class ModelConfig:
     def __post_init__(self) -> None:
         if self.logits not in LOGITS:
             raise RooflineError(f"model {self.name}: logits must be {' or '.join(LOGITS)}, got {self.logits!r}")
-        if self.mla not in ("", *MLA_MODES):
+        if self.mla is not None and self.mla not in MLA_MODES:
             raise RooflineError(f"model {self.name}: mla must be {' or '.join(MLA_MODES)}, got {self.mla!r}")
         for label in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim", "vocab_size",
                       "max_position_embeddings"):

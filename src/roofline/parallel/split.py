@@ -52,6 +52,12 @@ class Split:
         return " × ".join(parts) or "one device"
 
 
+def divisors(n: int, most: int | None = None) -> list[int]:
+    """The divisors of `n`, smallest first, at most `most` (the degrees a split may take along an axis)."""
+    top = n if most is None else min(n, most)
+    return [d for d in range(1, top + 1) if n % d == 0]
+
+
 def group_level(group: int, devices_per_node: int, devices: int | None = None) -> Level:
     """The roof of a group of `group` consecutive devices that starts at a multiple of its size (a tp
     group) among `devices` in all: the node's link if every such group fits in one node (all the

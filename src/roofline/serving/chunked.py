@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from roofline.errors import T
 from roofline.graph import FusionPlan, Graph, tensor
 from roofline.kernels import attention_ops, attention_plans
 from roofline.models.analysis import COLLECTIVES, ModelAnalysis, analyze_model
@@ -202,7 +203,7 @@ FORMULAS = {
 
 
 def check_chunk(chunk: int | None) -> int | None:
-    return None if chunk is None else require_positive_int(chunk, "--chunk")
+    return None if chunk is None else require_positive_int(chunk, T.chunk)
 
 
 def chunked_prefill(r: Any, chunk: int) -> ChunkedPrefill:

@@ -33,11 +33,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from roofline.errors import RooflineError
+from roofline.errors import RooflineError, T
 from roofline.hardware import Machine
 from roofline.hardware.system_file import get_system
 from roofline.models.memory import device_kv_bytes
-from roofline.parallel import Split
+from roofline.parallel import NODE_DEVICES, Split
 from roofline.serving.efficiency import Band, Rate, per_rate
 from roofline.units import require_positive_int
 
@@ -63,11 +63,12 @@ def parse_ratio(text: str | tuple[int, int] | None) -> tuple[int, int] | None:
     try:
         values = [int(p) for p in parts]
     except (TypeError, ValueError):
-        raise RooflineError(f"--disaggregate: write P:D, the prefill and decode devices, like 4:4; got {text!r}"
-                            ) from None
+        raise RooflineError(f"{T.disaggregate_devices}: write P:D, the prefill and decode devices, like 4:4; "
+                            f"got {text!r}") from None
     if len(values) != 2 or min(values) < 1:
-        raise RooflineError(f"--disaggregate: write P:D with positive device counts, like 4:4; got {text!r}")
-    return require_positive_int(values[0], "--disaggregate P"), require_positive_int(values[1], "--disaggregate D")
+        raise RooflineError(f"{T.disaggregate_devices}: write P:D with positive device counts, like 4:4; got {text!r}")
+    return (require_positive_int(values[0], f"{T.disaggregate_devices} P"),
+            require_positive_int(values[1], f"{T.disaggregate_devices} D"))
 
 
 @dataclass(frozen=True)
@@ -202,25 +203,28 @@ def disaggregate(r: Any, ratio: tuple[int, int], run: Callable[[Split, int], Any
     the report's model on a group (serve() without what-ifs)."""
     p, d = ratio
     if isinstance(r.machine_arg, Machine):
-        raise RooflineError("--disaggregate needs a system or a catalog device (a link between the groups), "
+        raise RooflineError(f"{T.disaggregate_devices} needs a system or a catalog device (a link between the groups), "
                             "not a parsed Machine")
-    system = get_system(r.machine_arg, devices=max(p + d, 8))
+    system = get_system(r.machine_arg, devices=max(p + d, NODE_DEVICES))  # a bare device: one node, as deploy makes it
     if p + d > system.max_devices:
-        raise RooflineError(f"--disaggregate {p}:{d} needs {p + d} devices; {system.id} has {system.max_devices}")
+        raise RooflineError(f"{T.disaggregate_devices} {p}:{d} needs {p + d} devices; {system.id} has "
+                            f"{system.max_devices}")
     level, link = system.link(2, p + d > system.devices_per_node)
     per_node = system.devices_per_node
     try:
         pre_split, dec_split = group_split(p, per_node), group_split(d, per_node)
     except RooflineError as exc:
-        raise RooflineError(f"--disaggregate {p}:{d}: {exc}") from None
+        raise RooflineError(f"{T.disaggregate_devices} {p}:{d}: {exc.marked}") from None
     try:
         pre = run(pre_split, 1)
     except RooflineError as exc:
-        raise RooflineError(f"--disaggregate {p}:{d}: the prefill group runs {pre_split}, and {exc}") from None
+        raise RooflineError(f"{T.disaggregate_devices} {p}:{d}: the prefill group runs {pre_split}, "
+                            f"and {exc.marked}") from None
     try:
         dec = run(dec_split, r.batch)
     except RooflineError as exc:
-        raise RooflineError(f"--disaggregate {p}:{d}: the decode group runs {dec_split}, and {exc}") from None
+        raise RooflineError(f"{T.disaggregate_devices} {p}:{d}: the decode group runs {dec_split}, "
+                            f"and {exc.marked}") from None
     kv_tok = device_kv_bytes(r.config, pre_split, 1, r.prompt, r.dtypes) / r.prompt
     lo_eff, hi_eff = r.efficiency.communication
     byt = kv_tok * r.prompt

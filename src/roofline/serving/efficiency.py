@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from roofline.errors import RooflineError
+from roofline.errors import RooflineError, T
 from roofline.units import format_time
 from roofline.vocab import Bound
 
@@ -65,9 +65,9 @@ class Efficiency:
         object.__setattr__(self, "communication", check_share("communication efficiency", self.communication))
         lo, hi = (float(self.step_overhead_s[0]), float(self.step_overhead_s[1]))
         if lo < 0 or hi < 0:
-            raise RooflineError(f"--step-overhead must not be negative, got {format_time(min(lo, hi))}")
+            raise RooflineError(f"{T.step_overhead_s} must not be negative, got {format_time(min(lo, hi))}")
         if lo > hi:
-            raise RooflineError(f"--step-overhead: low {format_time(lo)} is above high {format_time(hi)}")
+            raise RooflineError(f"{T.step_overhead_s}: low {format_time(lo)} is above high {format_time(hi)}")
         object.__setattr__(self, "step_overhead_s", (lo, hi))
 
     @property

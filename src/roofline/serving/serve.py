@@ -33,31 +33,32 @@ numpy is imported only inside functions.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from typing import Any
 
 from roofline.dtypes import DType
-from roofline.errors import RooflineError
+from roofline.errors import RooflineError, T
 from roofline.hardware import DEFAULT_MACHINE, Machine
-from roofline.models.analysis import ModelAnalysis, analyze_model
-from roofline.models.build import DEFAULT_PLAN, as_plan
+from roofline.models.analysis import ModelAnalysis, analyze, analyze_model
+from roofline.models.build import DEFAULT_PLAN
 from roofline.models.config import load_config
-from roofline.models.dtypes import ModelDtypes, compute_dtype, for_checkpoint, model_dtypes
-from roofline.models.memory import DEFAULT_UTILIZATION, device_kv_bytes, device_weights_bytes
-from roofline.models.split import stage_layers
+from roofline.models.dtypes import ModelDtypes
+from roofline.models.memory import DEFAULT_UTILIZATION, device_kv_bytes, device_weights_bytes, sequences_that_fit
+from roofline.models.split import stage_share
+from roofline.models.step import Step, describe_step
 from roofline.models.stepmodel import StepModel, batch_unit
-from roofline.models.sweep import resolve
 from roofline.models.transformer import ModelConfig
-from roofline.parallel import Split
+from roofline.parallel import Deployment, Split, deploy
 from roofline.serving.chunked import ChunkedPrefill, check_chunk, chunked_prefill, step_band
+from roofline.serving.decode import Decode, largest_meeting, throughputs
 from roofline.serving.disaggregate import Disaggregation, disaggregate, parse_ratio
-from roofline.serving.efficiency import Band, Efficiency, Rate, per_rate
+from roofline.serving.efficiency import Band, Efficiency, Rate
 from roofline.serving.speculative import Speculative, speculative
 from roofline.serving.speculative import check as check_speculative
 from roofline.units import format_time, require_positive_int
-from roofline.vocab import Phase, Plan, Role
+from roofline.vocab import Phase, Plan
 
 CURVE_MAX_BATCH = 1024
 KNEE_GAIN = 0.10  # the knee: the batch past which one more doubling gains less than this share
@@ -183,7 +184,7 @@ class ServingReport:
 
     @property
     def stage_share(self) -> float:
-        return stage_layers(self.config, self.split) / self.config.num_layers
+        return stage_share(self.config, self.split)
 
     @property
     def throughput_per_device(self) -> Rate:
@@ -245,117 +246,11 @@ class ServingReport:
         }
 
 
-class _Decode:
-    """Decode steps over the generation's contexts for any batches: floors and bands, with numpy."""
-
-    def __init__(self, sm: StepModel, machine: Machine, dtype: DType, eff: Efficiency, overlap: bool,
-                 prompt: int, output: int) -> None:
-        import numpy as np
-
-        self.sm, self.machine, self.dtype, self.eff, self.overlap = sm, machine, dtype, eff, overlap
-        self.contexts = np.arange(prompt + 1, prompt + output + 1, dtype=np.int64)
-        self.lo_eff = np.array([eff.compute[0], eff.memory[0], eff.communication[0]])
-        self.hi_eff = np.array([eff.compute[1], eff.memory[1], eff.communication[1]])
-        comm = None
-        if sm.link_mask is not None:
-            comm = np.asarray(sm.link_mask) | np.asarray(sm.network_mask)
-        self.comm = comm if overlap and comm is not None and comm.any() else None
-
-    def steps(self, batches: Any) -> tuple[Any, Any, Any]:
-        """Step times [batches, contexts]: floor, expected low, expected high."""
-        import numpy as np
-
-        b = np.asarray(batches, dtype=np.int64)
-        nb, nc = b.size, self.contexts.size
-        r = self.sm.evaluate(np.repeat(b, nc), np.tile(self.contexts, nb), self.machine, self.dtype)
-        kt, kb = r["kernel_time_s"], r["kernel_bound"]
-        # compute, memory, communication, by SWEPT_RESOURCES' codes (matrix, vector, dram, link, network, exp)
-        cls = np.array([0, 0, 1, 2, 2, 0])[kb]
-        fast, slow = kt / self.hi_eff[cls], kt / self.lo_eff[cls]
-        oh_lo, oh_hi = self.eff.step_overhead_s
-        if self.comm is None:
-            floor, low, high = r["time_s"], fast.sum(axis=1) + oh_lo, slow.sum(axis=1) + oh_hi
-        else:
-            c = self.comm
-
-            def over(t: Any) -> Any:
-                return np.maximum(t[:, ~c].sum(axis=1), t[:, c].sum(axis=1))
-
-            floor, low, high = over(kt), over(fast) + oh_lo, over(slow) + oh_hi
-        return floor.reshape(nb, nc), low.reshape(nb, nc), high.reshape(nb, nc)
-
-    def itl(self, batches: Any) -> tuple[list[Band], list[Band]]:
-        """(mean, last) over the generation per batch."""
-        f, lo, hi = self.steps(batches)
-        means = [Band(float(a), float(b), float(c)) for a, b, c in
-                 zip(f.mean(axis=1), lo.mean(axis=1), hi.mean(axis=1), strict=True)]
-        lasts = [Band(float(a), float(b), float(c)) for a, b, c in zip(f[:, -1], lo[:, -1], hi[:, -1], strict=True)]
-        return means, lasts
-
-
-def _throughputs(dec: _Decode, batches: list[int], means: list[Band], split: Split, share: float,
-                 unit: int) -> tuple[list[Rate], list[bool]]:
-    """Output tokens/s over every replica per batch, as ModelAnalysis.tokens_per_s counts them: with pp
-    stages and at least pp sequences a replica, pp micro-batches of batch/pp are in flight."""
-    pp, dp = split.pp, split.dp
-    ranks = unit // dp  # a micro-batch's sequences a replica must be a multiple of this (sequence split)
-    filled = [pp > 1 and b // dp >= pp and (b // dp // pp) % ranks == 0 for b in batches]
-    micro_batches = [b // dp // pp * dp for b, f in zip(batches, filled, strict=True) if f]
-    micro = iter(dec.itl(micro_batches)[0] if micro_batches else [])
-    out = []
-    for b, m, f in zip(batches, means, filled, strict=True):
-        out.append(per_rate(b / pp, next(micro).scaled(share)) if f else per_rate(float(b), m))
-    return out, filled
-
-
-def _largest_meeting(dec: _Decode, unit: int, most: int, target: float,
-                     known: Mapping[int, tuple[float, float, float]]) -> list[int | None]:
-    """The largest n in [1, most] whose batch n × unit has ITL mean ≤ target, for the floor, the
-    expected high and the expected low times. `known`: n → (floor, low, high) means already evaluated
-    (the curve's), which bracket each search. ITL mean is increasing and convex in the batch (each
-    kernel's time is the larger of two linear functions of it), so the chord across a bracket crosses
-    the target at or below the answer: each round tries that crossing, the next n and the midpoint of
-    every search in one numpy call; exact, and a round or two in practice."""
-    import numpy as np
-
-    order = (0, 2, 1)  # floor, expected high, expected low
-    seen = [{n: v[k] for n, v in known.items()} for k in order]
-    lo = [max((n for n, t in sn.items() if n <= most and t <= target), default=0) for sn in seen]
-    hi = [min([most, *(n - 1 for n, t in sn.items() if t > target)]) for sn in seen]
-    while any(h > lo_ for lo_, h in zip(lo, hi, strict=True)):
-        picks: list[set[int]] = []
-        for sn, lo_, h in zip(seen, lo, hi, strict=True):
-            if h <= lo_:
-                picks.append(set())
-                continue
-            p = {(lo_ + h + 1) // 2}
-            if lo_ in sn and h + 1 in sn and sn[h + 1] > sn[lo_]:
-                g = lo_ + int((target - sn[lo_]) / (sn[h + 1] - sn[lo_]) * (h + 1 - lo_))
-                p |= {min(max(g, lo_ + 1), h), min(max(g + 1, lo_ + 1), h)}
-            picks.append(p)
-        ns = sorted(set().union(*picks))
-        times = dec.steps(np.array(ns) * unit)
-        for which, k in enumerate(order):
-            seen[which].update(zip(ns, times[k].mean(axis=1).tolist(), strict=True))
-        for which, p in enumerate(picks):
-            for n in p:
-                if seen[which][n] <= target:
-                    lo[which] = max(lo[which], n)
-                else:
-                    hi[which] = min(hi[which], n - 1)
-    return [n or None for n in lo]
-
-
 def _prefill_band(a: ModelAnalysis, eff: Efficiency) -> Band:
     """The prefill step's floor (analyze_model's time, exactly) and band: Σ kernel floor / its class's
     efficiency + the per-step overhead (chunked.step_band, the one place that sum is written)."""
     b = step_band(a.placements, eff, a.overlap)
     return Band(a.time_s, b.low, b.high)
-
-
-def _largest_activations(a: ModelAnalysis) -> float:
-    return max((sum(t.bytes for t in (*p.kernel.reads, *p.kernel.writes) if t.role is Role.ACTIVATION)
-                for p in a.placements if p.kernel is not None), default=0.0)
 
 
 def _positive(value: float | None, label: str) -> float | None:
@@ -373,6 +268,128 @@ def _add(a: Band, b: Band, k: float = 1.0) -> Band:
 def _cost_output(price: float, devices: int, rate: Rate) -> Band:
     per_s = price / 3600 * devices * 1e6
     return Band(per_s / rate.ceiling, per_s / rate.high, per_s / rate.low)
+
+
+@dataclass(frozen=True)
+class _Memory:
+    """One device's memory for serving (roofline.models.memory): the weights and one workspace stay,
+    each sequence of prompt + output tokens adds its KV cache; `max_batch` the sequences that fit."""
+
+    weights_bytes: float
+    kv_bytes_per_sequence: float
+    workspace_bytes: float
+    capacity_bytes: float | None
+    max_batch: int | None  # None without a capacity
+
+
+def _checked_inputs(prompt: int, output: int, price: float | None, ttft_slo_s: float | None,
+                    itl_slo_s: float | None, utilization: float) -> tuple[int, int, float | None, float | None,
+                                                                          float | None]:
+    """(prompt, output, price, TTFT target, ITL target), each a positive number, and the utilization in (0, 1]."""
+    checked = (require_positive_int(prompt, T.prompt), require_positive_int(output, T.output),
+               _positive(price, T.price_per_device_hour), _positive(ttft_slo_s, T.ttft_slo_s),
+               _positive(itl_slo_s, T.itl_slo_s))
+    if not 0 < utilization <= 1:
+        raise RooflineError(f"{T.utilization} must be in (0, 1], got {utilization}")
+    return checked
+
+
+def _checked_what_ifs(chunk: int | None, disaggregate_devices: str | tuple[int, int] | None,
+                      draft: str | ModelConfig | None, draft_tokens: int | None,
+                      acceptance: float | None) -> tuple[int | None, tuple[int, int] | None, Any]:
+    """(chunk, P:D, (k, a)) of the what-ifs asked for, each checked (None where not asked)."""
+    chunk = check_chunk(chunk)
+    ratio = parse_ratio(disaggregate_devices)
+    spec = None
+    if draft is not None:
+        spec = check_speculative(draft_tokens, acceptance)
+    elif draft_tokens is not None or acceptance is not None:
+        raise RooflineError(f"{T.draft_tokens} and {T.acceptance} need {T.draft} MODEL (speculative decoding)")
+    return chunk, ratio, spec
+
+
+def _checked_batch(cfg: ModelConfig, prompt: int, output: int, batch: int | None, sp: Split) -> int | None:
+    """The generation within the model's context, and a given batch a multiple of the split's unit."""
+    if prompt + output > cfg.max_position_embeddings:
+        raise RooflineError(f"{T.prompt} {prompt} + {T.output} {output} = {prompt + output} tokens exceeds "
+                            f"{cfg.name}'s context of {cfg.max_position_embeddings} (max_position_embeddings)")
+    if batch is None:
+        return None
+    unit = batch_unit(sp)
+    batch = require_positive_int(batch, T.batch)
+    if batch % unit:
+        raise RooflineError(f"{T.batch} {batch} is not a multiple of {unit} (each of the {sp.dp} replicas runs "
+                            f"batch/dp sequences" + (f", a multiple of tp under {T.ep} with {T.tp})" if unit > sp.dp
+                                                     else ")"))
+    return batch
+
+
+def _memory(pre: ModelAnalysis, context: int, utilization: float, unit: int) -> _Memory:
+    """Weights and KV cache per device (roofline.models.memory), the prefill's workspace, and the most
+    sequences of `context` tokens that fit; an error when not one does."""
+    cfg, sp, dt, m = pre.config, pre.split, pre.model.dtypes, pre.machine
+    weights = device_weights_bytes(cfg, sp, dt)
+    kv_seq = device_kv_bytes(cfg, sp, sp.dp, context, dt)
+    workspace = pre.workspace_bytes
+    capacity = m.memory_capacity_bytes
+    if capacity is None:
+        return _Memory(weights, kv_seq, workspace, None, None)
+    max_mem = sequences_that_fit(weights, workspace, kv_seq, capacity * utilization, sp.dp, unit)
+    if max_mem < unit:
+        raise RooflineError(
+            f"{cfg.name} on {sp} of {m.name}: weights {weights / 2**30:.1f} GiB + workspace "
+            f"{workspace / 2**30:.2f} GiB + one sequence's KV cache of {context} tokens "
+            f"{kv_seq / 2**30:.2f} GiB exceed the usable {capacity * utilization / 2**30:.1f} GiB per device "
+            f"({utilization:g} of {capacity / 2**30:.1f} GiB); take a larger split (roofline plan)")
+    return _Memory(weights, kv_seq, workspace, capacity, max_mem)
+
+
+def _check_targets_met(first_mean: Band, ttft: Band, itl_slo: float | None, ttft_slo: float | None,
+                       unit: int) -> None:
+    """An error when even the smallest batch misses the ITL target, or TTFT (per request) misses its own."""
+    if itl_slo is not None and first_mean.floor > itl_slo:
+        raise RooflineError(f"{T.itl_slo_s} {format_time(itl_slo)}: no batch meets it; the closest is batch {unit}, "
+                            f"whose "
+                            f"ITL (mean over the generation) is {format_time(first_mean.floor)} at the roofline "
+                            f"floor (expected {format_time(first_mean.low)}-{format_time(first_mean.high)})")
+    if ttft_slo is not None and ttft.floor > ttft_slo:
+        raise RooflineError(f"{T.ttft_slo_s} {format_time(ttft_slo)}: no batch meets it; TTFT is per request (one "
+                            f"prompt's prefill at batch 1, no queueing) and its floor is {format_time(ttft.floor)} "
+                            f"(expected {format_time(ttft.low)}-{format_time(ttft.high)}) even at batch 1")
+
+
+def _slo_batches(dec: Decode, unit: int, max_mem: int | None, itl_slo: float | None, curve_b: list[int],
+                 curve_means: list[Band]) -> tuple[int | None, tuple[int | None, int | None] | None]:
+    """The largest batch meeting the ITL target at the floor, and with the band's high and low times."""
+    if itl_slo is None:
+        return None, None
+    most = (max_mem if max_mem is not None else NO_CAPACITY_SEARCH * unit) // unit
+    known = {b // unit: (mn.floor, mn.low, mn.high) for b, mn in zip(curve_b, curve_means, strict=True)}
+    found, lo_n, hi_n = largest_meeting(dec, unit, most, itl_slo, known)  # floor; expected high, low times
+    return (None if found is None else found * unit,
+            (None if lo_n is None else lo_n * unit, None if hi_n is None else hi_n * unit))
+
+
+def _chosen_batch(batch: int | None, max_slo: int | None, unit: int) -> tuple[int, str]:
+    """The batch and how it was chosen: given, the ITL target's largest, or the smallest."""
+    if batch is not None:
+        return batch, "given"
+    if max_slo is not None:
+        return max_slo, "the largest batch meeting --itl-slo"
+    return unit, "the smallest (give --batch or --itl-slo)"
+
+
+def _goodput(good_at: tuple[int | None, int | None, int | None], by_batch: Mapping[int, Any], ttft: Band,
+             ttft_slo: float | None) -> Rate | None:
+    """Throughput at goodput's batches (floor, expected low, expected high); an end of the band counts
+    only where TTFT meets its target with that end's times."""
+    if good_at[0] is None:
+        return None
+    slow_ok = ttft_slo is None or ttft.high <= ttft_slo
+    fast_ok = ttft_slo is None or ttft.low <= ttft_slo
+    low = by_batch[good_at[1]][2].low if good_at[1] is not None and slow_ok else 0.0
+    high = by_batch[good_at[2]][2].high if good_at[2] is not None and fast_ok else 0.0
+    return Rate(by_batch[good_at[0]][2].ceiling, low, high)
 
 
 def serve(model: str | ModelConfig, machine: str | Machine = DEFAULT_MACHINE, split: Split | None = None, *,
@@ -400,94 +417,55 @@ def serve(model: str | ModelConfig, machine: str | Machine = DEFAULT_MACHINE, sp
     prompt + output beyond the model's max_position_embeddings, a non-positive price, target,
     prompt or output, and a model whose weights leave no room for one sequence's KV cache; and for
     a non-positive chunk, a malformed P:D, k < 1 or a outside (0, 1]."""
-    prompt = require_positive_int(prompt, "--prompt")
-    output = require_positive_int(output, "--output")
-    price = _positive(price_per_device_hour, "--price-per-device-hour")
-    ttft_slo = _positive(ttft_slo_s, "--ttft-slo")
-    itl_slo = _positive(itl_slo_s, "--itl-slo")
-    if not 0 < utilization <= 1:
-        raise RooflineError(f"--memory-utilization must be in (0, 1], got {utilization}")
-    chunk = check_chunk(chunk)
-    ratio = parse_ratio(disaggregate_devices)
-    spec = None
-    if draft is not None:
-        spec = check_speculative(draft_tokens, acceptance)
-    elif draft_tokens is not None or acceptance is not None:
-        raise RooflineError("--draft-tokens and --acceptance need --draft MODEL (speculative decoding)")
+    prompt, output, price, ttft_slo, itl_slo = _checked_inputs(prompt, output, price_per_device_hour, ttft_slo_s,
+                                                               itl_slo_s, utilization)
+    chunk, ratio, spec = _checked_what_ifs(chunk, disaggregate_devices, draft, draft_tokens, acceptance)
     eff = efficiency or Efficiency()
     cfg = load_config(model, overrides)
-    if prompt + output > cfg.max_position_embeddings:
-        raise RooflineError(f"--prompt {prompt} + --output {output} = {prompt + output} tokens exceeds "
-                            f"{cfg.name}'s context of {cfg.max_position_embeddings} (max_position_embeddings)")
     sp = split or Split()
-    unit = batch_unit(sp)
-    if batch is not None:
-        batch = require_positive_int(batch, "--batch")
-        if batch % unit:
-            raise RooflineError(f"--batch {batch} is not a multiple of {unit} (each of the {sp.dp} replicas runs "
-                                f"batch/dp sequences" + (", a multiple of tp under --ep with --tp)" if unit > sp.dp
-                                                         else ")"))
-    pl = as_plan(plan)
-    dt = for_checkpoint(dtypes or model_dtypes(), cfg.weights_dtype)
-    m, dpn = resolve(machine, sp)
-    cdt = compute_dtype(dt, m)
+    batch = _checked_batch(cfg, prompt, output, batch, sp)
+    # TTFT: one request's prompt (one per replica): the prefill step at batch dp on the deployment
+    step = describe_step(cfg, Phase.PREFILL, sp.dp, prompt, dtypes, plan, experts_hit)
+    report = _serve_step(step, deploy(machine, sp), machine, output, batch, ttft_slo, itl_slo, price, eff,
+                         utilization, overlap)
+    if chunk is None and ratio is None and spec is None:
+        return report
 
-    # TTFT: one request's prompt (one per replica), exactly analyze_model's prefill step
-    pre = analyze_model(cfg, machine, Phase.PREFILL, sp.dp, prompt, pl, dt, experts_hit, None, sp, utilization,
-                        overlap)
+    def run(what: str | ModelConfig, split: Split, b: int) -> ServingReport:
+        return serve(what, machine, split, prompt=prompt, output=output, batch=b, dtypes=step.dtypes, plan=step.plan,
+                     utilization=utilization, overlap=overlap, efficiency=eff, experts_hit=experts_hit)
+
+    if chunk is not None:
+        report = replace(report, chunked=chunked_prefill(report, chunk))
+    if ratio is not None:
+        report = replace(report, disaggregated=disaggregate(report, ratio, lambda s, b: run(cfg, s, b)))
+    if spec is not None and draft is not None:
+        report = _with_draft(report, draft, spec, run)
+    return report
+
+
+def _serve_step(step: Step, d: Deployment, machine: str | Machine, output: int, batch: int | None,
+                ttft_slo: float | None, itl_slo: float | None, price: float | None, eff: Efficiency,
+                utilization: float, overlap: bool) -> ServingReport:
+    """The serving report of one deployment: TTFT from the prefill `step`, then memory, the decode
+    curve, the batches the targets allow, the chosen batch, goodput and cost, in that order."""
+    cfg, sp, m, prompt = step.config, d.split, d.machine, step.seq
+    unit = batch_unit(sp)
+    pre = analyze(step, d, utilization, overlap)
     ttft = _prefill_band(pre, eff)
     warnings = list(pre.warnings)
-
-    # memory: weights stay; each sequence of prompt + output tokens adds its KV cache (per device)
-    weights = device_weights_bytes(cfg, sp, dt)
-    kv_seq = device_kv_bytes(cfg, sp, sp.dp, prompt + output, dt)
-    workspace = _largest_activations(pre)
-    capacity = m.memory_capacity_bytes
-    max_mem: int | None = None
-    if capacity is not None:
-        room = capacity * utilization - weights - workspace
-        per_replica = int(room // kv_seq) if room > 0 else 0
-        max_mem = per_replica // (unit // sp.dp) * unit
-        if max_mem < unit:
-            raise RooflineError(
-                f"{cfg.name} on {sp} of {m.name}: weights {weights / 2**30:.1f} GiB + workspace "
-                f"{workspace / 2**30:.2f} GiB + one sequence's KV cache of {prompt + output} tokens "
-                f"{kv_seq / 2**30:.2f} GiB exceed the usable {capacity * utilization / 2**30:.1f} GiB per device "
-                f"({utilization:g} of {capacity / 2**30:.1f} GiB); take a larger split (roofline plan)")
+    mem = _memory(pre, prompt + output, utilization, unit)
+    max_mem = mem.max_batch
 
     # decode: the step model once, every batch and context with numpy
-    sm = StepModel.fit(cfg, Phase.DECODE, dt, pl, experts_hit, sp, dpn)
-    dec = _Decode(sm, m, cdt, eff, overlap, prompt, output)
-    share = stage_layers(cfg, sp) / cfg.num_layers
-
+    sm = StepModel.fit(cfg, Phase.DECODE, step.dtypes, step.plan, step.experts_hit, sp, d.graph_devices_per_node)
+    dec = Decode(sm, m, pre.dtype, eff, overlap, prompt, output)
     top = max(CURVE_MAX_BATCH, unit)
     curve_b = [unit << k for k in range(64) if unit << k <= top]
     curve_means, curve_lasts = dec.itl(curve_b)
-    first_mean = curve_means[0]
-    if itl_slo is not None and first_mean.floor > itl_slo:
-        raise RooflineError(f"--itl-slo {format_time(itl_slo)}: no batch meets it; the closest is batch {unit}, whose "
-                            f"ITL (mean over the generation) is {format_time(first_mean.floor)} at the roofline "
-                            f"floor (expected {format_time(first_mean.low)}-{format_time(first_mean.high)})")
-    if ttft_slo is not None and ttft.floor > ttft_slo:
-        raise RooflineError(f"--ttft-slo {format_time(ttft_slo)}: no batch meets it; TTFT is per request (one "
-                            f"prompt's prefill at batch 1, no queueing) and its floor is {format_time(ttft.floor)} "
-                            f"(expected {format_time(ttft.low)}-{format_time(ttft.high)}) even at batch 1")
-
-    curve_f, curve_lo, curve_hi = ([getattr(m, k) for m in curve_means] for k in ("floor", "low", "high"))
-    most = (max_mem if max_mem is not None else NO_CAPACITY_SEARCH * unit) // unit
-    max_slo = slo_exp = None
-    if itl_slo is not None:
-        known = {b // unit: (f, lo, hi) for b, f, lo, hi in zip(curve_b, curve_f, curve_lo, curve_hi, strict=True)}
-        found, lo_n, hi_n = _largest_meeting(dec, unit, most, itl_slo, known)  # floor; expected high, low times
-        max_slo = None if found is None else found * unit
-        slo_exp = (None if lo_n is None else lo_n * unit, None if hi_n is None else hi_n * unit)
-
-    if batch is not None:
-        chosen = "given"
-    elif max_slo is not None:
-        batch, chosen = max_slo, "the largest batch meeting --itl-slo"
-    else:
-        batch, chosen = unit, "the smallest (give --batch or --itl-slo)"
+    _check_targets_met(curve_means[0], ttft, itl_slo, ttft_slo, unit)
+    max_slo, slo_exp = _slo_batches(dec, unit, max_mem, itl_slo, curve_b, curve_means)
+    batch, chosen = _chosen_batch(batch, max_slo, unit)
     if max_mem is not None and batch > max_mem:
         warnings.append(f"batch {batch} does not fit: at most {max_mem} sequences of {prompt + output} tokens fit "
                         f"in memory")
@@ -503,7 +481,7 @@ def serve(model: str | ModelConfig, machine: str | Machine = DEFAULT_MACHINE, sp
     batches = [*curve_b, *extra]
     more = dec.itl(extra) if extra else ([], [])
     means, lasts = [*curve_means, *more[0]], [*curve_lasts, *more[1]]
-    rates, filled = _throughputs(dec, batches, means, sp, share, unit)
+    rates, filled = throughputs(dec, batches, means, sp, stage_share(cfg, sp), unit)
     by_batch = {b: (mn, la, r, f) for b, mn, la, r, f in zip(batches, means, lasts, rates, filled, strict=True)}
     curve = tuple(CurvePoint(b, by_batch[b][0], by_batch[b][2], None if max_mem is None else b <= max_mem,
                              None if itl_slo is None else by_batch[b][0].floor <= itl_slo) for b in curve_b)
@@ -515,49 +493,36 @@ def serve(model: str | ModelConfig, machine: str | Machine = DEFAULT_MACHINE, sp
         warnings.append(f"batch {batch} misses --itl-slo {format_time(itl_slo)}: its ITL mean is "
                         f"{format_time(itl_mean.floor)} at the floor; the largest batch meeting it is {max_slo}")
     e2e = _add(ttft, itl_mean, output - 1)
-    goodput = None
-    if good_at[0] is not None:
-        # the band's ends: a batch meets the targets only with the times at that end (TTFT's too)
-        slow_ok = ttft_slo is None or ttft.high <= ttft_slo
-        fast_ok = ttft_slo is None or ttft.low <= ttft_slo
-        low = by_batch[good_at[1]][2].low if good_at[1] is not None and slow_ok else 0.0
-        high = by_batch[good_at[2]][2].high if good_at[2] is not None and fast_ok else 0.0
-        goodput = Rate(by_batch[good_at[0]][2].ceiling, low, high)
     cost_in = cost_out = None
     if price is not None:
         cost_in = ttft.scaled(price / 3600 * sp.devices / (prompt * sp.dp) * 1e6)
         cost_out = _cost_output(price, sp.devices, rate)
-    report = ServingReport(cfg, m, pre.system, sp, dt, cdt, pl, prompt, output, batch, chosen, eff, utilization,
-                           overlap, ttft, itl_mean, itl_last, e2e, rate, pipe, max_mem, max_slo, slo_exp, goodput,
-                           cost_in, cost_out, curve, knee, ttft_slo, itl_slo, price, weights, kv_seq, workspace,
-                           capacity, pre, tuple(warnings), machine, dec)
-    if chunk is None and ratio is None and spec is None:
-        return report
+    return ServingReport(cfg, m, pre.system, sp, step.dtypes, pre.dtype, step.plan, prompt, output, batch, chosen,
+                         eff, utilization, overlap, ttft, itl_mean, itl_last, e2e, rate, pipe, max_mem, max_slo,
+                         slo_exp, _goodput(good_at, by_batch, ttft, ttft_slo), cost_in, cost_out, curve, knee,
+                         ttft_slo, itl_slo, price, mem.weights_bytes, mem.kv_bytes_per_sequence, mem.workspace_bytes,
+                         mem.capacity_bytes, pre, tuple(warnings), machine, dec)
 
-    def run(what: str | ModelConfig, split: Split, b: int) -> ServingReport:
-        return serve(what, machine, split, prompt=prompt, output=output, batch=b, dtypes=dt, plan=pl,
-                     utilization=utilization, overlap=overlap, efficiency=eff, experts_hit=experts_hit)
 
-    if chunk is not None:
-        report = replace(report, chunked=chunked_prefill(report, chunk))
-    if ratio is not None:
-        report = replace(report, disaggregated=disaggregate(report, ratio, lambda s, b: run(cfg, s, b)))
-    if spec is not None and draft is not None:
-        name = draft if isinstance(draft, str) else draft.name
-        draft_cfg = load_config(draft)
+def _with_draft(report: ServingReport, draft: str | ModelConfig, spec: tuple[int, float],
+                run: Callable[[str | ModelConfig, Split, int], ServingReport]) -> ServingReport:
+    """The speculative-decoding what-if: the draft served beside the target on the same split."""
+    cfg, sp = report.config, report.split
+    name = draft if isinstance(draft, str) else draft.name
+    draft_cfg = load_config(draft)
 
-        def run_draft(b: int) -> ServingReport:
-            try:
-                return run(draft_cfg, sp, b)
-            except RooflineError as exc:
-                raise RooflineError(f"--draft {name} runs beside the target on {sp}, and {exc}") from None
+    def checked(b: int) -> ServingReport:
+        try:
+            return run(draft_cfg, sp, b)
+        except RooflineError as exc:
+            raise RooflineError(f"{T.draft} {name} runs beside the target on {sp}, and {exc.marked}") from None
 
-        report = replace(report, speculative=speculative(report, name, spec[0], spec[1], run_draft))
-        if draft_cfg.vocab_size != cfg.vocab_size:
-            report = replace(report, warnings=(*report.warnings, (
-                f"the draft {draft_cfg.name}'s vocabulary ({draft_cfg.vocab_size:,} tokens) is not {cfg.name}'s "
-                f"({cfg.vocab_size:,}): speculative decoding needs the target's tokenizer, so this pair is a timing "
-                f"exercise only")))
+    report = replace(report, speculative=speculative(report, name, spec[0], spec[1], checked))
+    if draft_cfg.vocab_size != cfg.vocab_size:
+        report = replace(report, warnings=(*report.warnings, (
+            f"the draft {draft_cfg.name}'s vocabulary ({draft_cfg.vocab_size:,} tokens) is not {cfg.name}'s "
+            f"({cfg.vocab_size:,}): speculative decoding needs the target's tokenizer, so this pair is a timing "
+            f"exercise only")))
     return report
 
 

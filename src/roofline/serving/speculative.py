@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from roofline.errors import RooflineError
+from roofline.errors import RooflineError, T
 from roofline.serving.chunked import ChunkStep, chunk_step
 from roofline.serving.efficiency import Band, Rate, per_rate
 
@@ -61,13 +61,13 @@ def expected_tokens(acceptance: float, k: int) -> float:
 def check(draft_tokens: int | None, acceptance: float | None) -> tuple[int, float]:
     """k ≥ 1 an integer; a in (0, 1]."""
     if acceptance is None:
-        raise RooflineError("--draft needs --acceptance a, the chance a drafted token is accepted, in (0, 1]")
+        raise RooflineError(f"{T.draft} needs {T.acceptance} a, the chance a drafted token is accepted, in (0, 1]")
     k = 4 if draft_tokens is None else draft_tokens
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise RooflineError(f"--draft-tokens must be a positive integer, got {k!r}")
+        raise RooflineError(f"{T.draft_tokens} must be a positive integer, got {k!r}")
     if (isinstance(acceptance, bool) or not isinstance(acceptance, int | float) or not math.isfinite(acceptance)
             or not 0 < acceptance <= 1):
-        raise RooflineError(f"--acceptance must be in (0, 1] (the chance a drafted token is accepted), "
+        raise RooflineError(f"{T.acceptance} must be in (0, 1] (the chance a drafted token is accepted), "
                             f"got {acceptance!r}")
     return k, float(acceptance)
 
@@ -133,10 +133,9 @@ def speculative(r: Any, draft_name: str, k: int, a: float, run_draft: Callable[[
     dr = run_draft(r.batch)
     context = r.prompt + r.output // 2
     if k + 1 > context:  # the verify step's k + 1 queries attend to at most the context's keys
-        raise RooflineError(f"--draft-tokens {k}: the verify step checks k + 1 = {k + 1} tokens at the mid-generation "
-                            f"context of {context} (prompt + output/2); " + (f"draft at most {context - 1} tokens"
-                                                                               if context > 1 else
-                                                                               "too short a request to draft for"))
+        advice = f"draft at most {context - 1} tokens" if context > 1 else "too short a request to draft for"
+        raise RooflineError(f"{T.draft_tokens} {k}: the verify step checks k + 1 = {k + 1} tokens at the "
+                            f"mid-generation context of {context} (prompt + output/2); {advice}")
     verify = chunk_step(r, r.batch, k + 1, context)
     return Speculative(dr.config.name if dr.config.name else draft_name, k, a, r.batch, dr.itl_mean, verify,
                        r.itl_mean, dr.weights_bytes, dr.kv_bytes_per_sequence, _max_batch(r, dr),

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from roofline.models.memory import gib
-from roofline.models.plan import PlanRow, PlanSearch
+from roofline.models.search import SplitRow, SplitSearch
 from roofline.report.text.model import rows_table
 from roofline.units import format_bytes, format_count, format_flop, format_intensity, format_time
 from roofline.vocab import Phase
@@ -26,16 +26,16 @@ def _or_dash(fmt: Callable[[Any], str]) -> Callable[[Any], str]:
     return lambda v: "—" if v is None else fmt(v)
 
 
-def _memory(r: PlanRow) -> str:
+def _memory(r: SplitRow) -> str:
     # not built: the weights and KV cache alone, a lower bound on what the device would need
     return gib(r.memory_bytes) if r.analysed else f"≥ {gib(r.memory_bytes)}"
 
 
-def _fits(r: PlanRow) -> str:
+def _fits(r: SplitRow) -> str:
     return {True: "yes", False: "no", None: "?"}[r.fits]
 
 
-def split_search_text(s: PlanSearch) -> str:
+def split_search_text(s: SplitSearch) -> str:
     """The candidates as one table (winner first), then the winner in a sentence and how to read it."""
     from rich.table import Table
 

@@ -1,0 +1,149 @@
+"""The options several commands share (model, sweep, compare, plan, serve): the step's phase, fusion
+plan, dtypes and what-ifs, its length, the split and memory options, and writing text to a file or
+stdout. Each parses and checks; the library does the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from roofline.cli.common import (
+    DEFAULT_FUSION,
+    DEFAULT_MEMORY_UTILIZATION,
+    MODEL_FUSIONS,
+    PLAN_HELP,
+    POS,
+    warn,
+    wrote,
+)
+from roofline.errors import RooflineError
+from roofline.units import parse_positive_int
+
+if TYPE_CHECKING:
+    from roofline.parallel import Split
+
+WEIGHTS_DEFAULT_HELP = ("default: what the checkpoint stores, from config.json's quantization_config "
+                        "(deepseek-v3: fp8 with 128x128 block scales), else bf16")
+
+
+def parse_str_list(text: str | None) -> list[str | None]:
+    if text is None:
+        return [None]
+    values = [p.strip() for p in text.split(",") if p.strip()]
+    return list(values) or [None]
+
+
+def parse_overrides(pairs: Sequence[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise RooflineError(f"--set takes KEY=VALUE (a config.json field), got {pair!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+# per phase: its length's flag, what the flag names, the word for it, the other phase and its flag
+_LENGTHS = {"prefill": ("--prompt", "P (the prompt length)", "prompt", "decode", "--context"),
+            "decode": ("--context", "L (the tokens attended to)", "context", "prefill", "--prompt")}
+
+
+def length(phase: str, prompt: str | None, context: str | None,
+           parse: Callable[[str, str], Any] = parse_positive_int) -> Any:
+    """The prompt (prefill) or context (decode) length asked for; None: the library's default, the
+    model's trained maximum at most. `parse`: one length (parse_positive_int) or a list (parse_int_list).
+    The other phase's flag alone is refused; beside this phase's, it is ignored with a warning."""
+    flag, names, word, other_phase, other = _LENGTHS[phase]
+    mine, theirs = (prompt, context) if phase == "prefill" else (context, prompt)
+    if theirs is not None and mine is None:
+        raise RooflineError(f"{phase} takes {flag} {names}, not {other}; write {flag} {theirs}, or --phase "
+                            f"{other_phase} {other} {theirs}")
+    if theirs is not None:
+        warn(f"{other} {theirs} ignored: a {phase} step's length is its {word} ({flag} {mine}); {other} is "
+             f"{other_phase}'s")
+    return parse(mine, flag) if mine is not None else None
+
+
+def parse_experts_hit(text: str | None) -> int | None:
+    return parse_positive_int(text, "--experts-hit") if text is not None else None
+
+
+def split_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """How the step is split over devices, and how memory is counted."""
+    options = [
+        click.option("--tp", type=POS, default=1, show_default=True,
+                     help="Tensor parallel: heads, MLP columns/rows and vocabulary over TP devices (2 all-reduces "
+                          "per layer)."),
+        click.option("--pp", type=POS, default=1, show_default=True,
+                     help="Pipeline parallel: the layers in PP stages; activations sent stage to stage."),
+        click.option("--ep", type=POS, default=1, show_default=True,
+                     help="Expert parallel (MoE): the experts over EP of the DP replicas; all-to-all dispatch "
+                          "and combine."),
+        click.option("--dp", type=POS, default=1, show_default=True,
+                     help="Data parallel: DP replicas, each running batch/DP sequences."),
+        click.option("--devices", type=POS, default=None,
+                     help="Devices in all; alone, tensor parallel within a node and pipeline stages across nodes."),
+        click.option("--memory-utilization", type=float, default=DEFAULT_MEMORY_UTILIZATION, show_default=True,
+                     help="Usable share of each device's memory (vLLM's gpu_memory_utilization). A fit that "
+                          "leaves under 5% of the usable memory free is reported as tight, with its headroom."),
+        click.option("--overlap", is_flag=True,
+                     help="Assume communication runs under compute (the step takes the larger of the two)."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def split_of(tp: int, pp: int, ep: int, dp: int, devices: int | None, machine: str) -> Split:
+    """The split the options name: --tp/--pp/--ep/--dp, or --devices alone laid out by the library
+    (roofline.parallel.split_for_devices: tensor parallel within a node, stages across nodes)."""
+    from roofline.parallel import Split, split_for_devices
+    from roofline.parallel.deployment import UnevenDevices
+
+    if devices is not None and (tp, pp, dp) == (1, 1, 1):
+        try:
+            laid_out = split_for_devices(devices, machine)
+        except UnevenDevices as exc:
+            raise RooflineError(f"--devices {devices} is not a whole number of {exc.node}-device nodes; give --tp "
+                                f"and --pp") from None
+        tp, pp = laid_out.tp, laid_out.pp
+    split = Split(tp=tp, pp=pp, ep=ep, dp=dp)
+    if devices is not None and devices != split.devices:
+        raise RooflineError(f"--devices {devices} but --tp × --pp × --dp = {split.devices}")
+    return split
+
+
+def step_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """What every transformer command takes: the phase, the fusion plan, dtypes and what-ifs."""
+    options = [
+        click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+                     help="What-if: override a config.json field, e.g. --set num_key_value_heads=64."),
+        click.option("--experts-hit", default=None,
+                     help="MoE: distinct experts a layer reads per step (default: the expectation under uniform "
+                          "routing, E·(1 − (1 − k/E)^tokens))."),
+        click.option("--act-dtype", default="bf16", show_default=True, help="Activation dtype."),
+        click.option("--fusion", type=click.Choice(list(MODEL_FUSIONS)), default=DEFAULT_FUSION,
+                     show_default=True,
+                     help="; ".join(f"{p}: {PLAN_HELP[p]}" for p in MODEL_FUSIONS) + "."),
+        click.option("--phase", type=click.Choice(["prefill", "decode"]), default="decode", show_default=True),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def write_text(output: str | None, text: str) -> None:
+    if output:
+        from roofline.fileio import atomic_write
+
+        atomic_write(output, text if text.endswith("\n") else text + "\n")
+        wrote(output)
+    else:
+        click.echo(text)
+
+
+__all__ = ["WEIGHTS_DEFAULT_HELP", "length", "parse_experts_hit", "parse_overrides", "parse_str_list", "split_of",
+           "split_options", "step_options", "write_text"]

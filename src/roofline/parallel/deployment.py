@@ -1,0 +1,99 @@
+"""One deployment: a machine (a device or a system) and a split, resolved once.
+
+    d = deploy("dgx-h100", Split(tp=8))       # the H100 with its NVLink roof, one node of 8, a system
+    d = deploy("h100", Split(tp=4, pp=4))     # a bare device: one node of max(16, 8) H100s
+    d.machine, d.devices_per_node, d.system, d.max_devices, d.split
+
+How a name and a split become a deployment (every room that needs "which device, how many, over which
+link" takes this value; nothing else resolves them):
+
+    a system (dgx-h100, gb200-nvl72, a system file)   that system; the split must fit its devices
+    a bare device (h100, a machine file)              one node of max(split devices, NODE_DEVICES) of it
+                                                      (an HGX board of 8, or more); with no split, the
+                                                      single device without links (system None)
+    a Machine object                                  that machine as given, no system and no links
+
+The device machine is the system's device with its link and network roofs, the node link narrowed to
+the group a collective spans (max(tp, ep) devices within a node). A split search on a bare device looks
+at most MOST_DEVICES devices far for a split that fits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from roofline.errors import RooflineError
+from roofline.hardware import Machine, System, get_machine, get_system
+from roofline.hardware.system_file import DEFAULT_DEVICES
+from roofline.parallel.split import Split
+
+NODE_DEVICES = DEFAULT_DEVICES  # a bare device is one node of this many (an HGX board of 8)
+MOST_DEVICES = 64  # the most devices a bare device's memory fit and split search look at
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """The device the kernels are placed on, the system it sits in, and the split over it."""
+
+    machine: Machine  # the device, with the system's link and network roofs when there is a system
+    split: Split
+    system: System | None  # None: one bare device without links, or a Machine object as given
+    devices_per_node: int  # a node's devices (NODE_DEVICES without a system)
+    max_devices: int  # the most devices a split may use (MOST_DEVICES without a system)
+
+    @property
+    def system_id(self) -> str:
+        """The system's id ("" for one bare device or a Machine object)."""
+        return self.system.id if self.system is not None else ""
+
+    @property
+    def graph_devices_per_node(self) -> int | None:
+        """The devices per node a split's graph is built for: None for one device; 1 for a Machine
+        object under a split (no system: every group across devices, no node link)."""
+        if self.split.trivial:
+            return None
+        return self.system.devices_per_node if self.system is not None else 1
+
+    @property
+    def bare(self) -> bool:
+        """A bare device made a node (or used alone), not a system from the catalog or a file."""
+        return self.system is None or self.system.from_device
+
+
+def deploy(machine: str | Machine | System, split: Split | None = None) -> Deployment:
+    """The deployment of `split` (default: one device) on `machine`, as the module docstring says."""
+    sp = split or Split()
+    if isinstance(machine, Machine):
+        return Deployment(get_machine(machine), sp, None, NODE_DEVICES, MOST_DEVICES)
+    system = get_system(machine)
+    if system.from_device:
+        if sp.trivial:
+            return Deployment(get_machine(system.device), sp, None, NODE_DEVICES, MOST_DEVICES)
+        system = get_system(system.device if isinstance(machine, System) else machine,
+                            devices=max(sp.devices, NODE_DEVICES))
+    if sp.devices > system.max_devices:
+        raise RooflineError(f"the split {sp} needs {sp.devices} devices; {system.id} has {system.max_devices}")
+    device = system.device_machine(min(max(sp.tp, sp.ep), system.devices_per_node))
+    return Deployment(device, sp, system, system.devices_per_node, system.max_devices)
+
+
+class UnevenDevices(RooflineError):
+    """A device count that is not a whole number of nodes (the tensor and pipeline degrees must be given)."""
+
+    def __init__(self, devices: int, node: int) -> None:
+        self.devices, self.node = devices, node
+        super().__init__(f"{devices} devices are not a whole number of {node}-device nodes; give the tensor and "
+                         f"pipeline degrees")
+
+
+def split_for_devices(devices: int, machine: str | Machine | System) -> Split:
+    """`devices` in all as engines lay them out: tensor parallel within a node (min(devices, the node's
+    devices)), pipeline stages across nodes; UnevenDevices when they are not a whole number of nodes."""
+    per_node = get_system(machine, devices=devices).devices_per_node
+    tp = min(devices, per_node)
+    if devices % tp:
+        raise UnevenDevices(devices, tp)
+    return Split(tp=tp, pp=devices // tp)
+
+
+__all__ = ["MOST_DEVICES", "NODE_DEVICES", "Deployment", "UnevenDevices", "deploy", "split_for_devices"]

@@ -1,0 +1,124 @@
+"""Decode over a generation: the step model's decode steps at every context prompt + 1 ... prompt +
+output for any batches, as floors and expected bands (numpy); throughput with pipeline micro-batches;
+and the largest batch whose mean inter-token latency meets a target.
+
+    ITL mean, last   the mean of the decode steps over the generation's contexts, and the last one
+    throughput       batch / ITL mean; with pp stages and at least pp sequences a replica, pp
+                     micro-batches of batch/pp in flight: (batch / pp) / (micro-batch ITL × ⌈L/pp⌉/L)
+                     (ModelAnalysis.tokens_per_s counts them the same way)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from roofline.dtypes import DType
+from roofline.hardware import Machine
+from roofline.models.stepmodel import StepModel
+from roofline.parallel import Split
+from roofline.serving.efficiency import Band, Efficiency, Rate, per_rate
+
+
+class Decode:
+    """Decode steps over the generation's contexts for any batches: floors and bands, with numpy."""
+
+    def __init__(self, sm: StepModel, machine: Machine, dtype: DType, eff: Efficiency, overlap: bool,
+                 prompt: int, output: int) -> None:
+        import numpy as np
+
+        self.sm, self.machine, self.dtype, self.eff, self.overlap = sm, machine, dtype, eff, overlap
+        self.contexts = np.arange(prompt + 1, prompt + output + 1, dtype=np.int64)
+        self.lo_eff = np.array([eff.compute[0], eff.memory[0], eff.communication[0]])
+        self.hi_eff = np.array([eff.compute[1], eff.memory[1], eff.communication[1]])
+        comm = None
+        if sm.link_mask is not None:
+            comm = np.asarray(sm.link_mask) | np.asarray(sm.network_mask)
+        self.comm = comm if overlap and comm is not None and comm.any() else None
+
+    def steps(self, batches: Any) -> tuple[Any, Any, Any]:
+        """Step times [batches, contexts]: floor, expected low, expected high."""
+        import numpy as np
+
+        b = np.asarray(batches, dtype=np.int64)
+        nb, nc = b.size, self.contexts.size
+        r = self.sm.evaluate(np.repeat(b, nc), np.tile(self.contexts, nb), self.machine, self.dtype)
+        kt, kb = r["kernel_time_s"], r["kernel_bound"]
+        # compute, memory, communication, by SWEPT_RESOURCES' codes (matrix, vector, dram, link, network, exp)
+        cls = np.array([0, 0, 1, 2, 2, 0])[kb]
+        fast, slow = kt / self.hi_eff[cls], kt / self.lo_eff[cls]
+        oh_lo, oh_hi = self.eff.step_overhead_s
+        if self.comm is None:
+            floor, low, high = r["time_s"], fast.sum(axis=1) + oh_lo, slow.sum(axis=1) + oh_hi
+        else:
+            c = self.comm
+
+            def over(t: Any) -> Any:
+                return np.maximum(t[:, ~c].sum(axis=1), t[:, c].sum(axis=1))
+
+            floor, low, high = over(kt), over(fast) + oh_lo, over(slow) + oh_hi
+        return floor.reshape(nb, nc), low.reshape(nb, nc), high.reshape(nb, nc)
+
+    def itl(self, batches: Any) -> tuple[list[Band], list[Band]]:
+        """(mean, last) over the generation per batch."""
+        f, lo, hi = self.steps(batches)
+        means = [Band(float(a), float(b), float(c)) for a, b, c in
+                 zip(f.mean(axis=1), lo.mean(axis=1), hi.mean(axis=1), strict=True)]
+        lasts = [Band(float(a), float(b), float(c)) for a, b, c in zip(f[:, -1], lo[:, -1], hi[:, -1], strict=True)]
+        return means, lasts
+
+
+def throughputs(dec: Decode, batches: list[int], means: list[Band], split: Split, share: float,
+                 unit: int) -> tuple[list[Rate], list[bool]]:
+    """Output tokens/s over every replica per batch, as ModelAnalysis.tokens_per_s counts them: with pp
+    stages and at least pp sequences a replica, pp micro-batches of batch/pp are in flight."""
+    pp, dp = split.pp, split.dp
+    ranks = unit // dp  # a micro-batch's sequences a replica must be a multiple of this (sequence split)
+    filled = [pp > 1 and b // dp >= pp and (b // dp // pp) % ranks == 0 for b in batches]
+    micro_batches = [b // dp // pp * dp for b, f in zip(batches, filled, strict=True) if f]
+    micro = iter(dec.itl(micro_batches)[0] if micro_batches else [])
+    out = []
+    for b, m, f in zip(batches, means, filled, strict=True):
+        out.append(per_rate(b / pp, next(micro).scaled(share)) if f else per_rate(float(b), m))
+    return out, filled
+
+
+def largest_meeting(dec: Decode, unit: int, most: int, target: float,
+                     known: Mapping[int, tuple[float, float, float]]) -> list[int | None]:
+    """The largest n in [1, most] whose batch n × unit has ITL mean ≤ target, for the floor, the
+    expected high and the expected low times. `known`: n → (floor, low, high) means already evaluated
+    (the curve's), which bracket each search. ITL mean is increasing and convex in the batch (each
+    kernel's time is the larger of two linear functions of it), so the chord across a bracket crosses
+    the target at or below the answer: each round tries that crossing, the next n and the midpoint of
+    every search in one numpy call; exact, and a round or two in practice."""
+    import numpy as np
+
+    order = (0, 2, 1)  # floor, expected high, expected low
+    seen = [{n: v[k] for n, v in known.items()} for k in order]
+    lo = [max((n for n, t in sn.items() if n <= most and t <= target), default=0) for sn in seen]
+    hi = [min([most, *(n - 1 for n, t in sn.items() if t > target)]) for sn in seen]
+    while any(h > lo_ for lo_, h in zip(lo, hi, strict=True)):
+        picks: list[set[int]] = []
+        for sn, lo_, h in zip(seen, lo, hi, strict=True):
+            if h <= lo_:
+                picks.append(set())
+                continue
+            p = {(lo_ + h + 1) // 2}
+            if lo_ in sn and h + 1 in sn and sn[h + 1] > sn[lo_]:
+                g = lo_ + int((target - sn[lo_]) / (sn[h + 1] - sn[lo_]) * (h + 1 - lo_))
+                p |= {min(max(g, lo_ + 1), h), min(max(g + 1, lo_ + 1), h)}
+            picks.append(p)
+        ns = sorted(set().union(*picks))
+        times = dec.steps(np.array(ns) * unit)
+        for which, k in enumerate(order):
+            seen[which].update(zip(ns, times[k].mean(axis=1).tolist(), strict=True))
+        for which, p in enumerate(picks):
+            for n in p:
+                if seen[which][n] <= target:
+                    lo[which] = max(lo[which], n)
+                else:
+                    hi[which] = min(hi[which], n - 1)
+    return [n or None for n in lo]
+
+
+__all__ = ["Decode", "largest_meeting", "throughputs"]
