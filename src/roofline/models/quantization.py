@@ -1,0 +1,188 @@
+"""quantization_config: what a checkpoint stores its weights in, scales included.
+
+FP8 with 128x128 block scales (DeepSeek-V3, Qwen3-FP8), GPTQ/AWQ int4 with FP16 group scales and
+packed zero points, bitsandbytes NF4/FP4 and int8, compressed-tensors, MXFP4. A method it cannot read
+is named in a warning (ModelConfig.load_warnings), never guessed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from roofline.dtypes import DTYPES, DType
+from roofline.errors import RooflineError, shown
+from roofline.models.fields import MAX_SIZE, is_int
+
+_FP16_SCALE_BITS = 16  # GPTQ, AWQ and compressed-tensors store group scales in FP16/BF16
+_FP32_SCALE_BITS = 32  # DeepSeek-V3's weight_scale_inv and bitsandbytes' absmax are FP32
+_BNB_BLOCK = 64  # bitsandbytes 4-bit: one absmax per 64 weights (quantize_4bit's default blocksize)
+_BNB_NESTED_BLOCK = 256  # double quantisation: the absmax in 8 bits, one FP32 per 256 of them
+
+
+def _q_int(q: Mapping[str, Any], key: str, where: str, default: int | None, allowed: str,
+           ok: Callable[[int], bool]) -> int:
+    value = q.get(key, default)
+    if not is_int(value) or not ok(value):
+        raise RooflineError(f"config {where}: quantization_config {key!r} must be {allowed}, got {shown(value)}")
+    return int(value)
+
+
+def _int_weights(bits: int, group: int, zero: bool, how: str) -> DType:
+    """Integer weights with one FP16 scale (and, with `zero`, one `bits`-bit zero point) per `group`
+    weights: int4, group 128, zero point: 4 + (16 + 4)/128 = 4.156 bits. Group -1 (one scale per
+    output channel) adds a few bits per thousands of weights, not counted."""
+    peak = "int4" if bits <= 4 else "int8"
+    if group == -1:
+        base = DTYPES.get(f"int{bits}")
+        return base or DType(f"int{bits}", bits, peak, description=f"{how}: {bits}-bit integer weights")
+    extra = _FP16_SCALE_BITS + (bits if zero else 0)
+    return DType(f"int{bits}_g{group}" + ("_zp" if zero else ""), bits, peak, scale_bits=extra, block_size=group,
+                 description=f"{how}: {bits}-bit integer weights, one FP16 scale"
+                             + (f" and one {bits}-bit zero point" if zero else "")
+                             + f" per {group} weights ({bits} + {extra}/{group} bits)")
+
+
+def _fp8_blocks(fmt: str, rows: int, cols: int, scale_bits: int, how: str) -> DType:
+    """FP8 weights with one scale per rows x cols block: 8 + 32/(128·128) = 8.002 bits for DeepSeek-V3."""
+    return DType(f"fp8_{fmt}_block{rows}x{cols}", 8, "fp8", scale_bits=scale_bits, block_size=rows * cols,
+                 description=f"{how}: FP8 {fmt.upper()} weights, one {scale_bits}-bit scale per {rows}x{cols} "
+                             f"block (8 + {scale_bits}/{rows * cols} bits)")
+
+
+def _fp8(q: Mapping[str, Any], where: str) -> DType:
+    """`quant_method: fp8` (transformers' FineGrainedFP8: DeepSeek-V3, Qwen3-FP8): E4M3 weights with one
+    FP32 scale (weight_scale_inv) per weight_block_size block, or one per tensor without it."""
+    fmt = q.get("fmt", "e4m3")
+    if fmt not in ("e4m3", "e5m2"):
+        raise RooflineError(f"config {where}: quantization_config 'fmt' must be 'e4m3' or 'e5m2', got {shown(fmt)}")
+    block = q.get("weight_block_size")
+    if block is None:
+        return DTYPES[f"fp8_{fmt}"]
+    if (not isinstance(block, list) or len(block) != 2
+            or not all(is_int(b) and 1 <= b <= MAX_SIZE for b in block)):
+        raise RooflineError(f"config {where}: quantization_config 'weight_block_size' must be two positive "
+                            f"integers like [128, 128], got {shown(block)}")
+    return _fp8_blocks(fmt, block[0], block[1], _FP32_SCALE_BITS, "quant_method fp8")
+
+
+def _gptq_awq(q: Mapping[str, Any], method: str, where: str) -> DType:
+    """GPTQ and AWQ pack `bits`-bit weights with one FP16 scale per group_size weights and a packed
+    zero point per group (GPTQ stores qzeros even when symmetric; AWQ unless zero_point is false)."""
+    bits = _q_int(q, "bits", where, 4, "2, 3, 4 or 8", lambda b: b in (2, 3, 4, 8))
+    group = _q_int(q, "group_size", where, 128, "-1 or a positive integer",
+                   lambda g: g == -1 or 1 <= g <= MAX_SIZE)
+    zero = q.get("zero_point", True)
+    if not isinstance(zero, bool):
+        raise RooflineError(f"config {where}: quantization_config 'zero_point' must be true or false, "
+                            f"got {shown(zero)}")
+    return _int_weights(bits, group, zero or method == "gptq", f"quant_method {method}")
+
+
+def _bitsandbytes(q: Mapping[str, Any], where: str) -> DType | None:
+    """bitsandbytes 4-bit (NF4 or FP4): one FP32 absmax per 64 weights, 4 + 32/64 = 4.5 bits; with
+    double quantisation the absmax is 8 bits with one FP32 per 256 of them: 4 + 8/64 + 32/(64·256).
+    8-bit (LLM.int8()): int8 weights with one scale per row, not counted."""
+    four, eight = q.get("load_in_4bit", False), q.get("load_in_8bit", False)
+    for key, value in (("load_in_4bit", four), ("load_in_8bit", eight)):
+        if not isinstance(value, bool):
+            raise RooflineError(f"config {where}: quantization_config {key!r} must be true or false, "
+                                f"got {shown(value)}")
+    if eight and not four:
+        return DTYPES["int8"]
+    if not four:
+        return None
+    kind = q.get("bnb_4bit_quant_type", "fp4")
+    if kind not in ("nf4", "fp4"):
+        raise RooflineError(f"config {where}: quantization_config 'bnb_4bit_quant_type' must be 'nf4' or 'fp4', "
+                            f"got {shown(kind)}")
+    double = q.get("bnb_4bit_use_double_quant", False)
+    if not isinstance(double, bool):
+        raise RooflineError(f"config {where}: quantization_config 'bnb_4bit_use_double_quant' must be true or "
+                            f"false, got {shown(double)}")
+    peak = "int4" if kind == "nf4" else "fp4"
+    if double:
+        bits = 8 * _BNB_NESTED_BLOCK + _FP32_SCALE_BITS  # per 64 x 256 weights
+        return DType(f"{kind}_dq", 4, peak, scale_bits=bits, block_size=_BNB_BLOCK * _BNB_NESTED_BLOCK,
+                     description=f"bitsandbytes {kind.upper()}, double-quantised absmax: 4 + 8/64 + 32/16384 bits")
+    return DType(kind, 4, peak, scale_bits=_FP32_SCALE_BITS, block_size=_BNB_BLOCK,
+                 description=f"bitsandbytes {kind.upper()}: one FP32 absmax per 64 weights, 4 + 32/64 bits")
+
+
+def _compressed_tensors(q: Mapping[str, Any], where: str) -> tuple[DType | None, str]:
+    """compressed-tensors (llm-compressor): the weights scheme of its config groups; scales are stored in
+    the model's 16-bit dtype, a zero point of num_bits where the scheme is asymmetric."""
+    groups = q.get("config_groups")
+    found = ([g.get("weights") for g in groups.values() if isinstance(g, Mapping) and g.get("weights")]
+             if isinstance(groups, Mapping) else [])
+    schemes: list[Mapping[str, Any]] = [w for w in found if isinstance(w, Mapping)]
+    if not schemes or len(schemes) != len(found):
+        return None, "quantization_config (compressed-tensors) has no config_groups with a weights scheme"
+    w = schemes[0]
+    note = ("" if all(dict(x) == dict(w) for x in schemes) else
+            "quantization_config (compressed-tensors) gives several weight schemes; the first is used for all")
+    bits = _q_int(w, "num_bits", where, 8, "an integer from 2 to 8", lambda b: 2 <= b <= 8)
+    kind, strategy = w.get("type", "int"), w.get("strategy", "tensor")
+    group = w.get("group_size")
+    symmetric = w.get("symmetric", True)
+    how = "compressed-tensors"
+    if kind == "float" and bits == 8:
+        block = w.get("block_structure")
+        if strategy == "block" and isinstance(block, list) and len(block) == 2 and all(
+                is_int(b) and 1 <= b <= MAX_SIZE for b in block):
+            return _fp8_blocks("e4m3", block[0], block[1], _FP16_SCALE_BITS, how), note
+        return DTYPES["fp8_e4m3"], note
+    if kind == "float" and bits == 4 and group in (16, 32):
+        return DTYPES["nvfp4" if group == 16 else "mxfp4"], note
+    if kind == "int" and isinstance(symmetric, bool):
+        if strategy == "group" and isinstance(group, int) and is_int(group) and 1 <= group <= MAX_SIZE:
+            return _int_weights(bits, group, not symmetric, how), note
+        if strategy in ("channel", "tensor"):
+            return _int_weights(bits, -1, False, how), note
+    return None, (f"quantization_config (compressed-tensors) weights scheme type {shown(kind)}, num_bits {bits}, "
+                  f"strategy {shown(strategy)} is not read")
+
+
+def checkpoint_weights(raw: Mapping[str, Any], where: str) -> tuple[DType | None, tuple[str, ...]]:
+    """What a config's `quantization_config` stores the weights in, and a warning for each thing read
+    but not used. No quantization_config: (None, ()), the weights dtype is not stated.
+
+    One dtype serves every weight: the few tensors a checkpoint leaves unquantized
+    (modules_to_not_convert, ignore: often the embedding and the LM head, 1.85 B of DeepSeek-V3's
+    671 B parameters) are counted in it too."""
+    q = raw.get("quantization_config")
+    if q is None:
+        return None, ()
+    if not isinstance(q, Mapping):
+        raise RooflineError(f"config {where}: field 'quantization_config' must be an object, got {shown(q)}")
+    method = q.get("quant_method")
+    if method is None and ("load_in_4bit" in q or "load_in_8bit" in q):
+        method = "bitsandbytes"  # older transformers wrote bitsandbytes configs without quant_method
+    if not isinstance(method, str):
+        raise RooflineError(f"config {where}: quantization_config needs a 'quant_method' (a string such as "
+                            f"'fp8', 'gptq', 'awq'), got {shown(method)}")
+    dtype: DType | None
+    note = ""
+    match method.lower():
+        case "fp8":
+            dtype = _fp8(q, where)
+        case "gptq" | "awq":
+            dtype = _gptq_awq(q, method.lower(), where)
+        case "bitsandbytes":
+            dtype = _bitsandbytes(q, where)
+        case "compressed-tensors" | "compressed_tensors":
+            dtype, note = _compressed_tensors(q, where)
+        case "mxfp4":
+            dtype = DTYPES["mxfp4"]
+        case "fbgemm_fp8":
+            dtype = DTYPES["fp8_e4m3"]  # one scale per output channel, not counted
+        case _:
+            dtype, note = None, f"quantization_config quant_method {method!r} is not read"
+    if dtype is None:
+        note = note or f"quantization_config ({method}) quantizes nothing that is read"
+        return None, (f"{where}: {note}; its weights are analysed as bf16 unless --weights-dtype says "
+                      f"otherwise (int4, fp8, nvfp4, ...)",)
+    return dtype, ((f"{where}: {note}",) if note else ())
+
+
+__all__ = ["checkpoint_weights"]
