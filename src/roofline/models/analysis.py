@@ -387,7 +387,7 @@ def analyze_model(model: str | ModelConfig, machine: str | Machine = DEFAULT_MAC
         raise RooflineError(f"the split {sp} needs {sp.devices} devices; {system.id} has {system.max_devices}")
     m = (system.device_machine(min(max(sp.tp, sp.ep), system.devices_per_node)) if system is not None
          else get_machine(machine))
-    dt = for_checkpoint(dtypes or model_dtypes(), cfg.weights_dtype)
+    dt = for_checkpoint(dtypes or model_dtypes(), cfg.weights_dtype, cfg.unquantized)
     dpn = system.devices_per_node if system is not None else 1
     mg = build_graph(cfg, phase, batch, cfg.length(seq), dt, experts_hit, sp, dpn if not sp.trivial else None)
     cdt = compute_dtype(dt, m)

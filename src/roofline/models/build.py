@@ -139,7 +139,8 @@ class _Builder:
         return Tensor(name, tuple(shape), self.dt.activations)
 
     def weight(self, name: str, shape: Sequence[int]) -> Tensor:
-        return Tensor(name, tuple(shape), self.dt.weights, Role.WEIGHT)
+        """A weight tensor, in the dtype its parameter part is stored in (ModelDtypes.weight_dtype)."""
+        return Tensor(name, tuple(shape), self.dt.weight_dtype(_part(name)), Role.WEIGHT)
 
     def gain(self, name: str, width: int) -> tuple[Tensor, ...]:
         """A norm's parameters: the gain, and for LayerNorm the bias. Kept in the activation dtype."""
@@ -183,12 +184,12 @@ class _Builder:
     # --- blocks ----------------------------------------------------------------------------------
     def embedding(self, resid: Tensor) -> None:
         cfg, n, h = self.cfg, self.n, self.cfg.hidden_size
-        rows = Tensor("embed_tokens.rows", (n, h), self.dt.weights, Role.WEIGHT)
+        rows = self.weight("embed_tokens.rows", (n, h))
         inputs = [rows]
         flop = 0.0
         formula = f"gather {n} rows of the {cfg.vocab_size}×{h} table: no FLOPs; only the rows are read"
         if cfg.learned_positions:
-            inputs.append(Tensor("position_embeddings.rows", (n, h), self.dt.weights, Role.WEIGHT))
+            inputs.append(self.weight("position_embeddings.rows", (n, h)))
             flop = float(n * h)
             formula += f"; + position rows: 1·N·h = {n}·{h}"
         elif cfg.sandwich_norm:  # Gemma scales the embedding by sqrt(h)
@@ -450,7 +451,8 @@ class _Builder:
                 f"(override: experts_hit)")
         gu = self.act(f"{p}experts.gate_up", (rows, 2 * fe))
         w_gu = self.weight(f"{p}experts.gate_up.weight", (hit_here, h, 2 * fe))
-        egu = self.add(Op(f"{p}experts.gate_up", "grouped_matmul", (routed, w_gu), (gu,),
+        b_gu = self.bias(f"{p}experts.gate_up", hit_here * 2 * fe, cfg.expert_bias)  # gpt-oss: one per expert
+        egu = self.add(Op(f"{p}experts.gate_up", "grouped_matmul", (routed, w_gu, *b_gu), (gu,),
                           {Unit.MATRIX: 2.0 * rows * h * 2 * fe}, count,
                           formula=f"2·(N·k)·h·2f = 2·{rows}·{h}·{2 * fe}", note=note))
         ea = self.act(f"{p}experts.act.out", (rows, fe))
@@ -458,7 +460,8 @@ class _Builder:
         self.fuse(dispatch if ep == 1 else "", egu, eact)
         eo = self.act(f"{p}experts.out", (rows, h))
         w_d = self.weight(f"{p}experts.down.weight", (hit_here, fe, h))
-        self.add(Op(f"{p}experts.down", "grouped_matmul", (ea, w_d), (eo,), {Unit.MATRIX: 2.0 * rows * fe * h},
+        b_d = self.bias(f"{p}experts.down", hit_here * h, cfg.expert_bias)
+        self.add(Op(f"{p}experts.down", "grouped_matmul", (ea, w_d, *b_d), (eo,), {Unit.MATRIX: 2.0 * rows * fe * h},
                     count, formula=f"2·(N·k)·f·h = 2·{rows}·{fe}·{h}", note=note))
         if ep > 1:
             back = self.act(f"{p}experts.returned", (rows, h))
@@ -529,6 +532,16 @@ class _Builder:
         return self.ops, {Plan.NONE: FusionPlan(Plan.NONE), Plan.FLASH: flash, Plan.FUSED: fused}
 
 
+def _part(weight: str) -> str:
+    """The parameter part (ModelConfig.param_counts) a weight tensor of the step belongs to."""
+    for key, part in (("embed_tokens", "embedding"), ("position_embeddings", "position_embedding"),
+                      ("lm_head", "lm_head"), ("router.", "router"), ("shared.", "shared_experts"),
+                      ("experts.", "experts"), ("gate_up_proj", "mlp"), ("up_proj", "mlp"), ("down_proj", "mlp")):
+        if key in weight:
+            return part
+    return "attention"
+
+
 def _windowed(ops: list[Op], queries: int, window: int | None) -> list[Op]:
     """Causal prefill attention under a sliding window: each query sees at most W keys, so the FLOPs
     scale by Σ min(i, W) / Σ i. The naive kernels still write the full N×N score matrix."""
@@ -556,7 +569,7 @@ def build_graph(cfg: ModelConfig, phase: Phase | str, batch: int, seq: int, dtyp
     phase = as_phase(phase)
     require_positive_int(batch, "batch")
     require_positive_int(seq, "prompt length" if phase is Phase.PREFILL else "context length")
-    dt = for_checkpoint(dtypes or model_dtypes(), cfg.weights_dtype)
+    dt = for_checkpoint(dtypes or model_dtypes(), cfg.weights_dtype, cfg.unquantized)
     sp = split or Split()
     warnings: list[str] = [*cfg.load_warnings, *(check_split(cfg, sp, batch) if not sp.trivial else [])]
     shape = StepShape(phase, batch // sp.dp, seq)

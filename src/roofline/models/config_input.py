@@ -136,13 +136,33 @@ def load_config(model: str | ModelConfig, overrides: Mapping[str, str] | None = 
         if not path.exists():
             raise RooflineError(f"no config file at {path} (give a config.json, a folder holding one, "
                                 f"or a preset: {', '.join(preset_names())})")
-        raw = _read_json(path)
+        raw = _with_quant_file(_read_json(path), path)
         name = path.parent.name if path.name == "config.json" else path.stem
         cfg = _parse_with_overrides(raw, overrides, name, str(path))
         return _with_source(cfg, str(path))
     raw = preset_dict(text)
     return _with_source(_parse_with_overrides(raw, overrides, text.lower(), f"preset {text}"),
                         f"preset {text.lower()}")
+
+
+def quant_file(path: Path) -> Path:
+    """Where NVIDIA ModelOpt puts a checkpoint's quantization beside its config: hf_quant_config.json
+    beside config.json (X_hf_quant_config.json beside X_config.json, as collections of configs name them)."""
+    if path.name.endswith("_config.json"):
+        return path.with_name(path.name[: -len("config.json")] + "hf_quant_config.json")
+    return path.with_name("hf_quant_config.json")
+
+
+def _with_quant_file(raw: dict[str, Any], path: Path) -> dict[str, Any]:
+    """A config without quantization_config takes the ModelOpt hf_quant_config.json beside it (its
+    "quantization" object: quant_algo, group_size, exclude_modules)."""
+    beside = quant_file(path)
+    if "quantization_config" in raw or not beside.is_file():
+        return raw
+    q = _read_json(beside).get("quantization")
+    if not isinstance(q, dict):
+        raise RooflineError(f"{beside}: expected a 'quantization' object (NVIDIA ModelOpt's hf_quant_config.json)")
+    return {**raw, "quantization_config": {"quant_method": "modelopt", **q}}
 
 
 def _with_source(cfg: ModelConfig, source: str) -> ModelConfig:

@@ -426,7 +426,7 @@ def search_splits(model: str | ModelConfig, system: str | System | Machine = DEF
     phase = as_phase(phase)
     plan = as_plan(plan)
     cfg = load_config(model, overrides)
-    dt = for_checkpoint(dtypes or model_dtypes(), cfg.weights_dtype)
+    dt = for_checkpoint(dtypes or model_dtypes(), cfg.weights_dtype, cfg.unquantized)
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise RooflineError(f"batch must be a positive integer, got {batch!r}")
     length = cfg.length(seq)

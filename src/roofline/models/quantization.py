@@ -7,12 +7,14 @@ is named in a warning (ModelConfig.load_warnings), never guessed.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from roofline.dtypes import DTYPES, DType
 from roofline.errors import RooflineError, shown
 from roofline.models.fields import MAX_SIZE, is_int
+from roofline.models.transformer import ModelConfig
 
 _FP16_SCALE_BITS = 16  # GPTQ, AWQ and compressed-tensors store group scales in FP16/BF16
 _FP32_SCALE_BITS = 32  # DeepSeek-V3's weight_scale_inv and bitsandbytes' absmax are FP32
@@ -50,12 +52,19 @@ def _fp8_blocks(fmt: str, rows: int, cols: int, scale_bits: int, how: str) -> DT
                              f"block (8 + {scale_bits}/{rows * cols} bits)")
 
 
+# torch's names (torch.float8_e4m3fn; "fn": finite, no infinities) and the short ones checkpoints write
+_FP8_SPELLINGS = {"e4m3": "e4m3", "e4m3fn": "e4m3", "float8_e4m3fn": "e4m3", "float8_e4m3": "e4m3",
+                  "e5m2": "e5m2", "float8_e5m2": "e5m2"}
+
+
 def _fp8(q: Mapping[str, Any], where: str) -> DType:
     """`quant_method: fp8` (transformers' FineGrainedFP8: DeepSeek-V3, Qwen3-FP8): E4M3 weights with one
     FP32 scale (weight_scale_inv) per weight_block_size block, or one per tensor without it."""
-    fmt = q.get("fmt", "e4m3")
-    if fmt not in ("e4m3", "e5m2"):
-        raise RooflineError(f"config {where}: quantization_config 'fmt' must be 'e4m3' or 'e5m2', got {shown(fmt)}")
+    spelled = q.get("fmt", "e4m3")
+    fmt = _FP8_SPELLINGS.get(spelled) if isinstance(spelled, str) else None
+    if fmt is None:
+        raise RooflineError(f"config {where}: quantization_config 'fmt' must be one of "
+                            f"{', '.join(repr(k) for k in _FP8_SPELLINGS)}, got {shown(spelled)}")
     block = q.get("weight_block_size")
     if block is None:
         return DTYPES[f"fp8_{fmt}"]
@@ -147,9 +156,9 @@ def checkpoint_weights(raw: Mapping[str, Any], where: str) -> tuple[DType | None
     """What a config's `quantization_config` stores the weights in, and a warning for each thing read
     but not used. No quantization_config: (None, ()), the weights dtype is not stated.
 
-    One dtype serves every weight: the few tensors a checkpoint leaves unquantized
-    (modules_to_not_convert, ignore: often the embedding and the LM head, 1.85 B of DeepSeek-V3's
-    671 B parameters) are counted in it too."""
+    The dtype is that of the quantized linear layers; what stays in 16 bits (the tables, norms,
+    biases, and the modules the config names in modules_to_not_convert / ignore / exclude_modules)
+    is `unquantized_parts`'."""
     q = raw.get("quantization_config")
     if q is None:
         return None, ()
@@ -158,6 +167,10 @@ def checkpoint_weights(raw: Mapping[str, Any], where: str) -> tuple[DType | None
     method = q.get("quant_method")
     if method is None and ("load_in_4bit" in q or "load_in_8bit" in q):
         method = "bitsandbytes"  # older transformers wrote bitsandbytes configs without quant_method
+    if method is None and "quant_algo" in q:
+        method = "modelopt"  # NVIDIA ModelOpt exports write quant_algo (and a producer) without quant_method
+    if isinstance(method, str) and method.lower() == "fp8" and q.get("quant_algo") == "MIXED_PRECISION":
+        method = "modelopt"  # NVIDIA's mixed exports keep a quant_method fp8 beside their per-layer table
     if not isinstance(method, str):
         raise RooflineError(f"config {where}: quantization_config needs a 'quant_method' (a string such as "
                             f"'fp8', 'gptq', 'awq'), got {shown(method)}")
@@ -176,6 +189,8 @@ def checkpoint_weights(raw: Mapping[str, Any], where: str) -> tuple[DType | None
             dtype = DTYPES["mxfp4"]
         case "fbgemm_fp8":
             dtype = DTYPES["fp8_e4m3"]  # one scale per output channel, not counted
+        case "modelopt":
+            dtype = _modelopt(q, where)
         case _:
             dtype, note = None, f"quantization_config quant_method {method!r} is not read"
     if dtype is None:
@@ -185,4 +200,137 @@ def checkpoint_weights(raw: Mapping[str, Any], where: str) -> tuple[DType | None
     return dtype, ((f"{where}: {note}",) if note else ())
 
 
-__all__ = ["checkpoint_weights"]
+
+def _modelopt(q: Mapping[str, Any], where: str) -> DType:
+    """NVIDIA ModelOpt (TensorRT Model Optimizer) exports, read from quantization_config or from the
+    hf_quant_config.json beside config.json: quant_algo FP8 (E4M3, one FP32 scale per tensor, not
+    counted) or NVFP4 (E2M1 values, one FP8 E4M3 scale per 16: 4 + 8/16 = 4.5 bits; the one FP32
+    scale per tensor is not counted). MIXED_PRECISION gives a dtype per layer in quantized_layers."""
+    algo = q.get("quant_algo")
+    if algo == "FP8":
+        return DTYPES["fp8_e4m3"]
+    if algo == "NVFP4":
+        group = q.get("group_size", 16)
+        if group != 16:
+            raise RooflineError(f"config {where}: quantization_config 'group_size' of NVFP4 must be 16 "
+                                f"(one FP8 scale per 16 values), got {shown(group)}")
+        return DTYPES["nvfp4"]
+    raise RooflineError(f"config {where}: quantization_config 'quant_algo' {shown(algo)} is not read "
+                        f"(read: 'FP8', 'NVFP4'; MIXED_PRECISION's per-layer 'quantized_layers' is not)")
+
+
+def excluded_modules(raw: Mapping[str, Any], where: str) -> tuple[str, ...]:
+    """The module names (globs allowed) a checkpoint leaves in 16 bits: quantization_config's
+    modules_to_not_convert (transformers), ignore (compressed-tensors, ModelOpt in config.json) or
+    exclude_modules (ModelOpt's hf_quant_config.json)."""
+    q = raw.get("quantization_config")
+    if not isinstance(q, Mapping):
+        return ()
+    method = q.get("quant_method")
+    listed = isinstance(method, str) and method.lower() in ("compressed-tensors", "compressed_tensors", "modelopt")
+    # transformers' own quantizers (FP8, MXFP4, GPTQ, AWQ, bitsandbytes) never convert the output
+    # embedding (HfQuantizer's get_keys_to_not_convert); compressed-tensors and ModelOpt list it
+    out: list[str] = [] if listed or "quant_algo" in q else ["lm_head"]
+    for key in ("modules_to_not_convert", "ignore", "exclude_modules"):
+        names = q.get(key)
+        if names is None:
+            continue
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise RooflineError(f"config {where}: quantization_config {key!r} must be a list of module names, "
+                                f"got {shown(names)}")
+        out += names
+    return tuple(out)
+
+
+# where a checkpoint's module names put a layer's parts (transformers' and vLLM's module names)
+_LAYER = re.compile(r"^(?:.*\.)?layers\.(\d+|\*)(.*)$")
+_TOP = (("lm_head", "lm_head"), ("embed_tokens", "embedding"), ("wte", "embedding"), ("wpe", "position_embedding"))
+_OUTSIDE = ("vision", "visual", "multi_modal_projector", "mm_projector", "audio")  # not in the language model
+_ATTENTION = ("self_attn", "attn", "attention", "linear_attn")
+_ROUTERS = ("mlp.gate", "mlp.router", "block_sparse_moe.gate", "router", "mlp.shared_expert_gate")
+_MLP_PARTS = ("mlp", "experts", "shared_experts", "router")
+
+
+def _layer_parts(rest: str) -> tuple[str, ...] | None:
+    """The parts one layer's module (after `layers.i`) holds; None when the name is not read."""
+    r = rest.strip(".*")
+    if r == "" or rest.startswith("*"):
+        return ("attention", *_MLP_PARTS)  # the whole layer
+    if "norm" in r.split(".")[-1] or r.split(".")[0].endswith("norm"):
+        return ()  # norm gains are never quantized
+    if r.split(".")[0] in _ATTENTION:
+        return ("attention",)
+    if r in _ROUTERS:
+        return ("router",)
+    if r.startswith(("mlp.shared_expert", "block_sparse_moe.shared_expert")):
+        return ("shared_experts",)
+    if r.startswith(("mlp.experts", "block_sparse_moe.experts")):
+        return ("experts",)
+    if r == "mlp" or r == "block_sparse_moe" or (rest.endswith("*") and r in ("mlp", "block_sparse_moe")):
+        return _MLP_PARTS
+    if r.startswith("mlp.") and r.split(".")[1] in ("gate_proj", "up_proj", "down_proj", "gate_up_proj"):
+        return ("mlp",)
+    return None
+
+
+_NEVER_QUANTIZED = ("embedding", "position_embedding", "norms", "biases", "sinks", "expert_biases")
+
+
+def unquantized_parts(cfg: ModelConfig, modules: tuple[str, ...], where: str, experts_only: bool = False
+                      ) -> tuple[tuple[tuple[str, float], ...], tuple[str, ...]]:
+    """Per parameter part (ModelConfig.param_counts), the fraction a quantized checkpoint keeps in 16
+    bits, and a warning for each module name not read.
+
+    Quantizers replace linear layers only (transformers' FP8, MXFP4, GPTQ/AWQ, bitsandbytes,
+    compressed-tensors and ModelOpt alike): the embedding tables, norm gains and biases are never
+    quantized. The names the config lists add whole parts (lm_head, the embedding) or one part of
+    the layers they name: `model.layers.3.mlp.gate` keeps layer 3's router, `model.layers.*.self_attn`
+    every layer's attention. A part's fraction is its matched layers over the layers that have it
+    (experts and routers: the MoE layers; the dense MLP: the dense layers). `experts_only`: MXFP4 as
+    transformers loads it (Mxfp4HfQuantizer replaces the experts' projections and nothing else)."""
+    fraction: dict[str, float] = {p: 1.0 for p in _NEVER_QUANTIZED}
+    if experts_only:
+        fraction.update({p: 1.0 for p in cfg.param_counts().parts if p != "experts"})
+    layers = cfg.num_layers
+    moe = [cfg.is_moe and i >= cfg.first_dense_layers for i in range(layers)]
+    having = {"attention": set(range(layers)), "mlp": {i for i in range(layers) if not moe[i]},
+              "experts": {i for i in range(layers) if moe[i]}}
+    having["router"] = having["shared_experts"] = having["experts"]
+    matched: dict[str, set[int]] = {p: set() for p in having}
+    unread: list[str] = []
+    for name in modules:
+        if any(part in name for part in _OUTSIDE):
+            continue
+        m = _LAYER.match("layers." + name if name.startswith("*.") else name)
+        if m is None:
+            top = [part for key, part in _TOP if key in name]
+            if top:
+                fraction.update({p: 1.0 for p in top})
+            elif "norm" in name:
+                pass
+            else:
+                unread.append(name)
+            continue
+        index, rest = m.groups()
+        parts = _layer_parts(rest)
+        if parts is None:
+            unread.append(name)
+            continue
+        if index == "*":
+            chosen = set(range(layers))
+        elif int(index) < layers:
+            chosen = {int(index)}
+        else:
+            continue  # a multi-token-prediction layer beyond the main stack
+        for p in parts:
+            matched[p] |= chosen & having[p]
+    for p, done in matched.items():
+        if done and having[p]:
+            fraction[p] = len(done) / len(having[p])
+    notes = ((f"{where}: quantization_config leaves {len(unread)} module(s) unquantized that are not read "
+              f"({', '.join(unread[:3])}{', ...' if len(unread) > 3 else ''}); they are counted in the "
+              f"checkpoint's quantized dtype",) if unread else ())
+    return tuple(sorted(fraction.items())), notes
+
+
+__all__ = ["checkpoint_weights", "excluded_modules", "unquantized_parts"]

@@ -79,7 +79,8 @@ class ModelConfig:
     max_position_embeddings: int
     tie_word_embeddings: bool = False
     norm: str = "rmsnorm"  # "rmsnorm" | "layernorm" (LayerNorm has a bias too)
-    activation: str = "swiglu"  # "swiglu" | "geglu" (gated) | "gelu" (GPT-2: up, gelu, down)
+    # "swiglu" | "geglu" | "swiglu_clamped" (gated; gpt-oss clamps gate and up) | "gelu" (GPT-2: up, gelu, down)
+    activation: str = "swiglu"
     qkv_bias: bool = False  # Qwen2: biases on q, k, v
     o_bias: bool = False  # Llama/Qwen3 attention_bias: a bias on o_proj as well as on q, k, v
     linear_bias: bool = False  # GPT-2: biases on every linear layer
@@ -95,7 +96,9 @@ class ModelConfig:
     moe_intermediate_size: int = 0
     num_shared_experts: int = 0  # each of moe_intermediate_size width
     first_dense_layers: int = 0  # DeepSeek-V3: the first k layers have a dense MLP
-    router_bias: bool = False  # DeepSeek-V3: e_score_correction_bias
+    router_bias: bool = False  # DeepSeek-V3: e_score_correction_bias; gpt-oss: the router's bias
+    expert_bias: bool = False  # gpt-oss: biases on every expert's gate_up (2f) and down (h) projections
+    attention_sinks: bool = False  # gpt-oss: one learned sink logit per head, in every softmax's sum
     # multi-head latent attention (DeepSeek-V3); kv_lora_rank > 0 turns it on
     q_lora_rank: int = 0
     kv_lora_rank: int = 0
@@ -115,6 +118,9 @@ class ModelConfig:
     # (bf16 unless --weights-dtype says otherwise). `load_warnings`: what the loader read but ignored.
     weights_dtype: DType | None = None
     load_warnings: tuple[str, ...] = ()
+    # per parameter part, the fraction the checkpoint keeps in 16 bits beside weights_dtype (its
+    # tables, norms, biases and the modules its quantization_config leaves out; roofline.models.quantization)
+    unquantized: tuple[tuple[str, float], ...] = ()
 
     def __post_init__(self) -> None:
         if self.logits not in LOGITS:
@@ -162,7 +168,7 @@ class ModelConfig:
 
     @property
     def gated(self) -> bool:
-        return self.activation in ("swiglu", "geglu")
+        return self.activation in ("swiglu", "geglu", "swiglu_clamped")
 
     @property
     def qk_head_dim(self) -> int:
@@ -306,13 +312,20 @@ def _param_counts(c: ModelConfig) -> ParamCounts:
         counts["experts"] = c.moe_layers * c.num_experts * per_expert
     counts["norms"] = norms
     counts["biases"] = biases
+    if c.attention_sinks:
+        counts["sinks"] = L * c.num_heads
+    if c.expert_bias:
+        counts["expert_biases"] = c.moe_layers * c.num_experts * (2 * c.moe_intermediate_size + h)
     active = dict(counts)
     if c.is_moe:
         active["experts"] = c.moe_layers * c.experts_per_token * per_expert
+    if c.expert_bias:
+        active["expert_biases"] = c.moe_layers * c.experts_per_token * (2 * c.moe_intermediate_size + h)
     # gathered tables, norm gains and biases are not multiplied; a tied LM head is (it reuses the table)
     tied_head = c.vocab_size * h if c.tie_word_embeddings else 0
+    added = counts.get("sinks", 0) + active.get("expert_biases", 0)  # added to sums, not multiplied
     matmul = (sum(active.values()) - counts["embedding"] - counts.get("position_embedding", 0) - norms - biases
-              + tied_head)
+              - added + tied_head)
     return ParamCounts(MappingProxyType(counts), MappingProxyType(active), matmul)
 
 

@@ -429,7 +429,7 @@ def serve(model: str | ModelConfig, machine: str | Machine = DEFAULT_MACHINE, sp
                                 f"batch/dp sequences" + (", a multiple of tp under --ep with --tp)" if unit > sp.dp
                                                          else ")"))
     pl = as_plan(plan)
-    dt = for_checkpoint(dtypes or model_dtypes(), cfg.weights_dtype)
+    dt = for_checkpoint(dtypes or model_dtypes(), cfg.weights_dtype, cfg.unquantized)
     m, dpn = resolve(machine, sp)
     cdt = compute_dtype(dt, m)
 

@@ -14,13 +14,13 @@ from types import MappingProxyType
 from typing import Any
 
 from roofline.errors import RooflineError, shown
-from roofline.models.architectures import deepseek, gemma, gpt2, llama, mistral, qwen
+from roofline.models.architectures import deepseek, gemma, gpt2, gpt_oss, llama, mistral, qwen
 from roofline.models.architectures.common import Parser
 from roofline.models.fields import Fields
-from roofline.models.quantization import checkpoint_weights
+from roofline.models.quantization import checkpoint_weights, excluded_modules, unquantized_parts
 from roofline.models.transformer import ModelConfig
 
-_FAMILIES = (llama, mistral, qwen, deepseek, gemma, gpt2)
+_FAMILIES = (llama, mistral, qwen, deepseek, gemma, gpt2, gpt_oss)
 
 
 def _registry() -> Mapping[str, Parser]:
@@ -44,6 +44,7 @@ def config_from_dict(raw: Mapping[str, Any], name: str = "model", where: str = "
     if not isinstance(raw, Mapping):
         raise RooflineError(f"config {where}: expected a JSON object at the top level")
     weights, notes = checkpoint_weights(raw, where)
+    outer = raw
     model_type = raw.get("model_type")
     if model_type == "gemma3" and isinstance(raw.get("text_config"), Mapping):
         raw = {**raw["text_config"], "model_type": "gemma3_text"}
@@ -59,7 +60,11 @@ def config_from_dict(raw: Mapping[str, Any], name: str = "model", where: str = "
     config = PARSERS[model_type](Fields(raw, where), name, model_type)
     if weights is None and not notes:
         return config
-    return replace(config, weights_dtype=weights, load_warnings=notes)
+    if weights is None:
+        return replace(config, load_warnings=notes)
+    kept, unread = unquantized_parts(config, excluded_modules(outer, where), where,
+                                     experts_only=weights.name == "mxfp4" and config.is_moe)
+    return replace(config, weights_dtype=weights, unquantized=kept, load_warnings=(*notes, *unread))
 
 
 __all__ = ["PARSERS", "SUPPORTED", "config_from_dict"]

@@ -7,7 +7,7 @@ from typing import Any
 
 from roofline.errors import RooflineError
 from roofline.models.fields import Fields
-from roofline.models.transformer import ModelConfig
+from roofline.models.transformer import AttentionKind, ModelConfig
 
 Parser = Callable[[Fields, str, str], ModelConfig]  # (fields, name, model_type) -> the model's shape
 
@@ -47,4 +47,18 @@ def common(f: Fields, name: str, model_type: str, tie_default: bool) -> dict[str
     }
 
 
-__all__ = ["Parser", "common", "gated_activation"]
+LAYER_TYPES = {"sliding_attention": AttentionKind.LOCAL, "full_attention": AttentionKind.GLOBAL}
+
+
+def layer_types(f: Fields, layers: int) -> tuple[AttentionKind, ...] | None:
+    """transformers' `layer_types`: each layer's attention by name; None when the config gives none."""
+    types = f.raw.get("layer_types")
+    if types is None:
+        return None
+    if not isinstance(types, list) or len(types) != layers or not all(t in LAYER_TYPES for t in types):
+        raise f.bad("layer_types", f"a list of {layers} (num_hidden_layers) of "
+                                   f"{' or '.join(repr(t) for t in LAYER_TYPES)}", types)
+    return tuple(LAYER_TYPES[t] for t in types)
+
+
+__all__ = ["LAYER_TYPES", "Parser", "common", "gated_activation", "layer_types"]

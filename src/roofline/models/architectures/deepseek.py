@@ -20,7 +20,7 @@ def deepseek(f: Fields, name: str, model_type: str) -> ModelConfig:
     kw["num_shared_experts"] = f.integer("n_shared_experts", 0, minimum=0)
     kw["first_dense_layers"] = f.at_most("first_k_dense_replace", f.integer("first_k_dense_replace", 0, minimum=0),
                                          "num_hidden_layers", kw["num_layers"])
-    kw["router_bias"] = model_type == "deepseek_v3"  # e_score_correction_bias
+    kw["router_bias"] = model_type in ("deepseek_v3", "kimi_k2")  # e_score_correction_bias (noaux_tc)
     kw["q_lora_rank"] = f.optional_int("q_lora_rank") or 0
     kw["kv_lora_rank"] = f.integer("kv_lora_rank")
     kw["qk_nope_head_dim"] = f.integer("qk_nope_head_dim")
@@ -31,4 +31,5 @@ def deepseek(f: Fields, name: str, model_type: str) -> ModelConfig:
     return ModelConfig(**kw)
 
 
-PARSERS: dict[str, Parser] = {"deepseek_v3": deepseek, "deepseek_v2": deepseek}
+# Kimi K2 (moonshotai, model_type kimi_k2) is DeepSeek-V3's architecture: its config names DeepseekV3ForCausalLM
+PARSERS: dict[str, Parser] = {"deepseek_v3": deepseek, "deepseek_v2": deepseek, "kimi_k2": deepseek}

@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-from roofline.models.architectures.common import Parser, common
+from roofline.models.architectures.common import Parser, common, layer_types
 from roofline.models.fields import Fields
 from roofline.models.transformer import AttentionKind, ModelConfig
 
 GLOBAL, LOCAL = AttentionKind.GLOBAL, AttentionKind.LOCAL
-LAYER_TYPES = {"sliding_attention": LOCAL, "full_attention": GLOBAL}
 
 
 def gemma(f: Fields, name: str, model_type: str) -> ModelConfig:
@@ -18,13 +17,9 @@ def gemma(f: Fields, name: str, model_type: str) -> ModelConfig:
     window = f.optional_int("sliding_window")
     kw["sliding_window"] = window
     layers = kw["num_layers"]
-    types = f.raw.get("layer_types")
+    types = layer_types(f, layers)
     if types is not None:
-        if (not isinstance(types, list) or len(types) != layers
-                or not all(t in LAYER_TYPES for t in types)):
-            raise f.bad("layer_types", f"a list of {layers} (num_hidden_layers) of "
-                                       f"{' or '.join(repr(t) for t in LAYER_TYPES)}", types)
-        kw["layer_attention"] = tuple(LAYER_TYPES[t] for t in types)
+        kw["layer_attention"] = types
     elif model_type == "gemma2":
         kw["layer_attention"] = tuple(LOCAL if i % 2 == 0 else GLOBAL for i in range(layers))  # even layers slide
     else:  # Gemma 3: sliding_window_pattern 6 = five local layers, then one global
