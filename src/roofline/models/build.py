@@ -36,8 +36,6 @@ Fusion plans over the same graph (same FLOPs, fewer bytes):
   fused  also each norm into the matmul that reads it, the activation into its matmul's epilogue,
          and the residual add into the epilogue of the matmul before it
 
-Layering: imports roofline.graph, roofline.kernels, roofline.errors and roofline.models.transformer,
-.dtypes and .formulas only.
 """
 
 from __future__ import annotations
@@ -49,10 +47,11 @@ from types import MappingProxyType
 from roofline.errors import RooflineError
 from roofline.graph import FusionPlan, Graph, Op, Tensor
 from roofline.kernels import FLOP_PER_ELEMENT, attention_ops, elementwise_op, matmul_op, norm_op
-from roofline.models.dtypes import ModelDtypes, for_checkpoint, model_dtypes
+from roofline.models.deltanet import gated_deltanet
+from roofline.models.dtypes import ModelDtypes, for_checkpoint, model_dtypes, weight_part
 from roofline.models.formulas import experts_hit, windowed_pairs
 from roofline.models.split import Comm, check_moe_rows, check_split, comm_for, sequence_split, shard
-from roofline.models.transformer import AttentionKind, MlpKind, ModelConfig
+from roofline.models.transformer import SOFTMAX_KINDS, AttentionKind, MlpKind, ModelConfig
 from roofline.parallel import BUS_FACTOR, Collective, CollectiveCall, Split, collective_op
 from roofline.units import require_positive_int
 from roofline.vocab import Level, Phase, Plan, Role, Unit
@@ -140,7 +139,7 @@ class _Builder:
 
     def weight(self, name: str, shape: Sequence[int]) -> Tensor:
         """A weight tensor, in the dtype its parameter part is stored in (ModelDtypes.weight_dtype)."""
-        return Tensor(name, tuple(shape), self.dt.weight_dtype(_part(name)), Role.WEIGHT)
+        return Tensor(name, tuple(shape), self.dt.weight_dtype(weight_part(name)), Role.WEIGHT)
 
     def gain(self, name: str, width: int) -> tuple[Tensor, ...]:
         """A norm's parameters: the gain, and for LayerNorm the bias. Kept in the activation dtype."""
@@ -204,6 +203,14 @@ class _Builder:
             self.reduce("embedding.all_reduce", partial, resid, 1)
 
     def attention_block(self, resid: Tensor, hidden: Tensor) -> None:
+        """The token mixers: softmax attention on its layers, and Gated DeltaNet on the linear ones."""
+        if linear := self.cfg.attention_layers(AttentionKind.LINEAR):
+            gated_deltanet(self, resid, hidden, linear)
+        self.layers = self.cfg.kv_layers  # the softmax-attention ops run on these layers only
+        self.softmax_attention(resid, hidden)
+        self.layers = self.cfg.num_layers
+
+    def softmax_attention(self, resid: Tensor, hidden: Tensor) -> None:
         cfg, n, h, layers = self.cfg, self.n, self.cfg.hidden_size, self.layers
         x = self.act("attn_norm.out", (n, h))
         norm = self.norm("attn_norm", resid, x, layers)
@@ -212,6 +219,14 @@ class _Builder:
             self.mla(x, attn_out, norm)
         else:
             self.gqa(x, attn_out, norm)
+        if cfg.attn_output_gate:  # Qwen3-Next/3.5: out · sigmoid(gate), the gate from q_proj's second half
+            gated = self.act("attn.gated", attn_out.shape)
+            per = FLOP_PER_ELEMENT["silu"] + FLOP_PER_ELEMENT["mul"]
+            width = attn_out.shape[-1]
+            self.add(Op("attn.output_gate", "sigmoid_gate", (attn_out, self.act("attn.gate", (n, width))), (gated,),
+                        {Unit.VECTOR: float(per * n * width)}, layers,
+                        formula=f"out · sigmoid(gate): {per:g}·N·H·d = {per:g}·{n}·{width}"))
+            attn_out = gated
         o = self.act("o_proj.out", (n, h))
         o_part = self.tp_out("o_proj", o)
         o_proj = self.add(matmul_op("o_proj", attn_out, self.weight("o_proj.weight", (cfg.num_heads * cfg.v_dim, h)),
@@ -231,7 +246,7 @@ class _Builder:
     def gqa(self, x: Tensor, attn_out: Tensor, norm: str) -> str:
         cfg, n, b, t, layers = self.cfg, self.n, self.b, self.t, self.layers
         H, G, d = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
-        width = (H + 2 * G) * d
+        width = ((2 * H if cfg.attn_output_gate else H) + 2 * G) * d  # a gated q_proj gives query and gate
         qkv = self.act("qkv", (n, width))
         proj = self.add(matmul_op("qkv_proj", x, self.weight("qkv_proj.weight", (cfg.hidden_size, width)), qkv,
                                   layers, extra_inputs=self.bias("qkv_proj", width, cfg.qkv_bias or cfg.linear_bias)))
@@ -257,7 +272,7 @@ class _Builder:
                 name, kind = "qk_norm_rope", "qk_norm+rope"
             self.add(Op(name, kind, inputs, (q, k_new, v_new), {Unit.VECTOR: float(flop)}, layers,
                         formula=formula + "; writes the new K and V into the cache"))
-        for kind in AttentionKind:
+        for kind in SOFTMAX_KINDS:
             count = cfg.attention_layers(kind)
             if not count:
                 continue
@@ -279,7 +294,7 @@ class _Builder:
         return proj
 
     def attn_prefix(self, kind: AttentionKind) -> str:
-        both = all(self.cfg.attention_layers(k) for k in AttentionKind)
+        both = all(self.cfg.attention_layers(k) for k in SOFTMAX_KINDS)
         return f"attn.{kind}" if both else "attn"
 
     def mla(self, x: Tensor, attn_out: Tensor, norm: str) -> str:
@@ -427,8 +442,9 @@ class _Builder:
         xm = x if tp == 1 else self.act(f"{p}mlp_norm.out.rows", (nm, h))
         local = out if tp == 1 else self.act(f"{p}mlp.out.rows", (nm, h))
         hit_here = hit if ep == 1 else -(-hit // ep)
-        logits = self.act(f"{p}router.logits", (nm, e))
-        router = self.add(matmul_op(f"{p}router", xm, self.weight(f"{p}router.weight", (h, e)), logits, count,
+        gates = e + (1 if cfg.shared_expert_gate else 0)  # Qwen3-Next/3.5: the shared expert's gate rides along
+        logits = self.act(f"{p}router.logits", (nm, gates))
+        router = self.add(matmul_op(f"{p}router", xm, self.weight(f"{p}router.weight", (h, gates)), logits, count,
                                     extra_inputs=self.bias(f"{p}router", e, cfg.router_bias)))
         route = self.act(f"{p}router.topk", (nm, k))
         sm = FLOP_PER_ELEMENT["softmax"]
@@ -530,16 +546,6 @@ class _Builder:
         flash = FusionPlan(Plan.FLASH, self.flash)
         fused = FusionPlan(Plan.FUSED, {**self.flash, **self.fused})
         return self.ops, {Plan.NONE: FusionPlan(Plan.NONE), Plan.FLASH: flash, Plan.FUSED: fused}
-
-
-def _part(weight: str) -> str:
-    """The parameter part (ModelConfig.param_counts) a weight tensor of the step belongs to."""
-    for key, part in (("embed_tokens", "embedding"), ("position_embeddings", "position_embedding"),
-                      ("lm_head", "lm_head"), ("router.", "router"), ("shared.", "shared_experts"),
-                      ("experts.", "experts"), ("gate_up_proj", "mlp"), ("up_proj", "mlp"), ("down_proj", "mlp")):
-        if key in weight:
-            return part
-    return "attention"
 
 
 def _windowed(ops: list[Op], queries: int, window: int | None) -> list[Op]:

@@ -1,7 +1,4 @@
-"""A model step's dtypes: what each tensor role is stored in, and whose peak the matmuls run at.
-
-Layering: imports roofline.dtypes, roofline.errors, roofline.hardware only.
-"""
+"""A model step's dtypes: what each tensor role is stored in, and whose peak the matmuls run at."""
 
 from __future__ import annotations
 
@@ -84,4 +81,15 @@ def compute_dtype(dtypes: ModelDtypes, machine: Machine) -> DType:
     return get_dtype(machine.default_dtype())
 
 
-__all__ = ["ModelDtypes", "compute_dtype", "for_checkpoint", "model_dtypes"]
+def weight_part(weight: str) -> str:
+    """The parameter part (ModelConfig.param_counts) a weight tensor of the step graph belongs to, by its name."""
+    for key, part in (("linear_attn.", "linear_attention"),
+                      ("embed_tokens", "embedding"), ("position_embeddings", "position_embedding"),
+                      ("lm_head", "lm_head"), ("router.", "router"), ("shared.", "shared_experts"),
+                      ("experts.", "experts"), ("gate_up_proj", "mlp"), ("up_proj", "mlp"), ("down_proj", "mlp")):
+        if key in weight:
+            return part
+    return "attention"
+
+
+__all__ = ["ModelDtypes", "compute_dtype", "for_checkpoint", "model_dtypes", "weight_part"]

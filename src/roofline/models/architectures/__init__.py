@@ -14,13 +14,13 @@ from types import MappingProxyType
 from typing import Any
 
 from roofline.errors import RooflineError, shown
-from roofline.models.architectures import deepseek, gemma, gpt2, gpt_oss, llama, mistral, qwen
+from roofline.models.architectures import deepseek, gemma, gpt2, gpt_oss, llama, mistral, qwen, qwen3_next
 from roofline.models.architectures.common import Parser
 from roofline.models.fields import Fields
 from roofline.models.quantization import checkpoint_weights, excluded_modules, unquantized_parts
 from roofline.models.transformer import ModelConfig
 
-_FAMILIES = (llama, mistral, qwen, deepseek, gemma, gpt2, gpt_oss)
+_FAMILIES = (llama, mistral, qwen, qwen3_next, deepseek, gemma, gpt2, gpt_oss)
 
 
 def _registry() -> Mapping[str, Parser]:
@@ -58,6 +58,7 @@ def config_from_dict(raw: Mapping[str, Any], name: str = "model", where: str = "
         raise RooflineError(f"config {where}: architecture {shown(model_type)} is not supported; "
                             f"supported: {', '.join(SUPPORTED)}")
     config = PARSERS[model_type](Fields(raw, where), name, model_type)
+    notes = (*config.load_warnings, *notes)
     if weights is None and not notes:
         return config
     if weights is None:
