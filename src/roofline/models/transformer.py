@@ -251,6 +251,20 @@ class ModelConfig:
     def attention_layers(self, kind: AttentionKind) -> int:
         return sum(1 for a in self.layer_kinds if a == kind)
 
+    def layer_groups(self) -> tuple[tuple[str, int], ...]:
+        """The model as a sequence of layer kinds: (kind, layers) for each token mixer, then each MLP
+        kind, in the order they first appear: (("window 128", 18), ("full attention", 18), ("MoE", 36))."""
+        names = {AttentionKind.GLOBAL: "MLA" if self.is_mla else
+                 "gated full attention" if self.attn_output_gate else "full attention",
+                 AttentionKind.LOCAL: f"window {self.sliding_window}", AttentionKind.LINEAR: "Gated DeltaNet"}
+        out: dict[str, int] = {}
+        for kind in self.layer_kinds:
+            out[names[kind]] = out.get(names[kind], 0) + 1
+        for label, count in (("dense MLP", self.dense_layers), ("MoE", self.moe_layers)):
+            if count:
+                out[label] = count
+        return tuple(out.items())
+
     @property
     def kv_layers(self) -> int:
         """Layers that keep a KV cache (full and windowed attention; not the linear-attention ones)."""

@@ -224,6 +224,7 @@ def preset_rows() -> list[dict[str, Any]]:
         rows.append({"id": name, "family": cfg.architecture, "params_total": cfg.total_params,
                      "params_active": cfg.active_params, "layers": cfg.num_layers,
                      "attention": attention_kind(cfg),
+                     "layer_kinds": " + ".join(f"{n} {kind}" for kind, n in cfg.layer_groups()),
                      "experts": f"{cfg.experts_per_token} of {cfg.num_experts}" if cfg.is_moe else "",
                      "max_length": cfg.max_position_embeddings,
                      "checkpoint_dtype": _checkpoint(preset_dict(name)),
@@ -237,7 +238,8 @@ def presets_text(rows: list[dict[str, Any]]) -> str:
     t = Table(title="model presets (offline; a local config.json works as well): roofline model ID",
               title_justify="left")
     cols = (("id", "id", "left"), ("family", "family", "left"), ("params", "params_total", "right"),
-            ("active", "params_active", "right"), ("layers", "layers", "right"), ("attention", "attention", "left"),
+            ("active", "params_active", "right"), ("layers", "layers", "right"), ("layer kinds", "layer_kinds", "left"),
+            ("attention", "attention", "left"),
             ("experts", "experts", "left"), ("max length", "max_length", "right"),
             ("checkpoint", "checkpoint_dtype", "left"), ("weights / KV / compute", "default_dtypes", "left"))
     for header, _key, justify in cols:
@@ -246,7 +248,8 @@ def presets_text(rows: list[dict[str, Any]]) -> str:
         t.add_row(*[format_count(r[key]) if key.startswith("params") else
                     f"{r[key]:,}" if key == "max_length" else str(r[key]) for _h, key, _j in cols])
     return (render(t, drop=("checkpoint", "max length", "active", "family", "experts"))
-            + "\nattention: query heads/K-V heads (GQA), MHA, MLA's cached latent; experts: routed per token of all;"
+            + "\nlayer kinds: each token mixer and MLP kind and the layers that run it;"
+              "\nattention: query heads/K-V heads (GQA), MHA, MLA's cached latent; experts: routed per token of all;"
               "\nweights / KV / compute: the dtypes `roofline model` uses unless --weights-dtype, --kv-dtype or "
               "--dtype says otherwise; checkpoint: config.json's quantization_config (its method and format) where "
               "it has one, else its torch_dtype")
