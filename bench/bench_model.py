@@ -65,7 +65,7 @@ def main() -> int:
     hybrid_runs: list[float] = []
     for _ in range(args.runs):
         start = time.perf_counter()
-        analyze_model(hybrid, "h200", "prefill", 8, 8192, split=Split(tp=8))
+        analyze_model(hybrid, "h200", "prefill", 1, 8192)
         analyze_model(hybrid, "h200", "decode", 64, 8192)
         hybrid_runs.append(time.perf_counter() - start)
 
