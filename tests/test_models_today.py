@@ -188,3 +188,19 @@ def test_kimi_k2_is_deepseek_v3_and_matches_its_model_card() -> None:
     # activated, the embedding table left out, to the nearest billion
     assert 31.5e9 <= cfg.active_params - 163_840 * 7_168 < 32.5e9
     assert cfg.kv_cache_bytes_per_token() == (512 + 64) * 61 * 2
+
+
+# --- which KV figure it is (issue 22 item 8) ---------------------------------------------------------
+
+def test_the_kv_figures_are_each_named() -> None:
+    # Gemma 2 9B: 8 KV heads · 256 · K and V · 2 bytes = 8,192 B per layer per token; 42 layers uncapped
+    # 344,064 B; at 8,192 tokens the 21 windowed layers keep 4,096: 8,192 · (21 · 8,192 + 21 · 4,096) / 8,192
+    a = analyze_model("gemma-2-9b", "h200", "decode", 8, 8192)
+    assert a.kv_cache == {"bytes_per_token_uncapped": 344_064, "bytes_per_token_at_length": 8_192 * (21 + 21 / 2),
+                          "window_tokens": 4096, "state_bytes_per_sequence": 0}
+    assert a.to_dict()["kv_cache"] == a.kv_cache
+    from roofline.explain import explain_model
+    from roofline.report.model_text import model_text
+
+    assert "344,064 B per token uncapped; at 8,192 tokens 258,048 B per token" in model_text(a)
+    assert "the figure above is uncapped (every layer, every token); at 8,192 tokens" in explain_model(a)
