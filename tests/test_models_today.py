@@ -204,3 +204,12 @@ def test_the_kv_figures_are_each_named() -> None:
 
     assert "344,064 B per token uncapped; at 8,192 tokens 258,048 B per token" in model_text(a)
     assert "the figure above is uncapped (every layer, every token); at 8,192 tokens" in explain_model(a)
+
+
+def test_excluded_attention_projections_count_by_their_share() -> None:
+    # nvidia/DeepSeek-V3.1-NVFP4 excludes every layer's q_a, q_b, kv_a and kv_b projections but not o_proj:
+    # per layer q_a 7,168·1,536, q_b 1,536·128·192, kv_a 7,168·(512 + 64), kv_b 512·128·(128 + 128), o 128·128·7,168
+    cfg = load_config(str(CONFIGS / "DeepSeek-V3.1-NVFP4"))
+    kept = 7_168 * 1_536 + 1_536 * 128 * 192 + 7_168 * 576 + 512 * 128 * 256
+    assert dict(cfg.unquantized)["attention"] == pytest.approx(kept / (kept + 128 * 128 * 7_168), rel=1e-12)
+    assert any("keeps part of its attention in 16 bits" in w for w in cfg.load_warnings)

@@ -14,7 +14,7 @@ from typing import Any
 from roofline.dtypes import DTYPES, DType
 from roofline.errors import RooflineError, shown
 from roofline.models.fields import MAX_SIZE, is_int
-from roofline.models.transformer import ModelConfig
+from roofline.models.transformer import AttentionKind, ModelConfig
 
 _FP16_SCALE_BITS = 16  # GPTQ, AWQ and compressed-tensors store group scales in FP16/BF16
 _FP32_SCALE_BITS = 32  # DeepSeek-V3's weight_scale_inv and bitsandbytes' absmax are FP32
@@ -245,8 +245,9 @@ def excluded_modules(raw: Mapping[str, Any], where: str) -> tuple[str, ...]:
 # where a checkpoint's module names put a layer's parts (transformers' and vLLM's module names)
 _LAYER = re.compile(r"^(?:.*\.)?layers\.(\d+|\*)(.*)$")
 _TOP = (("lm_head", "lm_head"), ("embed_tokens", "embedding"), ("wte", "embedding"), ("wpe", "position_embedding"))
-_OUTSIDE = ("vision", "visual", "multi_modal_projector", "mm_projector", "audio")  # not in the language model
-_ATTENTION = ("self_attn", "attn", "attention", "linear_attn")
+# not in the language model's main stack (the vision tower, multi-token-prediction layers)
+_OUTSIDE = ("vision", "visual", "multi_modal_projector", "mm_projector", "audio", "mtp.")
+_ATTENTION = ("self_attn", "attn", "attention")
 _ROUTERS = ("mlp.gate", "mlp.router", "block_sparse_moe.gate", "router", "mlp.shared_expert_gate")
 _MLP_PARTS = ("mlp", "experts", "shared_experts", "router")
 
@@ -255,11 +256,13 @@ def _layer_parts(rest: str) -> tuple[str, ...] | None:
     """The parts one layer's module (after `layers.i`) holds; None when the name is not read."""
     r = rest.strip(".*")
     if r == "" or rest.startswith("*"):
-        return ("attention", *_MLP_PARTS)  # the whole layer
+        return ("attention", "linear_attention", *_MLP_PARTS)  # the whole layer
     if "norm" in r.split(".")[-1] or r.split(".")[0].endswith("norm"):
         return ()  # norm gains are never quantized
     if r.split(".")[0] in _ATTENTION:
-        return ("attention",)
+        return ("attention",) if "." not in r else (f"attention.{r.split('.', 1)[1]}",)  # one projection
+    if r.split(".")[0] == "linear_attn":  # Qwen3-Next/3.5's Gated DeltaNet
+        return ("linear_attention",)
     if r in _ROUTERS:
         return ("router",)
     if r.startswith(("mlp.shared_expert", "block_sparse_moe.shared_expert")):
@@ -271,6 +274,25 @@ def _layer_parts(rest: str) -> tuple[str, ...] | None:
     if r.startswith("mlp.") and r.split(".")[1] in ("gate_proj", "up_proj", "down_proj", "gate_up_proj"):
         return ("mlp",)
     return None
+
+
+def _projection_share(cfg: ModelConfig, proj: str) -> float | None:
+    """The share of one layer's attention parameters in projection `proj` (q_proj, kv_b_proj, ...)."""
+    h, H, G, d = cfg.hidden_size, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
+    if cfg.is_mla:
+        dn, dr, dv, r, qr = (cfg.qk_nope_head_dim, cfg.qk_rope_head_dim, cfg.v_head_dim, cfg.kv_lora_rank,
+                             cfg.q_lora_rank)
+        sizes = {"q_a_proj": h * qr, "q_b_proj": qr * H * (dn + dr), "q_proj": 0 if qr else h * H * (dn + dr),
+                 "kv_a_proj_with_mqa": h * (r + dr), "kv_b_proj": r * H * (dn + dv), "o_proj": H * dv * h}
+    else:
+        q = 2 * H if cfg.attn_output_gate else H
+        sizes = {"q_proj": h * q * d, "k_proj": h * G * d, "v_proj": h * G * d, "o_proj": H * d * h,
+                 "qkv_proj": h * (q + 2 * G) * d}
+    name = proj.rstrip("*").rstrip(".")
+    if name not in sizes:
+        return None
+    layer = sum(v for k, v in sizes.items() if k != "qkv_proj")
+    return sizes[name] / layer
 
 
 _NEVER_QUANTIZED = ("embedding", "position_embedding", "norms", "biases", "sinks", "expert_biases")
@@ -293,10 +315,12 @@ def unquantized_parts(cfg: ModelConfig, modules: tuple[str, ...], where: str, ex
         fraction.update({p: 1.0 for p in cfg.param_counts().parts if p != "experts"})
     layers = cfg.num_layers
     moe = [cfg.is_moe and i >= cfg.first_dense_layers for i in range(layers)]
-    having = {"attention": set(range(layers)), "mlp": {i for i in range(layers) if not moe[i]},
+    linear = {i for i, kind in enumerate(cfg.layer_kinds) if kind == AttentionKind.LINEAR}
+    having = {"attention": set(range(layers)) - linear, "linear_attention": linear,
+              "mlp": {i for i in range(layers) if not moe[i]},
               "experts": {i for i in range(layers) if moe[i]}}
     having["router"] = having["shared_experts"] = having["experts"]
-    matched: dict[str, set[int]] = {p: set() for p in having}
+    matched: dict[str, dict[int, float]] = {p: {} for p in having}  # per part, layer -> share kept
     unread: list[str] = []
     for name in modules:
         if any(part in name for part in _OUTSIDE):
@@ -323,11 +347,23 @@ def unquantized_parts(cfg: ModelConfig, modules: tuple[str, ...], where: str, ex
         else:
             continue  # a multi-token-prediction layer beyond the main stack
         for p in parts:
-            matched[p] |= chosen & having[p]
+            share = 1.0
+            if p.startswith("attention."):
+                one = _projection_share(cfg, p.split(".", 1)[1])
+                if one is None:
+                    unread.append(name)
+                    continue
+                p, share = "attention", one
+            for i in chosen & having[p]:
+                matched[p][i] = min(1.0, matched[p].get(i, 0.0) + share)
     for p, done in matched.items():
         if done and having[p]:
-            fraction[p] = len(done) / len(having[p])
-    notes = ((f"{where}: quantization_config leaves {len(unread)} module(s) unquantized that are not read "
+            fraction[p] = sum(done.values()) / len(having[p])
+    partial = sorted(p for p, f in fraction.items() if 0 < f < 1)
+    notes: tuple[str, ...] = ((f"{where}: the checkpoint keeps part of its {', '.join(partial)} in 16 bits (some "
+                               f"layers or projections): counted so in memory; the step reads those weights at "
+                               f"the quantized dtype",) if partial else ())
+    notes += ((f"{where}: quantization_config leaves {len(unread)} module(s) unquantized that are not read "
               f"({', '.join(unread[:3])}{', ...' if len(unread) > 3 else ''}); they are counted in the "
               f"checkpoint's quantized dtype",) if unread else ())
     return tuple(sorted(fraction.items())), notes
