@@ -416,6 +416,10 @@ def _param_counts(c: ModelConfig) -> ParamCounts:
     # gathered tables, norm gains and biases are not multiplied; a tied LM head is (it reuses the table)
     tied_head = c.vocab_size * h if c.tie_word_embeddings else 0
     added = counts.get("sinks", 0) + active.get("expert_biases", 0)  # added to sums, not multiplied
+    if c.linear_attention is not None:  # the conv taps, dt_bias, A_log and the gated norm's gain: not a matmul
+        la = c.linear_attention
+        added += c.attention_layers(AttentionKind.LINEAR) * (la.conv_channels * la.conv_kernel + 2 * la.value_heads
+                                                             + la.value_dim)
     matmul = (sum(active.values()) - counts["embedding"] - counts.get("position_embedding", 0) - norms - biases
               - added + tied_head)
     return ParamCounts(MappingProxyType(counts), MappingProxyType(active), matmul)

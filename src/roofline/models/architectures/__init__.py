@@ -47,6 +47,9 @@ def config_from_dict(raw: Mapping[str, Any], name: str = "model", where: str = "
     outer = raw
     model_type = raw.get("model_type")
     if model_type == "gemma3" and isinstance(raw.get("text_config"), Mapping):
+        if raw.get("vision_config") is not None:  # its SigLIP tower is not read: said, not silently dropped
+            notes = (*notes, f"{where}: the vision tower (vision_config) is not counted: the language model's "
+                             f"weights only")
         raw = {**raw["text_config"], "model_type": "gemma3_text"}
         model_type = "gemma3_text"
     if model_type is None:
