@@ -24,8 +24,8 @@ from roofline.models import (
     load_config,
     preset_names,
 )
-from roofline.vocab import Unit
 from roofline.models.transformer import SOFTMAX_KINDS
+from roofline.vocab import Unit
 
 PROMPT = 2048  # the prefill check: batch 1, prompt 2048
 DECODE_BATCH, DECODE_CONTEXT = 4, 4096
