@@ -84,7 +84,8 @@ def main() -> int:
             and min(hybrid_runs) <= ANALYSIS_TARGET_S)
     ok_s = min(sweeps) <= SWEEP_TARGET_S
     lines = [
-        f"# bench_model: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, numpy {np.__version__}",
+        f"# bench_model: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, numpy {np.__version__}, "
+        f"load average {os.getloadavg()[0]:.1f} (other work on the same CPUs slows every row alike)",
         f"import roofline.models + numpy: {import_s * 1e3:.1f} ms (not part of the targets)",
         f"llama-3-70b prefill (batch 1, prompt 8192) + decode (batch 64, context 8192), 3 plans each, "
         f"{kernels} kernels placed: min {min(both) * 1e3:.2f} ms, median {statistics.median(both) * 1e3:.2f} ms "
