@@ -213,3 +213,18 @@ def test_excluded_attention_projections_count_by_their_share() -> None:
     kept = 7_168 * 1_536 + 1_536 * 128 * 192 + 7_168 * 576 + 512 * 128 * 256
     assert dict(cfg.unquantized)["attention"] == pytest.approx(kept / (kept + 128 * 128 * 7_168), rel=1e-12)
     assert any("keeps part of its attention in 16 bits" in w for w in cfg.load_warnings)
+
+
+def test_a_malformed_hf_quant_config_beside_the_config_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text(json.dumps(raw("Qwen3-30B-A3B")))
+    (tmp_path / "hf_quant_config.json").write_text(json.dumps({"producer": {"name": "modelopt"}}))
+    with pytest.raises(RooflineError, match=r"hf_quant_config\.json: expected a 'quantization' object"):
+        load_config(str(tmp_path))
+    (tmp_path / "hf_quant_config.json").write_text(json.dumps({"quantization": {"quant_algo": "W4A8_AWQ"}}))
+    with pytest.raises(RooflineError, match="'quant_algo' 'W4A8_AWQ' is not read"):
+        load_config(str(tmp_path))
+    # beside X_config.json, X_hf_quant_config.json (as aiconfigurator-core's model_configs names them)
+    (tmp_path / "m_config.json").write_text(json.dumps(raw("Qwen3-30B-A3B")))
+    (tmp_path / "m_hf_quant_config.json").write_text(json.dumps({"quantization": {"quant_algo": "NVFP4"}}))
+    cfg = load_config(str(tmp_path / "m_config.json"))
+    assert cfg.weights_dtype is not None and cfg.weights_dtype.bytes_per_element == NVFP4
