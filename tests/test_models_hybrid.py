@@ -14,6 +14,7 @@ import pytest
 from roofline.errors import RooflineError
 from roofline.models import analyze_model, build_graph, config_from_dict, load_config
 from roofline.parallel import Split
+from roofline.vocab import Unit
 
 CONFIGS = Path(__file__).parent / "fixtures" / "configs"
 BIG = str(CONFIGS / "Qwen3.5-397B-A17B")
@@ -89,6 +90,15 @@ def test_deltanet_flops_are_linear_in_tokens() -> None:
     assert [t.bytes for t in state] == [8 * 64 * 128 * 128 * 4] * 2
 
 
+def test_rope_rotates_a_quarter_of_each_head() -> None:
+    # Qwen3.5 rope_parameters.partial_rotary_factor 0.25: 64 of 256 dims; RoPE 3 FLOPs a rotated value
+    # on the 32 query and 2 key heads of one token each of 8 sequences
+    cfg = load_config(BIG)
+    assert cfg.rotary_dims == 64
+    op = next(op for op in build_graph(cfg, "decode", 8, 1024).graph.ops if op.name == "qk_norm_rope")
+    assert op.flop_by_unit[Unit.VECTOR] == 6 * 8 * (32 + 2) * 256 + 3 * 8 * (32 + 2) * 64  # RMSNorm + RoPE
+
+
 def test_tensor_parallel_shards_the_linear_heads() -> None:
     cfg = load_config(BIG)
     one = _delta(cfg, "decode", 8, 1024)
@@ -122,6 +132,7 @@ def test_the_vision_tower_is_counted_in_memory_not_in_the_step() -> None:
     ({"shared_expert_intermediate_size": 1500}, "'shared_expert_intermediate_size' \\(1500\\) must be a multiple"),
     ({"mlp_only_layers": [3]}, "'mlp_only_layers' .* is not read"),
     ({"linear_conv_kernel_dim": 0}, "'linear_conv_kernel_dim' must be a positive integer"),
+    ({"rope_parameters": {"partial_rotary_factor": 1.5}}, "'partial_rotary_factor' must be a number in \\(0, 1\\]"),
 ])
 def test_a_hostile_qwen3_5_field_is_refused_by_name(change: dict[str, Any], says: str) -> None:
     r = raw("Qwen3.5-397B-A17B")

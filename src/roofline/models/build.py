@@ -259,9 +259,9 @@ class _Builder:
             self.add(Op("kv_write", "kv_write", inputs, (q, k_new, v_new), {}, layers,
                         formula="split q, k, v and write k, v into the cache: no FLOPs"))
         else:
-            rope = FLOP_PER_ELEMENT["rope"]
-            flop = rope * n * (H + G) * d
-            formula = f"{rope:g}·N·(H+G)·d = {rope:g}·{n}·{H + G}·{d}"
+            rope, rd = FLOP_PER_ELEMENT["rope"], cfg.rotary_dims or d  # partial rotary: the first rd dims
+            flop = rope * n * (H + G) * rd
+            formula = f"{rope:g}·N·(H+G)·{'d' if rd == d else 'rotary_dims'} = {rope:g}·{n}·{H + G}·{rd}"
             name, kind = "rope", "rope"
             if cfg.qk_norm:
                 per = FLOP_PER_ELEMENT["rmsnorm"]

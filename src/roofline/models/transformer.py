@@ -155,6 +155,7 @@ class ModelConfig:
     attn_output_gate: bool = False  # Qwen3-Next/3.5: q_proj also gives a sigmoid gate on the attention output
     shared_expert_gate: bool = False  # Qwen3-Next/3.5: a sigmoid gate (h -> 1) on the shared expert's output
     vision_params: int = 0  # a multimodal checkpoint's vision tower: in its memory, not in the text step
+    rotary_dims: int = 0  # dims of each q/k head RoPE rotates (partial_rotary_factor · head_dim); 0: all
     source: str = ""  # preset name or file path
     # how the program runs the step (not the checkpoint's shape; `roofline model --logits/--mla`):
     # logits "last" (only the last position of each prefill sequence is projected, as serving engines

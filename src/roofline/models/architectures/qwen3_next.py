@@ -65,6 +65,18 @@ def vision_tower_params(f: Fields) -> int:
             + merger + 2 * w + len(deep) * (merger + 2 * wide))
 
 
+def _rotary_dims(f: Fields, head_dim: int) -> int:
+    """partial_rotary_factor (top level in Qwen3-Next, in rope_parameters in Qwen3.5) × head_dim."""
+    rope = f.raw.get("rope_parameters")
+    factor = rope.get("partial_rotary_factor") if isinstance(rope, Mapping) else None
+    factor = f.raw.get("partial_rotary_factor", 1.0) if factor is None else factor
+    if not isinstance(factor, int | float) or isinstance(factor, bool) or not 0 < factor <= 1 \
+            or (factor * head_dim) % 2:
+        raise f.bad("partial_rotary_factor", f"a number in (0, 1] giving an even share of head_dim {head_dim}",
+                    factor)
+    return int(factor * head_dim)
+
+
 def _text(f: Fields, name: str, model_type: str, tie: bool, vision: int) -> ModelConfig:
     if "num_experts" in f.raw and f.raw.get("intermediate_size") is None:  # every layer MoE: no dense width
         f = Fields({**f.raw, "intermediate_size": 1}, f.where)
@@ -77,6 +89,7 @@ def _text(f: Fields, name: str, model_type: str, tie: bool, vision: int) -> Mode
     # Qwen3-Next's attention is always gated; Qwen3.5 says so in attn_output_gate
     kw["attn_output_gate"] = f.flag("attn_output_gate", True)
     kw["vision_params"] = vision
+    kw["rotary_dims"] = _rotary_dims(f, kw["head_dim"])
     if "num_experts" in f.raw:
         if f.integer("decoder_sparse_step", 1) != 1 or f.raw.get("mlp_only_layers"):
             raise f.refuse("mlp_only_layers", "(or decoder_sparse_step other than 1) is not read: every layer is "
