@@ -6,6 +6,7 @@ the same on every unit and level inside the chip (matrix, vector, exp, shared me
 A100 (which has an L2 bandwidth) and a B200, still within 5 ms. We time
 each many times and report min and median (the min is the machine's speed, the median its noise),
 and check the fast sweep path against the graph path at a few grid points.
+Issue 22: both phases of a 512-expert hybrid model (Qwen3.5-397B-A17B) within the same 5 ms.
 Usage: python bench/bench_model.py [--runs N] [--out FILE]
 """
 
@@ -57,6 +58,17 @@ def main() -> int:
         terms[machine] = sum(len(p.unit_times_s) + len(p.level_times_s)
                              for x in (pre, dec) for a in x.plans.values() for p in a.placements)
 
+    # issue 22: a 512-expert hybrid (Qwen3.5-397B-A17B: 45 Gated DeltaNet + 15 gated attention layers,
+    # 512 experts), both phases, within the same 5 ms
+    hybrid = "qwen3.5-397b-a17b"
+    analyze_model(hybrid, "h200", "decode", 64, 8192)
+    hybrid_runs: list[float] = []
+    for _ in range(args.runs):
+        start = time.perf_counter()
+        analyze_model(hybrid, "h200", "prefill", 1, 8192)
+        analyze_model(hybrid, "h200", "decode", 64, 8192)
+        hybrid_runs.append(time.perf_counter() - start)
+
     b, s = np.meshgrid(np.arange(1, 101), np.arange(1, 101) * 1310, indexing="ij")
     sweeps: list[float] = []
     for _ in range(max(3, args.runs // 10)):
@@ -68,10 +80,12 @@ def main() -> int:
         a = analyze_model("llama-3-70b", "h100", "decode", int(b.ravel()[i]), int(s.ravel()[i]))
         worst = max(worst, abs(float(r["time_s"][i]) - a.time_s) / a.time_s)
 
-    ok_a = min(both) <= ANALYSIS_TARGET_S and all(min(v) <= ANALYSIS_TARGET_S for v in chip_runs.values())
+    ok_a = (min(both) <= ANALYSIS_TARGET_S and all(min(v) <= ANALYSIS_TARGET_S for v in chip_runs.values())
+            and min(hybrid_runs) <= ANALYSIS_TARGET_S)
     ok_s = min(sweeps) <= SWEEP_TARGET_S
     lines = [
-        f"# bench_model: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, numpy {np.__version__}",
+        f"# bench_model: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, numpy {np.__version__}, "
+        f"load average {os.getloadavg()[0]:.1f} (other work on the same CPUs slows every row alike)",
         f"import roofline.models + numpy: {import_s * 1e3:.1f} ms (not part of the targets)",
         f"llama-3-70b prefill (batch 1, prompt 8192) + decode (batch 64, context 8192), 3 plans each, "
         f"{kernels} kernels placed: min {min(both) * 1e3:.2f} ms, median {statistics.median(both) * 1e3:.2f} ms "
@@ -79,6 +93,10 @@ def main() -> int:
         *(f"the same on {m}, every unit and level ({terms[m]} unit and level terms): min {min(v) * 1e3:.2f} ms, "
           f"median {statistics.median(v) * 1e3:.2f} ms; target <= {ANALYSIS_TARGET_S * 1e3:.0f} ms: "
           f"{'OK' if min(v) <= ANALYSIS_TARGET_S else 'MISSED'}" for m, v in chip_runs.items()),
+        f"{hybrid} (512 experts, Gated DeltaNet + attention) on h200: prefill (batch 1, prompt 8192) + decode "
+        f"(batch 64, context 8192): min {min(hybrid_runs) * 1e3:.2f} ms, median "
+        f"{statistics.median(hybrid_runs) * 1e3:.2f} ms; target <= {ANALYSIS_TARGET_S * 1e3:.0f} ms: "
+        f"{'OK' if min(hybrid_runs) <= ANALYSIS_TARGET_S else 'MISSED'}",
         f"10,000-point batch (1..100) x context (1310..131000) decode sweep: min {min(sweeps) * 1e3:.1f} ms, "
         f"median {statistics.median(sweeps) * 1e3:.1f} ms over {len(sweeps)} runs; target <= "
         f"{SWEEP_TARGET_S * 1e3:.0f} ms: {'OK' if ok_s else 'MISSED'}",

@@ -197,7 +197,7 @@ def test_models_lists_every_preset(capsys: pytest.CaptureFixture[str], wide: Non
     code, out, _ = run(capsys, "models", "--json")
     assert code == 0
     rows = {r["id"]: r for r in json.loads(out)}
-    assert sorted(rows) == preset_names() and len(rows) == 14
+    assert sorted(rows) == preset_names() and len(rows) == 18
     llama = rows["llama-3-70b"]
     assert (llama["family"], llama["layers"], llama["attention"]) == ("llama", 80, "GQA 64/8")
     assert llama["params_total"] == 70_553_706_496  # Meta's "70B"

@@ -217,7 +217,7 @@ def test_an_unread_quantization_method_is_one_warning(tmp_path: Path, capsys: py
     ({"quant_method": "gptq", "bits": 5}, "'bits' must be 2, 3, 4 or 8, got 5"),
     ({"quant_method": "gptq", "group_size": 0}, "'group_size' must be -1 or a positive integer, got 0"),
     ({"quant_method": "fp8", "weight_block_size": [128]}, "'weight_block_size' must be two positive integers"),
-    ({"quant_method": "fp8", "fmt": "e3m4"}, "'fmt' must be 'e4m3' or 'e5m2'"),
+    ({"quant_method": "fp8", "fmt": "e3m4"}, "'fmt' must be one of 'e4m3', 'e4m3fn', 'float8_e4m3fn'"),
     ({"quant_method": "bitsandbytes", "load_in_4bit": "yes"}, "'load_in_4bit' must be true or false"),
 ])
 def test_a_malformed_quantization_config_is_one_line(q: Any, says: str) -> None:
@@ -244,8 +244,14 @@ def test_deepseek_v3_preset_ships_fp8_weights_with_block_scales() -> None:
     # (8 + 32/16384) / 8 = 1.000244 bytes a weight, said where the dtypes are
     assert ("weights as the checkpoint stores them (its quantization_config): quant_method fp8: FP8 E4M3 weights, "
             "one 32-bit scale per 128x128 block (8 + 32/16384 bits) = 1.00024 bytes each") in explain_model(a)
-    # every weight in the FP8 checkpoint's bytes: 671 B × 1.000244 B = 625 GiB, not BF16's 1.22 TiB
-    assert a.memory.weights_bytes == pytest.approx(cfg.total_params * (8 + 32 / 16384) / 8, rel=1e-12)
+    # the FP8 checkpoint's bytes: its linear layers at 1.000244 B, not BF16's 2; the tables, norm gains
+    # and the router's correction bias stay BF16 (transformers' FP8 quantizer replaces nn.Linear only, and
+    # never the output embedding): 2·129,280·7,168 = 1.85 B parameters at 2 bytes
+    parts = cfg.param_counts().parts
+    kept = parts["embedding"] + parts["lm_head"] + parts["norms"] + parts["biases"]
+    assert kept == 2 * 129_280 * 7_168 + parts["norms"] + 58 * 256
+    assert a.memory.weights_bytes == pytest.approx((cfg.total_params - kept) * (8 + 32 / 16384) / 8 + kept * 2,
+                                                   rel=1e-12)
     # --weights-dtype still chooses: BF16 is 2 bytes a weight
     b = analyze_model("deepseek-v3", "h200", "decode", 1, 4096, dtypes=model_dtypes("bf16"))
     assert b.memory.weights_bytes == pytest.approx(cfg.total_params * 2, rel=1e-12)

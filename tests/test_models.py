@@ -36,7 +36,7 @@ from roofline.vocab import Role
 # Published parameter counts (total, active), in units of 1e9 parameters, and where each comes from.
 # The tolerance is one unit of the last digit the source gives: sources round or truncate to those
 # digits (Qwen2.5-7B has 7,615,616,512 parameters and its card says 7.61B).
-PUBLISHED = {
+PUBLISHED: dict[str, tuple[float, ...]] = {
     # Hugging Face model card / safetensors metadata of meta-llama/Meta-Llama-3-8B: "8.03B params"
     "llama-3-8b": (8.03, 8.03, 0.01),
     # meta-llama/Meta-Llama-3-70B safetensors metadata: "70.6B params"
@@ -66,14 +66,25 @@ PUBLISHED = {
     "gemma-2-9b": (9.24, 9.24, 0.01),
     # openai-community/gpt2: GPT-2 small, 124M parameters (124,439,808 with tied embeddings)
     "gpt2": (0.124, 0.124, 0.001),
+    # OpenAI gpt-oss model card (arXiv 2508.10925), table 1: 116.83B total, 5.13B active; its active count
+    # leaves out the embedding table (201,088 · 2,880 = 0.579B), which ours includes: 5.13 + 0.58
+    "gpt-oss-120b": (116.83, 5.13 + 0.58, 0.01),
+    # the same table: 20.91B total, 3.61B active (+ the 0.58B embedding table)
+    "gpt-oss-20b": (20.91, 3.61 + 0.58, 0.01),
+    # Qwen/Qwen3.5-397B-A17B model card: 397B total, 17B activated (whole billions)
+    "qwen3.5-397b-a17b": (397, 17, 1),
+    # moonshotai/Kimi-K2-Instruct model card: "1 trillion total parameters, 32 billion activated"; the
+    # activated figure leaves out the embedding table (163,840 · 7,168 = 1.17B): 32 + 1.17, whole billions;
+    # the total to the trillion (±50B: 1.0T as the card rounds it)
+    "kimi-k2": (1000, 32 + 1.17, 1, 50),
 }
 
 
 @pytest.mark.parametrize("name", sorted(PUBLISHED))
 def test_parameter_counts_match_published_figures(name: str) -> None:
-    total, active, tol = PUBLISHED[name]
+    total, active, tol, *total_tol = PUBLISHED[name]
     cfg = load_config(name)
-    assert cfg.total_params / 1e9 == pytest.approx(total, abs=tol)
+    assert cfg.total_params / 1e9 == pytest.approx(total, abs=total_tol[0] if total_tol else tol)
     assert cfg.active_params / 1e9 == pytest.approx(active, abs=tol)
 
 

@@ -24,6 +24,7 @@ from roofline.models import (
     load_config,
     preset_names,
 )
+from roofline.models.transformer import SOFTMAX_KINDS
 from roofline.vocab import Unit
 
 PROMPT = 2048  # the prefill check: batch 1, prompt 2048
@@ -45,14 +46,32 @@ def linear_params_per_token(c: ModelConfig) -> tuple[int, int]:
         attn = h * qr + qr * H * (dn + dr) + h * (r + dr) + r * H * (dn + dv) + H * dv * h
     else:
         H, G, d = c.num_heads, c.num_kv_heads, c.head_dim
-        attn = h * H * d + 2 * h * G * d + H * d * h  # q, k, v, o
-    mats = 3 if c.activation in ("swiglu", "geglu") else 2  # gate, up, down (GPT-2: up, down)
+        q = 2 * H if c.attn_output_gate else H  # Qwen3-Next/3.5: q_proj gives the query and its output gate
+        attn = h * q * d + 2 * h * G * d + H * d * h  # q, k, v, o
+    mats = 3 if c.gated else 2  # gate, up, down (GPT-2: up, down)
     dense = mats * h * c.intermediate_size
-    body = c.num_layers * attn + c.dense_layers * dense
+    body = (c.num_layers if c.is_mla else c.kv_layers) * attn + c.dense_layers * dense
+    la = c.linear_attention
+    if la is not None:  # Gated DeltaNet: in_proj to q, k, v, z, β, a and out_proj (its conv is not a matmul)
+        v = la.value_heads * la.value_dim
+        inp = 2 * la.key_heads * la.key_dim + 2 * v + 2 * la.value_heads
+        body += c.attention_layers(AttentionKind.LINEAR) * (h * inp + v * h)
     if c.is_moe:
-        moe = h * c.num_experts + (c.experts_per_token + c.num_shared_experts) * 3 * h * c.moe_intermediate_size
+        gate = 1 if c.shared_expert_gate else 0  # the shared expert's sigmoid gate, h -> 1
+        moe = h * (c.num_experts + gate) \
+            + (c.experts_per_token + c.num_shared_experts) * 3 * h * c.moe_intermediate_size
         body += c.moe_layers * moe
     return body, c.vocab_size * h
+
+
+def deltanet_matrix_flop_per_token(c: ModelConfig) -> float:
+    """The chunked Gated DeltaNet's matrix FLOPs per prompt token over its layers (Yang et al., arXiv
+    2406.06484, the WY form over chunks of C = 64): per value head 2·C·(3·dk + 2·dv) + 6·dk·dv."""
+    la = c.linear_attention
+    if la is None:
+        return 0.0
+    per_head = 2 * 64 * (3 * la.key_dim + 2 * la.value_dim) + 6 * la.key_dim * la.value_dim
+    return c.attention_layers(AttentionKind.LINEAR) * la.value_heads * per_head
 
 
 def causal_pairs(n: int, window: int | None) -> int:
@@ -103,8 +122,8 @@ def test_prefill_matrix_flops_are_2_params_tokens_plus_attention(name: str) -> N
     body, head = linear_params_per_token(c)
     # every prompt token goes through the layers; only the last token of the sequence through the final
     # norm and LM head (its logits are the only ones prefill samples from), hence head × 1, not × PROMPT
-    expected = 2 * body * PROMPT + 2 * head * 1
-    for kind in AttentionKind:
+    expected = 2 * body * PROMPT + 2 * head * 1 + deltanet_matrix_flop_per_token(c) * PROMPT
+    for kind in SOFTMAX_KINDS:
         window = c.sliding_window if kind == AttentionKind.LOCAL else None
         expected += c.attention_layers(kind) * attention_matrix_flop_per_pair(c, "prefill") \
             * causal_pairs(PROMPT, window)
@@ -116,8 +135,8 @@ def test_decode_matrix_flops_are_2_params_per_sequence_plus_attention(name: str)
     c = load_config(name)
     body, head = linear_params_per_token(c)
     b, L = DECODE_BATCH, DECODE_CONTEXT
-    expected = 2 * (body + head) * b  # one new token per sequence, and each gets logits
-    for kind in AttentionKind:
+    expected = 2 * (body + head) * b  # one new token per sequence, and each gets logits (DeltaNet decode: vector)
+    for kind in SOFTMAX_KINDS:
         # one query against the L cached tokens (its own included), min(L, W) on a windowed layer
         keys = min(L, c.sliding_window) if kind == AttentionKind.LOCAL and c.sliding_window else L
         expected += c.attention_layers(kind) * attention_matrix_flop_per_pair(c, "decode") * b * keys
@@ -273,7 +292,7 @@ def test_plans_same_flops_and_naive_costs_exactly_the_scores(name: str, phase: s
     # softmax, read by pv: 4 × one score tensor per attention group and layer (bf16 scores)
     H, nq = c.num_heads, (seq if phase == "prefill" else 1)
     scores = 0
-    for kind in AttentionKind:
+    for kind in SOFTMAX_KINDS:
         nkv = seq if phase == "prefill" else c.cached_tokens(kind, seq)  # naive prefill writes all N×N
         scores += c.attention_layers(kind) * 4 * batch * H * nq * nkv * 2
     extra = 0

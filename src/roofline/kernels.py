@@ -24,6 +24,9 @@ FLOP_PER_ELEMENT: dict[str, float] = {
     "gelu": 9,  # tanh form: x^3 (2), *0.044715, +x, *sqrt(2/pi), tanh, +1, *x, *0.5
     "swiglu": 5,  # silu(gate) * up: 4 + 1
     "geglu": 10,  # gelu(gate) * up: 9 + 1
+    # gpt-oss's clamped SwiGLU (transformers GptOssExperts): gate.clamp(max=l) 1, up.clamp(-l, l) 2,
+    # gate·sigmoid(1.702·gate) 1 + 4 + 1, (up + 1)·glu 2
+    "swiglu_clamped": 11,
     "rope": 3,  # x * cos + rotate_half(x) * sin: 2 multiplies, 1 add
     # RMSNorm: the textbook "about six FLOPs per element": square, accumulate, multiply by 1/rms,
     # multiply by the gain, plus the conversions to fp32 and back (per-row rsqrt is amortised)
@@ -37,7 +40,8 @@ FLOP_PER_ELEMENT: dict[str, float] = {
 # Exponentials per output element, evaluated on the exp units (MUFU.EX2 on NVIDIA). Each is also one
 # of FLOP_PER_ELEMENT's FLOPs on the vector lanes: the multiply by log2(e) that precedes MUFU.EX2.
 # GELU's tanh is one MUFU op (tanh.approx) as well.
-EXP_PER_ELEMENT: dict[str, float] = {"silu": 1, "swiglu": 1, "gelu": 1, "geglu": 1, "softmax": 1}
+EXP_PER_ELEMENT: dict[str, float] = {"silu": 1, "swiglu": 1, "swiglu_clamped": 1, "gelu": 1, "geglu": 1,
+                                     "softmax": 1}
 
 # --- tiling: bytes through shared memory and L2 ----------------------------------------------
 # Default tiles are those of kernels people run. Matmul: 256×256 outputs per pair of SMs sharing

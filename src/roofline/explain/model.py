@@ -28,9 +28,9 @@ def _sized(n: float) -> str:
     return f"{n:,.0f} B ({format_bytes(n, 5, binary=True)}, {format_bytes(n, 5)})"
 
 
-def explain_kv(cfg: ModelConfig, bytes_per_element: float, dtype_name: str) -> list[str]:
+def explain_kv(cfg: ModelConfig, bytes_per_element: float, dtype_name: str, length: int | None = None) -> list[str]:
     lines = ["KV cache per token"]
-    layers = cfg.num_layers
+    layers = cfg.kv_layers  # linear-attention layers keep a state per sequence instead
     per = cfg.kv_cache_bytes_per_token(bytes_per_element)
     if cfg.is_mla:
         lines.append(f"    MLA caches one compressed latent per token per layer: kv_lora_rank + qk_rope_head_dim "
@@ -51,6 +51,18 @@ def explain_kv(cfg: ModelConfig, bytes_per_element: float, dtype_name: str) -> l
     if cfg.sliding_window and cfg.attention_layers(LOCAL):
         lines.append(f"    sliding window {cfg.sliding_window}: {cfg.attention_layers(LOCAL)} of {layers} layers keep "
                      f"only the last {cfg.sliding_window} tokens")
+        if length:
+            at = cfg.kv_elements_per_token_per_layer() * bytes_per_element * cfg.attended_tokens(length) / length
+            lines.append(f"    the figure above is uncapped (every layer, every token); at {length:,} tokens: "
+                         f"per-layer bytes × (global layers × L + windowed layers × min(L, W)) / L = {_sized(at)}")
+    la = cfg.linear_attention
+    if la is not None:
+        n = cfg.attention_layers(AttentionKind.LINEAR)
+        lines.append(f"state per sequence (Gated DeltaNet, {n} layers; no KV cache), whatever its length")
+        lines.append(f"    recurrent: value heads × dk × dv × {la.state_bytes} B = {la.value_heads} × {la.key_dim} × "
+                     f"{la.value_dim} × {la.state_bytes}; conv: (taps − 1) × channels × {bytes_per_element:g} B = "
+                     f"{la.conv_kernel - 1} × {la.conv_channels} × {bytes_per_element:g}")
+        lines.append(f"    × {n} layers = {_sized(cfg.state_bytes_per_sequence(bytes_per_element))}")
     return lines
 
 
@@ -90,10 +102,12 @@ def explain_model(a: ModelAnalysis) -> str:
                      f"{cfg.hidden_size}·{cfg.moe_intermediate_size} = {hit * per_expert:,} parameters "
                      f"per layer, × {cfg.moe_layers} layers")
     lines.append("")
-    lines += explain_kv(cfg, kv_bpe, dt.kv_cache.name)
+    lines += explain_kv(cfg, kv_bpe, dt.kv_cache.name, a.seq)
     kv_seq = cfg.kv_elements_per_token_per_layer() * kv_bpe * cfg.attended_tokens(a.seq)
-    lines.append(f"    one sequence at {a.seq} tokens: {_sized(kv_seq)}; × batch {a.batch} = "
-                 f"{_sized(kv_seq * a.batch)}")
+    state = cfg.state_bytes_per_sequence(kv_bpe)
+    with_state = f" + state {_sized(state)}" if state else ""
+    lines.append(f"    one sequence at {a.seq} tokens: {_sized(kv_seq)}{with_state}; × batch {a.batch} = "
+                 f"{_sized((kv_seq + state) * a.batch)}")
     lines.append("")
     roles = a.bytes_by_role()
     ridge = a.ridge_flop_per_byte

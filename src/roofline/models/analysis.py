@@ -39,7 +39,7 @@ from roofline.models.memory import DEFAULT_UTILIZATION, MemoryFit, memory_fit, w
 from roofline.models.split import stage_layers
 from roofline.models.step import Step, describe_step
 from roofline.models.stepmodel import Crossover, StepModel, find_crossover
-from roofline.models.transformer import ModelConfig
+from roofline.models.transformer import AttentionKind, ModelConfig
 from roofline.parallel import Collective, Deployment, Split, deploy
 from roofline.placement import Drawable, GraphAnalysis, Placement, analyze_graph
 from roofline.units import finite_or_none
@@ -249,7 +249,20 @@ class ModelAnalysis(Drawable):
 
     @property
     def kv_cache_bytes_per_token(self) -> float:
+        """Uncapped: every KV layer counts every token (ModelConfig.kv_cache_bytes_per_token)."""
         return self.config.kv_cache_bytes_per_token(self.model.dtypes.kv_cache.bytes_per_element)
+
+    @property
+    def kv_cache(self) -> dict[str, float | int | None]:
+        """The three KV figures, each named: per token uncapped; per token at this length, windowed
+        layers capped at their window (what one sequence's cache holds ÷ its length); the fixed state
+        one sequence keeps (linear attention), whatever its length."""
+        cfg, bpe = self.config, self.model.dtypes.kv_cache.bytes_per_element
+        per_layer = cfg.kv_elements_per_token_per_layer() * bpe
+        return {"bytes_per_token_uncapped": self.kv_cache_bytes_per_token,
+                "bytes_per_token_at_length": float(per_layer * cfg.attended_tokens(self.seq) / self.seq),
+                "window_tokens": cfg.sliding_window if cfg.attention_layers(AttentionKind.LOCAL) else None,
+                "state_bytes_per_sequence": cfg.state_bytes_per_sequence(bpe)}
 
     @cached_property
     def memory(self) -> MemoryFit:
@@ -354,6 +367,7 @@ class ModelAnalysis(Drawable):
             "dtypes": {**self.model.dtypes.to_dict(), "compute": self.dtype.name},
             "params": self.params,
             "kv_cache_bytes_per_token": self.kv_cache_bytes_per_token,
+            "kv_cache": self.kv_cache,
             "experts_hit": self.model.experts_hit,
             "ridge_flop_per_byte": self.ridge_flop_per_byte,
             "kernels": self.kernel_rows(),

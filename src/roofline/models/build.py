@@ -35,6 +35,7 @@ Fusion plans over the same graph (same FLOPs, fewer bytes):
   flash  attention's three ops one kernel (FlashAttention), the default, as serving engines run it
   fused  also each norm into the matmul that reads it, the activation into its matmul's epilogue,
          and the residual add into the epilogue of the matmul before it
+
 """
 
 from __future__ import annotations
@@ -46,10 +47,11 @@ from types import MappingProxyType
 from roofline.errors import RooflineError
 from roofline.graph import FusionPlan, Graph, Op, Tensor
 from roofline.kernels import FLOP_PER_ELEMENT, attention_ops, elementwise_op, matmul_op, norm_op
-from roofline.models.dtypes import ModelDtypes, for_checkpoint, model_dtypes
+from roofline.models.deltanet import gated_deltanet
+from roofline.models.dtypes import ModelDtypes, for_checkpoint, model_dtypes, weight_part
 from roofline.models.formulas import experts_hit, windowed_pairs
 from roofline.models.split import Comm, check_moe_rows, check_split, comm_for, sequence_split, shard
-from roofline.models.transformer import AttentionKind, MlpKind, ModelConfig
+from roofline.models.transformer import SOFTMAX_KINDS, AttentionKind, MlpKind, ModelConfig
 from roofline.parallel import BUS_FACTOR, Collective, CollectiveCall, Split, collective_op
 from roofline.units import require_positive_int
 from roofline.vocab import Level, Phase, Plan, Role, Unit
@@ -136,7 +138,8 @@ class _Builder:
         return Tensor(name, tuple(shape), self.dt.activations)
 
     def weight(self, name: str, shape: Sequence[int]) -> Tensor:
-        return Tensor(name, tuple(shape), self.dt.weights, Role.WEIGHT)
+        """A weight tensor, in the dtype its parameter part is stored in (ModelDtypes.weight_dtype)."""
+        return Tensor(name, tuple(shape), self.dt.weight_dtype(weight_part(name)), Role.WEIGHT)
 
     def gain(self, name: str, width: int) -> tuple[Tensor, ...]:
         """A norm's parameters: the gain, and for LayerNorm the bias. Kept in the activation dtype."""
@@ -180,12 +183,12 @@ class _Builder:
     # --- blocks ----------------------------------------------------------------------------------
     def embedding(self, resid: Tensor) -> None:
         cfg, n, h = self.cfg, self.n, self.cfg.hidden_size
-        rows = Tensor("embed_tokens.rows", (n, h), self.dt.weights, Role.WEIGHT)
+        rows = self.weight("embed_tokens.rows", (n, h))
         inputs = [rows]
         flop = 0.0
         formula = f"gather {n} rows of the {cfg.vocab_size}×{h} table: no FLOPs; only the rows are read"
         if cfg.learned_positions:
-            inputs.append(Tensor("position_embeddings.rows", (n, h), self.dt.weights, Role.WEIGHT))
+            inputs.append(self.weight("position_embeddings.rows", (n, h)))
             flop = float(n * h)
             formula += f"; + position rows: 1·N·h = {n}·{h}"
         elif cfg.sandwich_norm:  # Gemma scales the embedding by sqrt(h)
@@ -200,6 +203,14 @@ class _Builder:
             self.reduce("embedding.all_reduce", partial, resid, 1)
 
     def attention_block(self, resid: Tensor, hidden: Tensor) -> None:
+        """The token mixers: softmax attention on its layers, and Gated DeltaNet on the linear ones."""
+        if linear := self.cfg.attention_layers(AttentionKind.LINEAR):
+            gated_deltanet(self, resid, hidden, linear)
+        self.layers = self.cfg.kv_layers  # the softmax-attention ops run on these layers only
+        self.softmax_attention(resid, hidden)
+        self.layers = self.cfg.num_layers
+
+    def softmax_attention(self, resid: Tensor, hidden: Tensor) -> None:
         cfg, n, h, layers = self.cfg, self.n, self.cfg.hidden_size, self.layers
         x = self.act("attn_norm.out", (n, h))
         norm = self.norm("attn_norm", resid, x, layers)
@@ -208,6 +219,14 @@ class _Builder:
             self.mla(x, attn_out, norm)
         else:
             self.gqa(x, attn_out, norm)
+        if cfg.attn_output_gate:  # Qwen3-Next/3.5: out · sigmoid(gate), the gate from q_proj's second half
+            gated = self.act("attn.gated", attn_out.shape)
+            per = FLOP_PER_ELEMENT["silu"] + FLOP_PER_ELEMENT["mul"]
+            width = attn_out.shape[-1]
+            self.add(Op("attn.output_gate", "sigmoid_gate", (attn_out, self.act("attn.gate", (n, width))), (gated,),
+                        {Unit.VECTOR: float(per * n * width)}, layers,
+                        formula=f"out · sigmoid(gate): {per:g}·N·H·d = {per:g}·{n}·{width}"))
+            attn_out = gated
         o = self.act("o_proj.out", (n, h))
         o_part = self.tp_out("o_proj", o)
         o_proj = self.add(matmul_op("o_proj", attn_out, self.weight("o_proj.weight", (cfg.num_heads * cfg.v_dim, h)),
@@ -227,7 +246,7 @@ class _Builder:
     def gqa(self, x: Tensor, attn_out: Tensor, norm: str) -> str:
         cfg, n, b, t, layers = self.cfg, self.n, self.b, self.t, self.layers
         H, G, d = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
-        width = (H + 2 * G) * d
+        width = ((2 * H if cfg.attn_output_gate else H) + 2 * G) * d  # a gated q_proj gives query and gate
         qkv = self.act("qkv", (n, width))
         proj = self.add(matmul_op("qkv_proj", x, self.weight("qkv_proj.weight", (cfg.hidden_size, width)), qkv,
                                   layers, extra_inputs=self.bias("qkv_proj", width, cfg.qkv_bias or cfg.linear_bias)))
@@ -240,9 +259,9 @@ class _Builder:
             self.add(Op("kv_write", "kv_write", inputs, (q, k_new, v_new), {}, layers,
                         formula="split q, k, v and write k, v into the cache: no FLOPs"))
         else:
-            rope = FLOP_PER_ELEMENT["rope"]
-            flop = rope * n * (H + G) * d
-            formula = f"{rope:g}·N·(H+G)·d = {rope:g}·{n}·{H + G}·{d}"
+            rope, rd = FLOP_PER_ELEMENT["rope"], cfg.rotary_dims or d  # partial rotary: the first rd dims
+            flop = rope * n * (H + G) * rd
+            formula = f"{rope:g}·N·(H+G)·{'d' if rd == d else 'rotary_dims'} = {rope:g}·{n}·{H + G}·{rd}"
             name, kind = "rope", "rope"
             if cfg.qk_norm:
                 per = FLOP_PER_ELEMENT["rmsnorm"]
@@ -253,7 +272,7 @@ class _Builder:
                 name, kind = "qk_norm_rope", "qk_norm+rope"
             self.add(Op(name, kind, inputs, (q, k_new, v_new), {Unit.VECTOR: float(flop)}, layers,
                         formula=formula + "; writes the new K and V into the cache"))
-        for kind in AttentionKind:
+        for kind in SOFTMAX_KINDS:
             count = cfg.attention_layers(kind)
             if not count:
                 continue
@@ -275,7 +294,7 @@ class _Builder:
         return proj
 
     def attn_prefix(self, kind: AttentionKind) -> str:
-        both = all(self.cfg.attention_layers(k) for k in AttentionKind)
+        both = all(self.cfg.attention_layers(k) for k in SOFTMAX_KINDS)
         return f"attn.{kind}" if both else "attn"
 
     def mla(self, x: Tensor, attn_out: Tensor, norm: str) -> str:
@@ -423,8 +442,9 @@ class _Builder:
         xm = x if tp == 1 else self.act(f"{p}mlp_norm.out.rows", (nm, h))
         local = out if tp == 1 else self.act(f"{p}mlp.out.rows", (nm, h))
         hit_here = hit if ep == 1 else -(-hit // ep)
-        logits = self.act(f"{p}router.logits", (nm, e))
-        router = self.add(matmul_op(f"{p}router", xm, self.weight(f"{p}router.weight", (h, e)), logits, count,
+        gates = e + (1 if cfg.shared_expert_gate else 0)  # Qwen3-Next/3.5: the shared expert's gate rides along
+        logits = self.act(f"{p}router.logits", (nm, gates))
+        router = self.add(matmul_op(f"{p}router", xm, self.weight(f"{p}router.weight", (h, gates)), logits, count,
                                     extra_inputs=self.bias(f"{p}router", e, cfg.router_bias)))
         route = self.act(f"{p}router.topk", (nm, k))
         sm = FLOP_PER_ELEMENT["softmax"]
@@ -447,7 +467,8 @@ class _Builder:
                 f"(override: experts_hit)")
         gu = self.act(f"{p}experts.gate_up", (rows, 2 * fe))
         w_gu = self.weight(f"{p}experts.gate_up.weight", (hit_here, h, 2 * fe))
-        egu = self.add(Op(f"{p}experts.gate_up", "grouped_matmul", (routed, w_gu), (gu,),
+        b_gu = self.bias(f"{p}experts.gate_up", hit_here * 2 * fe, cfg.expert_bias)  # gpt-oss: one per expert
+        egu = self.add(Op(f"{p}experts.gate_up", "grouped_matmul", (routed, w_gu, *b_gu), (gu,),
                           {Unit.MATRIX: 2.0 * rows * h * 2 * fe}, count,
                           formula=f"2·(N·k)·h·2f = 2·{rows}·{h}·{2 * fe}", note=note))
         ea = self.act(f"{p}experts.act.out", (rows, fe))
@@ -455,7 +476,8 @@ class _Builder:
         self.fuse(dispatch if ep == 1 else "", egu, eact)
         eo = self.act(f"{p}experts.out", (rows, h))
         w_d = self.weight(f"{p}experts.down.weight", (hit_here, fe, h))
-        self.add(Op(f"{p}experts.down", "grouped_matmul", (ea, w_d), (eo,), {Unit.MATRIX: 2.0 * rows * fe * h},
+        b_d = self.bias(f"{p}experts.down", hit_here * h, cfg.expert_bias)
+        self.add(Op(f"{p}experts.down", "grouped_matmul", (ea, w_d, *b_d), (eo,), {Unit.MATRIX: 2.0 * rows * fe * h},
                     count, formula=f"2·(N·k)·f·h = 2·{rows}·{fe}·{h}", note=note))
         if ep > 1:
             back = self.act(f"{p}experts.returned", (rows, h))
@@ -553,7 +575,7 @@ def build_graph(cfg: ModelConfig, phase: Phase | str, batch: int, seq: int, dtyp
     phase = as_phase(phase)
     require_positive_int(batch, "batch")
     require_positive_int(seq, "prompt length" if phase is Phase.PREFILL else "context length")
-    dt = for_checkpoint(dtypes or model_dtypes(), cfg.weights_dtype)
+    dt = for_checkpoint(dtypes or model_dtypes(), cfg.weights_dtype, cfg.unquantized)
     sp = split or Split()
     warnings: list[str] = [*cfg.load_warnings, *(check_split(cfg, sp, batch) if not sp.trivial else [])]
     shape = StepShape(phase, batch // sp.dp, seq)

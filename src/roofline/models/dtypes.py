@@ -1,13 +1,15 @@
-"""A model step's dtypes: what each tensor role is stored in, and whose peak the matmuls run at.
-"""
+"""A model step's dtypes: what each tensor role is stored in, and whose peak the matmuls run at."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from roofline.dtypes import DType, get_dtype, require_storable
+from roofline.dtypes import DTYPES, DType, get_dtype, require_storable
 from roofline.errors import RooflineError
 from roofline.hardware import Machine
+
+_BF16 = DTYPES["bf16"]  # what checkpoints keep their unquantized modules in (torch_dtype bfloat16)
 
 
 @dataclass(frozen=True)
@@ -22,6 +24,24 @@ class ModelDtypes:
     # False: no weights dtype was asked for and bf16 stands in; a checkpoint that states its own
     # (ModelConfig.weights_dtype, from config.json's quantization_config) replaces it: `for_checkpoint`
     weights_given: bool = field(default=True, compare=False)
+    # per parameter part, the fraction stored in BF16 beside `weights` (a quantized checkpoint's
+    # tables, norms, biases and excluded modules: ModelConfig.unquantized); empty: every weight in `weights`
+    unquantized: tuple[tuple[str, float], ...] = ()
+
+    def part_fraction(self, part: str) -> float:
+        """The fraction of parameter part `part` kept in BF16 (0: all of it in `weights`)."""
+        return next((f for p, f in self.unquantized if p == part), 0.0)
+
+    def weight_dtype(self, part: str) -> DType:
+        """What the graph stores part `part`'s weight tensors in: BF16 where the checkpoint keeps the
+        whole part unquantized, else `weights` (a part kept in part, a few layers of it, is counted
+        exactly in memory by `weights_bytes` and read as `weights` in the step: see the load warning)."""
+        return _BF16 if self.part_fraction(part) >= 1.0 else self.weights
+
+    def weights_bytes(self, parts: Mapping[str, float]) -> float:
+        """Bytes of parameters by part: each part's BF16 fraction at 2 bytes, the rest at `weights`."""
+        w = self.weights.bytes_per_element
+        return sum(n * (w + self.part_fraction(p) * (_BF16.bytes_per_element - w)) for p, n in parts.items())
 
     def to_dict(self) -> dict[str, str | None]:
         return {"weights": self.weights.name, "activations": self.activations.name,
@@ -38,12 +58,14 @@ def model_dtypes(weights: str | DType | None = None, activations: str | DType = 
                        get_dtype(compute) if compute else None, weights_given=weights is not None)
 
 
-def for_checkpoint(dtypes: ModelDtypes, checkpoint: DType | None) -> ModelDtypes:
+def for_checkpoint(dtypes: ModelDtypes, checkpoint: DType | None,
+                   unquantized: tuple[tuple[str, float], ...] = ()) -> ModelDtypes:
     """`dtypes` with the checkpoint's weights dtype (ModelConfig.weights_dtype: DeepSeek-V3's FP8 with
-    128x128 block scales) where no weights dtype was asked for; otherwise `dtypes` unchanged."""
+    128x128 block scales) and the parts it keeps in BF16 (ModelConfig.unquantized) where no weights
+    dtype was asked for; otherwise `dtypes` unchanged (a dtype asked for applies to every weight)."""
     if dtypes.weights_given or checkpoint is None:
         return dtypes
-    return replace(dtypes, weights=checkpoint, weights_given=True)
+    return replace(dtypes, weights=checkpoint, weights_given=True, unquantized=unquantized)
 
 
 def compute_dtype(dtypes: ModelDtypes, machine: Machine) -> DType:
@@ -59,4 +81,15 @@ def compute_dtype(dtypes: ModelDtypes, machine: Machine) -> DType:
     return get_dtype(machine.default_dtype())
 
 
-__all__ = ["ModelDtypes", "compute_dtype", "for_checkpoint", "model_dtypes"]
+def weight_part(weight: str) -> str:
+    """The parameter part (ModelConfig.param_counts) a weight tensor of the step graph belongs to, by its name."""
+    for key, part in (("linear_attn.", "linear_attention"),
+                      ("embed_tokens", "embedding"), ("position_embeddings", "position_embedding"),
+                      ("lm_head", "lm_head"), ("router.", "router"), ("shared.", "shared_experts"),
+                      ("experts.", "experts"), ("gate_up_proj", "mlp"), ("up_proj", "mlp"), ("down_proj", "mlp")):
+        if key in weight:
+            return part
+    return "attention"
+
+
+__all__ = ["ModelDtypes", "compute_dtype", "for_checkpoint", "model_dtypes", "weight_part"]

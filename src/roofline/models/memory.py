@@ -26,7 +26,7 @@ from typing import Any
 from roofline.errors import RooflineError, T
 from roofline.graph import Kernel
 from roofline.models.dtypes import ModelDtypes
-from roofline.models.split import shard, stage_layers, stage_share, valid_splits
+from roofline.models.split import shard, stage_share, valid_splits
 from roofline.models.transformer import ModelConfig
 from roofline.parallel import MOST_DEVICES, NODE_DEVICES, Split
 from roofline.units import format_bytes
@@ -118,22 +118,26 @@ class MemoryFit:
 
 
 def device_weights_bytes(cfg: ModelConfig, split: Split, dtypes: ModelDtypes) -> float:
-    """One device's weights: its share of the widths; one stage's layers; the edge tables of the fuller end."""
+    """One device's weights: its share of the widths; one stage's layers; the edge tables of the fuller
+    end. Each part in its own dtype (a quantized checkpoint's tables and excluded modules in BF16)."""
     parts = shard(cfg, split).param_counts().parts
-    layers = float(sum(v for k, v in parts.items() if k not in EDGE_PARTS))
-    if split.ep > 1:
-        layers -= parts.get("experts", 0) * (1 - 1 / split.ep)
+    layers = {k: float(v) for k, v in parts.items() if k not in EDGE_PARTS}
+    for part in ("experts", "expert_biases"):
+        if split.ep > 1 and part in layers:
+            layers[part] /= split.ep
     if split.pp == 1:
-        return (layers + sum(parts.get(k, 0) for k in EDGE_PARTS)) * dtypes.weights.bytes_per_element
-    first = parts.get("embedding", 0) + parts.get("position_embedding", 0)
-    last = parts.get("lm_head", 0) or parts.get("embedding", 0)  # a tied head keeps a copy of the table
-    return (layers * stage_share(cfg, split) + max(first, last)) * dtypes.weights.bytes_per_element
+        return dtypes.weights_bytes({**layers, **{k: parts[k] for k in EDGE_PARTS if k in parts}})
+    first = dtypes.weights_bytes({k: parts.get(k, 0) for k in ("embedding", "position_embedding")})
+    last = (dtypes.weights_bytes({"lm_head": parts["lm_head"]}) if parts.get("lm_head")
+            else dtypes.weights_bytes({"embedding": parts.get("embedding", 0)}))  # a tied head keeps a copy
+    share = stage_share(cfg, split)
+    return dtypes.weights_bytes(layers) * share + max(first, last)
 
 
 def device_kv_bytes(cfg: ModelConfig, split: Split, batch: int, context: int, dtypes: ModelDtypes) -> float:
     """One device's KV cache: batch/dp sequences at its KV heads, on one stage's ⌈L/pp⌉ of L layers."""
     kv = shard(cfg, split).kv_cache_bytes(batch // split.dp, context, dtypes.kv_cache.bytes_per_element)
-    return float(kv) * stage_layers(cfg, split) / cfg.num_layers
+    return float(kv) * stage_share(cfg, split)
 
 
 def candidate_splits(cfg: ModelConfig, devices_per_node: int, max_devices: int) -> list[Split]:

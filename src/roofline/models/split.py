@@ -137,8 +137,14 @@ def shard(cfg: ModelConfig, split: Split) -> ModelConfig:
     tp = split.tp
     if tp == 1:
         return cfg
+    la = cfg.linear_attention
+    if la is not None and (la.key_heads % tp or la.value_heads % tp):
+        raise RooflineError(f"--tp {tp} does not divide {cfg.name}'s linear-attention heads "
+                            f"(linear_num_key_heads {la.key_heads}, linear_num_value_heads {la.value_heads})")
     return replace(
         cfg,
+        linear_attention=None if la is None else replace(la, key_heads=la.key_heads // tp,
+                                                         value_heads=la.value_heads // tp),
         num_heads=cfg.num_heads // tp,
         # MLA's key/value "heads" go with the query heads; its cache is the shared latent, replicated
         num_kv_heads=cfg.num_kv_heads // tp if cfg.is_mla else max(1, cfg.num_kv_heads // tp),

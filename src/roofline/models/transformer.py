@@ -31,10 +31,56 @@ MLA_MODES = tuple(str(v) for v in MlaForm)  # how MLA attends: over the latent, 
 
 
 class AttentionKind(StrEnum):
-    """Which attention a layer runs: full causal (GLOBAL) or over a sliding window (LOCAL)."""
+    """Which token mixer a layer runs: full causal attention (GLOBAL), attention over a sliding window
+    (LOCAL), or linear attention with a fixed state per sequence (LINEAR: Gated DeltaNet)."""
 
     GLOBAL = "global"
     LOCAL = "local"
+    LINEAR = "linear"
+
+
+SOFTMAX_KINDS = (AttentionKind.GLOBAL, AttentionKind.LOCAL)  # the kinds that keep a KV cache
+
+
+@dataclass(frozen=True)
+class LinearAttention:
+    """Gated DeltaNet (Yang, Kautz, Hatamizadeh, arXiv 2412.06464; transformers models/qwen3_next,
+    Qwen3_5GatedDeltaNet): `key_heads` query/key heads of `key_dim`, `value_heads` value heads of
+    `value_dim` (each key head serves value_heads/key_heads of them), a depthwise causal conv1d of
+    `conv_kernel` taps over the q, k and v channels, and one recurrent state of key_dim × value_dim
+    per value head, kept in `state_bytes` bytes a value (mamba_ssm_dtype; float32 in the reference)."""
+
+    key_heads: int
+    value_heads: int
+    key_dim: int
+    value_dim: int
+    conv_kernel: int
+    state_bytes: int = 4
+    chunk: int = 64  # the chunked prefill's block (fla chunk_gated_delta_rule, transformers' chunk_size 64)
+
+    @property
+    def conv_channels(self) -> int:
+        """Channels the conv runs over: q and k (key_heads·key_dim each) and v (value_heads·value_dim)."""
+        return 2 * self.key_heads * self.key_dim + self.value_heads * self.value_dim
+
+    @property
+    def in_width(self) -> int:
+        """in_proj outputs: q, k, v, the output gate z (value_heads·value_dim), and β and the decay a
+        (one each per value head)."""
+        return self.conv_channels + self.value_heads * self.value_dim + 2 * self.value_heads
+
+    def layer_params(self, hidden: int) -> int:
+        """in_proj h·in_width + conv1d channels·taps (no bias) + dt_bias and A_log (one per value head)
+        + the gated norm's gain (value_dim) + out_proj value_heads·value_dim·h."""
+        v = self.value_heads * self.value_dim
+        return hidden * self.in_width + self.conv_channels * self.conv_kernel + 2 * self.value_heads \
+            + self.value_dim + v * hidden
+
+    def state_bytes_per_sequence(self, activation_bytes: float) -> float:
+        """One layer's state for one sequence: the recurrent value_heads·key_dim·value_dim at
+        state_bytes, and the conv's last conv_kernel − 1 inputs per channel in the activation dtype."""
+        return (self.value_heads * self.key_dim * self.value_dim * self.state_bytes
+                + self.conv_channels * (self.conv_kernel - 1) * activation_bytes)
 
 
 class MlpKind(StrEnum):
@@ -78,7 +124,8 @@ class ModelConfig:
     max_position_embeddings: int
     tie_word_embeddings: bool = False
     norm: Norm = Norm.RMSNORM  # LayerNorm has a bias too
-    activation: str = "swiglu"  # "swiglu" | "geglu" (gated) | "gelu" (GPT-2: up, gelu, down)
+    # "swiglu" | "geglu" | "swiglu_clamped" (gated; gpt-oss clamps gate and up) | "gelu" (GPT-2: up, gelu, down)
+    activation: str = "swiglu"
     qkv_bias: bool = False  # Qwen2: biases on q, k, v
     o_bias: bool = False  # Llama/Qwen3 attention_bias: a bias on o_proj as well as on q, k, v
     linear_bias: bool = False  # GPT-2: biases on every linear layer
@@ -94,13 +141,20 @@ class ModelConfig:
     moe_intermediate_size: int = 0
     num_shared_experts: int = 0  # each of moe_intermediate_size width
     first_dense_layers: int = 0  # DeepSeek-V3: the first k layers have a dense MLP
-    router_bias: bool = False  # DeepSeek-V3: e_score_correction_bias
+    router_bias: bool = False  # DeepSeek-V3: e_score_correction_bias; gpt-oss: the router's bias
+    expert_bias: bool = False  # gpt-oss: biases on every expert's gate_up (2f) and down (h) projections
+    attention_sinks: bool = False  # gpt-oss: one learned sink logit per head, in every softmax's sum
     # multi-head latent attention (DeepSeek-V3); kv_lora_rank > 0 turns it on
     q_lora_rank: int = 0
     kv_lora_rank: int = 0
     qk_nope_head_dim: int = 0
     qk_rope_head_dim: int = 0
     v_head_dim: int = 0
+    linear_attention: LinearAttention | None = None  # the LINEAR layers' shape (Qwen3-Next, Qwen3.5)
+    attn_output_gate: bool = False  # Qwen3-Next/3.5: q_proj also gives a sigmoid gate on the attention output
+    shared_expert_gate: bool = False  # Qwen3-Next/3.5: a sigmoid gate (h -> 1) on the shared expert's output
+    vision_params: int = 0  # a multimodal checkpoint's vision tower: in its memory, not in the text step
+    rotary_dims: int = 0  # dims of each q/k head RoPE rotates (partial_rotary_factor · head_dim); 0: all
     source: str = ""  # preset name or file path
     # how the program runs the step (not the checkpoint's shape; `roofline model --logits/--mla`):
     # logits "last" (only the last position of each prefill sequence is projected, as serving engines
@@ -114,6 +168,9 @@ class ModelConfig:
     # (bf16 unless --weights-dtype says otherwise). `load_warnings`: what the loader read but ignored.
     weights_dtype: DType | None = None
     load_warnings: tuple[str, ...] = ()
+    # per parameter part, the fraction the checkpoint keeps in 16 bits beside weights_dtype (its
+    # tables, norms, biases and the modules its quantization_config leaves out; roofline.models.quantization)
+    unquantized: tuple[tuple[str, float], ...] = ()
 
     def __post_init__(self) -> None:
         if self.logits not in LOGITS:
@@ -139,6 +196,9 @@ class ModelConfig:
                                 f"the {self.num_layers} layers")
         # strings in (from a caller), enum members kept
         object.__setattr__(self, "layer_attention", tuple(AttentionKind(k) for k in self.layer_attention))
+        if (AttentionKind.LINEAR in self.layer_attention) != (self.linear_attention is not None):
+            raise RooflineError(f"model {self.name}: linear-attention layers need their shape (linear_attention) "
+                                f"and a linear_attention shape needs linear layers")
         if self.sliding_window is not None and self.sliding_window < 1:
             raise RooflineError(f"model {self.name}: sliding_window must be positive, got {self.sliding_window}")
 
@@ -161,7 +221,7 @@ class ModelConfig:
 
     @property
     def gated(self) -> bool:
-        return self.activation in ("swiglu", "geglu")
+        return self.activation in ("swiglu", "geglu", "swiglu_clamped")
 
     @property
     def qk_head_dim(self) -> int:
@@ -191,6 +251,33 @@ class ModelConfig:
     def attention_layers(self, kind: AttentionKind) -> int:
         return sum(1 for a in self.layer_kinds if a == kind)
 
+    def layer_groups(self) -> tuple[tuple[str, int], ...]:
+        """The model as a sequence of layer kinds: (kind, layers) for each token mixer, then each MLP
+        kind, in the order they first appear: (("window 128", 18), ("full attention", 18), ("MoE", 36))."""
+        names = {AttentionKind.GLOBAL: "MLA" if self.is_mla else
+                 "gated full attention" if self.attn_output_gate else "full attention",
+                 AttentionKind.LOCAL: f"window {self.sliding_window}", AttentionKind.LINEAR: "Gated DeltaNet"}
+        out: dict[str, int] = {}
+        for kind in self.layer_kinds:
+            out[names[kind]] = out.get(names[kind], 0) + 1
+        for label, count in (("dense MLP", self.dense_layers), ("MoE", self.moe_layers)):
+            if count:
+                out[label] = count
+        return tuple(out.items())
+
+    @property
+    def kv_layers(self) -> int:
+        """Layers that keep a KV cache (full and windowed attention; not the linear-attention ones)."""
+        return sum(1 for a in self.layer_kinds if a in SOFTMAX_KINDS)
+
+    def state_bytes_per_sequence(self, activation_bytes: float = 2.0) -> float:
+        """Bytes of fixed state one sequence keeps, all LINEAR layers: each its recurrent and conv
+        state (LinearAttention.state_bytes_per_sequence); 0 for a model without them."""
+        la = self.linear_attention
+        if la is None:
+            return 0.0
+        return self.attention_layers(AttentionKind.LINEAR) * la.state_bytes_per_sequence(activation_bytes)
+
     def kv_elements_per_token_per_layer(self) -> int:
         """Values cached per token per layer: 2·G·d for K and V, or kv_lora_rank + qk_rope_head_dim for
         MLA's compressed latent (512 + 64 = 576 for DeepSeek-V3)."""
@@ -203,8 +290,10 @@ class ModelConfig:
     def kv_cache_bytes_per_token(self, bytes_per_element: float = 2.0) -> float:
         """Bytes of KV cache one token of context adds, all layers: 2·G·d·layers·bytes.
 
-        Llama 3 70B in BF16: 2·8·128·80·2 = 327,680 B = 320 KiB, the published figure."""
-        return self.kv_elements_per_token_per_layer() * self.num_layers * bytes_per_element
+        Llama 3 70B in BF16: 2·8·128·80·2 = 327,680 B = 320 KiB, the published figure. Uncapped: a
+        windowed layer counts every token here (`kv_cache_bytes` caps it at the window); linear-attention
+        layers keep no KV cache (their state is per sequence: `state_bytes_per_sequence`)."""
+        return self.kv_elements_per_token_per_layer() * self.kv_layers * bytes_per_element
 
     def cached_tokens(self, layer_kind: AttentionKind, context: Num) -> Num:
         """Tokens one layer keeps and reads at `context`: all of them, or min(L, W) for a windowed
@@ -223,9 +312,11 @@ class ModelConfig:
 
     def kv_cache_bytes(self, batch: Num, context: Num, bytes_per_element: float = 2.0) -> Any:
         """KV cache for `batch` sequences of `context` tokens, windowed layers capped at the window
-        (ints, or numpy arrays of them)."""
+        (ints, or numpy arrays of them), plus each sequence's linear-attention state (its recurrent
+        state in its own dtype, its conv state at `bytes_per_element`)."""
         per_layer = self.kv_elements_per_token_per_layer() * bytes_per_element
-        return batch * per_layer * self.attended_tokens(context)
+        state = self.state_bytes_per_sequence(bytes_per_element)
+        return batch * per_layer * self.attended_tokens(context) + (batch * state if state else 0)
 
     @property
     def default_length(self) -> int:
@@ -284,36 +375,56 @@ def _param_counts(c: ModelConfig) -> ParamCounts:
         norms += L * (c.kv_lora_rank + (c.q_lora_rank or 0))  # q_a_layernorm, kv_a_layernorm
     else:
         H, G, d = c.num_heads, c.num_kv_heads, c.head_dim
-        attn = h * (H + 2 * G) * d + H * d * h
+        A = c.kv_layers  # layers with softmax attention; the rest are linear attention
+        q = 2 * H if c.attn_output_gate else H  # a gated q_proj gives the query and the gate
+        attn = h * (q + 2 * G) * d + H * d * h
         if c.qkv_bias or c.linear_bias:
-            biases += L * (H + 2 * G) * d
+            biases += A * (q + 2 * G) * d
         if c.linear_bias or c.o_bias:
-            biases += L * h
+            biases += A * h
         if c.qk_norm:
-            norms += L * 2 * d
-    counts["attention"] = L * attn
+            norms += A * 2 * d
+    counts["attention"] = (L if c.is_mla else c.kv_layers) * attn
+    if c.linear_attention is not None:
+        counts["linear_attention"] = c.attention_layers(AttentionKind.LINEAR) * c.linear_attention.layer_params(h)
     mlp_mats = 3 if c.gated else 2
     counts["mlp"] = c.dense_layers * mlp_mats * h * c.intermediate_size
     if c.linear_bias:
         biases += c.dense_layers * (c.intermediate_size + h)
     if c.is_moe:
         per_expert = 3 * h * c.moe_intermediate_size
-        counts["router"] = c.moe_layers * h * c.num_experts
+        counts["router"] = c.moe_layers * h * (c.num_experts + (1 if c.shared_expert_gate else 0))
         # DeepSeek-V3's e_score_correction_bias: added to the scores to pick experts, not multiplied
         biases += c.moe_layers * c.num_experts if c.router_bias else 0
         counts["shared_experts"] = c.moe_layers * c.num_shared_experts * per_expert
         counts["experts"] = c.moe_layers * c.num_experts * per_expert
     counts["norms"] = norms
     counts["biases"] = biases
+    if c.attention_sinks:
+        counts["sinks"] = L * c.num_heads
+    if c.expert_bias:
+        counts["expert_biases"] = c.moe_layers * c.num_experts * (2 * c.moe_intermediate_size + h)
+    if c.vision_params:
+        counts["vision"] = c.vision_params
     active = dict(counts)
+    if c.vision_params:
+        active["vision"] = 0  # a text token does not run the vision tower
     if c.is_moe:
         active["experts"] = c.moe_layers * c.experts_per_token * per_expert
+    if c.expert_bias:
+        active["expert_biases"] = c.moe_layers * c.experts_per_token * (2 * c.moe_intermediate_size + h)
     # gathered tables, norm gains and biases are not multiplied; a tied LM head is (it reuses the table)
     tied_head = c.vocab_size * h if c.tie_word_embeddings else 0
+    added = counts.get("sinks", 0) + active.get("expert_biases", 0)  # added to sums, not multiplied
+    if c.linear_attention is not None:  # the conv taps, dt_bias, A_log and the gated norm's gain: not a matmul
+        la = c.linear_attention
+        added += c.attention_layers(AttentionKind.LINEAR) * (la.conv_channels * la.conv_kernel + 2 * la.value_heads
+                                                             + la.value_dim)
     matmul = (sum(active.values()) - counts["embedding"] - counts.get("position_embedding", 0) - norms - biases
-              + tied_head)
+              - added + tied_head)
     return ParamCounts(MappingProxyType(counts), MappingProxyType(active), matmul)
 
 
 
-__all__ = ["DEFAULT_LENGTH", "LOGITS", "MLA_MODES", "AttentionKind", "MlpKind", "ModelConfig", "ParamCounts"]
+__all__ = ["DEFAULT_LENGTH", "LOGITS", "MLA_MODES", "SOFTMAX_KINDS", "AttentionKind", "LinearAttention", "MlpKind",
+           "ModelConfig", "ParamCounts"]

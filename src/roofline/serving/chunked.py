@@ -33,7 +33,7 @@ from roofline.graph import FusionPlan, Graph, tensor
 from roofline.kernels import attention_ops, attention_plans
 from roofline.models.analysis import COLLECTIVES, ModelAnalysis, analyze_model
 from roofline.models.split import shard
-from roofline.models.transformer import AttentionKind
+from roofline.models.transformer import SOFTMAX_KINDS
 from roofline.placement import analyze_graph
 from roofline.serving.efficiency import Band, Efficiency
 from roofline.units import require_positive_int
@@ -97,7 +97,7 @@ def earlier_attention(r: Any, batch: int, tokens: int, earlier: int) -> tuple[Ba
     b = batch // r.split.dp
     act, kv = r.dtypes.activations, r.dtypes.kv_cache
     ops = []
-    for kind in AttentionKind:
+    for kind in SOFTMAX_KINDS:
         layers = r.config.attention_layers(kind)
         if not layers:
             continue

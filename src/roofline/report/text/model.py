@@ -44,6 +44,23 @@ def rows_csv(rows: list[dict[str, Any]], columns: Sequence[str]) -> str:
     return buf.getvalue()
 
 
+def _kv_line(a: Any) -> list[str]:
+    """The capped and per-sequence KV figures, where they differ from the uncapped per-token one."""
+    from roofline.units import format_bytes
+
+    kv = a.kv_cache
+    out = []
+    if kv["window_tokens"] is not None and kv["bytes_per_token_at_length"] != kv["bytes_per_token_uncapped"]:
+        out.append(f"  {kv['bytes_per_token_uncapped']:,.0f} B per token uncapped; at {a.seq:,} tokens "
+                   f"{kv['bytes_per_token_at_length']:,.0f} B per token (windowed layers capped at "
+                   f"{kv['window_tokens']:,} tokens)")
+    if kv["state_bytes_per_sequence"]:
+        out.append(f"  + linear-attention state {kv['state_bytes_per_sequence']:,.0f} B "
+                   f"({format_bytes(kv['state_bytes_per_sequence'], 4, binary=True)}) per sequence, whatever "
+                   f"its length (recurrent and conv state)")
+    return out
+
+
 def model_text(a: Any) -> str:
     from roofline.units import format_bytes, format_count, format_flop, format_intensity, format_time
 
@@ -56,7 +73,7 @@ def model_text(a: Any) -> str:
              f"KV cache {a.kv_cache_bytes_per_token:,.0f} B "
              f"({format_bytes(a.kv_cache_bytes_per_token, 4, binary=True)}) per token"
              + (f"; {a.model.experts_hit} of {cfg.num_experts} experts hit per MoE layer" if cfg.is_moe else ""),
-             ""]
+             *_kv_line(a), ""]
     lines.append(placements_table(a.placements, title=f"kernels, plan {a.plan}: {RUNS_NOTE}"))
     roles = a.bytes_by_role()
     lines.append("")
@@ -221,6 +238,7 @@ def preset_rows() -> list[dict[str, Any]]:
         rows.append({"id": name, "family": cfg.architecture, "params_total": cfg.total_params,
                      "params_active": cfg.active_params, "layers": cfg.num_layers,
                      "attention": attention_kind(cfg),
+                     "layer_kinds": " + ".join(f"{n} {kind}" for kind, n in cfg.layer_groups()),
                      "experts": f"{cfg.experts_per_token} of {cfg.num_experts}" if cfg.is_moe else "",
                      "max_length": cfg.max_position_embeddings,
                      "checkpoint_dtype": _checkpoint(preset_dict(name)),
@@ -234,7 +252,8 @@ def presets_text(rows: list[dict[str, Any]]) -> str:
     t = Table(title="model presets (offline; a local config.json works as well): roofline model ID",
               title_justify="left")
     cols = (("id", "id", "left"), ("family", "family", "left"), ("params", "params_total", "right"),
-            ("active", "params_active", "right"), ("layers", "layers", "right"), ("attention", "attention", "left"),
+            ("active", "params_active", "right"), ("layers", "layers", "right"), ("layer kinds", "layer_kinds", "left"),
+            ("attention", "attention", "left"),
             ("experts", "experts", "left"), ("max length", "max_length", "right"),
             ("checkpoint", "checkpoint_dtype", "left"), ("weights / KV / compute", "default_dtypes", "left"))
     for header, _key, justify in cols:
@@ -242,8 +261,9 @@ def presets_text(rows: list[dict[str, Any]]) -> str:
     for r in rows:
         t.add_row(*[format_count(r[key]) if key.startswith("params") else
                     f"{r[key]:,}" if key == "max_length" else str(r[key]) for _h, key, _j in cols])
-    return (render(t, drop=("checkpoint", "max length", "active", "family", "experts"))
-            + "\nattention: query heads/K-V heads (GQA), MHA, MLA's cached latent; experts: routed per token of all;"
+    return (render(t, drop=("layer kinds", "checkpoint", "max length", "active", "family", "experts"))
+            + "\nlayer kinds: each token mixer and MLP kind and the layers that run it;"
+              "\nattention: query heads/K-V heads (GQA), MHA, MLA's cached latent; experts: routed per token of all;"
               "\nweights / KV / compute: the dtypes `roofline model` uses unless --weights-dtype, --kv-dtype or "
               "--dtype says otherwise; checkpoint: config.json's quantization_config (its method and format) where "
               "it has one, else its torch_dtype")

@@ -1,0 +1,74 @@
+"""One small parser per architecture: a Hugging Face config dict onto a ModelConfig's layer kinds.
+
+Each family module gives `PARSERS`, its `model_type`s and their parser; a new architecture is one
+new module added to `_FAMILIES`. A `model_type` named twice is refused at import: one parser a
+spelling. `config_from_dict` picks the parser, reads the checkpoint's quantization_config
+(roofline.models.quantization) and unwraps multimodal configs that nest the text model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from types import MappingProxyType
+from typing import Any
+
+from roofline.errors import RooflineError, shown
+from roofline.models.architectures import deepseek, gemma, gpt2, gpt_oss, llama, mistral, qwen, qwen3_next
+from roofline.models.architectures.common import Parser
+from roofline.models.fields import Fields
+from roofline.models.quantization import checkpoint_weights, excluded_modules, unquantized_parts
+from roofline.models.transformer import ModelConfig
+
+_FAMILIES = (llama, mistral, qwen, qwen3_next, deepseek, gemma, gpt2, gpt_oss)
+
+
+def _registry() -> Mapping[str, Parser]:
+    out: dict[str, Parser] = {}
+    for family in _FAMILIES:
+        for model_type, parser in family.PARSERS.items():
+            if model_type in out:
+                raise RuntimeError(f"model_type {model_type!r} has two parsers ({family.__name__})")
+            out[model_type] = parser
+    return MappingProxyType(out)
+
+
+PARSERS = _registry()
+SUPPORTED = tuple(PARSERS)
+
+
+def config_from_dict(raw: Mapping[str, Any], name: str = "model", where: str = "") -> ModelConfig:
+    """Parse a Hugging Face config dict. Gemma 3's multimodal config nests the text model in text_config.
+    A quantization_config sets `weights_dtype` (`checkpoint_weights`)."""
+    where = where or name
+    if not isinstance(raw, Mapping):
+        raise RooflineError(f"config {where}: expected a JSON object at the top level")
+    weights, notes = checkpoint_weights(raw, where)
+    outer = raw
+    model_type = raw.get("model_type")
+    if model_type == "gemma3" and isinstance(raw.get("text_config"), Mapping):
+        if raw.get("vision_config") is not None:  # its SigLIP tower is not read: said, not silently dropped
+            notes = (*notes, f"{where}: the vision tower (vision_config) is not counted: the language model's "
+                             f"weights only")
+        raw = {**raw["text_config"], "model_type": "gemma3_text"}
+        model_type = "gemma3_text"
+    if model_type is None:
+        raise RooflineError(f"config {where}: missing field 'model_type'; supported: {', '.join(SUPPORTED)}")
+    if not isinstance(model_type, str):
+        raise RooflineError(f"config {where}: field 'model_type' must be a string, got {shown(model_type)}; "
+                            f"supported: {', '.join(SUPPORTED)}")
+    if model_type not in PARSERS:
+        raise RooflineError(f"config {where}: architecture {shown(model_type)} is not supported; "
+                            f"supported: {', '.join(SUPPORTED)}")
+    config = PARSERS[model_type](Fields(raw, where), name, model_type)
+    notes = (*config.load_warnings, *notes)
+    if weights is None and not notes:
+        return config
+    if weights is None:
+        return replace(config, load_warnings=notes)
+    kept, unread = unquantized_parts(config, excluded_modules(outer, where), where,
+                                     experts_only=weights.name == "mxfp4" and config.is_moe)
+    return replace(config, weights_dtype=weights, unquantized=kept, load_warnings=(*notes, *unread))
+
+
+__all__ = ["PARSERS", "SUPPORTED", "config_from_dict"]

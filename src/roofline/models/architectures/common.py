@@ -1,0 +1,64 @@
+"""What most decoder-only configs spell alike: the shape fields and the gated activation."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from roofline.errors import RooflineError
+from roofline.models.fields import Fields
+from roofline.models.transformer import AttentionKind, ModelConfig
+
+Parser = Callable[[Fields, str, str], ModelConfig]  # (fields, name, model_type) -> the model's shape
+
+_ACTIVATIONS = {"silu": "swiglu", "swish": "swiglu", "gelu_pytorch_tanh": "geglu", "gelu": "geglu",
+                "gelu_new": "geglu", "gelu_fast": "geglu"}
+
+
+def gated_activation(f: Fields) -> str:
+    act = f.text("hidden_act", "silu", "hidden_activation")
+    if act not in _ACTIVATIONS:
+        raise RooflineError(f"config {f.where}: hidden_act {act!r} is not supported; "
+                            f"supported: {', '.join(sorted(_ACTIVATIONS))}")
+    return _ACTIVATIONS[act]
+
+
+def common(f: Fields, name: str, model_type: str, tie_default: bool) -> dict[str, Any]:
+    """The fields every Llama-shaped config gives, as ModelConfig keywords."""
+    hidden = f.integer("hidden_size")
+    heads = f.integer("num_attention_heads")
+    if hidden % heads and "head_dim" not in f.raw:
+        raise RooflineError(f"config {f.where}: hidden_size {hidden} is not a multiple of "
+                            f"num_attention_heads {heads}; give head_dim")
+    return {
+        "name": name,
+        "architecture": model_type,
+        "hidden_size": hidden,
+        "num_layers": f.integer("num_hidden_layers"),
+        "num_heads": heads,
+        "num_kv_heads": f.at_most("num_key_value_heads", f.integer("num_key_value_heads", heads),
+                                  "num_attention_heads", heads),
+        "head_dim": f.integer("head_dim", hidden // heads),
+        "intermediate_size": f.integer("intermediate_size"),
+        "vocab_size": f.integer("vocab_size"),
+        "max_position_embeddings": f.integer("max_position_embeddings"),
+        "tie_word_embeddings": f.flag("tie_word_embeddings", tie_default),
+        "activation": gated_activation(f),
+    }
+
+
+LAYER_TYPES = {"sliding_attention": AttentionKind.LOCAL, "full_attention": AttentionKind.GLOBAL}
+
+
+def layer_types(f: Fields, layers: int) -> tuple[AttentionKind, ...] | None:
+    """transformers' `layer_types`: each layer's attention by name; None when the config gives none."""
+    types = f.raw.get("layer_types")
+    if types is None:
+        return None
+    if not isinstance(types, list) or len(types) != layers or not all(t in LAYER_TYPES for t in types):
+        raise f.bad("layer_types", f"a list of {layers} (num_hidden_layers) of "
+                                   f"{' or '.join(repr(t) for t in LAYER_TYPES)}", types)
+    return tuple(LAYER_TYPES[t] for t in types)
+
+
+__all__ = ["LAYER_TYPES", "Parser", "common", "gated_activation", "layer_types"]

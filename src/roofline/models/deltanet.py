@@ -1,0 +1,114 @@
+"""The Gated DeltaNet layer kind (linear attention with a fixed state per sequence) in a step graph.
+
+Gated DeltaNet (Yang, Kautz, Hatamizadeh, arXiv 2412.06464; transformers Qwen3_5GatedDeltaNet,
+vLLM model_executor/models/qwen3_next.py), per layer, N = B × T tokens:
+
+    norm            RMSNorm of the residual stream
+    in_proj_qkv     h -> 2·Hk·dk + Hv·dv (q, k, v)            in_proj_zba  h -> Hv·dv + 2·Hv (z, β, a)
+    conv1d          depthwise causal conv of K taps + SiLU over the q, k, v channels: (2K + 4)·N·C;
+                    decode reads and writes the last K − 1 inputs per channel (the conv state)
+    delta_rule      decode, recurrent (one mat-vec per head on the vector lanes): per token and value
+                    head, decay dk·dv, Sᵀk 2·dk·dv, rank-1 update 2·dk·dv, readout Sᵀq 2·dk·dv = 7·dk·dv;
+                    reads and writes the state S [B, Hv, dk, dv].
+                    prefill, chunked (blocks of C = 64, the WY form of Yang et al. arXiv 2406.06484):
+                    per token and head K·Kᵀ, Q·Kᵀ and T·K 2·C·dk each, T·V and the intra-chunk P·(U − W·S)
+                    2·C·dv each, and Q·S, W·S, Kᵀ(U − W·S) 2·dk·dv each: 2·C·(3·dk + 2·dv) + 6·dk·dv on
+                    the matrix units, + C²/3 for the triangular solve (forward substitution) on the vector
+                    lanes; the final state written once. Linear in tokens: no term grows with the context.
+    gated_norm      RMSNorm over dv, times SiLU(z): (6 + 5)·N·Hv·dv
+    out_proj        Hv·dv -> h, then the residual add
+
+Tensor parallelism shards the heads (Hk/tp and Hv/tp per device, roofline.models.split.shard); the
+state and the conv state are per sequence, never per token (ModelConfig.state_bytes_per_sequence).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from roofline.dtypes import DTYPES
+from roofline.graph import Op, Tensor
+from roofline.kernels import FLOP_PER_ELEMENT, elementwise_op, matmul_op
+from roofline.models.dtypes import ModelDtypes
+from roofline.models.transformer import ModelConfig
+from roofline.vocab import Phase, Role, Unit
+
+P = "linear_attn."
+
+
+class StepBuilder(Protocol):
+    """What a layer kind needs of the step graph's builder (roofline.models.build._Builder)."""
+
+    cfg: ModelConfig
+    dt: ModelDtypes
+    shape: Any
+    n: int
+    b: int
+
+    def act(self, name: str, shape: Sequence[int]) -> Tensor: ...
+    def weight(self, name: str, shape: Sequence[int]) -> Tensor: ...
+    def norm(self, name: str, x: Tensor, out: Tensor, count: int) -> str: ...
+    def add(self, op: Op) -> str: ...
+    def fuse(self, *names: str) -> None: ...
+    def tp_out(self, name: str, out: Tensor) -> Tensor: ...
+    def reduce(self, name: str, partial: Tensor, out: Tensor, count: int) -> str: ...
+
+
+def gated_deltanet(bd: StepBuilder, resid: Tensor, hidden: Tensor, count: int) -> None:
+    """The linear-attention layers of the step (`count` of them), from the residual stream `resid`
+    into `hidden`, as one set of ops run `count` times."""
+    cfg, n, b, h = bd.cfg, bd.n, bd.b, bd.cfg.hidden_size
+    la = cfg.linear_attention
+    assert la is not None
+    hk, hv, dk, dv, k, c = la.key_heads, la.value_heads, la.key_dim, la.value_dim, la.conv_kernel, la.chunk
+    ch, v = la.conv_channels, hv * dv
+    x = bd.act(f"{P}norm.out", (n, h))
+    norm = bd.norm(f"{P}norm", resid, x, count)
+    qkv = bd.act(f"{P}qkv", (n, ch))
+    proj = bd.add(matmul_op(f"{P}in_proj_qkv", x, bd.weight(f"{P}in_proj_qkv.weight", (h, ch)), qkv, count))
+    bd.fuse(norm, proj)
+    zba = bd.act(f"{P}zba", (n, v + 2 * hv))
+    bd.add(matmul_op(f"{P}in_proj_zba", x, bd.weight(f"{P}in_proj_zba.weight", (h, v + 2 * hv)), zba, count))
+    decode = bd.shape.phase == Phase.DECODE
+    conv_state = Tensor(f"{P}conv_state", (b, ch, k - 1), bd.dt.activations, Role.KV_CACHE, persistent=True)
+    conv_w = Tensor(f"{P}conv1d.weight", (ch, k), bd.dt.activations, Role.WEIGHT)
+    conv_out = bd.act(f"{P}conv.out", (n, ch))
+    per = 2 * k + FLOP_PER_ELEMENT["silu"]
+    bd.add(Op(f"{P}conv1d", "conv1d", (qkv, conv_w, *((conv_state,) if decode else ())), (conv_out, conv_state),
+              {Unit.VECTOR: float(per * n * ch)}, count,
+              formula=f"depthwise causal conv, {k} taps, + SiLU: (2K + 4)·N·C = {per}·{n}·{ch}",
+              note="reads and writes the last K − 1 inputs per channel (the conv state)" if decode
+              else "writes the last K − 1 inputs per channel (the conv state) for decode"))
+    state_dtype = DTYPES["fp32"] if la.state_bytes == 4 else DTYPES["bf16"]
+    state = Tensor(f"{P}state", (b, hv, dk, dv), state_dtype, Role.KV_CACHE, persistent=True)
+    core = bd.act(f"{P}core.out", (n, v))
+    if decode:
+        flop = {Unit.VECTOR: float(7 * dk * dv * hv * n)}
+        formula = f"recurrent: 7·dk·dv per token and value head = 7·{dk}·{dv}·{hv}·{n}"
+        inputs: tuple[Tensor, ...] = (conv_out, zba, state)
+    else:
+        flop = {Unit.MATRIX: float((2 * c * (3 * dk + 2 * dv) + 6 * dk * dv) * hv * n),
+                Unit.VECTOR: float(c * c / 3 * hv * n)}
+        formula = (f"chunked (C = {c}): (2·C·(3·dk + 2·dv) + 6·dk·dv)·Hv·N = (2·{c}·{3 * dk + 2 * dv} + "
+                   f"6·{dk}·{dv})·{hv}·{n} on the matrix units, + C²/3·Hv·N for the triangular solve")
+        inputs = (conv_out, zba)
+    bd.add(Op(f"{P}delta_rule", "gated_delta_rule", inputs, (core, state), flop, count, formula=formula,
+              note=f"{hk} query/key heads of {dk}, {hv} value heads of {dv}; the state is "
+                   f"{hv}·{dk}·{dv} values per sequence in {state_dtype.name}"))
+    gated = bd.act(f"{P}gated_norm.out", (n, v))
+    gn = FLOP_PER_ELEMENT["rmsnorm"] + FLOP_PER_ELEMENT["silu"] + FLOP_PER_ELEMENT["mul"]
+    g = Tensor(f"{P}norm_gate.weight", (dv,), bd.dt.activations, Role.WEIGHT)
+    bd.add(Op(f"{P}gated_norm", "rmsnorm_gated", (core, zba, g), (gated,), {Unit.VECTOR: float(gn * n * v)},
+                      count, formula=f"RMSNorm over dv times SiLU(z): {gn:g}·N·Hv·dv = {gn:g}·{n}·{v}"))
+    o = bd.act(f"{P}out_proj.out", (n, h))
+    o_part = bd.tp_out(f"{P}out_proj", o)
+    out = bd.add(matmul_op(f"{P}out_proj", gated, bd.weight(f"{P}out_proj.weight", (v, h)), o_part, count))
+    if o_part is not o:
+        out = bd.reduce(f"{P}all_reduce", o_part, o, count)
+    res = bd.add(elementwise_op(f"{P}residual", "add", (resid, o), hidden, count))
+    if o_part is o:
+        bd.fuse(out, res)
+
+
+__all__ = ["gated_deltanet"]
