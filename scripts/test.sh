@@ -33,7 +33,7 @@ if [[ ! -x /usr/bin/chromium ]]; then
   (apt_get update -qq && apt_get install -y -qq chromium) \
     || { echo "scripts/test.sh: could not install Debian's chromium (needed by the browser tests)" >&2; exit 1; }
 fi
-"$PYTHON" -m pip install -q --disable-pip-version-check -e '.[test,torch]'
+"$PYTHON" -m pip install -q --disable-pip-version-check -e '.[test,torch,calibration]'
 "$PYTHON" -m ruff check src tests bench
 "$PYTHON" -m mypy
 "$PYTHON" -m pytest -q "$@"

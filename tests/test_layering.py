@@ -25,8 +25,10 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("graph",),
     ("kernels",),
     ("placement",),
+    ("expectation",),  # a placed kernel mapped to its expected band (DESIGN.md "Floor, then expectation")
     ("parallel",),
     ("models", "measure", "tracing"),
+    ("calibration",),  # measured tables read, joined to our kernels, fitted and validated
     ("serving",),
     ("explain",),
     ("report",),
