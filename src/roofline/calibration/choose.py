@@ -121,7 +121,8 @@ def _bench_band(p: Placement, cal: Calibration, file: str) -> Band:
     low, high = p.time_s / hi_share, p.time_s / lo_share
     steps = (f"expected time from {file}: floor / share of the roof ({cls}: {lo_share:.3g}-{hi_share:.3g}, "
              f"25th-75th percentile measured by {cal.produced_by} on {cal.machine or 'an unnamed machine'})",
-             f"  band = {p.time_s * 1e6:.4g} µs / [{hi_share:.3g}, {lo_share:.3g}] = {low * 1e6:.4g}-{high * 1e6:.4g} µs")
+             f"  band = {p.time_s * 1e6:.4g} µs / [{hi_share:.3g}, {lo_share:.3g}] = "
+             f"{low * 1e6:.4g}-{high * 1e6:.4g} µs")
     info = {"file": file, "machine": cal.machine, "produced_by": cal.produced_by, "date": cal.date,
             "class": cls, "share_of_roof": [lo_share, hi_share]}
     return Band(p.time_s, low, high, info, tuple(warnings), steps)
