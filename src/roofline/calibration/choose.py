@@ -16,6 +16,7 @@ Layering: imports roofline.errors, roofline.measure.calibration, roofline.expect
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -53,6 +54,16 @@ class Chosen:
     times: ExpectedTimes | None = None
     bench: Calibration | None = None
     file: str = ""
+
+    def describe(self) -> dict[str, Any]:
+        """The file used and where it came from, for JSON `calibration` and the totals' line."""
+        if self.times is not None:
+            t = self.times
+            return {"file": t.file, "machine": t.machine, "engine": t.engine, "engine_version": t.engine_version,
+                    "source": dict(t.source), "model": MODEL, "note": t.origin}
+        assert self.bench is not None
+        return {"file": self.file, "machine": self.bench.machine, "produced_by": self.bench.produced_by,
+                "date": self.bench.date, "note": "floor / the measured share of the roof of each bound class"}
 
     def band(self, p: Placement) -> Band:
         if self.times is not None:
@@ -128,4 +139,11 @@ def _bench_band(p: Placement, cal: Calibration, file: str) -> Band:
     return Band(p.time_s, low, high, info, tuple(warnings), steps)
 
 
-__all__ = ["Band", "Chosen", "choose"]
+def total(placements: Sequence[Placement], bands: Sequence[Band]) -> dict[str, float]:
+    """A step's expected time: the sum over kernels of count × each end of its band (kernels run one
+    after another; an overlapped collective is counted in full, so the sum is the high side of overlap)."""
+    pairs = list(zip(placements, bands, strict=True))
+    return {"low": sum(p.count * b.low_s for p, b in pairs), "high": sum(p.count * b.high_s for p, b in pairs)}
+
+
+__all__ = ["Band", "Chosen", "choose", "total"]

@@ -39,7 +39,8 @@ DTYPES = {"bfloat16": "bf16", "float16": "fp16", "fp8": "fp8_e4m3", "fp8_block":
 
 @dataclass(frozen=True)
 class Joined:
-    """A measured row beside our placement of its shape. `kind` keys the fit (gemm.bf16, ...)."""
+    """A measured row beside our placement of its shape (placed once per shape, without the measured
+    time: `measured_s` is the row's). `kind` keys the fit (gemm.bf16, ...)."""
 
     row: Row
     placement: Placement
@@ -72,21 +73,26 @@ def _dtype(name: object) -> str:
     return DTYPES[name]
 
 
-def _gemm(row: Row, m: Machine) -> Joined:
+def _gemm(row: Row) -> Joined:
     raw = row.get("gemm_dtype")
+    p = _gemm_placed(row.machine, str(raw), _int(row, "m"), _int(row, "n"), _int(row, "k"))
+    return Joined(row, p, f"gemm.{raw if raw == 'fp8_block' else _key(_dtype(raw))}")
+
+
+# The engines' tables share most shapes (three engines time the same GEMMs): each shape is placed once.
+@cache
+def _gemm_placed(machine: str, raw: str, mm: int, n: int, k: int) -> Placement:
     dt = _dtype(raw)
-    mm, n, k = _int(row, "m"), _int(row, "n"), _int(row, "k")
     out = "bf16" if dt not in ("bf16", "fp16") else dt
     kernel = matmul_graph(mm, n, k, dt, out_dtype=out).kernels()[0]
-    p = place(kernel, m, dt, name=f"gemm {raw} {mm}×{n}×{k}", measured_time_s=row.measured_s)
-    return Joined(row, p, f"gemm.{raw if raw == 'fp8_block' else _key(dt)}")
+    return place(kernel, _machine(machine), dt, name=f"gemm {raw} {mm}×{n}×{k}")
 
 
 def _key(dt: str) -> str:
     return {"bf16": "bf16", "fp16": "bf16", "fp8_e4m3": "fp8", "nvfp4": "nvfp4"}.get(dt, dt)
 
 
-def _attention(row: Row, m: Machine, generation: bool) -> Joined:
+def _attention(row: Row, generation: bool) -> Joined:
     b, h, g, d = (_int(row, c) for c in ("batch_size", "num_heads", "num_key_value_heads", "head_dim"))
     g = g or h  # 0 in a few tables means MHA
     nq = 1 if generation else _int(row, "isl")
@@ -97,6 +103,14 @@ def _attention(row: Row, m: Machine, generation: bool) -> Joined:
     if isinstance(window, int | float) and 0 < window < nkv:
         raise RooflineError(f"sliding window {int(window)} < length {nkv}")
     qdt, kvdt = _dtype(row.get("attn_dtype", "bfloat16")), _dtype(row.get("kv_cache_dtype", "bfloat16"))
+    table = "generation_attention" if generation else "context_attention"
+    p = _attention_placed(row.machine, generation, b, h, g, d, nq, nkv, qdt, kvdt)
+    return Joined(row, p, f"{table}.{_key(kvdt if generation else qdt)}")
+
+
+@cache
+def _attention_placed(machine: str, generation: bool, b: int, h: int, g: int, d: int, nq: int, nkv: int, qdt: str,
+                      kvdt: str) -> Placement:
     q = tensor("q", (b, h, nq, d), get_dtype(qdt))
     k = tensor("k", (b, g, nkv, d), get_dtype(kvdt))
     v = tensor("v", (b, g, nkv, d), get_dtype(kvdt))
@@ -105,17 +119,15 @@ def _attention(row: Row, m: Machine, generation: bool) -> Joined:
     kernel = graph.kernels(attention_plans("attention")[Plan.FLASH])[0]
     what = f"b{b} h{h}/{g} d{d} " + (f"kv {nkv}" if generation else f"isl {nq}")
     table = "generation_attention" if generation else "context_attention"
-    p = place(kernel, m, qdt, name=f"{table} {what}", measured_time_s=row.measured_s)
-    return Joined(row, p, f"{table}.{_key(kvdt if generation else qdt)}")
+    return place(kernel, _machine(machine), qdt, name=f"{table} {what}")
 
 
 def join(row: Row) -> Joined:
     """Our placement of the row's shape on its catalog machine; RooflineError saying why it cannot be."""
-    m = _machine(row.machine)
     if row.table == "gemm":
-        return _gemm(row, m)
+        return _gemm(row)
     if row.table in ("context_attention", "generation_attention"):
-        return _attention(row, m, row.table == "generation_attention")
+        return _attention(row, row.table == "generation_attention")
     raise RooflineError(f"table {row.table} is not joined yet")
 
 

@@ -146,7 +146,8 @@ def _emit(plans: Mapping[Any, Sequence[Any]], headline: Any, name: str, explain:
         from roofline.report.text import analysis_text
 
         click.echo(analysis_text(a, title=f"{name} on {a.machine.name} ({a.dtype.name}), plan {a.plan}"))
-        click.echo(expected_total_line(placements, bands))
+        click.echo(expected_total_line(placements, bands, click.get_current_context().meta.get(
+            "roofline.expectation.described", {})))
 
 
 def _bands(placements: Sequence[Any]) -> list[Any]:
@@ -160,6 +161,8 @@ def _bands(placements: Sequence[Any]) -> list[Any]:
     bands = [chosen.band(p) for p in placements]
     for text in dict.fromkeys(w for b in bands for w in b.warnings):
         warn(text)
+    if ctx is not None:
+        ctx.meta["roofline.expectation.described"] = chosen.describe()
     return bands
 
 

@@ -38,7 +38,7 @@ def validate(machine: str | None, engine: str | None, kind: str | None, max_rows
     from roofline.calibration.tables import Family, installed, rows, systems
     from roofline.calibration.validate import validate as run
     from roofline.errors import RooflineError
-    from roofline.expectation.shipped import shipped, shipped_index
+    from roofline.expectation.shipped import shipped, shipped_files
     from roofline.hardware import get_machine
 
     if as_json and as_csv:
@@ -72,7 +72,7 @@ def validate(machine: str | None, engine: str | None, kind: str | None, max_rows
                 joined += joined_rows(used)[0]
     if not joined:
         raise RooflineError("no measured rows matched (try without --engine or --kind)")
-    fits = {(m, e): shipped(m, e) for m, e, _ in shipped_index()}
+    fits = {(m, e): shipped(m, e) for m, e in shipped_files()}
     groups = run(joined, fits)
     command = "roofline validate " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else "roofline validate"
     from roofline.fileio import atomic_write

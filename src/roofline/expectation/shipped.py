@@ -43,17 +43,19 @@ def _data() -> Any:
 
 
 @cache
+def shipped_files() -> tuple[tuple[str, str], ...]:
+    """(machine, engine) of every shipped file, from the file names alone (nothing read)."""
+    names = [e.name[:-5].rpartition(".") for e in _data().iterdir() if e.name.endswith(".json")]
+    return tuple(sorted((machine, engine) for machine, _, engine in names))
+
+
 def shipped_index() -> tuple[tuple[str, str, int], ...]:
-    """(machine, engine, rows used) of every shipped file."""
-    out = []
-    for entry in _data().iterdir():
-        name = entry.name
-        if not name.endswith(".json"):
-            continue
-        machine, _, engine = name[:-5].rpartition(".")
-        raw = json.loads(entry.read_text(encoding="utf-8"))
-        out.append((machine, engine, sum(int(f["rows"]) for f in raw["fits"].values())))
-    return tuple(sorted(out))
+    """(machine, engine, rows used) of every shipped file (each file read)."""
+    return tuple((m, e, _rows(m, e)) for m, e in shipped_files())
+
+
+def _rows(machine: str, engine: str) -> int:
+    return sum(f.rows for f in shipped(machine, engine).fits.values())
 
 
 def parse(raw: Any, where: str) -> ExpectedTimes:
@@ -82,14 +84,14 @@ def shipped(machine: str, engine: str) -> ExpectedTimes:
     """The shipped file of one catalog machine and engine."""
     entry = _data() / f"{machine}.{engine}.json"
     if not entry.is_file():
-        have = ", ".join(f"{m}/{e}" for m, e, _ in shipped_index())
+        have = ", ".join(f"{m}/{e}" for m, e in shipped_files())
         raise RooflineError(f"no shipped fit for {machine} with {engine}; shipped: {have}")
     return parse(json.loads(entry.read_text(encoding="utf-8")), f"expectation/data/{machine}.{engine}.json")
 
 
 def default_engine(machine: str) -> str:
     """The engine whose file used the most rows for `machine`."""
-    mine = [(rows, engine) for m, engine, rows in shipped_index() if m == machine]
+    mine = [(_rows(m, engine), engine) for m, engine in shipped_files() if m == machine]
     if not mine:
         raise RooflineError(f"no shipped fit for {machine}")
     return max(mine)[1]
@@ -99,7 +101,7 @@ def for_machine(machine: str, engine: str | None = None) -> ExpectedTimes:
     """The fit for a catalog machine: its own, or the nearest architecture's (said in `borrowed_for`)."""
     if engine is not None and engine not in ENGINES:
         raise RooflineError(f"unknown engine {engine!r}; engines: {', '.join(ENGINES)}")
-    have = {m for m, _, _ in shipped_index()}
+    have = {m for m, _ in shipped_files()}
     source = machine if machine in have else NEAREST.get(machine, DEFAULT_NEAREST)
     if source not in have:
         source = DEFAULT_NEAREST
@@ -126,4 +128,4 @@ def load_file(path: str | os.PathLike[str]) -> ExpectedTimes:
 
 
 __all__ = ["DEFAULT_NEAREST", "ENGINES", "NEAREST", "default_engine", "for_machine", "load_file", "parse",
-           "shipped", "shipped_index"]
+           "shipped", "shipped_files", "shipped_index"]

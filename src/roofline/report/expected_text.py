@@ -24,11 +24,13 @@ def expected_line(band: Any) -> str:
             f"measured kernels' band: {_source(band.calibration)}")
 
 
-def expected_total_line(placements: Sequence[Any], bands: Sequence[Any]) -> str:
+def expected_total_line(placements: Sequence[Any], bands: Sequence[Any], described: dict[str, Any]) -> str:
+    """The step's band: the sum of each kernel's, and the file it came from."""
     low = sum(b.low_s * p.count for b, p in zip(bands, placements, strict=True))
     high = sum(b.high_s * p.count for b, p in zip(bands, placements, strict=True))
-    return (f"expected {format_time(low)}-{format_time(high)} in all (the sum of each kernel's band: "
-            f"{_source(bands[0].calibration)})")
+    where = described.get("file") or "shipped"
+    return (f"expected {format_time(low)}-{format_time(high)} in all, the sum of each kernel's band "
+            f"({where}: {described.get('note', '')})")
 
 
 __all__ = ["expected_line", "expected_total_line"]
