@@ -221,3 +221,21 @@ def test_the_floor_does_not_depend_on_the_calibration(tmp_path: Path, capsys: py
     assert main(["kernel", "matmul", "512", "512", "512", "--machine", "h200", "--engine", "vllm", "--json"]) == 0
     b = json.loads(capsys.readouterr().out)
     assert a["time_s"] == b["time_s"] and math.isfinite(a["time_s"])
+
+
+def test_a_stream_larger_than_l2_is_explained_only_down_to_its_l2_share() -> None:
+    # decode attention, 64 sequences × 8 K/V heads × 8192 keys × 128 wide, bf16: K + V =
+    # 2·64·8·8192·128·2 = 2,147,483,648 B (+ q and o, 2·64·32·128·2 B); rerun in a loop, the last
+    # 50 MiB (the H100's L2, 52,428,800 B) stays in L2: floor × (1 − 52,428,800 / working set)
+    def row(seconds: float) -> Row:
+        return Row("h100_sxm", "h100-sxm", "sglang", "0.5.14", "generation_attention",
+                   {"batch_size": 64, "isl": 1, "num_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+                    "attn_dtype": "bfloat16", "kv_cache_dtype": "bfloat16", "step": 8192, "window_size": 0},
+                   seconds)
+    working = 2 * 64 * 8 * 8192 * 128 * 2 + 2 * 64 * 32 * 128 * 2
+    floor = working / 3.35e12
+    partial = floor * (1 - 52_428_800 / working)
+    assert join(row(1e-3)).floor_s == pytest.approx(floor, rel=1e-9)
+    assert explain_faster(join(row(partial * 0.99))).explained  # within the 2% timing tolerance
+    flagged = explain_faster(join(row(partial * 0.95)))
+    assert not flagged.explained and "our error" in flagged.why

@@ -23,8 +23,6 @@ from typing import TYPE_CHECKING, Any
 from roofline.errors import RooflineError
 from roofline.expectation.model import FORMAT, MODEL, ExpectedTimes, expect, shape_of
 from roofline.expectation.shipped import for_machine, parse
-from roofline.measure.calibration import FORMAT as BENCH_FORMAT
-from roofline.measure.calibration import parse_calibration
 
 if TYPE_CHECKING:
     from roofline.measure.calibration import Calibration
@@ -89,6 +87,10 @@ def choose(machine: str, engine: str | None = None, calibration: str | None = No
         if times.machine != machine:
             times = replace(times, borrowed_for=machine)
         return Chosen(times, file=calibration)
+    # the measure room (and what it loads) only for a bench file: the shipped path stays light
+    from roofline.measure.calibration import FORMAT as BENCH_FORMAT
+    from roofline.measure.calibration import parse_calibration
+
     if isinstance(raw, dict) and raw.get("format") == BENCH_FORMAT:
         return Chosen(bench=parse_calibration(raw, calibration), file=calibration)
     raise RooflineError(f"{calibration}: neither an expected-time file ({FORMAT}, from `roofline calibrate --save`) "
