@@ -239,3 +239,12 @@ def test_a_stream_larger_than_l2_is_explained_only_down_to_its_l2_share() -> Non
     assert explain_faster(join(row(partial * 0.99))).explained  # within the 2% timing tolerance
     flagged = explain_faster(join(row(partial * 0.95)))
     assert not flagged.explained and "our error" in flagged.why
+
+
+def test_the_h100_pcie_bandwidth_is_the_physical_figure() -> None:
+    # 5120-bit HBM2e (Hopper whitepaper) at 1593 MHz, double data rate: 5120 / 8 · 2 · 1593e6 = 2.039 TB/s,
+    # not the datasheet's rounded 2 TB/s (which STREAM's 2016 GB/s beat)
+    from roofline.hardware import get_machine
+
+    assert get_machine("h100-pcie").memory_bytes_per_s == pytest.approx(5120 / 8 * 2 * 1593e6, rel=1e-3)
+    assert get_machine("h100-pcie").memory_bytes_per_s > 2016e9
