@@ -149,8 +149,14 @@ def calibrate(origin: str, machine: str, engine: str | None, max_rows: int, save
             extra = (f", {f.per_tile_s * 1e9:.0f} ns a tile, {f.per_head_s * 1e9:.1f} ns a head"
                      if f.per_tile_s or f.per_head_s else "")
             click.echo(f"  {kind:<28} e = {f.efficiency:.3f}, t0 = {f.t0_s * 1e6:.1f} us{extra}, "
-                       f"waves in {'x'.join(map(str, f.tile)) if f.tile else 'none'}, band x{f.low:.2f}-{f.high:.2f}, "
+                       f"waves in {_tile_words(f.tile)}, band x{f.low:.2f}-{f.high:.2f}, "
                        f"{f.rows} rows, MAPE {100 * (f.mape or 0):.1f}%")
+
+
+def _tile_words(tile: tuple[int, int] | None) -> str:
+    if tile is None:
+        return "none"
+    return f"{tile[0]}-query tiles" if tile[1] == 0 else f"{tile[0]}x{tile[1]} tiles"
 
 
 COMMANDS = (validate, calibrate)
