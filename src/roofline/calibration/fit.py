@@ -14,6 +14,9 @@ solved by Cramer's rule. The constraints e ≤ 1 (a ≥ 1) and t0 ≥ 0 are kept
 boundary: t0 = 0 gives a = Σu / Σu²; a = 1 gives t0 = Σ(1 − u)·w / Σw².
 
 Three points x = 10, 20, 40 µs with y = 2x + 5 µs give a = 2, t0 = 5 µs exactly (e = 0.5).
+Attention adds columns z_j (tile pairs and sequences × heads per SM) with costs c_j ≥ 0: the same
+least squares over Σ(a·u + t0·w + Σ c_j·z_j/y − 1)², solved on every face of the constraints (each
+coefficient free or held at its bound) and the admissible solution of least S kept.
 
 The band: r_i = y_i / t_i, (r25, r75) its 25th and 75th percentiles (type 7, as
 roofline.measure.calibration.quantile). Where the data say so, the tile of the wave term is chosen

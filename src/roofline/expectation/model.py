@@ -10,8 +10,15 @@ one full wave, so the matrix units' term is stretched by
 
 and the model is, per GPU × engine × kernel kind,
 
-    t      = max(floor, compute time · q) / e + t0
+    t      = max(floor, compute time · q) / e + t0 + c_tile · tile pairs / SMs + c_head · sequences·heads / SMs
     band   = [t · r25, t · r75], never below the floor
+
+The last two terms are attention's fixed costs at short length (zero for GEMMs): each (query tile,
+key tile) step of 128 × 128 a FlashAttention-style kernel visits (causal prefill: ⌈nq/128⌉·(⌈nq/128⌉+1)/2
+per sequence and query head; decode: ⌈kv/128⌉ key tiles per sequence and K/V head), and each sequence ×
+query head (its softmax state set up and its output written), spread over the SMs. Measured H100
+context attention grew with the number of sequences at a fixed token count until the per-head term
+was added (median measured/t 0.90 at batch 1, 2.40 at batch 256 with t0 alone).
 
 with r25 and r75 the 25th and 75th percentiles of measured / t over the rows fitted
 (roofline.calibration.fit writes them; the shipped files in expectation/data/ name their tables,
