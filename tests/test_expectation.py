@@ -248,3 +248,15 @@ def test_the_h100_pcie_bandwidth_is_the_physical_figure() -> None:
 
     assert get_machine("h100-pcie").memory_bytes_per_s == pytest.approx(5120 / 8 * 2 * 1593e6, rel=1e-3)
     assert get_machine("h100-pcie").memory_bytes_per_s > 2016e9
+
+
+def test_serve_warns_when_the_calibration_was_measured_elsewhere(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    # before: a CPU's bench calibration was applied to an H100's serving bands without a word
+    cal = {"format": "roofline-calibration", "version": 1, "machine": "my-cpu", "date": "2026-01-01",
+           "produced_by": "roofline bench", "classes": {"memory": {"low": 0.5, "high": 0.6, "n": 4}}}
+    path = tmp_path / "cpu.json"
+    path.write_text(json.dumps(cal))
+    assert main(["serve", "llama-3-8b", "--machine", "h100", "--prompt", "1024", "--output", "128",
+                 "--calibration", str(path), "--json"]) == 0
+    assert "measured on my-cpu, not h100-sxm" in capsys.readouterr().err
