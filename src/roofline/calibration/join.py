@@ -15,7 +15,7 @@ A row with a sliding window shorter than its length is left out (its pairs are n
 triangle); so is a dtype the catalog machine has no peak for. Each left-out row says why.
 
 Layering: imports roofline.dtypes, roofline.errors, roofline.graph, roofline.kernels,
-roofline.placement, roofline.hardware and this room's tables.
+roofline.placement, roofline.hardware, roofline.expectation and this room's tables.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from functools import cache
 from roofline.calibration.tables import Row
 from roofline.dtypes import get_dtype
 from roofline.errors import RooflineError
+from roofline.expectation.model import Shape, shape_of
 from roofline.graph import Graph, tensor
 from roofline.hardware import Machine, get_machine
 from roofline.kernels import attention_ops, attention_plans, matmul_graph
@@ -45,6 +46,7 @@ class Joined:
     row: Row
     placement: Placement
     kind: str
+    shape: Shape  # what the expected-time model reads of the placement, taken once per shape
 
     @property
     def measured_s(self) -> float:
@@ -52,7 +54,7 @@ class Joined:
 
     @property
     def floor_s(self) -> float:
-        return self.placement.time_s
+        return self.shape.floor_s
 
 
 @cache
@@ -75,17 +77,18 @@ def _dtype(name: object) -> str:
 
 def _gemm(row: Row) -> Joined:
     raw = row.get("gemm_dtype")
-    p = _gemm_placed(row.machine, str(raw), _int(row, "m"), _int(row, "n"), _int(row, "k"))
-    return Joined(row, p, f"gemm.{raw if raw == 'fp8_block' else _key(_dtype(raw))}")
+    p, shape = _gemm_placed(row.machine, str(raw), _int(row, "m"), _int(row, "n"), _int(row, "k"))
+    return Joined(row, p, f"gemm.{raw if raw == 'fp8_block' else _key(_dtype(raw))}", shape)
 
 
 # The engines' tables share most shapes (three engines time the same GEMMs): each shape is placed once.
 @cache
-def _gemm_placed(machine: str, raw: str, mm: int, n: int, k: int) -> Placement:
+def _gemm_placed(machine: str, raw: str, mm: int, n: int, k: int) -> tuple[Placement, Shape]:
     dt = _dtype(raw)
     out = "bf16" if dt not in ("bf16", "fp16") else dt
     kernel = matmul_graph(mm, n, k, dt, out_dtype=out).kernels()[0]
-    return place(kernel, _machine(machine), dt, name=f"gemm {raw} {mm}×{n}×{k}")
+    p = place(kernel, _machine(machine), dt, name=f"gemm {raw} {mm}×{n}×{k}")
+    return p, shape_of(p)
 
 
 def _key(dt: str) -> str:
@@ -104,13 +107,13 @@ def _attention(row: Row, generation: bool) -> Joined:
         raise RooflineError(f"sliding window {int(window)} < length {nkv}")
     qdt, kvdt = _dtype(row.get("attn_dtype", "bfloat16")), _dtype(row.get("kv_cache_dtype", "bfloat16"))
     table = "generation_attention" if generation else "context_attention"
-    p = _attention_placed(row.machine, generation, b, h, g, d, nq, nkv, qdt, kvdt)
-    return Joined(row, p, f"{table}.{_key(kvdt if generation else qdt)}")
+    p, shape = _attention_placed(row.machine, generation, b, h, g, d, nq, nkv, qdt, kvdt)
+    return Joined(row, p, f"{table}.{_key(kvdt if generation else qdt)}", shape)
 
 
 @cache
 def _attention_placed(machine: str, generation: bool, b: int, h: int, g: int, d: int, nq: int, nkv: int, qdt: str,
-                      kvdt: str) -> Placement:
+                      kvdt: str) -> tuple[Placement, Shape]:
     q = tensor("q", (b, h, nq, d), get_dtype(qdt))
     k = tensor("k", (b, g, nkv, d), get_dtype(kvdt))
     v = tensor("v", (b, g, nkv, d), get_dtype(kvdt))
@@ -119,7 +122,8 @@ def _attention_placed(machine: str, generation: bool, b: int, h: int, g: int, d:
     kernel = graph.kernels(attention_plans("attention")[Plan.FLASH])[0]
     what = f"b{b} h{h}/{g} d{d} " + (f"kv {nkv}" if generation else f"isl {nq}")
     table = "generation_attention" if generation else "context_attention"
-    return place(kernel, _machine(machine), qdt, name=f"{table} {what}")
+    p = place(kernel, _machine(machine), qdt, name=f"{table} {what}")
+    return p, shape_of(p)
 
 
 def join(row: Row) -> Joined:

@@ -27,7 +27,7 @@ from typing import Any
 
 from roofline.calibration.fit import ATTENTION_TILES, GEMM_TILES, fit_kind
 from roofline.calibration.join import Joined
-from roofline.expectation.model import ExpectedTimes, Fit, shape_of
+from roofline.expectation.model import ExpectedTimes, Fit
 from roofline.measure.calibration import quantile
 from roofline.units import format_bytes, format_time
 from roofline.vocab import Level
@@ -137,7 +137,7 @@ def explain_faster(j: Joined) -> Faster:
 def fit_rows(kind: str, joined: Sequence[Joined]) -> Fit:
     """The fit of one kind over its joined rows (wave tiles tried where the kind has them)."""
     tiles = GEMM_TILES if kind.startswith("gemm") else ATTENTION_TILES if kind.startswith("context") else (None,)
-    return fit_kind(kind, [shape_of(j.placement) for j in joined], [j.measured_s for j in joined], tiles,
+    return fit_kind(kind, [j.shape for j in joined], [j.measured_s for j in joined], tiles,
                     per_tile="attention" in kind)
 
 
@@ -146,9 +146,8 @@ def summarise(machine: str, engine: str, version: str, kind: str, joined: Sequen
     shares = [j.floor_s / j.measured_s for j in joined]
     points: list[Point] = []
     for j in joined:
-        shape = shape_of(j.placement)
-        low, high = fit.band_s(shape)
-        points.append(Point(j.placement.name, kind, j.measured_s, j.floor_s, fit.expected_s(shape), low, high))
+        t = fit.expected_s(j.shape)
+        points.append(Point(j.placement.name, kind, j.measured_s, j.floor_s, t, *fit.band_around(t, j.floor_s)))
 
     def stats(ps: Sequence[Point]) -> tuple[float | None, float | None]:
         if not ps:

@@ -137,8 +137,11 @@ class Fit:
 
     def band_s(self, shape: Shape) -> tuple[float, float]:
         """(low, high) = t · (r25, r75), each at least the floor."""
-        t = self.expected_s(shape)
-        low = max(shape.floor_s, t * self.low)
+        return self.band_around(self.expected_s(shape), shape.floor_s)
+
+    def band_around(self, t: float, floor_s: float) -> tuple[float, float]:
+        """(low, high) = t · (r25, r75) for an expected time t already computed, each at least the floor."""
+        low = max(floor_s, t * self.low)
         return low, max(low, t * self.high)
 
     def to_dict(self) -> dict[str, Any]:
