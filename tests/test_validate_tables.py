@@ -62,3 +62,10 @@ def test_a_kind_not_joined_yet_is_one_line(capsys: pytest.CaptureFixture[str]) -
     assert main(["validate", "--machine", "h100", "--kind", "moe"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "not joined" in err
+
+
+def test_a_catalog_machine_without_tables_is_one_line_naming_those_with(capsys: pytest.CaptureFixture[str]) -> None:
+    # aiconfigurator-core 0.12.0 ships an h100_pcie folder but no gemm or attention table in it
+    assert main(["validate", "--machine", "h100-pcie", "--max-rows", "10"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no gemm or attention rows for h100-pcie" in err and "h100-sxm" in err

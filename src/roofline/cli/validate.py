@@ -71,7 +71,11 @@ def validate(machine: str | None, engine: str | None, kind: str | None, max_rows
                 used = strided(rs, max_rows)[0] if max_rows else rs
                 joined += joined_rows(used)[0]
     if not joined:
-        raise RooflineError("no measured rows matched (try without --engine or --kind)")
+        where = f" for {machine_id}" if machine_id else ""
+        with_fits = ", ".join(sorted({m for m, _ in shipped_files()}))
+        raise RooflineError(f"{source.label} has no {' or '.join(f.value for f in families)} rows{where}"
+                            f"{' with ' + engine if engine else ''}; machines with measured gemm and attention "
+                            f"tables: {with_fits}")
     fits = {(m, e): shipped(m, e) for m, e in shipped_files()}
     groups = run(joined, fits)
     command = "roofline validate " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else "roofline validate"
