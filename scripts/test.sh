@@ -34,7 +34,7 @@ if [[ ! -x /usr/bin/chromium ]]; then
     || { echo "scripts/test.sh: could not install Debian's chromium (needed by the browser tests)" >&2; exit 1; }
 fi
 # every version pinned (scripts/test-pins.txt says why and how to move them)
-"$PYTHON" -m pip install -q --disable-pip-version-check -c scripts/test-pins.txt -e '.[test,torch]'
+"$PYTHON" -m pip install -q --disable-pip-version-check -c scripts/test-pins.txt -e '.[test,torch,calibration]'
 "$PYTHON" -m ruff check src tests bench
 "$PYTHON" -m mypy
 "$PYTHON" -m pytest -q "$@"

@@ -639,6 +639,14 @@ REFUSED: list[tuple[str, str]] = [
     ("diff folder --config gpt2", "is a directory"),
     ("diff marker.py --config nosuch", "unknown model 'nosuch'"),  # the config first: the script never runs
     ("diff binary.py --config gpt2", "binary.py is not a Python script (it holds NUL bytes"),
+    # the measured tables (issue 20): refused before any table is opened
+    ("validate --engine nosuch", "'nosuch' is not one of 'trtllm', 'vllm', 'sglang'"),
+    ("validate --kind nosuch", "'nosuch' is not one of 'gemm', 'attention'"),
+    ("validate --max-rows -1", "--max-rows must be 0 (every row) or more, got -1"),
+    ("validate --json --csv", "--json and --csv each print the whole result"),
+    ("calibrate --machine h100", "Missing option '--from'"),
+    ("calibrate --from nowhere --machine h100", "'nowhere' is not 'aiconfigurator'"),
+    ("calibrate --from aiconfigurator --machine h100 --max-rows 0", "--max-rows must be a positive integer, got 0"),
 ]
 
 

@@ -26,9 +26,10 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("graph",),
     ("kernels",),
     ("placement",),
+    ("expectation",),  # a placed kernel mapped to its expected band (DESIGN.md "Floor, then expectation")
     ("parallel",),
     ("models", "measure", "tracing"),
-    ("diff",),
+    ("diff", "calibration"),  # a program against its model; measured tables joined to our kernels, fitted
     ("serving",),
     ("explain",),
     ("report",),

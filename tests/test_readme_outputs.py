@@ -27,7 +27,10 @@ reshaping made on purpose, each listed here:
 - every bad input (issue 13): a config's quantization_config sets its weights dtype, and the
   deepseek-v3 preset's is the checkpoint's FP8 with 128x128 block scales; its command is run with
   `--weights-dtype bf16`, the weights it was recorded with (tests/test_hostile_loaders.py derives the
-  FP8 figures).
+  FP8 figures);
+- an exact catalog (issue 20): the H100 PCIe's DRAM bandwidth is the physical 5120 bits × 2 × 1593 MHz
+  = 2,039 GB/s, not the datasheet's rounded 2 TB/s, so its `memory_bytes_per_s` and ridges in
+  `machines` changed (tests/test_expectation.py derives the figure).
 """
 
 from __future__ import annotations
@@ -52,6 +55,8 @@ ATTENTION_VALUES = {"naive": "none", "fused": "flash"}
 DROPPED = {"kernel custom --flop 4.4e11 --bytes 268MB --machine mi300x.bytes_by_role"}
 ADDED_MACHINES = {"b300"}
 REL_TOL = 1e-9  # see the docstring: summation-order drift between numpy releases, far below any real change
+EXACT_BANDWIDTH = {"h100-pcie"}  # machines whose DRAM bandwidth became the physical figure (and its sources)
+EXACT_KEYS = ("memory_bytes_per_s", "ridge_flop_per_byte", "sources")
 FIT_CHANGED = (".memory.devices", ".memory.total_bytes", ".memory.warning", "].devices", "].memory_bytes")
 
 
@@ -100,6 +105,13 @@ def test_readme_command_prints_what_it_printed(recorded: str) -> None:
     now = readme_json.run(command)
     if command == "machines":
         now = [m for m in now if m["name"] not in ADDED_MACHINES]
+        old = [m if m["name"] not in EXACT_BANDWIDTH else {k: v for k, v in m.items() if k not in EXACT_KEYS}
+               for m in RECORDED[recorded]]
+        [pcie] = [m for m in now if m["name"] in EXACT_BANDWIDTH]
+        assert pcie["memory_bytes_per_s"] == 2039e9  # 5120 bits × 2 × 1593 MHz / 8
+        differences = _same(old, now, recorded, {})
+        assert not differences, "\n".join(differences[:20])
+        return
     values = ATTENTION_VALUES if command.startswith("kernel attention") else {}
     differences = _same(RECORDED[recorded], now, recorded, values)
     assert not differences, "\n".join(differences[:20])

@@ -29,7 +29,8 @@ def test_test_sh_names_its_python_and_uses_it_for_everything(tmp_path: Path) -> 
     assert done.stdout.splitlines()[0] == (f"scripts/test.sh: installing into and testing with "
                                            f"{tmp_path}/python-under-test 3.11.9")
     calls = [ln for ln in log.read_text().splitlines() if not ln.startswith("apt-get")]
-    assert calls == ["-m pip install -q --disable-pip-version-check -c scripts/test-pins.txt -e .[test,torch]",
+    assert calls == ["-m pip install -q --disable-pip-version-check -c scripts/test-pins.txt "
+                     "-e .[test,torch,calibration]",
                      "-m ruff check src tests bench", "-m mypy", "-m pytest -q -k nothing"]
     missing = subprocess.run(["bash", str(ROOT / "scripts" / "test.sh")], capture_output=True, text=True,
                              env={**os.environ, "PYTHON": "no-such-python"}, timeout=60)

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from roofline.cli.common import COUNT_HELP, PLAN_HELP, POS, Quantity, dump, fusion_option, one_of, outputs, show, wrote
+from roofline.cli.common import COUNT_HELP, PLAN_HELP, POS, Quantity, dump, fusion_option, one_of, outputs, wrote
 from roofline.hardware.catalog import DEFAULT_MACHINE
 
 
@@ -24,7 +24,21 @@ def _remember_levels(ctx: click.Context, param: click.Parameter, value: str | No
     return value
 
 
+def _remember_expectation(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is not None:
+        ctx.meta.setdefault("roofline.expectation", {})[param.name] = value
+    return value
+
+
 def kernel_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    f = click.option("--calibration", metavar="FILE", default=None, expose_value=False,
+                     callback=_remember_expectation,
+                     help="Your own expected-time file (roofline calibrate --save) or bench calibration "
+                          "(roofline bench --save-calibration) in place of the shipped fit.")(f)
+    f = click.option("--engine", type=click.Choice(["trtllm", "vllm", "sglang"]), default=None, expose_value=False,
+                     callback=_remember_expectation,
+                     help="Engine whose measured kernels the expected band is fitted on (default: the one "
+                          "with most rows for the machine).")(f)
     f = click.option("--levels-png", metavar="FILE", default=None, expose_value=False, callback=_remember_levels,
                      help="Write the chip-level charts as PNG to FILE: the hierarchical roofline (a point per "
                           "memory level, as Nsight Compute draws it) and the sub-roofs (matrix, vector, exp).")(f)
@@ -90,18 +104,35 @@ def _emit(plans: Mapping[Any, Sequence[Any]], headline: Any, name: str, explain:
 
         write_levels_png(placements, levels_png, title=name)
         wrote(levels_png)
+    bands = _bands(placements)
     if len(placements) == 1:
-        from roofline.explain import explain_placement
-        from roofline.report.text.tables import placement_text
+        p, band = placements[0], bands[0]
+        if as_json:
+            dump({**p.to_dict(), "expected_time_s": band.to_dict(), "calibration": band.calibration})
+        elif explain:
+            from roofline.explain import explain_placement
 
-        show(placements[0], as_json, explain, explain_placement, placement_text)
+            click.echo(explain_placement(p))
+            click.echo("\n" + "\n".join(band.derivation))
+        else:
+            from roofline.report.text.expected import expected_line
+            from roofline.report.text.tables import placement_text
+
+            click.echo(placement_text(p))
+            click.echo(expected_line(band))
         return
     a = analyses[headline]
     if as_json:
-        dump({"name": name, "flop": a.flop, "bytes": a.bytes, "flop_per_byte": a.to_dict()["totals"]["flop_per_byte"],
+        d = a.to_dict()
+        for k, band in zip(d.get("kernels", []), bands, strict=False):
+            k["expected_time_s"] = band.to_dict()
+        d.setdefault("totals", {})["expected_time_s"] = {"low": sum(b.low_s * p.count for b, p in zip(
+            bands, placements, strict=True)), "high": sum(b.high_s * p.count for b, p in zip(bands, placements,
+                                                                                            strict=True))}
+        dump({"name": name, "flop": a.flop, "bytes": a.bytes, "flop_per_byte": d["totals"]["flop_per_byte"],
               "time_s": a.time_s, "ridge_flop_per_byte": a.ridge_flop_per_byte,
               "attainable_flop_per_s": a.attainable_flop_per_s, "bound": a.bound, "bound_class": a.bound_class,
-              **a.to_dict()})
+              **d, "calibration": bands[0].calibration})
     elif explain:
         from roofline.explain.placement import Sources, explain_placement
 
@@ -111,9 +142,28 @@ def _emit(plans: Mapping[Any, Sequence[Any]], headline: Any, name: str, explain:
                    f"{' + '.join(f'{p.time_s:.4g}' for p in placements)} s = {a.time_s:.4g} s")
         click.echo("\n" + sources.text())
     else:
+        from roofline.report.text.expected import expected_total_line
         from roofline.report.text.tables import analysis_text
 
         click.echo(analysis_text(a, title=f"{name} on {a.machine.name} ({a.dtype.name}), plan {a.plan}"))
+        click.echo(expected_total_line(placements, bands, click.get_current_context().meta.get(
+            "roofline.expectation.described", {})))
+
+
+def _bands(placements: Sequence[Any]) -> list[Any]:
+    """Each placement's expected band (the shipped fit, or --calibration FILE), warnings printed once."""
+    from roofline.calibration.choose import choose
+    from roofline.cli.common import warn
+
+    ctx = click.get_current_context(silent=True)
+    opts = dict(ctx.meta.get("roofline.expectation", {})) if ctx is not None else {}
+    chosen = choose(placements[0].machine.id, opts.get("engine"), opts.get("calibration"))
+    bands = [chosen.band(p) for p in placements]
+    for text in dict.fromkeys(w for b in bands for w in b.warnings):
+        warn(text)
+    if ctx is not None:
+        ctx.meta["roofline.expectation.described"] = chosen.describe()
+    return bands
 
 
 def _place_graph(graph: Any, machine: str, dtype: str | None, plans: Sequence[Any]) -> dict[Any, list[Any]]:

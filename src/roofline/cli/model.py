@@ -116,6 +116,10 @@ def _write_rows(rows: list[dict[str, Any]], columns: Sequence[str], fmt: str, as
 @split_options
 @click.option("--explain", is_flag=True,
               help="Derive the KV cache size, the decode limit and every kernel step by step.")
+@click.option("--engine", type=click.Choice(["trtllm", "vllm", "sglang"]), default=None,
+              help="Engine whose measured kernels the expected bands are fitted on (default: most rows).")
+@click.option("--calibration", default=None, metavar="FILE",
+              help="Your own expected-time file (roofline calibrate --save) or bench calibration.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--csv", "csv_path", default=None, metavar="FILE", help="Write the per-kernel table as CSV.")
 @click.option("--png", default=None, metavar="FILE", help="Write the roofline chart of every kernel (PNG).")
@@ -128,8 +132,8 @@ def model_command(model: str, machine: str, batch: str, prompt: str | None, cont
                   weights_dtype: str | None, kv_dtype: str | None, dtype: str | None, logits: str, mla: str | None,
                   phase: str, fusion: str, act_dtype: str, experts_hit: str | None, overrides: tuple[str, ...],
                   tp: int, pp: int, ep: int, dp: int, devices: int | None, memory_utilization: float, overlap: bool,
-                  explain: bool, as_json: bool, csv_path: str | None, png: str | None, svg: str | None,
-                  html: str | None, levels_png: str | None) -> None:
+                  explain: bool, engine: str | None, calibration: str | None, as_json: bool, csv_path: str | None,
+                  png: str | None, svg: str | None, html: str | None, levels_png: str | None) -> None:
     """Every kernel of one forward step of MODEL (a preset: `roofline models` lists them; or a config.json
     path) on a machine: FLOPs and bytes of one run, time of all its runs, and the step's total.
 
@@ -174,8 +178,20 @@ def model_command(model: str, machine: str, batch: str, prompt: str | None, cont
 
         write_levels_png(model_scenarios(a)[0].analysis.placements, levels_png, title=a.title)
         wrote(levels_png)
+    from roofline.calibration.choose import choose, total
+
+    chosen = choose(a.machine.id, engine, calibration)
+    placed = a.placements
+    bands = [chosen.band(p) for p in placed]
+    for text in dict.fromkeys(w for b in bands for w in b.warnings):
+        warn(text)
     if as_json:
-        dump(a.to_dict())
+        d = a.to_dict()
+        for row, band in zip(d["kernels"], bands, strict=True):
+            row["expected_time_s"] = band.to_dict()
+        d["totals"]["expected_time_s"] = total(placed, bands)
+        d["calibration"] = chosen.describe()
+        dump(d)
     elif explain:
         from roofline.explain import explain_kernels, explain_model
 
@@ -183,9 +199,11 @@ def model_command(model: str, machine: str, batch: str, prompt: str | None, cont
         click.echo("\nkernels\n")
         click.echo(explain_kernels(a))
     else:
+        from roofline.report.text.expected import expected_total_line
         from roofline.report.text.model import model_text
 
         click.echo(model_text(a))
+        click.echo(expected_total_line(placed, bands, chosen.describe()))
 
 
 def _run_options(model: str, overrides: tuple[str, ...], logits: str, mla: str | None) -> tuple[Any, Any]:

@@ -174,6 +174,9 @@ def serve_command(model: str, machine: str, prompt: int, output: int, batch: int
               draft_tokens=draft_tokens, acceptance=acceptance)
     for w in r.warnings:
         warn(w)
+    if calibration and eff.measured_on and eff.measured_on != r.machine.id:  # was applied silently (issue 20)
+        warn(f"--calibration {calibration} was measured on {eff.measured_on}, not {r.machine.id}: its shares "
+             "of the roof may not hold here")
     if csv_path:
         from roofline.report.text.serve import serve_csv
 

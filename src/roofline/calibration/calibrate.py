@@ -1,0 +1,93 @@
+"""`roofline calibrate --from aiconfigurator`: fit the expected-time model on one GPU × engine's tables.
+
+Per kind (gemm.bf16, context_attention.bf16, ...), the rows of the newest table version are joined
+to our kernels (roofline.calibration.join) and fitted (roofline.calibration.fit). At most
+`max_rows` rows a table are used, taken at an even stride through the table (every ⌈n / max_rows⌉-th
+row, in the table's order), so a fit of 100,000 GEMM rows takes seconds; the file records how many
+were used and the stride.
+
+Layering: imports roofline.errors, roofline.expectation and this room's tables, join and validate.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+from roofline.calibration.join import Joined, join
+from roofline.calibration.tables import SYSTEMS, Family, Row, Source, latest_versions, rows, systems
+from roofline.calibration.validate import fit_rows
+from roofline.errors import RooflineError
+from roofline.expectation.model import ExpectedTimes
+
+DEFAULT_MAX_ROWS = 4000
+FAMILIES = (Family.GEMM, Family.ATTENTION)
+
+
+def joined_rows(rs: Iterable[Row]) -> tuple[list[Joined], dict[str, int]]:
+    """The rows joined to our kernels, and the count of those left out by why."""
+    out: list[Joined] = []
+    left: dict[str, int] = {}
+    for r in rs:
+        try:
+            out.append(join(r))
+        except RooflineError as exc:
+            why = str(exc).split(" < ")[0] if "window" in str(exc) else str(exc)
+            left[why] = left.get(why, 0) + 1
+    return out, left
+
+
+def strided(rs: Sequence[Row], max_rows: int) -> tuple[list[Row], int]:
+    """Every ⌈n / max_rows⌉-th row of each table (the stride returned)."""
+    stride = max(1, math.ceil(len(rs) / max_rows)) if max_rows > 0 else 1
+    return list(rs[::stride]), stride
+
+
+def engines_of(source: Source, system: str) -> dict[str, str]:
+    """engine -> newest version, over the tables calibrated."""
+    out: dict[str, str] = {}
+    for op in ("gemm", "attention"):
+        for engine, version in latest_versions(source, system, op).items():
+            out.setdefault(engine, version)
+    return out
+
+
+def calibrate(source: Source, machine: str, engine: str, max_rows: int = DEFAULT_MAX_ROWS,
+              families: Sequence[Family] = FAMILIES) -> ExpectedTimes:
+    """The fitted expected times of one catalog machine and engine, with their source."""
+    names = systems(source, machine)
+    if not names:
+        covered = sorted({SYSTEMS[s] for s in systems(source)})
+        raise RooflineError(f"{source.label} has no tables for {machine}; it covers: {', '.join(covered)}")
+    system = names[0]
+    engines = engines_of(source, system)
+    if engine not in engines:
+        raise RooflineError(f"{source.label} has no {engine} tables for {machine}; engines: {', '.join(engines)}")
+    fits = {}
+    tables: list[dict[str, object]] = []
+    left_out: dict[str, int] = {}
+    for family in families:
+        by_table: dict[str, list[Row]] = {}
+        for r in rows(source, system, family, engine):
+            by_table.setdefault(r.table, []).append(r)
+        for table, rs in sorted(by_table.items()):
+            used, stride = strided(rs, max_rows)
+            joined, left = joined_rows(used)
+            for k, v in left.items():
+                left_out[f"{table}: {k}"] = left_out.get(f"{table}: {k}", 0) + v
+            tables.append({"table": table, "version": rs[0].version, "rows": len(rs), "stride": stride,
+                           "used": len(joined)})
+            by_kind: dict[str, list[Joined]] = {}
+            for j in joined:
+                by_kind.setdefault(j.kind, []).append(j)
+            for kind, js in sorted(by_kind.items()):
+                fits[kind] = fit_rows(kind, js)
+    if not fits:
+        raise RooflineError(f"no {engine} rows of {machine} could be joined to a kernel")
+    src = {"package": "aiconfigurator-core", "version": source.version, "system": system,
+           "path": f"aiconfigurator_core/systems/data/{system}/<op>/{engine}/<version>/", "tables": tables,
+           "left_out": left_out}
+    return ExpectedTimes(machine, engine, engines[engine], src, fits)
+
+
+__all__ = ["DEFAULT_MAX_ROWS", "FAMILIES", "calibrate", "engines_of", "joined_rows", "strided"]

@@ -1,0 +1,169 @@
+"""One reader of the measured per-kernel tables that `aiconfigurator-core` ships.
+
+aiconfigurator (NVIDIA's ai-dynamo/aiconfigurator, Apache-2.0; PyPI `aiconfigurator-core` 0.12.0)
+times kernels on real GPUs and ships the results as parquet files:
+
+    aiconfigurator_core/systems/data/<system>/<op>/<engine>/<version>/<table>.parquet
+
+Columns as its collectors write them (collector/trtllm/collect_gemm.py, collect_attn.py):
+
+    gemm_perf                    gemm_dtype (bfloat16, fp8, fp8_block, nvfp4), m, n, k, latency (ms):
+                                 C[m, n] = A[m, k] @ B[k, n], m the tokens, B the weight
+    context_attention_perf       batch_size, isl, num_heads, num_key_value_heads, head_dim, attn_dtype,
+                                 kv_cache_dtype, step = 0, window_size, latency (ms): causal prefill
+                                 of isl tokens per sequence
+    generation_attention_perf    the same columns with isl = 1 and step = the KV length: one decode
+                                 query per sequence against `step` cached keys
+
+The benchmarks rerun one shape in a loop, so operands that fit in L2 stay there between runs (an
+H100 bf16 GEMM 32768×64×512 ran 8.8 µs against an 11.3 µs DRAM floor): validation explains such
+points instead of calling them errors.
+
+`pyarrow` (which the extra brings) is imported here only, inside the functions that read; the core
+never imports this room. Without the extra every entry point fails in one line saying how to install it.
+
+Layering: imports roofline.errors only (and pyarrow, lazily).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from roofline.errors import RooflineError
+
+PACKAGE = "aiconfigurator-core"
+PINNED = "0.12.0"
+INSTALL = f"pip install 'roofline[calibration]'  (or: pip install {PACKAGE}=={PINNED})"
+
+# aiconfigurator's system names -> our catalog ids (roofline.hardware: hardware/data/*.toml). Systems
+# without a catalog machine (gb300, a30, a100_pcie, l4 PCIe variants, b60, rtx_pro_6000_server) are not
+# joined: a floor needs our machine.
+SYSTEMS: Mapping[str, str] = {
+    "h100_sxm": "h100-sxm", "h200_sxm": "h200", "b200_sxm": "b200", "b300_sxm": "b300", "gb200": "gb200",
+    "a100_sxm": "a100-sxm-80gb", "l40s": "l40s", "h100_pcie": "h100-pcie", "l4": "l4",
+}
+
+
+class Family(StrEnum):
+    """The kinds of table `validate --kind` selects."""
+
+    GEMM = "gemm"
+    ATTENTION = "attention"
+    MLA = "mla"
+    MOE = "moe"
+    COLLECTIVE = "collective"
+
+
+# the tables read per family: (op folder, table file stem, kind of row)
+TABLES: Mapping[Family, tuple[tuple[str, str, str], ...]] = {
+    Family.GEMM: (("gemm", "gemm_perf", "gemm"),),
+    Family.ATTENTION: (("attention", "context_attention_perf", "context_attention"),
+                       ("attention", "generation_attention_perf", "generation_attention")),
+}
+READ_FAMILIES = tuple(TABLES)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One measured row: where it came from and its columns (`latency` converted to seconds)."""
+
+    system: str  # aiconfigurator's name (h100_sxm)
+    machine: str  # our catalog id (h100-sxm)
+    engine: str
+    version: str
+    table: str  # gemm, context_attention, generation_attention
+    values: Mapping[str, Any]
+    measured_s: float
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.values.get(key, default)
+
+
+@dataclass(frozen=True)
+class Source:
+    """The installed tables: the package version and its data folder."""
+
+    version: str
+    root: Path
+
+    @property
+    def label(self) -> str:
+        return f"{PACKAGE} {self.version}"
+
+
+def installed() -> Source:
+    """The installed aiconfigurator-core's tables; one line naming the install command otherwise."""
+    spec = importlib.util.find_spec("aiconfigurator_core")
+    if spec is None or not spec.submodule_search_locations:
+        raise RooflineError(f"the measured tables come from the optional {PACKAGE}; install it: {INSTALL}")
+    try:
+        import pyarrow  # noqa: F401  (the extra brings it; checked before any table is opened)
+    except ImportError:
+        raise RooflineError(f"{PACKAGE} is installed but pyarrow is not; install it: {INSTALL}") from None
+    root = Path(next(iter(spec.submodule_search_locations))) / "systems" / "data"
+    if not root.is_dir():
+        raise RooflineError(f"{PACKAGE} has no systems/data folder at {root}; reinstall it: {INSTALL}")
+    return Source(importlib.metadata.version(PACKAGE), root)
+
+
+def _version_key(v: str) -> tuple[Any, ...]:
+    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in v.replace("rc", ".rc.").split("."))
+
+
+def latest_versions(source: Source, system: str, op: str) -> dict[str, str]:
+    """engine -> its newest measured version under <system>/<op> (aiconfigurator's default is the
+    newest too; older versions are the same kernels on an older engine)."""
+    out: dict[str, str] = {}
+    base = source.root / system / op
+    if not base.is_dir():
+        return out
+    for engine_dir in sorted(p for p in base.iterdir() if p.is_dir()):
+        versions = sorted((p.name for p in engine_dir.iterdir() if p.is_dir()), key=_version_key)
+        if versions:
+            out[engine_dir.name] = versions[-1]
+    return out
+
+
+def systems(source: Source, machine: str | None = None) -> list[str]:
+    """aiconfigurator systems with tables and a catalog machine, optionally one catalog machine's."""
+    have = sorted(p.name for p in source.root.iterdir() if p.is_dir() and p.name in SYSTEMS)
+    if machine is None:
+        return have
+    return [s for s in have if SYSTEMS[s] == machine]
+
+
+def read_table(path: Path) -> list[dict[str, Any]]:
+    """A parquet file's rows as dicts (pyarrow, imported here only)."""
+    import pyarrow.parquet as pq
+
+    try:
+        return list(pq.read_table(path).to_pylist())
+    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+        raise RooflineError(f"{path}: not a readable parquet table ({exc})") from None
+
+
+def rows(source: Source, system: str, family: Family, engine: str | None = None) -> Iterator[Row]:
+    """Every measured row of one system and family (the newest version of each engine, or of `engine`)."""
+    for op, stem, table in TABLES.get(family, ()):
+        for eng, version in latest_versions(source, system, op).items():
+            if engine is not None and eng != engine:
+                continue
+            path = source.root / system / op / eng / version / f"{stem}.parquet"
+            if not path.is_file():
+                continue
+            for raw in read_table(path):
+                ms = raw.get("latency")
+                if not isinstance(ms, int | float) or not math.isfinite(ms) or ms <= 0:
+                    continue  # a failed or missing measurement
+                yield Row(system, SYSTEMS[system], eng, version, table, raw, float(ms) * 1e-3)
+
+
+__all__ = ["INSTALL", "PACKAGE", "PINNED", "READ_FAMILIES", "SYSTEMS", "TABLES", "Family", "Row", "Source",
+           "installed", "latest_versions", "read_table", "rows", "systems"]

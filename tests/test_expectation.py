@@ -1,0 +1,262 @@
+"""The expected-time model (roofline.expectation) and its fit (roofline.calibration.fit), by hand.
+
+Pure Python: the fit's arithmetic on synthetic sets whose answer is known, the wave factor, the
+fixture rows measured by aiconfigurator-core (tests/fixtures/aiconfigurator/, source in each file's
+first line) joined to our kernels, and the kernel command's band. No table package needed.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from roofline.calibration.fit import fit_kind, solve
+from roofline.calibration.join import join
+from roofline.calibration.tables import Row
+from roofline.calibration.validate import explain_faster, fit_rows, summarise
+from roofline.cli import main
+from roofline.errors import RooflineError
+from roofline.expectation.model import Fit, Shape, waves_factor
+from roofline.expectation.shipped import for_machine, shipped_index
+
+FIXTURES = Path(__file__).parent / "fixtures" / "aiconfigurator"
+
+
+def fixture_rows(table: str) -> list[Row]:
+    path = FIXTURES / f"h100_sxm.trtllm.{table}.csv"
+    lines = path.read_text().splitlines()
+    assert lines[0].startswith("# 300 rows") and "aiconfigurator-core 0.12.0" in lines[0]
+    out = []
+    for raw in csv.DictReader(lines[1:]):
+        values = {k: (v if k.endswith("dtype") else float(v) if v not in ("", "None") else None)
+                  for k, v in raw.items()}
+        out.append(Row("h100_sxm", "h100-sxm", "trtllm", "1.3.0rc20", table, values, float(raw["latency"]) * 1e-3))
+    return out
+
+
+# ---- the fit's arithmetic ---------------------------------------------------------------------------
+
+def test_an_exact_line_is_recovered() -> None:
+    # y = 2x + 5 µs at x = 10, 20, 40 µs: a = 2 (e = 0.5), t0 = 5 µs, the residuals all zero
+    x = [10e-6, 20e-6, 40e-6]
+    y = [2 * v + 5e-6 for v in x]
+    a, t0 = solve(x, y)
+    assert a == pytest.approx(2.0, rel=1e-9)
+    assert t0 == pytest.approx(5e-6, rel=1e-9)
+
+
+def test_a_per_tile_cost_is_recovered() -> None:
+    # y = 1.5x + 4 µs + 20 ns·z over four points: the third column is found, a and t0 unchanged
+    x, z = [10e-6, 20e-6, 40e-6, 15e-6], [10.0, 400.0, 50.0, 1000.0]
+    y = [1.5 * xi + 4e-6 + 20e-9 * zi for xi, zi in zip(x, z, strict=True)]
+    a, t0, c = solve(x, y, z)
+    assert (a, t0, c) == pytest.approx((1.5, 4e-6, 20e-9), rel=1e-6)
+
+
+def test_faster_than_the_floor_holds_e_at_one() -> None:
+    # y = x/2 would need e = 2 (above the roof): a is held at 1, and t0 = Σ(1 − u)·w / Σw² with
+    # u = x/y = 2 and w = 1/y: t0 = Σ(−1/y) / Σ(1/y²) < 0, held at 0 too
+    x = [10e-6, 20e-6]
+    a, t0 = solve(x, [v / 2 for v in x])
+    assert (a, t0) == (1.0, 0.0)
+
+
+def test_the_band_is_the_quartiles_of_measured_over_expected() -> None:
+    # five GEMMs measured at their floor except the last (1.4 × floor); whatever e and t0 the fit
+    # takes, its band is the type 7 quartiles of measured / t: over 5 ratios sorted r0..r4, h = (5 − 1)·0.25
+    # = 1 picks r1 and h = 3 picks r3
+    shapes = [Shape("gemm.bf16", f * 1e-6, f * 1e-6) for f in (10, 20, 30, 40, 50)]
+    measured = [s.floor_s * r for s, r in zip(shapes, (1.0, 1.0, 1.0, 1.0, 1.4), strict=True)]
+    fit = fit_kind("gemm.bf16", shapes, measured)
+    assert fit.efficiency <= 1.0 and fit.t0_s >= 0.0
+    r = sorted(m / fit.expected_s(s) for s, m in zip(shapes, measured, strict=True))
+    assert fit.low == pytest.approx(r[1]) and fit.high == pytest.approx(r[3])
+
+
+def test_the_wave_factor() -> None:
+    # 133 tiles on 132 SMs: 2 waves, 2·132/133 = 1.985 of one full wave's time per tile
+    assert waves_factor(133, 132) == pytest.approx(2 * 132 / 133)
+    assert waves_factor(264, 132) == 1.0
+    # a GEMM of 1 × 1 tile on an H100: its compute term is stretched 132-fold by the idle SMs
+    f = Fit("gemm.bf16", 1.0, 0.0, 1.0, 1.0, 1, (128, 128))
+    s = Shape("gemm.bf16", floor_s=2e-6, compute_s=1e-6, m=128, n=128, sms=132)
+    assert f.stretched_floor_s(s) == pytest.approx(132e-6)
+
+
+def test_a_fit_outside_its_domain_is_refused() -> None:
+    with pytest.raises(RooflineError, match="efficiency"):
+        Fit("gemm.bf16", 1.2, 0.0, 1.0, 1.0, 1)
+    with pytest.raises(RooflineError, match="band"):
+        Fit("gemm.bf16", 0.5, 0.0, 1.2, 1.0, 1)
+
+
+# ---- the fixture rows: our kernel of the same shape -------------------------------------------------
+
+def test_the_h100_gemm_the_issue_names_is_explained_by_l2() -> None:
+    # H100 bf16 32768×64×512: DRAM bytes 2·(32768·512 + 512·64 + 32768·64) = 37,814,272 B, / 3.35 TB/s
+    # = 11.29 µs, the 11.3 µs floor; measured 8.8 µs (vLLM): the 37.8 MB working set fits the 50 MiB L2
+    row = Row("h100_sxm", "h100-sxm", "vllm", "0.24.0", "gemm",
+              {"gemm_dtype": "bfloat16", "m": 32768, "n": 64, "k": 512}, 8.8e-6)
+    j = join(row)
+    assert j.placement.memory_time_s == pytest.approx(2 * (32768 * 512 + 512 * 64 + 32768 * 64) / 3.35e12)
+    assert j.floor_s == pytest.approx(11.29e-6, rel=1e-3)
+    faster = explain_faster(j)
+    assert faster.explained and "L2" in faster.why
+
+
+@pytest.mark.parametrize("table", ["gemm", "context_attention", "generation_attention"])
+def test_fixture_rows_join_and_sit_above_the_floor_or_are_explained(table: str) -> None:
+    joined, windowed = [], 0
+    for r in fixture_rows(table):
+        try:
+            joined.append(join(r))
+        except RooflineError as exc:  # the one row kind left out: a window shorter than the length
+            assert "sliding window" in str(exc)
+            windowed += 1
+    assert len(joined) + windowed == 300 and len(joined) >= 250
+    for j in joined:
+        if j.measured_s < j.floor_s:
+            assert explain_faster(j).explained, j.placement.name
+    # the median share of the roof is a measured quantity: bounds (the issue's H200/B200 BF16 GEMMs
+    # sat at 0.65-0.72, attention at 0.23-0.29; H100 sits in the same range)
+    shares = sorted(j.floor_s / j.measured_s for j in joined)
+    median = shares[len(shares) // 2]
+    assert (0.3 < median < 0.95) if table == "gemm" else (0.01 < median < 0.8)
+
+
+def test_the_shipped_h100_fit_predicts_the_fixture_gemms() -> None:
+    # the shipped fit was made on up to 4000 rows of the full table; these 300 are a different stride
+    rows = [j for j in (join(r) for r in fixture_rows("gemm")) if j.kind == "gemm.bf16"]
+    times = for_machine("h100-sxm", "trtllm")
+    g = summarise("h100-sxm", "trtllm", "", "gemm.bf16", rows, times.fits["gemm.bf16"], "shipped")
+    assert g.big_mape is not None and g.big_mape < 0.2
+    assert g.inside > 0.3
+
+
+def test_a_fit_on_the_fixture_keeps_every_constant_in_its_domain() -> None:
+    rows = [join(r) for r in fixture_rows("context_attention") if not 0 < (r.get("window_size") or 0) < r.get("isl")]
+    fit = fit_rows("context_attention.bf16", [j for j in rows if j.kind == "context_attention.bf16"])
+    assert 0 < fit.efficiency <= 1 and fit.t0_s >= 0 and fit.per_tile_s >= 0 and fit.per_head_s >= 0
+    # a fixed cost per launch of microseconds, as kernel launches take (bounds, not a value)
+    assert 1e-6 < fit.t0_s < 50e-6
+
+
+# ---- the shipped files and the commands -------------------------------------------------------------
+
+def test_every_shipped_file_names_its_source() -> None:
+    index = shipped_index()
+    assert {"h100-sxm", "h200", "b200"} <= {m for m, _, _ in index}
+    for machine, engine, rows in index:
+        t = for_machine(machine, engine)
+        assert t.source["package"] == "aiconfigurator-core" and t.source["version"] == "0.12.0"
+        assert t.engine_version and rows == sum(f.rows for f in t.fits.values()) > 0
+
+
+def test_a_machine_without_tables_borrows_the_nearest_fit_and_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["kernel", "matmul", "4096", "4096", "4096", "--machine", "mi300x", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert "mi300x has no measured tables: the nearest architecture's fit, h200" in d["calibration"]["note"]
+
+
+def test_kernel_json_has_the_band_above_the_floor(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["kernel", "matmul", "4096", "4096", "4096", "--machine", "h100", "--engine", "trtllm",
+                 "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    band, fit = d["expected_time_s"], d["calibration"]["fit"]
+    assert d["calibration"]["file"] == "expectation/data/h100-sxm.trtllm.json"
+    # by hand from the file's constants: tiles = ⌈4096/tm⌉·⌈4096/tn⌉ on 132 SMs, q = ⌈tiles/132⌉·132/tiles,
+    # stretched = max(floor, compute·q), t = stretched/e + t0, band = t·[r25, r75], never below the floor
+    q = 1.0
+    if fit["tile"]:
+        tiles = math.ceil(4096 / fit["tile"][0]) * math.ceil(4096 / fit["tile"][1])
+        q = math.ceil(tiles / 132) * 132 / tiles
+    t = max(d["time_s"], d["compute_time_s"] * q) / fit["efficiency"] + fit["t0_s"]
+    assert band["low"] == pytest.approx(max(d["time_s"], t * fit["band"][0]))
+    assert band["high"] == pytest.approx(max(band["low"], t * fit["band"][1]))
+    assert d["time_s"] <= band["low"] <= band["high"]
+
+
+def test_a_bench_calibration_of_another_machine_warns(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cal = {"format": "roofline-calibration", "version": 1, "machine": "my-cpu", "date": "2026-01-01",
+           "produced_by": "roofline bench", "classes": {"compute": {"low": 0.5, "high": 0.6, "n": 4}}}
+    path = tmp_path / "cpu.json"
+    path.write_text(json.dumps(cal))
+    assert main(["kernel", "matmul", "4096", "4096", "4096", "--machine", "h100", "--calibration", str(path),
+                 "--json"]) == 0
+    out, err = capsys.readouterr()
+    d = json.loads(out)
+    # band = floor / [high, low] share: 139 µs / 0.6 and / 0.5
+    assert d["expected_time_s"]["low"] == pytest.approx(d["time_s"] / 0.6)
+    assert d["expected_time_s"]["high"] == pytest.approx(d["time_s"] / 0.5)
+    assert "measured on my-cpu, not h100-sxm" in err
+
+
+def test_an_unknown_calibration_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "x.json"
+    path.write_text('{"format": "something"}')
+    assert main(["kernel", "matmul", "64", "64", "64", "--calibration", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "neither an expected-time file" in err
+
+
+def test_validate_without_the_extra_says_how_to_install(monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "aiconfigurator_core" else real(name, *a))
+    assert main(["validate", "--machine", "h100"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pip install" in err and "aiconfigurator-core==0.12.0" in err
+
+
+def test_the_floor_does_not_depend_on_the_calibration(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["kernel", "matmul", "512", "512", "512", "--machine", "h200", "--json"]) == 0
+    a = json.loads(capsys.readouterr().out)
+    assert main(["kernel", "matmul", "512", "512", "512", "--machine", "h200", "--engine", "vllm", "--json"]) == 0
+    b = json.loads(capsys.readouterr().out)
+    assert a["time_s"] == b["time_s"] and math.isfinite(a["time_s"])
+
+
+def test_a_stream_larger_than_l2_is_explained_only_down_to_its_l2_share() -> None:
+    # decode attention, 64 sequences × 8 K/V heads × 8192 keys × 128 wide, bf16: K + V =
+    # 2·64·8·8192·128·2 = 2,147,483,648 B (+ q and o, 2·64·32·128·2 B); rerun in a loop, the last
+    # 50 MiB (the H100's L2, 52,428,800 B) stays in L2: floor × (1 − 52,428,800 / working set)
+    def row(seconds: float) -> Row:
+        return Row("h100_sxm", "h100-sxm", "sglang", "0.5.14", "generation_attention",
+                   {"batch_size": 64, "isl": 1, "num_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+                    "attn_dtype": "bfloat16", "kv_cache_dtype": "bfloat16", "step": 8192, "window_size": 0},
+                   seconds)
+    working = 2 * 64 * 8 * 8192 * 128 * 2 + 2 * 64 * 32 * 128 * 2
+    floor = working / 3.35e12
+    partial = floor * (1 - 52_428_800 / working)
+    assert join(row(1e-3)).floor_s == pytest.approx(floor, rel=1e-9)
+    assert explain_faster(join(row(partial * 0.99))).explained  # within the 2% timing tolerance
+    flagged = explain_faster(join(row(partial * 0.95)))
+    assert not flagged.explained and "our error" in flagged.why
+
+
+def test_the_h100_pcie_bandwidth_is_the_physical_figure() -> None:
+    # 5120-bit HBM2e (Hopper whitepaper) at 1593 MHz, double data rate: 5120 / 8 · 2 · 1593e6 = 2.039 TB/s,
+    # not the datasheet's rounded 2 TB/s (which STREAM's 2016 GB/s beat)
+    from roofline.hardware import get_machine
+
+    assert get_machine("h100-pcie").memory_bytes_per_s == pytest.approx(5120 / 8 * 2 * 1593e6, rel=1e-3)
+    assert get_machine("h100-pcie").memory_bytes_per_s > 2016e9
+
+
+def test_serve_warns_when_the_calibration_was_measured_elsewhere(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    # before: a CPU's bench calibration was applied to an H100's serving bands without a word
+    cal = {"format": "roofline-calibration", "version": 1, "machine": "my-cpu", "date": "2026-01-01",
+           "produced_by": "roofline bench", "classes": {"memory": {"low": 0.5, "high": 0.6, "n": 4}}}
+    path = tmp_path / "cpu.json"
+    path.write_text(json.dumps(cal))
+    assert main(["serve", "llama-3-8b", "--machine", "h100", "--prompt", "1024", "--output", "128",
+                 "--calibration", str(path), "--json"]) == 0
+    assert "measured on my-cpu, not h100-sxm" in capsys.readouterr().err
