@@ -23,7 +23,7 @@ COUNT_HELP = "Suffixes: k = 1000, Ki = 1024 (128k = 128,000; 128Ki = 131,072)."
 # a library parameter an error names (roofline.errors.term) -> the flag that sets it, where not --name
 FLAGS = {"utilization": "--memory-utilization", "itl_slo_s": "--itl-slo", "ttft_slo_s": "--ttft-slo",
          "latency_target_s": "--latency-target", "disaggregate_devices": "--disaggregate",
-         "step_overhead_s": "--step-overhead"}
+         "step_overhead_s": "--step-overhead", "overrides": "--set"}
 
 
 def flag(name: str) -> str:

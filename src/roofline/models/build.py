@@ -44,7 +44,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
-from roofline.errors import RooflineError
+from roofline.errors import RooflineError, T
 from roofline.graph import FusionPlan, Graph, Op, Tensor
 from roofline.kernels import FLOP_PER_ELEMENT, attention_ops, elementwise_op, matmul_op, norm_op
 from roofline.models.deltanet import gated_deltanet
@@ -328,8 +328,8 @@ class _Builder:
         else:
             self.add(matmul_op("q_proj", x, self.weight("q_proj.weight", (h, H * (dn + dr))), q, layers))
         if self.shape.phase == Phase.PREFILL and cfg.mla == "absorbed":
-            raise RooflineError("--mla absorbed applies to decode: MLA prefill runs decompressed, as DeepSeek's "
-                                "prefill does (give --mla expanded or leave it out)")
+            raise RooflineError(f"{T.mla} absorbed applies to decode: MLA prefill runs decompressed, as DeepSeek's "
+                                f"prefill does (give {T.mla} expanded or leave it out)")
         if self.shape.phase == Phase.DECODE and cfg.mla != "expanded":
             cached = cfg.cached_tokens(AttentionKind.GLOBAL, self.shape.seq)
             q_nope = self.act("q.nope", (H, n, dn))

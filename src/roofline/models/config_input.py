@@ -18,7 +18,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from roofline.errors import RooflineError, unknown
+from roofline.errors import RooflineError, T, unknown
 from roofline.fileio import read_text_file
 from roofline.models.architectures import config_from_dict
 from roofline.models.transformer import ModelConfig
@@ -73,9 +73,9 @@ def _coerce(text: str, key: str) -> Any:
     except json.JSONDecodeError:
         return text
     except RecursionError:
-        raise RooflineError(f"--set {key}: the value is nested too deeply") from None
+        raise RooflineError(f"{T.overrides} {key}: the value is nested too deeply") from None
     except ValueError:  # Python's limit on the digits of an int
-        raise RooflineError(f"--set {key}: the number has more than {_max_digits()} digits") from None
+        raise RooflineError(f"{T.overrides} {key}: the number has more than {_max_digits()} digits") from None
 
 
 def apply_overrides(raw: Mapping[str, Any], overrides: Mapping[str, str] | None) -> dict[str, Any]:
@@ -118,7 +118,7 @@ def _parse_with_overrides(raw: Mapping[str, Any], overrides: Mapping[str, str] |
 
             close = difflib.get_close_matches(key, sorted(reads.seen), n=3, cutoff=0.5)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
-            raise RooflineError(f"--set {key}: {where} has no field {key!r} that the model is built from{hint}")
+            raise RooflineError(f"{T.overrides} {key}: {where} has no field {key!r} that the model is built from{hint}")
     return cfg
 
 

@@ -139,7 +139,7 @@ def shard(cfg: ModelConfig, split: Split) -> ModelConfig:
         return cfg
     la = cfg.linear_attention
     if la is not None and (la.key_heads % tp or la.value_heads % tp):
-        raise RooflineError(f"--tp {tp} does not divide {cfg.name}'s linear-attention heads "
+        raise RooflineError(f"{T.tp} {tp} does not divide {cfg.name}'s linear-attention heads "
                             f"(linear_num_key_heads {la.key_heads}, linear_num_value_heads {la.value_heads})")
     return replace(
         cfg,
