@@ -46,11 +46,12 @@ from typing import Any
 from roofline.errors import RooflineError, unknown
 from roofline.hardware.catalog import (
     DATA,
+    FileRefusals,
     MachineFileError,
     _names,
     catalog,
-    check_figure,
     get_machine,
+    load_folder,
     load_machine_file,
     name_index,
     name_key,
@@ -59,7 +60,7 @@ from roofline.hardware.catalog import (
 )
 from roofline.hardware.machine import Machine
 from roofline.hardware.system import Link, System, Topology
-from roofline.units import UnitError, format_bytes_per_s
+from roofline.units import format_bytes_per_s
 
 SYSTEMS = DATA / "systems"
 DEFAULT_DEVICES = 8  # a bare device becomes one node of this many devices unless told otherwise
@@ -85,8 +86,9 @@ _LINKS = ("node", "network")
 _LINK_KEYS = {"name", "bandwidth", "latency", "topology", "source", "note", "measured"}
 
 
-def _fail(path: Path | str, text: str) -> SystemFileError:
-    return SystemFileError(f"system file {path}: {text}")
+_SYSTEM_FILE = FileRefusals("system file", SystemFileError)
+_fail = _SYSTEM_FILE.fail
+_quantity = _SYSTEM_FILE.quantity  # within catalog.FIGURE_RANGES, as machine files are
 
 
 def _positive_int(raw: Mapping[str, Any], key: str, path: Path | str, default: int | None = None) -> int:
@@ -100,14 +102,6 @@ def _positive_int(raw: Mapping[str, Any], key: str, path: Path | str, default: i
     if value < 1:
         raise _fail(path, f"{key} must be positive, got {value!r}")
     return value
-
-
-def _quantity(value: Any, kind: str, where: str, path: Path | str) -> float:
-    """A finite figure within the range machine files allow (roofline.hardware.catalog.FIGURE_RANGES)."""
-    try:
-        return check_figure(value, kind, where)
-    except UnitError as exc:
-        raise _fail(path, str(exc)) from None
 
 
 def _string(section: Mapping[str, Any], key: str, where: str, path: Path | str) -> str:
@@ -236,11 +230,7 @@ def load_system_file(path: str | Path, require_sources: bool = False) -> System:
 @functools.cache
 def system_catalog() -> dict[str, System]:
     """Every catalog system, by id."""
-    systems = {}
-    for f in sorted(SYSTEMS.glob("*.toml")):
-        s = load_system_file(f, require_sources=True)
-        systems[s.id] = s
-    return systems
+    return load_folder(SYSTEMS, load_system_file)
 
 
 @functools.cache
