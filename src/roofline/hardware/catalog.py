@@ -76,10 +76,28 @@ class FileRefusals:
         except UnitError as exc:
             raise self.fail(path, str(exc)) from None
 
+    def text(self, section: Mapping[str, Any], key: str, where: str, path: Path | str) -> str:
+        """A string field ("" when absent); a number, a date, a list or a table is refused. `where`
+        is the table's name and its separator ("[peak.fp16] "), or "" at the top."""
+        value = section.get(key, "")
+        if not isinstance(value, str):
+            raise self.fail(path, f"{where}{key} must be a string, got {shown(value)}")
+        return value
+
+    def check_top(self, raw: Mapping[str, Any], fields: set[str], path: Path | str) -> None:
+        """The document's own top-level fields only, and an id and a name, each a non-empty string."""
+        extra = set(raw) - fields
+        if extra:
+            raise self.fail(path, f"unknown field(s) {', '.join(sorted(map(str, extra)))}")
+        for key in ("id", "name"):
+            if not isinstance(raw.get(key), str) or not raw[key].strip():
+                raise self.fail(path, f"missing {key!r} (a non-empty string)")
+
 
 _MACHINE_FILE = FileRefusals("machine file", MachineFileError)
 _fail = _MACHINE_FILE.fail
 _quantity = _MACHINE_FILE.quantity
+_text = _MACHINE_FILE.text
 
 
 def _table(raw: Mapping[str, Any], key: str, path: Path | str) -> Mapping[str, Any]:
@@ -113,14 +131,6 @@ def check_figure(value: Any, kind: str, where: str) -> float:
     return number
 
 
-def _text(section: Mapping[str, Any], key: str, where: str, path: Path | str) -> str:
-    """A string field ("" when absent); a number, a date, a list or a table is refused."""
-    value = section.get(key, "")
-    if not isinstance(value, str):
-        raise _fail(path, f"{where}{key} must be a string, got {shown(value)}")
-    return value
-
-
 def _peaks(section: Mapping[str, Any], name: str, path: Path | str,
            sources: dict[str, str], notes: list[str]) -> dict[str, float]:
     out: dict[str, float] = {}
@@ -142,12 +152,7 @@ def parse_machine(raw: Mapping[str, Any], path: Path | str = "<data>", require_s
     finite and within FIGURE_RANGES, lists lists of strings."""
     if not isinstance(raw, Mapping):
         raise _fail(path, "expected a TOML document (a table of fields)")
-    extra = set(raw) - _TOP
-    if extra:
-        raise _fail(path, f"unknown field(s) {', '.join(sorted(map(str, extra)))}")
-    for key in ("id", "name"):
-        if not isinstance(raw.get(key), str) or not raw[key].strip():
-            raise _fail(path, f"missing {key!r} (a non-empty string)")
+    _MACHINE_FILE.check_top(raw, _TOP, path)
     kind = raw.get("kind", "gpu")
     if not isinstance(kind, str) or kind not in _KINDS:
         raise _fail(path, f"kind must be one of {', '.join(sorted(_KINDS))}, got {shown(kind)}")

@@ -89,6 +89,7 @@ _LINK_KEYS = {"name", "bandwidth", "latency", "topology", "source", "note", "mea
 _SYSTEM_FILE = FileRefusals("system file", SystemFileError)
 _fail = _SYSTEM_FILE.fail
 _quantity = _SYSTEM_FILE.quantity  # within catalog.FIGURE_RANGES, as machine files are
+_text = _SYSTEM_FILE.text
 
 
 def _positive_int(raw: Mapping[str, Any], key: str, path: Path | str, default: int | None = None) -> int:
@@ -101,13 +102,6 @@ def _positive_int(raw: Mapping[str, Any], key: str, path: Path | str, default: i
         raise _fail(path, f"{key} must be an integer, got {value!r}")
     if value < 1:
         raise _fail(path, f"{key} must be positive, got {value!r}")
-    return value
-
-
-def _string(section: Mapping[str, Any], key: str, where: str, path: Path | str) -> str:
-    value = section.get(key, "")
-    if not isinstance(value, str):
-        raise _fail(path, f"{where} {key} must be a string, got {value!r}")
     return value
 
 
@@ -128,16 +122,16 @@ def _link(section: Any, which: str, path: Path | str, require_sources: bool) -> 
     measured = section.get("measured", False)
     if not isinstance(measured, bool):
         raise _fail(path, f"{where} measured must be true or false, got {measured!r}")
-    source = _string(section, "source", where, path)
+    source = _text(section, "source", f"{where} ", path)
     if require_sources and not source.strip():
         raise _fail(path, f"{where} has no source")
     return Link(
-        name=_string(section, "name", where, path),
+        name=_text(section, "name", f"{where} ", path),
         bytes_per_s=_quantity(section["bandwidth"], "bytes_per_s", f"{where} bandwidth", path),
         latency_s=_quantity(section["latency"], "time_s", f"{where} latency", path),
         topology=Topology(topology),
         source=source,
-        note=_string(section, "note", where, path),
+        note=_text(section, "note", f"{where} ", path),
         measured=measured,
     )
 
@@ -160,12 +154,7 @@ def _device(value: Any, path: Path | str) -> Machine:
 
 def parse_system(raw: Mapping[str, Any], path: Path | str = "<data>", require_sources: bool = False) -> System:
     """Build a System from a parsed TOML document, checking every field."""
-    extra = set(raw) - _TOP
-    if extra:
-        raise _fail(path, f"unknown field(s) {', '.join(sorted(extra))}")
-    for key in ("id", "name"):
-        if not isinstance(raw.get(key), str) or not raw[key].strip():
-            raise _fail(path, f"missing {key!r} (a non-empty string)")
+    _SYSTEM_FILE.check_top(raw, _TOP, path)
     if raw.get("kind", "system") != "system":
         raise _fail(path, f"kind must be \"system\", got {raw['kind']!r}")
     aliases = raw.get("aliases", [])
