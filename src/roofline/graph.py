@@ -176,8 +176,23 @@ class Op:
         return float(sum(self.flop_by_unit.values()))
 
 
+class Costed:
+    """Something whose FLOPs and bytes are those of its `cost` (a kernel, a kernel placed on a machine):
+    the one place the two read them."""
+
+    cost: Cost
+
+    @property
+    def flop(self) -> float:
+        return self.cost.flop
+
+    @property
+    def bytes(self) -> float:
+        return self.cost.bytes
+
+
 @dataclass(frozen=True)
-class Kernel:
+class Kernel(Costed):
     """A fused group of ops run as one kernel, `count` times per step, and its boundary traffic."""
 
     name: str
@@ -187,14 +202,6 @@ class Kernel:
     writes: tuple[Tensor, ...]
     cost: Cost
     compute_dtype: DType | None = None
-
-    @property
-    def flop(self) -> float:
-        return self.cost.flop
-
-    @property
-    def bytes(self) -> float:
-        return self.cost.bytes
 
     @property
     def kind(self) -> str:

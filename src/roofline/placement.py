@@ -28,7 +28,7 @@ from typing import Any
 
 from roofline.dtypes import DType, get_dtype
 from roofline.errors import RooflineError
-from roofline.graph import UNFUSED, Cost, FusionPlan, Graph, Kernel, simple_cost
+from roofline.graph import UNFUSED, Cost, Costed, FusionPlan, Graph, Kernel, simple_cost
 from roofline.hardware import Machine, get_machine
 from roofline.units import finite_or_none
 from roofline.vocab import ON_CHIP, Bound, Level, Plan, Resource, Unit, accumulate, binding, bound_class
@@ -78,7 +78,7 @@ def _notebook() -> Any:
 
 
 @dataclass(frozen=True)
-class Placement(Drawable):
+class Placement(Costed, Drawable):
     """One kernel on one machine. flop, bytes and times are for one instance; `count` instances run
     per step (layers are not repeated op by op)."""
 
@@ -101,15 +101,7 @@ class Placement(Drawable):
         object.__setattr__(self, "bandwidth_by_level", MappingProxyType(dict(self.bandwidth_by_level)))
         object.__setattr__(self, "latency_by_level", MappingProxyType(dict(self.latency_by_level)))
 
-    # --- the kernel --------------------------------------------------------------------------
-    @property
-    def flop(self) -> float:
-        return self.cost.flop
-
-    @property
-    def bytes(self) -> float:
-        return self.cost.bytes
-
+    # --- the kernel (flop and bytes: Costed's, the cost's) --------------------------------------
     @property
     def flop_per_byte(self) -> float:
         """I = FLOPs / DRAM bytes."""

@@ -7,7 +7,7 @@ fast and the CLI works without torch (a command that needs it says what to insta
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,19 @@ def _write_machine(machine: Any, path: str, header: str) -> None:
     atomic_write(path, machine_to_toml(machine, header=header, digits=MEASURED_DIGITS))
 
 
+def _print_measured(to_dict: Callable[[], dict[str, Any]], text: Callable[[], str], as_json: bool,
+                    save: str | None) -> None:
+    """A measurement printed: its JSON, with "saved" naming the file when --save wrote one, or its text
+    (the report module imported only then)."""
+    if as_json:
+        d = to_dict()
+        if save:
+            d["saved"] = save
+        dump(d)
+    else:
+        click.echo(text())
+
+
 def _measure(device: str, quick: bool, as_json: bool, save: str | None, buffer_size: str | None,
              dtypes: Sequence[str], backends: Sequence[str], machine_id: str | None, show: bool) -> Any:
     from roofline.measure.ceilings import measure_ceilings
@@ -72,18 +85,15 @@ def _measure(device: str, quick: bool, as_json: bool, save: str | None, buffer_s
     machine = c.to_machine(machine_id)
     if save:
         _write_machine(machine, save, "written by `roofline measure`; use it anywhere with --machine " + save)
-    if as_json:
-        d = c.to_dict()
-        d["machine"] = machine.id
-        if save:
-            d["saved"] = save
-        dump(d)
-    else:
+
+    def text() -> str:
         from roofline.report.text.ceilings import ceilings_text
 
-        click.echo(ceilings_text(c))
-        if save:
-            click.echo(f"saved the measured machine to {save} (use it with --machine {save})")
+        return ceilings_text(c)
+
+    _print_measured(lambda: {**c.to_dict(), "machine": machine.id}, text, as_json, save)
+    if save and not as_json:
+        click.echo(f"saved the measured machine to {save} (use it with --machine {save})")
     return machine
 
 
@@ -220,15 +230,13 @@ def _measure_collectives(device: str, devices: int | None, quick: bool, budget_s
             # the system file must name a device --machine can load: measure this one's ceilings (quick)
             say("the device's ceilings, for the system file")
             device_ref = _device_beside(device, beside, machine_id)
-    if as_json:
-        d = c.to_dict()
-        if save:
-            d["saved"] = save
-        dump(d)
-    else:
+
+    def text() -> str:
         from roofline.report.text.collectives import collectives_text
 
-        click.echo(collectives_text(c))
+        return collectives_text(c)
+
+    _print_measured(c.to_dict, text, as_json, save)
     if save:
         from roofline.fileio import atomic_write
 

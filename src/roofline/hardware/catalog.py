@@ -14,8 +14,9 @@ import functools
 import math
 import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from roofline.errors import RooflineError, shown, unknown
 from roofline.fileio import read_text_file
@@ -58,8 +59,45 @@ class MachineFileError(RooflineError):
     pass
 
 
-def _fail(path: Path | str, text: str) -> MachineFileError:
-    return MachineFileError(f"machine file {path}: {text}")
+@dataclass(frozen=True)
+class FileRefusals:
+    """How one kind of hardware file (a machine file, a system file) refuses a field: one line
+    "<kind> <path>: <what was wrong>", raised as that kind's own error class."""
+    kind: str  # "machine file", "system file"
+    error: type[RooflineError]
+
+    def fail(self, path: Path | str, text: str) -> RooflineError:
+        return self.error(f"{self.kind} {path}: {text}")
+
+    def quantity(self, value: Any, kind: str, where: str, path: Path | str) -> float:
+        """A finite figure within the range hardware files allow (FIGURE_RANGES), or this file's refusal."""
+        try:
+            return check_figure(value, kind, where)
+        except UnitError as exc:
+            raise self.fail(path, str(exc)) from None
+
+    def text(self, section: Mapping[str, Any], key: str, where: str, path: Path | str) -> str:
+        """A string field ("" when absent); a number, a date, a list or a table is refused. `where`
+        is the table's name and its separator ("[peak.fp16] "), or "" at the top."""
+        value = section.get(key, "")
+        if not isinstance(value, str):
+            raise self.fail(path, f"{where}{key} must be a string, got {shown(value)}")
+        return value
+
+    def check_top(self, raw: Mapping[str, Any], fields: set[str], path: Path | str) -> None:
+        """The document's own top-level fields only, and an id and a name, each a non-empty string."""
+        extra = set(raw) - fields
+        if extra:
+            raise self.fail(path, f"unknown field(s) {', '.join(sorted(map(str, extra)))}")
+        for key in ("id", "name"):
+            if not isinstance(raw.get(key), str) or not raw[key].strip():
+                raise self.fail(path, f"missing {key!r} (a non-empty string)")
+
+
+_MACHINE_FILE = FileRefusals("machine file", MachineFileError)
+_fail = _MACHINE_FILE.fail
+_quantity = _MACHINE_FILE.quantity
+_text = _MACHINE_FILE.text
 
 
 def _table(raw: Mapping[str, Any], key: str, path: Path | str) -> Mapping[str, Any]:
@@ -93,21 +131,6 @@ def check_figure(value: Any, kind: str, where: str) -> float:
     return number
 
 
-def _quantity(value: Any, kind: str, where: str, path: Path | str) -> float:
-    try:
-        return check_figure(value, kind, where)
-    except UnitError as exc:
-        raise _fail(path, str(exc)) from None
-
-
-def _text(section: Mapping[str, Any], key: str, where: str, path: Path | str) -> str:
-    """A string field ("" when absent); a number, a date, a list or a table is refused."""
-    value = section.get(key, "")
-    if not isinstance(value, str):
-        raise _fail(path, f"{where}{key} must be a string, got {shown(value)}")
-    return value
-
-
 def _peaks(section: Mapping[str, Any], name: str, path: Path | str,
            sources: dict[str, str], notes: list[str]) -> dict[str, float]:
     out: dict[str, float] = {}
@@ -129,12 +152,7 @@ def parse_machine(raw: Mapping[str, Any], path: Path | str = "<data>", require_s
     finite and within FIGURE_RANGES, lists lists of strings."""
     if not isinstance(raw, Mapping):
         raise _fail(path, "expected a TOML document (a table of fields)")
-    extra = set(raw) - _TOP
-    if extra:
-        raise _fail(path, f"unknown field(s) {', '.join(sorted(map(str, extra)))}")
-    for key in ("id", "name"):
-        if not isinstance(raw.get(key), str) or not raw[key].strip():
-            raise _fail(path, f"missing {key!r} (a non-empty string)")
+    _MACHINE_FILE.check_top(raw, _TOP, path)
     kind = raw.get("kind", "gpu")
     if not isinstance(kind, str) or kind not in _KINDS:
         raise _fail(path, f"kind must be one of {', '.join(sorted(_KINDS))}, got {shown(kind)}")
@@ -268,14 +286,28 @@ def load_machine_file(path: str | Path, require_sources: bool = False) -> Machin
     return parse_machine(read_toml(p, "machine", MachineFileError), p, require_sources=require_sources)
 
 
+class _Named(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+_N = TypeVar("_N", bound=_Named)
+
+
+def load_folder(folder: Path, load: Callable[..., _N]) -> dict[str, _N]:
+    """Every *.toml file in `folder` (in name order) read by `load` with its sources required, as
+    the catalogs are: machines in hardware/data, systems in hardware/data/systems. By id."""
+    entries = {}
+    for f in sorted(folder.glob("*.toml")):
+        entry = load(f, require_sources=True)
+        entries[entry.id] = entry
+    return entries
+
+
 @functools.cache
 def catalog() -> dict[str, Machine]:
     """Every datasheet machine, by id."""
-    machines = {}
-    for f in sorted(DATA.glob("*.toml")):
-        m = load_machine_file(f, require_sources=True)
-        machines[m.id] = m
-    return machines
+    return load_folder(DATA, load_machine_file)
 
 
 @functools.cache

@@ -46,11 +46,12 @@ from typing import Any
 from roofline.errors import RooflineError, unknown
 from roofline.hardware.catalog import (
     DATA,
+    FileRefusals,
     MachineFileError,
     _names,
     catalog,
-    check_figure,
     get_machine,
+    load_folder,
     load_machine_file,
     name_index,
     name_key,
@@ -59,7 +60,7 @@ from roofline.hardware.catalog import (
 )
 from roofline.hardware.machine import Machine
 from roofline.hardware.system import Link, System, Topology
-from roofline.units import UnitError, format_bytes_per_s
+from roofline.units import format_bytes_per_s
 
 SYSTEMS = DATA / "systems"
 DEFAULT_DEVICES = 8  # a bare device becomes one node of this many devices unless told otherwise
@@ -85,8 +86,10 @@ _LINKS = ("node", "network")
 _LINK_KEYS = {"name", "bandwidth", "latency", "topology", "source", "note", "measured"}
 
 
-def _fail(path: Path | str, text: str) -> SystemFileError:
-    return SystemFileError(f"system file {path}: {text}")
+_SYSTEM_FILE = FileRefusals("system file", SystemFileError)
+_fail = _SYSTEM_FILE.fail
+_quantity = _SYSTEM_FILE.quantity  # within catalog.FIGURE_RANGES, as machine files are
+_text = _SYSTEM_FILE.text
 
 
 def _positive_int(raw: Mapping[str, Any], key: str, path: Path | str, default: int | None = None) -> int:
@@ -99,21 +102,6 @@ def _positive_int(raw: Mapping[str, Any], key: str, path: Path | str, default: i
         raise _fail(path, f"{key} must be an integer, got {value!r}")
     if value < 1:
         raise _fail(path, f"{key} must be positive, got {value!r}")
-    return value
-
-
-def _quantity(value: Any, kind: str, where: str, path: Path | str) -> float:
-    """A finite figure within the range machine files allow (roofline.hardware.catalog.FIGURE_RANGES)."""
-    try:
-        return check_figure(value, kind, where)
-    except UnitError as exc:
-        raise _fail(path, str(exc)) from None
-
-
-def _string(section: Mapping[str, Any], key: str, where: str, path: Path | str) -> str:
-    value = section.get(key, "")
-    if not isinstance(value, str):
-        raise _fail(path, f"{where} {key} must be a string, got {value!r}")
     return value
 
 
@@ -134,16 +122,16 @@ def _link(section: Any, which: str, path: Path | str, require_sources: bool) -> 
     measured = section.get("measured", False)
     if not isinstance(measured, bool):
         raise _fail(path, f"{where} measured must be true or false, got {measured!r}")
-    source = _string(section, "source", where, path)
+    source = _text(section, "source", f"{where} ", path)
     if require_sources and not source.strip():
         raise _fail(path, f"{where} has no source")
     return Link(
-        name=_string(section, "name", where, path),
+        name=_text(section, "name", f"{where} ", path),
         bytes_per_s=_quantity(section["bandwidth"], "bytes_per_s", f"{where} bandwidth", path),
         latency_s=_quantity(section["latency"], "time_s", f"{where} latency", path),
         topology=Topology(topology),
         source=source,
-        note=_string(section, "note", where, path),
+        note=_text(section, "note", f"{where} ", path),
         measured=measured,
     )
 
@@ -166,12 +154,7 @@ def _device(value: Any, path: Path | str) -> Machine:
 
 def parse_system(raw: Mapping[str, Any], path: Path | str = "<data>", require_sources: bool = False) -> System:
     """Build a System from a parsed TOML document, checking every field."""
-    extra = set(raw) - _TOP
-    if extra:
-        raise _fail(path, f"unknown field(s) {', '.join(sorted(extra))}")
-    for key in ("id", "name"):
-        if not isinstance(raw.get(key), str) or not raw[key].strip():
-            raise _fail(path, f"missing {key!r} (a non-empty string)")
+    _SYSTEM_FILE.check_top(raw, _TOP, path)
     if raw.get("kind", "system") != "system":
         raise _fail(path, f"kind must be \"system\", got {raw['kind']!r}")
     aliases = raw.get("aliases", [])
@@ -236,11 +219,7 @@ def load_system_file(path: str | Path, require_sources: bool = False) -> System:
 @functools.cache
 def system_catalog() -> dict[str, System]:
     """Every catalog system, by id."""
-    systems = {}
-    for f in sorted(SYSTEMS.glob("*.toml")):
-        s = load_system_file(f, require_sources=True)
-        systems[s.id] = s
-    return systems
+    return load_folder(SYSTEMS, load_system_file)
 
 
 @functools.cache

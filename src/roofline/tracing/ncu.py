@@ -36,7 +36,7 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -94,6 +94,19 @@ def _number(text: str, unit: str, column: str, row: int) -> float | None:
     return value
 
 
+def _data_rows(rows: list[list[str]], first: int, source: str) -> Iterator[tuple[int, list[str]]]:
+    """The rows from rows[first] on that are not blank, each numbered as the file's row (the header,
+    rows[0], is row 1) and each as long as the header, or one line naming the row that is not."""
+    header = rows[0]
+    for r, row in enumerate(rows[first:], start=first + 1):
+        if not any(cell.strip() for cell in row):
+            continue
+        if len(row) != len(header):
+            raise RooflineError(f"{source}, row {r}: {len(row)} columns where the header has {len(header)} "
+                                "(a truncated file?)")
+        yield r, row
+
+
 def _details_as_raw(rows: list[list[str]], source: str) -> list[list[str]]:
     """`ncu --csv` without `--page raw` prints the details page: one row per (kernel, metric) with "Metric
     Name", "Metric Unit" and "Metric Value" columns, each value in a unit ncu chose for it ("usecond" for
@@ -104,12 +117,7 @@ def _details_as_raw(rows: list[list[str]], source: str) -> list[list[str]]:
     ident = [c for c in ("ID", "Kernel Name") if c in header]
     kernels: dict[str, dict[str, str]] = {}
     metrics: dict[str, str] = {}  # metric -> its unit where it could not be converted
-    for r, row in enumerate(rows[1:], start=2):
-        if not any(cell.strip() for cell in row):
-            continue
-        if len(row) != len(header):
-            raise RooflineError(f"{source}, row {r}: {len(row)} columns where the header has {len(header)} "
-                                "(a truncated file?)")
+    for _, row in _data_rows(rows, 1, source):
         key = row[header.index("ID")] if "ID" in header else str(len(kernels))
         k = kernels.setdefault(key, {c: row[header.index(c)] for c in ident})
         name, text = row[at["Metric Name"]], row[at["Metric Value"]]
@@ -158,12 +166,7 @@ def parse_ncu_csv(text: str, source: str = "the CSV") -> list[NcuKernel]:
     tensor_cols = tensor_columns(header)
     sass_cols = sass_columns(header)
     out: list[NcuKernel] = []
-    for r, row in enumerate(rows[2:], start=3):
-        if not any(cell.strip() for cell in row):
-            continue
-        if len(row) != len(header):
-            raise RooflineError(f"{source}, row {r}: {len(row)} columns where the header has {len(header)} "
-                                "(a truncated file?)")
+    for r, row in _data_rows(rows, 2, source):
 
         def value(name: str, row: Sequence[str] = row, r: int = r) -> float | None:
             return _number(row[col[name]], units[col[name]], name, r) if name in col else None

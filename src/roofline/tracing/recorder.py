@@ -121,6 +121,17 @@ def _bumped(t: Any) -> int:
     return v + 1 if v >= 0 else v
 
 
+def _untaken(base: str, k: int, taken: set[str]) -> str:
+    """`base` (k = 1) or `base#k`, k counted up until the name is not in `taken` (a module run twice, a
+    tensor name seen before), then added to it: every recorded op and tensor has a name of its own."""
+    name = base if k == 1 else f"{base}#{k}"
+    while name in taken:
+        k += 1
+        name = f"{base}#{k}"
+    taken.add(name)
+    return name
+
+
 def _plain(value: Any, shape_of: Callable[[Any], ArgShape], tensor_type: type) -> Arg:
     """An argument as the formulas see it: a tensor's shape, a list's items, a plain value as is;
     anything else (a torch.dtype, a device, a memory format) as its text."""
@@ -270,24 +281,14 @@ class _Recorder:
 
     # names ---------------------------------------------------------------------------------------
     def _unique_tensor(self, base: str) -> str:
-        name, k = base, 1
-        while name in self.tensor_names:
-            k += 1
-            name = f"{base}#{k}"
-        self.tensor_names.add(name)
-        return name
+        return _untaken(base, 1, self.tensor_names)
 
     def _op_name(self, aten: str) -> str:
         where = self.path[-1] if self.path else ""
         base = f"{where}.{aten}" if where else aten  # the innermost module's full path
         k = self.counter.get(base, 0) + 1
         self.counter[base] = k
-        name = base if k == 1 else f"{base}#{k}"
-        while name in self.op_names:
-            k += 1
-            name = f"{base}#{k}"
-        self.op_names.add(name)
-        return name
+        return _untaken(base, k, self.op_names)
 
     def enter_module(self, module: Any) -> None:
         """A module's forward starts: its path (a module first seen outside any other is a root: its

@@ -32,9 +32,10 @@ each memory level besides DRAM and each level's roof (traces "levels" and "level
 page/levels.py). A scenario split over devices (`Scenario.device`) fills the
 per-device panel: the step's time by what bounds it and the memory one device holds.
 
-The page's markup, styles and script are files of their own in roofline/report/page/ (page.html,
-page.css, page.js), read at render time; `page` fills their @@NAME@@ placeholders and the @MEMORY@,
-@COMPUTE@, @COMMUNICATION@ and @ABOVE@ colour tokens of the styles, each template in one pass (`fill`):
+The page's markup, styles and script are files of their own in roofline/report/page/ (page.html
+inside shell.html, the head and scripts every page shares; page.css, page.js), read at render time;
+`page` fills their @@NAME@@ placeholders and the @MEMORY@, @COMPUTE@, @COMMUNICATION@ and @ABOVE@
+colour tokens of the styles, each template in one pass (`fill`):
 a value is never scanned again, so a name that contains a placeholder stays text. The policy
 (`csp`) names each inline script by its SHA-256 instead of allowing any inline script.
 """
@@ -378,8 +379,8 @@ def page(scenarios: Sequence[Scenario], title: str = "") -> str:
     style = fill(_asset("page.css"), {"MEMORY": BOUND_COLOURS[Bound.MEMORY], "COMPUTE": BOUND_COLOURS[Bound.COMPUTE],
                                       "COMMUNICATION": BOUND_COLOURS[Bound.COMMUNICATION],
                                       "ABOVE": ABOVE_ROOF_COLOUR}, marker="@")
-    return assemble("page.html", title=data["title"], style=style, data=_json_for_script(data),
-                    scripts=(get_plotlyjs(), _asset("page.js")))
+    return assemble("page.html", data_id="roofline-data", title=data["title"], style=style,
+                    data=_json_for_script(data), scripts=(get_plotlyjs(), _asset("page.js")))
 
 
 def _asset(name: str) -> str:
@@ -419,10 +420,12 @@ def csp(scripts: Sequence[str]) -> str:
             + "; style-src 'unsafe-inline'; img-src data: blob:; font-src data:; base-uri 'none'; form-action 'none'")
 
 
-def assemble(template: str, *, title: str, style: str, data: str, scripts: tuple[str, str]) -> str:
-    """One of the pages (page.html, serve.html) filled in one pass: the title escaped, the styles, the
-    data as JSON, plotly.js and the page's script, under a policy that names exactly those two
-    scripts by hash."""
+def assemble(body: str, *, data_id: str, title: str, style: str, data: str, scripts: tuple[str, str]) -> str:
+    """One of the pages: its body (page.html, serve.html) inside the one shell both share (shell.html:
+    the head, the footer, the scripts), filled in one pass: the title escaped, the styles, the data as
+    JSON in <script id=data_id>, plotly.js and the page's script, under a policy that names exactly
+    those two scripts by hash. The body is inserted as it is, never scanned for placeholders."""
     plotly_js, script = scripts
-    return fill(_asset(template), {"TITLE": html.escape(title), "CSP": csp(scripts), "STYLE": style,
-                                   "DATA": data, "PLOTLY": plotly_js, "SCRIPT": script})
+    return fill(_asset("shell.html"), {"BODY": _asset(body).removesuffix("\n"), "DATA_ID": data_id,
+                                       "TITLE": html.escape(title), "CSP": csp(scripts), "STYLE": style,
+                                       "DATA": data, "PLOTLY": plotly_js, "SCRIPT": script})

@@ -202,8 +202,8 @@ def serve_page(r: ServingReport) -> str:
     from plotly.offline import get_plotlyjs
 
     data = serve_payload(r)
-    return assemble("serve.html", title=data["title"], style=_asset("serve.css"), data=_json_for_script(data),
-                    scripts=(get_plotlyjs(), _asset("serve.js")))
+    return assemble("serve.html", data_id="serve-data", title=data["title"], style=_asset("serve.css"),
+                    data=_json_for_script(data), scripts=(get_plotlyjs(), _asset("serve.js")))
 
 
 __all__ = ["serve_page", "serve_payload"]
