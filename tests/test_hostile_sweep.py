@@ -253,6 +253,8 @@ REFUSED: list[tuple[str, str]] = [
     (f"model {GPT2} --batch 1,2", "--batch must be a positive integer, got '1,2'"),
     (f"model {GPT2} --batch ''", "--batch is empty"),
     (f"model {GPT2} --context 0", "--context must be a positive integer, got 0"),
+    # the bad length refused before the other phase's flag is warned about (one line, not a warning and then it)
+    (f"model {GPT2} --context 0 --prompt 8", "--context must be a positive integer, got 0"),
     (f"model {GPT2} --context 9007199254740993", "is too large"),
     (f"model {GPT2} --context {'9' * 400}", "is too large"),
     (f"model {GPT2} --phase prefill --context 512", "prefill takes --prompt P"),

@@ -61,10 +61,11 @@ def length(phase: str, prompt: str | None, context: str | None,
     if theirs is not None and mine is None:
         raise RooflineError(f"{phase} takes {flag} {names}, not {other}; write {flag} {theirs}, or --phase "
                             f"{other_phase} {other} {theirs}")
+    value = parse(mine, flag) if mine is not None else None  # a bad length is refused before any warning
     if theirs is not None:
         warn(f"{other} {theirs} ignored: a {phase} step's length is its {word} ({flag} {mine}); {other} is "
              f"{other_phase}'s")
-    return parse(mine, flag) if mine is not None else None
+    return value
 
 
 def parse_experts_hit(text: str | None) -> int | None:
