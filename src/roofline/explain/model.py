@@ -62,7 +62,15 @@ def explain_kv(cfg: ModelConfig, bytes_per_element: float, dtype_name: str, leng
         lines.append(f"    recurrent: value heads × dk × dv × {la.state_bytes} B = {la.value_heads} × {la.key_dim} × "
                      f"{la.value_dim} × {la.state_bytes}; conv: (taps − 1) × channels × {bytes_per_element:g} B = "
                      f"{la.conv_kernel - 1} × {la.conv_channels} × {bytes_per_element:g}")
-        lines.append(f"    × {n} layers = {_sized(cfg.state_bytes_per_sequence(bytes_per_element))}")
+        lines.append(f"    × {n} layers = {_sized(n * la.state_bytes_per_sequence(bytes_per_element))}")
+    mb = cfg.mamba
+    if mb is not None:
+        n = cfg.attention_layers(AttentionKind.MAMBA)
+        lines.append(f"state per sequence (Mamba2, {n} layers; no KV cache), whatever its length")
+        lines.append(f"    SSM: heads × head_dim × d_state × {mb.state_bytes} B = {mb.heads} × {mb.head_dim} × "
+                     f"{mb.state_dim} × {mb.state_bytes}; conv: (taps − 1) × channels × {bytes_per_element:g} B = "
+                     f"{mb.conv_kernel - 1} × {mb.conv_channels} × {bytes_per_element:g}")
+        lines.append(f"    × {n} layers = {_sized(n * mb.state_bytes_per_sequence(bytes_per_element))}")
     return lines
 
 
@@ -96,9 +104,10 @@ def explain_model(a: ModelAnalysis) -> str:
             lines.append(f"    distinct experts hit = E·(1 − (1 − k/E)^N) = {e}·(1 − (1 − {k}/{e})^{n}) = "
                          f"{expected:.4g} → {a.model.experts_hit} (whole experts, at least k);")
             lines.append("    real routers are skewed (hot experts): --experts-hit overrides this")
-        per_expert = 3 * cfg.hidden_size * cfg.moe_intermediate_size
+        mats = 3 if cfg.gated else 2  # gate, up, down; or up, down (Nemotron-H's ReLU² experts)
+        per_expert = mats * cfg.hidden_size * cfg.moe_intermediate_size
         hit = a.model.experts_hit or 0
-        lines.append(f"    expert weights read = {hit} × 3·h·f = {hit} × 3·"
+        lines.append(f"    expert weights read = {hit} × {mats}·h·f = {hit} × {mats}·"
                      f"{cfg.hidden_size}·{cfg.moe_intermediate_size} = {hit * per_expert:,} parameters "
                      f"per layer, × {cfg.moe_layers} layers")
     lines.append("")
