@@ -82,6 +82,9 @@ PUBLISHED: dict[str, tuple[float, ...]] = {
     "nemotron-3-nano-30b-a3b": (31.6, 3.6, 0.05),
     # Nemotron-H (arXiv 2504.03624): Nemotron-H-56B, whole billions (dense: every parameter active)
     "nemotron-h-56b": (56, 56, 0.5),
+    # meta-llama/Llama-4-Maverick-17B-128E-Instruct model card: "17B (Activated) 400B (Total)", whole
+    # hundreds of billions for the total (which also holds the vision encoder this config leaves out)
+    "llama-4-maverick": (400, 17, 1),
 }
 
 

@@ -147,8 +147,10 @@ def explain_model(a: ModelAnalysis) -> str:
         else:
             what = f"2·H·(d + d) = 2·{cfg.num_heads}·({cfg.qk_head_dim} + {cfg.v_dim})"
         if cfg.attention_layers(LOCAL) and cfg.sliding_window:
-            tokens_text = (f"({cfg.attention_layers(GLOBAL)} layers × {a.seq} + {cfg.attention_layers(LOCAL)} layers × "
-                           f"min({a.seq}, {cfg.sliding_window}))")
+            read = (f"(({a.seq} − 1) mod {cfg.sliding_window} + 1)" if cfg.attention_chunked
+                    else f"min({a.seq}, {cfg.sliding_window})")
+            tokens_text = (f"({cfg.attention_layers(GLOBAL)} layers × {a.seq} + {cfg.attention_layers(LOCAL)} "
+                           f"layers × {read})")
         else:
             tokens_text = f"{a.seq} × {cfg.num_layers} layers"
         lines.append(f"    attention = {what} = {per_pair:.6g} FLOP per (query, key) pair per layer")

@@ -62,8 +62,9 @@ class DecodeLimit:
 
     @property
     def attended_tokens(self) -> int:
-        """Σ over layers of the tokens each reads: L per global layer, min(L, W) per windowed one."""
-        return self.config.attended_tokens(self.context)
+        """Σ over layers of the tokens each reads: L per global layer, min(L, W) per windowed one,
+        (L − 1) mod C + 1 per chunked one (ModelConfig.decode_read_tokens)."""
+        return int(self.config.decode_read_tokens(self.context))
 
     @property
     def attention_flop_per_token(self) -> float:

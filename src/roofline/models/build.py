@@ -47,10 +47,11 @@ from roofline.graph import FusionPlan, Graph, Op, Tensor
 from roofline.kernels import FLOP_PER_ELEMENT, attention_ops, elementwise_op, matmul_op, norm_op
 from roofline.models.deltanet import gated_deltanet
 from roofline.models.dtypes import ModelDtypes, for_checkpoint, model_dtypes, weight_part
-from roofline.models.formulas import experts_hit, windowed_pairs
+from roofline.models.formulas import experts_hit
 from roofline.models.mamba import mamba2
 from roofline.models.split import Comm, check_moe_rows, check_split, comm_for, sequence_split, shard
 from roofline.models.transformer import SOFTMAX_KINDS, AttentionKind, MlpKind, ModelConfig
+from roofline.models.windows import windowed
 from roofline.parallel import BUS_FACTOR, Collective, CollectiveCall, Split, collective_op
 from roofline.units import require_positive_int
 from roofline.vocab import Level, Phase, Plan, Role, Unit
@@ -261,8 +262,11 @@ class _Builder:
                         formula="split q, k, v and write k, v into the cache: no FLOPs"))
         else:
             rope, rd = FLOP_PER_ELEMENT["rope"], cfg.rotary_dims or d  # partial rotary: the first rd dims
-            flop = rope * n * (H + G) * rd
+            roped = layers if cfg.rope_global else cfg.attention_layers(AttentionKind.LOCAL)  # Llama 4: NoPE
+            flop = rope * n * (H + G) * rd * roped / layers
             formula = f"{rope:g}·N·(H+G)·{'d' if rd == d else 'rotary_dims'} = {rope:g}·{n}·{H + G}·{rd}"
+            if roped != layers:
+                formula += f" on {roped} of {layers} layers (the rest NoPE), averaged over them"
             name, kind = "rope", "rope"
             if cfg.qk_norm:
                 per = FLOP_PER_ELEMENT["rmsnorm"]
@@ -282,9 +286,9 @@ class _Builder:
             if self.shape.phase == Phase.PREFILL:
                 ops = attention_ops(prefix, q, k_new, v_new, attn_out, causal=True, count=count,
                                     scores_dtype=self.dt.activations)
-                ops = _windowed(ops, t, window)
+                ops = windowed(ops, t, window, cfg.attention_chunked)
             else:
-                cached = cfg.cached_tokens(kind, self.shape.seq)
+                cached = cfg.read_tokens(kind, self.shape.seq)  # chunked: the new token's own chunk
                 kc = Tensor(f"{prefix}.k_cache", (b, G, cached, d), self.dt.kv_cache, Role.KV_CACHE)
                 vc = Tensor(f"{prefix}.v_cache", (b, G, cached, d), self.dt.kv_cache, Role.KV_CACHE)
                 ops = attention_ops(prefix, q, kc, vc, attn_out, causal=True, count=count,
@@ -547,21 +551,6 @@ class _Builder:
         flash = FusionPlan(Plan.FLASH, self.flash)
         fused = FusionPlan(Plan.FUSED, {**self.flash, **self.fused})
         return self.ops, {Plan.NONE: FusionPlan(Plan.NONE), Plan.FLASH: flash, Plan.FUSED: fused}
-
-
-def _windowed(ops: list[Op], queries: int, window: int | None) -> list[Op]:
-    """Causal prefill attention under a sliding window: each query sees at most W keys, so the FLOPs
-    scale by Σ min(i, W) / Σ i. The naive kernels still write the full N×N score matrix."""
-    if window is None or queries <= window:
-        return ops
-    full, win = windowed_pairs(queries, None), windowed_pairs(queries, window)
-    ratio = win / full
-    return [replace(op, flop_by_unit={u: f * ratio for u, f in op.flop_by_unit.items()},
-                    traffic={lv: b * ratio for lv, b in op.traffic.items()},  # the tiles of the pairs kept
-                    onchip=op.onchip.scaled(ratio) if op.onchip is not None else None,
-                    formula=f"{op.formula}; sliding window {window}: pairs = W(W+1)/2 + (N−W)·W = {win}",
-                    note=f"sliding window {window}: only pairs within the window are counted")
-            for op in ops]
 
 
 def build_graph(cfg: ModelConfig, phase: Phase | str, batch: int, seq: int, dtypes: ModelDtypes | None = None,

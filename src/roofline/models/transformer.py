@@ -189,6 +189,10 @@ class ModelConfig:
     sandwich_norm: bool = False  # Gemma 2/3: norms after attention and after the MLP as well
     learned_positions: int = 0  # GPT-2: rows of the learned position table (0: RoPE)
     sliding_window: int | None = None
+    # Llama 4 attention_chunk_size: the LOCAL layers attend within chunks of sliding_window tokens (each
+    # token its chunk's earlier tokens), not a sliding window; their cache is capped at the chunk alike
+    attention_chunked: bool = False
+    rope_global: bool = True  # False: the GLOBAL layers run no RoPE (Llama 4's NoPE layers)
     # per layer GLOBAL or LOCAL; empty: every layer alike (LOCAL if there is a window). See layer_kinds.
     layer_attention: tuple[AttentionKind, ...] = ()
     # mixture of experts
@@ -341,9 +345,10 @@ class ModelConfig:
         kind, in the order they first appear: (("window 128", 18), ("full attention", 18), ("MoE", 36))."""
         names = {AttentionKind.GLOBAL: "MLA" if self.is_mla else
                  "gated full attention" if self.attn_output_gate else "full attention",
-                 AttentionKind.LOCAL: f"window {self.sliding_window}", AttentionKind.LINEAR: "Gated DeltaNet",
+                 AttentionKind.LOCAL: f"{'chunked' if self.attention_chunked else 'window'} {self.sliding_window}",
+                 AttentionKind.LINEAR: "Gated DeltaNet",
                  AttentionKind.MAMBA: "Mamba2"}
-        if self.nope:
+        if self.nope or not self.rope_global:
             names[AttentionKind.GLOBAL] += " (no RoPE)"
         out: dict[str, int] = {}
         for kind in self.layer_kinds:
@@ -393,6 +398,18 @@ class ModelConfig:
         if layer_kind == AttentionKind.LOCAL and self.sliding_window:
             return minimum(context, self.sliding_window)
         return context
+
+    def read_tokens(self, layer_kind: AttentionKind, context: Num) -> Num:
+        """Keys one decode query reads at `context`: cached_tokens, except under Llama 4's chunked
+        attention, where the new token attends only its own chunk's tokens: (L − 1) mod C + 1."""
+        if layer_kind == AttentionKind.LOCAL and self.sliding_window and self.attention_chunked:
+            return (context - 1) % self.sliding_window + 1
+        return self.cached_tokens(layer_kind, context)
+
+    def decode_read_tokens(self, context: Num) -> Num:
+        """Keys one decode query reads at `context`, summed over the KV layers (read_tokens per kind)."""
+        return (self.attention_layers(AttentionKind.GLOBAL) * context
+                + self.attention_layers(AttentionKind.LOCAL) * self.read_tokens(AttentionKind.LOCAL, context))
 
     def attended_tokens(self, context: Num) -> Num:
         """Tokens one sequence's layers keep and read at `context`, summed over layers: L per global

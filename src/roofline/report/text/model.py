@@ -221,7 +221,7 @@ def attention_kind(cfg: Any) -> str:
     local = cfg.attention_layers(AttentionKind.LOCAL)
     if cfg.sliding_window and local:
         every = "every layer" if local == cfg.num_layers else f"{local} of {cfg.num_layers} layers"
-        kind += f", window {cfg.sliding_window:,} on {every}"
+        kind += f", {'chunks' if cfg.attention_chunked else 'window'} {cfg.sliding_window:,} on {every}"
     return kind
 
 
