@@ -35,7 +35,14 @@ def explain_kv(cfg: ModelConfig, bytes_per_element: float, dtype_name: str, leng
     if cfg.is_mla:
         lines.append(f"    MLA caches one compressed latent per token per layer: kv_lora_rank + qk_rope_head_dim "
                      f"= {cfg.kv_lora_rank} + {cfg.qk_rope_head_dim} = {cfg.kv_elements_per_token_per_layer()} values")
-        lines.append(f"    × {layers} layers × {bytes_per_element:g} B ({dtype_name}) = {_sized(per)}")
+        ix = cfg.indexer
+        if ix is None:
+            lines.append(f"    × {layers} layers × {bytes_per_element:g} B ({dtype_name}) = {_sized(per)}")
+        else:  # DeepSeek-V3.2: the lightning indexer's key beside the latent, every layer
+            lines.append(f"    × {layers} layers × {bytes_per_element:g} B ({dtype_name}) + the DSA indexer's FP8 key "
+                         f"and float32 scale, index_head_dim + 4 = {ix.key_bytes} B × {cfg.num_layers} layers "
+                         f"= {_sized(per)}")
+        per -= cfg.index_bytes_per_token
         mha = cfg.num_heads * (cfg.qk_head_dim + cfg.v_dim) * layers * bytes_per_element
         lines.append(f"    (decompressed K and V would be H·(d_qk + d_v) = "
                      f"{cfg.num_heads}·({cfg.qk_head_dim} + {cfg.v_dim}) per layer: {_sized(mha)}, "
@@ -112,7 +119,8 @@ def explain_model(a: ModelAnalysis) -> str:
                      f"per layer, × {cfg.moe_layers} layers")
     lines.append("")
     lines += explain_kv(cfg, kv_bpe, dt.kv_cache.name, a.seq)
-    kv_seq = cfg.kv_elements_per_token_per_layer() * kv_bpe * cfg.attended_tokens(a.seq)
+    kv_seq = (cfg.kv_elements_per_token_per_layer() * kv_bpe * cfg.attended_tokens(a.seq)
+              + cfg.index_bytes_per_token * a.seq)
     state = cfg.state_bytes_per_sequence(kv_bpe)
     with_state = f" + state {_sized(state)}" if state else ""
     lines.append(f"    one sequence at {a.seq} tokens: {_sized(kv_seq)}{with_state}; × batch {a.batch} = "

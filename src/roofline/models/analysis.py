@@ -261,7 +261,8 @@ class ModelAnalysis(Drawable):
         cfg, bpe = self.config, self.model.dtypes.kv_cache.bytes_per_element
         per_layer = cfg.kv_elements_per_token_per_layer() * bpe
         return {"bytes_per_token_uncapped": self.kv_cache_bytes_per_token,
-                "bytes_per_token_at_length": float(per_layer * cfg.attended_tokens(self.seq) / self.seq),
+                "bytes_per_token_at_length": float(per_layer * cfg.attended_tokens(self.seq) / self.seq
+                                                   + cfg.index_bytes_per_token),
                 "window_tokens": cfg.sliding_window if cfg.attention_layers(AttentionKind.LOCAL) else None,
                 "state_bytes_per_sequence": cfg.state_bytes_per_sequence(bpe)}
 

@@ -46,6 +46,7 @@ from roofline.errors import RooflineError
 from roofline.graph import FusionPlan, Graph, Op, Tensor
 from roofline.kernels import FLOP_PER_ELEMENT, attention_ops, elementwise_op, matmul_op, norm_op
 from roofline.models.deltanet import gated_deltanet
+from roofline.models.dsa import lightning_indexer
 from roofline.models.dtypes import ModelDtypes, for_checkpoint, model_dtypes, weight_part
 from roofline.models.formulas import experts_hit
 from roofline.models.mamba import mamba2
@@ -326,6 +327,8 @@ class _Builder:
                           formula=f"RMSNorm {per:g}·N·(q_lora + kv_lora) + RoPE {rope:g}·N·rope_dim = "
                                   f"{per:g}·{n}·{qr + r} + {rope:g}·{n}·{dr}; writes the latent "
                                   f"({r} + {dr} values per token) into the cache"))
+        if cfg.indexer is not None:  # DeepSeek-V3.2: the lightning indexer picks the tokens MLA attends
+            lightning_indexer(self, x, q_in, layers)
         q = self.act("q", (n, H * (dn + dr)))
         if qr:
             qb = self.add(matmul_op("q_b_proj", q_in, self.weight("q_b_proj.weight", (qr, H * (dn + dr))), q, layers))
@@ -336,7 +339,7 @@ class _Builder:
             raise RooflineError("--mla absorbed applies to decode: MLA prefill runs decompressed, as DeepSeek's "
                                 "prefill does (give --mla expanded or leave it out)")
         if self.shape.phase == Phase.DECODE and cfg.mla != "expanded":
-            cached = cfg.cached_tokens(AttentionKind.GLOBAL, self.shape.seq)
+            cached = cfg.read_tokens(AttentionKind.GLOBAL, self.shape.seq)  # DSA: the top-k rows
             q_nope = self.act("q.nope", (H, n, dn))
             q_pe = self.act("q.pe", (n, H * dr))
             self.add(Op("q_rope", "rope", (q,), (q_nope, q_pe), {Unit.VECTOR: float(rope * n * H * dr)}, layers,
@@ -373,7 +376,7 @@ class _Builder:
                              if decode else "prefill decompresses the latent just written back into per-head K and V"))
             pe = Tensor("kv_latent.pe", (n, dr), self.dt.kv_cache, Role.KV_CACHE)
             if decode:
-                cached = cfg.cached_tokens(AttentionKind.GLOBAL, self.shape.seq)
+                cached = cfg.read_tokens(AttentionKind.GLOBAL, self.shape.seq)
                 k_new = Tensor("k.new", (b, H, t, dn + dr), self.dt.kv_cache, Role.KV_CACHE, persistent=True)
                 v_new = Tensor("v.new", (b, H, t, dv), self.dt.kv_cache, Role.KV_CACHE, persistent=True)
                 self.add(Op("k_assemble", "copy", (kv_b, pe), (k_new, v_new), {}, layers,
@@ -388,6 +391,8 @@ class _Builder:
                             formula="concatenate k_nope with the shared rope key: no FLOPs"))
             ops = attention_ops("attn", q_full, k, v, attn_out, causal=True, count=layers,
                                 scores_dtype=self.dt.activations)
+            if not decode and cfg.indexer is not None:  # DSA: each query attends its top-k: Σ min(i, k) pairs
+                ops = windowed(ops, t, cfg.indexer.topk, label="DSA top-k")
             for op in ops:
                 self.add(op)
             self.flash["attn"] = tuple(op.name for op in ops)

@@ -266,6 +266,8 @@ def _layer_parts(rest: str) -> tuple[str, ...] | None:
         return ("attention", "linear_attention", *_MLP_PARTS)  # the whole layer
     if "norm" in r.split(".")[-1] or r.split(".")[0].endswith("norm"):
         return ()  # norm gains are never quantized
+    if r.split(".")[:2] in (["self_attn", "indexer"], ["attn", "indexer"]):  # DeepSeek-V3.2's lightning indexer
+        return ("indexer",)
     if r.split(".")[0] in _ATTENTION:
         return ("attention",) if "." not in r else (f"attention.{r.split('.', 1)[1]}",)  # one projection
     if r.split(".")[0] == "linear_attn":  # Qwen3-Next/3.5's Gated DeltaNet
@@ -332,7 +334,8 @@ def unquantized_parts(cfg: ModelConfig, modules: tuple[str, ...], where: str, ex
     having = {"attention": where_kind(cfg.layer_kinds, *SOFTMAX_KINDS),
               "linear_attention": where_kind(cfg.layer_kinds, AttentionKind.LINEAR),
               "mamba": where_kind(cfg.layer_kinds, AttentionKind.MAMBA),
-              "mlp": where_kind(cfg.mlp_kinds, MlpKind.DENSE), "experts": where_kind(cfg.mlp_kinds, MlpKind.MOE)}
+              "mlp": where_kind(cfg.mlp_kinds, MlpKind.DENSE), "experts": where_kind(cfg.mlp_kinds, MlpKind.MOE),
+              "indexer": set(range(layers)) if cfg.indexer is not None else set()}
     having["router"] = having["shared_experts"] = having["experts"]
     matched: dict[str, dict[int, float]] = {p: {} for p in having}  # per part, layer -> share kept
     unread: list[str] = []

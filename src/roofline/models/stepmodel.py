@@ -98,6 +98,10 @@ def _features(cfg: ModelConfig, phase: Phase, batch: np.ndarray, seq: np.ndarray
             cols.append(b * windowed_pairs(s, window, cfg.attention_chunked))
     elif window:
         cols.append(b * cfg.read_tokens(AttentionKind.LOCAL, s))
+    if cfg.indexer is not None:  # DSA: MLA's pairs and rows over the top-k (ModelConfig.read_tokens)
+        topk = cfg.indexer.topk
+        cols.append(b * (windowed_pairs(s, topk) if phase == Phase.PREFILL
+                         else cfg.read_tokens(AttentionKind.GLOBAL, s)))
     if cfg.is_moe:
         tokens = b * (s if phase == Phase.PREFILL else 1.0)
         if sequence_split(sp):
@@ -117,6 +121,9 @@ def _sample_points(cfg: ModelConfig, phase: Phase) -> list[tuple[int, int]]:
     if cfg.sliding_window and cfg.attention_layers(AttentionKind.LOCAL):
         w = cfg.sliding_window
         lengths |= {max(1, w // 2), w + 1, w + 7, 2 * w + 3}
+    if cfg.indexer is not None:
+        k = cfg.indexer.topk
+        lengths |= {k // 2, k + 1, k + 7, 2 * k + 3}
     # top-1 routing over many experts (Llama 4: 1 of 128) hits one expert a token up to batch 8: the
     # experts column equals the batch's there, so larger batches separate them
     batches = (1, 2, 3, 5, 8, 32, 100) if cfg.is_moe and cfg.experts_per_token == 1 else (1, 2, 3, 5, 8)

@@ -138,6 +138,26 @@ class Mamba2:
                 + self.conv_channels * (self.conv_kernel - 1) * activation_bytes)
 
 
+@dataclass(frozen=True)
+class SparseIndexer:
+    """DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2-Exp, its inference/model.py
+    Indexer; vLLM deepseek_v2.py): `heads` index heads of `head_dim` score every cached token with
+    Σ_h w_h · ReLU(q_h · k), and MLA attends the `topk` best. Its key, one per token and layer, is
+    cached in FP8 with one float32 scale a 128 values: head_dim + 4·⌈head_dim/128⌉ bytes.
+    Weights: wq_b q_lora·heads·head_dim, wk h·head_dim, weights_proj h·heads, k_norm (a LayerNorm)."""
+
+    heads: int
+    head_dim: int
+    topk: int
+
+    @property
+    def key_bytes(self) -> int:
+        return self.head_dim + 4 * -(-self.head_dim // 128)
+
+    def linear_params(self, hidden: int, q_lora: int) -> int:
+        return q_lora * self.heads * self.head_dim + hidden * self.head_dim + hidden * self.heads
+
+
 class MlpKind(StrEnum):
     """Which MLP a layer runs: one dense MLP, a mixture of experts, or none (a Nemotron-H mixer block)."""
 
@@ -212,6 +232,7 @@ class ModelConfig:
     v_head_dim: int = 0
     linear_attention: LinearAttention | None = None  # the LINEAR layers' shape (Qwen3-Next, Qwen3.5)
     mamba: Mamba2 | None = None  # the MAMBA layers' shape (Nemotron-H)
+    indexer: SparseIndexer | None = None  # DeepSeek-V3.2: MLA attends the indexer's top-k tokens
     # per layer DENSE, MOE or NONE; empty: MOE after first_dense_layers when there are experts, else DENSE
     layer_mlp: tuple[MlpKind, ...] = ()
     nope: bool = False  # Nemotron-H: no positional encoding on its attention layers (no RoPE op)
@@ -343,7 +364,8 @@ class ModelConfig:
     def layer_groups(self) -> tuple[tuple[str, int], ...]:
         """The model as a sequence of layer kinds: (kind, layers) for each token mixer, then each MLP
         kind, in the order they first appear: (("window 128", 18), ("full attention", 18), ("MoE", 36))."""
-        names = {AttentionKind.GLOBAL: "MLA" if self.is_mla else
+        mla = f"MLA + DSA top-{self.indexer.topk}" if self.indexer is not None else "MLA"
+        names = {AttentionKind.GLOBAL: mla if self.is_mla else
                  "gated full attention" if self.attn_output_gate else "full attention",
                  AttentionKind.LOCAL: f"{'chunked' if self.attention_chunked else 'window'} {self.sliding_window}",
                  AttentionKind.LINEAR: "Gated DeltaNet",
@@ -390,7 +412,14 @@ class ModelConfig:
         Llama 3 70B in BF16: 2·8·128·80·2 = 327,680 B = 320 KiB, the published figure. Uncapped: a
         windowed layer counts every token here (`kv_cache_bytes` caps it at the window); linear-attention
         layers keep no KV cache (their state is per sequence: `state_bytes_per_sequence`)."""
-        return self.kv_elements_per_token_per_layer() * self.kv_layers * bytes_per_element
+        return (self.kv_elements_per_token_per_layer() * self.kv_layers * bytes_per_element
+                + self.index_bytes_per_token)
+
+    @property
+    def index_bytes_per_token(self) -> int:
+        """DeepSeek-V3.2: the indexer's FP8 key and its scale, every layer (SparseIndexer.key_bytes);
+        whatever the KV dtype, and never capped: the indexer scores the whole context."""
+        return 0 if self.indexer is None else self.num_layers * self.indexer.key_bytes
 
     def cached_tokens(self, layer_kind: AttentionKind, context: Num) -> Num:
         """Tokens one layer keeps and reads at `context`: all of them, or min(L, W) for a windowed
@@ -404,6 +433,8 @@ class ModelConfig:
         attention, where the new token attends only its own chunk's tokens: (L − 1) mod C + 1."""
         if layer_kind == AttentionKind.LOCAL and self.sliding_window and self.attention_chunked:
             return (context - 1) % self.sliding_window + 1
+        if layer_kind == AttentionKind.GLOBAL and self.indexer is not None:  # DSA: MLA reads the top-k rows
+            return minimum(context, self.indexer.topk)
         return self.cached_tokens(layer_kind, context)
 
     def decode_read_tokens(self, context: Num) -> Num:
@@ -425,7 +456,8 @@ class ModelConfig:
         state in its own dtype, its conv state at `bytes_per_element`)."""
         per_layer = self.kv_elements_per_token_per_layer() * bytes_per_element
         state = self.state_bytes_per_sequence(bytes_per_element)
-        return batch * per_layer * self.attended_tokens(context) + (batch * state if state else 0)
+        index = batch * self.index_bytes_per_token * context if self.indexer is not None else 0
+        return batch * per_layer * self.attended_tokens(context) + (batch * state if state else 0) + index
 
     @property
     def default_length(self) -> int:
@@ -493,6 +525,9 @@ def _param_counts(c: ModelConfig) -> ParamCounts:
         if c.qk_norm:
             norms += A * 2 * d
     counts["attention"] = (L if c.is_mla else c.kv_layers) * attn
+    if c.indexer is not None:
+        counts["indexer"] = L * c.indexer.linear_params(h, c.q_lora_rank)
+        norms += L * 2 * c.indexer.head_dim  # k_norm, a LayerNorm: gain and bias
     if c.linear_attention is not None:
         counts["linear_attention"] = c.attention_layers(AttentionKind.LINEAR) * c.linear_attention.layer_params(h)
     if c.mamba is not None:
@@ -540,6 +575,16 @@ def _param_counts(c: ModelConfig) -> ParamCounts:
 
 
 
-__all__ = ["DEFAULT_LENGTH", "LOGITS", "MLA_MODES", "SOFTMAX_KINDS", "AttentionKind", "LinearAttention", "Mamba2",
-           "MlpKind",
-           "ModelConfig", "ParamCounts"]
+__all__ = [
+    "DEFAULT_LENGTH",
+    "LOGITS",
+    "MLA_MODES",
+    "SOFTMAX_KINDS",
+    "AttentionKind",
+    "LinearAttention",
+    "Mamba2",
+    "MlpKind",
+    "ModelConfig",
+    "ParamCounts",
+    "SparseIndexer",
+]
