@@ -79,7 +79,7 @@ PUBLISHED: dict[str, tuple[float, ...]] = {
     "kimi-k2": (1000, 32 + 1.17, 1, 50),
     # nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 model card: "31.6B total parameters, approximately 3.2B
     # active (3.6B including embeddings)": the 3.6B, to its one decimal
-    "nemotron-3-nano-30b-a3b": (31.6, 3.6, 0.05),
+    "nemotron-3-nano": (31.6, 3.6, 0.05),
     # Nemotron-H (arXiv 2504.03624): Nemotron-H-56B, whole billions (dense: every parameter active)
     "nemotron-h-56b": (56, 56, 0.5),
     # meta-llama/Llama-4-Maverick-17B-128E-Instruct model card: "17B (Activated) 400B (Total)", whole
