@@ -115,3 +115,13 @@ def test_nvfp4_keeps_the_indexer_in_16_bits() -> None:
     cfg = load_config(str(CONFIGS / "DeepSeek-V3.2-NVFP4"))
     assert dict(cfg.unquantized)["indexer"] == 1.0
     assert not any("not read" in w for w in cfg.load_warnings)
+
+
+def test_decode_limit_counts_the_indexer() -> None:
+    # (2·P + MLA over min(L, 2048) + the indexer's (2·128 + 3)·64 per cached token) / (the latent rows read
+    # + the whole index cache), 61 layers, at L = 32,768
+    a = analyze_model(V32, "h100", "decode", 8, 32_768)
+    cfg = a.config
+    flop = 2 * cfg.matmul_params + 2 * 128 * (576 + 512) * 2048 * 61 + (2 * 128 + 3) * 64 * 32_768 * 61
+    kv = 576 * 2 * 2048 * 61 + 132 * 32_768 * 61
+    assert a.decode_limit.flop_per_byte == pytest.approx(flop / kv, rel=1e-12)

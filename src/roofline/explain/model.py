@@ -159,11 +159,19 @@ def explain_model(a: ModelAnalysis) -> str:
                     else f"min({a.seq}, {cfg.sliding_window})")
             tokens_text = (f"({cfg.attention_layers(GLOBAL)} layers × {a.seq} + {cfg.attention_layers(LOCAL)} "
                            f"layers × {read})")
+        elif cfg.indexer is not None:
+            tokens_text = f"min({a.seq}, top-k {cfg.indexer.topk}) × {cfg.num_layers} layers"
         else:
             tokens_text = f"{a.seq} × {cfg.num_layers} layers"
         lines.append(f"    attention = {what} = {per_pair:.6g} FLOP per (query, key) pair per layer")
+        if cfg.indexer is not None:
+            ix = cfg.indexer
+            tokens_text += (f" + the DSA indexer (2·d_I + 3)·H_I = {(2 * ix.head_dim + 3) * ix.heads} per cached token "
+                            f"× {a.seq} × {cfg.num_layers} layers")
         lines.append(f"              × {tokens_text} = {lim.attention_flop_per_token:.6g} FLOP")
-        lines.append(f"    KV bytes per sequence = {_sized(lim.kv_bytes_per_sequence)}")
+        index = (f" (the indexer reads its whole key cache: {cfg.index_bytes_per_token} B × {a.seq} tokens)"
+                 if cfg.indexer is not None else "")
+        lines.append(f"    KV bytes per sequence = {_sized(lim.kv_bytes_per_sequence)}{index}")
         lines.append(f"    I_limit = ({lim.matmul_flop_per_token:.6g} + {lim.attention_flop_per_token:.6g}) / "
                      f"{lim.kv_bytes_per_sequence:.6g} = {format_intensity(lim.flop_per_byte, 4)}")
         cross = a.crossover

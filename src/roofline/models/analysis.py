@@ -68,13 +68,18 @@ class DecodeLimit:
 
     @property
     def attention_flop_per_token(self) -> float:
-        """Σ_layers 2·H·(d_qk + d_v)·L: 4·L·h·layers for Llama."""
-        return self.config.attention_flop_per_pair() * self.attended_tokens
+        """Σ_layers 2·H·(d_qk + d_v)·L: 4·L·h·layers for Llama; DeepSeek-V3.2 adds its indexer's
+        (2·d_I + 3)·H_I per cached token and layer (roofline.models.dsa)."""
+        ix = self.config.indexer
+        index = 0.0 if ix is None else (2 * ix.head_dim + 3) * ix.heads * self.context * self.config.num_layers
+        return self.config.attention_flop_per_pair() * self.attended_tokens + index
 
     @property
     def kv_bytes_per_sequence(self) -> float:
-        """L · KV bytes per token (windowed layers read min(L, W))."""
-        return self.config.kv_elements_per_token_per_layer() * self.kv_bytes_per_element * self.attended_tokens
+        """L · KV bytes per token (windowed layers read min(L, W)); DeepSeek-V3.2's indexer reads its
+        whole key cache, L · index bytes per token."""
+        return (self.config.kv_elements_per_token_per_layer() * self.kv_bytes_per_element * self.attended_tokens
+                + self.config.index_bytes_per_token * self.context)
 
     @property
     def flop_per_byte(self) -> float:

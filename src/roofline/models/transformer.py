@@ -439,7 +439,7 @@ class ModelConfig:
 
     def decode_read_tokens(self, context: Num) -> Num:
         """Keys one decode query reads at `context`, summed over the KV layers (read_tokens per kind)."""
-        return (self.attention_layers(AttentionKind.GLOBAL) * context
+        return (self.attention_layers(AttentionKind.GLOBAL) * self.read_tokens(AttentionKind.GLOBAL, context)
                 + self.attention_layers(AttentionKind.LOCAL) * self.read_tokens(AttentionKind.LOCAL, context))
 
     def attended_tokens(self, context: Num) -> Num:
