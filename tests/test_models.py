@@ -77,6 +77,14 @@ PUBLISHED: dict[str, tuple[float, ...]] = {
     # activated figure leaves out the embedding table (163,840 · 7,168 = 1.17B): 32 + 1.17, whole billions;
     # the total to the trillion (±50B: 1.0T as the card rounds it)
     "kimi-k2": (1000, 32 + 1.17, 1, 50),
+    # nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 model card: "31.6B total parameters, approximately 3.2B
+    # active (3.6B including embeddings)": the 3.6B, to its one decimal
+    "nemotron-3-nano": (31.6, 3.6, 0.05),
+    # Nemotron-H (arXiv 2504.03624): Nemotron-H-56B, whole billions (dense: every parameter active)
+    "nemotron-h-56b": (56, 56, 0.5),
+    # meta-llama/Llama-4-Maverick-17B-128E-Instruct model card: "17B (Activated) 400B (Total)", whole
+    # hundreds of billions for the total (which also holds the vision encoder this config leaves out)
+    "llama-4-maverick": (400, 17, 1),
 }
 
 

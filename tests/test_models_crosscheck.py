@@ -56,10 +56,15 @@ def linear_params_per_token(c: ModelConfig) -> tuple[int, int]:
         v = la.value_heads * la.value_dim
         inp = 2 * la.key_heads * la.key_dim + 2 * v + 2 * la.value_heads
         body += c.attention_layers(AttentionKind.LINEAR) * (h * inp + v * h)
+    mb = c.mamba
+    if mb is not None:  # Mamba2: in_proj to z, x, B, C, dt and out_proj (its conv is not a matmul)
+        inner = mb.heads * mb.head_dim
+        body += c.attention_layers(AttentionKind.MAMBA) * (h * (2 * inner + 2 * mb.groups * mb.state_dim + mb.heads)
+                                                           + inner * h)
     if c.is_moe:
         gate = 1 if c.shared_expert_gate else 0  # the shared expert's sigmoid gate, h -> 1
         moe = h * (c.num_experts + gate) \
-            + (c.experts_per_token + c.num_shared_experts) * 3 * h * c.moe_intermediate_size
+            + (c.experts_per_token + c.num_shared_experts) * mats * h * c.moe_intermediate_size
         body += c.moe_layers * moe
     return body, c.vocab_size * h
 
@@ -72,6 +77,18 @@ def deltanet_matrix_flop_per_token(c: ModelConfig) -> float:
         return 0.0
     per_head = 2 * 64 * (3 * la.key_dim + 2 * la.value_dim) + 6 * la.key_dim * la.value_dim
     return c.attention_layers(AttentionKind.LINEAR) * la.value_heads * per_head
+
+
+def mamba_matrix_flop_per_token(c: ModelConfig) -> float:
+    """Mamba2's chunked SSD matrix FLOPs per prompt token over its layers (Dao & Gu, arXiv 2405.21060
+    §6, chunks of Q = chunk_size): C·Bᵀ 2·Q·N per group; (L∘CBᵀ)·X 2·Q·P, the chunk states Bᵀ·X and
+    their output C·S 2·P·N each, per head."""
+    mb = c.mamba
+    if mb is None:
+        return 0.0
+    q, p, n = mb.chunk, mb.head_dim, mb.state_dim
+    per_token = 2 * q * n * mb.groups + mb.heads * (2 * q * p + 2 * p * n + 2 * p * n)
+    return c.attention_layers(AttentionKind.MAMBA) * per_token
 
 
 def causal_pairs(n: int, window: int | None) -> int:
@@ -122,7 +139,8 @@ def test_prefill_matrix_flops_are_2_params_tokens_plus_attention(name: str) -> N
     body, head = linear_params_per_token(c)
     # every prompt token goes through the layers; only the last token of the sequence through the final
     # norm and LM head (its logits are the only ones prefill samples from), hence head × 1, not × PROMPT
-    expected = 2 * body * PROMPT + 2 * head * 1 + deltanet_matrix_flop_per_token(c) * PROMPT
+    expected = 2 * body * PROMPT + 2 * head * 1 + (deltanet_matrix_flop_per_token(c)
+                                                   + mamba_matrix_flop_per_token(c)) * PROMPT
     for kind in SOFTMAX_KINDS:
         window = c.sliding_window if kind == AttentionKind.LOCAL else None
         expected += c.attention_layers(kind) * attention_matrix_flop_per_pair(c, "prefill") \

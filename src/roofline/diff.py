@@ -374,12 +374,13 @@ def _experts(t: Trace, mg: ModelGraph) -> Difference | None:
         return None
     h, fe = cfg.hidden_size, cfg.moe_intermediate_size
     width = mg.dtypes.weights.bytes_per_element
-    extra = (hits - mg.experts_hit) * 3 * h * fe * width * cfg.moe_layers
+    mats = 3 if cfg.gated else 2  # gate, up, down; or up, down (ReLU² experts)
+    extra = (hits - mg.experts_hit) * mats * h * fe * width * cfg.moe_layers
     return Difference(
         "routed experts hit",
         f"the program's MoE layers read the weights of {hits:g} of {cfg.num_experts} experts each, the model "
         f"expects {mg.experts_hit} for {mg.shape.tokens} tokens × {cfg.experts_per_token} picks under uniform "
-        f"routing, E·(1 − (1 − k/E)^N): (read − expected)·3·h·f·bytes·layers = "
+        f"routing, E·(1 − (1 − k/E)^N): (read − expected)·{mats}·h·f·bytes·layers = "
         f"{format_bytes(abs(extra))} {'more' if extra > 0 else 'less'} (a grouped GEMM handed every expert reads "
         f"them all; `--experts-hit` sets the model's)", 0.0, extra)
 

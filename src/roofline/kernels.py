@@ -20,6 +20,7 @@ FLOP_PER_ELEMENT: dict[str, float] = {
     "add": 1,  # a + b
     "mul": 1,  # a * b
     "relu": 1,  # max(x, 0)
+    "relu2": 2,  # ReLU²: max(x, 0), squared (Nemotron-H's MLP, So et al. arXiv 2109.08668 "Primer")
     "silu": 4,  # x / (1 + exp(-x)): negate, exp, add, divide
     "gelu": 9,  # tanh form: x^3 (2), *0.044715, +x, *sqrt(2/pi), tanh, +1, *x, *0.5
     "swiglu": 5,  # silu(gate) * up: 4 + 1

@@ -35,7 +35,14 @@ def explain_kv(cfg: ModelConfig, bytes_per_element: float, dtype_name: str, leng
     if cfg.is_mla:
         lines.append(f"    MLA caches one compressed latent per token per layer: kv_lora_rank + qk_rope_head_dim "
                      f"= {cfg.kv_lora_rank} + {cfg.qk_rope_head_dim} = {cfg.kv_elements_per_token_per_layer()} values")
-        lines.append(f"    × {layers} layers × {bytes_per_element:g} B ({dtype_name}) = {_sized(per)}")
+        ix = cfg.indexer
+        if ix is None:
+            lines.append(f"    × {layers} layers × {bytes_per_element:g} B ({dtype_name}) = {_sized(per)}")
+        else:  # DeepSeek-V3.2: the lightning indexer's key beside the latent, every layer
+            lines.append(f"    × {layers} layers × {bytes_per_element:g} B ({dtype_name}) + the DSA indexer's FP8 key "
+                         f"and float32 scale, index_head_dim + 4 = {ix.key_bytes} B × {cfg.num_layers} layers "
+                         f"= {_sized(per)}")
+        per -= cfg.index_bytes_per_token
         mha = cfg.num_heads * (cfg.qk_head_dim + cfg.v_dim) * layers * bytes_per_element
         lines.append(f"    (decompressed K and V would be H·(d_qk + d_v) = "
                      f"{cfg.num_heads}·({cfg.qk_head_dim} + {cfg.v_dim}) per layer: {_sized(mha)}, "
@@ -62,7 +69,15 @@ def explain_kv(cfg: ModelConfig, bytes_per_element: float, dtype_name: str, leng
         lines.append(f"    recurrent: value heads × dk × dv × {la.state_bytes} B = {la.value_heads} × {la.key_dim} × "
                      f"{la.value_dim} × {la.state_bytes}; conv: (taps − 1) × channels × {bytes_per_element:g} B = "
                      f"{la.conv_kernel - 1} × {la.conv_channels} × {bytes_per_element:g}")
-        lines.append(f"    × {n} layers = {_sized(cfg.state_bytes_per_sequence(bytes_per_element))}")
+        lines.append(f"    × {n} layers = {_sized(n * la.state_bytes_per_sequence(bytes_per_element))}")
+    mb = cfg.mamba
+    if mb is not None:
+        n = cfg.attention_layers(AttentionKind.MAMBA)
+        lines.append(f"state per sequence (Mamba2, {n} layers; no KV cache), whatever its length")
+        lines.append(f"    SSM: heads × head_dim × d_state × {mb.state_bytes} B = {mb.heads} × {mb.head_dim} × "
+                     f"{mb.state_dim} × {mb.state_bytes}; conv: (taps − 1) × channels × {bytes_per_element:g} B = "
+                     f"{mb.conv_kernel - 1} × {mb.conv_channels} × {bytes_per_element:g}")
+        lines.append(f"    × {n} layers = {_sized(n * mb.state_bytes_per_sequence(bytes_per_element))}")
     return lines
 
 
@@ -96,14 +111,16 @@ def explain_model(a: ModelAnalysis) -> str:
             lines.append(f"    distinct experts hit = E·(1 − (1 − k/E)^N) = {e}·(1 − (1 − {k}/{e})^{n}) = "
                          f"{expected:.4g} → {a.model.experts_hit} (whole experts, at least k);")
             lines.append("    real routers are skewed (hot experts): --experts-hit overrides this")
-        per_expert = 3 * cfg.hidden_size * cfg.moe_intermediate_size
+        mats = 3 if cfg.gated else 2  # gate, up, down; or up, down (Nemotron-H's ReLU² experts)
+        per_expert = mats * cfg.hidden_size * cfg.moe_intermediate_size
         hit = a.model.experts_hit or 0
-        lines.append(f"    expert weights read = {hit} × 3·h·f = {hit} × 3·"
+        lines.append(f"    expert weights read = {hit} × {mats}·h·f = {hit} × {mats}·"
                      f"{cfg.hidden_size}·{cfg.moe_intermediate_size} = {hit * per_expert:,} parameters "
                      f"per layer, × {cfg.moe_layers} layers")
     lines.append("")
     lines += explain_kv(cfg, kv_bpe, dt.kv_cache.name, a.seq)
-    kv_seq = cfg.kv_elements_per_token_per_layer() * kv_bpe * cfg.attended_tokens(a.seq)
+    kv_seq = (cfg.kv_elements_per_token_per_layer() * kv_bpe * cfg.attended_tokens(a.seq)
+              + cfg.index_bytes_per_token * a.seq)
     state = cfg.state_bytes_per_sequence(kv_bpe)
     with_state = f" + state {_sized(state)}" if state else ""
     lines.append(f"    one sequence at {a.seq} tokens: {_sized(kv_seq)}{with_state}; × batch {a.batch} = "
@@ -138,13 +155,23 @@ def explain_model(a: ModelAnalysis) -> str:
         else:
             what = f"2·H·(d + d) = 2·{cfg.num_heads}·({cfg.qk_head_dim} + {cfg.v_dim})"
         if cfg.attention_layers(LOCAL) and cfg.sliding_window:
-            tokens_text = (f"({cfg.attention_layers(GLOBAL)} layers × {a.seq} + {cfg.attention_layers(LOCAL)} layers × "
-                           f"min({a.seq}, {cfg.sliding_window}))")
+            read = (f"(({a.seq} − 1) mod {cfg.sliding_window} + 1)" if cfg.attention_chunked
+                    else f"min({a.seq}, {cfg.sliding_window})")
+            tokens_text = (f"({cfg.attention_layers(GLOBAL)} layers × {a.seq} + {cfg.attention_layers(LOCAL)} "
+                           f"layers × {read})")
+        elif cfg.indexer is not None:
+            tokens_text = f"min({a.seq}, top-k {cfg.indexer.topk}) × {cfg.num_layers} layers"
         else:
             tokens_text = f"{a.seq} × {cfg.num_layers} layers"
         lines.append(f"    attention = {what} = {per_pair:.6g} FLOP per (query, key) pair per layer")
+        if cfg.indexer is not None:
+            ix = cfg.indexer
+            tokens_text += (f" + the DSA indexer (2·d_I + 3)·H_I = {(2 * ix.head_dim + 3) * ix.heads} per cached token "
+                            f"× {a.seq} × {cfg.num_layers} layers")
         lines.append(f"              × {tokens_text} = {lim.attention_flop_per_token:.6g} FLOP")
-        lines.append(f"    KV bytes per sequence = {_sized(lim.kv_bytes_per_sequence)}")
+        index = (f" (the indexer reads its whole key cache: {cfg.index_bytes_per_token} B × {a.seq} tokens)"
+                 if cfg.indexer is not None else "")
+        lines.append(f"    KV bytes per sequence = {_sized(lim.kv_bytes_per_sequence)}{index}")
         lines.append(f"    I_limit = ({lim.matmul_flop_per_token:.6g} + {lim.attention_flop_per_token:.6g}) / "
                      f"{lim.kv_bytes_per_sequence:.6g} = {format_intensity(lim.flop_per_byte, 4)}")
         cross = a.crossover

@@ -62,18 +62,24 @@ class DecodeLimit:
 
     @property
     def attended_tokens(self) -> int:
-        """Σ over layers of the tokens each reads: L per global layer, min(L, W) per windowed one."""
-        return self.config.attended_tokens(self.context)
+        """Σ over layers of the tokens each reads: L per global layer, min(L, W) per windowed one,
+        (L − 1) mod C + 1 per chunked one (ModelConfig.decode_read_tokens)."""
+        return int(self.config.decode_read_tokens(self.context))
 
     @property
     def attention_flop_per_token(self) -> float:
-        """Σ_layers 2·H·(d_qk + d_v)·L: 4·L·h·layers for Llama."""
-        return self.config.attention_flop_per_pair() * self.attended_tokens
+        """Σ_layers 2·H·(d_qk + d_v)·L: 4·L·h·layers for Llama; DeepSeek-V3.2 adds its indexer's
+        (2·d_I + 3)·H_I per cached token and layer (roofline.models.dsa)."""
+        ix = self.config.indexer
+        index = 0.0 if ix is None else (2 * ix.head_dim + 3) * ix.heads * self.context * self.config.num_layers
+        return self.config.attention_flop_per_pair() * self.attended_tokens + index
 
     @property
     def kv_bytes_per_sequence(self) -> float:
-        """L · KV bytes per token (windowed layers read min(L, W))."""
-        return self.config.kv_elements_per_token_per_layer() * self.kv_bytes_per_element * self.attended_tokens
+        """L · KV bytes per token (windowed layers read min(L, W)); DeepSeek-V3.2's indexer reads its
+        whole key cache, L · index bytes per token."""
+        return (self.config.kv_elements_per_token_per_layer() * self.kv_bytes_per_element * self.attended_tokens
+                + self.config.index_bytes_per_token * self.context)
 
     @property
     def flop_per_byte(self) -> float:
@@ -260,7 +266,8 @@ class ModelAnalysis(Drawable):
         cfg, bpe = self.config, self.model.dtypes.kv_cache.bytes_per_element
         per_layer = cfg.kv_elements_per_token_per_layer() * bpe
         return {"bytes_per_token_uncapped": self.kv_cache_bytes_per_token,
-                "bytes_per_token_at_length": float(per_layer * cfg.attended_tokens(self.seq) / self.seq),
+                "bytes_per_token_at_length": float(per_layer * cfg.attended_tokens(self.seq) / self.seq
+                                                   + cfg.index_bytes_per_token),
                 "window_tokens": cfg.sliding_window if cfg.attention_layers(AttentionKind.LOCAL) else None,
                 "state_bytes_per_sequence": cfg.state_bytes_per_sequence(bpe)}
 

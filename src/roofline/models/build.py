@@ -19,23 +19,21 @@ it. Shapes, with N = batch × tokens per sequence (the prompt length in prefill,
 MLA (DeepSeek-V3) in decode runs as DeepSeek runs it: W_UK absorbed into the query and W_UV into
 the output, attention over the compressed latent cache of kv_lora_rank + qk_rope_head_dim values
 per token per layer (one shared "head" of 576). Prefill decompresses K and V (kv_b_proj) and runs
-ordinary multi-head attention, as DeepSeek's prefill does.
-ModelConfig.mla "expanded" runs decode as Hugging Face's DeepseekV3Attention
-does: the new token's latent decompressed by kv_b_proj and K, V cached and read per head
-(H·(d_nope + d_rope + d_v) values per token per layer instead of 576).
+ordinary multi-head attention, as DeepSeek's prefill does. ModelConfig.mla "expanded" runs decode as
+Hugging Face's DeepseekV3Attention does: the new token's latent decompressed by kv_b_proj and K, V
+cached and read per head (H·(d_nope + d_rope + d_v) values per token per layer instead of 576).
+Gated DeltaNet (roofline.models.deltanet) and Mamba2 (roofline.models.mamba) are layer kinds of their own.
 
 MoE weight traffic depends on how many distinct experts the step's tokens hit. Default: the
 expectation when each of the N tokens picks k of E experts uniformly at random and independently,
 E·(1 − (1 − k/E)^N), rounded to a whole expert and at least k (`roofline.models.formulas`, shared
 with the numpy step model, as is the windowed pair count). Real routers are not uniform (some
 experts are hot), so the default is a stated assumption; `experts_hit` overrides it.
-
 Fusion plans over the same graph (same FLOPs, fewer bytes):
   none   every op its own kernel; attention naive (scores and probabilities through memory)
   flash  attention's three ops one kernel (FlashAttention), the default, as serving engines run it
   fused  also each norm into the matmul that reads it, the activation into its matmul's epilogue,
          and the residual add into the epilogue of the matmul before it
-
 """
 
 from __future__ import annotations
@@ -48,10 +46,13 @@ from roofline.errors import RooflineError, T
 from roofline.graph import FusionPlan, Graph, Op, Tensor
 from roofline.kernels import FLOP_PER_ELEMENT, attention_ops, elementwise_op, matmul_op, norm_op
 from roofline.models.deltanet import gated_deltanet
+from roofline.models.dsa import lightning_indexer
 from roofline.models.dtypes import ModelDtypes, for_checkpoint, model_dtypes, weight_part
-from roofline.models.formulas import experts_hit, windowed_pairs
+from roofline.models.formulas import experts_hit
+from roofline.models.mamba import mamba2
 from roofline.models.split import Comm, check_moe_rows, check_split, comm_for, sequence_split, shard
 from roofline.models.transformer import SOFTMAX_KINDS, AttentionKind, MlpKind, ModelConfig
+from roofline.models.windows import windowed
 from roofline.parallel import BUS_FACTOR, Collective, CollectiveCall, Split, collective_op
 from roofline.units import require_positive_int
 from roofline.vocab import Level, Phase, Plan, Role, Unit
@@ -173,8 +174,7 @@ class _Builder:
 
     def reduce(self, name: str, partial: Tensor, out: Tensor, count: int) -> str:
         """Tensor parallel: the tp devices' partial sums of `out`, all-reduced (Megatron's g operator)."""
-        return self.collective(name, Collective.ALL_REDUCE, partial, out, self.comm.tp, self.comm.tp_level,
-                                      count)
+        return self.collective(name, Collective.ALL_REDUCE, partial, out, self.comm.tp, self.comm.tp_level, count)
 
     def tp_out(self, name: str, out: Tensor) -> Tensor:
         """Where an op whose result is a tp partial sum writes: `out` itself on one device, else a partial."""
@@ -203,11 +203,14 @@ class _Builder:
             self.reduce("embedding.all_reduce", partial, resid, 1)
 
     def attention_block(self, resid: Tensor, hidden: Tensor) -> None:
-        """The token mixers: softmax attention on its layers, and Gated DeltaNet on the linear ones."""
+        """The token mixers: softmax attention on its layers, Gated DeltaNet and Mamba2 on theirs."""
         if linear := self.cfg.attention_layers(AttentionKind.LINEAR):
             gated_deltanet(self, resid, hidden, linear)
+        if ssm := self.cfg.attention_layers(AttentionKind.MAMBA):
+            mamba2(self, resid, hidden, ssm)
         self.layers = self.cfg.kv_layers  # the softmax-attention ops run on these layers only
-        self.softmax_attention(resid, hidden)
+        if self.layers:
+            self.softmax_attention(resid, hidden)
         self.layers = self.cfg.num_layers
 
     def softmax_attention(self, resid: Tensor, hidden: Tensor) -> None:
@@ -255,13 +258,16 @@ class _Builder:
         k_new = Tensor("k.new", (b, G, t, d), self.dt.kv_cache, Role.KV_CACHE, persistent=True)
         v_new = Tensor("v.new", (b, G, t, d), self.dt.kv_cache, Role.KV_CACHE, persistent=True)
         inputs: tuple[Tensor, ...] = (qkv,)
-        if cfg.learned_positions:
+        if cfg.learned_positions or cfg.nope:  # GPT-2's positions are in the embedding; Nemotron-H has none
             self.add(Op("kv_write", "kv_write", inputs, (q, k_new, v_new), {}, layers,
                         formula="split q, k, v and write k, v into the cache: no FLOPs"))
         else:
             rope, rd = FLOP_PER_ELEMENT["rope"], cfg.rotary_dims or d  # partial rotary: the first rd dims
-            flop = rope * n * (H + G) * rd
+            roped = layers if cfg.rope_global else cfg.attention_layers(AttentionKind.LOCAL)  # Llama 4: NoPE
+            flop = rope * n * (H + G) * rd * roped / layers
             formula = f"{rope:g}·N·(H+G)·{'d' if rd == d else 'rotary_dims'} = {rope:g}·{n}·{H + G}·{rd}"
+            if roped != layers:
+                formula += f" on {roped} of {layers} layers (the rest NoPE), averaged over them"
             name, kind = "rope", "rope"
             if cfg.qk_norm:
                 per = FLOP_PER_ELEMENT["rmsnorm"]
@@ -281,9 +287,9 @@ class _Builder:
             if self.shape.phase == Phase.PREFILL:
                 ops = attention_ops(prefix, q, k_new, v_new, attn_out, causal=True, count=count,
                                     scores_dtype=self.dt.activations)
-                ops = _windowed(ops, t, window)
+                ops = windowed(ops, t, window, cfg.attention_chunked)
             else:
-                cached = cfg.cached_tokens(kind, self.shape.seq)
+                cached = cfg.read_tokens(kind, self.shape.seq)  # chunked: the new token's own chunk
                 kc = Tensor(f"{prefix}.k_cache", (b, G, cached, d), self.dt.kv_cache, Role.KV_CACHE)
                 vc = Tensor(f"{prefix}.v_cache", (b, G, cached, d), self.dt.kv_cache, Role.KV_CACHE)
                 ops = attention_ops(prefix, q, kc, vc, attn_out, causal=True, count=count,
@@ -321,6 +327,8 @@ class _Builder:
                           formula=f"RMSNorm {per:g}·N·(q_lora + kv_lora) + RoPE {rope:g}·N·rope_dim = "
                                   f"{per:g}·{n}·{qr + r} + {rope:g}·{n}·{dr}; writes the latent "
                                   f"({r} + {dr} values per token) into the cache"))
+        if cfg.indexer is not None:  # DeepSeek-V3.2: the lightning indexer picks the tokens MLA attends
+            lightning_indexer(self, x, q_in, layers)
         q = self.act("q", (n, H * (dn + dr)))
         if qr:
             qb = self.add(matmul_op("q_b_proj", q_in, self.weight("q_b_proj.weight", (qr, H * (dn + dr))), q, layers))
@@ -331,7 +339,7 @@ class _Builder:
             raise RooflineError(f"{T.mla} absorbed applies to decode: MLA prefill runs decompressed, as DeepSeek's "
                                 f"prefill does (give {T.mla} expanded or leave it out)")
         if self.shape.phase == Phase.DECODE and cfg.mla != "expanded":
-            cached = cfg.cached_tokens(AttentionKind.GLOBAL, self.shape.seq)
+            cached = cfg.read_tokens(AttentionKind.GLOBAL, self.shape.seq)  # DSA: the top-k rows
             q_nope = self.act("q.nope", (H, n, dn))
             q_pe = self.act("q.pe", (n, H * dr))
             self.add(Op("q_rope", "rope", (q,), (q_nope, q_pe), {Unit.VECTOR: float(rope * n * H * dr)}, layers,
@@ -368,7 +376,7 @@ class _Builder:
                              if decode else "prefill decompresses the latent just written back into per-head K and V"))
             pe = Tensor("kv_latent.pe", (n, dr), self.dt.kv_cache, Role.KV_CACHE)
             if decode:
-                cached = cfg.cached_tokens(AttentionKind.GLOBAL, self.shape.seq)
+                cached = cfg.read_tokens(AttentionKind.GLOBAL, self.shape.seq)
                 k_new = Tensor("k.new", (b, H, t, dn + dr), self.dt.kv_cache, Role.KV_CACHE, persistent=True)
                 v_new = Tensor("v.new", (b, H, t, dv), self.dt.kv_cache, Role.KV_CACHE, persistent=True)
                 self.add(Op("k_assemble", "copy", (kv_b, pe), (k_new, v_new), {}, layers,
@@ -383,6 +391,8 @@ class _Builder:
                             formula="concatenate k_nope with the shared rope key: no FLOPs"))
             ops = attention_ops("attn", q_full, k, v, attn_out, causal=True, count=layers,
                                 scores_dtype=self.dt.activations)
+            if not decode and cfg.indexer is not None:  # DSA: each query attends its top-k: Σ min(i, k) pairs
+                ops = windowed(ops, t, cfg.indexer.topk, label="DSA top-k")
             for op in ops:
                 self.add(op)
             self.flash["attn"] = tuple(op.name for op in ops)
@@ -465,12 +475,13 @@ class _Builder:
         note = (f"reads the weights of {hit} of {e} experts{where}: the expected distinct experts "
                 f"{nm * ep} tokens × {k} uniform picks hit, E·(1 − (1 − k/E)^N), rounded "
                 f"(override: experts_hit)")
-        gu = self.act(f"{p}experts.gate_up", (rows, 2 * fe))
-        w_gu = self.weight(f"{p}experts.gate_up.weight", (hit_here, h, 2 * fe))
-        b_gu = self.bias(f"{p}experts.gate_up", hit_here * 2 * fe, cfg.expert_bias)  # gpt-oss: one per expert
+        m = 2 if cfg.gated else 1  # gate and up, or up alone (Nemotron-H's ReLU² experts)
+        gu = self.act(f"{p}experts.gate_up", (rows, m * fe))
+        w_gu = self.weight(f"{p}experts.gate_up.weight", (hit_here, h, m * fe))
+        b_gu = self.bias(f"{p}experts.gate_up", hit_here * m * fe, cfg.expert_bias)  # gpt-oss: one per expert
         egu = self.add(Op(f"{p}experts.gate_up", "grouped_matmul", (routed, w_gu, *b_gu), (gu,),
-                          {Unit.MATRIX: 2.0 * rows * h * 2 * fe}, count,
-                          formula=f"2·(N·k)·h·2f = 2·{rows}·{h}·{2 * fe}", note=note))
+                          {Unit.MATRIX: 2.0 * rows * h * m * fe}, count,
+                          formula=f"2·(N·k)·h·{m}f = 2·{rows}·{h}·{m * fe}", note=note))
         ea = self.act(f"{p}experts.act.out", (rows, fe))
         eact = self.add(elementwise_op(f"{p}experts.act", cfg.activation, (gu,), ea, count))
         self.fuse(dispatch if ep == 1 else "", egu, eact)
@@ -481,16 +492,15 @@ class _Builder:
                     count, formula=f"2·(N·k)·f·h = 2·{rows}·{fe}·{h}", note=note))
         if ep > 1:
             back = self.act(f"{p}experts.returned", (rows, h))
-            self.collective(f"{p}combine.all_to_all", Collective.ALL_TO_ALL, eo, back, ep, self.comm.ep_level,
-                                   count)
+            self.collective(f"{p}combine.all_to_all", Collective.ALL_TO_ALL, eo, back, ep, self.comm.ep_level, count)
             eo = back
         inputs: tuple[Tensor, ...] = (eo, route)
         flop = 2.0 * k * nm * h
         formula = f"weighted sum of k expert rows: 2·k·N·h = 2·{k}·{nm}·{h}"
         if cfg.num_shared_experts:
             fs = cfg.num_shared_experts * fe
-            sg = self.act(f"{p}shared.gate_up", (nm, 2 * fs))
-            sgu = self.add(matmul_op(f"{p}shared.gate_up", xm, self.weight(f"{p}shared.gate_up.weight", (h, 2 * fs)),
+            sg = self.act(f"{p}shared.gate_up", (nm, m * fs))
+            sgu = self.add(matmul_op(f"{p}shared.gate_up", xm, self.weight(f"{p}shared.gate_up.weight", (h, m * fs)),
                                      sg, count))
             sa = self.act(f"{p}shared.act.out", (nm, fs))
             sact = self.add(elementwise_op(f"{p}shared.act", cfg.activation, (sg,), sa, count))
@@ -546,21 +556,6 @@ class _Builder:
         flash = FusionPlan(Plan.FLASH, self.flash)
         fused = FusionPlan(Plan.FUSED, {**self.flash, **self.fused})
         return self.ops, {Plan.NONE: FusionPlan(Plan.NONE), Plan.FLASH: flash, Plan.FUSED: fused}
-
-
-def _windowed(ops: list[Op], queries: int, window: int | None) -> list[Op]:
-    """Causal prefill attention under a sliding window: each query sees at most W keys, so the FLOPs
-    scale by Σ min(i, W) / Σ i. The naive kernels still write the full N×N score matrix."""
-    if window is None or queries <= window:
-        return ops
-    full, win = windowed_pairs(queries, None), windowed_pairs(queries, window)
-    ratio = win / full
-    return [replace(op, flop_by_unit={u: f * ratio for u, f in op.flop_by_unit.items()},
-                    traffic={lv: b * ratio for lv, b in op.traffic.items()},  # the tiles of the pairs kept
-                    onchip=op.onchip.scaled(ratio) if op.onchip is not None else None,
-                    formula=f"{op.formula}; sliding window {window}: pairs = W(W+1)/2 + (N−W)·W = {win}",
-                    note=f"sliding window {window}: only pairs within the window are counted")
-            for op in ops]
 
 
 def build_graph(cfg: ModelConfig, phase: Phase | str, batch: int, seq: int, dtypes: ModelDtypes | None = None,

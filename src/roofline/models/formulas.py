@@ -56,11 +56,16 @@ def round_half_even(x: Any) -> Any:
     return np.round(x)
 
 
-def windowed_pairs(queries: Num, window: int | None) -> Num:
+def windowed_pairs(queries: Num, window: int | None, chunked: bool = False) -> Num:
     """Causal (query, key) pairs of a prompt of `queries` tokens: Σ_i min(i, W); N(N+1)/2 without a
-    window. With m = min(N, W): m(m+1)/2 + (N − m)·W (the second term is 0 when N ≤ W)."""
+    window. With m = min(N, W): m(m+1)/2 + (N − m)·W (the second term is 0 when N ≤ W).
+    `chunked` (Llama 4's attention_chunk_size C = W): each token attends within its chunk of C, so
+    with N = q·C + r: q·C(C+1)/2 + r(r+1)/2."""
     if window is None:
         return queries * (queries + 1) // 2
+    if chunked:
+        whole, rest = queries // window, queries % window
+        return whole * (window * (window + 1) // 2) + rest * (rest + 1) // 2
     m = minimum(queries, window)
     return m * (m + 1) // 2 + (queries - m) * window
 

@@ -14,7 +14,7 @@ from typing import Any
 from roofline.dtypes import DTYPES, DType
 from roofline.errors import RooflineError, shown
 from roofline.models.fields import MAX_SIZE, is_int
-from roofline.models.transformer import AttentionKind, ModelConfig
+from roofline.models.transformer import SOFTMAX_KINDS, AttentionKind, MlpKind, ModelConfig
 
 _FP16_SCALE_BITS = 16  # GPTQ, AWQ and compressed-tensors store group scales in FP16/BF16
 _FP32_SCALE_BITS = 32  # DeepSeek-V3's weight_scale_inv and bitsandbytes' absmax are FP32
@@ -244,12 +244,19 @@ def excluded_modules(raw: Mapping[str, Any], where: str) -> tuple[str, ...]:
 
 # where a checkpoint's module names put a layer's parts (transformers' and vLLM's module names)
 _LAYER = re.compile(r"^(?:.*\.)?layers\.(\d+|\*)(.*)$")
-_TOP = (("lm_head", "lm_head"), ("embed_tokens", "embedding"), ("wte", "embedding"), ("wpe", "position_embedding"))
+_TOP = (("lm_head", "lm_head"), ("embed_tokens", "embedding"), ("backbone.embeddings", "embedding"),
+        ("wte", "embedding"), ("wpe", "position_embedding"))
 # not in the language model's main stack (the vision tower, multi-token-prediction layers)
 _OUTSIDE = ("vision", "visual", "multi_modal_projector", "mm_projector", "audio", "mtp.")
 _ATTENTION = ("self_attn", "attn", "attention")
 _ROUTERS = ("mlp.gate", "mlp.router", "block_sparse_moe.gate", "router", "mlp.shared_expert_gate")
 _MLP_PARTS = ("mlp", "experts", "shared_experts", "router")
+# Nemotron-H's `layers.i.mixer.X` (transformers/vLLM NemotronH*): X by what it is; conv1d is no linear
+# layer (its taps are in mamba_conv_and_gains, never quantized)
+_MIXER: dict[str, tuple[str, ...]] = {
+    **{p: (f"attention.{p}",) for p in ("q_proj", "k_proj", "v_proj", "o_proj")},
+    "in_proj": ("mamba.in_proj",), "out_proj": ("mamba.out_proj",), "conv1d": (), "gate": ("router",),
+    "experts": ("experts",), "shared_experts": ("shared_experts",), "up_proj": ("mlp",), "down_proj": ("mlp",)}
 
 
 def _layer_parts(rest: str) -> tuple[str, ...] | None:
@@ -259,10 +266,15 @@ def _layer_parts(rest: str) -> tuple[str, ...] | None:
         return ("attention", "linear_attention", *_MLP_PARTS)  # the whole layer
     if "norm" in r.split(".")[-1] or r.split(".")[0].endswith("norm"):
         return ()  # norm gains are never quantized
+    if r.split(".")[:2] in (["self_attn", "indexer"], ["attn", "indexer"]):  # DeepSeek-V3.2's lightning indexer
+        return ("indexer",)
     if r.split(".")[0] in _ATTENTION:
         return ("attention",) if "." not in r else (f"attention.{r.split('.', 1)[1]}",)  # one projection
     if r.split(".")[0] == "linear_attn":  # Qwen3-Next/3.5's Gated DeltaNet
         return ("linear_attention",)
+    if r.startswith("mixer."):  # Nemotron-H: every block's one module is its mixer, whatever its kind
+        return _MIXER.get(r.split(".")[1], None) if r.count(".") == 1 or r.split(".")[1] in (
+            "experts", "shared_experts") else None
     if r in _ROUTERS:
         return ("router",)
     if r.startswith(("mlp.shared_expert", "block_sparse_moe.shared_expert")):
@@ -295,7 +307,8 @@ def _projection_share(cfg: ModelConfig, proj: str) -> float | None:
     return sizes[name] / layer
 
 
-_NEVER_QUANTIZED = ("embedding", "position_embedding", "norms", "biases", "sinks", "expert_biases")
+_NEVER_QUANTIZED = ("embedding", "position_embedding", "norms", "biases", "sinks", "expert_biases",
+                    "mamba_conv_and_gains")
 
 
 def unquantized_parts(cfg: ModelConfig, modules: tuple[str, ...], where: str, experts_only: bool = False
@@ -314,11 +327,15 @@ def unquantized_parts(cfg: ModelConfig, modules: tuple[str, ...], where: str, ex
     if experts_only:
         fraction.update({p: 1.0 for p in cfg.param_counts().parts if p != "experts"})
     layers = cfg.num_layers
-    moe = [cfg.is_moe and i >= cfg.first_dense_layers for i in range(layers)]
-    linear = {i for i, kind in enumerate(cfg.layer_kinds) if kind == AttentionKind.LINEAR}
-    having = {"attention": set(range(layers)) - linear, "linear_attention": linear,
-              "mlp": {i for i in range(layers) if not moe[i]},
-              "experts": {i for i in range(layers) if moe[i]}}
+
+    def where_kind(kinds: tuple[Any, ...], *wanted: Any) -> set[int]:
+        return {i for i, kind in enumerate(kinds) if kind in wanted}
+
+    having = {"attention": where_kind(cfg.layer_kinds, *SOFTMAX_KINDS),
+              "linear_attention": where_kind(cfg.layer_kinds, AttentionKind.LINEAR),
+              "mamba": where_kind(cfg.layer_kinds, AttentionKind.MAMBA),
+              "mlp": where_kind(cfg.mlp_kinds, MlpKind.DENSE), "experts": where_kind(cfg.mlp_kinds, MlpKind.MOE),
+              "indexer": set(range(layers)) if cfg.indexer is not None else set()}
     having["router"] = having["shared_experts"] = having["experts"]
     matched: dict[str, dict[int, float]] = {p: {} for p in having}  # per part, layer -> share kept
     unread: list[str] = []
@@ -348,6 +365,13 @@ def unquantized_parts(cfg: ModelConfig, modules: tuple[str, ...], where: str, ex
             continue  # a multi-token-prediction layer beyond the main stack
         for p in parts:
             share = 1.0
+            if p.startswith("mamba.") and cfg.mamba is not None:
+                mb = cfg.mamba
+                p, share = "mamba", (cfg.hidden_size * mb.in_width if p == "mamba.in_proj"
+                                     else mb.inner * cfg.hidden_size) / mb.linear_params(cfg.hidden_size)
+            elif p.startswith("mamba."):
+                unread.append(name)
+                continue
             if p.startswith("attention."):
                 one = _projection_share(cfg, p.split(".", 1)[1])
                 if one is None:

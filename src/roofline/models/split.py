@@ -141,10 +141,15 @@ def shard(cfg: ModelConfig, split: Split) -> ModelConfig:
     if la is not None and (la.key_heads % tp or la.value_heads % tp):
         raise RooflineError(f"{T.tp} {tp} does not divide {cfg.name}'s linear-attention heads "
                             f"(linear_num_key_heads {la.key_heads}, linear_num_value_heads {la.value_heads})")
+    mb = cfg.mamba
+    if mb is not None and (mb.heads % tp or mb.groups % tp):  # vLLM's MambaMixer2 shards heads and groups
+        raise RooflineError(f"--tp {tp} does not divide {cfg.name}'s Mamba2 heads and groups "
+                            f"(mamba_num_heads {mb.heads}, n_groups {mb.groups})")
     return replace(
         cfg,
         linear_attention=None if la is None else replace(la, key_heads=la.key_heads // tp,
                                                          value_heads=la.value_heads // tp),
+        mamba=None if mb is None else replace(mb, heads=mb.heads // tp, groups=mb.groups // tp),
         num_heads=cfg.num_heads // tp,
         # MLA's key/value "heads" go with the query heads; its cache is the shared latent, replicated
         num_kv_heads=cfg.num_kv_heads // tp if cfg.is_mla else max(1, cfg.num_kv_heads // tp),

@@ -95,9 +95,13 @@ def _features(cfg: ModelConfig, phase: Phase, batch: np.ndarray, seq: np.ndarray
     if phase == Phase.PREFILL:
         cols.append(b * s * s)
         if window:
-            cols.append(b * windowed_pairs(s, window))
+            cols.append(b * windowed_pairs(s, window, cfg.attention_chunked))
     elif window:
-        cols.append(b * cfg.cached_tokens(AttentionKind.LOCAL, s))
+        cols.append(b * cfg.read_tokens(AttentionKind.LOCAL, s))
+    if cfg.indexer is not None:  # DSA: MLA's pairs and rows over the top-k (ModelConfig.read_tokens)
+        topk = cfg.indexer.topk
+        cols.append(b * (windowed_pairs(s, topk) if phase == Phase.PREFILL
+                         else cfg.read_tokens(AttentionKind.GLOBAL, s)))
     if cfg.is_moe:
         tokens = b * (s if phase == Phase.PREFILL else 1.0)
         if sequence_split(sp):
@@ -117,7 +121,13 @@ def _sample_points(cfg: ModelConfig, phase: Phase) -> list[tuple[int, int]]:
     if cfg.sliding_window and cfg.attention_layers(AttentionKind.LOCAL):
         w = cfg.sliding_window
         lengths |= {max(1, w // 2), w + 1, w + 7, 2 * w + 3}
-    return [(b, s) for b in (1, 2, 3, 5, 8) for s in sorted(lengths)]
+    if cfg.indexer is not None:
+        k = cfg.indexer.topk
+        lengths |= {k // 2, k + 1, k + 7, 2 * k + 3}
+    # top-1 routing over many experts (Llama 4: 1 of 128) hits one expert a token up to batch 8: the
+    # experts column equals the batch's there, so larger batches separate them
+    batches = (1, 2, 3, 5, 8, 32, 100) if cfg.is_moe and cfg.experts_per_token == 1 else (1, 2, 3, 5, 8)
+    return [(b, s) for b in batches for s in sorted(lengths)]
 
 
 @dataclass(frozen=True)
@@ -188,6 +198,9 @@ class StepModel:
         for rows in (rows_m, rows_v, rows_b, rows_e, rows_o, *links):
             y = np.array(rows, dtype=np.float64)
             c, *_ = np.linalg.lstsq(xs, y, rcond=None)
+            # one step of iterative refinement: the window or chunk pairs column is nearly collinear with
+            # B·S² below the window, and the residual's solve recovers the digits the first one lost
+            c = c + np.linalg.lstsq(xs, y - xs @ c, rcond=None)[0]
             c = c / scale[:, None]
             fitted = x @ c
             err = np.abs(fitted - y) / np.maximum(np.abs(y), 1.0)

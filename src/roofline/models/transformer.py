@@ -32,11 +32,14 @@ MLA_MODES = tuple(str(v) for v in MlaForm)  # how MLA attends: over the latent, 
 
 class AttentionKind(StrEnum):
     """Which token mixer a layer runs: full causal attention (GLOBAL), attention over a sliding window
-    (LOCAL), or linear attention with a fixed state per sequence (LINEAR: Gated DeltaNet)."""
+    (LOCAL), linear attention with a fixed state per sequence (LINEAR: Gated DeltaNet), a Mamba2
+    selective state space (MAMBA), or none (NONE: Nemotron-H's blocks that hold only an MLP)."""
 
     GLOBAL = "global"
     LOCAL = "local"
     LINEAR = "linear"
+    MAMBA = "mamba"
+    NONE = "none"
 
 
 SOFTMAX_KINDS = (AttentionKind.GLOBAL, AttentionKind.LOCAL)  # the kinds that keep a KV cache
@@ -83,11 +86,84 @@ class LinearAttention:
                 + self.conv_channels * (self.conv_kernel - 1) * activation_bytes)
 
 
+@dataclass(frozen=True)
+class Mamba2:
+    """Mamba2's selective state space mixer (Dao & Gu, arXiv 2405.21060; Nemotron-H's
+    NemotronHMamba2Mixer in transformers, vLLM and mlx-lm): `heads` heads of `head_dim` (the inner
+    width heads·head_dim), B and C shared by `groups` groups of heads, each of `state_dim` (d_state),
+    a depthwise causal conv1d of `conv_kernel` taps (with a bias when `conv_bias`) over x, B and C,
+    and one state of head_dim × state_dim per head, kept in `state_bytes` bytes a value
+    (mamba_ssm_cache_dtype; float32 in the reference). `chunk`: the chunked SSD prefill's block
+    (config chunk_size)."""
+
+    heads: int
+    head_dim: int
+    groups: int
+    state_dim: int
+    conv_kernel: int
+    chunk: int
+    conv_bias: bool = True
+    proj_bias: bool = False
+    state_bytes: int = 4
+
+    @property
+    def inner(self) -> int:
+        return self.heads * self.head_dim
+
+    @property
+    def conv_channels(self) -> int:
+        """x (heads·head_dim), B and C (groups·state_dim each): the channels the conv runs over."""
+        return self.inner + 2 * self.groups * self.state_dim
+
+    @property
+    def in_width(self) -> int:
+        """in_proj outputs: the gate z (inner), x, B, C (conv_channels) and dt (one per head)."""
+        return self.inner + self.conv_channels + self.heads
+
+    def linear_params(self, hidden: int) -> int:
+        """in_proj h·in_width and out_proj inner·h, with their biases when mamba_proj_bias."""
+        bias = (self.in_width + hidden) if self.proj_bias else 0
+        return hidden * self.in_width + self.inner * hidden + bias
+
+    @property
+    def other_params(self) -> int:
+        """What no quantizer replaces: the conv taps (and bias), dt_bias, A_log and D (one each per
+        head) and the gated RMSNorm's gain over the inner width."""
+        return self.conv_channels * (self.conv_kernel + (1 if self.conv_bias else 0)) + 3 * self.heads + self.inner
+
+    def state_bytes_per_sequence(self, activation_bytes: float) -> float:
+        """One layer's state for one sequence: the SSM state heads·head_dim·state_dim at state_bytes,
+        and the conv's last conv_kernel − 1 inputs per channel in the activation dtype."""
+        return (self.heads * self.head_dim * self.state_dim * self.state_bytes
+                + self.conv_channels * (self.conv_kernel - 1) * activation_bytes)
+
+
+@dataclass(frozen=True)
+class SparseIndexer:
+    """DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2-Exp, its inference/model.py
+    Indexer; vLLM deepseek_v2.py): `heads` index heads of `head_dim` score every cached token with
+    Σ_h w_h · ReLU(q_h · k), and MLA attends the `topk` best. Its key, one per token and layer, is
+    cached in FP8 with one float32 scale a 128 values: head_dim + 4·⌈head_dim/128⌉ bytes.
+    Weights: wq_b q_lora·heads·head_dim, wk h·head_dim, weights_proj h·heads, k_norm (a LayerNorm)."""
+
+    heads: int
+    head_dim: int
+    topk: int
+
+    @property
+    def key_bytes(self) -> int:
+        return self.head_dim + 4 * -(-self.head_dim // 128)
+
+    def linear_params(self, hidden: int, q_lora: int) -> int:
+        return q_lora * self.heads * self.head_dim + hidden * self.head_dim + hidden * self.heads
+
+
 class MlpKind(StrEnum):
-    """Which MLP a layer runs: one dense MLP, or a mixture of experts."""
+    """Which MLP a layer runs: one dense MLP, a mixture of experts, or none (a Nemotron-H mixer block)."""
 
     DENSE = "dense"
     MOE = "moe"
+    NONE = "none"
 
 
 @dataclass(frozen=True)
@@ -133,6 +209,10 @@ class ModelConfig:
     sandwich_norm: bool = False  # Gemma 2/3: norms after attention and after the MLP as well
     learned_positions: int = 0  # GPT-2: rows of the learned position table (0: RoPE)
     sliding_window: int | None = None
+    # Llama 4 attention_chunk_size: the LOCAL layers attend within chunks of sliding_window tokens (each
+    # token its chunk's earlier tokens), not a sliding window; their cache is capped at the chunk alike
+    attention_chunked: bool = False
+    rope_global: bool = True  # False: the GLOBAL layers run no RoPE (Llama 4's NoPE layers)
     # per layer GLOBAL or LOCAL; empty: every layer alike (LOCAL if there is a window). See layer_kinds.
     layer_attention: tuple[AttentionKind, ...] = ()
     # mixture of experts
@@ -151,6 +231,11 @@ class ModelConfig:
     qk_rope_head_dim: int = 0
     v_head_dim: int = 0
     linear_attention: LinearAttention | None = None  # the LINEAR layers' shape (Qwen3-Next, Qwen3.5)
+    mamba: Mamba2 | None = None  # the MAMBA layers' shape (Nemotron-H)
+    indexer: SparseIndexer | None = None  # DeepSeek-V3.2: MLA attends the indexer's top-k tokens
+    # per layer DENSE, MOE or NONE; empty: MOE after first_dense_layers when there are experts, else DENSE
+    layer_mlp: tuple[MlpKind, ...] = ()
+    nope: bool = False  # Nemotron-H: no positional encoding on its attention layers (no RoPE op)
     attn_output_gate: bool = False  # Qwen3-Next/3.5: q_proj also gives a sigmoid gate on the attention output
     shared_expert_gate: bool = False  # Qwen3-Next/3.5: a sigmoid gate (h -> 1) on the shared expert's output
     vision_params: int = 0  # a multimodal checkpoint's vision tower: in its memory, not in the text step
@@ -199,6 +284,13 @@ class ModelConfig:
         if (AttentionKind.LINEAR in self.layer_attention) != (self.linear_attention is not None):
             raise RooflineError(f"model {self.name}: linear-attention layers need their shape (linear_attention) "
                                 f"and a linear_attention shape needs linear layers")
+        if (AttentionKind.MAMBA in self.layer_attention) != (self.mamba is not None):
+            raise RooflineError(f"model {self.name}: Mamba layers need their shape (mamba) and a mamba shape "
+                                f"needs Mamba layers")
+        if self.layer_mlp and len(self.layer_mlp) != self.num_layers:
+            raise RooflineError(f"model {self.name}: layer_mlp must give an MLP kind for each of the "
+                                f"{self.num_layers} layers")
+        object.__setattr__(self, "layer_mlp", tuple(MlpKind(k) for k in self.layer_mlp))
         if self.sliding_window is not None and self.sliding_window < 1:
             raise RooflineError(f"model {self.name}: sliding_window must be positive, got {self.sliding_window}")
 
@@ -224,6 +316,14 @@ class ModelConfig:
         return self.activation in ("swiglu", "geglu", "swiglu_clamped")
 
     @property
+    def mlp_kinds(self) -> tuple[MlpKind, ...]:
+        """Per layer, the MLP it runs: layer_mlp, or MOE after first_dense_layers (DENSE without experts)."""
+        if self.layer_mlp:
+            return self.layer_mlp
+        return tuple(MlpKind.MOE if self.is_moe and i >= self.first_dense_layers else MlpKind.DENSE
+                     for i in range(self.num_layers))
+
+    @property
     def qk_head_dim(self) -> int:
         """Width of one query/key head: head_dim, or nope + rope parts under MLA (128 + 64 = 192)."""
         return self.qk_nope_head_dim + self.qk_rope_head_dim if self.is_mla else self.head_dim
@@ -234,17 +334,27 @@ class ModelConfig:
 
     @property
     def moe_layers(self) -> int:
+        if self.layer_mlp:
+            return sum(1 for k in self.layer_mlp if k == MlpKind.MOE)
         return self.num_layers - self.first_dense_layers if self.is_moe else 0
 
     @property
     def dense_layers(self) -> int:
+        if self.layer_mlp:
+            return sum(1 for k in self.layer_mlp if k == MlpKind.DENSE)
         return self.num_layers - self.moe_layers
+
+    @property
+    def block_norms(self) -> int:
+        """Pre-norms over the stack: one per token mixer and one per MLP a layer runs (2·L for a
+        transformer; Nemotron-H's blocks hold one or the other, one norm each)."""
+        return (sum(1 for k in self.layer_kinds if k != AttentionKind.NONE)
+                + sum(1 for k in self.mlp_kinds if k != MlpKind.NONE))
 
     def layer_counts(self) -> dict[tuple[AttentionKind, MlpKind], int]:
         """How many layers of each (attention kind, MLP kind): layers are counted, not repeated."""
         out: dict[tuple[AttentionKind, MlpKind], int] = {}
-        for i, attn in enumerate(self.layer_kinds):
-            mlp = MlpKind.MOE if self.is_moe and i >= self.first_dense_layers else MlpKind.DENSE
+        for attn, mlp in zip(self.layer_kinds, self.mlp_kinds, strict=True):
             out[(attn, mlp)] = out.get((attn, mlp), 0) + 1
         return out
 
@@ -254,13 +364,21 @@ class ModelConfig:
     def layer_groups(self) -> tuple[tuple[str, int], ...]:
         """The model as a sequence of layer kinds: (kind, layers) for each token mixer, then each MLP
         kind, in the order they first appear: (("window 128", 18), ("full attention", 18), ("MoE", 36))."""
-        names = {AttentionKind.GLOBAL: "MLA" if self.is_mla else
+        mla = f"MLA + DSA top-{self.indexer.topk}" if self.indexer is not None else "MLA"
+        names = {AttentionKind.GLOBAL: mla if self.is_mla else
                  "gated full attention" if self.attn_output_gate else "full attention",
-                 AttentionKind.LOCAL: f"window {self.sliding_window}", AttentionKind.LINEAR: "Gated DeltaNet"}
+                 AttentionKind.LOCAL: f"{'chunked' if self.attention_chunked else 'window'} {self.sliding_window}",
+                 AttentionKind.LINEAR: "Gated DeltaNet",
+                 AttentionKind.MAMBA: "Mamba2"}
+        if self.nope or not self.rope_global:
+            names[AttentionKind.GLOBAL] += " (no RoPE)"
         out: dict[str, int] = {}
         for kind in self.layer_kinds:
+            if kind == AttentionKind.NONE:
+                continue
             out[names[kind]] = out.get(names[kind], 0) + 1
-        for label, count in (("dense MLP", self.dense_layers), ("MoE", self.moe_layers)):
+        dense = "ReLU² MLP" if self.activation == "relu2" else "dense MLP"
+        for label, count in ((dense, self.dense_layers), ("MoE", self.moe_layers)):
             if count:
                 out[label] = count
         return tuple(out.items())
@@ -273,10 +391,11 @@ class ModelConfig:
     def state_bytes_per_sequence(self, activation_bytes: float = 2.0) -> float:
         """Bytes of fixed state one sequence keeps, all LINEAR layers: each its recurrent and conv
         state (LinearAttention.state_bytes_per_sequence); 0 for a model without them."""
-        la = self.linear_attention
-        if la is None:
-            return 0.0
-        return self.attention_layers(AttentionKind.LINEAR) * la.state_bytes_per_sequence(activation_bytes)
+        la, mb = self.linear_attention, self.mamba
+        linear = 0.0 if la is None else self.attention_layers(AttentionKind.LINEAR) * la.state_bytes_per_sequence(
+            activation_bytes)
+        return linear + (0.0 if mb is None else self.attention_layers(AttentionKind.MAMBA)
+                         * mb.state_bytes_per_sequence(activation_bytes))
 
     def kv_elements_per_token_per_layer(self) -> int:
         """Values cached per token per layer: 2·G·d for K and V, or kv_lora_rank + qk_rope_head_dim for
@@ -293,7 +412,14 @@ class ModelConfig:
         Llama 3 70B in BF16: 2·8·128·80·2 = 327,680 B = 320 KiB, the published figure. Uncapped: a
         windowed layer counts every token here (`kv_cache_bytes` caps it at the window); linear-attention
         layers keep no KV cache (their state is per sequence: `state_bytes_per_sequence`)."""
-        return self.kv_elements_per_token_per_layer() * self.kv_layers * bytes_per_element
+        return (self.kv_elements_per_token_per_layer() * self.kv_layers * bytes_per_element
+                + self.index_bytes_per_token)
+
+    @property
+    def index_bytes_per_token(self) -> int:
+        """DeepSeek-V3.2: the indexer's FP8 key and its scale, every layer (SparseIndexer.key_bytes);
+        whatever the KV dtype, and never capped: the indexer scores the whole context."""
+        return 0 if self.indexer is None else self.num_layers * self.indexer.key_bytes
 
     def cached_tokens(self, layer_kind: AttentionKind, context: Num) -> Num:
         """Tokens one layer keeps and reads at `context`: all of them, or min(L, W) for a windowed
@@ -301,6 +427,20 @@ class ModelConfig:
         if layer_kind == AttentionKind.LOCAL and self.sliding_window:
             return minimum(context, self.sliding_window)
         return context
+
+    def read_tokens(self, layer_kind: AttentionKind, context: Num) -> Num:
+        """Keys one decode query reads at `context`: cached_tokens, except under Llama 4's chunked
+        attention, where the new token attends only its own chunk's tokens: (L − 1) mod C + 1."""
+        if layer_kind == AttentionKind.LOCAL and self.sliding_window and self.attention_chunked:
+            return (context - 1) % self.sliding_window + 1
+        if layer_kind == AttentionKind.GLOBAL and self.indexer is not None:  # DSA: MLA reads the top-k rows
+            return minimum(context, self.indexer.topk)
+        return self.cached_tokens(layer_kind, context)
+
+    def decode_read_tokens(self, context: Num) -> Num:
+        """Keys one decode query reads at `context`, summed over the KV layers (read_tokens per kind)."""
+        return (self.attention_layers(AttentionKind.GLOBAL) * self.read_tokens(AttentionKind.GLOBAL, context)
+                + self.attention_layers(AttentionKind.LOCAL) * self.read_tokens(AttentionKind.LOCAL, context))
 
     def attended_tokens(self, context: Num) -> Num:
         """Tokens one sequence's layers keep and read at `context`, summed over layers: L per global
@@ -316,7 +456,8 @@ class ModelConfig:
         state in its own dtype, its conv state at `bytes_per_element`)."""
         per_layer = self.kv_elements_per_token_per_layer() * bytes_per_element
         state = self.state_bytes_per_sequence(bytes_per_element)
-        return batch * per_layer * self.attended_tokens(context) + (batch * state if state else 0)
+        index = batch * self.index_bytes_per_token * context if self.indexer is not None else 0
+        return batch * per_layer * self.attended_tokens(context) + (batch * state if state else 0) + index
 
     @property
     def default_length(self) -> int:
@@ -364,8 +505,7 @@ def _param_counts(c: ModelConfig) -> ParamCounts:
         counts["position_embedding"] = c.learned_positions * h
     counts["lm_head"] = 0 if c.tie_word_embeddings else c.vocab_size * h
     norm_params = 2 if c.norm == "layernorm" else 1  # LayerNorm: gain and bias
-    norms_per_layer = 4 if c.sandwich_norm else 2
-    norms = L * norms_per_layer * norm_params * h + norm_params * h  # + the final norm
+    norms = c.block_norms * (2 if c.sandwich_norm else 1) * norm_params * h + norm_params * h  # + the final norm
     biases = 0
     if c.is_mla:
         H, dn, dr, dv = c.num_heads, c.qk_nope_head_dim, c.qk_rope_head_dim, c.v_head_dim
@@ -385,14 +525,20 @@ def _param_counts(c: ModelConfig) -> ParamCounts:
         if c.qk_norm:
             norms += A * 2 * d
     counts["attention"] = (L if c.is_mla else c.kv_layers) * attn
+    if c.indexer is not None:
+        counts["indexer"] = L * c.indexer.linear_params(h, c.q_lora_rank)
+        norms += L * 2 * c.indexer.head_dim  # k_norm, a LayerNorm: gain and bias
     if c.linear_attention is not None:
         counts["linear_attention"] = c.attention_layers(AttentionKind.LINEAR) * c.linear_attention.layer_params(h)
+    if c.mamba is not None:
+        counts["mamba"] = c.attention_layers(AttentionKind.MAMBA) * c.mamba.linear_params(h)
+        counts["mamba_conv_and_gains"] = c.attention_layers(AttentionKind.MAMBA) * c.mamba.other_params
     mlp_mats = 3 if c.gated else 2
     counts["mlp"] = c.dense_layers * mlp_mats * h * c.intermediate_size
     if c.linear_bias:
         biases += c.dense_layers * (c.intermediate_size + h)
     if c.is_moe:
-        per_expert = 3 * h * c.moe_intermediate_size
+        per_expert = mlp_mats * h * c.moe_intermediate_size
         counts["router"] = c.moe_layers * h * (c.num_experts + (1 if c.shared_expert_gate else 0))
         # DeepSeek-V3's e_score_correction_bias: added to the scores to pick experts, not multiplied
         biases += c.moe_layers * c.num_experts if c.router_bias else 0
@@ -420,11 +566,25 @@ def _param_counts(c: ModelConfig) -> ParamCounts:
         la = c.linear_attention
         added += c.attention_layers(AttentionKind.LINEAR) * (la.conv_channels * la.conv_kernel + 2 * la.value_heads
                                                              + la.value_dim)
+    added += counts.get("mamba_conv_and_gains", 0)  # the conv taps, dt_bias, A_log, D and gain: not a matmul
+    if c.mamba is not None and c.mamba.proj_bias:
+        added += c.attention_layers(AttentionKind.MAMBA) * (c.mamba.in_width + h)
     matmul = (sum(active.values()) - counts["embedding"] - counts.get("position_embedding", 0) - norms - biases
               - added + tied_head)
     return ParamCounts(MappingProxyType(counts), MappingProxyType(active), matmul)
 
 
 
-__all__ = ["DEFAULT_LENGTH", "LOGITS", "MLA_MODES", "SOFTMAX_KINDS", "AttentionKind", "LinearAttention", "MlpKind",
-           "ModelConfig", "ParamCounts"]
+__all__ = [
+    "DEFAULT_LENGTH",
+    "LOGITS",
+    "MLA_MODES",
+    "SOFTMAX_KINDS",
+    "AttentionKind",
+    "LinearAttention",
+    "Mamba2",
+    "MlpKind",
+    "ModelConfig",
+    "ParamCounts",
+    "SparseIndexer",
+]

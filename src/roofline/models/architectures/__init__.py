@@ -14,13 +14,24 @@ from types import MappingProxyType
 from typing import Any
 
 from roofline.errors import RooflineError, shown
-from roofline.models.architectures import deepseek, gemma, gpt2, gpt_oss, llama, mistral, qwen, qwen3_next
+from roofline.models.architectures import (
+    deepseek,
+    gemma,
+    gpt2,
+    gpt_oss,
+    llama,
+    llama4,
+    mistral,
+    nemotron_h,
+    qwen,
+    qwen3_next,
+)
 from roofline.models.architectures.common import Parser
 from roofline.models.fields import Fields
 from roofline.models.quantization import checkpoint_weights, excluded_modules, unquantized_parts
 from roofline.models.transformer import ModelConfig
 
-_FAMILIES = (llama, mistral, qwen, qwen3_next, deepseek, gemma, gpt2, gpt_oss)
+_FAMILIES = (llama, llama4, mistral, qwen, qwen3_next, deepseek, gemma, gpt2, gpt_oss, nemotron_h)
 
 
 def _registry() -> Mapping[str, Parser]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from roofline.errors import RooflineError
 from roofline.models.architectures.common import Parser, common
 from roofline.models.fields import Fields
-from roofline.models.transformer import ModelConfig
+from roofline.models.transformer import ModelConfig, SparseIndexer
 
 
 def deepseek(f: Fields, name: str, model_type: str) -> ModelConfig:
@@ -20,7 +20,7 @@ def deepseek(f: Fields, name: str, model_type: str) -> ModelConfig:
     kw["num_shared_experts"] = f.integer("n_shared_experts", 0, minimum=0)
     kw["first_dense_layers"] = f.at_most("first_k_dense_replace", f.integer("first_k_dense_replace", 0, minimum=0),
                                          "num_hidden_layers", kw["num_layers"])
-    kw["router_bias"] = model_type in ("deepseek_v3", "kimi_k2")  # e_score_correction_bias (noaux_tc)
+    kw["router_bias"] = model_type in ("deepseek_v3", "kimi_k2", "deepseek_v32")  # e_score_correction_bias (noaux_tc)
     kw["q_lora_rank"] = f.optional_int("q_lora_rank") or 0
     kw["kv_lora_rank"] = f.integer("kv_lora_rank")
     kw["qk_nope_head_dim"] = f.integer("qk_nope_head_dim")
@@ -28,8 +28,16 @@ def deepseek(f: Fields, name: str, model_type: str) -> ModelConfig:
     kw["v_head_dim"] = f.integer("v_head_dim")
     kw["head_dim"] = kw["qk_nope_head_dim"] + kw["qk_rope_head_dim"]
     kw["num_kv_heads"] = kw["num_heads"]  # MLA: every head has its own (decompressed) K and V
+    if model_type == "deepseek_v32":  # DeepSeek Sparse Attention's lightning indexer
+        if not kw["q_lora_rank"]:
+            raise f.refuse("q_lora_rank", "is needed by the indexer (its query projects the query latent)")
+        kw["indexer"] = SparseIndexer(f.integer("index_n_heads"), f.integer("index_head_dim"),
+                                      f.integer("index_topk"))
     return ModelConfig(**kw)
 
 
 # Kimi K2 (moonshotai, model_type kimi_k2) is DeepSeek-V3's architecture: its config names DeepseekV3ForCausalLM
-PARSERS: dict[str, Parser] = {"deepseek_v3": deepseek, "deepseek_v2": deepseek, "kimi_k2": deepseek}
+# DeepSeek-V3.2 (deepseek_v32) is V3 with DeepSeek Sparse Attention (index_n_heads, index_head_dim,
+# index_topk; roofline.models.dsa)
+PARSERS: dict[str, Parser] = {"deepseek_v3": deepseek, "deepseek_v2": deepseek, "kimi_k2": deepseek,
+                              "deepseek_v32": deepseek}

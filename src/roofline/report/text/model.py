@@ -55,7 +55,7 @@ def _kv_line(a: Any) -> list[str]:
                    f"{kv['bytes_per_token_at_length']:,.0f} B per token (windowed layers capped at "
                    f"{kv['window_tokens']:,} tokens)")
     if kv["state_bytes_per_sequence"]:
-        out.append(f"  + linear-attention state {kv['state_bytes_per_sequence']:,.0f} B "
+        out.append(f"  + recurrent state (Gated DeltaNet, Mamba2 layers) {kv['state_bytes_per_sequence']:,.0f} B "
                    f"({format_bytes(kv['state_bytes_per_sequence'], 4, binary=True)}) per sequence, whatever "
                    f"its length (recurrent and conv state)")
     return out
@@ -221,7 +221,7 @@ def attention_kind(cfg: Any) -> str:
     local = cfg.attention_layers(AttentionKind.LOCAL)
     if cfg.sliding_window and local:
         every = "every layer" if local == cfg.num_layers else f"{local} of {cfg.num_layers} layers"
-        kind += f", window {cfg.sliding_window:,} on {every}"
+        kind += f", {'chunks' if cfg.attention_chunked else 'window'} {cfg.sliding_window:,} on {every}"
     return kind
 
 
