@@ -143,7 +143,7 @@ def shard(cfg: ModelConfig, split: Split) -> ModelConfig:
                             f"(linear_num_key_heads {la.key_heads}, linear_num_value_heads {la.value_heads})")
     mb = cfg.mamba
     if mb is not None and (mb.heads % tp or mb.groups % tp):  # vLLM's MambaMixer2 shards heads and groups
-        raise RooflineError(f"--tp {tp} does not divide {cfg.name}'s Mamba2 heads and groups "
+        raise RooflineError(f"{T.tp} {tp} does not divide {cfg.name}'s Mamba2 heads and groups "
                             f"(mamba_num_heads {mb.heads}, n_groups {mb.groups})")
     return replace(
         cfg,
