@@ -101,9 +101,19 @@ def gated_deltanet(bd: StepBuilder, resid: Tensor, hidden: Tensor, count: int) -
     g = Tensor(f"{P}norm_gate.weight", (dv,), bd.dt.activations, Role.WEIGHT)
     bd.add(Op(f"{P}gated_norm", "rmsnorm_gated", (core, zba, g), (gated,), {Unit.VECTOR: float(gn * n * v)},
                       count, formula=f"RMSNorm over dv times SiLU(z): {gn:g}·N·Hv·dv = {gn:g}·{n}·{v}"))
+    out_projection(bd, P, gated, resid, hidden, count)
+
+
+def out_projection(bd: StepBuilder, P: str, gated: Tensor, resid: Tensor, hidden: Tensor, count: int,
+                   bias: bool = False) -> None:
+    """A recurrent mixer's (Gated DeltaNet's, Mamba2's) out_proj back to the hidden size, row-parallel under
+    TP with its all-reduce, and the residual add (fused into the matmul's epilogue on one device)."""
+    n, width, h = gated.shape[0], gated.shape[1], bd.cfg.hidden_size
     o = bd.act(f"{P}out_proj.out", (n, h))
     o_part = bd.tp_out(f"{P}out_proj", o)
-    out = bd.add(matmul_op(f"{P}out_proj", gated, bd.weight(f"{P}out_proj.weight", (v, h)), o_part, count))
+    ob = (Tensor(f"{P}out_proj.bias", (h,), bd.dt.activations, Role.WEIGHT),) if bias else ()
+    out = bd.add(matmul_op(f"{P}out_proj", gated, bd.weight(f"{P}out_proj.weight", (width, h)), o_part, count,
+                           extra_inputs=ob))
     if o_part is not o:
         out = bd.reduce(f"{P}all_reduce", o_part, o, count)
     res = bd.add(elementwise_op(f"{P}residual", "add", (resid, o), hidden, count))
@@ -111,4 +121,4 @@ def gated_deltanet(bd: StepBuilder, resid: Tensor, hidden: Tensor, count: int) -
         bd.fuse(out, res)
 
 
-__all__ = ["gated_deltanet"]
+__all__ = ["gated_deltanet", "out_projection"]

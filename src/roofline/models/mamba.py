@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from roofline.dtypes import DTYPES
 from roofline.graph import Op, Tensor
-from roofline.kernels import FLOP_PER_ELEMENT, elementwise_op, matmul_op
-from roofline.models.deltanet import StepBuilder
+from roofline.kernels import FLOP_PER_ELEMENT, matmul_op
+from roofline.models.deltanet import StepBuilder, out_projection
 from roofline.vocab import Phase, Role, Unit
 
 P = "mamba."
@@ -84,16 +84,7 @@ def mamba2(bd: StepBuilder, resid: Tensor, hidden: Tensor, count: int) -> None:
     gain = Tensor(f"{P}gated_norm.weight", (inner,), bd.dt.activations, Role.WEIGHT)
     bd.add(Op(f"{P}gated_norm", "rmsnorm_gated", (y, zxbcdt, gain), (gated,), {Unit.VECTOR: float(gn * n * inner)},
               count, formula=f"y · SiLU(z), RMSNorm per group: {gn:g}·N·I = {gn:g}·{n}·{inner}"))
-    o = bd.act(f"{P}out_proj.out", (n, h))
-    o_part = bd.tp_out(f"{P}out_proj", o)
-    ob = (Tensor(f"{P}out_proj.bias", (h,), bd.dt.activations, Role.WEIGHT),) if mb.proj_bias else ()
-    out = bd.add(matmul_op(f"{P}out_proj", gated, bd.weight(f"{P}out_proj.weight", (inner, h)), o_part, count,
-                           extra_inputs=ob))
-    if o_part is not o:
-        out = bd.reduce(f"{P}all_reduce", o_part, o, count)
-    res = bd.add(elementwise_op(f"{P}residual", "add", (resid, o), hidden, count))
-    if o_part is o:
-        bd.fuse(out, res)
+    out_projection(bd, P, gated, resid, hidden, count, bias=mb.proj_bias)
 
 
 __all__ = ["mamba2"]
