@@ -105,6 +105,10 @@ def arena(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (d / "linktrace.csv").symlink_to("trace.json")
     (d / "hl.csv").write_text("KEEP\n")
     os.link(d / "hl.csv", d / "hl.html")
+    nolink = _machine_toml(**{'id = "h100-sxm"': 'id = "my-cpu"'})  # as `measure --save` writes: no link
+    start = nolink.index("[interconnect]")
+    end = nolink.find("\n[", start + 1)
+    (d / "nolink.toml").write_text(nolink[:start] + (nolink[end + 1:] if end > 0 else ""))
     (d / "m.toml").write_text(_machine_toml(**{'id = "h100-sxm"': 'id = "my-h100"'}))  # a valid machine file
     return d
 
@@ -648,6 +652,11 @@ REFUSED: list[tuple[str, str]] = [
     ("trace --png marker.py marker.py", "--png marker.py is the file SCRIPT marker.py"),
     ("profile --csv marker.py marker.py", "--csv marker.py is the file SCRIPT marker.py"),
     ("profile --against zero.json --csv zero.json marker.py", "--csv zero.json is the file --against zero.json"),
+    # a machine with no [interconnect] (a measured CPU): one device runs, a split is refused naming it (issue 24)
+    (f"model {GPT2} --machine nolink.toml --tp 2", "the split TP 2 spreads the model over 2 devices, but my-cpu "
+                                                   "has no [interconnect]"),
+    (f"{SERVE} --machine nolink.toml --tp 2", "but my-cpu has no [interconnect]"),
+    (f"sweep {GPT2} --batch 1 --machine nolink.toml --tp 1,2", "but my-cpu has no [interconnect]"),
     # diff
     ("diff trace.json", "Missing option '--config'"),
     ("diff missing.json --config gpt2", "no trace file at missing.json"),
