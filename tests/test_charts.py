@@ -256,7 +256,7 @@ def test_unwritable_path_is_one_clear_error_and_leaves_the_good_file(tmp_path: P
     good = tmp_path / "chart.png"
     good.write_bytes(b"the good chart")
 
-    def full_disk(src: str, dst: str) -> None:
+    def full_disk(src: str, dst: str, **dir_fds: int) -> None:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr("roofline.fileio.os.replace", full_disk)

@@ -176,10 +176,12 @@ def test_the_temporary_file_is_synced_before_the_rename_and_the_folder_after(tmp
         events.append("sync folder" if stat.S_ISDIR(os.fstat(fd).st_mode) else "sync file")
         real_fsync(fd)
 
-    def replace(src: str, dst: str) -> None:
+    def replace(src: str, dst: str, **dir_fds: int) -> None:
         assert Path(src).name.startswith(".rl-") and Path(src).name.endswith(".tmp")
+        # relative to the folder checked at the start, held open (issue 24), never to its path again
+        assert set(dir_fds) == {"src_dir_fd", "dst_dir_fd"} and dst == "a.csv", (dst, dir_fds)
         events.append("rename")
-        real_replace(src, dst)
+        real_replace(src, dst, **dir_fds)
 
     monkeypatch.setattr("roofline.fileio.os.fsync", fsync)
     monkeypatch.setattr("roofline.fileio.os.replace", replace)
@@ -380,3 +382,51 @@ def test_an_output_named_for_another_format_is_refused(tmp_path: Path, capsys: p
     err = capsys.readouterr().err
     assert "--png writes PNG, but" in err and "chart.png" in err and err.count("\n") == 1
     assert not (tmp_path / "chart.jpg").exists()
+
+
+# --- an output that is an input, two names for one file, a folder swapped mid-run (issue 24) ----------
+
+
+def test_a_hard_link_and_a_symlink_are_the_file_they_name(tmp_path: Path) -> None:
+    """Compared by device and inode: a hard link (another name, the same inode) and a symlink (another
+    path to the same inode) are the input itself, and two outputs that are one inode are refused."""
+    trace = tmp_path / "k.json"
+    trace.write_text("KEEP\n")
+    os.link(trace, tmp_path / "hard.csv")
+    (tmp_path / "soft.csv").symlink_to("k.json")
+    for alias in ("hard.csv", "soft.csv"):
+        with pytest.raises(RooflineError, match=f"--csv .*{alias} is the file TRACE .*k.json that this command reads"):
+            check_outputs({"--csv": tmp_path / alias}, [("TRACE", str(trace))])
+    with pytest.raises(RooflineError, match="--csv and --html name the same file"):
+        (tmp_path / "a.csv").write_text("")
+        os.link(tmp_path / "a.csv", tmp_path / "b.html")
+        check_outputs({"--csv": tmp_path / "a.csv", "--html": tmp_path / "b.html"})
+    # a preset name, a missing file and another file are no input of the output
+    check_outputs({"--csv": tmp_path / "other.csv"}, [("--machine", "h100"), ("TRACE", str(trace)),
+                                                      ("--ncu", str(tmp_path / "missing.csv"))])
+    assert trace.read_text() == "KEEP\n"
+
+
+def test_a_model_folder_stands_for_its_config(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(RooflineError, match="is the file MODEL"):
+        check_outputs({"--html": tmp_path / "config.json"}, [("MODEL", str(tmp_path))])
+
+
+def test_a_folder_swapped_for_a_symlink_mid_run_replaces_nothing(tmp_path: Path) -> None:
+    """The output is staged in the folder checked at the start (held open); if that folder's path now
+    leads elsewhere (swapped for a symlink to a folder holding a read-only file), nothing is renamed
+    and the file there keeps its bytes."""
+    out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    out.mkdir()
+    elsewhere.mkdir()
+    victim = elsewhere / "a.csv"
+    victim.write_text("KEEP\n")
+    victim.chmod(0o444)
+    with pytest.raises(RooflineError, match="was replaced while the command ran; nothing was written"), \
+            writing_together():
+        atomic_write(out / "a.csv", "x\n")
+        out.rename(tmp_path / "moved")
+        out.symlink_to(elsewhere)
+    assert victim.read_text() == "KEEP\n"
+    assert temporaries(tmp_path / "moved") == [] and not (tmp_path / "moved" / "a.csv").exists()

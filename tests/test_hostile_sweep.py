@@ -100,6 +100,16 @@ def arena(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (d / "zlink.json").symlink_to("/dev/zero")  # a link to a device: the device is what would be read
     (d / "loop").symlink_to("loop")  # a link to itself
     os.mkfifo(d / "fifo")
+    # two names for one file (issue 24): a hard link and a symlink to the trace, a file linked as HTML
+    os.link(d / "trace.json", d / "hardtrace.json")
+    (d / "linktrace.csv").symlink_to("trace.json")
+    (d / "hl.csv").write_text("KEEP\n")
+    os.link(d / "hl.csv", d / "hl.html")
+    nolink = _machine_toml(**{'id = "h100-sxm"': 'id = "my-cpu"'})  # as `measure --save` writes: no link
+    start = nolink.index("[interconnect]")
+    end = nolink.find("\n[", start + 1)
+    (d / "nolink.toml").write_text(nolink[:start] + (nolink[end + 1:] if end > 0 else ""))
+    (d / "m.toml").write_text(_machine_toml(**{'id = "h100-sxm"': 'id = "my-h100"'}))  # a valid machine file
     return d
 
 
@@ -625,6 +635,30 @@ REFUSED: list[tuple[str, str]] = [
     ("import trace.json --ncu 'a\nb.csv'", "no CSV file at a\\nb.csv"),  # was: the error split over two lines
     (f"{SERVE} --calibration '\x1b[2Jx.json'", "calibration file \\x1b[2Jx.json does not exist"),
     (f"model {GPT2} --csv 'a\nb/x.csv'", "cannot write a\\nb/x.csv (--csv): folder a\\nb does not exist"),
+    # an output that is an input, or two outputs that are one file, by device and inode (issue 24)
+    ("import trace.json --csv trace.json", "--csv trace.json is the file TRACE trace.json that this command reads"),
+    ("import hardtrace.json --png trace.json", "--png trace.json is the file TRACE hardtrace.json"),  # a hard link
+    ("import trace.json --csv linktrace.csv", "--csv linktrace.csv is the file TRACE trace.json"),  # a symlink
+    ("import trace.json --ncu bad.csv --csv bad.csv", "--csv bad.csv is the file --ncu bad.csv"),
+    (f"{SERVE} --calibration cal.json --csv cal.json", "--csv cal.json is the file --calibration cal.json"),
+    (f"{SERVE} --machine ./m.toml --csv m.toml", "--csv m.toml is the file --machine ./m.toml"),
+    (f"model {GPT2} --csv hl.csv --html hl.html", "--csv and --html name the same file hl.html"),
+    (f"model {GPT2} --machine m.toml --png m.toml", "--png m.toml is the file --machine m.toml"),
+    ("model zero.json --html zero.json", "--html zero.json is the file MODEL zero.json"),
+    (f"sweep {GPT2} --batch 1 --machine h100,m.toml --csv m.toml", "--csv m.toml is the file --machine m.toml"),
+    (f"compare {GPT2} zero.json --output zero.json", "--output zero.json is the file MODELS zero.json"),
+    (f"plan {GPT2} --machine m.toml --csv m.toml", "--csv m.toml is the file --machine m.toml"),
+    ("kernel matmul 1 1 1 --machine m.toml --svg m.toml", "--svg m.toml is the file --machine m.toml"),
+    ("kernel matmul 1 1 1 --calibration cal.json --html cal.json", "--html cal.json is the file --calibration"),
+    ("machines h100 m.toml --png m.toml", "--png m.toml is the file NAMES m.toml"),
+    ("trace --png marker.py marker.py", "--png marker.py is the file SCRIPT marker.py"),
+    ("profile --csv marker.py marker.py", "--csv marker.py is the file SCRIPT marker.py"),
+    ("profile --against zero.json --csv zero.json marker.py", "--csv zero.json is the file --against zero.json"),
+    # a machine with no [interconnect] (a measured CPU): one device runs, a split is refused naming it (issue 24)
+    (f"model {GPT2} --machine nolink.toml --tp 2", "the split TP 2 spreads the model over 2 devices, but my-cpu "
+                                                   "has no [interconnect]"),
+    (f"{SERVE} --machine nolink.toml --tp 2", "but my-cpu has no [interconnect]"),
+    (f"sweep {GPT2} --batch 1 --machine nolink.toml --tp 1,2", "but my-cpu has no [interconnect]"),
     # diff
     ("diff trace.json", "Missing option '--config'"),
     ("diff missing.json --config gpt2", "no trace file at missing.json"),
@@ -681,6 +715,7 @@ NEEDS_TORCH = {
     "diff binary.py --config gpt2",
     "bench --machine /dev/zero",
     "trace fifo",
+    "trace --png marker.py marker.py",
 }
 
 

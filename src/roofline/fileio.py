@@ -11,7 +11,7 @@ import signal
 import stat
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,8 +49,9 @@ class Target:
     path: Path
     how: str
     fd: int = -1
-    key: tuple[int, int] | None = None  # (device, inode) of an existing device, FIFO or stream
+    key: tuple[int, int] | None = None  # (device, inode) of the existing file, device, FIFO or stream
     is_device: bool = False
+    folder: tuple[int, int] | None = None  # (device, inode) of the folder a replaced file is renamed in
 
 
 def _cannot(given: object, which: str, why: str) -> RooflineError:
@@ -143,7 +144,12 @@ def target_of(path: str | os.PathLike[str], option: str = "") -> Target:
                                         f"{longest} a file name may have here; name it shorter")
     if not os.access(real.parent, os.W_OK | os.X_OK):  # also a read-only filesystem, even for root
         raise _cannot(given, which, f"folder {real.parent} is not writable")
-    return Target(given, real, _REPLACE)
+    try:
+        where = os.stat(real.parent)
+    except OSError as exc:
+        raise _cannot(given, which, exc.strerror or str(exc)) from None
+    return Target(given, real, _REPLACE, key=(st.st_dev, st.st_ino) if st is not None else None,
+                  folder=(where.st_dev, where.st_ino))
 
 
 def writable_target(path: str | os.PathLike[str], option: str = "") -> Path:
@@ -221,53 +227,109 @@ def _write_all(fd: int, payload: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def _sync_folder(folder: Path) -> None:
+def _open_folder(target: Target) -> int:
+    """A descriptor of the folder `target` is renamed in, if it is still the folder `target_of`
+    checked (same device and inode): a folder swapped for a symlink or another folder mid-run is
+    refused, and every later step works relative to this descriptor, never to the path again."""
     try:
-        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass  # some filesystems cannot sync a folder; the rename has happened all the same
-    finally:
-        os.close(fd)
-
-
-def _stage(target: Target, payload: bytes) -> str:
-    """The bytes in a synced temporary file beside `target.path`, with the mode (and, for root, the
-    owner) of the file it will replace."""
-    import tempfile
-
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".rl-", suffix=".tmp", dir=target.path.parent)
+        fd = os.open(target.path.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     except OSError as exc:
         raise _cannot(target.given, "", exc.strerror or str(exc)) from None
-    _pending(tmp)
+    st = os.fstat(fd)
+    if target.folder is not None and (st.st_dev, st.st_ino) != target.folder:
+        os.close(fd)
+        raise _cannot(target.given, "", f"folder {target.path.parent} was replaced while the command ran; "
+                                        "nothing was written, run it again")
+    return fd
+
+
+@dataclass(frozen=True)
+class _Staged:
+    """A synced temporary file `name` in the folder open as `folder_fd`, waiting to replace `target`."""
+
+    target: Target
+    folder_fd: int
+    name: str
+
+    @property
+    def path(self) -> str:
+        return os.path.join(self.target.path.parent, self.name)
+
+
+def _stage(target: Target, payload: bytes) -> _Staged:
+    """The bytes in a synced temporary file beside `target.path` (created relative to the checked
+    folder's descriptor), with the mode (and, for root, the owner) of the file it will replace."""
+    import secrets
+
+    dfd = _open_folder(target)
+    while True:
+        name = f".rl-{secrets.token_hex(4)}.tmp"
+        try:
+            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600,
+                         dir_fd=dfd)
+            break
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            os.close(dfd)
+            raise _cannot(target.given, "", exc.strerror or str(exc)) from None
+    staged = _Staged(target, dfd, name)
+    _pending(staged.path)
     try:
         try:
             _write_all(fd, payload)
             os.fsync(fd)
+            try:
+                old: os.stat_result | None = os.stat(target.path.name, dir_fd=dfd)
+            except FileNotFoundError:
+                old = None
+            if old is None:
+                os.fchmod(fd, 0o666 & ~_umask())
+            else:
+                os.fchmod(fd, stat.S_IMODE(old.st_mode))
+                if getattr(os, "geteuid", lambda: -1)() == 0:  # root replacing someone's file: it stays theirs
+                    with contextlib.suppress(OSError):
+                        os.fchown(fd, old.st_uid, old.st_gid)
         finally:
             os.close(fd)
-        try:
-            old: os.stat_result | None = os.stat(target.path)
-        except FileNotFoundError:
-            old = None
-        if old is None:
-            os.chmod(tmp, 0o666 & ~_umask())
-        else:
-            os.chmod(tmp, stat.S_IMODE(old.st_mode))
-            if getattr(os, "geteuid", lambda: -1)() == 0:  # root replacing someone's file: it stays theirs
-                with contextlib.suppress(OSError):
-                    os.chown(tmp, old.st_uid, old.st_gid)
     except OSError as exc:
-        _settled(tmp, remove=True)
+        _abandon(staged)
         raise _cannot(target.given, "", exc.strerror or str(exc)) from None
     except BaseException:
-        _settled(tmp, remove=True)
+        _abandon(staged)
         raise
-    return tmp
+    return staged
+
+
+def _abandon(staged: _Staged) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(staged.name, dir_fd=staged.folder_fd)
+    _settled(staged.path, remove=False)
+    with contextlib.suppress(OSError):
+        os.close(staged.folder_fd)
+
+
+def _rename(staged: _Staged) -> None:
+    """Rename the temporary file over the target, relative to the folder checked at the start, after
+    checking the folder's path still leads to it (else nothing is replaced)."""
+    target, dfd = staged.target, staged.folder_fd
+    try:
+        now = os.stat(target.path.parent)
+        mine = os.fstat(dfd)
+    except OSError as exc:
+        raise _cannot(target.given, "", exc.strerror or str(exc)) from None
+    if (now.st_dev, now.st_ino) != (mine.st_dev, mine.st_ino):
+        raise _cannot(target.given, "", f"folder {target.path.parent} was replaced while the command ran; "
+                                        "nothing was written, run it again")
+    try:
+        os.replace(staged.name, target.path.name, src_dir_fd=dfd, dst_dir_fd=dfd)
+    except OSError as exc:
+        raise _cannot(target.given, "", exc.strerror or str(exc)) from None
+    _settled(staged.path, remove=False)
+    with contextlib.suppress(OSError):
+        os.fsync(dfd)  # the rename itself survives a crash; some filesystems cannot sync a folder
+    with contextlib.suppress(OSError):
+        os.close(dfd)
 
 
 def _write_through(target: Target, payload: bytes) -> None:
@@ -297,14 +359,14 @@ class WriteSet:
     once), `commit` renames every staged file over its target, `discard` removes them all."""
 
     def __init__(self) -> None:
-        self._staged: list[tuple[str, Target]] = []
+        self._staged: list[_Staged] = []
         self._after: list[Callable[[], None]] = []
 
     def write(self, path: str | os.PathLike[str], data: str | bytes, option: str = "") -> Path:
         target = target_of(path, option)
         payload = data.encode() if isinstance(data, str) else data
         if target.how == _REPLACE:
-            self._staged.append((_stage(target, payload), target))
+            self._staged.append(_stage(target, payload))
         else:
             _write_through(target, payload)
         return target.given
@@ -315,24 +377,22 @@ class WriteSet:
 
     def commit(self) -> None:
         staged, self._staged = self._staged, []
-        for i, (tmp, target) in enumerate(staged):
+        for i, one in enumerate(staged):
             try:
-                os.replace(tmp, target.path)
-            except OSError as exc:
-                for rest, _ in staged[i:]:
-                    _settled(rest, remove=True)
+                _rename(one)
+            except RooflineError:
+                for rest in staged[i:]:
+                    _abandon(rest)
                 self._after.clear()
-                raise _cannot(target.given, "", exc.strerror or str(exc)) from None
-            _settled(tmp, remove=False)
-            _sync_folder(target.path.parent)
+                raise
         after, self._after = self._after, []
         for action in after:
             action()
 
     def discard(self) -> None:
         staged, self._staged = self._staged, []
-        for tmp, _ in staged:
-            _settled(tmp, remove=True)
+        for one in staged:
+            _abandon(one)
         self._after.clear()
 
 
@@ -410,13 +470,42 @@ def _probe(target: Target, which: str) -> None:
         os.unlink(tmp)
 
 
-def check_outputs(paths: Mapping[str, str | os.PathLike[str] | None]) -> None:
+def input_files(named: Iterable[tuple[str, str | os.PathLike[str] | None]]) -> dict[object, tuple[str, str]]:
+    """The identities (`_identity`) of the files a command reads, each with the option and name it
+    was given by. A name that is no file (a preset such as h100) is left out; a folder stands for the
+    config.json in it, which is what a model folder is read as."""
+    seen: dict[object, tuple[str, str]] = {}
+    for option, path in named:
+        if path is None or not str(path).strip():
+            continue
+        text = os.fspath(path)
+        try:
+            st = os.stat(text)
+        except (OSError, ValueError):
+            continue  # not a file: a preset name, or a missing file its reader names
+        if stat.S_ISDIR(st.st_mode):
+            text = os.path.join(text, "config.json")
+            try:
+                st = os.stat(text)
+            except OSError:
+                continue
+        if stat.S_ISCHR(st.st_mode):
+            continue  # /dev/stdin or a terminal is read through, never replaced
+        seen.setdefault((st.st_dev, st.st_ino), (option, text))
+    return seen
+
+
+def check_outputs(paths: Mapping[str, str | os.PathLike[str] | None],
+                  inputs: Iterable[tuple[str, str | os.PathLike[str] | None]] = ()) -> None:
     """Before anything is written: every output can be written (`target_of`, then a temporary file
-    created and removed in its folder), its name ends as its format does, and no two options name
-    the same file (one device such as /dev/null may take several). A command writing several files
-    (--csv, --png, --html) then fails before touching any of them, instead of replacing the first ones
-    and failing on the last. `paths` maps each option (e.g. "--png") to its file or None (not given);
-    an empty name is refused."""
+    created and removed in its folder), its name ends as its format does, no two options name the
+    same file (one device such as /dev/null may take several), and no output is a file the command
+    reads (`inputs`: (option, path) pairs; `roofline import k.csv --csv k.csv` would destroy the trace).
+    Files are compared by device and inode, so a hard link or a symlink to a file is that file. A
+    command writing several files (--csv, --png, --html) then fails before touching any of them,
+    instead of replacing the first ones and failing on the last. `paths` maps each option (e.g.
+    "--png") to its file or None (not given); an empty name is refused."""
+    reads = input_files(inputs)
     seen: dict[object, str] = {}
     for option, path in paths.items():
         if path is None:
@@ -425,6 +514,11 @@ def check_outputs(paths: Mapping[str, str | os.PathLike[str] | None]) -> None:
         target = target_of(path, label)
         which = f" ({label})" if label else ""
         key: object = target.key if target.key is not None else target.path
+        if key in reads and not target.is_device:
+            source, name = reads[key]
+            raise RooflineError(f"{option} {target.given} is the file {source} {name} that this command reads "
+                                "(the same device and inode); writing it would destroy the input: name "
+                                "another output file")
         if key in seen and not target.is_device:
             raise RooflineError(f"{seen[key]} and {option} name the same file {target.given}; give each its own "
                                 "file")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -159,11 +159,18 @@ def one_of(as_json: bool, explain: bool) -> None:
         raise RooflineError("--json and --explain each print the whole result; give one of them")
 
 
-def outputs(**paths: str | None) -> None:
+def outputs(reads: Sequence[tuple[str, str | None]] = (), **paths: str | None) -> None:
     """Check every output path before anything runs or is written: each can be written (its folder
     takes a new file; not a folder, a read-only file, a path under a file, an empty name), its name
-    ends as its format does, and no two name one file. None: not given."""
-    check_outputs({f"--{name.replace('_', '-')}": path for name, path in paths.items()})
+    ends as its format does, no two name one file, and none is a file the command reads (`reads`:
+    (the label an error names, e.g. TRACE or --machine; what was given) pairs; a preset name is no
+    file and is skipped). Files are compared by device and inode. None: not given."""
+    check_outputs({f"--{name.replace('_', '-')}": path for name, path in paths.items()}, reads)
+
+
+def listed(label: str, text: str | None) -> list[tuple[str, str | None]]:
+    """`reads` pairs for a comma-separated option (--machine h100,./m.toml): one per name."""
+    return [] if text is None else [(label, part.strip()) for part in text.split(",")]
 
 
 def check_script(path: str) -> None:

@@ -79,7 +79,9 @@ def _emit(plans: Mapping[Any, Sequence[Any]], headline: Any, name: str, explain:
     paths = _chart_paths()
     ctx = click.get_current_context(silent=True)
     levels_png = ctx.meta.get("roofline.levels_png") if ctx is not None else None
-    outputs(**paths, levels_png=levels_png)
+    calibration = ctx.meta.get("roofline.expectation", {}).get("calibration") if ctx is not None else None
+    machine = ctx.params.get("machine") if ctx is not None else None
+    outputs([("--machine", machine), ("--calibration", calibration)], **paths, levels_png=levels_png)
     if levels_png is not None:
         from roofline.report.charts.levels import check_levels_png
 

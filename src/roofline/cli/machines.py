@@ -76,6 +76,8 @@ def machines(names: tuple[str, ...], systems: bool, dtype: str | None, as_json: 
 
         click.echo(systems_text(found))
         return
+    if png is not None or svg is not None:  # before a machine file is read: an output that is one is refused
+        outputs([("NAMES", n) for n in names], png=png, svg=svg)
     ms: list[Machine] = []
     for n in names:
         m = lookup(n, devices_first=True)
@@ -99,7 +101,6 @@ def machines(names: tuple[str, ...], systems: bool, dtype: str | None, as_json: 
     if png is not None or svg is not None:  # an empty name too: outputs() refuses it in one line
         from roofline.report.outputs import write_roofs_chart
 
-        outputs(png=png, svg=svg)
         if not names:
             raise RooflineError("name the machines to draw, e.g. `roofline machines a100 h100 b200 --png roofs.png`")
         roofs = [(m, d) for m in ms for d in dtypes]  # the machines themselves: a file's, not a catalog id's

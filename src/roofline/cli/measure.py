@@ -214,7 +214,7 @@ def _measure_collectives(device: str, devices: int | None, quick: bool, budget_s
         raise RooflineError("--save-calibration needs the link's bandwidth, which a CPU run (gloo over "
                             "127.0.0.1) has none of; measure a GPU's link with --device cuda")
     need_torch("roofline measure --collectives")
-    outputs(save=save, save_calibration=save_calibration)  # before the processes start
+    outputs([("--device-file", device_file)], save=save, save_calibration=save_calibration)  # before it starts
     beside = Path(save).with_name(Path(save).stem + ".device.toml") if save else None
     if beside is not None and not device_file:  # and the device's file, written beside the system file
         outputs(save=save, device_file=str(beside), save_calibration=save_calibration)
@@ -299,7 +299,7 @@ def bench(device: str, quick: bool, dtype: str | None, machine: str | None, only
     from roofline.report.text.accuracy import accuracy_table
     from roofline.units import format_bytes_per_s, format_flop_per_s
 
-    outputs(save_calibration=save_calibration, png=png, html=html)  # before anything runs
+    outputs([("--machine", machine)], save_calibration=save_calibration, png=png, html=html)  # before anything runs
     if device == "cuda":
         need_cuda("bench --device cuda")
     else:
@@ -383,7 +383,7 @@ def trace(script: str, args: tuple[str, ...], machine: str, dtype: str | None, f
     from roofline.tracing import trace_script
 
     need_torch("roofline trace")
-    outputs(png=png, html=html)  # before the script runs
+    outputs([("SCRIPT", script), ("--machine", machine)], png=png, html=html)  # before the script runs
     check_roof(machine, dtype)
     check_script(script)
     plan = fusion_option(fusion, old_plan, {"traced": "traced", "none": "none"}, "traced", "--plan")

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from roofline.cli.common import COUNT_HELP, dump, one_of, outputs, warn, wrote
+from roofline.cli.common import COUNT_HELP, dump, listed, one_of, outputs, warn, wrote
 from roofline.cli.options import (
     WEIGHTS_DEFAULT_HELP,
     length,
@@ -147,7 +147,8 @@ def model_command(model: str, machine: str, batch: str, prompt: str | None, cont
     """
     from roofline.models import analyze_model, model_dtypes
 
-    outputs(csv=csv_path, png=png, svg=svg, html=html, levels_png=levels_png)
+    outputs([("MODEL", model), ("--machine", machine), ("--calibration", calibration)],
+            csv=csv_path, png=png, svg=svg, html=html, levels_png=levels_png)
     if levels_png is not None:
         from roofline.report.charts.levels import check_levels_png
 
@@ -280,7 +281,7 @@ def sweep_command(model: str, machine: str, weights_dtype: str | None, kv_dtype:
     from roofline.report.text.model import sweep_text
     from roofline.report.text.split_search import split_sweep_text
 
-    outputs(output=output, csv=csv_path, png=png, svg=svg)
+    outputs([("MODEL", model), *listed("--machine", machine)], output=output, csv=csv_path, png=png, svg=svg)
     if phase == "prefill" and context is not None and prompt is None:
         raise RooflineError("prefill sweeps take --prompt, not --context")
     if phase == "decode" and prompt is not None and context is None:
@@ -346,7 +347,7 @@ def compare_command(models: tuple[str, ...], machine: str, weights_dtype: str | 
     from roofline.report.text.model import compare_text, grouped_warnings
     from roofline.report.text.split_search import split_compare_text
 
-    outputs(output=output, csv=csv_path)
+    outputs([*[("MODELS", m) for m in models], *listed("--machine", machine)], output=output, csv=csv_path)
     splits = _splits(tp_list, pp_list, ep_list, dp_list)
     machines, batches = _machines(machine), parse_int_list(batch, "--batch")
     lengths: list[int | None] = length(phase, prompt, context, parse_int_list) or [None]

@@ -70,7 +70,7 @@ def plan_command(model: str, machine: str, batch: str, prompt: str | None, conte
     from roofline.models.search import search_splits
     from roofline.report.text.split_search import SPLIT_SEARCH_CSV_COLUMNS, split_search_text
 
-    outputs(csv=csv_path)
+    outputs([("MODEL", model), ("--machine", machine)], csv=csv_path)
     if objective is None:
         objective = "latency" if latency_target is not None else "time"
     s = search_splits(model, machine, phase, parse_positive_int(batch, "--batch"), length(phase, prompt, context),

@@ -156,7 +156,8 @@ def profile(script: str, args: tuple[str, ...], machine: str | None, dtype: str 
     from roofline.cli.measure import _echo_script_traceback
     from roofline.tracing.profile import profile_script
 
-    outputs(csv=csv_path, png=png, html=html, save_trace=save_trace)
+    outputs([("SCRIPT", script), ("--machine", machine), ("--against", against)],
+            csv=csv_path, png=png, html=html, save_trace=save_trace)
     check_roof(machine or DEFAULT_MACHINE, dtype)  # the script, and the config compared against: before it runs
     check_script(script)
     if against:
@@ -207,7 +208,8 @@ def import_command(trace_file: str, ncu: str | None, machine: str | None, dtype:
       roofline import run.json --ncu kernels.csv --machine h100 --csv kernels-measured.csv
       roofline import kernels.csv --machine h100
     """
-    outputs(csv=csv_path, png=png, html=html)
+    outputs([("TRACE", trace_file), ("--ncu", ncu), ("--machine", machine), ("--against", against)],
+            csv=csv_path, png=png, html=html)
     p = _program(trace_file, ncu)
     title = f"{Path(trace_file).name} ({'CUDA kernels' if p.device == 'cuda' else 'CPU ops'})"
     _report(p, machine, dtype, title, as_json, csv_path, png, html, top, against, {"trace": trace_file})

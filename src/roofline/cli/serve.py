@@ -152,7 +152,8 @@ def serve_command(model: str, machine: str, prompt: int, output: int, batch: int
     from roofline.models import model_dtypes
     from roofline.serving import Efficiency, serve
 
-    outputs(csv=csv_path, png=png, svg=svg, html=html_path)
+    outputs([("MODEL", model), ("--machine", machine), ("--draft", draft), ("--calibration", calibration)],
+            csv=csv_path, png=png, svg=svg, html=html_path)
     one_of(as_json, explain)
     base = Efficiency()
     eff = Efficiency(_share_band(efficiency_matmul, "--efficiency-matmul") or base.compute,

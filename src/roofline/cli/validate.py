@@ -45,7 +45,7 @@ def validate(machine: str | None, engine: str | None, kind: str | None, max_rows
         raise RooflineError("--json and --csv each print the whole result; give one of them")
     if max_rows < 0:
         raise RooflineError(f"--max-rows must be 0 (every row) or more, got {max_rows}")
-    outputs(png=png, html=html)
+    outputs([("--machine", machine)], png=png, html=html)
     source = installed()
     machine_id = get_machine(machine).id if machine else None
     names = systems(source, machine_id)
@@ -127,7 +127,7 @@ def calibrate(origin: str, machine: str, engine: str | None, max_rows: int, save
     from roofline.hardware import get_machine
 
     del origin
-    outputs(save=save)
+    outputs([("--machine", machine)], save=save)
     source = installed()
     m = get_machine(machine).id
     names = systems(source, m)

@@ -237,6 +237,15 @@ def _reference_system(device: Machine) -> System | None:
     return None
 
 
+class NoLinkError(RooflineError):
+    """A device with no [interconnect] figure made a node of several: one device needs no link, a
+    split over several does (`device` says which)."""
+
+    def __init__(self, text: str, device: Machine) -> None:
+        self.device = device
+        super().__init__(text)
+
+
 def device_system(device: Machine, devices: int = DEFAULT_DEVICES) -> System:
     """One node of `devices` copies of `device`, its node link the device's [interconnect] figure halved
     (machine files store vendors' bidirectional totals)."""
@@ -245,10 +254,10 @@ def device_system(device: Machine, devices: int = DEFAULT_DEVICES) -> System:
     ref = _reference_system(device)
     if not device.interconnect_bytes_per_s:
         hint = f", or use the system {ref.id}" if ref is not None else ""
-        raise RooflineError(
+        raise NoLinkError(
             f"{device.id} has no device-to-device link figure, so it cannot be made a node of {devices}: add an "
             f"[interconnect] section with bandwidth = the vendor's bidirectional total (e.g. \"900 GB/s\") to "
-            f"a machine file and pass that file{hint}")
+            f"a machine file and pass that file{hint}", device)
     per_direction = device.interconnect_bytes_per_s / 2
     name = device.interconnect_name or "device link"
     derivation = (f"{format_bytes_per_s(device.interconnect_bytes_per_s, 4)} "
@@ -370,5 +379,6 @@ def lookup(name: str, devices_first: bool = False) -> Machine | System:
     raise unknown("machine or system", text, {**systems, **machines}, LOOKUP_HINT)
 
 
-__all__ = ["DEFAULT_DEVICES", "DEFAULT_LINK_LATENCY_S", "LOOKUP_HINT", "SystemFileError", "device_system", "get_system",
-           "is_system_file", "load_system_file", "lookup", "parse_system", "system_catalog"]
+__all__ = ["DEFAULT_DEVICES", "DEFAULT_LINK_LATENCY_S", "LOOKUP_HINT", "NoLinkError", "SystemFileError",
+           "device_system", "get_system", "is_system_file",
+           "load_system_file", "lookup", "parse_system", "system_catalog"]

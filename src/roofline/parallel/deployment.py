@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from roofline.errors import RooflineError
 from roofline.hardware import Machine, System, get_machine, get_system
-from roofline.hardware.system_file import DEFAULT_DEVICES
+from roofline.hardware.system_file import DEFAULT_DEVICES, NoLinkError
 from roofline.parallel.split import Split
 
 NODE_DEVICES = DEFAULT_DEVICES  # a bare device is one node of this many (an HGX board of 8)
@@ -65,7 +65,15 @@ def deploy(machine: str | Machine | System, split: Split | None = None) -> Deplo
     sp = split or Split()
     if isinstance(machine, Machine):
         return Deployment(get_machine(machine), sp, None, NODE_DEVICES, MOST_DEVICES)
-    system = get_system(machine)
+    try:
+        system = get_system(machine)
+    except NoLinkError as exc:  # a device with no [interconnect], as `roofline measure --save` writes a CPU
+        if sp.trivial:  # one device needs no link
+            return Deployment(exc.device, sp, None, NODE_DEVICES, MOST_DEVICES)
+        raise RooflineError(f"the split {sp} spreads the model over {sp.devices} devices, but {exc.device.id} has "
+                            "no [interconnect] (no device-to-device link figure) to carry its collectives: add an "
+                            "[interconnect] section with bandwidth = the vendor's bidirectional total (e.g. "
+                            "\"900 GB/s\") to its machine file, or run on one device (no split)") from None
     if system.from_device:
         if sp.trivial:
             return Deployment(get_machine(system.device), sp, None, NODE_DEVICES, MOST_DEVICES)

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -36,12 +34,10 @@ def rows_table(rows: list[dict[str, Any]], columns: Sequence[tuple[str, str, Cal
 
 
 def rows_csv(rows: list[dict[str, Any]], columns: Sequence[str]) -> str:
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n")
-    w.writeheader()
-    for r in rows:
-        w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in columns})
-    return buf.getvalue()
+    """The `columns` of each row as CSV, names neutralised against formula injection (csvcells)."""
+    from roofline.report.text.csvcells import csv_text
+
+    return csv_text(columns, ([r.get(k) for k in columns] for r in rows))
 
 
 def _kv_line(a: Any) -> list[str]:

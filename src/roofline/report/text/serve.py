@@ -220,15 +220,9 @@ def serve_csv(r: ServingReport) -> str:
              "itl_expected_high_s": p.itl.high, "throughput_tokens_per_s": p.throughput.ceiling,
              "throughput_expected_low": p.throughput.low, "throughput_expected_high": p.throughput.high,
              "fits": p.fits, "meets_itl_slo": p.meets_slo} for p in r.curve]
-    import csv
-    import io
+    from roofline.report.text.csvcells import csv_text
 
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=list(CURVE_CSV_COLUMNS), lineterminator="\n")
-    w.writeheader()
-    for row in rows:
-        w.writerow({k: "" if v is None else v for k, v in row.items()})
-    return buf.getvalue()
+    return csv_text(CURVE_CSV_COLUMNS, ([row.get(k) for k in CURVE_CSV_COLUMNS] for row in rows))
 
 
 __all__ = ["CURVE_CSV_COLUMNS", "band_source", "goodput_note", "max_batch_note", "serve_csv", "serve_text"]

@@ -3,8 +3,6 @@ than our floor with its explanation (or the flag that it is our error)."""
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Sequence
 
 from roofline.calibration.validate import Group
@@ -38,17 +36,16 @@ def validate_text(groups: Sequence[Group], source: str, command: str = "") -> st
 
 
 def validate_csv(groups: Sequence[Group]) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["machine", "engine", "engine_version", "kind", "rows", "share_p10", "share_median", "share_p90",
+    from roofline.report.text.csvcells import csv_text
+
+    header = ["machine", "engine", "engine_version", "kind", "rows", "share_p10", "share_median", "share_p90",
                 "mape", "inside_band", "rows_floor_ge_10us", "mape_floor_ge_10us", "inside_band_floor_ge_10us",
                 "faster_than_floor", "unexplained", "efficiency", "t0_s", "per_tile_s", "per_head_s", "band_low",
-                "band_high"])
-    for g in groups:
-        w.writerow([g.machine, g.engine, g.engine_version, g.kind, g.rows, g.share_p10, g.share_median, g.share_p90,
-                    g.mape, g.inside, g.big_rows, g.big_mape, g.big_inside, len(g.faster), g.unexplained,
-                    g.fit.efficiency, g.fit.t0_s, g.fit.per_tile_s, g.fit.per_head_s, g.fit.low, g.fit.high])
-    return buf.getvalue()
+                "band_high"]
+    return csv_text(header, ([g.machine, g.engine, g.engine_version, g.kind, g.rows, g.share_p10, g.share_median,
+                              g.share_p90, g.mape, g.inside, g.big_rows, g.big_mape, g.big_inside, len(g.faster),
+                              g.unexplained, g.fit.efficiency, g.fit.t0_s, g.fit.per_tile_s, g.fit.per_head_s,
+                              g.fit.low, g.fit.high] for g in groups))
 
 
 __all__ = ["validate_csv", "validate_text"]
