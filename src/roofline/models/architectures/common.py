@@ -23,6 +23,18 @@ def gated_activation(f: Fields) -> str:
     return _ACTIVATIONS[act]
 
 
+_STATE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+
+
+def state_bytes(f: Fields, key: str) -> int:
+    """Bytes a value of a recurrent mixer's state (Gated DeltaNet, Mamba2) is kept in: config field `key`,
+    float32 where absent, as the reference implementations keep it."""
+    dtype = f.text(key, "float32")
+    if dtype not in _STATE_BYTES:
+        raise f.bad(key, " or ".join(repr(k) for k in _STATE_BYTES), dtype)
+    return _STATE_BYTES[dtype]
+
+
 def common(f: Fields, name: str, model_type: str, tie_default: bool) -> dict[str, Any]:
     """The fields every Llama-shaped config gives, as ModelConfig keywords."""
     hidden = f.integer("hidden_size")

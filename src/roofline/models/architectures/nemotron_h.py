@@ -16,14 +16,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from roofline.models.architectures.common import Parser
+from roofline.models.architectures.common import Parser, state_bytes
 from roofline.models.fields import Fields
 from roofline.models.transformer import AttentionKind, Mamba2, MlpKind, ModelConfig
 
 _SYMBOLS = {"M": (AttentionKind.MAMBA, MlpKind.NONE), "*": (AttentionKind.GLOBAL, MlpKind.NONE),
             "-": (AttentionKind.NONE, MlpKind.DENSE), "E": (AttentionKind.NONE, MlpKind.MOE)}
 _NAMES = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}
-_SSM_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 
 
 def _pattern(f: Fields) -> str:
@@ -45,16 +44,14 @@ def _mamba(f: Fields) -> Mamba2:
     if f.text("mamba_hidden_act", "silu") != "silu":
         raise f.refuse("mamba_hidden_act", f"{f.raw['mamba_hidden_act']!r} is not read: the reference's conv "
                                            f"activation is SiLU")
-    dtype = f.raw.get("mamba_ssm_cache_dtype", "float32")
-    if dtype not in _SSM_BYTES:
-        raise f.bad("mamba_ssm_cache_dtype", " or ".join(repr(k) for k in _SSM_BYTES), dtype)
+    state = state_bytes(f, "mamba_ssm_cache_dtype")
     heads, groups = f.integer("mamba_num_heads"), f.integer("n_groups")
     if heads % groups:
         raise f.refuse("n_groups", f"({groups}) must divide mamba_num_heads ({heads}): each group of B and C "
                                    f"serves a whole set of heads")
     return Mamba2(heads, f.integer("mamba_head_dim"), groups, f.integer("ssm_state_size"), f.integer("conv_kernel"),
                   f.integer("chunk_size", 128), conv_bias=f.flag("use_conv_bias", True),
-                  state_bytes=_SSM_BYTES[dtype])
+                  state_bytes=state)
 
 
 def nemotron_h(f: Fields, name: str, model_type: str) -> ModelConfig:

@@ -16,12 +16,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from roofline.errors import RooflineError
-from roofline.models.architectures.common import Parser, common
+from roofline.models.architectures.common import Parser, common, state_bytes
 from roofline.models.fields import Fields
 from roofline.models.transformer import AttentionKind, LinearAttention, ModelConfig
 
 _TYPES = {"linear_attention": AttentionKind.LINEAR, "full_attention": AttentionKind.GLOBAL}
-_SSM_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 
 
 def _kinds(f: Fields, layers: int) -> tuple[AttentionKind, ...]:
@@ -36,15 +35,12 @@ def _kinds(f: Fields, layers: int) -> tuple[AttentionKind, ...]:
 
 
 def _linear(f: Fields) -> LinearAttention:
-    dtype = f.text("mamba_ssm_dtype", "float32")  # the reference keeps the recurrent state in float32
-    if dtype not in _SSM_BYTES:
-        raise f.bad("mamba_ssm_dtype", " or ".join(repr(k) for k in _SSM_BYTES), dtype)
     keys, values = f.integer("linear_num_key_heads"), f.integer("linear_num_value_heads")
     if values % keys:
         raise f.refuse("linear_num_value_heads", f"({values}) must be a multiple of linear_num_key_heads ({keys}): "
                                                  f"each key head serves a whole group of value heads")
     return LinearAttention(keys, values, f.integer("linear_key_head_dim"), f.integer("linear_value_head_dim"),
-                           f.integer("linear_conv_kernel_dim"), _SSM_BYTES[dtype])
+                           f.integer("linear_conv_kernel_dim"), state_bytes(f, "mamba_ssm_dtype"))
 
 
 def vision_tower_params(f: Fields) -> int:
