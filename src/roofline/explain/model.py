@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from roofline.explain.placement import explain_placements
 from roofline.models import AttentionKind, ModelAnalysis, ModelConfig, expected_experts_hit
+from roofline.models.transformer import LinearAttention, Mamba2
 from roofline.units import format_bytes, format_count, format_flop, format_intensity, format_time
 from roofline.vocab import Phase, Role
 
@@ -62,22 +63,22 @@ def explain_kv(cfg: ModelConfig, bytes_per_element: float, dtype_name: str, leng
             at = cfg.kv_elements_per_token_per_layer() * bytes_per_element * cfg.attended_tokens(length) / length
             lines.append(f"    the figure above is uncapped (every layer, every token); at {length:,} tokens: "
                          f"per-layer bytes × (global layers × L + windowed layers × min(L, W)) / L = {_sized(at)}")
-    la = cfg.linear_attention
+    la, mb = cfg.linear_attention, cfg.mamba
+    mixers: list[tuple[str, AttentionKind, LinearAttention | Mamba2, str]] = []
     if la is not None:
-        n = cfg.attention_layers(AttentionKind.LINEAR)
-        lines.append(f"state per sequence (Gated DeltaNet, {n} layers; no KV cache), whatever its length")
-        lines.append(f"    recurrent: value heads × dk × dv × {la.state_bytes} B = {la.value_heads} × {la.key_dim} × "
-                     f"{la.value_dim} × {la.state_bytes}; conv: (taps − 1) × channels × {bytes_per_element:g} B = "
-                     f"{la.conv_kernel - 1} × {la.conv_channels} × {bytes_per_element:g}")
-        lines.append(f"    × {n} layers = {_sized(n * la.state_bytes_per_sequence(bytes_per_element))}")
-    mb = cfg.mamba
+        mixers.append(("Gated DeltaNet", AttentionKind.LINEAR, la,
+                       f"recurrent: value heads × dk × dv × {la.state_bytes} B = {la.value_heads} × {la.key_dim} × "
+                       f"{la.value_dim} × {la.state_bytes}"))
     if mb is not None:
-        n = cfg.attention_layers(AttentionKind.MAMBA)
-        lines.append(f"state per sequence (Mamba2, {n} layers; no KV cache), whatever its length")
-        lines.append(f"    SSM: heads × head_dim × d_state × {mb.state_bytes} B = {mb.heads} × {mb.head_dim} × "
-                     f"{mb.state_dim} × {mb.state_bytes}; conv: (taps − 1) × channels × {bytes_per_element:g} B = "
-                     f"{mb.conv_kernel - 1} × {mb.conv_channels} × {bytes_per_element:g}")
-        lines.append(f"    × {n} layers = {_sized(n * mb.state_bytes_per_sequence(bytes_per_element))}")
+        mixers.append(("Mamba2", AttentionKind.MAMBA, mb,
+                       f"SSM: heads × head_dim × d_state × {mb.state_bytes} B = {mb.heads} × {mb.head_dim} × "
+                       f"{mb.state_dim} × {mb.state_bytes}"))
+    for name, kind, mixer, recurrent in mixers:
+        n = cfg.attention_layers(kind)
+        lines.append(f"state per sequence ({name}, {n} layers; no KV cache), whatever its length")
+        lines.append(f"    {recurrent}; conv: (taps − 1) × channels × {bytes_per_element:g} B = "
+                     f"{mixer.conv_kernel - 1} × {mixer.conv_channels} × {bytes_per_element:g}")
+        lines.append(f"    × {n} layers = {_sized(n * mixer.state_bytes_per_sequence(bytes_per_element))}")
     return lines
 
 

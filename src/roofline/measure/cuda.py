@@ -12,17 +12,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from roofline.measure import runs as ceiling_runs
 from roofline.measure.env import Environment
-from roofline.measure.runs import (
-    CeilingRun,
-    MeasureSettings,
-    Progress,
-    check_dtypes,
-    default_buffer_bytes,
-    matmul_ladder,
-    stream_run,
-    torch_stream,
-)
+from roofline.measure.runs import CeilingRun, MeasureSettings, Progress
 from roofline.measure.timing import Timing, time_cuda
 
 CUDA_DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8")
@@ -78,7 +70,7 @@ def measure_cuda(settings: MeasureSettings, env: Environment, say: Progress) -> 
     """The GPU's runs (bandwidth, then each dtype's matmul ladder) and what was skipped or failed."""
     import torch
 
-    dtypes = check_dtypes(settings, CUDA_DTYPES)
+    dtypes = ceiling_runs.check_dtypes(settings, CUDA_DTYPES)
     runs: list[CeilingRun] = []
     skipped: dict[str, str] = {}
     if settings.memory:
@@ -92,7 +84,7 @@ def measure_cuda(settings: MeasureSettings, env: Environment, say: Progress) -> 
         errors: dict[str, str] = {}
         try:
             with _tf32(key == "tf32"):
-                runs += matmul_ladder(settings, key, "cuda", CUDA_LADDER, _time_matmul, say, errors)
+                runs += ceiling_runs.matmul_ladder(settings, key, "cuda", CUDA_LADDER, _time_matmul, say, errors)
         except Exception as exc:  # e.g. the TF32 switch missing from this build: this dtype only
             errors[key] = f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:160]}"
         skipped.update(errors)
@@ -103,7 +95,7 @@ def measure_cuda(settings: MeasureSettings, env: Environment, say: Progress) -> 
 def _cuda_memory(settings: MeasureSettings, env: Environment, say: Progress) -> list[CeilingRun]:
     import torch
 
-    size = settings.buffer_bytes or default_buffer_bytes(env.llc_bytes, settings.quick, gpu=True)
+    size = settings.buffer_bytes or ceiling_runs.default_buffer_bytes(env.llc_bytes, settings.quick, gpu=True)
     n = size // 4
     gen = torch.Generator(device="cuda").manual_seed(1234)
     say(f"filling three {size / 2**20:.0f} MiB device arrays")
@@ -111,10 +103,10 @@ def _cuda_memory(settings: MeasureSettings, env: Environment, say: Progress) -> 
     b = torch.rand(n, device="cuda", generator=gen) + 0.5
     c = torch.empty_like(a)
     runs: list[CeilingRun] = []
-    for name, fn in torch_stream(a, b, c).items():
+    for name, fn in ceiling_runs.torch_stream(a, b, c).items():
         say(f"bandwidth: {name} (cuda)")
         timing = time_cuda(fn, repeats=settings.repeats * 2, warmup=3)
-        runs.append(stream_run(name, "cuda", "fp32", 4, n, timing))
+        runs.append(ceiling_runs.stream_run(name, "cuda", "fp32", 4, n, timing))
     return runs
 
 

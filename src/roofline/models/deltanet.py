@@ -71,15 +71,7 @@ def gated_deltanet(bd: StepBuilder, resid: Tensor, hidden: Tensor, count: int) -
     zba = bd.act(f"{P}zba", (n, v + 2 * hv))
     bd.add(matmul_op(f"{P}in_proj_zba", x, bd.weight(f"{P}in_proj_zba.weight", (h, v + 2 * hv)), zba, count))
     decode = bd.shape.phase == Phase.DECODE
-    conv_state = Tensor(f"{P}conv_state", (b, ch, k - 1), bd.dt.activations, Role.KV_CACHE, persistent=True)
-    conv_w = Tensor(f"{P}conv1d.weight", (ch, k), bd.dt.activations, Role.WEIGHT)
-    conv_out = bd.act(f"{P}conv.out", (n, ch))
-    per = 2 * k + FLOP_PER_ELEMENT["silu"]
-    bd.add(Op(f"{P}conv1d", "conv1d", (qkv, conv_w, *((conv_state,) if decode else ())), (conv_out, conv_state),
-              {Unit.VECTOR: float(per * n * ch)}, count,
-              formula=f"depthwise causal conv, {k} taps, + SiLU: (2K + 4)·N·C = {per}·{n}·{ch}",
-              note="reads and writes the last K − 1 inputs per channel (the conv state)" if decode
-              else "writes the last K − 1 inputs per channel (the conv state) for decode"))
+    conv_out = causal_conv1d(bd, P, qkv, ch, k, count)
     state_dtype = DTYPES["fp32"] if la.state_bytes == 4 else DTYPES["bf16"]
     state = Tensor(f"{P}state", (b, hv, dk, dv), state_dtype, Role.KV_CACHE, persistent=True)
     core = bd.act(f"{P}core.out", (n, v))
@@ -96,12 +88,41 @@ def gated_deltanet(bd: StepBuilder, resid: Tensor, hidden: Tensor, count: int) -
     bd.add(Op(f"{P}delta_rule", "gated_delta_rule", inputs, (core, state), flop, count, formula=formula,
               note=f"{hk} query/key heads of {dk}, {hv} value heads of {dv}; the state is "
                    f"{hv}·{dk}·{dv} values per sequence in {state_dtype.name}"))
-    gated = bd.act(f"{P}gated_norm.out", (n, v))
+    gain = Tensor(f"{P}norm_gate.weight", (dv,), bd.dt.activations, Role.WEIGHT)
+    gated_out(bd, P, core, zba, gain, "RMSNorm over dv times SiLU(z)", "Hv·dv", resid, hidden, count)
+
+
+def causal_conv1d(bd: StepBuilder, P: str, inp: Tensor, channels: int, taps: int, count: int,
+                  bias: bool = False) -> Tensor:
+    """A recurrent mixer's (Gated DeltaNet's, Mamba2's) depthwise causal conv over `channels` with `taps`
+    taps, then SiLU: 2 FLOPs a tap (multiply-add), one more for the bias, and SiLU's per element, per
+    token and channel. It keeps the last K − 1 inputs per channel per sequence (the conv state): decode
+    reads and writes it, prefill writes it for decode."""
+    n, b, k, ch = bd.n, bd.b, taps, channels
+    decode = bd.shape.phase == Phase.DECODE
+    conv_state = Tensor(f"{P}conv_state", (b, ch, k - 1), bd.dt.activations, Role.KV_CACHE, persistent=True)
+    conv_w = Tensor(f"{P}conv1d.weight", (ch, k + (1 if bias else 0)), bd.dt.activations, Role.WEIGHT)
+    conv_out = bd.act(f"{P}conv.out", (n, ch))
+    per = 2 * k + (1 if bias else 0) + FLOP_PER_ELEMENT["silu"]
+    bd.add(Op(f"{P}conv1d", "conv1d", (inp, conv_w, *((conv_state,) if decode else ())), (conv_out, conv_state),
+              {Unit.VECTOR: float(per * n * ch)}, count,
+              formula=f"depthwise causal conv, {k} taps{' + bias' if bias else ''}, + SiLU: "
+                      f"{per}·N·C = {per}·{n}·{ch}",
+              note="reads and writes the last K − 1 inputs per channel (the conv state)" if decode
+              else "writes the last K − 1 inputs per channel (the conv state) for decode"))
+    return conv_out
+
+
+def gated_out(bd: StepBuilder, P: str, core: Tensor, gate: Tensor, gain: Tensor, what: str, width_name: str,
+              resid: Tensor, hidden: Tensor, count: int, bias: bool = False) -> None:
+    """A recurrent mixer's gated RMSNorm, core · SiLU(z) normalised with its gain (RMSNorm's, SiLU's and the
+    multiply's FLOPs per element), then its out_proj (`out_projection`)."""
+    n, width = bd.n, core.shape[-1]
+    gated = bd.act(f"{P}gated_norm.out", (n, width))
     gn = FLOP_PER_ELEMENT["rmsnorm"] + FLOP_PER_ELEMENT["silu"] + FLOP_PER_ELEMENT["mul"]
-    g = Tensor(f"{P}norm_gate.weight", (dv,), bd.dt.activations, Role.WEIGHT)
-    bd.add(Op(f"{P}gated_norm", "rmsnorm_gated", (core, zba, g), (gated,), {Unit.VECTOR: float(gn * n * v)},
-                      count, formula=f"RMSNorm over dv times SiLU(z): {gn:g}·N·Hv·dv = {gn:g}·{n}·{v}"))
-    out_projection(bd, P, gated, resid, hidden, count)
+    bd.add(Op(f"{P}gated_norm", "rmsnorm_gated", (core, gate, gain), (gated,), {Unit.VECTOR: float(gn * n * width)},
+              count, formula=f"{what}: {gn:g}·N·{width_name} = {gn:g}·{n}·{width}"))
+    out_projection(bd, P, gated, resid, hidden, count, bias=bias)
 
 
 def out_projection(bd: StepBuilder, P: str, gated: Tensor, resid: Tensor, hidden: Tensor, count: int,

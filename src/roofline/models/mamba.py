@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from roofline.dtypes import DTYPES
 from roofline.graph import Op, Tensor
-from roofline.kernels import FLOP_PER_ELEMENT, matmul_op
-from roofline.models.deltanet import StepBuilder, out_projection
+from roofline.kernels import matmul_op
+from roofline.models.deltanet import StepBuilder, causal_conv1d, gated_out
 from roofline.vocab import Phase, Role, Unit
 
 P = "mamba."
@@ -51,16 +51,7 @@ def mamba2(bd: StepBuilder, resid: Tensor, hidden: Tensor, count: int) -> None:
                             extra_inputs=bias))
     bd.fuse(norm, proj)
     decode = bd.shape.phase == Phase.DECODE
-    conv_state = Tensor(f"{P}conv_state", (b, ch, k - 1), bd.dt.activations, Role.KV_CACHE, persistent=True)
-    conv_w = Tensor(f"{P}conv1d.weight", (ch, k + (1 if mb.conv_bias else 0)), bd.dt.activations, Role.WEIGHT)
-    conv_out = bd.act(f"{P}conv.out", (n, ch))
-    per = 2 * k + (1 if mb.conv_bias else 0) + FLOP_PER_ELEMENT["silu"]
-    bd.add(Op(f"{P}conv1d", "conv1d", (zxbcdt, conv_w, *((conv_state,) if decode else ())), (conv_out, conv_state),
-              {Unit.VECTOR: float(per * n * ch)}, count,
-              formula=f"depthwise causal conv, {k} taps{' + bias' if mb.conv_bias else ''}, + SiLU: "
-                      f"{per}·N·C = {per}·{n}·{ch}",
-              note="reads and writes the last K − 1 inputs per channel (the conv state)" if decode
-              else "writes the last K − 1 inputs per channel (the conv state) for decode"))
+    conv_out = causal_conv1d(bd, P, zxbcdt, ch, k, count, bias=mb.conv_bias)
     state_dtype = DTYPES["fp32"] if mb.state_bytes == 4 else DTYPES["bf16"]
     state = Tensor(f"{P}ssm_state", (b, heads, hd, ns), state_dtype, Role.KV_CACHE, persistent=True)
     y = bd.act(f"{P}ssd.out", (n, inner))
@@ -79,12 +70,9 @@ def mamba2(bd: StepBuilder, resid: Tensor, hidden: Tensor, count: int) -> None:
     bd.add(Op(f"{P}ssd", "mamba2_ssd", inputs, (y, state), flop, count, formula=formula,
               note=f"{heads} heads of {hd}, {g} groups of B and C of {ns}; the state is {heads}·{hd}·{ns} "
                    f"values per sequence in {state_dtype.name}"))
-    gated = bd.act(f"{P}gated_norm.out", (n, inner))
-    gn = FLOP_PER_ELEMENT["rmsnorm"] + FLOP_PER_ELEMENT["silu"] + FLOP_PER_ELEMENT["mul"]
     gain = Tensor(f"{P}gated_norm.weight", (inner,), bd.dt.activations, Role.WEIGHT)
-    bd.add(Op(f"{P}gated_norm", "rmsnorm_gated", (y, zxbcdt, gain), (gated,), {Unit.VECTOR: float(gn * n * inner)},
-              count, formula=f"y · SiLU(z), RMSNorm per group: {gn:g}·N·I = {gn:g}·{n}·{inner}"))
-    out_projection(bd, P, gated, resid, hidden, count, bias=mb.proj_bias)
+    gated_out(bd, P, y, zxbcdt, gain, "y · SiLU(z), RMSNorm per group", "I", resid, hidden, count,
+              bias=mb.proj_bias)
 
 
 __all__ = ["mamba2"]

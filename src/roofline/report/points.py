@@ -14,15 +14,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from roofline import units as u
 from roofline.placement import GraphAnalysis, Placement
-from roofline.units import (
-    format_bytes,
-    format_bytes_per_s,
-    format_flop,
-    format_flop_per_s,
-    format_intensity,
-    format_time,
-)
 from roofline.vocab import LINKS, Bound, Level, Plan, Unit
 
 # one colour per bound class, on the static charts and the page alike
@@ -130,7 +123,7 @@ class LinkRoof:
     @property
     def label(self) -> str:
         """'NVLink 4 through NVSwitch 450 GB/s × I'."""
-        return f"{self.name} {format_bytes_per_s(self.bytes_per_s)} × I"
+        return f"{self.name} {u.format_bytes_per_s(self.bytes_per_s)} × I"
 
 
 def link_roofs(placements: Sequence[Placement]) -> list[LinkRoof]:
@@ -175,34 +168,34 @@ def floor_term(p: Placement) -> str:
     lim = p.bound
     if isinstance(lim, Level) and lim in p.level_times_s:
         alpha = p.latency_by_level.get(lim, 0.0)
-        head = f"α {format_time(alpha)} + " if alpha else ""
-        return (f"{head}{format_bytes(p.cost.bytes_by_level[lim])} / {format_bytes_per_s(p.bandwidth_by_level[lim])}"
-                f" = {format_time(p.time_s)}")
+        head = f"α {u.format_time(alpha)} + " if alpha else ""
+        return (f"{head}{u.format_bytes(p.cost.bytes_by_level[lim])} / "
+                f"{u.format_bytes_per_s(p.bandwidth_by_level[lim])} = {u.format_time(p.time_s)}")
     if lim is Unit.EXP and lim in p.unit_times_s:  # operations, not FLOPs: exponentials per second
         return (f"{p.cost.work(lim):.4g} exponentials / {p.peak_by_unit[lim]:.4g} per s (exp units)"
-                f" = {format_time(p.time_s)}")
+                f" = {u.format_time(p.time_s)}")
     if isinstance(lim, Unit) and lim in p.unit_times_s:
-        return (f"{format_flop(p.cost.work(lim))} / {format_flop_per_s(p.peak_by_unit[lim])} ({lim})"
-                f" = {format_time(p.time_s)}")
-    return format_time(p.time_s)
+        return (f"{u.format_flop(p.cost.work(lim))} / {u.format_flop_per_s(p.peak_by_unit[lim])} ({lim})"
+                f" = {u.format_time(p.time_s)}")
+    return u.format_time(p.time_s)
 
 
 def derivation_line(p: Placement) -> str:
     """One line from the FLOP formula to the bound and the floor, numbers put in."""
     formula = p.kernel.formula if p.kernel is not None and p.kernel.formula else ""
-    head = f"FLOPs {formula} = {format_flop(p.flop)}" if formula else f"FLOPs = {format_flop(p.flop)}"
+    head = f"FLOPs {formula} = {u.format_flop(p.flop)}" if formula else f"FLOPs = {u.format_flop(p.flop)}"
     lv = link_level(p)
     if lv is not None:
-        moved = f"{format_bytes(link_bytes(p))} on the {link_name(p, lv)} ({lv})"
+        moved = f"{u.format_bytes(link_bytes(p))} on the {link_name(p, lv)} ({lv})"
         if not on_chart(p):
             return f"{head}; bytes = {moved}; floor = {floor_term(p)} (not on the log-log chart)"
-        return (f"{head}; I = {format_flop(p.flop)} / {moved} = {format_intensity(intensity(p))} under the "
+        return (f"{head}; I = {u.format_flop(p.flop)} / {moved} = {u.format_intensity(intensity(p))} under the "
                 f"{lv} roof → {p.bound_class}-bound; floor = {floor_term(p)}")
     if not on_chart(p):
-        return f"{head}; bytes = {format_bytes(p.bytes)}; floor = {floor_term(p)} (not on the log-log chart)"
+        return f"{head}; bytes = {u.format_bytes(p.bytes)}; floor = {floor_term(p)} (not on the log-log chart)"
     cmp = ">" if p.bound_class is Bound.COMPUTE else "≤"
-    return (f"{head}; I = {format_flop(p.flop)} / {format_bytes(p.bytes)} = {format_intensity(p.flop_per_byte)} "
-            f"{cmp} ridge {format_intensity(p.ridge_flop_per_byte)} → {p.bound_class}-bound; floor = {floor_term(p)}")
+    return (f"{head}; I = {u.format_flop(p.flop)} / {u.format_bytes(p.bytes)} = {u.format_intensity(p.flop_per_byte)} "
+            f"{cmp} ridge {u.format_intensity(p.ridge_flop_per_byte)} → {p.bound_class}-bound; floor = {floor_term(p)}")
 
 
 def measured_note(p: Placement) -> str:
@@ -210,7 +203,7 @@ def measured_note(p: Placement) -> str:
     frac = p.fraction_of_roof
     if p.measured_time_s is None or frac is None:
         return ""
-    text = f"measured {format_time(p.measured_time_s)} = {frac:.0%} of the roof"
+    text = f"measured {u.format_time(p.measured_time_s)} = {frac:.0%} of the roof"
     if p.above_roof:
         text += " — ABOVE THE ROOF: the model or the measurement is wrong"
     return text

@@ -12,20 +12,13 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from roofline import units as u
 from roofline.diff import Diff
 from roofline.placement import GraphAnalysis
 from roofline.report.text.model import rows_csv
 from roofline.report.text.tables import render
 from roofline.tracing.kineto import Profile
 from roofline.tracing.profile import verdict
-from roofline.units import (
-    format_bytes,
-    format_bytes_per_s,
-    format_flop,
-    format_flop_per_s,
-    format_intensity,
-    format_time,
-)
 
 PROFILE_CSV_COLUMNS = ("name", "kind", "module", "measured_time_s", "launch_gap_s", "gpu_kernels", "flop", "bytes",
                        "flop_per_byte", "achieved_flop_per_s", "achieved_bytes_per_s", "time_s", "fraction_of_roof",
@@ -61,7 +54,7 @@ def profile_csv(rows: list[dict[str, Any]]) -> str:
 
 
 def _t(v: Any) -> str:
-    return "—" if v is None else format_time(v)
+    return "—" if v is None else u.format_time(v)
 
 
 def profile_text(rows: list[dict[str, Any]], p: Profile, a: GraphAnalysis, title: str, top: int = 30,
@@ -84,14 +77,14 @@ def profile_text(rows: list[dict[str, Any]], p: Profile, a: GraphAnalysis, title
         t.add_column(c, justify="left" if c in ("kernel", "verdict") else "right")
     for r in shown:
         achieved = ("—" if not r["flop"] and not r["bytes"] else
-                    f"{format_flop_per_s(r['achieved_flop_per_s'] or 0)}, "
-                    f"{format_bytes_per_s(r['achieved_bytes_per_s'] or 0)}")
+                    f"{u.format_flop_per_s(r['achieved_flop_per_s'] or 0)}, "
+                    f"{u.format_bytes_per_s(r['achieved_bytes_per_s'] or 0)}")
         cells = [r["name"], _t(r["measured_time_s"])] + ([_t(r["launch_gap_s"])] if cuda else [])
-        cells += [format_flop(r["flop"]) if r["flop"] else "—", format_bytes(r["bytes"]) if r["bytes"] else "—"]
+        cells += [u.format_flop(r["flop"]) if r["flop"] else "—", u.format_bytes(r["bytes"]) if r["bytes"] else "—"]
         if ncu:
-            cells.append(format_bytes(r["measured_dram_bytes"]) if r["measured_dram_bytes"] is not None else "—")
+            cells.append(u.format_bytes(r["measured_dram_bytes"]) if r["measured_dram_bytes"] is not None else "—")
         frac = r["fraction_of_roof"]
-        cells += [format_intensity(r["flop_per_byte"]) if r["flop_per_byte"] is not None else "—", achieved,
+        cells += [u.format_intensity(r["flop_per_byte"]) if r["flop_per_byte"] is not None else "—", achieved,
                   "—" if frac is None or not (r["flop"] or r["bytes"]) else f"{frac:.0%}",
                   r["verdict"].split(":")[0]]
         t.add_row(*cells)
@@ -101,12 +94,12 @@ def profile_text(rows: list[dict[str, Any]], p: Profile, a: GraphAnalysis, title
     left = len(timed) - len(shown)
     if left > 0:
         out.append(f"({len(shown)} slowest of {len(timed)} kernels shown; --top 0 shows all, --csv writes all)")
-    line = (f"measured {format_time(total)} over {len(timed)} kernels; their floors sum to {format_time(floors)}"
+    line = (f"measured {u.format_time(total)} over {len(timed)} kernels; their floors sum to {u.format_time(floors)}"
             f" on {a.machine.name} ({a.dtype.name}): {floors / total:.1%} of the roof overall"
             if total else "no kernel was timed")
     out.append(line)
     if cuda:
-        out.append(f"launch gaps (stream idle before a kernel): {format_time(p.gap_time_s)}"
+        out.append(f"launch gaps (stream idle before a kernel): {u.format_time(p.gap_time_s)}"
                    f"{f' = {p.gap_time_s / (p.gap_time_s + total):.0%} of the GPU timeline' if total else ''}")
     by: dict[str, float] = {}
     for r in timed:
@@ -142,14 +135,14 @@ def diff_text(d: Diff) -> str:
     for c in ("family", "kernels", "model kernels", "FLOPs", "model FLOPs", "bytes", "model bytes"):
         t.add_column(c, justify="left" if c == "family" else "right")
     for r in d.rows:
-        t.add_row(r.family, str(r.program_kernels), str(r.model_kernels), format_flop(r.program_flop),
-                  format_flop(r.model_flop), format_bytes(r.program_bytes), format_bytes(r.model_bytes))
+        t.add_row(r.family, str(r.program_kernels), str(r.model_kernels), u.format_flop(r.program_flop),
+                  u.format_flop(r.model_flop), u.format_bytes(r.program_bytes), u.format_bytes(r.model_bytes))
     out = [render(t, width=150)]
     if d.differences:
         out.append("differences:")
         for x in d.differences:
-            cost = ", ".join(v for v in (f"+{format_flop(x.extra_flop)}" if x.extra_flop else "",
-                                         f"{'+' if x.extra_bytes > 0 else '−'}{format_bytes(abs(x.extra_bytes))}"
+            cost = ", ".join(v for v in (f"+{u.format_flop(x.extra_flop)}" if x.extra_flop else "",
+                                         f"{'+' if x.extra_bytes > 0 else '−'}{u.format_bytes(abs(x.extra_bytes))}"
                                          if x.extra_bytes else "") if v)
             out.append(f"- {x.name}{f' ({cost})' if cost else ''}: {x.detail}")
     else:

@@ -9,17 +9,10 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from roofline import units as u
 from roofline.hardware import Machine
 from roofline.hardware.machine import PEAK_KEYS
 from roofline.placement import GraphAnalysis, Placement
-from roofline.units import (
-    format_bytes,
-    format_bytes_per_s,
-    format_flop,
-    format_flop_per_s,
-    format_intensity,
-    format_time,
-)
 from roofline.vocab import Level, Unit
 
 PIPE_WIDTH = 1000  # not a terminal (a pipe, a file, a test): the table at its full width, up to this
@@ -108,28 +101,28 @@ def placement_text(p: Placement, title: str = "") -> str:
     t.add_column("quantity", style="bold")
     t.add_column("value")
     t.add_column("how")
-    t.add_row("FLOPs", format_flop(p.flop), f"{p.flop:.6g} FLOP")
-    t.add_row("bytes", format_bytes(p.bytes), f"{p.bytes:.6g} B to and from DRAM")
-    t.add_row("intensity", format_intensity(p.flop_per_byte, 5), "FLOPs / bytes")
-    t.add_row("ridge", format_intensity(p.ridge_flop_per_byte, 4),
-              f"{format_flop_per_s(p.roof_flop_per_s, 4)} / {format_bytes_per_s(p.bytes_per_s, 4)}")
+    t.add_row("FLOPs", u.format_flop(p.flop), f"{p.flop:.6g} FLOP")
+    t.add_row("bytes", u.format_bytes(p.bytes), f"{p.bytes:.6g} B to and from DRAM")
+    t.add_row("intensity", u.format_intensity(p.flop_per_byte, 5), "FLOPs / bytes")
+    t.add_row("ridge", u.format_intensity(p.ridge_flop_per_byte, 4),
+              f"{u.format_flop_per_s(p.roof_flop_per_s, 4)} / {u.format_bytes_per_s(p.bytes_per_s, 4)}")
     if abs(p.kernel_ridge_flop_per_byte - p.ridge_flop_per_byte) > 1e-9 * p.ridge_flop_per_byte:
         units = sorted(u for u, f in p.cost.flop_by_unit.items() if f)
         where = f"{units[0]} units" if len(units) == 1 else f"{' and '.join(units)} units, each at its own peak"
-        t.add_row("", format_intensity(p.kernel_ridge_flop_per_byte, 4),
-                  f"at the {format_flop_per_s(p.peak_flop_per_s, 4)} its FLOPs run at ({where})")
+        t.add_row("", u.format_intensity(p.kernel_ridge_flop_per_byte, 4),
+                  f"at the {u.format_flop_per_s(p.peak_flop_per_s, 4)} its FLOPs run at ({where})")
     how = f"{p.fraction_of_peak:.2%} of the {p.dtype.peak_key} peak; min(peak, BW × I)"
     if p.fraction_of_peak > 1:  # the vector FLOPs (a softmax) run alongside the matmuls
         how = f"{p.fraction_of_peak:.2%} of the {p.dtype.peak_key} matrix peak: vector FLOPs overlap the matmuls"
-    t.add_row("attainable", format_flop_per_s(p.attainable_flop_per_s, 4), how)
+    t.add_row("attainable", u.format_flop_per_s(p.attainable_flop_per_s, 4), how)
     inside = ""  # the exp units or an on-chip level set the floor: name its term too
     if p.bound in (Unit.EXP, Level.SMEM, Level.L2):
-        inside = f", {p.bound} {format_time(p.time_s)}" + (f" (margin {p.margin:.3g}×)" if p.margin else "")
-    t.add_row("time floor", format_time(p.time_s),
-              f"compute {format_time(p.compute_time_s)}, memory {format_time(p.memory_time_s)}{inside}")
+        inside = f", {p.bound} {u.format_time(p.time_s)}" + (f" (margin {p.margin:.3g}×)" if p.margin else "")
+    t.add_row("time floor", u.format_time(p.time_s),
+              f"compute {u.format_time(p.compute_time_s)}, memory {u.format_time(p.memory_time_s)}{inside}")
     t.add_row("bound", p.bound_class, f"limited by {p.bound}")
     if p.measured_time_s is not None:
-        t.add_row("measured", format_time(p.measured_time_s),
+        t.add_row("measured", u.format_time(p.measured_time_s),
                   f"{p.fraction_of_roof or 0:.1%} of the roof" + (" (ABOVE THE ROOF)" if p.above_roof else ""))
     return render(t)
 
@@ -152,22 +145,22 @@ def placements_table(placements: Sequence[Placement], title: str = "", total_tim
     total = total_time_s if total_time_s is not None else sum(p.total_time_s for p in placements)
     for i, p in enumerate(placements):
         share = p.total_time_s / total if total else 0.0
-        t.add_row(p.name, str(p.count), format_flop(p.flop), format_bytes(p.bytes),
-                  format_intensity(p.flop_per_byte), p.bound_class, format_time(p.total_time_s), f"{share:.1%}",
+        t.add_row(p.name, str(p.count), u.format_flop(p.flop), u.format_bytes(p.bytes),
+                  u.format_intensity(p.flop_per_byte), p.bound_class, u.format_time(p.total_time_s), f"{share:.1%}",
                   end_section=i == len(placements) - 1)
     if len(placements) > 1:
         flop = sum(p.flop * p.count for p in placements)
         moved = sum(p.bytes * p.count for p in placements)
-        t.add_row("total (Σ × runs)", "", format_flop(flop), format_bytes(moved),
-                  format_intensity(flop / moved) if moved else "—", "", format_time(total), "100.0%")
+        t.add_row("total (Σ × runs)", "", u.format_flop(flop), u.format_bytes(moved),
+                  u.format_intensity(flop / moved) if moved else "—", "", u.format_time(total), "100.0%")
     return render(t, drop=KERNEL_DROP)
 
 
 def analysis_text(a: GraphAnalysis, title: str) -> str:
     """The kernels of a sequence as a table, then its totals on one line."""
     return (placements_table(a.placements, title=title) + "\n"
-            + f"total: {format_flop(a.flop)}, {format_bytes(a.bytes)}, {format_intensity(a.flop_per_byte)}, "
-              f"time floor {format_time(a.time_s)}")
+            + f"total: {u.format_flop(a.flop)}, {u.format_bytes(a.bytes)}, {u.format_intensity(a.flop_per_byte)}, "
+              f"time floor {u.format_time(a.time_s)}")
 
 
 def machines_table(machines: Iterable[Machine], dtypes: Sequence[str] = ("bf16", "fp8", "fp4")) -> str:
@@ -184,11 +177,11 @@ def machines_table(machines: Iterable[Machine], dtypes: Sequence[str] = ("bf16",
     for d in dtypes:
         t.add_column(f"ridge {d}", justify="right")
     for m in machines:
-        peaks = [format_flop_per_s(m.matrix_flop_per_s[d]) if d in m.matrix_flop_per_s else "—" for d in dtypes]
+        peaks = [u.format_flop_per_s(m.matrix_flop_per_s[d]) if d in m.matrix_flop_per_s else "—" for d in dtypes]
         ridges = [f"{m.ridge_flop_per_byte(d):.0f}" if d in m.matrix_flop_per_s else "—" for d in dtypes]
         cap = m.memory_capacity_bytes
-        t.add_row(m.id, ", ".join(m.aliases), m.name, *peaks, format_bytes_per_s(m.memory_bytes_per_s),
-                  format_bytes(cap, binary=True) if cap else "—", *ridges)
+        t.add_row(m.id, ", ".join(m.aliases), m.name, *peaks, u.format_bytes_per_s(m.memory_bytes_per_s),
+                  u.format_bytes(cap, binary=True) if cap else "—", *ridges)
     return render(t, drop=("aliases", "name", *(f"ridge {d}" for d in reversed(dtypes[1:])), "capacity",
                            *(f"{d} peak" for d in reversed(dtypes[1:]))))
 
@@ -214,18 +207,18 @@ def machine_text(m: Machine) -> str:
                            ("sparse (2:4, not used by default)", m.sparse_flop_per_s)):
         key = section.split()[0]
         for d in sorted(table, key=PEAK_KEYS.index):
-            t.add_row(f"{section} {d}", format_flop_per_s(table[d], 4), f"{table[d] / bw:.1f} FLOP/B",
+            t.add_row(f"{section} {d}", u.format_flop_per_s(table[d], 4), f"{table[d] / bw:.1f} FLOP/B",
                       cite(m.sources.get(f"peak.{key}", "")))
     for level in m.memory.values():
         if level.bytes_per_s:
-            t.add_row(f"{level.name} bandwidth", format_bytes_per_s(level.bytes_per_s, 4), "",
+            t.add_row(f"{level.name} bandwidth", u.format_bytes_per_s(level.bytes_per_s, 4), "",
                       cite(level.source))
         if level.capacity_bytes:
-            cap = f"{format_bytes(level.capacity_bytes, 4, binary=True)} ({format_bytes(level.capacity_bytes, 4)})"
+            cap = f"{u.format_bytes(level.capacity_bytes, 4, binary=True)} ({u.format_bytes(level.capacity_bytes, 4)})"
             t.add_row(f"{level.name} capacity" + (f" ({level.technology})" if level.technology else ""),
                       cap, "", cite(level.source))
     if m.interconnect_bytes_per_s:
-        t.add_row(f"interconnect {m.interconnect_name}".strip(), format_bytes_per_s(m.interconnect_bytes_per_s, 4),
+        t.add_row(f"interconnect {m.interconnect_name}".strip(), u.format_bytes_per_s(m.interconnect_bytes_per_s, 4),
                   "", cite(m.sources.get("interconnect", "")))
     text = render(t)
     if sources.text():
