@@ -171,3 +171,32 @@ def test_mixed_unit_kernel_ridge_is_not_called_vector(capsys: pytest.CaptureFixt
     # RMSNorm is all vector work: its ridge is 67 TFLOP/s / 3.35 TB/s = 20 FLOP/B, on the vector units
     code, out, _ = run(capsys, "kernel", "rmsnorm", "8192", "8192")
     assert code == 0 and "20 FLOP/B" in out and "(vector units)" in out
+
+
+def test_the_group_lists_every_command_its_modules_define() -> None:
+    # roofline.cli.COMMANDS is the group's list (name → module, short help): each command module's own
+    # COMMANDS must be in it under its module, so a new command cannot be missing from `roofline --help`
+    import importlib
+    import pkgutil
+
+    import roofline.cli as cli_package
+    from roofline.cli import COMMANDS
+
+    defined: dict[str, str] = {}
+    for info in pkgutil.iter_modules(cli_package.__path__):
+        if info.name == "__main__":  # `python -m roofline.cli`: importing it runs the command
+            continue
+        module = importlib.import_module(f"roofline.cli.{info.name}")
+        for command in getattr(module, "COMMANDS", ()):
+            defined[command.name] = info.name
+    assert defined == {name: module for name, (module, _) in COMMANDS.items()}
+    assert all(0 < len(short) <= 60 for _, short in COMMANDS.values())  # one line of an 80-column --help
+
+
+def test_help_imports_no_command_module() -> None:
+    # `roofline --help` lists the commands from the table: none of their modules, nor numpy or rich, loads
+    code = ("import sys\nfrom roofline.cli import main\nmain(['--help'])\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('roofline.cli.', 'numpy', 'rich', "
+            "'roofline.models', 'roofline.hardware'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines()[-1] == "['roofline.cli.common']"

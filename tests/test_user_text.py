@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 import pytest
 
-from roofline.cli import cli, main
+from roofline.cli import LazyGroup, cli, main
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -64,7 +64,8 @@ def test_readme_never_says_seed() -> None:
 
 def _commands(group: click.Group, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     out = [path]
-    for name, command in group.commands.items():
+    commands = group.loaded() if isinstance(group, LazyGroup) else group.commands
+    for name, command in commands.items():
         if isinstance(command, click.Group):
             out += _commands(command, (*path, name))
         else:

@@ -8,18 +8,68 @@ are imported inside the commands, so `roofline --help` and a kernel query start 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import sys
 
 import click
 
-from roofline.cli import kernel, machines, measure, model, models, plan, profile, serve, validate
 from roofline.cli.common import flag, printable, refuse_empty_values
 from roofline.errors import RooflineError
 from roofline.fileio import writing_together
 
+# Each command: the module that defines it (roofline.cli.<module>) and its line in `roofline --help`
+# (its short help). The group imports a command's module only when that command runs, so `roofline --help`
+# and a kernel query import none of the others.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "bench": ("measure", "Run real kernels; place each measured point by its floor."),
+    "calibrate": ("validate", "Fit the expected-time model on measured kernel tables."),
+    "compare": ("model", "Models side by side: × machines × splits × dtypes."),
+    "diff": ("profile", "A program's kernels against its analytic model."),
+    "import": ("profile", "Place every kernel of a saved trace (Kineto JSON, ncu CSV)."),
+    "kernel": ("kernel", "Place one kernel: intensity, ridge, floor, bound."),
+    "machine": ("machines", "One machine's or system's ceilings, with sources."),
+    "machines": ("machines", "The machine catalog: peaks, bandwidths, ridges."),
+    "measure": ("measure", "Measure this machine's ceilings (bandwidth, matmul)."),
+    "model": ("model", "Every kernel of one step of a transformer."),
+    "models": ("models", "The model presets and their layer kinds."),
+    "plan": ("plan", "Search the (tp, pp, ep, dp) splits of a model's step."),
+    "profile": ("profile", "Run a PyTorch script under torch.profiler; place it."),
+    "serve": ("serve", "Serving: TTFT, ITL, throughput, the batch that fits."),
+    "sweep": ("model", "A model over batch × length × dtype × machine × split."),
+    "trace": ("measure", "Run a PyTorch script under the tracer; place its ops."),
+    "validate": ("validate", "Measured kernels against our floor and expected band."),
+}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+class LazyGroup(click.Group):
+    """A group whose commands are imported when first asked for (`COMMANDS`); its help lists them from
+    the table without importing any."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            module = importlib.import_module(f"roofline.cli.{COMMANDS[cmd_name][0]}")
+            for command in module.COMMANDS:
+                refuse_empty_values(command)  # `--dtype ''` is one clear line, never the default run
+                command.short_help = COMMANDS.get(command.name or "", ("", command.short_help))[1]
+                self.add_command(command)
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]  # a narrow terminal wraps them
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+    def loaded(self) -> dict[str, click.Command]:
+        """Every command, each module imported (for tests and tools that walk them all)."""
+        ctx = click.Context(self)
+        return {name: command for name in self.list_commands(ctx) if (command := self.get_command(ctx, name))}
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="roofline")
 def cli() -> None:
     """Roofline analysis: is a kernel waiting on arithmetic or on memory, and how fast can it go?
@@ -32,11 +82,6 @@ def cli() -> None:
       roofline model llama-3-70b --phase decode --batch 64 --context 8192
     """
 
-
-for _module in (machines, kernel, model, models, plan, serve, measure, profile, validate):
-    for _command in _module.COMMANDS:
-        cli.add_command(_command)
-refuse_empty_values(cli)  # `--dtype ''` is one clear line, never the default run without a word
 
 
 def _error(text: str) -> None:
