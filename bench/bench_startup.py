@@ -1,8 +1,14 @@
-"""CLI start-up: `roofline --help` and a `roofline kernel` query against `python -c pass`, side by side.
+"""CLI start-up: `roofline --help` and a `roofline kernel` query against `python -c pass`, side by side;
+and, where servcalc is installed (`pip install servcalc==0.1.0`, a peer: one serving estimate from a
+config.json), `roofline --help` against `servcalc --help` and one decode analysis of Llama 3 8B against
+servcalc's estimate of the same config.
 
-Target (issue 2): at most 150 ms above bare Python. The runs are interleaved (bare, help, query,
-bare, ...) so that the machine's noise hits all three alike; we report min and median of each and
-the medians' differences. Usage: python bench/bench_startup.py [--runs N] [--out FILE]
+Targets: at most 150 ms above bare Python (issue 2); `--help` at most 1.2× servcalc's and one analysis at
+most 1.5× servcalc's (issue 24). The runs are interleaved (bare, help, query, bare, ...) so that the
+machine's noise hits all alike; we report min and median of each, the medians' differences and the
+ratios of the medians. Both run from compiled bytecode (the package is compiled first and
+PYTHONDONTWRITEBYTECODE is dropped for the runs: a pip-installed wheel is compiled at install).
+Usage: python bench/bench_startup.py [--runs N] [--servcalc PATH] [--out FILE]
 """
 
 from __future__ import annotations
@@ -13,27 +19,31 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 TARGET_S = 0.150
+HELP_RATIO, ANALYSIS_RATIO = 1.2, 1.5
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def roofline_command() -> list[str]:
-    """The installed `roofline`, else `python -m roofline.cli`."""
-    exe = shutil.which("roofline")
-    return [exe] if exe else [sys.executable, "-m", "roofline.cli"]
+    """This interpreter's `roofline` (its venv's), else `python -m roofline.cli`."""
+    exe = Path(sys.executable).parent / "roofline"
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "roofline.cli"]
 
 
 def interleaved(cmds: dict[str, list[str]], runs: int) -> dict[str, list[float]]:
     """Each command's wall times over `runs` rounds, the commands taking turns (A B C A B C ...), so a
     machine whose speed drifts slows them alike."""
     times: dict[str, list[float]] = {k: [] for k in cmds}
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     for _ in range(runs):
         for name, argv in cmds.items():
             t0 = time.perf_counter()
-            subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+            subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, env=env)
             times[name].append(time.perf_counter() - t0)
     return times
 
@@ -45,6 +55,33 @@ def commands() -> dict[str, list[str]]:
         "roofline --help": [*base, "--help"],
         "roofline kernel matmul": [*base, "kernel", "matmul", "4096", "4096", "4096", "--machine", "h100"],
     }
+
+
+def peer_commands(servcalc: str, folder: Path) -> dict[str, list[str]]:
+    """servcalc and roofline on one question: Llama 3 8B's config.json (our preset's fields), one H100,
+    decode at 2048 tokens of context."""
+    (folder / "config.json").write_text((ROOT / "src/roofline/models/presets/llama-3-8b.json").read_text())
+    base = roofline_command()
+    return {
+        "servcalc --help": [servcalc, "--help"],
+        "roofline --help": [*base, "--help"],
+        "servcalc estimate": [servcalc, "estimate", str(folder), "--gpu", "H100 80GB", "--prompt", "2048",
+                              "--gen", "128"],
+        "roofline model (decode)": [*base, "model", str(folder), "--machine", "h100", "--phase", "decode",
+                                    "--batch", "8", "--context", "2048"],
+    }
+
+
+def ratios(times: dict[str, list[float]]) -> tuple[list[str], bool]:
+    """roofline's median over servcalc's, for --help and for one analysis, each against its target."""
+    med = {k: statistics.median(v) for k, v in times.items()}
+    rows, ok = [], True
+    for ours, theirs, target in (("roofline --help", "servcalc --help", HELP_RATIO),
+                                 ("roofline model (decode)", "servcalc estimate", ANALYSIS_RATIO)):
+        r = med[ours] / med[theirs]
+        ok &= r <= target
+        rows.append(f"{ours} / {theirs}: {r:.2f}x  (target ≤ {target}x){'  ok' if r <= target else '  OVER'}")
+    return rows, ok
 
 
 def table(times: dict[str, list[float]], ref: str, judged: Callable[[str], bool], target_s: float,
@@ -71,12 +108,26 @@ def table(times: dict[str, list[float]], ref: str, judged: Callable[[str], bool]
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--servcalc", default=shutil.which("servcalc"), help="servcalc's command (default: on PATH)")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "src/roofline")], check=True,
+                   stdout=subprocess.DEVNULL, env={k: v for k, v in os.environ.items()
+                                                  if k != "PYTHONDONTWRITEBYTECODE"})
     times = interleaved(commands(), args.runs)
     rows, ok = table(times, "python -c pass", lambda name: name != "python -c pass", TARGET_S, True, 26)
     lines = [f"# bench_startup: {args.runs} interleaved runs each, {os.cpu_count()} CPUs, "
-             f"Python {sys.version.split()[0]}", *rows]
+             f"Python {sys.version.split()[0]}, load average {os.getloadavg()[0]:.1f}", *rows]
+    if args.servcalc:
+        with tempfile.TemporaryDirectory() as folder:
+            peer = interleaved(peer_commands(args.servcalc, Path(folder)), args.runs)
+        peer_rows, _ = table(peer, "servcalc --help", lambda name: False, 0.0, False, 26)
+        ratio_rows, peer_ok = ratios(peer)
+        ok &= peer_ok
+        lines += ["", f"# side by side with servcalc 0.1.0 ({args.servcalc}), {args.runs} interleaved runs each",
+                  *peer_rows, *ratio_rows]
+    else:
+        lines += ["", "# servcalc not found (pip install servcalc==0.1.0, or --servcalc PATH): no peer ratios"]
     text = "\n".join(lines)
     print(text)
     if args.out:

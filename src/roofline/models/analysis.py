@@ -34,11 +34,12 @@ from roofline.dtypes import DType, get_dtype
 from roofline.errors import RooflineError
 from roofline.hardware import DEFAULT_MACHINE, Machine
 from roofline.models.build import DEFAULT_PLAN, PLANS, ModelGraph, build_graph
+from roofline.models.crossover import step_crossover
 from roofline.models.dtypes import ModelDtypes, compute_dtype
 from roofline.models.memory import DEFAULT_UTILIZATION, MemoryFit, memory_fit, workspace_bytes
 from roofline.models.split import stage_layers
 from roofline.models.step import Step, describe_step
-from roofline.models.stepmodel import Crossover, StepModel, find_crossover
+from roofline.models.stepmodel import Crossover, StepModel
 from roofline.models.transformer import AttentionKind, ModelConfig
 from roofline.parallel import Collective, Deployment, Split, deploy
 from roofline.placement import Drawable, GraphAnalysis, Placement, analyze_graph
@@ -328,7 +329,9 @@ class ModelAnalysis(Drawable):
     @cached_property
     def crossover(self) -> Crossover:
         """The smallest batch whose step reaches the ridge at this length, or never, and why."""
-        return find_crossover(self.step_model, self.seq, self.machine, self.dtype)
+        return step_crossover(self.config, self.phase, self.model.dtypes, self.plan, self.seq, self.machine, self.dtype,
+                              self.model.experts_hit_override, self.split,
+                              None if self.split.trivial else self.devices_per_node)
 
     @property
     def ratios(self) -> dict[str, dict[str, float]]:

@@ -331,15 +331,20 @@ def find_crossover(model: StepModel, seq: int, machine: Machine, dtype: DType) -
 
     found = crossover(intensity, ridge, 1, 1 << 24) if limit >= ridge or intensity(1 << 24) >= ridge else None
     batch = None if found is None else found * unit
-    if found is not None:
-        reason = (f"at batch {batch} the step's intensity {intensity(found):.1f} FLOP/B reaches the ridge "
-                  f"{ridge:.0f} FLOP/B")
-    else:
-        what = "KV cache and activation" if model.phase == Phase.DECODE else "activation"
-        reason = (f"never: as the batch grows the intensity tends to {limit:.1f} FLOP/B, below the ridge "
-                  f"{ridge:.0f} FLOP/B, because each sequence adds {bytes_seq:.4g} bytes of {what} traffic "
-                  f"for {flop_seq:.4g} FLOPs: the bytes grow with the batch as fast as the FLOPs")
+    reason = crossover_reason(model.phase, batch, None if found is None else intensity(found), ridge, limit,
+                              flop_seq, bytes_seq)
     return Crossover(batch, ridge, limit, reason)
 
 
-__all__ = ["Crossover", "StepModel", "batch_unit", "find_crossover"]
+def crossover_reason(phase: Phase, batch: int | None, at: float | None, ridge: float, limit: float,
+                     flop_seq: float, bytes_seq: float) -> str:
+    """Why the crossover is where it is: the intensity `at` the batch found, or why it never comes."""
+    if batch is not None:
+        return f"at batch {batch} the step's intensity {at:.1f} FLOP/B reaches the ridge {ridge:.0f} FLOP/B"
+    what = "KV cache and activation" if phase == Phase.DECODE else "activation"
+    return (f"never: as the batch grows the intensity tends to {limit:.1f} FLOP/B, below the ridge "
+            f"{ridge:.0f} FLOP/B, because each sequence adds {bytes_seq:.4g} bytes of {what} traffic "
+            f"for {flop_seq:.4g} FLOPs: the bytes grow with the batch as fast as the FLOPs")
+
+
+__all__ = ["Crossover", "StepModel", "batch_unit", "crossover_reason", "find_crossover"]
