@@ -97,4 +97,28 @@ def test_malformed_machine_files(tmp_path: Path, text: str, message: str) -> Non
 
 
 def test_data_folder_holds_only_machine_files() -> None:
-    assert all(p.suffix == ".toml" for p in DATA.iterdir() if p.is_file())  # systems/ holds the systems
+    # systems/ holds the systems; index.json the names (test_the_name_index_is_what_the_files_say)
+    assert all(p.suffix == ".toml" for p in DATA.iterdir() if p.is_file() and p.name != "index.json")
+
+
+def test_the_name_index_is_what_the_files_say() -> None:
+    # hardware/data/index.json lets one lookup read one file; it must name exactly the ids, aliases and
+    # system devices the TOML files declare (after adding a file: python scripts/write_hardware_index.py)
+    from roofline.hardware.index import read_index
+    from roofline.hardware.system_file import build_index
+
+    assert read_index() == build_index()
+
+
+def test_one_lookup_reads_one_catalog_file() -> None:
+    # `--machine h100` reads h100-sxm.toml alone (the alias is found in the index, not by parsing all 16);
+    # in a fresh interpreter, so that no other test's reads are counted
+    import subprocess
+    import sys
+
+    code = ("import importlib\nfrom pathlib import Path\nfrom roofline.hardware import get_machine\n"
+            "cat = importlib.import_module('roofline.hardware.catalog')\nread = []\nreal = cat.read_toml\n"
+            "cat.read_toml = lambda p, *a: (read.append(Path(p).name), real(p, *a))[1]\n"
+            "m = get_machine('h100')\nprint(m.memory_bytes_per_s, read)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["3350000000000.0", "['h100-sxm.toml']"]  # H100 SXM5 datasheet: 3.35 TB/s HBM3

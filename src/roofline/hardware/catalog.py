@@ -21,6 +21,7 @@ from typing import Any, Protocol, TypeVar
 from roofline.errors import RooflineError, shown, unknown
 from roofline.fileio import read_text_file
 from roofline.hardware.chip import parse_chip
+from roofline.hardware.index import read_index
 from roofline.hardware.machine import PEAK_KEYS, Machine, MemoryLevel
 from roofline.units import UnitError, format_bytes, format_bytes_per_s, format_flop_per_s, format_time, parse_quantity
 from roofline.vocab import Level
@@ -305,14 +306,23 @@ def load_folder(folder: Path, load: Callable[..., _N]) -> dict[str, _N]:
 
 
 @functools.cache
+def catalog_machine(machine_id: str) -> Machine:
+    """One datasheet machine by its id, read from its own file (data/<id>.toml), sources required."""
+    m = load_machine_file(DATA / f"{machine_id}.toml", require_sources=True)
+    if m.id != machine_id:
+        raise RooflineError(f"the catalog file {machine_id}.toml names its machine {m.id!r}; a file is named by its id")
+    return m
+
+
 def catalog() -> dict[str, Machine]:
-    """Every datasheet machine, by id."""
-    return load_folder(DATA, load_machine_file)
+    """Every datasheet machine, by id (each file read once, then kept)."""
+    return {f.stem: catalog_machine(f.stem) for f in sorted(DATA.glob("*.toml"))}
 
 
 @functools.cache
 def _names() -> dict[str, str]:
-    return name_index(((m.id, m.aliases) for m in catalog().values()), "machine")
+    """Every machine id and alias → its id, from the index (roofline.hardware.index), reading no TOML."""
+    return name_index(read_index()["machines"].items(), "machine")
 
 
 def shadow_note(m: Machine) -> str:
@@ -359,7 +369,7 @@ def get_machine(name: str | Machine) -> Machine:
     key = name_key(text)
     names = _names()
     if key in names:
-        return catalog()[names[key]]
+        return catalog_machine(names[key])
     raise unknown("machine", text, names, "see `roofline machines`, or pass a machine file path")
 
 

@@ -49,7 +49,7 @@ from roofline.hardware.catalog import (
     FileRefusals,
     MachineFileError,
     _names,
-    catalog,
+    catalog_machine,
     get_machine,
     load_folder,
     load_machine_file,
@@ -58,6 +58,7 @@ from roofline.hardware.catalog import (
     names_a_path,
     read_toml,
 )
+from roofline.hardware.index import read_index
 from roofline.hardware.machine import Machine
 from roofline.hardware.system import Link, System, Topology
 from roofline.units import format_bytes_per_s
@@ -217,23 +218,41 @@ def load_system_file(path: str | Path, require_sources: bool = False) -> System:
 
 
 @functools.cache
+def catalog_system(system_id: str) -> System:
+    """One catalog system by its id, read from its own file (data/systems/<id>.toml), sources required."""
+    s = load_system_file(SYSTEMS / f"{system_id}.toml", require_sources=True)
+    if s.id != system_id:
+        raise RooflineError(f"the catalog file {system_id}.toml names its system {s.id!r}; a file is named by its id")
+    return s
+
+
 def system_catalog() -> dict[str, System]:
-    """Every catalog system, by id."""
-    return load_folder(SYSTEMS, load_system_file)
+    """Every catalog system, by id (each file read once, then kept)."""
+    return {f.stem: catalog_system(f.stem) for f in sorted(SYSTEMS.glob("*.toml"))}
 
 
 @functools.cache
 def _system_names() -> dict[str, str]:
-    return name_index(((s.id, s.aliases) for s in system_catalog().values()), "system")
+    """Every system id and alias → its id, from the index (roofline.hardware.index), reading no TOML."""
+    return name_index(((sid, e["aliases"]) for sid, e in read_index()["systems"].items()), "system")
+
+
+def build_index() -> dict[str, Any]:
+    """The index (roofline.hardware.index) as the TOML files give it: every file read and checked."""
+    machines = load_folder(DATA, load_machine_file)
+    systems = load_folder(SYSTEMS, load_system_file)
+    return {"generated": "python scripts/write_hardware_index.py (from hardware/data/*.toml and systems/*.toml)",
+            "machines": {m.id: list(m.aliases) for m in machines.values()},
+            "systems": {s.id: {"aliases": list(s.aliases), "device": s.device.id} for s in systems.values()}}
 
 
 # --- a bare device as a system --------------------------------------------------------------------
 
 def _reference_system(device: Machine) -> System | None:
     """The catalog system built from `device` (the first by id), whose topology and α a bare device borrows."""
-    for s in sorted(system_catalog().values(), key=lambda s: s.id):
-        if s.device.id == device.id:
-            return s
+    for sid, entry in sorted(read_index()["systems"].items()):
+        if entry["device"] == device.id:
+            return catalog_system(sid)
     return None
 
 
@@ -349,10 +368,10 @@ def get_system(name: str | os.PathLike[str] | System | Machine, devices: int | N
     key = name_key(text)
     systems = _system_names()
     if key in systems:
-        return _fit(system_catalog()[systems[key]], devices)
+        return _fit(catalog_system(systems[key]), devices)
     machines = _names()
     if key in machines:
-        return device_system(catalog()[machines[key]], DEFAULT_DEVICES if devices is None else devices)
+        return device_system(catalog_machine(machines[key]), DEFAULT_DEVICES if devices is None else devices)
     raise unknown("system", text, {**systems, **machines},
                   "see `roofline machines --systems`, or pass a system or machine file path")
 
@@ -371,14 +390,15 @@ def lookup(name: str, devices_first: bool = False) -> Machine | System:
     systems, machines = _system_names(), _names()
     key = name_key(text)
     if devices_first and key in machines:
-        return catalog()[machines[key]]
+        return catalog_machine(machines[key])
     if key in systems:
-        return system_catalog()[systems[key]]
+        return catalog_system(systems[key])
     if key in machines:
-        return catalog()[machines[key]]
+        return catalog_machine(machines[key])
     raise unknown("machine or system", text, {**systems, **machines}, LOOKUP_HINT)
 
 
 __all__ = ["DEFAULT_DEVICES", "DEFAULT_LINK_LATENCY_S", "LOOKUP_HINT", "NoLinkError", "SystemFileError",
            "device_system", "get_system", "is_system_file",
            "load_system_file", "lookup", "parse_system", "system_catalog"]
+
