@@ -20,10 +20,13 @@ roofline.placement, roofline.hardware, roofline.expectation and this room's tabl
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from functools import cache
+from typing import Any
 
-from roofline.calibration.tables import Row
+from roofline.calibration.floors import Floors, Roofs, attention_floors, gemm_floors, roofs
+from roofline.calibration.tables import Row, Table
 from roofline.dtypes import get_dtype
 from roofline.errors import RooflineError
 from roofline.expectation.model import Shape, shape_of
@@ -135,4 +138,166 @@ def join(row: Row) -> Joined:
     raise RooflineError(f"table {row.table} is not joined yet")
 
 
-__all__ = ["DTYPES", "Joined", "join"]
+# --- a whole table at once (numpy): the same reading, the floors of roofline.calibration.floors -----
+
+@dataclass(frozen=True)
+class JoinedTable:
+    """A measured table's rows that join (`keep`, indexes into the table), their kinds and floors, and
+    the count of rows left out by why. `name(i)` names kept row i as `join` would."""
+
+    table: Table
+    keep: Any  # numpy int array
+    kinds: Any  # numpy object array of kind keys (gemm.bf16, ...)
+    floors: Floors
+    roofs: Mapping[str, Roofs]  # kind -> the roofs its floors were placed on
+    left_out: Mapping[str, int] = field(default_factory=dict)
+    namer: Callable[[Table, int], str] | None = None
+
+    @property
+    def measured_s(self) -> Any:
+        return self.table.measured_s[self.keep]
+
+    def name(self, i: int) -> str:
+        row = int(self.keep[i])
+        return self.namer(self.table, row) if self.namer else f"{self.table.table} row {row}"
+
+
+def _count(left: dict[str, int], why: str, n: int) -> None:
+    left[why] = left.get(why, 0) + n
+
+
+def _numbers(raw: Any) -> Any:
+    """A column as floats, NaN where an entry is not a number (None, a string, a bool)."""
+    import numpy as np
+
+    if raw.dtype.kind in "iuf":
+        return raw.astype(float)
+    return np.array([float(x) if isinstance(x, int | float | np.integer | np.floating) and not isinstance(x, bool)
+                     else np.nan for x in raw], dtype=float)
+
+
+def _whole(t: Table, key: str, ok: Any, left: dict[str, int]) -> Any:
+    """Column `key` as floats, rows that are not whole numbers ≥ 0 struck from `ok` (and counted)."""
+    import numpy as np
+
+    v = _numbers(t.column(key))
+    bad = ok & ~(np.isfinite(v) & (v >= 0) & (v == np.floor(np.where(np.isfinite(v), v, 0))))
+    if bad.any():
+        _count(left, f"column {key} is not a whole number", int(bad.sum()))
+    ok &= ~bad
+    return np.where(ok, v, 1.0)
+
+
+def _machine_roofs(machine: str, dt: str, left: dict[str, int], rows: int) -> Roofs | None:
+    try:
+        return roofs(_machine(machine), dt)
+    except RooflineError as exc:
+        left[str(exc)] = left.get(str(exc), 0) + rows
+        return None
+
+
+def _assemble(t: Table, parts: list[tuple[Any, str, Roofs, Floors]], left: dict[str, int],
+              namer: Callable[[Table, int], str]) -> JoinedTable:
+    import numpy as np
+
+    if not parts:
+        empty = np.zeros(0)
+        return JoinedTable(t, empty.astype(np.int64), empty.astype(object),
+                           Floors(*(empty for _ in range(9))), {}, left, namer)
+    idx = np.concatenate([p[0] for p in parts])
+    order = np.argsort(idx, kind="stable")
+    kinds = np.concatenate([np.full(len(p[0]), p[1], dtype=object) for p in parts])[order]
+    cols = [np.concatenate([getattr(p[3], f) for p in parts])[order] for f in Floors.__dataclass_fields__]
+    return JoinedTable(t, idx[order], kinds, Floors(*cols), {p[1]: p[2] for p in parts}, left, namer)
+
+
+def _gemm_name(t: Table, i: int) -> str:
+    c = t.columns
+    return f"gemm {c['gemm_dtype'][i]} {int(c['m'][i])}×{int(c['n'][i])}×{int(c['k'][i])}"
+
+
+def _gemm_table(t: Table) -> JoinedTable:
+    import numpy as np
+
+    left: dict[str, int] = {}
+    ok = np.ones(len(t), dtype=bool)
+    m, n, k = (_whole(t, c, ok, left) for c in ("m", "n", "k"))
+    raw = np.asarray(t.column("gemm_dtype"), dtype=object)
+    parts = []
+    for name in sorted({str(x) for x in raw[ok]}):
+        sel = ok & (raw == name)
+        if name not in DTYPES:
+            left[f"dtype {name!r} has no counterpart here"] = int(sel.sum())
+            continue
+        dt = DTYPES[name]
+        r = _machine_roofs(t.machine, dt, left, int(sel.sum()))
+        if r is None:
+            continue
+        i = np.flatnonzero(sel)
+        parts.append((i, f"gemm.{name if name == 'fp8_block' else _key(dt)}", r, gemm_floors(r, dt, m[i], n[i], k[i])))
+    return _assemble(t, parts, left, _gemm_name)
+
+
+def _attention_name(t: Table, i: int) -> str:
+    c = t.columns
+    b, h, d = (int(c[x][i]) for x in ("batch_size", "num_heads", "head_dim"))
+    g = int(c["num_key_value_heads"][i]) or h
+    what = f"kv {int(c['step'][i])}" if t.table == "generation_attention" else f"isl {int(c['isl'][i])}"
+    return f"{t.table} b{b} h{h}/{g} d{d} {what}"
+
+
+def _attention_table(t: Table) -> JoinedTable:
+    import numpy as np
+
+    generation = t.table == "generation_attention"
+    left: dict[str, int] = {}
+    ok = np.ones(len(t), dtype=bool)
+    b, h, g, d = (_whole(t, c, ok, left) for c in ("batch_size", "num_heads", "num_key_value_heads", "head_dim"))
+    g = np.where(g == 0, h, g)  # 0 in a few tables means MHA
+    n = _whole(t, "step" if generation else "isl", ok, left)
+    empty = ok & ((n < 1) | (b < 1) | (h < 1) | (d < 1))
+    if empty.any():
+        left["an empty shape"] = int(empty.sum())
+    ok &= ~empty
+    uneven = ok & (np.mod(h, g) != 0)
+    if uneven.any():
+        left["query heads not a multiple of key/value heads"] = int(uneven.sum())
+    ok &= ~uneven
+    window = np.nan_to_num(_numbers(t.column("window_size", 0)))
+    windowed = ok & (window > 0) & (window < n)
+    if windowed.any():
+        left["sliding window"] = int(windowed.sum())
+    ok &= ~windowed
+    qraw = np.asarray(t.column("attn_dtype", "bfloat16"), dtype=object)
+    kvraw = np.asarray(t.column("kv_cache_dtype", "bfloat16"), dtype=object)
+    parts = []
+    for qn, kvn in sorted({(str(a), str(c)) for a, c in zip(qraw[ok], kvraw[ok], strict=True)}):
+        sel = ok & (qraw == qn) & (kvraw == kvn)
+        bad = next((x for x in (qn, kvn) if x not in DTYPES), None)
+        if bad is not None:
+            _count(left, f"dtype {bad!r} has no counterpart here", int(sel.sum()))
+            continue
+        qdt, kvdt = DTYPES[qn], DTYPES[kvn]
+        r = _machine_roofs(t.machine, qdt, left, int(sel.sum()))
+        if r is None:
+            continue
+        i = np.flatnonzero(sel)
+        kind = f"{t.table}.{_key(kvdt if generation else qdt)}"
+        parts.append((i, kind, r, attention_floors(r, generation, qdt, kvdt, b[i], h[i], g[i], d[i], n[i])))
+    return _assemble(t, parts, left, _attention_name)
+
+
+TABLE_JOINS: Mapping[str, Callable[[Table], JoinedTable]] = {
+    "gemm": _gemm_table, "context_attention": _attention_table, "generation_attention": _attention_table,
+}
+
+
+def join_table(t: Table) -> JoinedTable:
+    """Every row of a measured table beside our floor of its shape (`join`'s reading, whole-table)."""
+    joiner = TABLE_JOINS.get(t.table)
+    if joiner is None:
+        raise RooflineError(f"table {t.table} is not joined yet")
+    return joiner(t)
+
+
+__all__ = ["DTYPES", "TABLE_JOINS", "Joined", "JoinedTable", "join", "join_table"]

@@ -87,6 +87,40 @@ class Row:
 
 
 @dataclass(frozen=True)
+class Table:
+    """One measured table read whole, as columns (numpy arrays, one entry a row), the rows without a
+    valid latency dropped; `measured_s` is the latency in seconds. The columnar twin of `Row`, for
+    validating hundreds of thousands of rows at once."""
+
+    system: str
+    machine: str
+    engine: str
+    version: str
+    table: str
+    columns: Mapping[str, Any]  # name -> numpy array
+    measured_s: Any  # numpy float64 array
+
+    def __len__(self) -> int:
+        return int(self.measured_s.shape[0])
+
+    def every(self, max_rows: int) -> Table:
+        """Every ⌈n / max_rows⌉-th row, in the table's order (the stride `calibrate` takes too)."""
+        stride = max(1, math.ceil(len(self) / max_rows)) if max_rows > 0 else 1
+        if stride == 1:
+            return self
+        return Table(self.system, self.machine, self.engine, self.version, self.table,
+                     {k: v[::stride] for k, v in self.columns.items()}, self.measured_s[::stride])
+
+    def column(self, key: str, default: Any = None) -> Any:
+        """The column `key` (a numpy array), or an array filled with `default` where the table has none."""
+        import numpy as np
+
+        if key in self.columns:
+            return self.columns[key]
+        return np.full(len(self), default, dtype=object)
+
+
+@dataclass(frozen=True)
 class Source:
     """The installed tables: the package version and its data folder."""
 
@@ -165,5 +199,39 @@ def rows(source: Source, system: str, family: Family, engine: str | None = None)
                 yield Row(system, SYSTEMS[system], eng, version, table, raw, float(ms) * 1e-3)
 
 
-__all__ = ["INSTALL", "PACKAGE", "PINNED", "READ_FAMILIES", "SYSTEMS", "TABLES", "Family", "Row", "Source",
-           "installed", "latest_versions", "read_table", "rows", "systems"]
+def read_columns(path: Path) -> tuple[dict[str, Any], Any]:
+    """A parquet file as numpy columns, and the latency in seconds, rows without a finite positive
+    latency dropped (pyarrow, imported here only)."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    try:
+        t = pq.read_table(path)
+    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+        raise RooflineError(f"{path}: not a readable parquet table ({exc})") from None
+    cols = {name: t.column(name).to_numpy(zero_copy_only=False) for name in t.schema.names}
+    if "latency" not in cols:
+        raise RooflineError(f"{path}: no latency column")
+    try:
+        ms = np.asarray(cols.pop("latency"), dtype=float)
+    except (TypeError, ValueError):
+        raise RooflineError(f"{path}: its latency column is not numeric") from None
+    ok = np.isfinite(ms) & (ms > 0)  # a failed or missing measurement is left out
+    return {k: v[ok] for k, v in cols.items()}, ms[ok] * 1e-3
+
+
+def tables(source: Source, system: str, family: Family, engine: str | None = None) -> Iterator[Table]:
+    """Every measured table of one system and family, read as columns (the newest version of each
+    engine, or of `engine`): what `rows` yields, a table at a time."""
+    for op, stem, table in TABLES.get(family, ()):
+        for eng, version in latest_versions(source, system, op).items():
+            if engine is not None and eng != engine:
+                continue
+            path = source.root / system / op / eng / version / f"{stem}.parquet"
+            if path.is_file():
+                cols, seconds = read_columns(path)
+                yield Table(system, SYSTEMS[system], eng, version, table, cols, seconds)
+
+
+__all__ = ["INSTALL", "PACKAGE", "PINNED", "READ_FAMILIES", "SYSTEMS", "TABLES", "Family", "Row", "Source", "Table",
+           "installed", "latest_versions", "read_columns", "read_table", "rows", "systems", "tables"]
