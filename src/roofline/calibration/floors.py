@@ -13,15 +13,15 @@ GEMM C[m, n] = A[m, k] @ B[k, n] (roofline.kernels.matmul_op, matmul_graph):
     DRAM bytes    (m·k + k·n)·operand bytes + m·n·output bytes (bf16 out for 8-bit and 4-bit operands)
     SMEM = L2     operand bytes · m·n·k · (1/min(256, n) + 1/min(256, m))  (256×256 tiles, MATMUL_TILE)
 
-Attention, FlashAttention-style, q [b, h, nq, d], K and V [b, g, nkv, d], out [b, h, nq, d] in bf16
-(roofline.kernels.attention_ops under the flash plan); causal prefill has nq = nkv and
-pairs = nq·(nq + 1)/2 per head, decode nq = 1 and pairs = nkv; P = b·h·pairs:
-    matrix FLOPs  4·P·d                       (q·kᵀ and p·v)
-    vector FLOPs  5·P + P·d/128               (softmax, and the online rescale of each 128-key tile)
+Attention, FlashAttention-style, q [b, h, nq, d], K [b, g, nkv, d], V [b, g, nkv, dv], out
+[b, h, nq, dv] in bf16 (roofline.kernels.attention_ops under the flash plan); causal prefill has
+nq = nkv and pairs = nq·(nq + 1)/2 per head, decode nq = 1 and pairs = nkv; P = b·h·pairs:
+    matrix FLOPs  2·P·d + 2·P·dv              (q·kᵀ and p·v)
+    vector FLOPs  5·P + P·dv/128              (softmax, and the online rescale of each 128-key tile)
     exp ops       P + P/128
     DRAM bytes    q + K + V + out
-    SMEM bytes    q bytes·P·d·(1/Bc + 1/Br) + kv bytes·P·d/Br,   Br = min(128, nq·h/g), Bc = min(128, nkv)
-    L2 bytes      q bytes·P·d/Br + q + kv bytes·P·d/Br + out
+    SMEM bytes    q bytes·P·d·(1/Bc + 1/Br) + kv bytes·P·dv/Br,  Br = min(128, nq·h/g), Bc = min(128, nkv)
+    L2 bytes      q bytes·P·d/Br + q + kv bytes·P·dv/Br + out
 
 The `Shape` columns the expected-time model reads (roofline.expectation.model.shape_of) come out
 beside the floor: output rows and columns, tile pairs and sequences × heads.
@@ -92,6 +92,16 @@ class Floors:
     n: Any
     tile_pairs: Any
     heads: Any
+    # the floor under the weakest assumption the table leaves open (MoE: the fewest experts any router
+    # can hit), where the floor above assumes more (the balanced spread); None: no such assumption
+    relaxed_s: Any = None
+
+    def take(self, sel: Any) -> Floors:
+        """The rows `sel` (an index array) of every column."""
+        return Floors(*(None if getattr(self, f) is None else getattr(self, f)[sel] for f in FIELDS))
+
+
+FIELDS = tuple(Floors.__dataclass_fields__)
 
 
 def _floor(r: Roofs, matrix: Any, vector: Any, exp: Any, dram: Any, smem: Any, l2: Any) -> tuple[Any, ...]:
@@ -127,12 +137,17 @@ def gemm_floors(r: Roofs, dtype: str, m: Any, n: Any, k: Any) -> Floors:
 
 
 def attention_floors(r: Roofs, generation: bool, qdt: str, kvdt: str, b: Any, h: Any, g: Any, d: Any,
-                     nq: Any) -> Floors:
+                     nq: Any, dv: Any = None, shared_kv: bool = False, pv_width: Any = None) -> Floors:
     """Floors of fused attention (module docstring): causal prefill of nq tokens (`generation` False),
-    or one query against nq cached keys (`generation` True)."""
+    or one query against nq cached keys (`generation` True). `dv` is V's width (default d). MLA's
+    absorbed form (roofline.models.build) attends over one latent cache that is K and V at once
+    (`shared_kv`: read once) and multiplies by its first `pv_width` columns (kv_lora_rank), so p·v
+    costs 2·P·pv_width FLOPs and the output is pv_width wide."""
     import numpy as np
 
     b, h, g, d, n = (np.asarray(x, dtype=float) for x in (b, h, g, d, nq))
+    dv = d if dv is None else np.asarray(dv, dtype=float)
+    pw = dv if pv_width is None else np.asarray(pv_width, dtype=float)
     qb, kvb = get_dtype(qdt).bytes_per_element, get_dtype(kvdt).bytes_per_element
     ob = get_dtype("bf16").bytes_per_element
     q_rows = np.ones_like(n) if generation else n
@@ -141,12 +156,12 @@ def attention_floors(r: Roofs, generation: bool, qdt: str, kvdt: str, b: Any, h:
     br_tile, bc_tile = FLASH_TILE
     er = np.minimum(br_tile, q_rows * np.floor_divide(h, g))
     ec = np.minimum(bc_tile, n)
-    matrix = 4.0 * p * d
-    vector = 5.0 * p + (p * d / bc_tile if r.per_sm else 0.0)
+    matrix = 2.0 * p * d + 2.0 * p * pw
+    vector = 5.0 * p + (p * dv / bc_tile if r.per_sm else 0.0)
     exp = p + p / bc_tile
-    q_bytes, out_bytes = qb * b * h * q_rows * d, ob * b * h * q_rows * d
-    dram = q_bytes + 2 * kvb * b * g * n * d + out_bytes
-    smem_pv = kvb * p * d / er
+    q_bytes, out_bytes = qb * b * h * q_rows * d, ob * b * h * q_rows * pw
+    dram = q_bytes + kvb * b * g * n * (d if shared_kv else d + dv) + out_bytes
+    smem_pv = kvb * p * dv / er
     smem = qb * p * d * (1 / ec + 1 / er) + smem_pv
     l2 = qb * p * d / er + q_bytes + smem_pv + out_bytes
     floor, compute, t_dram, mem = _floor(r, matrix, vector, exp, dram, smem, l2)
@@ -162,4 +177,4 @@ def attention_floors(r: Roofs, generation: bool, qdt: str, kvdt: str, b: Any, h:
                   pairs_t, b * h)
 
 
-__all__ = ["Floors", "Roofs", "attention_floors", "gemm_floors", "roofs"]
+__all__ = ["FIELDS", "Floors", "Roofs", "attention_floors", "gemm_floors", "roofs"]

@@ -9,7 +9,8 @@
                                            num_key_value_heads K/V heads of head_dim, fused (FlashAttention);
                                            q in attn_dtype, K and V in kv_cache_dtype
     generation_attention row               one query per sequence (isl = 1) against `step` cached keys
-                                           (collector/trtllm/collect_attn.py writes step = the KV length)
+                                           (collector/trtllm/collect_attn.py writes step = the KV length);
+                                           V as wide as K, except SGLang's head_dim 192 (NARROW_V)
 
 A row with a sliding window shorter than its length is left out (its pairs are not the causal
 triangle); so is a dtype the catalog machine has no peak for. Each left-out row says why.
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from roofline.calibration.floors import Floors, Roofs, attention_floors, gemm_floors, roofs
+from roofline.calibration.floors import FIELDS, Floors, Roofs, attention_floors, gemm_floors, roofs
 from roofline.calibration.tables import Row, Table
 from roofline.dtypes import get_dtype
 from roofline.errors import RooflineError
@@ -94,6 +95,18 @@ def _gemm_placed(machine: str, raw: str, mm: int, n: int, k: int) -> tuple[Place
     return p, shape_of(p)
 
 
+# SGLang times head_dim 192 only as MiMo-V2-Flash's attention, whose V is 128 wide: its collector refuses
+# 192 without that contract ("head_dim=192 requires the explicit MiMo-V2 SGLang attention contract",
+# collector/sglang/collect_attn.py; v_head_dim 128 in collector/cases/models/MiMoV2FlashForCausalLM_cases.yaml).
+# TensorRT-LLM and vLLM run 192 with V as wide as K (vLLM's (192, 192), collector/vllm/collect_attn.py).
+NARROW_V: Mapping[tuple[str, int], int] = {("sglang", 192): 128}
+
+
+def value_width(engine: str, head_dim: int) -> int:
+    """V's width for a row of `engine` with this head_dim (NARROW_V, else the head_dim)."""
+    return NARROW_V.get((engine, head_dim), head_dim)
+
+
 def _key(dt: str) -> str:
     return {"bf16": "bf16", "fp16": "bf16", "fp8_e4m3": "fp8", "nvfp4": "nvfp4"}.get(dt, dt)
 
@@ -110,17 +123,19 @@ def _attention(row: Row, generation: bool) -> Joined:
         raise RooflineError(f"sliding window {int(window)} < length {nkv}")
     qdt, kvdt = _dtype(row.get("attn_dtype", "bfloat16")), _dtype(row.get("kv_cache_dtype", "bfloat16"))
     table = "generation_attention" if generation else "context_attention"
-    p, shape = _attention_placed(row.machine, generation, b, h, g, d, nq, nkv, qdt, kvdt)
+    dv = value_width(row.engine, d)
+    p, shape = _attention_placed(row.machine, generation, b, h, g, d, nq, nkv, qdt, kvdt, dv)
     return Joined(row, p, f"{table}.{_key(kvdt if generation else qdt)}", shape)
 
 
 @cache
 def _attention_placed(machine: str, generation: bool, b: int, h: int, g: int, d: int, nq: int, nkv: int, qdt: str,
-                      kvdt: str) -> tuple[Placement, Shape]:
+                      kvdt: str, dv: int | None = None) -> tuple[Placement, Shape]:
+    dv = d if dv is None else dv
     q = tensor("q", (b, h, nq, d), get_dtype(qdt))
     k = tensor("k", (b, g, nkv, d), get_dtype(kvdt))
-    v = tensor("v", (b, g, nkv, d), get_dtype(kvdt))
-    o = tensor("o", (b, h, nq, d), get_dtype("bf16"))
+    v = tensor("v", (b, g, nkv, dv), get_dtype(kvdt))
+    o = tensor("o", (b, h, nq, dv), get_dtype("bf16"))
     graph = Graph(attention_ops("attention", q, k, v, o, causal=not generation), name="attention")
     kernel = graph.kernels(attention_plans("attention")[Plan.FLASH])[0]
     what = f"b{b} h{h}/{g} d{d} " + (f"kv {nkv}" if generation else f"isl {nq}")
@@ -162,11 +177,11 @@ class JoinedTable:
         return self.namer(self.table, row) if self.namer else f"{self.table.table} row {row}"
 
 
-def _count(left: dict[str, int], why: str, n: int) -> None:
+def count_left(left: dict[str, int], why: str, n: int) -> None:
     left[why] = left.get(why, 0) + n
 
 
-def _numbers(raw: Any) -> Any:
+def numbers(raw: Any) -> Any:
     """A column as floats, NaN where an entry is not a number (None, a string, a bool)."""
     import numpy as np
 
@@ -176,19 +191,19 @@ def _numbers(raw: Any) -> Any:
                      else np.nan for x in raw], dtype=float)
 
 
-def _whole(t: Table, key: str, ok: Any, left: dict[str, int]) -> Any:
+def whole(t: Table, key: str, ok: Any, left: dict[str, int]) -> Any:
     """Column `key` as floats, rows that are not whole numbers ≥ 0 struck from `ok` (and counted)."""
     import numpy as np
 
-    v = _numbers(t.column(key))
+    v = numbers(t.column(key))
     bad = ok & ~(np.isfinite(v) & (v >= 0) & (v == np.floor(np.where(np.isfinite(v), v, 0))))
     if bad.any():
-        _count(left, f"column {key} is not a whole number", int(bad.sum()))
+        count_left(left, f"column {key} is not a whole number", int(bad.sum()))
     ok &= ~bad
     return np.where(ok, v, 1.0)
 
 
-def _machine_roofs(machine: str, dt: str, left: dict[str, int], rows: int) -> Roofs | None:
+def machine_roofs(machine: str, dt: str, left: dict[str, int], rows: int) -> Roofs | None:
     try:
         return roofs(_machine(machine), dt)
     except RooflineError as exc:
@@ -196,7 +211,7 @@ def _machine_roofs(machine: str, dt: str, left: dict[str, int], rows: int) -> Ro
         return None
 
 
-def _assemble(t: Table, parts: list[tuple[Any, str, Roofs, Floors]], left: dict[str, int],
+def assemble(t: Table, parts: list[tuple[Any, str, Roofs, Floors]], left: dict[str, int],
               namer: Callable[[Table, int], str]) -> JoinedTable:
     import numpy as np
 
@@ -207,7 +222,14 @@ def _assemble(t: Table, parts: list[tuple[Any, str, Roofs, Floors]], left: dict[
     idx = np.concatenate([p[0] for p in parts])
     order = np.argsort(idx, kind="stable")
     kinds = np.concatenate([np.full(len(p[0]), p[1], dtype=object) for p in parts])[order]
-    cols = [np.concatenate([getattr(p[3], f) for p in parts])[order] for f in Floors.__dataclass_fields__]
+    cols: list[Any] = []
+    for f in FIELDS:
+        got = [getattr(p[3], f) for p in parts]
+        if f == "relaxed_s" and all(g is None for g in got):
+            cols.append(None)
+            continue
+        got = [p[3].floor_s if g is None else g for p, g in zip(parts, got, strict=True)]
+        cols.append(np.concatenate(got)[order])
     return JoinedTable(t, idx[order], kinds, Floors(*cols), {p[1]: p[2] for p in parts}, left, namer)
 
 
@@ -221,7 +243,7 @@ def _gemm_table(t: Table) -> JoinedTable:
 
     left: dict[str, int] = {}
     ok = np.ones(len(t), dtype=bool)
-    m, n, k = (_whole(t, c, ok, left) for c in ("m", "n", "k"))
+    m, n, k = (whole(t, c, ok, left) for c in ("m", "n", "k"))
     raw = np.asarray(t.column("gemm_dtype"), dtype=object)
     parts = []
     for name in sorted({str(x) for x in raw[ok]}):
@@ -230,12 +252,12 @@ def _gemm_table(t: Table) -> JoinedTable:
             left[f"dtype {name!r} has no counterpart here"] = int(sel.sum())
             continue
         dt = DTYPES[name]
-        r = _machine_roofs(t.machine, dt, left, int(sel.sum()))
+        r = machine_roofs(t.machine, dt, left, int(sel.sum()))
         if r is None:
             continue
         i = np.flatnonzero(sel)
         parts.append((i, f"gemm.{name if name == 'fp8_block' else _key(dt)}", r, gemm_floors(r, dt, m[i], n[i], k[i])))
-    return _assemble(t, parts, left, _gemm_name)
+    return assemble(t, parts, left, _gemm_name)
 
 
 def _attention_name(t: Table, i: int) -> str:
@@ -252,9 +274,9 @@ def _attention_table(t: Table) -> JoinedTable:
     generation = t.table == "generation_attention"
     left: dict[str, int] = {}
     ok = np.ones(len(t), dtype=bool)
-    b, h, g, d = (_whole(t, c, ok, left) for c in ("batch_size", "num_heads", "num_key_value_heads", "head_dim"))
+    b, h, g, d = (whole(t, c, ok, left) for c in ("batch_size", "num_heads", "num_key_value_heads", "head_dim"))
     g = np.where(g == 0, h, g)  # 0 in a few tables means MHA
-    n = _whole(t, "step" if generation else "isl", ok, left)
+    n = whole(t, "step" if generation else "isl", ok, left)
     empty = ok & ((n < 1) | (b < 1) | (h < 1) | (d < 1))
     if empty.any():
         left["an empty shape"] = int(empty.sum())
@@ -263,7 +285,7 @@ def _attention_table(t: Table) -> JoinedTable:
     if uneven.any():
         left["query heads not a multiple of key/value heads"] = int(uneven.sum())
     ok &= ~uneven
-    window = np.nan_to_num(_numbers(t.column("window_size", 0)))
+    window = np.nan_to_num(numbers(t.column("window_size", 0)))
     windowed = ok & (window > 0) & (window < n)
     if windowed.any():
         left["sliding window"] = int(windowed.sum())
@@ -275,16 +297,17 @@ def _attention_table(t: Table) -> JoinedTable:
         sel = ok & (qraw == qn) & (kvraw == kvn)
         bad = next((x for x in (qn, kvn) if x not in DTYPES), None)
         if bad is not None:
-            _count(left, f"dtype {bad!r} has no counterpart here", int(sel.sum()))
+            count_left(left, f"dtype {bad!r} has no counterpart here", int(sel.sum()))
             continue
         qdt, kvdt = DTYPES[qn], DTYPES[kvn]
-        r = _machine_roofs(t.machine, qdt, left, int(sel.sum()))
+        r = machine_roofs(t.machine, qdt, left, int(sel.sum()))
         if r is None:
             continue
         i = np.flatnonzero(sel)
         kind = f"{t.table}.{_key(kvdt if generation else qdt)}"
-        parts.append((i, kind, r, attention_floors(r, generation, qdt, kvdt, b[i], h[i], g[i], d[i], n[i])))
-    return _assemble(t, parts, left, _attention_name)
+        dv = np.array([value_width(t.engine, int(x)) for x in d[i]], dtype=float)
+        parts.append((i, kind, r, attention_floors(r, generation, qdt, kvdt, b[i], h[i], g[i], d[i], n[i], dv)))
+    return assemble(t, parts, left, _attention_name)
 
 
 TABLE_JOINS: Mapping[str, Callable[[Table], JoinedTable]] = {

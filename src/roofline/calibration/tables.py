@@ -66,6 +66,9 @@ TABLES: Mapping[Family, tuple[tuple[str, str, str], ...]] = {
     Family.GEMM: (("gemm", "gemm_perf", "gemm"),),
     Family.ATTENTION: (("attention", "context_attention_perf", "context_attention"),
                        ("attention", "generation_attention_perf", "generation_attention")),
+    # the MLA attention kernel alone (the *_module tables time the whole layer, projections included)
+    Family.MLA: (("mla", "context_mla_perf", "context_mla"), ("mla", "generation_mla_perf", "generation_mla")),
+    Family.MOE: (("moe", "moe_perf", "moe"),),
 }
 READ_FAMILIES = tuple(TABLES)
 
@@ -220,18 +223,31 @@ def read_columns(path: Path) -> tuple[dict[str, Any], Any]:
     return {k: v[ok] for k, v in cols.items()}, ms[ok] * 1e-3
 
 
+def newest_with(source: Source, system: str, op: str, stem: str) -> dict[str, str]:
+    """engine -> its newest version under <system>/<op> that has the table `stem` (a newer version may
+    time other tables only: vLLM 0.24.0's MLA folder holds the whole-layer tables, not the kernel's)."""
+    out: dict[str, str] = {}
+    base = source.root / system / op
+    if not base.is_dir():
+        return out
+    for engine_dir in sorted(p for p in base.iterdir() if p.is_dir()):
+        versions = sorted((p.name for p in engine_dir.iterdir() if (p / f"{stem}.parquet").is_file()),
+                          key=_version_key)
+        if versions:
+            out[engine_dir.name] = versions[-1]
+    return out
+
+
 def tables(source: Source, system: str, family: Family, engine: str | None = None) -> Iterator[Table]:
-    """Every measured table of one system and family, read as columns (the newest version of each
-    engine, or of `engine`): what `rows` yields, a table at a time."""
+    """Every measured table of one system and family, read as columns (of each engine, or of `engine`,
+    the newest version that has the table): what `rows` yields, a table at a time."""
     for op, stem, table in TABLES.get(family, ()):
-        for eng, version in latest_versions(source, system, op).items():
+        for eng, version in newest_with(source, system, op, stem).items():
             if engine is not None and eng != engine:
                 continue
-            path = source.root / system / op / eng / version / f"{stem}.parquet"
-            if path.is_file():
-                cols, seconds = read_columns(path)
-                yield Table(system, SYSTEMS[system], eng, version, table, cols, seconds)
+            cols, seconds = read_columns(source.root / system / op / eng / version / f"{stem}.parquet")
+            yield Table(system, SYSTEMS[system], eng, version, table, cols, seconds)
 
 
 __all__ = ["INSTALL", "PACKAGE", "PINNED", "READ_FAMILIES", "SYSTEMS", "TABLES", "Family", "Row", "Source", "Table",
-           "installed", "latest_versions", "read_columns", "read_table", "rows", "systems", "tables"]
+           "installed", "latest_versions", "newest_with", "read_columns", "read_table", "rows", "systems", "tables"]

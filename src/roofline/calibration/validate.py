@@ -38,6 +38,8 @@ from typing import Any
 from roofline.calibration.fit import ATTENTION_TILES, GEMM_TILES, fit_kind
 from roofline.calibration.floors import Floors
 from roofline.calibration.join import TABLE_JOINS, Joined, JoinedTable
+from roofline.calibration.mla import join_mla
+from roofline.calibration.moe import join_moe
 from roofline.calibration.tables import Table
 from roofline.errors import RooflineError
 from roofline.expectation.model import ExpectedTimes, Fit, Shape
@@ -52,7 +54,10 @@ FIT_MAX_ROWS = 4000  # a group without a shipped fit is fitted on at most this m
 CHECKED_ROWS = 16  # rows a group checks its columnar expected time on against Fit.expected_s
 
 # table kind -> the joiner of a whole table: what `validate` reads (one entry a kind of table)
-JOINERS: Mapping[str, Callable[[Table], JoinedTable]] = dict(TABLE_JOINS)
+JOINERS: Mapping[str, Callable[[Table], JoinedTable]] = {
+    **TABLE_JOINS, "context_mla": join_mla, "generation_mla": join_mla, "moe": join_moe,
+}
+PER_TILE_KINDS = ("context_attention", "generation_attention", "context_mla", "generation_mla")
 
 
 @dataclass(frozen=True)
@@ -168,12 +173,25 @@ class Group:
         return d
 
 
+# why a kind's relaxed floor (Floors.relaxed_s) may be the one that holds, by kind family
+RELAXED = {
+    "moe": ("the router hit fewer experts than a balanced spread of T·k picks: the table does not record "
+            "which experts its (skewed or model-grouped) router hit; with the fewest any router can hit "
+            "(⌈k/ep⌉ on the device, each taking all T tokens) the floor is {relaxed}, below the measured time"),
+}
+
+
 def explain(name: str, measured_s: float, floor_s: float, working: float, dram_s: float, l2_bytes: float | None,
-            memory_bound: bool, compute_s: float, machine: str) -> Faster:
+            memory_bound: bool, compute_s: float, machine: str, relaxed_s: float | None = None,
+            kind: str = "") -> Faster:
     """Explained when the DRAM working set fits in L2, or when a DRAM-bound stream larger than L2 is no
-    faster than (working set − L2) / bandwidth (module docstring); flagged otherwise."""
+    faster than (working set − L2) / bandwidth (module docstring), or when the measured time is above the
+    kind's relaxed floor (RELAXED); flagged otherwise."""
     cap = l2_bytes
     gap = f"{format_time(measured_s)} measured against a {format_time(floor_s)} floor"
+    why = RELAXED.get(kind.split(".")[0])
+    if relaxed_s is not None and why and relaxed_s < floor_s and measured_s >= relaxed_s:
+        return Faster(name, measured_s, floor_s, True, f"{gap}: " + why.format(relaxed=format_time(relaxed_s)))
     if cap and working <= cap:
         return Faster(name, measured_s, floor_s, True,
                       f"{gap}: its working set, {format_bytes(working)}, fits in the {format_bytes(cap, binary=True)} "
@@ -223,7 +241,7 @@ def fit_group(rows: Rows, max_rows: int = FIT_MAX_ROWS) -> tuple[Fit, int]:
     stride = max(1, math.ceil(n / max_rows))
     idx = range(0, n, stride)
     fit = fit_kind(rows.kind, [rows.shape(i) for i in idx], [float(rows.measured_s[i]) for i in idx],
-                   _tiles(rows.kind), per_tile="attention" in rows.kind)
+                   _tiles(rows.kind), per_tile=rows.kind.startswith(PER_TILE_KINDS))
     return fit, stride
 
 
@@ -276,7 +294,7 @@ def summarise_rows(rows: Rows, fit: Fit, origin: str) -> Group:
     f = rows.floors
     faster = tuple(explain(rows.name(i), float(measured[i]), float(floor[i]), float(f.dram_bytes[i]),
                            float(f.dram_s[i]), rows.l2_bytes, bool(f.memory_bound[i]), float(f.compute_s[i]),
-                           rows.machine)
+                           rows.machine, None if f.relaxed_s is None else float(f.relaxed_s[i]), rows.kind)
                    for i in np.flatnonzero(measured < floor).tolist())
     nbig = int(big.sum())
     points = Points(rows.kind, rows.name, measured, floor, t, low, high)
@@ -339,8 +357,7 @@ def split(jt: JoinedTable) -> list[Rows]:
     out = []
     for kind in sorted(set(jt.kinds.tolist())):
         sel = np.flatnonzero(jt.kinds == kind)
-        f = jt.floors
-        floors = Floors(*(getattr(f, name)[sel] for name in Floors.__dataclass_fields__))
+        floors = jt.floors.take(sel)
         r = jt.roofs[kind]
 
         def name(i: int, sel: Any = sel) -> str:
@@ -349,6 +366,14 @@ def split(jt: JoinedTable) -> list[Rows]:
         out.append(Rows(t.machine, t.engine, t.version, kind, floors, jt.measured_s[sel], r.sms,
                         r.l2_capacity_bytes, name))
     return out
+
+
+def join_any(t: Table) -> JoinedTable:
+    """A measured table joined by its kind's joiner (JOINERS); RooflineError for a kind not joined."""
+    joiner = JOINERS.get(t.table)
+    if joiner is None:
+        raise RooflineError(f"table {t.table} is not joined yet; joined: {', '.join(JOINERS)}")
+    return joiner(t)
 
 
 def validate_tables(joined: Iterable[JoinedTable], shipped: Mapping[tuple[str, str], ExpectedTimes]) -> list[Group]:

@@ -19,7 +19,7 @@ KINDS = ("gemm", "attention", "mla", "moe", "collective")
 @click.command("validate")
 @click.option("--machine", "-m", default=None, help="Catalog machine (default: every one the tables cover).")
 @click.option("--engine", type=click.Choice(ENGINES), default=None, help="Engine (default: every one).")
-@click.option("--kind", type=click.Choice(KINDS), default=None, help="Kind of kernel (default: gemm and attention).")
+@click.option("--kind", type=click.Choice(KINDS), default=None, help="Kind of kernel (default: every kind joined: gemm, attention, mla, moe).")
 @click.option("--max-rows", type=int, default=0, show_default=True,
               help="At most this many rows a table, at an even stride (0: every row).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
@@ -34,9 +34,8 @@ def validate(machine: str | None, engine: str | None, kind: str | None, max_rows
     expected time and the share inside the band (all rows, and rows whose floor is at least 10 us),
     and every point faster than the floor, explained (its working set fits in L2: the benchmark
     reran one shape) or flagged as our error."""
-    from roofline.calibration.join import join_table
     from roofline.calibration.tables import TABLES, Family, installed, systems, tables
-    from roofline.calibration.validate import JOINERS, validate_tables
+    from roofline.calibration.validate import JOINERS, join_any, validate_tables
     from roofline.errors import RooflineError
     from roofline.expectation.shipped import shipped, shipped_files
     from roofline.hardware import get_machine
@@ -55,7 +54,7 @@ def validate(machine: str | None, engine: str | None, kind: str | None, max_rows
         covered = sorted({SYSTEMS[s] for s in systems(source)})
         raise RooflineError(f"{source.label} has no tables for {machine_id}; it covers: {', '.join(covered)}")
     joined_kinds = [f for f in Family if f in TABLES and all(t in JOINERS for _, _, t in TABLES[f])]
-    families = [Family(kind)] if kind else [Family.GEMM, Family.ATTENTION]
+    families = [Family(kind)] if kind else joined_kinds
     unread = [f for f in families if f not in joined_kinds]
     if unread:
         raise RooflineError(f"--kind {unread[0]}: its tables are not joined to our kernels yet; kinds read: "
@@ -64,7 +63,7 @@ def validate(machine: str | None, engine: str | None, kind: str | None, max_rows
     for system in names:
         for family in families:
             for table in tables(source, system, family, engine):
-                joined.append(join_table(table.every(max_rows) if max_rows else table))
+                joined.append(join_any(table.every(max_rows) if max_rows else table))
     if not any(len(jt.keep) for jt in joined):
         where = f" for {machine_id}" if machine_id else ""
         with_fits = ", ".join(sorted({m for m, _ in shipped_files()}))
