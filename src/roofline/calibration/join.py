@@ -10,7 +10,9 @@
                                            q in attn_dtype, K and V in kv_cache_dtype
     generation_attention row               one query per sequence (isl = 1) against `step` cached keys
                                            (collector/trtllm/collect_attn.py writes step = the KV length);
-                                           V as wide as K, except SGLang's head_dim 192 (NARROW_V)
+                                           V as wide as K, except SGLang's head_dim 192 (NARROW_V);
+                                           TensorRT-LLM before 1.3.0rc20 timed decode on a K-only
+                                           cache: one tensor streamed (K_ONLY_BEFORE)
 
 A row with a sliding window shorter than its length is left out (its pairs are not the causal
 triangle); so is a dtype the catalog machine has no peak for. Each left-out row says why.
@@ -27,7 +29,7 @@ from functools import cache
 from typing import Any
 
 from roofline.calibration.floors import FIELDS, Floors, Roofs, attention_floors, gemm_floors, roofs
-from roofline.calibration.tables import Row, Table
+from roofline.calibration.tables import Row, Table, version_key
 from roofline.dtypes import get_dtype
 from roofline.errors import RooflineError
 from roofline.expectation.model import Shape, shape_of
@@ -102,6 +104,20 @@ def _gemm_placed(machine: str, raw: str, mm: int, n: int, k: int) -> tuple[Place
 NARROW_V: Mapping[tuple[str, int], int] = {("sglang", 192): 128}
 
 
+# aiconfigurator's TensorRT-LLM attention collector allocated the KV cache as CacheType.SELFKONLY (one
+# K-only pool, the MLA layout) until its 1.3.0rc20 upgrade (commit dec5f4cd2, 2026-08-03), which says:
+# "Serving allocates dense-attention KV cache as CacheType.SELF ...; SELFKONLY is reserved for MLA.
+# Regular GQA/MHA has separate K and V tensors" (collector/trtllm/collect_attn.py; SELFKONLY in every
+# tag v0.3.0 to v0.11.0). Decode rows timed on the K-only pool read V from the same blocks as K: one
+# cache tensor streamed, not two. Of the tables shipped, A100's TensorRT-LLM 1.0.0 is the one so timed.
+K_ONLY_BEFORE = ("trtllm", "1.3.0rc20")
+
+
+def k_only_cache(engine: str, version: str) -> bool:
+    """Whether a decode row of this engine and version was timed on a K-only cache (K_ONLY_BEFORE)."""
+    return engine == K_ONLY_BEFORE[0] and version_key(version) < version_key(K_ONLY_BEFORE[1])
+
+
 def value_width(engine: str, head_dim: int) -> int:
     """V's width for a row of `engine` with this head_dim (NARROW_V, else the head_dim)."""
     return NARROW_V.get((engine, head_dim), head_dim)
@@ -124,17 +140,18 @@ def _attention(row: Row, generation: bool) -> Joined:
     qdt, kvdt = _dtype(row.get("attn_dtype", "bfloat16")), _dtype(row.get("kv_cache_dtype", "bfloat16"))
     table = "generation_attention" if generation else "context_attention"
     dv = value_width(row.engine, d)
-    p, shape = _attention_placed(row.machine, generation, b, h, g, d, nq, nkv, qdt, kvdt, dv)
+    shared = generation and k_only_cache(row.engine, row.version)
+    p, shape = _attention_placed(row.machine, generation, b, h, g, d, nq, nkv, qdt, kvdt, dv, shared)
     return Joined(row, p, f"{table}.{_key(kvdt if generation else qdt)}", shape)
 
 
 @cache
 def _attention_placed(machine: str, generation: bool, b: int, h: int, g: int, d: int, nq: int, nkv: int, qdt: str,
-                      kvdt: str, dv: int | None = None) -> tuple[Placement, Shape]:
+                      kvdt: str, dv: int | None = None, shared_kv: bool = False) -> tuple[Placement, Shape]:
     dv = d if dv is None else dv
     q = tensor("q", (b, h, nq, d), get_dtype(qdt))
     k = tensor("k", (b, g, nkv, d), get_dtype(kvdt))
-    v = tensor("v", (b, g, nkv, dv), get_dtype(kvdt))
+    v = k if shared_kv else tensor("v", (b, g, nkv, dv), get_dtype(kvdt))  # a K-only pool: V read from K's blocks
     o = tensor("o", (b, h, nq, dv), get_dtype("bf16"))
     graph = Graph(attention_ops("attention", q, k, v, o, causal=not generation), name="attention")
     kernel = graph.kernels(attention_plans("attention")[Plan.FLASH])[0]
@@ -306,7 +323,9 @@ def _attention_table(t: Table) -> JoinedTable:
         i = np.flatnonzero(sel)
         kind = f"{t.table}.{_key(kvdt if generation else qdt)}"
         dv = np.array([value_width(t.engine, int(x)) for x in d[i]], dtype=float)
-        parts.append((i, kind, r, attention_floors(r, generation, qdt, kvdt, b[i], h[i], g[i], d[i], n[i], dv)))
+        shared = generation and k_only_cache(t.engine, t.version)
+        parts.append((i, kind, r, attention_floors(r, generation, qdt, kvdt, b[i], h[i], g[i], d[i], n[i], dv,
+                                                   shared_kv=shared)))
     return assemble(t, parts, left, _attention_name)
 
 

@@ -150,7 +150,7 @@ def installed() -> Source:
     return Source(importlib.metadata.version(PACKAGE), root)
 
 
-def _version_key(v: str) -> tuple[Any, ...]:
+def version_key(v: str) -> tuple[Any, ...]:
     return tuple((0, int(p)) if p.isdigit() else (1, p) for p in v.replace("rc", ".rc.").split("."))
 
 
@@ -162,7 +162,7 @@ def latest_versions(source: Source, system: str, op: str) -> dict[str, str]:
     if not base.is_dir():
         return out
     for engine_dir in sorted(p for p in base.iterdir() if p.is_dir()):
-        versions = sorted((p.name for p in engine_dir.iterdir() if p.is_dir()), key=_version_key)
+        versions = sorted((p.name for p in engine_dir.iterdir() if p.is_dir()), key=version_key)
         if versions:
             out[engine_dir.name] = versions[-1]
     return out
@@ -232,7 +232,7 @@ def newest_with(source: Source, system: str, op: str, stem: str) -> dict[str, st
         return out
     for engine_dir in sorted(p for p in base.iterdir() if p.is_dir()):
         versions = sorted((p.name for p in engine_dir.iterdir() if (p / f"{stem}.parquet").is_file()),
-                          key=_version_key)
+                          key=version_key)
         if versions:
             out[engine_dir.name] = versions[-1]
     return out
@@ -250,4 +250,5 @@ def tables(source: Source, system: str, family: Family, engine: str | None = Non
 
 
 __all__ = ["INSTALL", "PACKAGE", "PINNED", "READ_FAMILIES", "SYSTEMS", "TABLES", "Family", "Row", "Source", "Table",
-           "installed", "latest_versions", "newest_with", "read_columns", "read_table", "rows", "systems", "tables"]
+           "installed", "latest_versions", "newest_with", "read_columns", "read_table", "rows", "systems", "tables",
+           "version_key"]

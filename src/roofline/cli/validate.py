@@ -6,8 +6,6 @@ install it, in one line, exit 2.
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from roofline.cli.common import POS, dump, outputs, wrote
@@ -19,7 +17,7 @@ KINDS = ("gemm", "attention", "mla", "moe", "collective")
 @click.command("validate")
 @click.option("--machine", "-m", default=None, help="Catalog machine (default: every one the tables cover).")
 @click.option("--engine", type=click.Choice(ENGINES), default=None, help="Engine (default: every one).")
-@click.option("--kind", type=click.Choice(KINDS), default=None, help="Kind of kernel (default: every kind joined: gemm, attention, mla, moe).")
+@click.option("--kind", type=click.Choice(KINDS), default=None, help="Kind of kernel (default: every kind joined).")
 @click.option("--max-rows", type=int, default=0, show_default=True,
               help="At most this many rows a table, at an even stride (0: every row).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
@@ -67,12 +65,15 @@ def validate(machine: str | None, engine: str | None, kind: str | None, max_rows
     if not any(len(jt.keep) for jt in joined):
         where = f" for {machine_id}" if machine_id else ""
         with_fits = ", ".join(sorted({m for m, _ in shipped_files()}))
-        raise RooflineError(f"{source.label} has no {' or '.join(f.value for f in families)} rows{where}"
+        names_ = [f.value for f in families]
+        kinds_ = names_[0] if len(names_) == 1 else f"{', '.join(names_[:-1])} or {names_[-1]}"
+        raise RooflineError(f"{source.label} has no {kinds_} rows{where}"
                             f"{' with ' + engine if engine else ''}; machines with measured gemm and attention "
                             f"tables: {with_fits}")
     fits = {(m, e): shipped(m, e) for m, e in shipped_files()}
     groups = validate_tables(joined, fits)
-    command = "roofline validate " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else "roofline validate"
+    given = [("--machine", machine), ("--engine", engine), ("--kind", kind), ("--max-rows", max_rows or None)]
+    command = " ".join(["roofline validate", *(f"{flag} {v}" for flag, v in given if v)])
     from roofline.fileio import atomic_write
 
     if png:
