@@ -59,7 +59,7 @@ def test_calibrate_writes_a_file_the_kernel_command_reads(tmp_path: Path, capsys
 
 
 def test_a_kind_not_joined_yet_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["validate", "--machine", "h100", "--kind", "moe"]) == 2
+    assert main(["validate", "--machine", "h100", "--kind", "collective"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "not joined" in err
 
@@ -68,4 +68,27 @@ def test_a_catalog_machine_without_tables_is_one_line_naming_those_with(capsys: 
     # aiconfigurator-core 0.12.0 ships an h100_pcie folder but no gemm or attention table in it
     assert main(["validate", "--machine", "h100-pcie", "--max-rows", "10"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "no gemm or attention rows for h100-pcie" in err and "h100-sxm" in err
+    assert err.count("\n") == 1 and "no gemm, attention, mla or moe rows for h100-pcie" in err and "h100-sxm" in err
+
+
+def test_validate_mla_joins_both_phases_with_no_unexplained_point(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", "--machine", "h200", "--engine", "trtllm", "--kind", "mla", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    kinds = {g["kind"]: g for g in d["groups"]}
+    assert {"context_mla.bf16", "generation_mla.bf16", "context_mla.fp8", "generation_mla.fp8"} <= set(kinds)
+    assert d["unexplained_faster_than_floor"] == 0
+    # the MLA at 16.5% of speed of light in aiconfigurator's decode; measured medians sit well under 1
+    for g in kinds.values():
+        assert 0.05 < g["share_of_roof"]["median"] < 0.9 and g["rows"] > 500
+        assert g["fit_origin"].startswith("fitted here")
+
+
+def test_validate_moe_every_faster_point_is_explained(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", "--machine", "h100", "--engine", "vllm", "--kind", "moe", "--max-rows", "3000",
+                 "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    kinds = {g["kind"] for g in d["groups"]}
+    assert {"moe.bfloat16", "moe.fp8", "moe.fp8_block"} <= kinds
+    assert d["unexplained_faster_than_floor"] == 0
+    for g in d["groups"]:
+        assert 0.05 < g["share_of_roof"]["median"] < 1.0

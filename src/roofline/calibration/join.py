@@ -9,7 +9,10 @@
                                            num_key_value_heads K/V heads of head_dim, fused (FlashAttention);
                                            q in attn_dtype, K and V in kv_cache_dtype
     generation_attention row               one query per sequence (isl = 1) against `step` cached keys
-                                           (collector/trtllm/collect_attn.py writes step = the KV length)
+                                           (collector/trtllm/collect_attn.py writes step = the KV length);
+                                           V as wide as K, except SGLang's head_dim 192 (NARROW_V);
+                                           TensorRT-LLM before 1.3.0rc20 timed decode on a K-only
+                                           cache: one tensor streamed (K_ONLY_BEFORE)
 
 A row with a sliding window shorter than its length is left out (its pairs are not the causal
 triangle); so is a dtype the catalog machine has no peak for. Each left-out row says why.
@@ -20,10 +23,13 @@ roofline.placement, roofline.hardware, roofline.expectation and this room's tabl
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from functools import cache
+from typing import Any
 
-from roofline.calibration.tables import Row
+from roofline.calibration.floors import FIELDS, Floors, Roofs, attention_floors, gemm_floors, roofs
+from roofline.calibration.tables import Row, Table, version_key
 from roofline.dtypes import get_dtype
 from roofline.errors import RooflineError
 from roofline.expectation.model import Shape, shape_of
@@ -91,6 +97,32 @@ def _gemm_placed(machine: str, raw: str, mm: int, n: int, k: int) -> tuple[Place
     return p, shape_of(p)
 
 
+# SGLang times head_dim 192 only as MiMo-V2-Flash's attention, whose V is 128 wide: its collector refuses
+# 192 without that contract ("head_dim=192 requires the explicit MiMo-V2 SGLang attention contract",
+# collector/sglang/collect_attn.py; v_head_dim 128 in collector/cases/models/MiMoV2FlashForCausalLM_cases.yaml).
+# TensorRT-LLM and vLLM run 192 with V as wide as K (vLLM's (192, 192), collector/vllm/collect_attn.py).
+NARROW_V: Mapping[tuple[str, int], int] = {("sglang", 192): 128}
+
+
+# aiconfigurator's TensorRT-LLM attention collector allocated the KV cache as CacheType.SELFKONLY (one
+# K-only pool, the MLA layout) until its 1.3.0rc20 upgrade (commit dec5f4cd2, 2026-08-03), which says:
+# "Serving allocates dense-attention KV cache as CacheType.SELF ...; SELFKONLY is reserved for MLA.
+# Regular GQA/MHA has separate K and V tensors" (collector/trtllm/collect_attn.py; SELFKONLY in every
+# tag v0.3.0 to v0.11.0). Decode rows timed on the K-only pool read V from the same blocks as K: one
+# cache tensor streamed, not two. Of the tables shipped, A100's TensorRT-LLM 1.0.0 is the one so timed.
+K_ONLY_BEFORE = ("trtllm", "1.3.0rc20")
+
+
+def k_only_cache(engine: str, version: str) -> bool:
+    """Whether a decode row of this engine and version was timed on a K-only cache (K_ONLY_BEFORE)."""
+    return engine == K_ONLY_BEFORE[0] and version_key(version) < version_key(K_ONLY_BEFORE[1])
+
+
+def value_width(engine: str, head_dim: int) -> int:
+    """V's width for a row of `engine` with this head_dim (NARROW_V, else the head_dim)."""
+    return NARROW_V.get((engine, head_dim), head_dim)
+
+
 def _key(dt: str) -> str:
     return {"bf16": "bf16", "fp16": "bf16", "fp8_e4m3": "fp8", "nvfp4": "nvfp4"}.get(dt, dt)
 
@@ -107,17 +139,20 @@ def _attention(row: Row, generation: bool) -> Joined:
         raise RooflineError(f"sliding window {int(window)} < length {nkv}")
     qdt, kvdt = _dtype(row.get("attn_dtype", "bfloat16")), _dtype(row.get("kv_cache_dtype", "bfloat16"))
     table = "generation_attention" if generation else "context_attention"
-    p, shape = _attention_placed(row.machine, generation, b, h, g, d, nq, nkv, qdt, kvdt)
+    dv = value_width(row.engine, d)
+    shared = generation and k_only_cache(row.engine, row.version)
+    p, shape = _attention_placed(row.machine, generation, b, h, g, d, nq, nkv, qdt, kvdt, dv, shared)
     return Joined(row, p, f"{table}.{_key(kvdt if generation else qdt)}", shape)
 
 
 @cache
 def _attention_placed(machine: str, generation: bool, b: int, h: int, g: int, d: int, nq: int, nkv: int, qdt: str,
-                      kvdt: str) -> tuple[Placement, Shape]:
+                      kvdt: str, dv: int | None = None, shared_kv: bool = False) -> tuple[Placement, Shape]:
+    dv = d if dv is None else dv
     q = tensor("q", (b, h, nq, d), get_dtype(qdt))
     k = tensor("k", (b, g, nkv, d), get_dtype(kvdt))
-    v = tensor("v", (b, g, nkv, d), get_dtype(kvdt))
-    o = tensor("o", (b, h, nq, d), get_dtype("bf16"))
+    v = k if shared_kv else tensor("v", (b, g, nkv, dv), get_dtype(kvdt))  # a K-only pool: V read from K's blocks
+    o = tensor("o", (b, h, nq, dv), get_dtype("bf16"))
     graph = Graph(attention_ops("attention", q, k, v, o, causal=not generation), name="attention")
     kernel = graph.kernels(attention_plans("attention")[Plan.FLASH])[0]
     what = f"b{b} h{h}/{g} d{d} " + (f"kv {nkv}" if generation else f"isl {nq}")
@@ -135,4 +170,176 @@ def join(row: Row) -> Joined:
     raise RooflineError(f"table {row.table} is not joined yet")
 
 
-__all__ = ["DTYPES", "Joined", "join"]
+# --- a whole table at once (numpy): the same reading, the floors of roofline.calibration.floors -----
+
+@dataclass(frozen=True)
+class JoinedTable:
+    """A measured table's rows that join (`keep`, indexes into the table), their kinds and floors, and
+    the count of rows left out by why. `name(i)` names kept row i as `join` would."""
+
+    table: Table
+    keep: Any  # numpy int array
+    kinds: Any  # numpy object array of kind keys (gemm.bf16, ...)
+    floors: Floors
+    roofs: Mapping[str, Roofs]  # kind -> the roofs its floors were placed on
+    left_out: Mapping[str, int] = field(default_factory=dict)
+    namer: Callable[[Table, int], str] | None = None
+
+    @property
+    def measured_s(self) -> Any:
+        return self.table.measured_s[self.keep]
+
+    def name(self, i: int) -> str:
+        row = int(self.keep[i])
+        return self.namer(self.table, row) if self.namer else f"{self.table.table} row {row}"
+
+
+def count_left(left: dict[str, int], why: str, n: int) -> None:
+    left[why] = left.get(why, 0) + n
+
+
+def numbers(raw: Any) -> Any:
+    """A column as floats, NaN where an entry is not a number (None, a string, a bool)."""
+    import numpy as np
+
+    if raw.dtype.kind in "iuf":
+        return raw.astype(float)
+    return np.array([float(x) if isinstance(x, int | float | np.integer | np.floating) and not isinstance(x, bool)
+                     else np.nan for x in raw], dtype=float)
+
+
+def whole(t: Table, key: str, ok: Any, left: dict[str, int]) -> Any:
+    """Column `key` as floats, rows that are not whole numbers ≥ 0 struck from `ok` (and counted)."""
+    import numpy as np
+
+    v = numbers(t.column(key))
+    bad = ok & ~(np.isfinite(v) & (v >= 0) & (v == np.floor(np.where(np.isfinite(v), v, 0))))
+    if bad.any():
+        count_left(left, f"column {key} is not a whole number", int(bad.sum()))
+    ok &= ~bad
+    return np.where(ok, v, 1.0)
+
+
+def machine_roofs(machine: str, dt: str, left: dict[str, int], rows: int) -> Roofs | None:
+    try:
+        return roofs(_machine(machine), dt)
+    except RooflineError as exc:
+        left[str(exc)] = left.get(str(exc), 0) + rows
+        return None
+
+
+def assemble(t: Table, parts: list[tuple[Any, str, Roofs, Floors]], left: dict[str, int],
+              namer: Callable[[Table, int], str]) -> JoinedTable:
+    import numpy as np
+
+    if not parts:
+        empty = np.zeros(0)
+        return JoinedTable(t, empty.astype(np.int64), empty.astype(object),
+                           Floors(*(empty for _ in range(9))), {}, left, namer)
+    idx = np.concatenate([p[0] for p in parts])
+    order = np.argsort(idx, kind="stable")
+    kinds = np.concatenate([np.full(len(p[0]), p[1], dtype=object) for p in parts])[order]
+    cols: list[Any] = []
+    for f in FIELDS:
+        got = [getattr(p[3], f) for p in parts]
+        if f == "relaxed_s" and all(g is None for g in got):
+            cols.append(None)
+            continue
+        got = [p[3].floor_s if g is None else g for p, g in zip(parts, got, strict=True)]
+        cols.append(np.concatenate(got)[order])
+    return JoinedTable(t, idx[order], kinds, Floors(*cols), {p[1]: p[2] for p in parts}, left, namer)
+
+
+def _gemm_name(t: Table, i: int) -> str:
+    c = t.columns
+    return f"gemm {c['gemm_dtype'][i]} {int(c['m'][i])}×{int(c['n'][i])}×{int(c['k'][i])}"
+
+
+def _gemm_table(t: Table) -> JoinedTable:
+    import numpy as np
+
+    left: dict[str, int] = {}
+    ok = np.ones(len(t), dtype=bool)
+    m, n, k = (whole(t, c, ok, left) for c in ("m", "n", "k"))
+    raw = np.asarray(t.column("gemm_dtype"), dtype=object)
+    parts = []
+    for name in sorted({str(x) for x in raw[ok]}):
+        sel = ok & (raw == name)
+        if name not in DTYPES:
+            left[f"dtype {name!r} has no counterpart here"] = int(sel.sum())
+            continue
+        dt = DTYPES[name]
+        r = machine_roofs(t.machine, dt, left, int(sel.sum()))
+        if r is None:
+            continue
+        i = np.flatnonzero(sel)
+        parts.append((i, f"gemm.{name if name == 'fp8_block' else _key(dt)}", r, gemm_floors(r, dt, m[i], n[i], k[i])))
+    return assemble(t, parts, left, _gemm_name)
+
+
+def _attention_name(t: Table, i: int) -> str:
+    c = t.columns
+    b, h, d = (int(c[x][i]) for x in ("batch_size", "num_heads", "head_dim"))
+    g = int(c["num_key_value_heads"][i]) or h
+    what = f"kv {int(c['step'][i])}" if t.table == "generation_attention" else f"isl {int(c['isl'][i])}"
+    return f"{t.table} b{b} h{h}/{g} d{d} {what}"
+
+
+def _attention_table(t: Table) -> JoinedTable:
+    import numpy as np
+
+    generation = t.table == "generation_attention"
+    left: dict[str, int] = {}
+    ok = np.ones(len(t), dtype=bool)
+    b, h, g, d = (whole(t, c, ok, left) for c in ("batch_size", "num_heads", "num_key_value_heads", "head_dim"))
+    g = np.where(g == 0, h, g)  # 0 in a few tables means MHA
+    n = whole(t, "step" if generation else "isl", ok, left)
+    empty = ok & ((n < 1) | (b < 1) | (h < 1) | (d < 1))
+    if empty.any():
+        left["an empty shape"] = int(empty.sum())
+    ok &= ~empty
+    uneven = ok & (np.mod(h, g) != 0)
+    if uneven.any():
+        left["query heads not a multiple of key/value heads"] = int(uneven.sum())
+    ok &= ~uneven
+    window = np.nan_to_num(numbers(t.column("window_size", 0)))
+    windowed = ok & (window > 0) & (window < n)
+    if windowed.any():
+        left["sliding window"] = int(windowed.sum())
+    ok &= ~windowed
+    qraw = np.asarray(t.column("attn_dtype", "bfloat16"), dtype=object)
+    kvraw = np.asarray(t.column("kv_cache_dtype", "bfloat16"), dtype=object)
+    parts = []
+    for qn, kvn in sorted({(str(a), str(c)) for a, c in zip(qraw[ok], kvraw[ok], strict=True)}):
+        sel = ok & (qraw == qn) & (kvraw == kvn)
+        bad = next((x for x in (qn, kvn) if x not in DTYPES), None)
+        if bad is not None:
+            count_left(left, f"dtype {bad!r} has no counterpart here", int(sel.sum()))
+            continue
+        qdt, kvdt = DTYPES[qn], DTYPES[kvn]
+        r = machine_roofs(t.machine, qdt, left, int(sel.sum()))
+        if r is None:
+            continue
+        i = np.flatnonzero(sel)
+        kind = f"{t.table}.{_key(kvdt if generation else qdt)}"
+        dv = np.array([value_width(t.engine, int(x)) for x in d[i]], dtype=float)
+        shared = generation and k_only_cache(t.engine, t.version)
+        parts.append((i, kind, r, attention_floors(r, generation, qdt, kvdt, b[i], h[i], g[i], d[i], n[i], dv,
+                                                   shared_kv=shared)))
+    return assemble(t, parts, left, _attention_name)
+
+
+TABLE_JOINS: Mapping[str, Callable[[Table], JoinedTable]] = {
+    "gemm": _gemm_table, "context_attention": _attention_table, "generation_attention": _attention_table,
+}
+
+
+def join_table(t: Table) -> JoinedTable:
+    """Every row of a measured table beside our floor of its shape (`join`'s reading, whole-table)."""
+    joiner = TABLE_JOINS.get(t.table)
+    if joiner is None:
+        raise RooflineError(f"table {t.table} is not joined yet")
+    return joiner(t)
+
+
+__all__ = ["DTYPES", "TABLE_JOINS", "Joined", "JoinedTable", "join", "join_table"]

@@ -66,6 +66,9 @@ TABLES: Mapping[Family, tuple[tuple[str, str, str], ...]] = {
     Family.GEMM: (("gemm", "gemm_perf", "gemm"),),
     Family.ATTENTION: (("attention", "context_attention_perf", "context_attention"),
                        ("attention", "generation_attention_perf", "generation_attention")),
+    # the MLA attention kernel alone (the *_module tables time the whole layer, projections included)
+    Family.MLA: (("mla", "context_mla_perf", "context_mla"), ("mla", "generation_mla_perf", "generation_mla")),
+    Family.MOE: (("moe", "moe_perf", "moe"),),
 }
 READ_FAMILIES = tuple(TABLES)
 
@@ -84,6 +87,40 @@ class Row:
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.values.get(key, default)
+
+
+@dataclass(frozen=True)
+class Table:
+    """One measured table read whole, as columns (numpy arrays, one entry a row), the rows without a
+    valid latency dropped; `measured_s` is the latency in seconds. The columnar twin of `Row`, for
+    validating hundreds of thousands of rows at once."""
+
+    system: str
+    machine: str
+    engine: str
+    version: str
+    table: str
+    columns: Mapping[str, Any]  # name -> numpy array
+    measured_s: Any  # numpy float64 array
+
+    def __len__(self) -> int:
+        return int(self.measured_s.shape[0])
+
+    def every(self, max_rows: int) -> Table:
+        """Every ⌈n / max_rows⌉-th row, in the table's order (the stride `calibrate` takes too)."""
+        stride = max(1, math.ceil(len(self) / max_rows)) if max_rows > 0 else 1
+        if stride == 1:
+            return self
+        return Table(self.system, self.machine, self.engine, self.version, self.table,
+                     {k: v[::stride] for k, v in self.columns.items()}, self.measured_s[::stride])
+
+    def column(self, key: str, default: Any = None) -> Any:
+        """The column `key` (a numpy array), or an array filled with `default` where the table has none."""
+        import numpy as np
+
+        if key in self.columns:
+            return self.columns[key]
+        return np.full(len(self), default, dtype=object)
 
 
 @dataclass(frozen=True)
@@ -113,7 +150,7 @@ def installed() -> Source:
     return Source(importlib.metadata.version(PACKAGE), root)
 
 
-def _version_key(v: str) -> tuple[Any, ...]:
+def version_key(v: str) -> tuple[Any, ...]:
     return tuple((0, int(p)) if p.isdigit() else (1, p) for p in v.replace("rc", ".rc.").split("."))
 
 
@@ -125,7 +162,7 @@ def latest_versions(source: Source, system: str, op: str) -> dict[str, str]:
     if not base.is_dir():
         return out
     for engine_dir in sorted(p for p in base.iterdir() if p.is_dir()):
-        versions = sorted((p.name for p in engine_dir.iterdir() if p.is_dir()), key=_version_key)
+        versions = sorted((p.name for p in engine_dir.iterdir() if p.is_dir()), key=version_key)
         if versions:
             out[engine_dir.name] = versions[-1]
     return out
@@ -165,5 +202,53 @@ def rows(source: Source, system: str, family: Family, engine: str | None = None)
                 yield Row(system, SYSTEMS[system], eng, version, table, raw, float(ms) * 1e-3)
 
 
-__all__ = ["INSTALL", "PACKAGE", "PINNED", "READ_FAMILIES", "SYSTEMS", "TABLES", "Family", "Row", "Source",
-           "installed", "latest_versions", "read_table", "rows", "systems"]
+def read_columns(path: Path) -> tuple[dict[str, Any], Any]:
+    """A parquet file as numpy columns, and the latency in seconds, rows without a finite positive
+    latency dropped (pyarrow, imported here only)."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    try:
+        t = pq.read_table(path)
+    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+        raise RooflineError(f"{path}: not a readable parquet table ({exc})") from None
+    cols = {name: t.column(name).to_numpy(zero_copy_only=False) for name in t.schema.names}
+    if "latency" not in cols:
+        raise RooflineError(f"{path}: no latency column")
+    try:
+        ms = np.asarray(cols.pop("latency"), dtype=float)
+    except (TypeError, ValueError):
+        raise RooflineError(f"{path}: its latency column is not numeric") from None
+    ok = np.isfinite(ms) & (ms > 0)  # a failed or missing measurement is left out
+    return {k: v[ok] for k, v in cols.items()}, ms[ok] * 1e-3
+
+
+def newest_with(source: Source, system: str, op: str, stem: str) -> dict[str, str]:
+    """engine -> its newest version under <system>/<op> that has the table `stem` (a newer version may
+    time other tables only: vLLM 0.24.0's MLA folder holds the whole-layer tables, not the kernel's)."""
+    out: dict[str, str] = {}
+    base = source.root / system / op
+    if not base.is_dir():
+        return out
+    for engine_dir in sorted(p for p in base.iterdir() if p.is_dir()):
+        versions = sorted((p.name for p in engine_dir.iterdir() if (p / f"{stem}.parquet").is_file()),
+                          key=version_key)
+        if versions:
+            out[engine_dir.name] = versions[-1]
+    return out
+
+
+def tables(source: Source, system: str, family: Family, engine: str | None = None) -> Iterator[Table]:
+    """Every measured table of one system and family, read as columns (of each engine, or of `engine`,
+    the newest version that has the table): what `rows` yields, a table at a time."""
+    for op, stem, table in TABLES.get(family, ()):
+        for eng, version in newest_with(source, system, op, stem).items():
+            if engine is not None and eng != engine:
+                continue
+            cols, seconds = read_columns(source.root / system / op / eng / version / f"{stem}.parquet")
+            yield Table(system, SYSTEMS[system], eng, version, table, cols, seconds)
+
+
+__all__ = ["INSTALL", "PACKAGE", "PINNED", "READ_FAMILIES", "SYSTEMS", "TABLES", "Family", "Row", "Source", "Table",
+           "installed", "latest_versions", "newest_with", "read_columns", "read_table", "rows", "systems", "tables",
+           "version_key"]

@@ -15,20 +15,34 @@ Per group of rows (one catalog machine, one engine, one kind: gemm.bf16, context
                       (the stream's last L2-sized part is still in L2 when the next run starts);
                       flagged as our error otherwise
 
-Layering: imports roofline.errors, roofline.units, roofline.measure.calibration (quantile),
-roofline.expectation and this room's tables, join and fit.
+The rows of a group are held as numpy columns (roofline.calibration.floors): the floor, the expected
+time and its band are computed for the whole group at once, the faster-than-floor points one by one.
+The expected time is evaluated by the formula of roofline.expectation.model's Fit.expected_s, as
+columns; each group checks it against Fit.expected_s on a few rows and refuses to report if they
+differ (so a change of the model cannot leave validation scoring another formula).
+
+Which tables are joined, and by what, is one table: JOINERS (a table kind -> its joiner). Adding a
+kind is one entry there (and its files in roofline.calibration.tables.TABLES).
+
+Layering: imports roofline.errors, roofline.units, roofline.vocab, roofline.expectation and this room's
+tables, floors, join and fit; numpy lazily.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import math
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from roofline.calibration.fit import ATTENTION_TILES, GEMM_TILES, fit_kind
-from roofline.calibration.join import Joined
-from roofline.expectation.model import ExpectedTimes, Fit
-from roofline.measure.calibration import quantile
+from roofline.calibration.floors import Floors
+from roofline.calibration.join import TABLE_JOINS, Joined, JoinedTable
+from roofline.calibration.mla import join_mla
+from roofline.calibration.moe import join_moe
+from roofline.calibration.tables import Table
+from roofline.errors import RooflineError
+from roofline.expectation.model import ExpectedTimes, Fit, Shape
 from roofline.units import format_bytes, format_time
 from roofline.vocab import Level
 
@@ -36,6 +50,14 @@ BIG_FLOOR_S = 10e-6  # the Done-when's "kernels whose floor is at least 10 µs"
 # CUDA-event timings of a kernel rerun in a loop scatter by about 1% (launch jitter, clocks): a point
 # within 2% of a floor that L2 reuse lowers is that floor, not an error
 TIMING_TOLERANCE = 0.02
+FIT_MAX_ROWS = 4000  # a group without a shipped fit is fitted on at most this many rows, at an even stride
+CHECKED_ROWS = 16  # rows a group checks its columnar expected time on against Fit.expected_s
+
+# table kind -> the joiner of a whole table: what `validate` reads (one entry a kind of table)
+JOINERS: Mapping[str, Callable[[Table], JoinedTable]] = {
+    **TABLE_JOINS, "context_mla": join_mla, "generation_mla": join_mla, "moe": join_moe,
+}
+PER_TILE_KINDS = ("context_attention", "generation_attention", "context_mla", "generation_mla")
 
 
 @dataclass(frozen=True)
@@ -67,6 +89,51 @@ class Point:
 
 
 @dataclass(frozen=True)
+class Points(Sequence[Point]):
+    """A group's rows as columns; indexing or iterating makes the Point of a row (the chart's, the CSV's)."""
+
+    kind: str
+    name: Callable[[int], str]
+    measured_s: Any  # numpy float arrays
+    floor_s: Any
+    expected_s: Any
+    low_s: Any
+    high_s: Any
+
+    def __len__(self) -> int:
+        return len(self.measured_s)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        return Point(self.name(i), self.kind, float(self.measured_s[i]), float(self.floor_s[i]),
+                     float(self.expected_s[i]), float(self.low_s[i]), float(self.high_s[i]))
+
+    def __iter__(self) -> Iterator[Point]:
+        return (self[i] for i in range(len(self)))
+
+
+@dataclass(frozen=True)
+class Rows:
+    """The rows of one machine × engine × kind as columns: floors, measured times, names."""
+
+    machine: str
+    engine: str
+    version: str
+    kind: str
+    floors: Floors
+    measured_s: Any  # numpy float array
+    sms: int
+    l2_bytes: float | None
+    name: Callable[[int], str]
+
+    def shape(self, i: int) -> Shape:
+        f = self.floors
+        return Shape(self.kind, float(f.floor_s[i]), float(f.compute_s[i]), int(f.m[i]), int(f.n[i]), self.sms,
+                     float(f.tile_pairs[i]), float(f.heads[i]))
+
+
+@dataclass(frozen=True)
 class Group:
     """The summary of one machine × engine × kind."""
 
@@ -86,7 +153,7 @@ class Group:
     faster: tuple[Faster, ...]
     fit: Fit
     fit_origin: str
-    points: tuple[Point, ...] = field(default=(), repr=False)
+    points: Sequence[Point] = field(default=(), repr=False)
 
     @property
     def unexplained(self) -> int:
@@ -106,62 +173,171 @@ class Group:
         return d
 
 
-def explain_faster(j: Joined) -> Faster:
-    """Explained when the DRAM working set fits in L2 (module docstring), flagged otherwise."""
-    p = j.placement
-    working = p.cost.bytes_by_level.get(Level.DRAM, p.bytes)
-    l2 = p.machine.memory.get(Level.L2)
-    cap = l2.capacity_bytes if l2 is not None else None
-    gap = f"{format_time(j.measured_s)} measured against a {format_time(j.floor_s)} floor"
+# why a kind's relaxed floor (Floors.relaxed_s) may be the one that holds, by kind family
+RELAXED = {
+    "moe": ("the router hit fewer experts than a balanced spread of T·k picks: the table does not record "
+            "which experts its (skewed or model-grouped) router hit; with the fewest any router can hit "
+            "(⌈k/ep⌉ on the device, each taking all T tokens) the floor is {relaxed}, below the measured time"),
+}
+
+
+def explain(name: str, measured_s: float, floor_s: float, working: float, dram_s: float, l2_bytes: float | None,
+            memory_bound: bool, compute_s: float, machine: str, relaxed_s: float | None = None,
+            kind: str = "") -> Faster:
+    """Explained when the DRAM working set fits in L2, or when a DRAM-bound stream larger than L2 is no
+    faster than (working set − L2) / bandwidth (module docstring), or when the measured time is above the
+    kind's relaxed floor (RELAXED); flagged otherwise."""
+    cap = l2_bytes
+    gap = f"{format_time(measured_s)} measured against a {format_time(floor_s)} floor"
+    why = RELAXED.get(kind.split(".")[0])
+    if relaxed_s is not None and why and relaxed_s < floor_s and measured_s >= relaxed_s:
+        return Faster(name, measured_s, floor_s, True, f"{gap}: " + why.format(relaxed=format_time(relaxed_s)))
     if cap and working <= cap:
-        return Faster(p.name, j.measured_s, j.floor_s, True,
+        return Faster(name, measured_s, floor_s, True,
                       f"{gap}: its working set, {format_bytes(working)}, fits in the {format_bytes(cap, binary=True)} "
                       "L2; the benchmark reran one shape, so the operands stayed in L2 and DRAM never limited it")
-    dram = p.level_times_s.get(Level.DRAM, 0.0)
-    if cap and working > cap and dram >= j.floor_s * (1 - 1e-9):
+    if cap and working > cap and dram_s >= floor_s * (1 - 1e-9):
         # rerun in a loop, the last L2-sized part of the stream is still in L2 when the next run starts
-        partial = dram * (1 - cap / working)
-        if j.measured_s >= partial * (1 - TIMING_TOLERANCE):
-            return Faster(p.name, j.measured_s, j.floor_s, True,
+        partial = dram_s * (1 - cap / working)
+        if measured_s >= partial * (1 - TIMING_TOLERANCE):
+            return Faster(name, measured_s, floor_s, True,
                           f"{gap}: the benchmark reran one shape, so the last {format_bytes(cap, binary=True)} "
                           f"of its {format_bytes(working)} stream stayed in L2: (working set − L2) / DRAM "
                           f"bandwidth = {format_time(partial)}, within {TIMING_TOLERANCE:.0%} of the measured time")
-    if cap is None and p.bound_class == "memory" and j.measured_s >= p.compute_time_s:
-        return Faster(p.name, j.measured_s, j.floor_s, False,
-                      f"{gap}: {p.machine.id} has no L2 size in the catalog, so L2 reuse cannot be checked; "
-                      "flagged")
-    return Faster(p.name, j.measured_s, j.floor_s, False,
+    if cap is None and memory_bound and measured_s >= compute_s:
+        return Faster(name, measured_s, floor_s, False,
+                      f"{gap}: {machine} has no L2 size in the catalog, so L2 reuse cannot be checked; flagged")
+    return Faster(name, measured_s, floor_s, False,
                   f"{gap} with a {format_bytes(working)} working set beyond L2: our error (floor too high)")
+
+
+def _l2(j: Joined) -> float | None:
+    l2 = j.placement.machine.memory.get(Level.L2)
+    return l2.capacity_bytes if l2 is not None else None
+
+
+def explain_faster(j: Joined) -> Faster:
+    """`explain` for one joined row (its placement's DRAM bytes and time)."""
+    p = j.placement
+    return explain(p.name, j.measured_s, j.floor_s, p.cost.bytes_by_level.get(Level.DRAM, p.bytes),
+                   p.level_times_s.get(Level.DRAM, 0.0), _l2(j), p.bound_class == "memory", p.compute_time_s,
+                   p.machine.id)
+
+
+def _tiles(kind: str) -> tuple[tuple[int, int] | None, ...]:
+    """The wave tiles a kind's fit tries: GEMM's output tiles, prefill attention's query tiles."""
+    return GEMM_TILES if kind.startswith("gemm") else ATTENTION_TILES if kind.startswith("context") else (None,)
 
 
 def fit_rows(kind: str, joined: Sequence[Joined]) -> Fit:
     """The fit of one kind over its joined rows (wave tiles tried where the kind has them)."""
-    tiles = GEMM_TILES if kind.startswith("gemm") else ATTENTION_TILES if kind.startswith("context") else (None,)
-    return fit_kind(kind, [j.shape for j in joined], [j.measured_s for j in joined], tiles,
+    return fit_kind(kind, [j.shape for j in joined], [j.measured_s for j in joined], _tiles(kind),
                     per_tile="attention" in kind)
+
+
+def fit_group(rows: Rows, max_rows: int = FIT_MAX_ROWS) -> tuple[Fit, int]:
+    """The fit of one group's kind on at most `max_rows` of its rows, at an even stride (the stride returned)."""
+    n = len(rows.measured_s)
+    stride = max(1, math.ceil(n / max_rows))
+    idx = range(0, n, stride)
+    fit = fit_kind(rows.kind, [rows.shape(i) for i in idx], [float(rows.measured_s[i]) for i in idx],
+                   _tiles(rows.kind), per_tile=rows.kind.startswith(PER_TILE_KINDS))
+    return fit, stride
+
+
+def expected_columns(fit: Fit, rows: Rows) -> tuple[Any, Any, Any]:
+    """(t, low, high) of every row: Fit.expected_s and Fit.band_around as columns,
+
+        t = max(floor, compute · q)/e + t0 + per-tile cost · tile pairs / SMs + per-head cost · heads / SMs
+        q = ⌈tiles / SMs⌉ · SMs / tiles,   tiles = ⌈m / tile_m⌉ · ⌈n / tile_n⌉ (⌈m / tile_m⌉ when n = 0)
+
+    checked against Fit.expected_s on CHECKED_ROWS rows (RooflineError when they differ)."""
+    import numpy as np
+
+    f = rows.floors
+    floor = f.floor_s
+    stretched = floor
+    sms = rows.sms
+    if fit.tile is not None and sms > 0:
+        tm, tn = fit.tile
+        tiles = np.where(f.m > 0, np.ceil(f.m / tm) * np.where(f.n > 0, np.ceil(f.n / max(tn, 1)), 1.0), 0.0)
+        q = np.where(tiles > 0, np.ceil(tiles / sms) * sms / np.where(tiles > 0, tiles, 1.0), 1.0)
+        stretched = np.maximum(floor, f.compute_s * q)
+    t = stretched / fit.efficiency + fit.t0_s
+    if sms > 0:
+        t = t + fit.per_tile_s * f.tile_pairs / sms + fit.per_head_s * f.heads / sms
+    low = np.maximum(floor, t * fit.low)
+    high = np.maximum(low, t * fit.high)
+    n = len(floor)
+    for i in range(0, n, max(1, n // CHECKED_ROWS)):
+        want = fit.expected_s(rows.shape(i))
+        if not math.isclose(float(t[i]), want, rel_tol=1e-9, abs_tol=1e-15):
+            raise RooflineError(f"{rows.kind}: the columnar expected time {float(t[i]):.6g} s differs from "
+                                f"the model's {want:.6g} s ({rows.name(i)}); the expected-time model changed")
+    return t, low, high
+
+
+def summarise_rows(rows: Rows, fit: Fit, origin: str) -> Group:
+    """The summary of one group (module docstring), every row scored at once."""
+    import numpy as np
+
+    measured, floor = rows.measured_s, rows.floors.floor_s
+    t, low, high = expected_columns(fit, rows)
+    shares = floor / measured
+    err = np.abs(t - measured) / measured
+    inside = (low <= measured) & (measured <= high)
+    big = floor >= BIG_FLOOR_S
+
+    def q(p: float) -> float:
+        return float(np.quantile(shares, p))  # linear interpolation: the type-7 quantile
+
+    f = rows.floors
+    faster = tuple(explain(rows.name(i), float(measured[i]), float(floor[i]), float(f.dram_bytes[i]),
+                           float(f.dram_s[i]), rows.l2_bytes, bool(f.memory_bound[i]), float(f.compute_s[i]),
+                           rows.machine, None if f.relaxed_s is None else float(f.relaxed_s[i]), rows.kind)
+                   for i in np.flatnonzero(measured < floor).tolist())
+    nbig = int(big.sum())
+    points = Points(rows.kind, rows.name, measured, floor, t, low, high)
+    return Group(rows.machine, rows.engine, rows.version, rows.kind, len(measured), q(0.5), q(0.1), q(0.9),
+                 float(err.mean()), float(inside.mean()), nbig, float(err[big].mean()) if nbig else None,
+                 float(inside[big].mean()) if nbig else None, faster, fit, origin, points)
+
+
+def rows_of(machine: str, engine: str, version: str, kind: str, joined: Sequence[Joined]) -> Rows:
+    """One group's Joined rows (each placed through the graph) as columns."""
+    import numpy as np
+
+    def col(get: Callable[[Joined], float], dtype: Any = float) -> Any:
+        return np.array([get(j) for j in joined], dtype=dtype)
+
+    floors = Floors(col(lambda j: j.shape.floor_s), col(lambda j: j.shape.compute_s),
+                    col(lambda j: j.placement.cost.bytes_by_level.get(Level.DRAM, j.placement.bytes)),
+                    col(lambda j: j.placement.level_times_s.get(Level.DRAM, 0.0)),
+                    col(lambda j: j.placement.bound_class == "memory", bool), col(lambda j: j.shape.m, np.int64),
+                    col(lambda j: j.shape.n, np.int64), col(lambda j: j.shape.tile_pairs), col(lambda j: j.shape.heads))
+    sms = joined[0].shape.sms if joined else 0
+    return Rows(machine, engine, version, kind, floors, col(lambda j: j.measured_s), sms,
+                _l2(joined[0]) if joined else None, lambda i: joined[i].placement.name)
 
 
 def summarise(machine: str, engine: str, version: str, kind: str, joined: Sequence[Joined], fit: Fit,
               origin: str) -> Group:
-    shares = [j.floor_s / j.measured_s for j in joined]
-    points: list[Point] = []
-    for j in joined:
-        t = fit.expected_s(j.shape)
-        points.append(Point(j.placement.name, kind, j.measured_s, j.floor_s, t, *fit.band_around(t, j.floor_s)))
+    """`summarise_rows` over rows joined one by one."""
+    return summarise_rows(rows_of(machine, engine, version, kind, joined), fit, origin)
 
-    def stats(ps: Sequence[Point]) -> tuple[float | None, float | None]:
-        if not ps:
-            return None, None
-        err = sum(abs(p.expected_s - p.measured_s) / p.measured_s for p in ps) / len(ps)
-        return err, sum(p.low_s <= p.measured_s <= p.high_s for p in ps) / len(ps)
 
-    mape_all, inside_all = stats(points)
-    big = [p for p in points if p.floor_s >= BIG_FLOOR_S]
-    big_mape, big_inside = stats(big)
-    faster = tuple(explain_faster(j) for j in joined if j.measured_s < j.floor_s)
-    return Group(machine, engine, version, kind, len(joined), quantile(shares, 0.5), quantile(shares, 0.1),
-                 quantile(shares, 0.9), mape_all or 0.0, inside_all or 0.0, len(big), big_mape, big_inside, faster,
-                 fit, origin, tuple(points))
+def _score(groups: Iterable[Rows], shipped: Mapping[tuple[str, str], ExpectedTimes]) -> list[Group]:
+    out = []
+    for rows in sorted(groups, key=lambda r: (r.machine, r.engine, r.version, r.kind)):
+        times = shipped.get((rows.machine, rows.engine))
+        if times is not None and rows.kind in times.fits:
+            fit, origin = times.fits[rows.kind], f"shipped: {times.file}"
+        else:
+            fit, stride = fit_group(rows)
+            every = f", every {stride}th of them" if stride > 1 else ""
+            origin = f"fitted here on these rows{every} (no shipped fit for this engine and kind)"
+        out.append(summarise_rows(rows, fit, origin))
+    return out
 
 
 def validate(joined: Iterable[Joined], shipped: Mapping[tuple[str, str], ExpectedTimes]) -> list[Group]:
@@ -170,15 +346,57 @@ def validate(joined: Iterable[Joined], shipped: Mapping[tuple[str, str], Expecte
     groups: dict[tuple[str, str, str, str], list[Joined]] = {}
     for j in joined:
         groups.setdefault((j.row.machine, j.row.engine, j.row.version, j.kind), []).append(j)
+    return _score((rows_of(*key, js) for key, js in groups.items()), shipped)
+
+
+def split(jt: JoinedTable) -> list[Rows]:
+    """A joined table's rows, one Rows a kind."""
+    import numpy as np
+
+    t = jt.table
     out = []
-    for (machine, engine, version, kind), js in sorted(groups.items()):
-        times = shipped.get((machine, engine))
-        if times is not None and kind in times.fits:
-            fit, origin = times.fits[kind], f"shipped: {times.file}"
-        else:
-            fit, origin = fit_rows(kind, js), "fitted here on these rows (no shipped fit for this engine and kind)"
-        out.append(summarise(machine, engine, version, kind, js, fit, origin))
+    for kind in sorted(set(jt.kinds.tolist())):
+        sel = np.flatnonzero(jt.kinds == kind)
+        floors = jt.floors.take(sel)
+        r = jt.roofs[kind]
+
+        def name(i: int, sel: Any = sel) -> str:
+            return jt.name(int(sel[i]))
+
+        out.append(Rows(t.machine, t.engine, t.version, kind, floors, jt.measured_s[sel], r.sms,
+                        r.l2_capacity_bytes, name))
     return out
 
 
-__all__ = ["BIG_FLOOR_S", "Faster", "Group", "Point", "explain_faster", "fit_rows", "summarise", "validate"]
+def join_any(t: Table) -> JoinedTable:
+    """A measured table joined by its kind's joiner (JOINERS); RooflineError for a kind not joined."""
+    joiner = JOINERS.get(t.table)
+    if joiner is None:
+        raise RooflineError(f"table {t.table} is not joined yet; joined: {', '.join(JOINERS)}")
+    return joiner(t)
+
+
+def validate_tables(joined: Iterable[JoinedTable], shipped: Mapping[tuple[str, str], ExpectedTimes]) -> list[Group]:
+    """`validate` over whole tables joined at once (roofline.calibration.join.join_table)."""
+    return _score((r for jt in joined for r in split(jt)), shipped)
+
+
+__all__ = [
+    "BIG_FLOOR_S",
+    "JOINERS",
+    "Faster",
+    "Group",
+    "Point",
+    "Points",
+    "Rows",
+    "expected_columns",
+    "explain",
+    "explain_faster",
+    "fit_group",
+    "fit_rows",
+    "split",
+    "summarise",
+    "summarise_rows",
+    "validate",
+    "validate_tables",
+]

@@ -6,8 +6,6 @@ install it, in one line, exit 2.
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from roofline.cli.common import POS, dump, outputs, wrote
@@ -19,7 +17,7 @@ KINDS = ("gemm", "attention", "mla", "moe", "collective")
 @click.command("validate")
 @click.option("--machine", "-m", default=None, help="Catalog machine (default: every one the tables cover).")
 @click.option("--engine", type=click.Choice(ENGINES), default=None, help="Engine (default: every one).")
-@click.option("--kind", type=click.Choice(KINDS), default=None, help="Kind of kernel (default: gemm and attention).")
+@click.option("--kind", type=click.Choice(KINDS), default=None, help="Kind of kernel (default: every kind joined).")
 @click.option("--max-rows", type=int, default=0, show_default=True,
               help="At most this many rows a table, at an even stride (0: every row).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
@@ -34,9 +32,8 @@ def validate(machine: str | None, engine: str | None, kind: str | None, max_rows
     expected time and the share inside the band (all rows, and rows whose floor is at least 10 us),
     and every point faster than the floor, explained (its working set fits in L2: the benchmark
     reran one shape) or flagged as our error."""
-    from roofline.calibration.calibrate import joined_rows, strided
-    from roofline.calibration.tables import Family, installed, rows, systems
-    from roofline.calibration.validate import validate as run
+    from roofline.calibration.tables import TABLES, Family, installed, systems, tables
+    from roofline.calibration.validate import JOINERS, join_any, validate_tables
     from roofline.errors import RooflineError
     from roofline.expectation.shipped import shipped, shipped_files
     from roofline.hardware import get_machine
@@ -54,31 +51,29 @@ def validate(machine: str | None, engine: str | None, kind: str | None, max_rows
 
         covered = sorted({SYSTEMS[s] for s in systems(source)})
         raise RooflineError(f"{source.label} has no tables for {machine_id}; it covers: {', '.join(covered)}")
-    families = [Family(kind)] if kind else [Family.GEMM, Family.ATTENTION]
-    from roofline.calibration.tables import READ_FAMILIES
-
-    unread = [f for f in families if f not in READ_FAMILIES]
+    joined_kinds = [f for f in Family if f in TABLES and all(t in JOINERS for _, _, t in TABLES[f])]
+    families = [Family(kind)] if kind else joined_kinds
+    unread = [f for f in families if f not in joined_kinds]
     if unread:
         raise RooflineError(f"--kind {unread[0]}: its tables are not joined to our kernels yet; kinds read: "
-                            f"{', '.join(READ_FAMILIES)}")
+                            f"{', '.join(joined_kinds)}")
     joined = []
     for system in names:
         for family in families:
-            by_table: dict[tuple[str, str], list] = {}
-            for r in rows(source, system, family, engine):
-                by_table.setdefault((r.engine, r.table), []).append(r)
-            for rs in by_table.values():
-                used = strided(rs, max_rows)[0] if max_rows else rs
-                joined += joined_rows(used)[0]
-    if not joined:
+            for table in tables(source, system, family, engine):
+                joined.append(join_any(table.every(max_rows) if max_rows else table))
+    if not any(len(jt.keep) for jt in joined):
         where = f" for {machine_id}" if machine_id else ""
         with_fits = ", ".join(sorted({m for m, _ in shipped_files()}))
-        raise RooflineError(f"{source.label} has no {' or '.join(f.value for f in families)} rows{where}"
+        names_ = [f.value for f in families]
+        kinds_ = names_[0] if len(names_) == 1 else f"{', '.join(names_[:-1])} or {names_[-1]}"
+        raise RooflineError(f"{source.label} has no {kinds_} rows{where}"
                             f"{' with ' + engine if engine else ''}; machines with measured gemm and attention "
                             f"tables: {with_fits}")
     fits = {(m, e): shipped(m, e) for m, e in shipped_files()}
-    groups = run(joined, fits)
-    command = "roofline validate " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else "roofline validate"
+    groups = validate_tables(joined, fits)
+    given = [("--machine", machine), ("--engine", engine), ("--kind", kind), ("--max-rows", max_rows or None)]
+    command = " ".join(["roofline validate", *(f"{flag} {v}" for flag, v in given if v)])
     from roofline.fileio import atomic_write
 
     if png:

@@ -1,0 +1,149 @@
+"""The columnar floors of `roofline validate` (roofline.calibration.floors, join.join_table), by hand.
+
+Each expected value is the roofline's arithmetic on datasheet figures: the H100 SXM's 989.4 TFLOP/s
+dense BF16 (NVIDIA H100 datasheet; = 132 SMs × 4096 FLOP/clk × 1.83 GHz), its 3.35 TB/s HBM3, its
+16 exponentials/clk/SM (CUDA C++ Programming Guide, arithmetic instruction throughput, cc 9.0) and
+128 B/clk/SM of shared memory; the L40S's 362.05 TFLOP/s dense BF16 and 864 GB/s (L40S datasheet).
+No table package needed: the tables are made here, a few rows each.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from roofline.calibration.join import join, join_table
+from roofline.calibration.tables import Row, Table
+from roofline.calibration.validate import expected_columns, split
+from roofline.expectation.model import Fit
+
+H100_BF16 = 989.4e12  # dense BF16, the datasheet figure (132 SMs × 4096 FLOP/clk × 1.83 GHz = 989.43e12)
+H100_DRAM = 3.35e12
+H100_EXP = 16 * 132 * 1.83e9  # MUFU.EX2, 16 a clock a SM
+H100_SMEM = 128 * 132 * 1.83e9
+FIXTURES = Path(__file__).parent / "fixtures" / "aiconfigurator"
+
+
+def table(kind: str, machine: str = "h100-sxm", **cols: list[object]) -> Table:
+    n = len(next(iter(cols.values())))
+    arrays = {k: np.array(v, dtype=object if isinstance(v[0], str) else float) for k, v in cols.items()}
+    return Table("h100_sxm", machine, "trtllm", "1.3.0rc20", kind, arrays, np.full(n, 1e-3))
+
+
+def test_h100_bf16_gemm_8192_cubed_is_the_datasheet_compute_floor() -> None:
+    jt = join_table(table("gemm", gemm_dtype=["bfloat16"], m=[8192], n=[8192], k=[8192]))
+    # 2·8192³ FLOP / 989.4e12 FLOP/s = 1.1113 ms, compute-bound
+    assert jt.floors.floor_s[0] == pytest.approx(2 * 8192**3 / 989.4e12, rel=1e-12)
+    assert jt.floors.floor_s[0] == pytest.approx(1.1113e-3, rel=1e-4)
+    # DRAM: A, B and C once each, 3·8192²·2 bytes = 402,653,184 B, 120.2 µs at 3.35 TB/s
+    assert jt.floors.dram_bytes[0] == 3 * 8192**2 * 2 == 402_653_184
+    assert jt.floors.dram_s[0] == pytest.approx(402_653_184 / H100_DRAM, rel=1e-12)
+    assert not jt.floors.memory_bound[0] and jt.kinds[0] == "gemm.bf16"
+
+
+def test_the_small_gemm_of_the_l2_example_is_dram_bound_at_11_3_us() -> None:
+    # H100 bf16 32768×64×512 (REFERENCES.md: 8.8 µs measured against an 11.3 µs DRAM floor):
+    # 2·(32768·512 + 512·64 + 32768·64) = 37,814,272 B / 3.35e12 = 11.29 µs
+    jt = join_table(table("gemm", gemm_dtype=["bfloat16"], m=[32768], n=[64], k=[512]))
+    assert jt.floors.dram_bytes[0] == 2 * (32768 * 512 + 512 * 64 + 32768 * 64) == 37_814_272
+    assert jt.floors.floor_s[0] == pytest.approx(37_814_272 / H100_DRAM, rel=1e-12)
+    assert jt.floors.floor_s[0] == pytest.approx(11.29e-6, rel=1e-3)
+    assert jt.floors.memory_bound[0]
+    # shared memory, 256×256 tiles clamped to 256×64: 2·m·n·k·(1/64 + 1/256) = 41,943,040 B, 1.36 µs: not binding
+    assert 2 * 32768 * 64 * 512 * (1 / 64 + 1 / 256) / H100_SMEM < jt.floors.floor_s[0]
+
+
+def test_fp8_gemm_reads_one_byte_operands_and_writes_bf16() -> None:
+    # 16×4096×4096 in FP8 on an H100: (16·4096 + 4096·4096)·1 + 16·4096·2 = 16,973,824 B, 5.07 µs
+    jt = join_table(table("gemm", gemm_dtype=["fp8"], m=[16], n=[4096], k=[4096]))
+    assert jt.floors.dram_bytes[0] == 16 * 4096 + 4096 * 4096 + 16 * 4096 * 2 == 16_973_824
+    assert jt.floors.floor_s[0] == pytest.approx(16_973_824 / H100_DRAM, rel=1e-12)
+    assert jt.kinds[0] == "gemm.fp8"
+
+
+def test_decode_attention_streams_its_kv_cache() -> None:
+    # one query per sequence, b 8, 32 query heads over 8 K/V heads of 128, 4096 cached keys, FP8 KV:
+    # q and out 8·32·128·2 B each, K and V 2·8·8·4096·128·1 B: 67,239,936 B / 3.35e12 = 20.07 µs
+    jt = join_table(table("generation_attention", batch_size=[8], isl=[1], num_heads=[32], num_key_value_heads=[8],
+                          head_dim=[128], step=[4096], attn_dtype=["bfloat16"], kv_cache_dtype=["fp8"]))
+    want = 2 * 8 * 32 * 128 * 2 + 2 * 8 * 8 * 4096 * 128
+    assert jt.floors.dram_bytes[0] == want == 67_239_936
+    assert jt.floors.floor_s[0] == pytest.approx(want / H100_DRAM, rel=1e-12)
+    assert jt.kinds[0] == "generation_attention.fp8"
+    # the shape the expected-time model reads: 8·8·⌈4096/128⌉ key tiles, 8·32 sequences × heads
+    assert (jt.floors.tile_pairs[0], jt.floors.heads[0]) == (8 * 8 * 32, 8 * 32)
+
+
+def test_causal_prefill_is_bound_by_the_matrix_units() -> None:
+    # b 2, h 32/8, d 128, 2048 tokens: pairs = 2048·2049/2 per head, P = 2·32·pairs = 134,283,264;
+    # 4·P·128 = 68,753,031,168 FLOP / 989.4e12 = 69.49 µs; P + P/128 exponentials / 3.865e12 = 35.0 µs
+    jt = join_table(table("context_attention", batch_size=[2], isl=[2048], num_heads=[32], num_key_value_heads=[8],
+                          head_dim=[128], step=[0], attn_dtype=["bfloat16"], kv_cache_dtype=["bfloat16"]))
+    p = 2 * 32 * 2048 * 2049 // 2
+    assert p == 134_283_264
+    assert jt.floors.floor_s[0] == pytest.approx(4 * p * 128 / H100_BF16, rel=1e-12)
+    assert jt.floors.floor_s[0] > (p + p / 128) / H100_EXP
+    assert jt.floors.floor_s[0] == pytest.approx(69.49e-6, rel=1e-3)
+
+
+def test_a_machine_without_per_sm_data_has_its_datasheet_roofs_only() -> None:
+    # L40S: 362.05 TFLOP/s dense BF16, 864 GB/s; 8192³ is compute-bound: 2·8192³ / 362.05e12 = 3.037 ms
+    jt = join_table(table("gemm", "l40s", gemm_dtype=["bfloat16", "bfloat16"], m=[8192, 16], n=[8192, 4096],
+                          k=[8192, 4096]))
+    assert jt.floors.floor_s[0] == pytest.approx(2 * 8192**3 / 362.05e12, rel=1e-12)
+    # 16×4096×4096: (16·4096 + 4096² + 16·4096)·2 B / 864e9
+    assert jt.floors.floor_s[1] == pytest.approx((16 * 4096 * 2 + 4096 * 4096) * 2 / 864e9, rel=1e-12)
+
+
+def test_rows_that_cannot_be_joined_are_counted_by_why() -> None:
+    jt = join_table(table("gemm", gemm_dtype=["bfloat16", "int4_wo", "bfloat16"], m=[16, 16, 1.5], n=[64, 64, 64],
+                          k=[64, 64, 64]))
+    assert len(jt.keep) == 1
+    assert jt.left_out == {"dtype 'int4_wo' has no counterpart here": 1, "column m is not a whole number": 1}
+    windowed = join_table(table("context_attention", batch_size=[1], isl=[4096], num_heads=[8],
+                                num_key_value_heads=[8], head_dim=[128], step=[0], window_size=[1024],
+                                attn_dtype=["bfloat16"], kv_cache_dtype=["bfloat16"]))
+    assert len(windowed.keep) == 0 and windowed.left_out == {"sliding window": 1}
+
+
+def _fixture(kind: str) -> tuple[Table, list[Row]]:
+    lines = (FIXTURES / f"h100_sxm.trtllm.{kind}.csv").read_text().splitlines()
+    raw = list(csv.DictReader(lines[1:]))
+    cols = {k: np.array([r[k] if k.endswith("dtype") else float(r[k]) if r[k] not in ("", "None") else np.nan
+                         for r in raw], dtype=object if k.endswith("dtype") else float)
+            for k in raw[0] if k != "latency"}
+    seconds = np.array([float(r["latency"]) * 1e-3 for r in raw])
+    rows = [Row("h100_sxm", "h100-sxm", "trtllm", "1.3.0rc20", kind,
+                {k: (v if k.endswith("dtype") else float(v) if v not in ("", "None") else None) for k, v in r.items()},
+                float(r["latency"]) * 1e-3) for r in raw]
+    return Table("h100_sxm", "h100-sxm", "trtllm", "1.3.0rc20", kind, cols, seconds), rows
+
+
+@pytest.mark.parametrize("kind", ["gemm", "context_attention", "generation_attention"])
+def test_the_columnar_join_places_each_fixture_row_as_the_graph_does(kind: str) -> None:
+    # beyond the hand cases above: on 300 measured rows a table (tests/fixtures/aiconfigurator), the
+    # columnar floors agree with a graph, a kernel and a placement per shape, and so does the name
+    t, rows = _fixture(kind)
+    jt = join_table(t)
+    assert len(jt.keep) >= 250
+    for i, r in enumerate(jt.keep):
+        j = join(rows[int(r)])
+        assert jt.floors.floor_s[i] == pytest.approx(j.floor_s, rel=1e-12)
+        assert jt.floors.compute_s[i] == pytest.approx(j.shape.compute_s, rel=1e-12)
+        assert (jt.kinds[i], jt.name(i)) == (j.kind, j.placement.name)
+
+
+def test_the_columnar_expected_time_is_the_models() -> None:
+    # t = max(floor, compute·q)/e + t0 + c_tile·pairs/SMs + c_head·heads/SMs, by hand for one decode row:
+    # floor 20.07 µs (above), e 0.5, t0 5 µs, 10 ns a tile pair, 2 ns a head, 132 SMs
+    jt = join_table(table("generation_attention", batch_size=[8], isl=[1], num_heads=[32], num_key_value_heads=[8],
+                          head_dim=[128], step=[4096], attn_dtype=["bfloat16"], kv_cache_dtype=["fp8"]))
+    rows = split(jt)[0]
+    fit = Fit("generation_attention.fp8", 0.5, 5e-6, 0.9, 1.2, 1, None, per_tile_s=10e-9, per_head_s=2e-9)
+    t, low, high = expected_columns(fit, rows)
+    want = 67_239_936 / H100_DRAM / 0.5 + 5e-6 + 10e-9 * 2048 / 132 + 2e-9 * 256 / 132
+    assert t[0] == pytest.approx(want, rel=1e-12)
+    assert (low[0], high[0]) == pytest.approx((want * 0.9, want * 1.2), rel=1e-12)
