@@ -79,6 +79,7 @@ class StepTime:
     optimizer_s: float
     micro_batch_s: float
     comm_s: float  # every collective's time, hidden or not
+    exposed_dp_s: float = 0.0  # the once-a-step collectives' part of exposed_comm_s
 
     def to_dict(self) -> dict[str, float]:
         return {"step_s": self.step_s, "compute_s": self.compute_s, "exposed_communication_s": self.exposed_comm_s,
@@ -97,7 +98,7 @@ def assemble(placed: tuple[Placed, ...], setup: TrainSetup, t: Callable[[Placed]
     optimizer = sum(x.runs_per_step * t(x) for x in placed if not x.is_comm)
     pipeline = (m + p - 1) * t_mb
     return StepTime(pipeline + exposed_dp + optimizer, m * compute, m * (t_mb - compute) + exposed_dp,
-                    (p - 1) * t_mb, optimizer, t_mb, m * comm + dp)
+                    (p - 1) * t_mb, optimizer, t_mb, m * comm + dp, exposed_dp)
 
 
 @dataclass(frozen=True)

@@ -153,7 +153,8 @@ def _levels(split: TrainSplit, devices_per_node: int) -> dict[Family, Level]:
     crosses = any((b * stage) % devices_per_node == 0 for b in range(1, split.pp))
     return {Family.TP: group_level(1, tp, devices_per_node), Family.CP: group_level(tp, cp, devices_per_node),
             Family.EP: group_level(tp, split.ep, devices_per_node),
-            Family.DP: group_level(tp, cp * dp, devices_per_node), Family.FSDP: group_level(tp, cp * dp, devices_per_node),
+            Family.DP: group_level(tp, cp * dp, devices_per_node),
+            Family.FSDP: group_level(tp, cp * dp, devices_per_node),
             Family.PP: Level.NETWORK if crosses or stage > devices_per_node else Level.LINK,
             Family.NORM: group_level(1, split.devices, devices_per_node)}
 
