@@ -61,7 +61,7 @@ def train_options(f: Callable[..., Any]) -> Callable[..., Any]:
 def parse_setup(model: str, seq: str | None, global_batch: str | None, tokens_per_batch: str | None,
                 micro_batch: int, zero: str | None, fsdp: bool, recompute: str, optimizer: str, precision: str,
                 fusion: str, no_sequence_parallel: bool, overlap: bool, overrides: tuple[str, ...],
-                split: Any = None) -> Any:
+                split: Any = None, virtual_stages: int = 1) -> Any:
     from roofline.training import describe_training
 
     if seq is None:
@@ -73,7 +73,7 @@ def parse_setup(model: str, seq: str | None, global_batch: str | None, tokens_pe
     gb = parse_positive_int(global_batch, "--global-batch") if global_batch is not None else None
     tpb = parse_positive_int(tokens_per_batch, "--tokens-per-batch") if tokens_per_batch is not None else None
     return describe_training(model, s, gb, micro_batch, split, z, recompute, optimizer, precision, overlap, tpb,
-                             not no_sequence_parallel, fusion, parse_overrides(overrides))
+                             not no_sequence_parallel, fusion, parse_overrides(overrides), virtual_stages)
 
 
 @click.command("train")
@@ -84,6 +84,8 @@ def parse_setup(model: str, seq: str | None, global_batch: str | None, tokens_pe
 @click.option("--dp", type=POS, default=1, show_default=True, help="Data-parallel ranks.")
 @click.option("--cp", type=POS, default=1, show_default=True, help="Context parallel: the sequence over CP ranks.")
 @click.option("--ep", type=POS, default=1, show_default=True, help="Expert parallel (MoE), within tp × cp × dp.")
+@click.option("--virtual-stages", type=POS, default=1, show_default=True,
+              help="Interleaved 1F1B: model chunks a device holds; divides the bubble by it (Narayanan et al. 2021).")
 @click.option("--tokens", default=None, help="Tokens to train (15T, 300G, 1e12): time and cost of the run.")
 @click.option("--price-per-device-hour", type=PositiveNumber(1e6), default=None, metavar="USD",
               help="Price of one device for an hour: the run's cost.")
@@ -96,7 +98,8 @@ def parse_setup(model: str, seq: str | None, global_batch: str | None, tokens_pe
 def train_command(model: str, machine: str, seq: str | None, global_batch: str | None, tokens_per_batch: str | None,
                   micro_batch: int, zero: str | None, fsdp: bool, recompute: str, optimizer: str, precision: str,
                   fusion: str, no_sequence_parallel: bool, overlap: bool, memory_utilization: float,
-                  overrides: tuple[str, ...], tp: int, pp: int, dp: int, cp: int, ep: int, tokens: str | None,
+                  overrides: tuple[str, ...], tp: int, pp: int, dp: int, cp: int, ep: int, virtual_stages: int,
+                  tokens: str | None,
                   price_per_device_hour: float | None, explain: bool, as_json: bool, csv_path: str | None,
                   png: str | None, html: str | None) -> None:
     """One training step of MODEL on a system: forward, backward, recompute and optimizer kernels per
@@ -116,7 +119,7 @@ def train_command(model: str, machine: str, seq: str | None, global_batch: str |
     one_of(as_json, explain)
     split = TrainSplit(tp=tp, cp=cp, pp=pp, dp=dp, ep=ep)
     setup = parse_setup(model, seq, global_batch, tokens_per_batch, micro_batch, zero, fsdp, recompute, optimizer,
-                        precision, fusion, no_sequence_parallel, overlap, overrides, split)
+                        precision, fusion, no_sequence_parallel, overlap, overrides, split, virtual_stages)
     run = parse_tokens(tokens) if tokens is not None else None
     if price_per_device_hour is not None and run is None:
         warn("--price-per-device-hour without --tokens: no run to price (give --tokens 15T)")

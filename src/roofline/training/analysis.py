@@ -7,9 +7,11 @@ Per micro-batch, on the fullest pipeline stage (layers × ⌈L/pp⌉/L, the edge
     t_mb        = compute_mb + comm_mb          (--overlap: max(compute_mb, comm_mb), comm at best hidden)
 
 The 1F1B schedule (Narayanan et al. 2021, SC21) runs m micro-batches through p stages in (m + p − 1)
-micro-batch times; the idle share of a stage, the bubble, is (p − 1)/(m + p − 1). Then once a step:
+micro-batch times; the idle share of a stage, the bubble, is (p − 1)/(m + p − 1). The interleaved
+schedule (v model chunks a device, --virtual-stages) divides the bubble's time by v: (p − 1)/(v·m + p − 1)
+of the pipeline, at v times the stage-to-stage sends. Then once a step:
 
-    step = (m + p − 1)·t_mb + exposed data-parallel communication + gradient norm + optimizer
+    step = (m + (p − 1)/v)·t_mb + exposed data-parallel communication + gradient norm + optimizer
 
 the data-parallel reduction (an all-reduce of the gradients; ZeRO 1–2: a reduce-scatter and an
 all-gather, ZeRO's 2Ψ; ZeRO 3 / FSDP gathers every micro-batch instead: 3Ψ each) exposed in full, or
@@ -96,9 +98,9 @@ def assemble(placed: tuple[Placed, ...], setup: TrainSetup, t: Callable[[Placed]
     dp = sum(x.runs_per_step * t(x) for x in placed if x.is_comm)
     exposed_dp = max(0.0, dp - backward) if setup.overlap else dp
     optimizer = sum(x.runs_per_step * t(x) for x in placed if not x.is_comm)
-    pipeline = (m + p - 1) * t_mb
-    return StepTime(pipeline + exposed_dp + optimizer, m * compute, m * (t_mb - compute) + exposed_dp,
-                    (p - 1) * t_mb, optimizer, t_mb, m * comm + dp, exposed_dp)
+    bubble = (p - 1) / setup.virtual_stages * t_mb  # interleaving v chunks divides the bubble by v
+    return StepTime(m * t_mb + bubble + exposed_dp + optimizer, m * compute, m * (t_mb - compute) + exposed_dp,
+                    bubble, optimizer, t_mb, m * comm + dp, exposed_dp)
 
 
 @dataclass(frozen=True)
@@ -146,9 +148,10 @@ class TrainAnalysis:
 
     @property
     def bubble(self) -> float:
-        """(p − 1)/(m + p − 1): the share of the pipeline's time a stage idles (1F1B)."""
-        p, m = self.setup.split.pp, self.setup.micro_batches
-        return (p - 1) / (m + p - 1)
+        """(p − 1)/(m + p − 1): the share of the pipeline's time a stage idles (1F1B); with v virtual
+        stages a device (the interleaved schedule) (p − 1)/(v·m + p − 1)."""
+        p, m, v = self.setup.split.pp, self.setup.micro_batches, self.setup.virtual_stages
+        return (p - 1) / (v * m + p - 1)
 
     @property
     def tokens_per_step(self) -> int:
@@ -250,7 +253,7 @@ class TrainAnalysis:
                     "expected": {"low": self.mfu(hi.step_s), "high": self.mfu(lo.step_s)}},
             "hfu": {"floor": self.hfu(fl.step_s),
                     "expected": {"low": self.hfu(hi.step_s), "high": self.hfu(lo.step_s)}},
-            "pipeline_bubble": self.bubble,
+            "pipeline_bubble": self.bubble, "virtual_stages": s.virtual_stages,
             "breakdown_s": {"floor": fl.to_dict(), "expected_low": lo.to_dict(), "expected_high": hi.to_dict()},
             "memory": self.memory.to_dict(),
             "communication": self.communication(),
@@ -266,7 +269,7 @@ class TrainAnalysis:
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        out = list(self.step.warnings)
+        out = list(dict.fromkeys((*self.setup.warnings, *self.step.warnings)))
         if self.memory.fits is False:
             out.append(f"does not fit: {self.memory.summary()}")
         return tuple(out)

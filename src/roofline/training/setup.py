@@ -12,7 +12,9 @@ a group spans nodes when its stride times its size passes the node's devices (`g
 
 Refused with one line each (roofline.errors.RooflineError): a tp that does not divide the heads, a pp
 above the layers, a global batch not divisible by dp × micro-batch, fewer micro-batches than stages
-(1F1B needs m ≥ p), ZeRO or FSDP with dp 1, a cp that does not divide the sequence.
+(1F1B needs m ≥ p), ZeRO or FSDP with dp 1, a cp that does not divide the sequence. A pp that does
+not divide the layers is run with ⌈L/pp⌉ layers on the fullest stage, and a warning says so (Llama 3
+405B trained 126 layers over 16 stages, its first and last stages a layer short).
 """
 
 from __future__ import annotations
@@ -144,6 +146,8 @@ class TrainSetup:
     overlap: bool = False
     sequence_parallel: bool = True  # Megatron's --sequence-parallel with tp > 1 (Korthikanti et al.)
     plan: Plan = Plan.FLASH  # the forward's fusion plan (FlashAttention, as training runs attention)
+    virtual_stages: int = 1  # Megatron-LM's interleaved 1F1B: model chunks a device holds (Narayanan et al. 2021)
+    warnings: tuple[str, ...] = ()
 
     @property
     def micro_batches(self) -> int:
@@ -164,9 +168,10 @@ class TrainSetup:
 
 
 def check_setup(cfg: ModelConfig, seq: int, global_batch: int, micro_batch: int, split: TrainSplit,
-                zero: Zero) -> None:
-    """The one-line refusals of the module docstring (the model's own split checks first)."""
-    check_split(cfg, split.inference_split(), split.dp * split.cp)
+                zero: Zero) -> list[str]:
+    """The one-line refusals of the module docstring (the model's own split checks first); the
+    warnings of a split the model runs unevenly."""
+    warnings = check_split(cfg, split.inference_split(), split.dp * split.cp)
     if seq % split.cp:
         raise RooflineError(f"--cp {split.cp} does not divide the sequence of {seq} tokens (each context-parallel "
                             f"rank holds S/cp of them)")
@@ -187,6 +192,7 @@ def check_setup(cfg: ModelConfig, seq: int, global_batch: int, micro_batch: int,
     if zero is not Zero.NONE and split.data_ranks == 1:
         raise RooflineError(f"ZeRO stage {int(zero)} shards over the data-parallel ranks, and there is one (dp × cp = "
                             "1); give --dp above 1 or --zero 0")
+    return warnings
 
 
 _TOKENS = re.compile(r"(\d+(?:\.\d+)?(?:e\d+)?)\s*([kKMGTP]?)", re.ASCII)
@@ -207,7 +213,8 @@ def describe_training(model: str | ModelConfig, seq: int, global_batch: int | No
                       recompute: Recompute | str = Recompute.NONE, optimizer: Optimizer | str = Optimizer.ADAMW,
                       precision: Precision | str = Precision.BF16, overlap: bool = False,
                       tokens_per_batch: int | None = None, sequence_parallel: bool = True,
-                      plan: Plan | str = Plan.FLASH, overrides: dict[str, str] | None = None) -> TrainSetup:
+                      plan: Plan | str = Plan.FLASH, overrides: dict[str, str] | None = None,
+                      virtual_stages: int = 1) -> TrainSetup:
     """The training step as asked: `global_batch` sequences of `seq` tokens, or `tokens_per_batch`
     (a whole number of sequences), checked by `check_setup`."""
     cfg = replace(load_config(model, overrides), logits=Logits.ALL)  # the loss reads every position's logits
@@ -233,9 +240,21 @@ def describe_training(model: str | ModelConfig, seq: int, global_batch: int | No
     if zero not in tuple(Zero):
         raise RooflineError(f"ZeRO stage {zero!r}: choose 0, 1, 2 or 3")
     z = Zero(zero)
-    check_setup(cfg, seq, global_batch, micro_batch, sp, z)
+    warnings = check_setup(cfg, seq, global_batch, micro_batch, sp, z)
+    require_positive_int(virtual_stages, "--virtual-stages")
+    if virtual_stages > 1:
+        m = global_batch // (sp.dp * micro_batch)
+        if sp.pp == 1:
+            raise RooflineError("--virtual-stages interleaves pipeline stages: give --pp above 1")
+        if sp.pp * virtual_stages > cfg.num_layers:
+            raise RooflineError(f"--pp {sp.pp} × --virtual-stages {virtual_stages} = {sp.pp * virtual_stages} model "
+                                f"chunks is more than {cfg.name}'s {cfg.num_layers} layers")
+        if m % sp.pp:
+            raise RooflineError(f"the interleaved schedule needs the micro-batches ({m}) to be a multiple of --pp "
+                                f"{sp.pp} (Megatron-LM's rule)")
     return TrainSetup(cfg, seq, global_batch, micro_batch, sp, z, Recompute(recompute), Optimizer(optimizer),
-                      Precision(precision), overlap, sequence_parallel, Plan(plan))
+                      Precision(precision), overlap, sequence_parallel, Plan(plan), virtual_stages,
+                      tuple(warnings))
 
 
 __all__ = ["GRADIENT_BYTES", "OPTIMIZER_BYTES", "WEIGHT_BYTES", "Optimizer", "Precision", "Recompute", "TrainSetup",

@@ -289,7 +289,7 @@ def step_kernels(setup: TrainSetup, devices_per_node: int) -> list[TrainKernel]:
         rows = setup.micro_batch * setup.seq // sp.cp // (sp.tp if setup.sp else 1)
         x = Tensor("pp.activation", (rows, setup.config.hidden_size), bf16)
         coll("pp.send_recv", Collective.SEND_RECV, x, Tensor("pp.received", x.shape, bf16), 1, Family.PP,
-             Scope.MICRO, 2)
+             Scope.MICRO, 2 * setup.virtual_stages)
     whole = Tensor("params.bf16", (int(psi),), bf16)
     shard = Tensor("params.shard", (max(1, int(psi // nd)),), bf16)
     if nd > 1:
