@@ -236,3 +236,39 @@ def test_describe_refuses_both_batches() -> None:
     with pytest.raises(RooflineError, match="give the batch once"):
         describe_training("llama-3-8b", seq=4096, global_batch=8, tokens_per_batch=8 * 4096)
     assert describe_training("llama-3-8b", seq=4096, tokens_per_batch=8 * 4096).global_batch == 8
+
+
+# --- plan --train ------------------------------------------------------------------------------------------
+
+def test_plan_train_counts_every_split_and_names_what_each_loser_pays(capsys: pytest.CaptureFixture[str]) -> None:
+    from roofline.training.search import search_training
+
+    # Llama 3 8B (32 heads, 8 KV heads, 32 layers) on one 8-GPU node, S 4096, B 16: tp·cp·pp·dp = 8 = 2³ with
+    # every factor a power of two allowed (tp | 8 KV heads, cp | S, pp ≤ 32 layers, dp | 16, 16/dp ≥ pp): the
+    # ways to split the exponent 3 over 4 factors, C(3 + 3, 3) = 20, less the 4 with dp·cp = 1 (tp·pp = 8:
+    # 8·1, 4·2, 2·4, 1·8), which ZeRO 1 refuses (nothing to shard over): 16
+    s = describe_training("llama-3-8b", seq=4096, global_batch=16, zero=1, check=False)
+    found = search_training(s, "dgx-h100", devices=8)
+    assert len(found.rows) == 16
+    w = found.winner
+    assert w is not None and w.rank == 1
+    ranked = [r for r in found.rows if r.rank is not None]
+    assert [r.expected_s for r in ranked] == sorted(r.expected_s for r in ranked)  # type: ignore[type-var]
+    for r in ranked[1:]:
+        assert "slower by" in r.reason and "bubble" in r.reason and "exposed communication" in r.reason
+        assert "memory" in r.reason
+    code, out, err = run(capsys, "plan", "--train", "llama-3-8b", "--machine", "dgx-h100", "--devices", "8",
+                         "--seq", "4096", "--global-batch", "16", "--zero", "1", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["candidates"] == 16 and d["winner"]["split"] == str(w.split)
+    # the inference plan is untouched by the branch
+    code, out, _ = run(capsys, "plan", "llama-3-8b", "--machine", "dgx-h100", "--batch", "8", "--json")
+    assert code == 0 and "rows" in json.loads(out)
+
+
+def test_plan_train_says_when_nothing_fits(capsys: pytest.CaptureFixture[str]) -> None:
+    # Llama 3 405B on one node: 16 bytes a parameter / 8 devices = 812 GB a device at best
+    code, out, err = run(capsys, "plan", "--train", "llama-3.1-405b", "--machine", "dgx-h100", "--devices", "8",
+                         "--seq", "8192", "--global-batch", "8")
+    assert code == 2 and out == "" and err.count("\n") == 1 and "fits" in err, err

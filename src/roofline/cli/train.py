@@ -61,7 +61,7 @@ def train_options(f: Callable[..., Any]) -> Callable[..., Any]:
 def parse_setup(model: str, seq: str | None, global_batch: str | None, tokens_per_batch: str | None,
                 micro_batch: int, zero: str | None, fsdp: bool, recompute: str, optimizer: str, precision: str,
                 fusion: str, no_sequence_parallel: bool, overlap: bool, overrides: tuple[str, ...],
-                split: Any = None, virtual_stages: int = 1) -> Any:
+                split: Any = None, virtual_stages: int = 1, check: bool = True) -> Any:
     from roofline.training import describe_training
 
     if seq is None:
@@ -73,7 +73,7 @@ def parse_setup(model: str, seq: str | None, global_batch: str | None, tokens_pe
     gb = parse_positive_int(global_batch, "--global-batch") if global_batch is not None else None
     tpb = parse_positive_int(tokens_per_batch, "--tokens-per-batch") if tokens_per_batch is not None else None
     return describe_training(model, s, gb, micro_batch, split, z, recompute, optimizer, precision, overlap, tpb,
-                             not no_sequence_parallel, fusion, parse_overrides(overrides), virtual_stages)
+                             not no_sequence_parallel, fusion, parse_overrides(overrides), virtual_stages, check)
 
 
 @click.command("train")
@@ -147,6 +147,48 @@ def train_command(model: str, machine: str, seq: str | None, global_batch: str |
         from roofline.report.text.train import train_text
 
         click.echo(train_text(a))
+
+
+@click.command("plan")
+@click.argument("model")
+@train_options
+@click.option("--devices", type=POS, default=None,
+              help="Devices every split uses (default: all of the system's; a device: one node of 8).")
+@click.option("--virtual-stages", type=POS, default=1, show_default=True,
+              help="Interleaved 1F1B chunks a device, for every split with pipeline stages.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--csv", "csv_path", default=None, metavar="FILE", help="Write every candidate as CSV.")
+def plan_train_command(model: str, machine: str, seq: str | None, global_batch: str | None,
+                       tokens_per_batch: str | None, micro_batch: int, zero: str | None, fsdp: bool, recompute: str,
+                       optimizer: str, precision: str, fusion: str, no_sequence_parallel: bool, overlap: bool,
+                       memory_utilization: float, overrides: tuple[str, ...], devices: int | None,
+                       virtual_stages: int, as_json: bool, csv_path: str | None) -> None:
+    """`roofline plan --train`: every valid (tp, cp, pp, dp, ep) split of MODEL's training step over the
+    system's devices, ranked by expected step time, with memory, bubble and communication named for
+    each loser.
+
+    \b
+    Examples:
+      roofline plan --train llama-3.1-405b --machine dgx-h100 --seq 8192 --global-batch 2048 --zero 1
+      roofline plan --train llama-3-70b --machine dgx-h100 --devices 512 --seq 8192 --global-batch 512 --json
+    """
+    from roofline.report.text.train import PLAN_CSV_COLUMNS, plan_rows, plan_text
+    from roofline.training.search import search_training
+
+    outputs([("MODEL", model), ("--machine", machine)], csv=csv_path)
+    setup = parse_setup(model, seq, global_batch, tokens_per_batch, micro_batch, zero, fsdp, recompute, optimizer,
+                        precision, fusion, no_sequence_parallel, overlap, overrides, None, virtual_stages, check=False)
+    found = search_training(setup, machine, devices, memory_utilization)
+    if found.winner is None:
+        raise RooflineError(found.problem)
+    if csv_path:
+        from roofline.report.text.model import rows_csv
+
+        write_text(csv_path, rows_csv(plan_rows(found), PLAN_CSV_COLUMNS))
+    if as_json:
+        dump(found.to_dict())
+    else:
+        click.echo(plan_text(found))
 
 
 COMMANDS = (train_command,)

@@ -29,12 +29,13 @@ peak: the matrix peak of the compute dtype (BF16, or FP8 with --precision fp8).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
 from roofline.expectation.model import ExpectedTimes, expect
 from roofline.expectation.shipped import for_machine
+from roofline.graph import Kernel
 from roofline.hardware import Machine
 from roofline.models.dtypes import compute_dtype, model_dtypes
 from roofline.models.memory import workspace_bytes
@@ -44,7 +45,7 @@ from roofline.placement import Placement, place
 from roofline.training.flops import model_flop_per_token
 from roofline.training.memory import TrainMemory, train_memory
 from roofline.training.setup import Precision, TrainSetup
-from roofline.training.step import Family, Pass, Scope, TrainKernel, TrainStep, build_step
+from roofline.training.step import Family, Pass, Scope, TrainKernel, TrainStep, build_step, micro_key, step_kernels
 
 DEFAULT_UTILIZATION = 0.9  # the usable share of a device's memory (the rest: CUDA context, NCCL buffers, fragments)
 MICRO_FAMILIES = (Family.TP, Family.CP, Family.EP, Family.PP, Family.FSDP)
@@ -56,14 +57,11 @@ class Placed:
 
     kernel: TrainKernel
     placement: Placement
+    floor_s: float  # the placement's time floor, one run
     low_s: float
     high_s: float
     runs_per_micro_batch: float  # LAYER: count × ⌈L/pp⌉/L; EDGE, MICRO: count; STEP: 0
     runs_per_step: float
-
-    @property
-    def floor_s(self) -> float:
-        return self.placement.time_s
 
     @property
     def is_comm(self) -> bool:
@@ -297,24 +295,45 @@ def _dtypes(setup: TrainSetup) -> Any:
     return model_dtypes("bf16", "bf16", "bf16", "fp8" if setup.precision is Precision.FP8 else None)
 
 
+MicroCache = dict[tuple[object, ...], tuple[TrainStep, tuple[tuple[Placement, float, float, float], ...]]]
+
+
 def analyze_training(setup: TrainSetup, machine: str | Any, times: ExpectedTimes | None = None,
                      utilization: float = DEFAULT_UTILIZATION, tokens: float | None = None,
-                     price_per_device_hour: float | None = None, deployment: Deployment | None = None) -> TrainAnalysis:
-    """Build the step's kernels on the fullest stage's device, place each, and band it."""
+                     price_per_device_hour: float | None = None, deployment: Deployment | None = None,
+                     cache: MicroCache | None = None) -> TrainAnalysis:
+    """Build the step's kernels on the fullest stage's device, place each, and band it. A `cache`
+    (a split search's) keeps each micro-batch's placed kernels by what they depend on (step.micro_key)."""
     d = deployment or deploy(machine, setup.split.inference_split())
     cdt = compute_dtype(_dtypes(setup), d.machine)
-    step = build_step(setup, d.devices_per_node, cdt if setup.precision is Precision.FP8 else None)
     fit = times or for_machine(d.machine.id)
+    fp8 = cdt if setup.precision is Precision.FP8 else None
+    key = (*micro_key(setup, d.devices_per_node), d.machine.id, fit.file)
+    hit = cache.get(key) if cache is not None else None
+    if hit is None:
+        micro = build_step(setup, d.devices_per_node, fp8, once=False)
+        hit = (micro, tuple(_placed(k.kernel, d.machine, cdt, fit) for k in micro.kernels))
+        if cache is not None:
+            cache[key] = hit
+    micro, bands = hit
+    once = step_kernels(setup, d.devices_per_node)
+    step = replace(micro, setup=setup, kernels=(*micro.kernels, *once))
+    bands = (*bands, *(_placed(k.kernel, d.machine, cdt, fit) for k in once))
     share = stage_layers(setup.config, setup.split.inference_split()) / setup.config.num_layers
     placed = []
-    for k in step.kernels:
-        p = place(k.kernel, d.machine, cdt)
-        e = expect(p, fit)
+    for k, (p, floor, low, high) in zip(step.kernels, bands, strict=True):
         runs = {Scope.LAYER: k.kernel.count * share, Scope.EDGE: float(k.kernel.count),
                 Scope.MICRO: float(k.kernel.count), Scope.STEP: 0.0}[k.scope]
         per_step = float(k.kernel.count) if k.scope is Scope.STEP else 0.0
-        placed.append(Placed(k, p, e.low_s, e.high_s, runs, per_step))
+        placed.append(Placed(k, p, floor, low, high, runs, per_step))
     return TrainAnalysis(setup, d, step, tuple(placed), fit, utilization, tokens, price_per_device_hour)
+
+
+def _placed(kernel: Kernel, machine: Machine, dtype: Any, fit: ExpectedTimes
+            ) -> tuple[Placement, float, float, float]:
+    p = place(kernel, machine, dtype)
+    e = expect(p, fit)
+    return p, e.floor_s, e.low_s, e.high_s
 
 
 __all__ = ["CONVENTIONS", "DEFAULT_UTILIZATION", "Placed", "StepTime", "TrainAnalysis", "analyze_training",

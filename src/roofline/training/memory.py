@@ -34,6 +34,7 @@ the cross-entropy (4·s·b·V/t bytes). The device reported is the fuller of the
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +42,8 @@ from typing import Any
 from roofline.models.dtypes import model_dtypes
 from roofline.models.memory import device_weights_bytes
 from roofline.models.split import stage_layers
+from roofline.models.transformer import ModelConfig
+from roofline.parallel import Split
 from roofline.training.setup import GRADIENT_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES, Recompute, TrainSetup, Zero
 from roofline.units import format_bytes
 
@@ -129,7 +132,14 @@ class TrainMemory:
 
 def device_params(setup: TrainSetup) -> float:
     """Ψ: the parameters on the fullest stage's device (tp and ep shares, ⌈L/pp⌉ layers, the larger edge table)."""
-    return device_weights_bytes(setup.config, setup.split.inference_split(), model_dtypes("bf16")) / 2.0
+    sp = setup.split
+    return _params(setup.config, sp.tp, sp.pp, sp.ep, sp.data_ranks)
+
+
+@functools.lru_cache(maxsize=512)  # a pure function of frozen values: a split search asks it per candidate
+def _params(cfg: ModelConfig, tp: int, pp: int, ep: int, data_ranks: int) -> float:
+    split = Split(tp=tp, pp=pp, ep=ep, dp=data_ranks)
+    return device_weights_bytes(cfg, split, model_dtypes("bf16")) / 2.0
 
 
 def train_memory(setup: TrainSetup, capacity_bytes: float | None, utilization: float, scores_stored: bool,

@@ -214,9 +214,10 @@ def describe_training(model: str | ModelConfig, seq: int, global_batch: int | No
                       precision: Precision | str = Precision.BF16, overlap: bool = False,
                       tokens_per_batch: int | None = None, sequence_parallel: bool = True,
                       plan: Plan | str = Plan.FLASH, overrides: dict[str, str] | None = None,
-                      virtual_stages: int = 1) -> TrainSetup:
+                      virtual_stages: int = 1, check: bool = True) -> TrainSetup:
     """The training step as asked: `global_batch` sequences of `seq` tokens, or `tokens_per_batch`
-    (a whole number of sequences), checked by `check_setup`."""
+    (a whole number of sequences), checked by `check_setup` (unless not `check`: a split search
+    checks each candidate instead)."""
     cfg = replace(load_config(model, overrides), logits=Logits.ALL)  # the loss reads every position's logits
     require_positive_int(seq, "--seq")
     require_positive_int(micro_batch, "--micro-batch")
@@ -240,9 +241,9 @@ def describe_training(model: str | ModelConfig, seq: int, global_batch: int | No
     if zero not in tuple(Zero):
         raise RooflineError(f"ZeRO stage {zero!r}: choose 0, 1, 2 or 3")
     z = Zero(zero)
-    warnings = check_setup(cfg, seq, global_batch, micro_batch, sp, z)
+    warnings = check_setup(cfg, seq, global_batch, micro_batch, sp, z) if check else []
     require_positive_int(virtual_stages, "--virtual-stages")
-    if virtual_stages > 1:
+    if virtual_stages > 1 and check:
         m = global_batch // (sp.dp * micro_batch)
         if sp.pp == 1:
             raise RooflineError("--virtual-stages interleaves pipeline stages: give --pp above 1")

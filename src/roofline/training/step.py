@@ -227,8 +227,17 @@ def _kernels(ops: Iterable[Op], plan: FusionPlan, pass_: Pass, comms: Mapping[st
     return [TrainKernel(k, pass_, scope_of(k), comms.get(k.ops[0].name) if len(k.ops) == 1 else None) for k in ks]
 
 
-def build_step(setup: TrainSetup, devices_per_node: int, compute: DType | None) -> TrainStep:
-    """The kernels of the module docstring, in the order they run on the fullest stage."""
+def micro_key(setup: TrainSetup, devices_per_node: int) -> tuple[object, ...]:
+    """What one micro-batch's kernels depend on: two setups with the same key run the same forward,
+    recompute and backward kernels (a split search builds each once)."""
+    sp, lv = setup.split, _levels(setup.split, devices_per_node)
+    return (setup.config, setup.seq, setup.micro_batch, setup.recompute, setup.precision, setup.plan, setup.sp,
+            sp.tp, sp.cp, sp.ep, lv[Family.TP], lv[Family.CP], lv[Family.EP], devices_per_node)
+
+
+def build_step(setup: TrainSetup, devices_per_node: int, compute: DType | None, once: bool = True) -> TrainStep:
+    """The kernels of the module docstring, in the order they run on the fullest stage (without
+    `once`: only the micro-batch's, the forward, recompute and backward)."""
     plan = setup.plan
     fwd, comms, groups, fplan, warnings = forward_ops(setup, devices_per_node, compute)
     act = get_dtype("bf16")
@@ -262,7 +271,8 @@ def build_step(setup: TrainSetup, devices_per_node: int, compute: DType | None) 
             if factor != 1.0:
                 bwd[-1] = replace(op, traffic={lv: b * factor for lv, b in op.traffic.items()})
     out += _kernels(bwd, FusionPlan(Plan.NONE), Pass.BACKWARD, bcomms, scope_of)
-    out += step_kernels(setup, devices_per_node)
+    if once:
+        out += step_kernels(setup, devices_per_node)
     return TrainStep(setup, tuple(out), plan, not flash, tuple(warnings))
 
 
@@ -326,4 +336,4 @@ def step_kernels(setup: TrainSetup, devices_per_node: int) -> list[TrainKernel]:
 
 
 __all__ = ["EDGE_OPS", "OPTIMIZER_STEP", "Comm", "Family", "Pass", "Scope", "TrainKernel", "TrainStep", "build_step",
-           "step_kernels"]
+           "micro_key", "step_kernels"]

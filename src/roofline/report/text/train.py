@@ -129,4 +129,59 @@ def train_explain(a: TrainAnalysis) -> str:
     return "\n".join(out)
 
 
-__all__ = ["TRAIN_CSV_COLUMNS", "csv_rows", "train_explain", "train_text"]
+PLAN_CSV_COLUMNS = ("rank", "split", "tp", "cp", "pp", "dp", "ep", "devices", "fits", "memory_bytes_per_device",
+                    "micro_batches", "floor_s", "expected_low_s", "expected_high_s", "mfu_floor", "pipeline_bubble",
+                    "exposed_communication_s", "reason")
+
+
+def plan_rows(found: Any) -> list[dict[str, Any]]:
+    """The search's rows flattened for CSV."""
+    out = []
+    for r in found.rows:
+        d = r.to_dict()
+        st = d.pop("step_time_s", None)
+        mfu = d.pop("mfu", None)
+        if st is not None:
+            d.update({"floor_s": st["floor"], "expected_low_s": st["expected"]["low"],
+                      "expected_high_s": st["expected"]["high"], "mfu_floor": mfu["floor"] if mfu else None})
+        out.append(d)
+    return out
+
+
+def plan_text(found: Any) -> str:
+    """The candidates ranked (winner first), then the winner and its `roofline train` line."""
+    from rich.table import Table
+
+    from roofline.report.text.tables import render
+
+    s = found.setup
+    t = Table(title=(f"{s.config.name} training, {s.global_batch} × {s.seq} tokens a step, on {found.devices} devices "
+                     f"of {found.system}: {len(found.rows)} valid splits, ranked by expected step time"),
+              title_justify="left")
+    for header, justify in (("#", "right"), ("split", "left"), ("memory/device", "right"), ("fits", "left"),
+                            ("expected step", "right"), ("MFU (floor)", "right"), ("bubble", "right"),
+                            ("why it loses", "left")):
+        t.add_column(header, justify=justify)  # type: ignore[arg-type]
+    for r in found.rows:
+        a = r.analysis
+        exp = "—" if a is None else f"{format_time(a.low.step_s)}–{format_time(a.high.step_s)}"
+        t.add_row("" if r.rank is None else str(r.rank), str(r.split), _gib(r.memory.per_device_bytes),
+                  {True: "yes", False: "no", None: "?"}[r.memory.fits], exp,
+                  "—" if a is None else f"{a.mfu(a.floor.step_s):.1%}", "—" if a is None else f"{a.bubble:.1%}",
+                  r.reason)
+    lines = [render(t, drop=("MFU (floor)", "bubble")), ""]
+    w = found.winner
+    if w is not None and w.analysis is not None:
+        a = w.analysis
+        lines.append(f"best: {w.split} ({w.split.flags}): {format_time(a.low.step_s)}–{format_time(a.high.step_s)} a "
+                     f"step expected (floor {format_time(a.floor.step_s)}), MFU {a.mfu(a.high.step_s):.1%}–"
+                     f"{a.mfu(a.low.step_s):.1%} expected, {_gib(w.memory.per_device_bytes)} a device")
+        lines.append(f"  its kernels: roofline train {s.config.name} --machine {found.system} --seq {s.seq} "
+                     f"--global-batch {s.global_batch} {w.split.flags}" + (f" --zero {int(s.zero)}" if s.zero else ""))
+    lines.append("memory a device: model states (ZeRO) + activations (Korthikanti et al. 2022) + workspace; a split "
+                 "whose memory alone exceeds the usable share is not built")
+    return "\n".join(lines)
+
+
+__all__ = ["PLAN_CSV_COLUMNS", "TRAIN_CSV_COLUMNS", "csv_rows", "plan_rows", "plan_text", "train_explain",
+           "train_text"]
