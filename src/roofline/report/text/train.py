@@ -95,12 +95,19 @@ def train_explain(a: TrainAnalysis) -> str:
     out.append(f"  = {a.model_flop_per_token:.4g} FLOPs a token")
     out.append("")
     out.append(f"micro-batches m = B / (dp · b) = {s.global_batch} / ({sp.dp} · {s.micro_batch}) = {m}")
-    out.append(f"bubble (1F1B, Narayanan et al. 2021) (p − 1)/(m + p − 1) = ({p} − 1)/({m} + {p} − 1) = {a.bubble:.4f}")
+    if s.virtual_stages > 1:
+        out.append(f"bubble (interleaved 1F1B, Narayanan et al. 2021) (p − 1)/(v·m + p − 1) = ({p} − 1)/"
+                   f"({s.virtual_stages}·{m} + {p} − 1) = {a.bubble:.4f}")
+    else:
+        out.append(f"bubble (1F1B, Narayanan et al. 2021) (p − 1)/(m + p − 1) = ({p} − 1)/({m} + {p} − 1) = "
+                   f"{a.bubble:.4f}")
     out.append(f"one micro-batch on the fullest stage: {format_time(fl.micro_batch_s)} "
                f"({'max' if s.overlap else 'sum'} of compute and its collectives)")
-    out.append(f"step = (m + p − 1)·t_mb + exposed data-parallel communication + optimizer = ({m} + {p} − 1)·"
-               f"{format_time(fl.micro_batch_s)} + {format_time(fl.exposed_dp_s)}"
-               f" + {format_time(fl.optimizer_s)} = {format_time(fl.step_s)}")
+    v = s.virtual_stages
+    bubble = f"({p} − 1)/{v}" if v > 1 else f"({p} − 1)"
+    out.append(f"step = m·t_mb + (p − 1)/v·t_mb + exposed data-parallel communication + optimizer = {m}·"
+               f"{format_time(fl.micro_batch_s)} + {bubble}·{format_time(fl.micro_batch_s)} + "
+               f"{format_time(fl.exposed_dp_s)} + {format_time(fl.optimizer_s)} = {format_time(fl.step_s)}")
     out.append(f"MFU = {a.model_flop_per_token:.4g} · {s.tokens_per_step:,} tokens / ({format_time(fl.step_s)} · "
                f"{sp.devices} devices · {a.peak_flop_per_s:.4g} FLOP/s) = {a.mfu(fl.step_s):.2%}")
     out.append(f"HFU = {a.hardware_flop_per_step:.4g} FLOPs a step / (step · devices · peak) = {a.hfu(fl.step_s):.2%}")
