@@ -272,3 +272,29 @@ def test_plan_train_says_when_nothing_fits(capsys: pytest.CaptureFixture[str]) -
     code, out, err = run(capsys, "plan", "--train", "llama-3.1-405b", "--machine", "dgx-h100", "--devices", "8",
                          "--seq", "8192", "--global-batch", "8")
     assert code == 2 and out == "" and err.count("\n") == 1 and "fits" in err, err
+
+
+def test_fp8_runs_the_linear_layers_at_the_fp8_peak_and_attention_at_bf16() -> None:
+    # H100 SXM dense peaks: BF16 989.4 TFLOP/s, FP8 1978.9 (datasheet): a compute-bound GEMM takes half the time;
+    # FlashAttention stays BF16 under Transformer Engine's FP8 recipe
+    kw = {"seq": 4096, "global_batch": 64, "split": TrainSplit(dp=8)}
+    bf = {x.kernel.name: x for x in analyze_training(describe_training("llama-3-8b", **kw), "dgx-h100").placed}  # type: ignore[arg-type]
+    f8 = {x.kernel.name: x for x in analyze_training(describe_training("llama-3-8b", precision="fp8", **kw),  # type: ignore[arg-type]
+                                                       "dgx-h100").placed}
+    assert f8["gate_up_proj"].floor_s == pytest.approx(bf["gate_up_proj"].floor_s * 989.4 / 1978.9, rel=1e-3)
+    assert f8["attn.backward"].floor_s == bf["attn.backward"].floor_s
+
+
+def test_the_chart_colours_the_passes_and_its_bars_add_up_to_the_step() -> None:
+    from roofline.report.charts.train import PASS_COLOUR, train_figure
+
+    s = describe_training("llama-3-70b", seq=8192, global_batch=512, split=TrainSplit(tp=8, pp=4, dp=16),
+                          recompute="full")
+    a = analyze_training(s, "dgx-h100")
+    fig = train_figure(a)
+    gids = {artist.get_gid() for ax in fig.axes for artist in ax.get_children()}
+    assert {f"pass-{p}" for p in ("forward", "backward", "recompute", "optimizer")} <= gids
+    assert PASS_COLOUR[Pass.FORWARD] != PASS_COLOUR[Pass.BACKWARD]
+    bars = [p for p in fig.axes[1].patches if str(p.get_gid()).startswith("bar-floor-")]
+    assert len(bars) == 4  # compute, exposed communication, pipeline bubble, optimizer
+    assert sum(b.get_width() for b in bars) == pytest.approx(a.floor.step_s)

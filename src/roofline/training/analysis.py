@@ -312,7 +312,7 @@ def analyze_training(setup: TrainSetup, machine: str | Any, times: ExpectedTimes
     hit = cache.get(key) if cache is not None else None
     if hit is None:
         micro = build_step(setup, d.devices_per_node, fp8, once=False)
-        hit = (micro, tuple(_placed(k.kernel, d.machine, cdt, fit) for k in micro.kernels))
+        hit = (micro, tuple(_placed(k.kernel, d.machine, _dtype_of(k.kernel, cdt), fit) for k in micro.kernels))
         if cache is not None:
             cache[key] = hit
     micro, bands = hit
@@ -327,6 +327,19 @@ def analyze_training(setup: TrainSetup, machine: str | Any, times: ExpectedTimes
         per_step = float(k.kernel.count) if k.scope is Scope.STEP else 0.0
         placed.append(Placed(k, p, floor, low, high, runs, per_step))
     return TrainAnalysis(setup, d, step, tuple(placed), fit, utilization, tokens, price_per_device_hour)
+
+
+ATTENTION_KINDS = frozenset({"attention_qk", "attention_pv", "flash_attention_backward"})
+
+
+def _dtype_of(kernel: Kernel, cdt: Any) -> Any:
+    """Attention keeps BF16 under --precision fp8 (Transformer Engine's FP8 recipe casts the linear layers'
+    GEMMs; the attention core runs in BF16): its kernels are placed on the BF16 roof."""
+    if cdt.name.startswith("fp8") and any(op.kind in ATTENTION_KINDS for op in kernel.ops):
+        from roofline.dtypes import get_dtype
+
+        return get_dtype("bf16")
+    return cdt
 
 
 def _placed(kernel: Kernel, machine: Machine, dtype: Any, fit: ExpectedTimes

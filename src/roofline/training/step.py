@@ -218,7 +218,12 @@ def forward_ops(setup: TrainSetup, devices_per_node: int, dtypes_compute: DType 
             ops.insert(ops.index(op), ring)
             comms[name] = Comm(Family.CP, Collective.SEND_RECV, sp.cp, levels[Family.CP], kv.bytes)
     plan = mg.plans[setup.plan]
-    return ops, comms, dict(plan.groups), plan, mg.warnings
+    warnings = list(mg.warnings)
+    if sp.cp > 1 and (cfg.sliding_window or cfg.linear_attention is not None or cfg.mamba is not None):
+        warnings.append(f"--cp {sp.cp}: each rank's attention is counted as 1/cp of full causal attention's pairs; "
+                        f"{cfg.name}'s windowed, chunked or linear-attention layers do fewer (their state passed "
+                        "between ranks is not counted): an overcount of their time")
+    return ops, comms, dict(plan.groups), plan, tuple(warnings)
 
 
 def _kernels(ops: Iterable[Op], plan: FusionPlan, pass_: Pass, comms: Mapping[str, Comm],
