@@ -298,3 +298,16 @@ def test_the_chart_colours_the_passes_and_its_bars_add_up_to_the_step() -> None:
     bars = [p for p in fig.axes[1].patches if str(p.get_gid()).startswith("bar-floor-")]
     assert len(bars) == 4  # compute, exposed communication, pipeline bubble, optimizer
     assert sum(b.get_width() for b in bars) == pytest.approx(a.floor.step_s)
+
+
+def test_overlap_takes_the_larger_of_compute_and_communication() -> None:
+    # --overlap: a micro-batch takes max(compute, its collectives) instead of their sum, and the data-parallel
+    # reduction hides under one micro-batch's backward: max(0, reduction − backward) is what remains exposed
+    kw = {"seq": 8192, "global_batch": 512, "split": TrainSplit(tp=8, pp=4, dp=16)}
+    plain = analyze_training(describe_training("llama-3-70b", **kw), "dgx-h100")  # type: ignore[arg-type]
+    over = analyze_training(describe_training("llama-3-70b", overlap=True, **kw), "dgx-h100")  # type: ignore[arg-type]
+    compute = plain.floor.compute_s / 32
+    comm = plain.floor.micro_batch_s - compute
+    assert over.floor.micro_batch_s == pytest.approx(max(compute, comm))
+    assert over.floor.step_s < plain.floor.step_s
+    assert all(c["overlapped"] for c in over.communication())
