@@ -31,6 +31,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("models", "measure", "tracing"),
     ("diff", "calibration"),  # a program against its model; measured tables joined to our kernels, fitted
     ("serving",),
+    ("training",),  # a training step: its kernels, memory, communication and MFU (above models, below report)
     ("explain",),
     ("report",),
     ("cli",),

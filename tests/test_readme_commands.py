@@ -119,7 +119,7 @@ def test_the_readme_shows_commands_of_every_section() -> None:
     # the extraction itself: the quick start, the kernel examples, models, splits, serving, measuring, profiles
     shown = " ".join(c.shell for c in COMMANDS)
     for verb in ("kernel", "machines", "model", "sweep", "compare", "plan", "serve", "measure", "bench", "trace",
-                 "profile", "import", "diff"):
+                 "profile", "import", "diff", "train"):
         assert f"roofline {verb} " in shown, verb
     assert len(COMMANDS) >= 40
 

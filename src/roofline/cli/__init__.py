@@ -37,6 +37,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("serve", "Serving: TTFT, ITL, throughput, the batch that fits."),
     "sweep": ("model", "A model over batch × length × dtype × machine × split."),
     "trace": ("measure", "Run a PyTorch script under the tracer; place its ops."),
+    "train": ("train", "A training step: kernels, memory, communication, MFU."),
     "validate": ("validate", "Measured kernels against our floor and expected band."),
 }
 
@@ -68,6 +69,9 @@ def _commands_of(module: str) -> tuple[click.Command, ...]:
     elif module == "serve":
         from roofline.cli import serve
         return tuple(serve.COMMANDS)
+    elif module == "train":
+        from roofline.cli import train
+        return tuple(train.COMMANDS)
     else:
         from roofline.cli import validate
         return tuple(validate.COMMANDS)

@@ -5,6 +5,8 @@ Parses its options, calls roofline.models.search.search_splits and prints throug
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from roofline.cli.common import DEFAULT_MEMORY_UTILIZATION, POS, Quantity, dump, outputs, warn
@@ -21,7 +23,26 @@ from roofline.hardware.catalog import DEFAULT_MACHINE
 from roofline.units import parse_positive_int
 
 
-@click.command("plan")
+class _PlanCommand(click.Command):
+    """`plan --train ...` is the training split search (roofline.cli.train.plan_train_command): its options
+    are a training step's, so the arguments go to that command whole."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        if "--train" in args:
+            from roofline.cli.train import plan_train_command
+
+            rest = [a for a in args if a != "--train"]
+            return plan_train_command.make_context(info_name, rest, parent=parent, **extra)
+        return super().make_context(info_name, args, parent=parent, **extra)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        if ctx.command is not self:
+            return ctx.command.invoke(ctx)
+        return super().invoke(ctx)
+
+
+@click.command("plan", cls=_PlanCommand)
 @click.argument("model")
 @click.option("--machine", "-m", default=DEFAULT_MACHINE, show_default=True,
               help="System (dgx-h100, gb200-nvl72, ...), a device (one node of 8), or a file.")
@@ -48,11 +69,14 @@ from roofline.units import parse_positive_int
               help="Assume communication runs under compute (the step takes the larger of the two).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--csv", "csv_path", default=None, metavar="FILE", help="Write every candidate as CSV.")
+@click.option("--train", is_flag=True,
+              help="Plan a training step instead: every split of the system ranked by expected step time "
+                   "(`roofline plan --train --help`).")
 def plan_command(model: str, machine: str, batch: str, prompt: str | None, context: str | None,
                  weights_dtype: str | None, kv_dtype: str | None, dtype: str | None, phase: str, fusion: str,
                  act_dtype: str, experts_hit: str | None, overrides: tuple[str, ...], objective: str | None,
                  latency_target: float | None, devices: int | None, memory_utilization: float, overlap: bool,
-                 as_json: bool, csv_path: str | None) -> None:
+                 as_json: bool, csv_path: str | None, train: bool = False) -> None:
     """Search every valid (tp, pp, ep, dp) split of MODEL's step over a system and rank them.
 
     \b
