@@ -15,8 +15,9 @@ S is nccl-tests' size (the whole buffer; for all-gather the gathered one).
 
 The fit, per system, path (nccl; custom: TensorRT-LLM's, the one kernel its AUTO strategy picks) and
 group size n, on the newest version: t = α + B / busbw with B = 2(n−1)/n · S (nccl-tests' bus bytes),
-by least squares on the relative error (each row weighs 1/t, so 4 µs rows count as much as 4 ms ones);
-the band is the 10th and 90th percentile of measured / fitted. α_floor, the start-up floor, is the
+Hockney's two regimes: α from the small messages (≤ 64 KiB), busbw from the three largest; the band
+is the 10th and 90th percentile of measured / fitted (NCCL switches protocol and algorithm with size,
+so one line misses the middle: the band says by how much). α_floor, the start-up floor, is the
 fastest all-reduce row of any engine, version and group on the system (rounded down to 0.1 µs): no row
 can then be faster than α_floor + bytes / BW, which validation checks row by row.
 
@@ -96,19 +97,27 @@ def _rows_of(raw: Sequence[dict[str, Any]], system: str, engine: str, version: s
                       float(ms) * 1e-3)
 
 
+SMALL_BYTES = 64 * 2**10  # rows at most this size give α (the latency regime)
+LARGEST = 3  # the largest sizes give busbw (the bandwidth regime, its asymptote)
+
+
 def fit_group(rows: Sequence[CommRow]) -> dict[str, float]:
-    """t = α + B / busbw over one group's all-reduce rows, least squares on t / fitted − 1."""
+    """t = α + B / busbw over one group's all-reduce rows (Hockney's two regimes): α the median time of
+    rows of at most 64 KiB, busbw the median of B / (t − α) over the three largest sizes; the band is
+    the 10th-90th percentile of measured / fitted over every row."""
     import numpy as np
 
     n = rows[0].group
-    b = np.array([BUS_FACTOR[Collective.ALL_REDUCE](n) * r.message_bytes for r in rows])
+    s = np.array([r.message_bytes for r in rows])
+    b = BUS_FACTOR[Collective.ALL_REDUCE](n) * s
     t = np.array([r.measured_s for r in rows])
-    a = np.stack([1.0 / t, b / t], axis=1)
-    (alpha, inv), *_ = np.linalg.lstsq(a, np.ones_like(t), rcond=None)
-    alpha, inv = max(float(alpha), 0.0), max(float(inv), 1e-15)
-    fitted = alpha + b * inv
+    small = s <= SMALL_BYTES
+    alpha = float(np.median(t[small])) if small.any() else float(t.min())
+    top = s >= np.sort(np.unique(s))[-min(LARGEST, len(np.unique(s)))]
+    busbw = float(np.median(b[top] / np.maximum(t[top] - alpha, 1e-12)))
+    fitted = alpha + b / busbw
     ratio = t / fitted
-    return {"alpha_s": alpha, "busbw_bytes_per_s": 1.0 / inv, "low": float(np.quantile(ratio, 0.1)),
+    return {"alpha_s": alpha, "busbw_bytes_per_s": busbw, "low": float(np.quantile(ratio, 0.1)),
             "high": float(np.quantile(ratio, 0.9)), "rows": len(rows),
             "mape": float(np.mean(np.abs(fitted - t) / t))}
 
@@ -230,6 +239,26 @@ def validate_collectives(source: Source, system: str | None = None, engine: str 
     return validate_rows(rows)
 
 
+def validate_command(machine: str | None, engine: str | None, as_json: bool) -> str:
+    """`roofline validate --kind collective`: the text (or JSON) of every covered system's rows, or of
+    the one system `machine` names (a system, or a device of one)."""
+    import json
+
+    from roofline.calibration.tables import installed
+
+    source = installed()
+    system = None
+    if machine is not None:
+        found = get_system(machine)
+        covered = {ours: get_system(ours).device.id for ours in COLLECTIVE_SYSTEMS.values()}
+        system = next((s for s, dev in covered.items() if found.id == s or found.device.id == dev), found.id)
+    groups = validate_collectives(source, system, engine)
+    if as_json:
+        return json.dumps({"source": source.label, "groups": [g.to_dict() for g in groups],
+                           "faster_than_floor": sum(g.faster_than_floor for g in groups)}, indent=2)
+    return validate_text(groups, source.label)
+
+
 def write_shipped(path: str | Path) -> None:
     """Refit every covered system on the installed tables and write the shipped file (JSON)."""
     import json
@@ -246,4 +275,4 @@ if __name__ == "__main__":  # python -m roofline.calibration.collective src/roof
 
 
 __all__ = ["COLLECTIVE_SYSTEMS", "CommGroup", "CommRow", "comm_rows", "fit_all", "fit_group", "fit_system",
-           "validate_collectives", "validate_rows", "validate_text"]
+           "validate_collectives", "validate_command", "validate_rows", "validate_text"]

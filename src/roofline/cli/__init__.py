@@ -13,7 +13,7 @@ import sys
 
 import click
 
-from roofline.cli import kernel, machines, measure, model, models, plan, profile, serve, validate
+from roofline.cli import collective, kernel, machines, measure, model, models, plan, profile, serve, validate
 from roofline.cli.common import flag, printable, refuse_empty_values
 from roofline.errors import RooflineError
 from roofline.fileio import writing_together
@@ -33,7 +33,7 @@ def cli() -> None:
     """
 
 
-for _module in (machines, kernel, model, models, plan, serve, measure, profile, validate):
+for _module in (machines, kernel, model, models, plan, serve, collective, measure, profile, validate):
     for _command in _module.COMMANDS:
         cli.add_command(_command)
 refuse_empty_values(cli)  # `--dtype ''` is one clear line, never the default run without a word

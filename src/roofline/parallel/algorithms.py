@@ -78,7 +78,8 @@ ALL_REDUCE_BYTES: Mapping[Algorithm, tuple[str, Any]] = {
     Algorithm.TWO_SHOT: ("2(n−1)/n · S", lambda n: 2.0 * (n - 1) / n),
 }
 STEPS: Mapping[Algorithm, str] = {
-    Algorithm.RING: "2(n−1) steps", Algorithm.TREE: "2⌈log2 n⌉ steps", Algorithm.NVLS: "2 steps (to the switch, back)",
+    Algorithm.RING: "2(n−1) steps", Algorithm.TREE: "2⌈log2 n⌉ steps",
+    Algorithm.NVLS: "2 steps: to the switch and back",
     Algorithm.ONE_SHOT: "1 step", Algorithm.TWO_SHOT: "2 steps",
 }
 CUSTOM = (Algorithm.ONE_SHOT, Algorithm.TWO_SHOT)  # the engines' own kernels; the rest are NCCL's
@@ -248,8 +249,8 @@ def choose(message_bytes: float, group: int, algorithms: tuple[Algorithm, ...]) 
             return Algorithm.ONE_SHOT, (f"the engines' custom all-reduce runs one-shot for {kib:.6g} KiB on {group} "
                                         "devices (vLLM custom_all_reduce.cuh: n = 2, or n ≤ 4 and S < 512 KiB, or "
                                         "n ≤ 8 and S < 256 KiB)")
-        return Algorithm.TWO_SHOT, (f"the engines' custom all-reduce (up to vLLM's 8 MiB) runs two-shot, reduce-scatter "
-                                    f"+ all-gather, for {kib:.6g} KiB on {group} devices")
+        return Algorithm.TWO_SHOT, (f"the engines' custom all-reduce (up to vLLM's 8 MiB) runs two-shot, "
+                                    f"reduce-scatter + all-gather, for {kib:.6g} KiB on {group} devices")
     if Algorithm.NVLS in algorithms:
         return Algorithm.NVLS, ("NCCL runs NVLink SHARP on this NVSwitch system above the custom all-reduce's 8 MiB "
                                 "(8×H200, NCCL 2.27: NVLS from 2 MiB, stas00/ml-engineering)")
@@ -300,15 +301,15 @@ def estimate(kind: Collective | str, message_bytes: float, machine: str | System
             moved = factor(n) * message_bytes
         else:
             text, moved = f"{FORMULA[kind]} · S", BUS_FACTOR[kind](n) * message_bytes
-        floors.append(AlgorithmFloor(a, moved, alpha + moved / link.bytes_per_s,
-                                     f"{a}: α + {text} / BW = {format_time(alpha)} + {format_bytes(moved, binary=True)} "
-                                     f"/ {link.bytes_per_s / 1e9:g} GB/s ({STEPS[a]})"))
+        formula = (f"{a}: α + {text} / BW = {format_time(alpha)} + {format_bytes(moved, binary=True)} / "
+                   f"{link.bytes_per_s / 1e9:g} GB/s ({STEPS[a]})")
+        floors.append(AlgorithmFloor(a, moved, alpha + moved / link.bytes_per_s, formula))
     if chosen_alg is not None:
         chosen, why = chosen_alg, "asked for (--algorithm)"
     elif kind is Collective.ALL_REDUCE:
         chosen, why = choose(message_bytes, n, tuple(a for a in algs if not (nccl_only and a in CUSTOM)))
     else:
-        chosen, why = Algorithm.RING, f"the one algorithm modelled for a {kind}"
+        chosen, why = Algorithm.RING, f"the one algorithm modelled for an {kind.value.replace('_', '-')}"
     expected, band, origin = _expected(data, kind, chosen, message_bytes, n)
     floor_s = next(f.floor_s for f in floors if f.algorithm is chosen)
     if expected is not None and band is not None and expected < floor_s:  # a fit is never below the floor
@@ -321,15 +322,18 @@ def _algorithm(text: Algorithm | str) -> Algorithm:
     try:
         return Algorithm(str(text))
     except ValueError:
-        raise RooflineError(f"unknown algorithm {text!r}; one of: auto, {', '.join(a.value for a in Algorithm)}") from None
+        names = ", ".join(a.value for a in Algorithm)
+        raise RooflineError(f"unknown algorithm {text!r}; one of: auto, {names}") from None
 
 
 def _unavailable(a: Algorithm, system: System, n: int, spans: bool) -> str:
     if a is Algorithm.NVLS:
         if spans:
-            return f"--algorithm nvls: {n} devices span nodes of {system.id}; NVLink SHARP reduces inside one NVLink domain"
+            return (f"--algorithm nvls: {n} devices span nodes of {system.id}; NVLink SHARP reduces inside one "
+                    "NVLink domain")
         have = ", ".join(sorted(_data()["nvls"]))
-        return (f"--algorithm nvls: {system.id} has no NVLink SHARP (third-generation NVSwitch); systems with it: {have}")
+        return (f"--algorithm nvls: {system.id} has no NVLink SHARP (third-generation NVSwitch); systems with it: "
+                f"{have}")
     return (f"--algorithm {a}: the engines' custom all-reduce runs inside one node of at most {CUSTOM_MAX_RANKS} "
             f"devices; {n} devices of {system.id} {'span nodes' if spans else 'are more'}")
 
@@ -337,7 +341,7 @@ def _unavailable(a: Algorithm, system: System, n: int, spans: bool) -> str:
 def _expected(data: SystemCollectives | None, kind: Collective, chosen: Algorithm, message_bytes: float,
               n: int) -> tuple[float | None, tuple[float, float] | None, str]:
     if kind is not Collective.ALL_REDUCE:
-        return None, None, f"no fitted band for a {kind} (the fits are all-reduce's)"
+        return None, None, f"no fitted band for an {kind.value.replace('_', '-')} (the fits are all-reduce's)"
     if data is None:
         return None, None, "no measured tables for this system: floor only"
     path = "custom" if chosen in CUSTOM else "nccl"
