@@ -115,8 +115,8 @@ def test_model_command_shows_both_with_and_without(capsys: pytest.CaptureFixture
             "--batch", "32", "--prompt", "4096", "--two-batch-overlap"]
     assert main(args) == 0
     out = capsys.readouterr().out
-    assert "two-batch overlap (--two-batch-overlap) hides the MoE all-to-all" in out and "without" in out
-    assert "expected with two-batch overlap" in out
+    assert "--two-batch-overlap hides the MoE all-to-all" in out and "without" in out
+    assert "expected with --two-batch-overlap" in out
     assert main([*args, "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     band, tbo = d["totals"]["expected_time_s"], d["totals"]["expected_time_s_two_batch_overlap"]
@@ -159,3 +159,19 @@ def test_dense_model_refuses_expert_options(capsys: pytest.CaptureFixture[str]) 
     assert main(["model", "llama-3-8b", "--two-batch-overlap"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "llama-3-8b is not a mixture of experts" in err
+
+
+def test_overlap_names_what_it_hides_and_shows_both(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["model", "llama-3-70b", "--machine", "dgx-h100", "--tp", "8", "--batch", "64", "--context", "8192"]
+    assert main(args) == 0
+    plain = capsys.readouterr().out
+    assert "hides" not in plain and "expected with" not in plain  # nothing hidden unless asked
+    assert main([*args, "--overlap"]) == 0
+    out = capsys.readouterr().out
+    assert "--overlap hides every collective under the step's compute" in out and "without" in out
+    assert "expected with --overlap" in out
+    a = analyze_model("llama-3-70b", "dgx-h100", "decode", 64, 8192, split=Split(tp=8), overlap=True)
+    hid = a.overlap_summary()
+    assert hid is not None
+    assert hid["time_with_s"] == pytest.approx(max(hid["compute_s"], hid["hidden_collectives_s"]))
+    assert hid["time_without_s"] == pytest.approx(hid["compute_s"] + hid["hidden_collectives_s"])

@@ -148,9 +148,10 @@ def total(placements: Sequence[Placement], bands: Sequence[Band]) -> dict[str, f
     return {"low": sum(p.count * b.low_s for p, b in pairs), "high": sum(p.count * b.high_s for p, b in pairs)}
 
 
-def total_two_batch_overlap(placements: Sequence[Placement], bands: Sequence[Band]) -> dict[str, float]:
-    """The expected step with two-batch overlap: at each end of the band, max(compute, the MoE
-    all-to-all) + the other collectives (one micro-batch's all-to-all under the other's compute)."""
+def total_overlapped(placements: Sequence[Placement], bands: Sequence[Band], every: bool) -> dict[str, float]:
+    """The expected step with communication hidden, at each end of the band: `every` (--overlap):
+    max(compute, every collective); else (--two-batch-overlap) max(compute, the MoE all-to-all) + the
+    other collectives."""
     out = {}
     for end in ("low", "high"):
         compute = a2a = other = 0.0
@@ -162,8 +163,8 @@ def total_two_batch_overlap(placements: Sequence[Placement], bands: Sequence[Ban
                 other += t
             else:
                 compute += t
-        out[end] = max(compute, a2a) + other
+        out[end] = max(compute, a2a + other) if every else max(compute, a2a) + other
     return out
 
 
-__all__ = ["Band", "Chosen", "choose", "total", "total_two_batch_overlap"]
+__all__ = ["Band", "Chosen", "choose", "total", "total_overlapped"]

@@ -199,10 +199,11 @@ def model_command(model: str, machine: str, batch: str, prompt: str | None, cont
         for row, band in zip(d["kernels"], bands, strict=True):
             row["expected_time_s"] = band.to_dict()
         d["totals"]["expected_time_s"] = total(placed, bands)
-        if a.two_batch_overlap:  # the band with it; expected_time_s above is without
-            from roofline.calibration.choose import total_two_batch_overlap
+        if (hidden := a.overlap_summary()) is not None:  # the band with it; expected_time_s above is without
+            from roofline.calibration.choose import total_overlapped
 
-            d["totals"]["expected_time_s_two_batch_overlap"] = total_two_batch_overlap(placed, bands)
+            key = "two_batch_overlap" if hidden["option"] == "--two-batch-overlap" else "overlap"
+            d["totals"][f"expected_time_s_{key}"] = total_overlapped(placed, bands, a.overlap)
         d["calibration"] = chosen.describe()
         dump(d)
     elif explain:
@@ -217,13 +218,11 @@ def model_command(model: str, machine: str, batch: str, prompt: str | None, cont
 
         click.echo(model_text(a))
         click.echo(expected_total_line(placed, bands, chosen.describe()))
-        if a.two_batch_overlap:
-            from roofline.calibration.choose import total_two_batch_overlap
-            from roofline.units import format_time
+        if (hidden := a.overlap_summary()) is not None:
+            from roofline.calibration.choose import total_overlapped
+            from roofline.report.text.expected import expected_overlap_line
 
-            tbo = total_two_batch_overlap(placed, bands)
-            click.echo(f"expected with two-batch overlap {format_time(tbo['low'])}-{format_time(tbo['high'])} "
-                       "(max(compute, all-to-all) + the other collectives, at each end; the line above is without)")
+            click.echo(expected_overlap_line(hidden["option"], total_overlapped(placed, bands, a.overlap)))
 
 
 def _run_options(model: str, overrides: tuple[str, ...], logits: str, mla: str | None) -> tuple[Any, Any]:

@@ -191,18 +191,24 @@ class ModelAnalysis(Drawable):
         return self.config.two_batch_overlap and self.config.is_moe and self.split.ep > 1
 
     def overlap_summary(self) -> dict[str, Any] | None:
-        """What two-batch overlap hides and the step floor with and without it (None: not asked for).
-        The batch runs as two micro-batches; one's dispatch and combine all-to-all run under the other's
-        compute (DeepSeek-V3's deployment; SGLang --enable-two-batch-overlap)."""
-        if not self.two_batch_overlap:
+        """What --overlap or --two-batch-overlap hides and the step floor with and without it (None:
+        neither asked for; never a default). --overlap: every collective under compute; two-batch
+        overlap: the batch as two micro-batches, one's MoE dispatch and combine all-to-all under the
+        other's compute (DeepSeek-V3's deployment; SGLang --enable-two-batch-overlap)."""
+        if not (self.overlap or self.two_batch_overlap):
             return None
         a = self.analysis
         comm = sum(p.total_time_s for p in a.placements if p.kind in COLLECTIVES)
         a2a = sum(p.total_time_s for p in a.placements if p.kind == ALL_TO_ALL)
+        if self.overlap:
+            option, hides, hidden = "--overlap", "every collective under the step's compute (at best)", comm
+        else:
+            option, hides, hidden = ("--two-batch-overlap", "the MoE all-to-all (dispatch and combine) of one "
+                                     "micro-batch under the other micro-batch's compute", a2a)
         with_ = self.step_time_s(a)
-        return {"hides": "the MoE all-to-all (dispatch and combine) of one micro-batch under the other "
-                         "micro-batch's compute", "all_to_all_s": a2a, "compute_s": a.time_s - comm,
-                "hidden_s": a.time_s - with_, "time_with_s": with_, "time_without_s": a.time_s}
+        return {"option": option, "hides": hides, "hidden_collectives_s": hidden, "compute_s": a.time_s - comm,
+                "hidden_s": a.time_s - with_, "time_with_s": with_, "time_without_s": a.time_s,
+                **({"all_to_all_s": a2a} if not self.overlap else {})}
 
     @property
     def communication_time_s(self) -> float:
@@ -414,8 +420,8 @@ class ModelAnalysis(Drawable):
                              "devices_per_node": self.devices_per_node}
             d["per_device"] = self.per_device()
             d["communication"] = self.communication()
-            if (tbo := self.overlap_summary()) is not None:
-                d["two_batch_overlap"] = tbo
+            if (hidden := self.overlap_summary()) is not None:
+                d["two_batch_overlap" if hidden["option"] == "--two-batch-overlap" else "overlap"] = hidden
             d["memory_fit"] = {"fits": m.fits, "bytes_per_device": m.total_bytes,
                                "usable_bytes_per_device": m.usable_bytes, "min_devices": m.devices,
                                "max_batch": m.max_batch,

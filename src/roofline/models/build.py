@@ -49,7 +49,7 @@ from roofline.models.deltanet import gated_deltanet
 from roofline.models.dsa import lightning_indexer
 from roofline.models.dtypes import ModelDtypes, for_checkpoint, model_dtypes, weight_part
 from roofline.models.experts import combine_ops, dispatch_ops
-from roofline.models.formulas import experts_hit
+from roofline.models.formulas import experts_hit, experts_read_per_device
 from roofline.models.mamba import mamba2
 from roofline.models.split import Comm, check_moe_rows, check_split, comm_for, sequence_split, shard
 from roofline.models.transformer import SOFTMAX_KINDS, AttentionKind, MlpKind, ModelConfig
@@ -453,7 +453,7 @@ class _Builder:
         xm = x if tp == 1 else self.act(f"{p}mlp_norm.out.rows", (nm, h))
         local = out if tp == 1 else self.act(f"{p}mlp.out.rows", (nm, h))
         slots = e + cfg.redundant_experts  # E routed experts and R replicas over the ep group
-        hit_here = hit if ep == 1 else min(slots // ep, -(-(hit * slots // e) // ep))
+        hit_here = experts_read_per_device(hit, e, cfg.redundant_experts, ep)
         gates = e + (1 if cfg.shared_expert_gate else 0)  # Qwen3-Next/3.5: the shared expert's gate rides along
         logits = self.act(f"{p}router.logits", (nm, gates))
         router = self.add(matmul_op(f"{p}router", xm, self.weight(f"{p}router.weight", (h, gates)), logits, count,
