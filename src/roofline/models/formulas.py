@@ -100,4 +100,5 @@ def experts_read_per_device(hit: Num, num_experts: int, redundant: int, ep: int)
     return minimum(slots // ep, -(-(hit * slots // num_experts) // ep))
 
 
-__all__ = ["expected_experts_hit", "experts_hit", "experts_read_per_device", "maximum", "minimum", "round_half_even", "windowed_pairs"]
+__all__ = ["expected_experts_hit", "experts_hit", "experts_read_per_device", "maximum", "minimum", "round_half_even",
+           "windowed_pairs"]
