@@ -105,7 +105,8 @@ def _unique(commands: list[Command]) -> list[Command]:
 COMMANDS = _unique(_commands() + _inline_commands())
 # figures the prose quotes, each with the README command whose output holds them
 PROSE = [("on 4, each would need 72.9 GiB of the 72 GiB usable",
-          "roofline model llama-3-70b --machine h100 --tp 4 --batch 64 --context 8192 --json")]
+          "roofline model llama-3-70b --machine h100 --tp 4 --batch 64 --context 8192 --json"),
+         ("is under NVLS's floor of 787 GB/s busbw", "roofline collective all-reduce 16GiB --machine hgx-h200")]
 PYTHON_BLOCKS = _python_blocks()
 
 
@@ -119,7 +120,7 @@ def test_the_readme_shows_commands_of_every_section() -> None:
     # the extraction itself: the quick start, the kernel examples, models, splits, serving, measuring, profiles
     shown = " ".join(c.shell for c in COMMANDS)
     for verb in ("kernel", "machines", "model", "sweep", "compare", "plan", "serve", "measure", "bench", "trace",
-                 "profile", "import", "diff", "train"):
+                 "profile", "import", "diff", "train", "collective"):
         assert f"roofline {verb} " in shown, verb
     assert len(COMMANDS) >= 40
 

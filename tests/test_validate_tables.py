@@ -58,12 +58,6 @@ def test_calibrate_writes_a_file_the_kernel_command_reads(tmp_path: Path, capsys
     assert "measured on h200, not h100-sxm" in err
 
 
-def test_a_kind_not_joined_yet_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["validate", "--machine", "h100", "--kind", "collective"]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "not joined" in err
-
-
 def test_a_catalog_machine_without_tables_is_one_line_naming_those_with(capsys: pytest.CaptureFixture[str]) -> None:
     # aiconfigurator-core 0.12.0 ships an h100_pcie folder but no gemm or attention table in it
     assert main(["validate", "--machine", "h100-pcie", "--max-rows", "10"]) == 2

@@ -148,4 +148,23 @@ def total(placements: Sequence[Placement], bands: Sequence[Band]) -> dict[str, f
     return {"low": sum(p.count * b.low_s for p, b in pairs), "high": sum(p.count * b.high_s for p, b in pairs)}
 
 
-__all__ = ["Band", "Chosen", "choose", "total"]
+def total_overlapped(placements: Sequence[Placement], bands: Sequence[Band], every: bool) -> dict[str, float]:
+    """The expected step with communication hidden, at each end of the band: `every` (--overlap):
+    max(compute, every collective); else (--two-batch-overlap) max(compute, the MoE all-to-all) + the
+    other collectives."""
+    out = {}
+    for end in ("low", "high"):
+        compute = a2a = other = 0.0
+        for p, b in zip(placements, bands, strict=True):
+            t = p.count * (b.low_s if end == "low" else b.high_s)
+            if p.kind == "all_to_all":
+                a2a += t
+            elif p.kind in ("all_reduce", "all_gather", "reduce_scatter", "send_recv"):
+                other += t
+            else:
+                compute += t
+        out[end] = max(compute, a2a + other) if every else max(compute, a2a) + other
+    return out
+
+
+__all__ = ["Band", "Chosen", "choose", "total", "total_overlapped"]

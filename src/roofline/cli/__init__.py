@@ -21,6 +21,7 @@ from roofline.fileio import writing_together
 # (its short help). The group imports a command's module only when that command runs, so `roofline --help`
 # and a kernel query import none of the others.
 COMMANDS: dict[str, tuple[str, str]] = {
+    "collective": ("collective", "One collective on a system: floor, band, bus bandwidth."),
     "bench": ("measure", "Run real kernels; place each measured point by its floor."),
     "calibrate": ("validate", "Fit the expected-time model on measured kernel tables."),
     "compare": ("model", "Models side by side: × machines × splits × dtypes."),
@@ -45,7 +46,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
 def _commands_of(module: str) -> tuple[click.Command, ...]:
     """The commands roofline.cli.<module> defines, imported now (plain imports, which
     tests/test_layering.py reads)."""
-    if module == "kernel":
+    if module == "collective":
+        from roofline.cli import collective
+        return tuple(collective.COMMANDS)
+    elif module == "kernel":
         from roofline.cli import kernel
         return tuple(kernel.COMMANDS)
     elif module == "machines":

@@ -14,6 +14,9 @@ import click
 from roofline.cli.common import COUNT_HELP, dump, listed, one_of, outputs, warn, wrote
 from roofline.cli.options import (
     WEIGHTS_DEFAULT_HELP,
+    expert_config,
+    expert_options,
+    expert_split,
     length,
     parse_experts_hit,
     parse_overrides,
@@ -114,6 +117,7 @@ def _write_rows(rows: list[dict[str, Any]], columns: Sequence[str], fmt: str, as
                    "DeepSeek runs it) or K and V decompressed and cached per head (as Hugging Face runs it).")
 @step_options
 @split_options
+@expert_options
 @click.option("--explain", is_flag=True,
               help="Derive the KV cache size, the decode limit and every kernel step by step.")
 @click.option("--engine", type=click.Choice(["trtllm", "vllm", "sglang"]), default=None,
@@ -132,7 +136,9 @@ def model_command(model: str, machine: str, batch: str, prompt: str | None, cont
                   weights_dtype: str | None, kv_dtype: str | None, dtype: str | None, logits: str, mla: str | None,
                   phase: str, fusion: str, act_dtype: str, experts_hit: str | None, overrides: tuple[str, ...],
                   tp: int, pp: int, ep: int, dp: int, devices: int | None, memory_utilization: float, overlap: bool,
-                  explain: bool, engine: str | None, calibration: str | None, as_json: bool, csv_path: str | None,
+                  dispatch_dtype: str | None, dispatch_per_node: bool, redundant_experts: str | None,
+                  two_batch_overlap: bool, explain: bool, engine: str | None, calibration: str | None, as_json: bool,
+                  csv_path: str | None,
                   png: str | None, svg: str | None, html: str | None, levels_png: str | None) -> None:
     """Every kernel of one forward step of MODEL (a preset: `roofline models` lists them; or a config.json
     path) on a machine: FLOPs and bytes of one run, time of all its runs, and the step's total.
@@ -154,11 +160,13 @@ def model_command(model: str, machine: str, batch: str, prompt: str | None, cont
 
         check_levels_png(levels_png)
     one_of(as_json, explain)
-    config, changes = _run_options(model, overrides, logits, mla)
+    config, changes = expert_config(*_run_options(model, overrides, logits, mla), dispatch_dtype, dispatch_per_node,
+                                    redundant_experts, two_batch_overlap)
+    split = split_of(tp, pp, ep, dp, devices, machine)
+    expert_split(config, split)
     a = analyze_model(config, machine, phase, parse_positive_int(batch, "--batch"), length(phase, prompt, context),
                       fusion, model_dtypes(weights_dtype, act_dtype, kv_dtype, dtype),
-                      parse_experts_hit(experts_hit), changes,
-                      split_of(tp, pp, ep, dp, devices, machine), memory_utilization, overlap)
+                      parse_experts_hit(experts_hit), changes, split, memory_utilization, overlap)
     for w in a.warnings:
         warn(w)
     if a.memory.warning:
@@ -191,6 +199,11 @@ def model_command(model: str, machine: str, batch: str, prompt: str | None, cont
         for row, band in zip(d["kernels"], bands, strict=True):
             row["expected_time_s"] = band.to_dict()
         d["totals"]["expected_time_s"] = total(placed, bands)
+        if (hidden := a.overlap_summary()) is not None:  # the band with it; expected_time_s above is without
+            from roofline.calibration.choose import total_overlapped
+
+            key = "two_batch_overlap" if hidden["option"] == "--two-batch-overlap" else "overlap"
+            d["totals"][f"expected_time_s_{key}"] = total_overlapped(placed, bands, a.overlap)
         d["calibration"] = chosen.describe()
         dump(d)
     elif explain:
@@ -205,6 +218,11 @@ def model_command(model: str, machine: str, batch: str, prompt: str | None, cont
 
         click.echo(model_text(a))
         click.echo(expected_total_line(placed, bands, chosen.describe()))
+        if (hidden := a.overlap_summary()) is not None:
+            from roofline.calibration.choose import total_overlapped
+            from roofline.report.text.expected import expected_overlap_line
+
+            click.echo(expected_overlap_line(hidden["option"], total_overlapped(placed, bands, a.overlap)))
 
 
 def _run_options(model: str, overrides: tuple[str, ...], logits: str, mla: str | None) -> tuple[Any, Any]:

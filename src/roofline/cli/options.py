@@ -117,6 +117,63 @@ def split_of(tp: int, pp: int, ep: int, dp: int, devices: int | None, machine: s
     return split
 
 
+def expert_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """Expert parallel as DeepSeek deploys it (roofline.models.experts); none is on by default."""
+    options = [
+        click.option("--dispatch-dtype", default=None,
+                     help="MoE: the dtype dispatch sends tokens in (fp8: e4m3 values and one FP32 scale per 128 "
+                          "channels, as DeepEP; combine stays in the activation dtype). Default: the activation "
+                          "dtype."),
+        click.option("--dispatch-per-node", is_flag=True,
+                     help="MoE under --ep: each token crosses the network once per destination node and NVLink once "
+                          "per destination GPU, as DeepEP dispatches (node-limited routing: at most topk_group "
+                          "nodes, DeepSeek-V3's 4), not once per expert pick."),
+        click.option("--redundant-experts", default=None, metavar="R",
+                     help="MoE under --ep: R replicas of the busiest experts beside the E routed ones (EPLB; "
+                          "DeepSeek-V3 serves with 32): (E + R)/EP experts a device, all in its memory."),
+        click.option("--two-batch-overlap", is_flag=True,
+                     help="MoE under --ep: two micro-batches, one's dispatch and combine all-to-all under the other's "
+                          "compute (DeepSeek's deployment); the output shows the step with and without it."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def expert_config(model: Any, overrides: Any, dispatch_dtype: str | None, dispatch_per_node: bool,
+                  redundant_experts: str | None, two_batch_overlap: bool) -> tuple[Any, Any]:
+    """(model, overrides) with the expert options on the parsed config (None overrides: applied), or as
+    given when none is asked for. A model without experts refuses them in one line."""
+    asked = [name for name, on in (("--dispatch-dtype", dispatch_dtype is not None),
+                                   ("--dispatch-per-node", dispatch_per_node),
+                                   ("--redundant-experts", redundant_experts is not None),
+                                   ("--two-batch-overlap", two_batch_overlap)) if on]
+    if not asked:
+        return model, overrides
+    from dataclasses import replace
+
+    from roofline.dtypes import get_dtype
+    from roofline.models import load_config
+    redundant = 0
+    if redundant_experts is not None and redundant_experts.strip() != "0":
+        redundant = parse_positive_int(redundant_experts, "--redundant-experts")
+    config = load_config(model, overrides)
+    if not config.is_moe:
+        raise RooflineError(f"{asked[0]}: {config.name} is not a mixture of experts")
+    return replace(config, dispatch_dtype=get_dtype(dispatch_dtype) if dispatch_dtype else None,
+                   dispatch_per_node=dispatch_per_node, redundant_experts=redundant,
+                   two_batch_overlap=two_batch_overlap), None
+
+
+def expert_split(config: Any, split: Split) -> None:
+    """The expert options name the expert-parallel group: refused in one line without --ep > 1."""
+    from roofline.models.split import require_expert_parallel
+    from roofline.models.transformer import ModelConfig
+
+    if isinstance(config, ModelConfig):
+        require_expert_parallel(config, split)
+
+
 def step_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """What every transformer command takes: the phase, the fusion plan, dtypes and what-ifs."""
     options = [
@@ -146,5 +203,6 @@ def write_text(output: str | None, text: str) -> None:
         click.echo(text)
 
 
-__all__ = ["WEIGHTS_DEFAULT_HELP", "length", "parse_experts_hit", "parse_overrides", "parse_str_list", "split_of",
+__all__ = ["WEIGHTS_DEFAULT_HELP", "expert_config", "expert_options", "expert_split", "length", "parse_experts_hit",
+           "parse_overrides", "parse_str_list", "split_of",
            "split_options", "step_options", "write_text"]

@@ -12,6 +12,8 @@ import click
 from roofline.cli.common import DEFAULT_MEMORY_UTILIZATION, POS, Quantity, dump, outputs, warn
 from roofline.cli.options import (
     WEIGHTS_DEFAULT_HELP,
+    expert_config,
+    expert_options,
     length,
     parse_experts_hit,
     parse_overrides,
@@ -67,6 +69,7 @@ class _PlanCommand(click.Command):
               help="Usable share of each device's memory (vLLM's gpu_memory_utilization).")
 @click.option("--overlap", is_flag=True,
               help="Assume communication runs under compute (the step takes the larger of the two).")
+@expert_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--csv", "csv_path", default=None, metavar="FILE", help="Write every candidate as CSV.")
 @click.option("--train", is_flag=True,
@@ -76,7 +79,8 @@ def plan_command(model: str, machine: str, batch: str, prompt: str | None, conte
                  weights_dtype: str | None, kv_dtype: str | None, dtype: str | None, phase: str, fusion: str,
                  act_dtype: str, experts_hit: str | None, overrides: tuple[str, ...], objective: str | None,
                  latency_target: float | None, devices: int | None, memory_utilization: float, overlap: bool,
-                 as_json: bool, csv_path: str | None, train: bool = False) -> None:
+                 dispatch_dtype: str | None, dispatch_per_node: bool, redundant_experts: str | None,
+                 two_batch_overlap: bool, as_json: bool, csv_path: str | None, train: bool = False) -> None:
     """Search every valid (tp, pp, ep, dp) split of MODEL's step over a system and rank them.
 
     \b
@@ -97,10 +101,14 @@ def plan_command(model: str, machine: str, batch: str, prompt: str | None, conte
     outputs([("MODEL", model), ("--machine", machine)], csv=csv_path)
     if objective is None:
         objective = "latency" if latency_target is not None else "time"
-    s = search_splits(model, machine, phase, parse_positive_int(batch, "--batch"), length(phase, prompt, context),
+    config, changes = expert_config(model, parse_overrides(overrides), dispatch_dtype, dispatch_per_node,
+                                    redundant_experts, two_batch_overlap)
+    if two_batch_overlap:
+        warn("--two-batch-overlap: every expert-parallel candidate's step takes one micro-batch's MoE all-to-all "
+             "under the other's compute (not a default); the others are unchanged")
+    s = search_splits(config, machine, phase, parse_positive_int(batch, "--batch"), length(phase, prompt, context),
                       model_dtypes(weights_dtype, act_dtype, kv_dtype, dtype), objective, latency_target,
-                      memory_utilization, overlap, fusion, devices, parse_experts_hit(experts_hit),
-                      parse_overrides(overrides))
+                      memory_utilization, overlap, fusion, devices, parse_experts_hit(experts_hit), changes)
     if s.winner is None:
         raise RooflineError(s.problem)
     for w in s.warnings:

@@ -25,6 +25,9 @@ from roofline.cli.common import (
 )
 from roofline.cli.options import (
     WEIGHTS_DEFAULT_HELP,
+    expert_config,
+    expert_options,
+    expert_split,
     parse_experts_hit,
     parse_overrides,
     split_of,
@@ -96,6 +99,7 @@ def _time_band(text: str | None, label: str) -> tuple[float, float] | None:
 @click.option("--experts-hit", default=None, help="MoE: distinct experts a layer reads per step.")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="What-if: override a config.json field.")
 @split_options
+@expert_options
 @click.option("--efficiency-matmul", default=None, metavar="LOW:HIGH",
               help="Share of the peak compute-bound (matmul) kernels reach. [default: 0.7:0.8]")
 @click.option("--efficiency-memory", default=None, metavar="LOW:HIGH",
@@ -128,7 +132,8 @@ def serve_command(model: str, machine: str, prompt: int, output: int, batch: int
                   itl_slo: float | None, price_per_device_hour: float | None, weights_dtype: str | None,
                   kv_dtype: str | None, dtype: str | None, act_dtype: str, fusion: str, experts_hit: str | None,
                   overrides: tuple[str, ...], tp: int, pp: int, ep: int, dp: int, devices: int | None,
-                  memory_utilization: float, overlap: bool, efficiency_matmul: str | None,
+                  memory_utilization: float, overlap: bool, dispatch_dtype: str | None, dispatch_per_node: bool,
+                  redundant_experts: str | None, two_batch_overlap: bool, efficiency_matmul: str | None,
                   efficiency_memory: str | None, efficiency_comm: str | None, step_overhead: str | None,
                   chunk: int | None, disaggregate: str | None, draft: str | None, draft_tokens: int | None,
                   acceptance: float | None, explain: bool, as_json: bool, csv_path: str | None, png: str | None,
@@ -166,12 +171,19 @@ def serve_command(model: str, machine: str, prompt: int, output: int, batch: int
         explicit = [cls for cls, flag in (("compute", efficiency_matmul), ("memory", efficiency_memory),
                                           ("communication", efficiency_comm)) if flag]
         eff = efficiency_from_calibration(calibration, eff, keep=explicit)
-    r = serve(model, machine, split_of(tp, pp, ep, dp, devices, machine), prompt=prompt, output=output, batch=batch,
+    config, changes = expert_config(model, parse_overrides(overrides), dispatch_dtype, dispatch_per_node,
+                                    redundant_experts, two_batch_overlap)
+    split = split_of(tp, pp, ep, dp, devices, machine)
+    expert_split(config, split)
+    if two_batch_overlap:
+        warn("--two-batch-overlap: decode steps (ITL) and the prefill floor take one micro-batch's MoE all-to-all "
+             "under the other's compute (not a default); the prefill band still counts it in full")
+    r = serve(config, machine, split, prompt=prompt, output=output, batch=batch,
               ttft_slo_s=ttft_slo, itl_slo_s=itl_slo, price_per_device_hour=price_per_device_hour,
               dtypes=model_dtypes(weights_dtype, act_dtype, kv_dtype, dtype), plan=fusion,
               utilization=memory_utilization, overlap=overlap, efficiency=eff,
               experts_hit=parse_experts_hit(experts_hit),
-              overrides=parse_overrides(overrides), chunk=chunk, disaggregate_devices=disaggregate, draft=draft,
+              overrides=changes, chunk=chunk, disaggregate_devices=disaggregate, draft=draft,
               draft_tokens=draft_tokens, acceptance=acceptance)
     for w in r.warnings:
         warn(w)

@@ -42,6 +42,13 @@ def validate(machine: str | None, engine: str | None, kind: str | None, max_rows
         raise RooflineError("--json and --csv each print the whole result; give one of them")
     if max_rows < 0:
         raise RooflineError(f"--max-rows must be 0 (every row) or more, got {max_rows}")
+    if kind == "collective":  # NCCL and engines' all-reduce tables against roofline.parallel.algorithms
+        from roofline.calibration.collective import validate_command
+
+        if as_csv or png or html:
+            raise RooflineError("--kind collective prints text or --json (no --csv, --png or --html yet)")
+        click.echo(validate_command(machine, engine, as_json))
+        return
     outputs([("--machine", machine)], png=png, html=html)
     source = installed()
     machine_id = get_machine(machine).id if machine else None

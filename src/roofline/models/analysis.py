@@ -176,10 +176,40 @@ class ModelAnalysis(Drawable):
         return self.step_time_s(self.analysis)
 
     def step_time_s(self, a: GraphAnalysis) -> float:
-        if not self.overlap:
-            return a.time_s
+        """Kernels in turn; --overlap: max(compute, every collective); --two-batch-overlap (and no
+        --overlap): max(compute, the MoE all-to-all) + the other collectives (two_batch_overlap)."""
         comm = sum(p.total_time_s for p in a.placements if p.kind in COLLECTIVES)
-        return max(a.time_s - comm, comm)
+        if self.overlap:
+            return max(a.time_s - comm, comm)
+        if self.two_batch_overlap:
+            a2a = sum(p.total_time_s for p in a.placements if p.kind == ALL_TO_ALL)
+            return max(a.time_s - comm, a2a) + comm - a2a
+        return a.time_s
+
+    @property
+    def two_batch_overlap(self) -> bool:
+        """--two-batch-overlap on an expert-parallel MoE step (it hides the all-to-all; nothing else)."""
+        return self.config.two_batch_overlap and self.config.is_moe and self.split.ep > 1
+
+    def overlap_summary(self) -> dict[str, Any] | None:
+        """What --overlap or --two-batch-overlap hides and the step floor with and without it (None:
+        neither asked for; never a default). --overlap: every collective under compute; two-batch
+        overlap: the batch as two micro-batches, one's MoE dispatch and combine all-to-all under the
+        other's compute (DeepSeek-V3's deployment; SGLang --enable-two-batch-overlap)."""
+        if not (self.overlap or self.two_batch_overlap):
+            return None
+        a = self.analysis
+        comm = sum(p.total_time_s for p in a.placements if p.kind in COLLECTIVES)
+        a2a = sum(p.total_time_s for p in a.placements if p.kind == ALL_TO_ALL)
+        if self.overlap:
+            option, hides, hidden = "--overlap", "every collective under the step's compute (at best)", comm
+        else:
+            option, hides, hidden = ("--two-batch-overlap", "the MoE all-to-all (dispatch and combine) of one "
+                                     "micro-batch under the other micro-batch's compute", a2a)
+        with_ = self.step_time_s(a)
+        return {"option": option, "hides": hides, "hidden_collectives_s": hidden, "compute_s": a.time_s - comm,
+                "hidden_s": a.time_s - with_, "time_with_s": with_, "time_without_s": a.time_s,
+                **({"all_to_all_s": a2a} if not self.overlap else {})}
 
     @property
     def communication_time_s(self) -> float:
@@ -393,6 +423,8 @@ class ModelAnalysis(Drawable):
                              "devices_per_node": self.devices_per_node}
             d["per_device"] = self.per_device()
             d["communication"] = self.communication()
+            if (hidden := self.overlap_summary()) is not None:
+                d["two_batch_overlap" if hidden["option"] == "--two-batch-overlap" else "overlap"] = hidden
             d["memory_fit"] = {"fits": m.fits, "bytes_per_device": m.total_bytes,
                                "usable_bytes_per_device": m.usable_bytes, "min_devices": m.devices,
                                "max_batch": m.max_batch,
@@ -437,6 +469,7 @@ def analyze_model(model: str | ModelConfig, machine: str | Machine = DEFAULT_MAC
 
 
 COLLECTIVES = frozenset(str(c) for c in Collective)
+ALL_TO_ALL = str(Collective.ALL_TO_ALL)
 
 
 __all__ = ["COLLECTIVES", "Crossover", "DecodeLimit", "MemoryFit", "ModelAnalysis", "analyze", "analyze_model",

@@ -48,7 +48,8 @@ from roofline.kernels import FLOP_PER_ELEMENT, attention_ops, elementwise_op, ma
 from roofline.models.deltanet import gated_deltanet
 from roofline.models.dsa import lightning_indexer
 from roofline.models.dtypes import ModelDtypes, for_checkpoint, model_dtypes, weight_part
-from roofline.models.formulas import experts_hit
+from roofline.models.experts import combine_ops, dispatch_ops
+from roofline.models.formulas import experts_hit, experts_read_per_device
 from roofline.models.mamba import mamba2
 from roofline.models.split import Comm, check_moe_rows, check_split, comm_for, sequence_split, shard
 from roofline.models.transformer import SOFTMAX_KINDS, AttentionKind, MlpKind, ModelConfig
@@ -451,7 +452,8 @@ class _Builder:
         nm = n // tp
         xm = x if tp == 1 else self.act(f"{p}mlp_norm.out.rows", (nm, h))
         local = out if tp == 1 else self.act(f"{p}mlp.out.rows", (nm, h))
-        hit_here = hit if ep == 1 else -(-hit // ep)
+        slots = e + cfg.redundant_experts  # E routed experts and R replicas over the ep group
+        hit_here = experts_read_per_device(hit, e, cfg.redundant_experts, ep)
         gates = e + (1 if cfg.shared_expert_gate else 0)  # Qwen3-Next/3.5: the shared expert's gate rides along
         logits = self.act(f"{p}router.logits", (nm, gates))
         router = self.add(matmul_op(f"{p}router", xm, self.weight(f"{p}router.weight", (h, gates)), logits, count,
@@ -464,14 +466,16 @@ class _Builder:
                                 + ("" if tp == 1 else f"; this tp rank's {nm} of the replica's {n} tokens")))
         self.fuse(norm if tp == 1 else "", router, topk)  # the norm runs on all N rows, the router on N/tp
         rows = nm * k
-        routed = self.act(f"{p}experts.in", (rows, h))
-        send = routed if ep == 1 else self.act(f"{p}experts.send", (rows, h))
-        dispatch = self.add(Op(f"{p}dispatch", "gather", (xm, route), (send,), {}, count,
-                               formula=f"copy each token's row to its {k} experts: N·k = {nm}·{k} rows, no FLOPs"))
-        if ep > 1:  # uniform routing: as many rows arrive from the group as leave
-            dispatch = self.collective(f"{p}dispatch.all_to_all", Collective.ALL_TO_ALL, send, routed, ep,
-                                              self.comm.ep_level, count)
-        where = "" if ep == 1 else f", {e // ep} of them on this device ({hit_here} hit here: {hit} / ep {ep})"
+        dispatch = ""
+        if ep == 1:
+            routed = self.act(f"{p}experts.in", (rows, h))
+            dispatch = self.add(Op(f"{p}dispatch", "gather", (xm, route), (routed,), {}, count,
+                                   formula=f"copy each token's row to its {k} experts: N·k = {nm}·{k} rows, no FLOPs"))
+        else:  # uniform routing: as many rows arrive from the group as leave (roofline.models.experts)
+            routed = dispatch_ops(self, p, xm, route, nm, count)
+        replicas = f" + {cfg.redundant_experts} replicas" if cfg.redundant_experts else ""
+        where = ("" if ep == 1 else f", {slots // ep} of {e}{replicas} slots on this device ({hit_here} hit here: "
+                 f"{hit} / ep {ep})")
         note = (f"reads the weights of {hit} of {e} experts{where}: the expected distinct experts "
                 f"{nm * ep} tokens × {k} uniform picks hit, E·(1 − (1 − k/E)^N), rounded "
                 f"(override: experts_hit)")
@@ -484,16 +488,14 @@ class _Builder:
                           formula=f"2·(N·k)·h·{m}f = 2·{rows}·{h}·{m * fe}", note=note))
         ea = self.act(f"{p}experts.act.out", (rows, fe))
         eact = self.add(elementwise_op(f"{p}experts.act", cfg.activation, (gu,), ea, count))
-        self.fuse(dispatch if ep == 1 else "", egu, eact)
+        self.fuse(dispatch, egu, eact)
         eo = self.act(f"{p}experts.out", (rows, h))
         w_d = self.weight(f"{p}experts.down.weight", (hit_here, fe, h))
         b_d = self.bias(f"{p}experts.down", hit_here * h, cfg.expert_bias)
         self.add(Op(f"{p}experts.down", "grouped_matmul", (ea, w_d, *b_d), (eo,), {Unit.MATRIX: 2.0 * rows * fe * h},
                     count, formula=f"2·(N·k)·f·h = 2·{rows}·{fe}·{h}", note=note))
         if ep > 1:
-            back = self.act(f"{p}experts.returned", (rows, h))
-            self.collective(f"{p}combine.all_to_all", Collective.ALL_TO_ALL, eo, back, ep, self.comm.ep_level, count)
-            eo = back
+            eo = combine_ops(self, p, eo, count)
         inputs: tuple[Tensor, ...] = (eo, route)
         flop = 2.0 * k * nm * h
         formula = f"weighted sum of k expert rows: 2·k·N·h = 2·{k}·{nm}·{h}"

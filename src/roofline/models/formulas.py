@@ -90,4 +90,15 @@ def experts_hit(num_experts: int, per_token: int, tokens: Num, override: int | N
     return maximum(k, minimum(e, tokens * k, round_half_even(expected_experts_hit(e, k, tokens))))
 
 
-__all__ = ["expected_experts_hit", "experts_hit", "maximum", "minimum", "round_half_even", "windowed_pairs"]
+def experts_read_per_device(hit: Num, num_experts: int, redundant: int, ep: int) -> Any:
+    """Experts one device of an ep group reads: the group's `hit` experts spread over its E + R slots
+    (R replicas, --redundant-experts: a hit expert's tokens split over its copies), ⌈hit·(E + R)/E / ep⌉
+    (floor division first: whole slots), at most its (E + R)/ep slots; `hit` itself without expert parallel."""
+    if ep == 1:
+        return hit
+    slots = num_experts + redundant
+    return minimum(slots // ep, -(-(hit * slots // num_experts) // ep))
+
+
+__all__ = ["expected_experts_hit", "experts_hit", "experts_read_per_device", "maximum", "minimum", "round_half_even",
+           "windowed_pairs"]

@@ -122,9 +122,11 @@ def device_weights_bytes(cfg: ModelConfig, split: Split, dtypes: ModelDtypes) ->
     end. Each part in its own dtype (a quantized checkpoint's tables and excluded modules in BF16)."""
     parts = shard(cfg, split).param_counts().parts
     layers = {k: float(v) for k, v in parts.items() if k not in EDGE_PARTS}
+    # (E + R) / ep whole experts a device: the E routed ones and R redundant replicas (--redundant-experts)
+    slots = (cfg.num_experts + cfg.redundant_experts) / cfg.num_experts if cfg.is_moe else 1.0
     for part in ("experts", "expert_biases"):
         if split.ep > 1 and part in layers:
-            layers[part] /= split.ep
+            layers[part] *= slots / split.ep
     if split.pp == 1:
         return dtypes.weights_bytes({**layers, **{k: parts[k] for k in EDGE_PARTS if k in parts}})
     first = dtypes.weights_bytes({k: parts.get(k, 0) for k in ("embedding", "position_embedding")})

@@ -14,7 +14,8 @@ stage to stage (pp − 1 sends per step): a token's step time is the sum of the 
 graph of all L layers plus the sends; a device holds one stage's weights and KV cache.
 
 Expert parallelism spreads an MoE layer's experts over ep devices of a pipeline stage (E/ep each,
-whole, never split by tp; ep divides tp × dp and E). Two layouts, as engines run them:
+whole, never split by tp; ep divides tp × dp and E + R, R the redundant replicas of `--redundant-experts`,
+EPLB's, stored beside the E routed ones). Two layouts, as engines run them:
 - data-parallel attention (DeepSeek-V3's serving layout; tp = 1, `--dp 8 --ep 8`): each device's
   N tokens go to the experts' devices with an all-to-all and come back with another;
 - tensor-parallel attention (vLLM's --enable-expert-parallel, `--tp 8 --ep 8`): the tp ranks of a
@@ -51,6 +52,7 @@ class Comm:
     ep_level: Level = Level.LINK
     pp_link_sends: int = 0  # stage-to-stage sends per step over the node's link
     pp_network_sends: int = 0  # ... and over the network
+    devices_per_node: int = 0  # the nodes' devices (0: every device in one node)
 
     @property
     def tp(self) -> int:
@@ -59,6 +61,18 @@ class Comm:
     @property
     def ep(self) -> int:
         return self.split.ep
+
+    @property
+    def ep_nodes(self) -> int:
+        """Nodes the ep group spans (1 when it sits on one node's link)."""
+        if self.ep_level is Level.LINK or not self.devices_per_node:
+            return 1
+        return max(1, -(-self.ep // self.devices_per_node))
+
+    @property
+    def ep_node_devices(self) -> int:
+        """The ep group's devices on each of its nodes."""
+        return self.ep // self.ep_nodes
 
 
 def comm_for(split: Split, devices_per_node: int) -> Comm:
@@ -70,7 +84,8 @@ def comm_for(split: Split, devices_per_node: int) -> Comm:
         ep_level = group_level(split.ep, devices_per_node, split.devices)
     else:  # replicas are the outermost placement: an ep group across them spans nodes
         ep_level = Level.NETWORK
-    return Comm(split, group_level(split.tp, devices_per_node, split.devices), ep_level, split.pp - 1 - across, across)
+    return Comm(split, group_level(split.tp, devices_per_node, split.devices), ep_level, split.pp - 1 - across, across,
+                devices_per_node)
 
 
 def check_split(cfg: ModelConfig, split: Split, batch: int) -> list[str]:
@@ -91,8 +106,7 @@ def check_split(cfg: ModelConfig, split: Split, batch: int) -> list[str]:
     if cfg.dense_layers and cfg.intermediate_size % tp:
         raise RooflineError(f"{T.tp} {tp} does not divide the MLP width {cfg.intermediate_size}")
     if cfg.is_moe:
-        if cfg.num_experts % split.ep:
-            raise RooflineError(f"{T.ep} {split.ep} does not divide {cfg.name}'s {cfg.num_experts} experts")
+        check_expert_slots(cfg, split.ep)
         if split.ep == 1 and cfg.moe_intermediate_size % tp:
             raise RooflineError(f"{T.tp} {tp} does not divide the experts' width {cfg.moe_intermediate_size}")
     elif split.ep > 1:
@@ -106,6 +120,40 @@ def check_split(cfg: ModelConfig, split: Split, batch: int) -> list[str]:
         raise RooflineError(f"{T.batch} {batch} is not a multiple of {T.dp} {split.dp} (each replica runs batch/dp "
                             f"sequences)")
     return warnings
+
+
+def expert_slots(cfg: ModelConfig) -> int:
+    """Experts stored over the EP group: the E routed ones and the redundant replicas (EPLB)."""
+    return cfg.num_experts + cfg.redundant_experts
+
+
+def check_expert_slots(cfg: ModelConfig, ep: int) -> None:
+    """The E + R expert slots spread evenly over ep devices (DeepSeek-V3 decode: 256 + 32 = 288 over EP 144,
+    2 a device); redundant experts only under expert parallel."""
+    e, r = cfg.num_experts, cfg.redundant_experts
+    if ep == 1:
+        return  # one device holds every expert: replicas are not stored (require_expert_parallel)
+    if (e + r) % ep:
+        fix = (-(e + r)) % ep
+        if r:
+            raise RooflineError(f"{T.redundant_experts} {r}: {cfg.name}'s {e} experts + {r} replicas = {e + r} slots "
+                                f"do not divide over {T.ep} {ep}; try {T.redundant_experts} {r + fix}")
+        raise RooflineError(f"{T.ep} {ep} does not divide {cfg.name}'s {e} experts (or add {T.redundant_experts} "
+                            f"{fix}: {e} + {fix} = {e + fix} slots, {(e + fix) // ep} a device)")
+
+
+def require_expert_parallel(cfg: ModelConfig, split: Split) -> None:
+    """The expert-parallel options need --ep > 1 (replicas, per-node dispatch and the overlap of the
+    all-to-all are about the expert-parallel group)."""
+    if split.ep > 1:
+        return
+    asked = [(cfg.redundant_experts, f"{T.redundant_experts} {cfg.redundant_experts}"),
+             (cfg.dispatch_per_node, T.dispatch_per_node), (cfg.two_batch_overlap, T.two_batch_overlap),
+             (cfg.dispatch_dtype is not None, T.dispatch_dtype)]
+    for on, name in asked:
+        if on:
+            raise RooflineError(f"{name} needs {T.ep} > 1: it is about the expert-parallel group's all-to-all and "
+                                "experts (e.g. --dp 8 --ep 8)")
 
 
 def sequence_split(split: Split) -> bool:
@@ -178,7 +226,7 @@ def valid_splits(cfg: ModelConfig, devices: int, tp_most: int, batch: int = 1, p
     with tensor parallel, check_moe_rows (a replica's tokens a multiple of tp). In order of devices,
     then tp, pp, ep, dp."""
     out: list[Split] = []
-    eps = divisors(cfg.num_experts, devices) if cfg.is_moe and experts else [1]
+    eps = divisors(expert_slots(cfg), devices) if cfg.is_moe and experts else [1]
     tps = divisors(cfg.num_heads, min(tp_most, devices)) if tp is None else [tp]
     for tp in tps:
         stages = (divisors(cfg.num_layers, devices // tp) if even_stages
@@ -198,5 +246,6 @@ def valid_splits(cfg: ModelConfig, devices: int, tp_most: int, batch: int = 1, p
     return sorted(out, key=lambda s: (s.devices, s.tp, s.pp, s.ep, s.dp))
 
 
-__all__ = ["Comm", "check_moe_rows", "check_split", "comm_for", "sequence_split", "shard", "stage_layers",
+__all__ = ["Comm", "check_expert_slots", "check_moe_rows", "check_split", "comm_for", "expert_slots",
+           "require_expert_parallel", "sequence_split", "shard", "stage_layers",
            "stage_share", "valid_splits"]

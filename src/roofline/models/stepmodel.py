@@ -24,7 +24,7 @@ from roofline.graph import Kernel
 from roofline.hardware import Machine
 from roofline.models.build import DEFAULT_PLAN, as_phase, build_graph
 from roofline.models.dtypes import ModelDtypes
-from roofline.models.formulas import experts_hit, windowed_pairs
+from roofline.models.formulas import experts_hit, experts_read_per_device, windowed_pairs
 from roofline.models.split import sequence_split
 from roofline.models.transformer import AttentionKind, ModelConfig
 from roofline.parallel import Split
@@ -108,8 +108,7 @@ def _features(cfg: ModelConfig, phase: Phase, batch: np.ndarray, seq: np.ndarray
             tokens = tokens / sp.tp  # exact: b is a multiple of tp
         hit = np.asarray(experts_hit(cfg.num_experts, cfg.experts_per_token, tokens * sp.ep, hit_override),
                          dtype=np.float64)
-        if sp.ep > 1:
-            hit = -(-hit // sp.ep)
+        hit = experts_read_per_device(hit, cfg.num_experts, cfg.redundant_experts, sp.ep)
         cols.append(np.broadcast_to(hit, b.shape))
     return np.stack(cols, axis=1)
 
@@ -313,7 +312,7 @@ def _check_experts_column(cfg: ModelConfig, split: Split, x: Any, override: int 
     if not cfg.is_moe or override is not None:
         return
     col = x[:, -1]
-    most = -(-cfg.num_experts // split.ep)
+    most = experts_read_per_device(cfg.num_experts, cfg.num_experts, cfg.redundant_experts, split.ep)
     if np.ptp(col) == 0 and float(col[0]) != most:
         raise RooflineError(f"{cfg.name} with {split}: the experts read per device do not vary over the sample "
                             f"shapes; cannot sweep (use the graph path)")

@@ -248,6 +248,18 @@ class ModelConfig:
     # as Hugging Face's DeepseekV3Attention does)
     logits: Logits = Logits.LAST
     mla: MlaForm | None = None
+    # expert parallel as deployed (`--dispatch-dtype`, `--dispatch-per-node`, `--redundant-experts`,
+    # `--two-batch-overlap`; roofline.models.experts): the dtype dispatch sends tokens in (None: the
+    # activations'; combine stays in them, as DeepEP does), each token sent once per destination node
+    # and GPU instead of once per expert pick, replicas of experts stored beside the E routed ones
+    # (EPLB), and the MoE all-to-all of one micro-batch run under the other's compute
+    dispatch_dtype: DType | None = None
+    dispatch_per_node: bool = False
+    redundant_experts: int = 0
+    two_batch_overlap: bool = False
+    # node-limited routing (DeepSeek-V3, arXiv 2412.19437 §2.1.2: each token to at most M = 4 nodes;
+    # config.json's topk_group of n_group groups); 0: every node may be picked
+    routing_node_limit: int = 0
     # what the checkpoint stores its weights in, read from config.json's quantization_config (FP8 with
     # block scales, GPTQ/AWQ int4 with group scales, ...; roofline.models.config); None: not stated
     # (bf16 unless --weights-dtype says otherwise). `load_warnings`: what the loader read but ignored.
@@ -291,6 +303,10 @@ class ModelConfig:
             raise RooflineError(f"model {self.name}: layer_mlp must give an MLP kind for each of the "
                                 f"{self.num_layers} layers")
         object.__setattr__(self, "layer_mlp", tuple(MlpKind(k) for k in self.layer_mlp))
+        if isinstance(self.redundant_experts, bool) or not isinstance(self.redundant_experts, int) \
+                or self.redundant_experts < 0:
+            raise RooflineError(f"model {self.name}: redundant_experts must be a whole number, 0 or more, got "
+                                f"{self.redundant_experts!r}")
         if self.sliding_window is not None and self.sliding_window < 1:
             raise RooflineError(f"model {self.name}: sliding_window must be positive, got {self.sliding_window}")
 

@@ -20,6 +20,9 @@ def deepseek(f: Fields, name: str, model_type: str) -> ModelConfig:
     kw["num_shared_experts"] = f.integer("n_shared_experts", 0, minimum=0)
     kw["first_dense_layers"] = f.at_most("first_k_dense_replace", f.integer("first_k_dense_replace", 0, minimum=0),
                                          "num_hidden_layers", kw["num_layers"])
+    groups = f.optional_int("n_group") or 1
+    if groups > 1:  # group-limited routing: a token's experts in its topk_group best of n_group groups
+        kw["routing_node_limit"] = f.at_most("topk_group", f.integer("topk_group"), "n_group", groups)
     kw["router_bias"] = model_type in ("deepseek_v3", "kimi_k2", "deepseek_v32")  # e_score_correction_bias (noaux_tc)
     kw["q_lora_rank"] = f.optional_int("q_lora_rank") or 0
     kw["kv_lora_rank"] = f.integer("kv_lora_rank")

@@ -33,4 +33,12 @@ def expected_total_line(placements: Sequence[Any], bands: Sequence[Any], describ
             f"({where}: {described.get('note', '')})")
 
 
-__all__ = ["expected_line", "expected_total_line"]
+def expected_overlap_line(option: str, band: dict[str, float]) -> str:
+    """The step's band with the hidden communication (--overlap or --two-batch-overlap) taken out."""
+    how = ("max(compute, every collective)" if option == "--overlap"
+           else "max(compute, the MoE all-to-all) + the other collectives")
+    return (f"expected with {option} {format_time(band['low'])}-{format_time(band['high'])} ({how}, at each end; "
+            "the line above is without)")
+
+
+__all__ = ["expected_line", "expected_overlap_line", "expected_total_line"]

@@ -117,8 +117,11 @@ def model_text(a: Any) -> str:
         lines.append(f"split {a.split} on {a.system or a.machine.id}: {sum(kinds.values())} collectives per step "
                      f"({', '.join(f'{n} {k}' for k, n in kinds.items())}), {format_time(c['time_s'])} = "
                      f"{c['time_s'] / a.time_s:.0%} of the step"
-                     + (" (overlapped with compute at best)" if a.overlap else "")
                      + f"; {format_bytes(c['bytes_per_device'])} per device on the links")
+        if (hid := a.overlap_summary()) is not None:
+            lines.append(f"{hid['option']} hides {hid['hides']}: {format_time(hid['hidden_collectives_s'])} under "
+                         f"compute {format_time(hid['compute_s'])}; step floor {format_time(hid['time_with_s'])} with "
+                         f"it, {format_time(hid['time_without_s'])} without")
         if a.split.pp > 1:
             lines.append(f"pipeline: the step time is the {a.split.pp} stages' in turn; tokens/s runs the batch as "
                          f"{a.split.pp} micro-batches, one in each stage (a stage: ⌈L/pp⌉ of the L layers)")
