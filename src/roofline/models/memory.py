@@ -56,6 +56,7 @@ class MemoryFit:
     min_split: Split | None
     searched_devices: int
     batch: int = 1  # sequences of the step, over every replica
+    layout: str = ""  # the split's layout the search kept ("EP × DP, TP 1"), "" when it searched every split
 
     @property
     def max_batch(self) -> int | None:
@@ -104,7 +105,8 @@ class MemoryFit:
         if self.min_split is None:
             return text + f"no valid split of up to {self.searched_devices} devices holds it"
         flags = " ".join(f"--{k} {v}" for k, v in self.min_split.to_dict().items() if k != "devices" and v > 1)
-        return text + (f"the smallest valid split that fits is {self.min_split} ({self.min_split.devices} devices: "
+        kind = f"split of this layout ({self.layout})" if self.layout else "valid split"
+        return text + (f"the smallest {kind} that fits is {self.min_split} ({self.min_split.devices} devices: "
                        f"{flags})")
 
     def to_dict(self) -> dict[str, Any]:
@@ -112,7 +114,8 @@ class MemoryFit:
                 "workspace_bytes": self.workspace_bytes, "total_bytes": self.total_bytes,
                 "capacity_bytes": self.capacity_bytes, "utilization": self.utilization,
                 "usable_bytes": self.usable_bytes, "devices": self.devices,
-                "min_split": None if self.min_split is None else self.min_split.to_dict(), "fits": self.fits,
+                "min_split": None if self.min_split is None else self.min_split.to_dict(),
+                "min_split_layout": self.layout or None, "fits": self.fits,
                 "max_batch": self.max_batch,
                 "warning": self.warning or None}
 
@@ -185,14 +188,35 @@ def memory_fit(cfg: ModelConfig, batch: int, context: int, dtypes: ModelDtypes, 
         return device_weights_bytes(cfg, s, dtypes), device_kv_bytes(cfg, s, batch, context, dtypes), workspace(s)
 
     w, kv, ws = per_device(sp)
-    best = None
+    best, layout = None, ""
     if capacity_bytes is not None:
-        for s in candidate_splits(cfg, devices_per_node, max_devices):
-            if sum(per_device(s)) <= capacity_bytes * utilization:
-                best = s
+        same = layout_splits(cfg, sp, batch, devices_per_node, max_devices)
+        for candidates, named in ((same, _layout(sp) if same else ""),
+                                  (candidate_splits(cfg, devices_per_node, max_devices), "")):
+            best = next((s for s in candidates if sum(per_device(s)) <= capacity_bytes * utilization), None)
+            if best is not None:
+                layout = named
                 break
-    return MemoryFit(w, kv, ws, capacity_bytes, utilization, machine, sp, best, max_devices, batch)
+    return MemoryFit(w, kv, ws, capacity_bytes, utilization, machine, sp, best, max_devices, batch, layout)
+
+
+def _layout(sp: Split) -> str:
+    parts = [p for p, on in (("EP", sp.ep > 1), ("DP", sp.dp > 1)) if on]
+    return " × ".join(parts) + f", TP {sp.tp}" + (f", PP {sp.pp}" if sp.pp > 1 else "")
+
+
+def layout_splits(cfg: ModelConfig, split: Split, batch: int, devices_per_node: int, max_devices: int) -> list[Split]:
+    """For a split with expert or data parallelism: the valid splits of the same layout (its tp and pp,
+    expert parallel if it has it, data parallel if it has it) with more devices, fewest first, so that
+    the suggestion scales the deployment the user chose (DeepSeek's EP × DP) instead of leaving it for
+    tensor and pipeline parallelism; [] for a tp/pp split (candidate_splits answers for those)."""
+    if split.ep == 1 and split.dp == 1:
+        return []
+    return [s for s in valid_splits(cfg, max_devices, devices_per_node, batch=batch, tp=split.tp,
+                                    experts=cfg.is_moe)
+            if s.devices > split.devices and s.pp == split.pp and (s.ep > 1) == (split.ep > 1)
+            and (s.dp > 1) == (split.dp > 1)]
 
 
 __all__ = ["DEFAULT_UTILIZATION", "MemoryFit", "candidate_splits", "device_kv_bytes", "device_weights_bytes",
-           "memory_fit", "sequences_that_fit", "workspace_bytes"]
+           "layout_splits", "memory_fit", "sequences_that_fit", "workspace_bytes"]

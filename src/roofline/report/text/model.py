@@ -101,7 +101,8 @@ def model_text(a: Any) -> str:
     if mem.fits:
         fit = f"{fit_words(mem.total_bytes, mem.usable_bytes or 0.0)} on {where} ({usable})"
     elif mem.min_split is not None:
-        fit = f"DOES NOT FIT on {where} ({usable}): the smallest valid split that fits is {mem.min_split}"
+        kind = f"split of this layout ({mem.layout})" if mem.layout else "valid split"
+        fit = f"DOES NOT FIT on {where} ({usable}): the smallest {kind} that fits is {mem.min_split}"
     else:
         fit = mem.warning
     lines.append(f"memory per device: weights {gib(mem.weights_bytes)} + KV cache {gib(mem.kv_cache_bytes)} + "
