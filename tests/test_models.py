@@ -59,9 +59,10 @@ PUBLISHED: dict[str, tuple[float, ...]] = {
     "qwen3-30b-a3b": (30.5, 3.3, 0.1),
     # Qwen/Qwen3-235B-A22B model card: "235B in total and 22B activated"
     "qwen3-235b-a22b": (235, 22, 1),
-    # DeepSeek-V3 technical report (arXiv 2412.19437): "671B total parameters with 37B activated for each
-    # token" (the main model; the 14B multi-token-prediction module is not part of it)
-    "deepseek-v3": (671, 37, 1),
+    # deepseek-ai/DeepSeek-V3 README: "685B, which includes 671B of the Main Model weights and 14B of the
+    # Multi-Token Prediction (MTP) Module weights"; the technical report (arXiv 2412.19437): "37B activated
+    # for each token" (the MTP module is not in the main step). The main 671B: test_models_mtp.py
+    "deepseek-v3": (685, 37, 1),
     # google/gemma-2-9b safetensors metadata: "9.24B params"
     "gemma-2-9b": (9.24, 9.24, 0.01),
     # openai-community/gpt2: GPT-2 small, 124M parameters (124,439,808 with tied embeddings)

@@ -33,13 +33,16 @@ def _op(cfg: Any, phase: str, batch: int, seq: int, name: str, split: Split | No
 def test_parameters_are_v3s_and_the_indexer() -> None:
     # DeepSeek-V3's main model is 671B (its technical report, arXiv 2412.19437; checked in test_models);
     # V3.2 adds per layer the indexer's wq_b q_lora·64·128, wk h·128, weights_proj h·64 and its k_norm
-    # LayerNorm 2·128. (The hub page's 685B also holds the 14B multi-token-prediction module.)
+    # LayerNorm 2·128, and so does its multi-token-prediction layer (model.layers.61, roofline.models.mtp).
     cfg, v3 = load_config(V32), load_config("deepseek-v3")
     h, q_lora = 7168, 1536
-    indexer = 61 * (q_lora * 64 * 128 + h * 128 + h * 64)
-    assert cfg.param_counts().parts["indexer"] == indexer
-    assert cfg.total_params == v3.total_params + indexer + 61 * 2 * 128
-    assert round(cfg.total_params / 1e9) == 672
+    one = q_lora * 64 * 128 + h * 128 + h * 64
+    assert cfg.param_counts().parts["indexer"] == 61 * one
+    assert cfg.total_params == v3.total_params + 62 * one + 62 * 2 * 128
+    # the main model 672B; with the 14B MTP layer, the hub page's "685B params" (deepseek-ai/DeepSeek-V3.2)
+    mtp = sum(v for k, v in cfg.param_counts().parts.items() if k.startswith("mtp"))
+    assert round((cfg.total_params - mtp) / 1e9) == 672
+    assert round(cfg.total_params / 1e9) == 685
     assert cfg.layer_groups() == (("MLA + DSA top-2048", 61), ("dense MLP", 3), ("MoE", 58))
 
 

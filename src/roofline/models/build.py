@@ -328,7 +328,7 @@ class _Builder:
                                   f"{per:g}·{n}·{qr + r} + {rope:g}·{n}·{dr}; writes the latent "
                                   f"({r} + {dr} values per token) into the cache"))
         if cfg.indexer is not None:  # DeepSeek-V3.2: the lightning indexer picks the tokens MLA attends
-            lightning_indexer(self, x, q_in, layers)
+            lightning_indexer(self, x, q_in, cfg.indexer_layers)  # not on GLM-5.2's shared layers
         q = self.act("q", (n, H * (dn + dr)))
         if qr:
             qb = self.add(matmul_op("q_b_proj", q_in, self.weight("q_b_proj.weight", (qr, H * (dn + dr))), q, layers))

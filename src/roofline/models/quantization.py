@@ -14,6 +14,7 @@ from typing import Any
 from roofline.dtypes import DTYPES, DType
 from roofline.errors import RooflineError, shown
 from roofline.models.fields import MAX_SIZE, is_int
+from roofline.models.mtp import mtp_components
 from roofline.models.transformer import SOFTMAX_KINDS, AttentionKind, MlpKind, ModelConfig
 
 _FP16_SCALE_BITS = 16  # GPTQ, AWQ and compressed-tensors store group scales in FP16/BF16
@@ -264,8 +265,10 @@ def _layer_parts(rest: str) -> tuple[str, ...] | None:
     r = rest.strip(".*")
     if r == "" or rest.startswith("*"):
         return ("attention", "linear_attention", *_MLP_PARTS)  # the whole layer
-    if "norm" in r.split(".")[-1] or r.split(".")[0].endswith("norm"):
-        return ()  # norm gains are never quantized
+    if "norm" in r.split(".")[-1] or r.split(".")[0].endswith("norm") or r.split(".")[-1].endswith("bias"):
+        return ()  # norm gains and biases (DeepSeek's e_score_correction_bias) are never quantized
+    if r in ("self_attn.indexers_proj", "self_attn.indexer.weights_proj"):  # GLM-5-FP8 names weights_proj so
+        return ("indexer.weights_proj",)
     if r.split(".")[:2] in (["self_attn", "indexer"], ["attn", "indexer"]):  # DeepSeek-V3.2's lightning indexer
         return ("indexer",)
     if r.split(".")[0] in _ATTENTION:
@@ -308,7 +311,37 @@ def _projection_share(cfg: ModelConfig, proj: str) -> float | None:
 
 
 _NEVER_QUANTIZED = ("embedding", "position_embedding", "norms", "biases", "sinks", "expert_biases",
-                    "mamba_conv_and_gains")
+                    "mamba_conv_and_gains", "mtp_norms", "mtp_tables")
+
+
+def _mtp_kept(cfg: ModelConfig, rest: str, kept: dict[str, float]) -> bool:
+    """Adds to `kept` what one MTP layer's module `rest` (after `layers.i`) keeps in 16 bits; False when
+    the name is not read. Its norms, tables and correction bias are never quantized."""
+    r = rest.strip(".*")
+    if r in ("enorm", "hnorm", "shared_head.norm", "embed_tokens", "shared_head.head") or r.endswith("_bias"):
+        return True
+    sizes = mtp_components(cfg, cfg.param_counts().parts["attention"] // cfg.num_layers)
+    if r == "":  # the whole layer
+        kept["mtp"] = kept.get("mtp", 0.0) + sum(sizes.values())
+        kept["mtp_experts"] = kept.get("mtp_experts", 0.0) + cfg.num_experts * 3 * cfg.hidden_size \
+            * cfg.moe_intermediate_size
+        return True
+    parts = ("eh_proj",) if r == "eh_proj" else _layer_parts(rest)
+    if parts is None:
+        return False
+    for p in parts:
+        if p == "experts":
+            kept["mtp_experts"] = kept.get("mtp_experts", 0.0) + cfg.num_experts * 3 * cfg.hidden_size \
+                * cfg.moe_intermediate_size
+        elif p.startswith("attention.") and (share := _projection_share(cfg, p.split(".", 1)[1])) is not None:
+            kept["mtp"] = kept.get("mtp", 0.0) + share * sizes["attention"]
+        elif p == "indexer.weights_proj" and cfg.indexer is not None:
+            kept["mtp"] = kept.get("mtp", 0.0) + cfg.hidden_size * cfg.indexer.heads
+        elif p in sizes:
+            kept["mtp"] = kept.get("mtp", 0.0) + sizes[p]
+        elif p not in ("linear_attention", "mlp"):
+            return False
+    return True
 
 
 def unquantized_parts(cfg: ModelConfig, modules: tuple[str, ...], where: str, experts_only: bool = False
@@ -335,9 +368,10 @@ def unquantized_parts(cfg: ModelConfig, modules: tuple[str, ...], where: str, ex
               "linear_attention": where_kind(cfg.layer_kinds, AttentionKind.LINEAR),
               "mamba": where_kind(cfg.layer_kinds, AttentionKind.MAMBA),
               "mlp": where_kind(cfg.mlp_kinds, MlpKind.DENSE), "experts": where_kind(cfg.mlp_kinds, MlpKind.MOE),
-              "indexer": set(range(layers)) if cfg.indexer is not None else set()}
+              "indexer": set(range(layers)) - set(cfg.indexer.shared) if cfg.indexer is not None else set()}
     having["router"] = having["shared_experts"] = having["experts"]
     matched: dict[str, dict[int, float]] = {p: {} for p in having}  # per part, layer -> share kept
+    mtp_kept: dict[str, float] = {}  # MTP part -> parameters kept in 16 bits, over every MTP layer
     unread: list[str] = []
     for name in modules:
         if any(part in name for part in _OUTSIDE):
@@ -353,6 +387,10 @@ def unquantized_parts(cfg: ModelConfig, modules: tuple[str, ...], where: str, ex
                 unread.append(name)
             continue
         index, rest = m.groups()
+        if index != "*" and layers <= int(index) < layers + cfg.mtp_layers:  # a multi-token-prediction layer
+            if not _mtp_kept(cfg, rest, mtp_kept):
+                unread.append(name)
+            continue
         parts = _layer_parts(rest)
         if parts is None:
             unread.append(name)
@@ -362,7 +400,8 @@ def unquantized_parts(cfg: ModelConfig, modules: tuple[str, ...], where: str, ex
         elif int(index) < layers:
             chosen = {int(index)}
         else:
-            continue  # a multi-token-prediction layer beyond the main stack
+            unread.append(name)
+            continue
         for p in parts:
             share = 1.0
             if p.startswith("mamba.") and cfg.mamba is not None:
@@ -372,6 +411,9 @@ def unquantized_parts(cfg: ModelConfig, modules: tuple[str, ...], where: str, ex
             elif p.startswith("mamba."):
                 unread.append(name)
                 continue
+            if p == "indexer.weights_proj" and cfg.indexer is not None:  # h -> H_I, of the indexer's weights
+                p, share = "indexer", cfg.hidden_size * cfg.indexer.heads / cfg.indexer.linear_params(
+                    cfg.hidden_size, cfg.q_lora_rank)
             if p.startswith("attention."):
                 one = _projection_share(cfg, p.split(".", 1)[1])
                 if one is None:
@@ -383,6 +425,8 @@ def unquantized_parts(cfg: ModelConfig, modules: tuple[str, ...], where: str, ex
     for p, done in matched.items():
         if done and having[p]:
             fraction[p] = sum(done.values()) / len(having[p])
+    counts = cfg.param_counts().parts
+    fraction.update({p: min(1.0, kept / counts[p]) for p, kept in mtp_kept.items() if counts.get(p)})
     partial = sorted(p for p, f in fraction.items() if 0 < f < 1)
     notes: tuple[str, ...] = ((f"{where}: the checkpoint keeps part of its {', '.join(partial)} in 16 bits (some "
                                f"layers or projections): counted so in memory; the step reads those weights at "

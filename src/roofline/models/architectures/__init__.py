@@ -17,6 +17,7 @@ from roofline.errors import RooflineError, shown
 from roofline.models.architectures import (
     deepseek,
     gemma,
+    glm,
     gpt2,
     gpt_oss,
     llama,
@@ -31,7 +32,7 @@ from roofline.models.fields import Fields
 from roofline.models.quantization import checkpoint_weights, excluded_modules, unquantized_parts
 from roofline.models.transformer import ModelConfig
 
-_FAMILIES = (llama, llama4, mistral, qwen, qwen3_next, deepseek, gemma, gpt2, gpt_oss, nemotron_h)
+_FAMILIES = (llama, llama4, mistral, qwen, qwen3_next, deepseek, glm, gemma, gpt2, gpt_oss, nemotron_h)
 
 
 def _registry() -> Mapping[str, Parser]:
