@@ -76,14 +76,16 @@ def test_in_memory_on_the_last_stage_and_its_experts_over_ep() -> None:
 
 def test_fp8_checkpoint_keeps_the_mtp_tables_and_norms_in_bf16() -> None:
     # DeepSeek-V3's FP8 quantization_config converts nn.Linear only: the MTP layer's linear weights at
-    # 8 + 32/16384 bits, its tables and norms at 2 bytes
+    # 8 + 32/16384 bits, its tables, norms and router (a Parameter of DeepseekV3TopkRouter, no nn.Linear:
+    # h·256) at 2 bytes
     a = analyze_model("deepseek-v3", "h200", "decode", 1, 4096)
     b = analyze_model(config_from_dict({**deepseek_v3(), "num_nextn_predict_layers": 0}, "deepseek-v3"),
                       "h200", "decode", 1, 4096)
     p = a.config.param_counts().parts
     fp8 = (8 + 32 / 16384) / 8
+    router = H * E
     assert a.memory.weights_bytes - b.memory.weights_bytes == pytest.approx(
-        (p["mtp"] + p["mtp_experts"]) * fp8 + (p["mtp_tables"] + p["mtp_norms"]) * 2, rel=1e-12)
+        (p["mtp"] - router + p["mtp_experts"]) * fp8 + (p["mtp_tables"] + p["mtp_norms"] + router) * 2, rel=1e-12)
 
 
 def test_nvfp4_export_excluding_the_mtp_layer_keeps_it_in_bf16() -> None:

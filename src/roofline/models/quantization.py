@@ -249,6 +249,47 @@ _TOP = (("lm_head", "lm_head"), ("embed_tokens", "embedding"), ("backbone.embedd
         ("wte", "embedding"), ("wpe", "position_embedding"))
 # not in the language model's main stack (the vision tower, multi-token-prediction layers)
 _OUTSIDE = ("vision", "visual", "multi_modal_projector", "mm_projector", "audio", "mtp.")
+_VISION = ("vision", "visual", "multi_modal_projector", "mm_projector")
+
+
+def _canonical_names(cfg: ModelConfig) -> list[str]:
+    """transformers' names of the model's linear modules (one expert standing for all of a layer's), against
+    which compressed-tensors' `re:` patterns are matched."""
+    out = ["lm_head", "model.embed_tokens"]
+    attn = (("q_a_proj", "q_b_proj", "q_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj") if cfg.is_mla
+            else ("q_proj", "k_proj", "v_proj", "o_proj"))
+    for i, mlp in enumerate(cfg.mlp_kinds):
+        layer = f"model.layers.{i}."
+        out += [f"{layer}self_attn.{a}" for a in attn]
+        if cfg.indexer is not None and i not in cfg.indexer.shared:
+            out += [f"{layer}self_attn.indexer.{w}" for w in ("wq_b", "wk", "weights_proj")]
+        if mlp == MlpKind.DENSE:
+            out += [f"{layer}mlp.{w}" for w in ("gate_proj", "up_proj", "down_proj")]
+        elif mlp == MlpKind.MOE:
+            out += [f"{layer}mlp.gate", *(f"{layer}mlp.experts.0.{w}" for w in ("gate_proj", "up_proj", "down_proj"))]
+            if cfg.num_shared_experts:
+                out += [f"{layer}mlp.shared_experts.{w}" for w in ("gate_proj", "up_proj", "down_proj")]
+    return out
+
+
+def _expand_patterns(cfg: ModelConfig, modules: tuple[str, ...]) -> list[str]:
+    """Module names, each compressed-tensors `re:` pattern replaced by the canonical names it matches
+    (compressed-tensors matches them with re.match); a pattern matching none is kept, to be named unread."""
+    out: list[str] = []
+    names: list[str] | None = None
+    for name in modules:
+        if not name.startswith("re:"):
+            out.append(name)
+            continue
+        try:
+            pattern = re.compile(name[3:])
+        except re.error:
+            out.append(name)
+            continue
+        names = _canonical_names(cfg) if names is None else names
+        hits = [n for n in names if pattern.match(n)]
+        out += hits or [name]
+    return out
 _ATTENTION = ("self_attn", "attn", "attention")
 _ROUTERS = ("mlp.gate", "mlp.router", "block_sparse_moe.gate", "router", "mlp.shared_expert_gate")
 _MLP_PARTS = ("mlp", "experts", "shared_experts", "router")
@@ -314,31 +355,31 @@ _NEVER_QUANTIZED = ("embedding", "position_embedding", "norms", "biases", "sinks
                     "mamba_conv_and_gains", "mtp_norms", "mtp_tables")
 
 
-def _mtp_kept(cfg: ModelConfig, rest: str, kept: dict[str, float]) -> bool:
-    """Adds to `kept` what one MTP layer's module `rest` (after `layers.i`) keeps in 16 bits; False when
-    the name is not read. Its norms, tables and correction bias are never quantized."""
+def _mtp_kept(cfg: ModelConfig, layer: int, rest: str, kept: dict[tuple[int, str], tuple[str, float]]) -> bool:
+    """Records in `kept`, per (MTP layer, component), the part and the parameters that one MTP layer's module
+    `rest` (after `layers.i`) keeps in 16 bits; False when the name is not read. Its norms, tables and
+    correction bias are never quantized."""
     r = rest.strip(".*")
     if r in ("enorm", "hnorm", "shared_head.norm", "embed_tokens", "shared_head.head") or r.endswith("_bias"):
         return True
     sizes = mtp_components(cfg, cfg.param_counts().parts["attention"] // cfg.num_layers)
+    experts = cfg.num_experts * 3 * cfg.hidden_size * cfg.moe_intermediate_size
     if r == "":  # the whole layer
-        kept["mtp"] = kept.get("mtp", 0.0) + sum(sizes.values())
-        kept["mtp_experts"] = kept.get("mtp_experts", 0.0) + cfg.num_experts * 3 * cfg.hidden_size \
-            * cfg.moe_intermediate_size
+        kept.update({(layer, k): ("mtp", float(v)) for k, v in sizes.items()})
+        kept[(layer, "experts")] = ("mtp_experts", float(experts))
         return True
     parts = ("eh_proj",) if r == "eh_proj" else _layer_parts(rest)
     if parts is None:
         return False
     for p in parts:
         if p == "experts":
-            kept["mtp_experts"] = kept.get("mtp_experts", 0.0) + cfg.num_experts * 3 * cfg.hidden_size \
-                * cfg.moe_intermediate_size
+            kept[(layer, "experts")] = ("mtp_experts", float(experts))
         elif p.startswith("attention.") and (share := _projection_share(cfg, p.split(".", 1)[1])) is not None:
-            kept["mtp"] = kept.get("mtp", 0.0) + share * sizes["attention"]
+            kept[(layer, p)] = ("mtp", share * sizes["attention"])
         elif p == "indexer.weights_proj" and cfg.indexer is not None:
-            kept["mtp"] = kept.get("mtp", 0.0) + cfg.hidden_size * cfg.indexer.heads
+            kept[(layer, p)] = ("mtp", float(cfg.hidden_size * cfg.indexer.heads))
         elif p in sizes:
-            kept["mtp"] = kept.get("mtp", 0.0) + sizes[p]
+            kept[(layer, p)] = ("mtp", float(sizes[p]))
         elif p not in ("linear_attention", "mlp"):
             return False
     return True
@@ -371,9 +412,18 @@ def unquantized_parts(cfg: ModelConfig, modules: tuple[str, ...], where: str, ex
               "indexer": set(range(layers)) - set(cfg.indexer.shared) if cfg.indexer is not None else set()}
     having["router"] = having["shared_experts"] = having["experts"]
     matched: dict[str, dict[int, float]] = {p: {} for p in having}  # per part, layer -> share kept
-    mtp_kept: dict[str, float] = {}  # MTP part -> parameters kept in 16 bits, over every MTP layer
+    mtp_kept: dict[tuple[int, str], tuple[str, float]] = {}  # (MTP layer, component) -> (part, params kept)
+    if cfg.is_mla and cfg.is_moe:
+        # DeepSeek's router (DeepseekV3TopkRouter, the checkpoints' MoEGate) holds a Parameter, not an
+        # nn.Linear: no quantizer replaces it, and the exports' lists never name it (GLM-5-FP8 lists it anyway)
+        fraction["router"] = 1.0
+        mtp_kept.update({(layers + i, "router"): ("mtp", float(cfg.hidden_size * cfg.num_experts))
+                         for i in range(cfg.mtp_layers)})
     unread: list[str] = []
-    for name in modules:
+    for name in _expand_patterns(cfg, modules):
+        if any(part in name for part in _VISION):
+            fraction["vision"] = 1.0  # the vision tower and its projector, whole (not read module by module)
+            continue
         if any(part in name for part in _OUTSIDE):
             continue
         m = _LAYER.match("layers." + name if name.startswith("*.") else name)
@@ -388,7 +438,7 @@ def unquantized_parts(cfg: ModelConfig, modules: tuple[str, ...], where: str, ex
             continue
         index, rest = m.groups()
         if index != "*" and layers <= int(index) < layers + cfg.mtp_layers:  # a multi-token-prediction layer
-            if not _mtp_kept(cfg, rest, mtp_kept):
+            if not _mtp_kept(cfg, int(index), rest, mtp_kept):
                 unread.append(name)
             continue
         parts = _layer_parts(rest)
@@ -426,7 +476,10 @@ def unquantized_parts(cfg: ModelConfig, modules: tuple[str, ...], where: str, ex
         if done and having[p]:
             fraction[p] = sum(done.values()) / len(having[p])
     counts = cfg.param_counts().parts
-    fraction.update({p: min(1.0, kept / counts[p]) for p, kept in mtp_kept.items() if counts.get(p)})
+    for part in ("mtp", "mtp_experts"):
+        kept = sum(n for p, n in mtp_kept.values() if p == part)
+        if kept and counts.get(part):
+            fraction[part] = min(1.0, kept / counts[part])
     partial = sorted(p for p, f in fraction.items() if 0 < f < 1)
     notes: tuple[str, ...] = ((f"{where}: the checkpoint keeps part of its {', '.join(partial)} in 16 bits (some "
                                f"layers or projections): counted so in memory; the step reads those weights at "
