@@ -43,7 +43,7 @@ def test_parameters_are_v3s_and_the_indexer() -> None:
     mtp = sum(v for k, v in cfg.param_counts().parts.items() if k.startswith("mtp"))
     assert round((cfg.total_params - mtp) / 1e9) == 672
     assert round(cfg.total_params / 1e9) == 685
-    assert cfg.layer_groups() == (("MLA + DSA top-2048", 61), ("dense MLP", 3), ("MoE", 58))
+    assert cfg.layer_groups() == (("MLA + DSA top-2048", 61), ("dense MLP", 3), ("MoE", 58), ("MTP", 1))
 
 
 def test_kv_cache_per_token_holds_the_fp8_index_key() -> None:

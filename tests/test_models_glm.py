@@ -40,7 +40,7 @@ def test_parameters_against_the_technical_report() -> None:
     parts = cfg.param_counts().parts
     assert parts["attention"] == 78 * ATTENTION == 12_871_532_544
     assert parts["indexer"] == 78 * INDEXER
-    assert cfg.layer_groups() == (("MLA + DSA top-2048", 78), ("dense MLP", 3), ("MoE", 75))
+    assert cfg.layer_groups() == (("MLA + DSA top-2048", 78), ("dense MLP", 3), ("MoE", 75), ("MTP", 1))
     mtp = sum(v for k, v in parts.items() if k.startswith("mtp"))
     assert round((cfg.total_params - mtp) / 1e9) == 744
     # activated: 41.8B with the embedding table and the head (0.95B each); 39.9B without them, the report's 40B

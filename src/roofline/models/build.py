@@ -46,6 +46,7 @@ from roofline.errors import RooflineError, T
 from roofline.graph import FusionPlan, Graph, Op, Tensor
 from roofline.kernels import FLOP_PER_ELEMENT, attention_ops, elementwise_op, matmul_op, norm_op
 from roofline.models.deltanet import gated_deltanet
+from roofline.models.draft import mtp_input
 from roofline.models.dsa import lightning_indexer
 from roofline.models.dtypes import ModelDtypes, for_checkpoint, model_dtypes, weight_part
 from roofline.models.formulas import experts_hit
@@ -540,7 +541,11 @@ class _Builder:
         cfg, n, h = self.cfg, self.n, self.cfg.hidden_size
         resid = self.act("resid", (n, h))  # the residual stream between layers (layer input and output)
         hidden = self.act("hidden", (n, h))  # the residual stream after attention
-        self.embedding(resid)
+        if cfg.mtp_draft:  # an MTP module as the draft: its input projection first (roofline.models.draft)
+            self.embedding(embedded := self.act("mtp.embedded", (n, h)))
+            mtp_input(self, embedded, resid)
+        else:
+            self.embedding(resid)
         self.attention_block(resid, hidden)
         groups = [(MlpKind.DENSE, cfg.dense_layers), (MlpKind.MOE, cfg.moe_layers)]
         groups = [(kind, c) for kind, c in groups if c]

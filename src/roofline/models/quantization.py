@@ -480,7 +480,8 @@ def unquantized_parts(cfg: ModelConfig, modules: tuple[str, ...], where: str, ex
         kept = sum(n for p, n in mtp_kept.values() if p == part)
         if kept and counts.get(part):
             fraction[part] = min(1.0, kept / counts[part])
-    partial = sorted(p for p, f in fraction.items() if 0 < f < 1)
+    listed_mtp = any(component != "router" for _, component in mtp_kept)  # the router is always kept: no news
+    partial = sorted(p for p, f in fraction.items() if 0 < f < 1 and (listed_mtp or p != "mtp"))
     notes: tuple[str, ...] = ((f"{where}: the checkpoint keeps part of its {', '.join(partial)} in 16 bits (some "
                                f"layers or projections): counted so in memory; the step reads those weights at "
                                f"the quantized dtype",) if partial else ())

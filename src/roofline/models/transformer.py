@@ -225,6 +225,7 @@ class ModelConfig:
     # step (roofline.models.mtp); mtp_tables: each keeps its own copy of the embedding and the head (DeepSeek)
     mtp_layers: int = 0
     mtp_tables: bool = False
+    mtp_draft: bool = False  # this is one MTP module run as a draft: eh_proj before its layer (models/draft.py)
     rotary_dims: int = 0  # dims of each q/k head RoPE rotates (partial_rotary_factor · head_dim); 0: all
     source: str = ""  # preset name or file path
     # how the program runs the step (not the checkpoint's shape; `roofline model --logits/--mla`):
@@ -364,8 +365,8 @@ class ModelConfig:
                 continue
             out[names[kind]] = out.get(names[kind], 0) + 1
         dense = "ReLU² MLP" if self.activation == "relu2" else "dense MLP"
-        for label, count in ((dense, self.dense_layers), ("MoE", self.moe_layers)):
-            if count:
+        for label, count in ((dense, self.dense_layers), ("MoE", self.moe_layers), ("MTP", self.mtp_layers)):
+            if count:  # MTP: multi-token-prediction layers, in memory and not in the step (roofline.models.mtp)
                 out[label] = count
         return tuple(out.items())
 
