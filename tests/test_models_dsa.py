@@ -128,3 +128,11 @@ def test_decode_limit_counts_the_indexer() -> None:
     flop = 2 * cfg.matmul_params + 2 * 128 * (576 + 512) * 2048 * 61 + (2 * 128 + 3) * 64 * 32_768 * 61
     kv = 576 * 2 * 2048 * 61 + 132 * 32_768 * 61
     assert a.decode_limit.flop_per_byte == pytest.approx(flop / kv, rel=1e-12)
+
+
+def test_deepseek_v4_is_refused_naming_its_compressed_attention() -> None:
+    # DeepSeek-V4-Flash's config.json: compress_ratios per layer (0 sliding window, 4 CSA, 128 HCA), hc_mult 4;
+    # read as V3.2 it would drop the compressors and the mHC streams: refused by the field, in one line
+    with pytest.raises(RooflineError, match=r"field 'compress_ratios' \(DeepSeek-V4's compressed attention.*"
+                                            r"is not read yet"):
+        load_config(str(CONFIGS / "DeepSeek-V4-Flash"))
