@@ -101,3 +101,33 @@ def test_nvfp4_export_excluding_the_mtp_layer_keeps_it_in_bf16() -> None:
 def test_a_hostile_mtp_count_is_refused_by_name() -> None:
     with pytest.raises(RooflineError, match="'num_nextn_predict_layers' must be an integer of at least 0"):
         config_from_dict({**deepseek_v3(), "num_nextn_predict_layers": 1.5})
+
+
+def test_qwen3_5_mtp_layer_by_hand() -> None:
+    # Qwen3.5-397B-A17B's mtp_num_hidden_layers 1 (vLLM qwen3_next_mtp.py): fc 2h -> h; one full-attention
+    # layer, gated (q_proj 2·32·256 wide), 2 KV heads of 256; the router h·512 and the shared expert's gate
+    # h·1; the shared expert 3·h·1024; 512 routed experts 3·h·1024; the embedding and head are the main
+    # model's (mtp_use_dedicated_embeddings false)
+    cfg = load_config(str(CONFIGS / "Qwen3.5-397B-A17B"))
+    h = 4096
+    parts = cfg.param_counts().parts
+    attention = h * (2 * 32 + 2 * 2) * 256 + 32 * 256 * h
+    assert parts["mtp"] == 2 * h * h + attention + h * 513 + 3 * h * 1024 == 153_096_192
+    assert parts["mtp_experts"] == 512 * 3 * h * 1024
+    # pre_fc_norm_embedding, pre_fc_norm_hidden, norm, the block's two, q and k norms over head_dim
+    assert parts["mtp_norms"] == 5 * h + 2 * 256
+    assert "mtp_tables" not in parts and not cfg.load_warnings
+    with pytest.raises(RooflineError, match="'mtp_use_dedicated_embeddings' is true"):
+        raw = json.loads((CONFIGS / "Qwen3.5-397B-A17B" / "config.json").read_text())
+        config_from_dict({**raw, "text_config": {**raw["text_config"], "mtp_use_dedicated_embeddings": True}})
+
+
+def test_qwen3_5_nvfp4_keeps_its_mtp_module_in_bf16() -> None:
+    # nvidia/Qwen3.5-397B-A17B-NVFP4's exclude list names mtp.layers.0*: the whole MTP layer in BF16
+    folder = CONFIGS / "Qwen3.5-397B-A17B-NVFP4"
+    quant = json.loads((folder / "hf_quant_config.json").read_text())
+    assert "mtp.layers.0*" in quant["quantization"]["exclude_modules"]
+    cfg = load_config(str(folder))
+    kept = dict(cfg.unquantized)
+    assert kept["mtp"] == kept["mtp_experts"] == 1.0
+    assert not any("not read" in w for w in cfg.load_warnings)

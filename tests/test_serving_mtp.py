@@ -61,3 +61,13 @@ def test_serve_counts_no_second_copy_of_the_weights() -> None:
 def test_bad_mtp_input_is_one_line(model: str, kwargs: dict[str, object], says: str) -> None:
     with pytest.raises(RooflineError, match=says):
         serve(model, "dgx-h200", Split(tp=8), prompt=2048, output=256, batch=8, **kwargs)  # type: ignore[arg-type]
+
+
+def test_qwen3_5_drafts_with_a_full_attention_mtp_layer() -> None:
+    # vLLM's qwen3_next_mtp.py: the MTP layers are full-attention decoder layers (layer_type
+    # "full_attention"), whatever the main stack's DeltaNet layers: no recurrent state in the draft
+    draft, _ = mtp_draft(load_config("qwen3.5-397b-a17b"), 2, None, None, 0.8)
+    assert draft.layer_groups() == (("gated full attention", 1), ("MoE", 1))
+    assert draft.state_bytes_per_sequence() == 0
+    # one layer's K and V: 2 KV heads of 256, K and V, 2 bytes
+    assert draft.kv_cache_bytes_per_token() == 2 * 2 * 256 * 2

@@ -362,7 +362,8 @@ def _mtp_kept(cfg: ModelConfig, layer: int, rest: str, kept: dict[tuple[int, str
     r = rest.strip(".*")
     if r in ("enorm", "hnorm", "shared_head.norm", "embed_tokens", "shared_head.head") or r.endswith("_bias"):
         return True
-    sizes = mtp_components(cfg, cfg.param_counts().parts["attention"] // cfg.num_layers)
+    sizes = mtp_components(cfg, cfg.param_counts().parts["attention"] // (cfg.num_layers if cfg.is_mla
+                                                                          else cfg.kv_layers))
     experts = cfg.num_experts * 3 * cfg.hidden_size * cfg.moe_intermediate_size
     if r == "":  # the whole layer
         kept.update({(layer, k): ("mtp", float(v)) for k, v in sizes.items()})
@@ -383,6 +384,25 @@ def _mtp_kept(cfg: ModelConfig, layer: int, rest: str, kept: dict[tuple[int, str
         elif p not in ("linear_attention", "mlp"):
             return False
     return True
+
+
+_QWEN_MTP = re.compile(r"^(?:model\.)?mtp((?:[.*].*)?)$")
+
+
+def _qwen_mtp_kept(cfg: ModelConfig, rest: str, kept: dict[tuple[int, str], tuple[str, float]]) -> bool:
+    """Qwen3-Next/3.5's `mtp` + `rest`: the whole module (mtp*), one of its layers (mtp.layers.i...), its fc
+    (eh_proj here) or a norm."""
+    r, first = rest.strip(".*"), cfg.num_layers
+    if r == "":
+        return all(_mtp_kept(cfg, first + i, "", kept) for i in range(cfg.mtp_layers))
+    if r == "fc":
+        return _mtp_kept(cfg, first, ".eh_proj", kept)
+    if r in ("norm", "pre_fc_norm_embedding", "pre_fc_norm_hidden"):
+        return True
+    m = _LAYER.match(r)
+    if m is None or m.group(1) == "*" or int(m.group(1)) >= cfg.mtp_layers:
+        return False
+    return _mtp_kept(cfg, first + int(m.group(1)), m.group(2) or "*", kept)
 
 
 def unquantized_parts(cfg: ModelConfig, modules: tuple[str, ...], where: str, experts_only: bool = False
@@ -421,6 +441,10 @@ def unquantized_parts(cfg: ModelConfig, modules: tuple[str, ...], where: str, ex
                          for i in range(cfg.mtp_layers)})
     unread: list[str] = []
     for name in _expand_patterns(cfg, modules):
+        if cfg.mtp_layers and (qwen := _QWEN_MTP.match(name)):  # Qwen3-Next/3.5's mtp.* module
+            if not _qwen_mtp_kept(cfg, qwen.group(1), mtp_kept):
+                unread.append(name)
+            continue
         if any(part in name for part in _VISION):
             fraction["vision"] = 1.0  # the vision tower and its projector, whole (not read module by module)
             continue

@@ -545,9 +545,9 @@ def _param_counts(c: ModelConfig) -> ParamCounts:
     if c.vision_params:
         counts["vision"] = c.vision_params
     if c.mtp_layers:
-        if not (c.is_mla and c.is_moe):
-            raise RooflineError(f"model {c.name}: multi-token-prediction layers are read for MLA MoE models "
-                                f"(DeepSeek-V3, GLM-5) only")
+        if not (c.is_mla and c.is_moe) and c.linear_attention is None:
+            raise RooflineError(f"model {c.name}: multi-token-prediction layers are read for DeepSeek-V3's, GLM-5's "
+                                f"and Qwen3-Next's layouts only")
         counts.update(mtp_parts(c, attn))
     active = dict(counts)
     for part in MTP_PARTS:

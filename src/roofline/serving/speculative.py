@@ -104,7 +104,8 @@ def mtp_draft(cfg: ModelConfig, mtp: int, draft: object, draft_tokens: int | Non
     ix = cfg.indexer
     one = replace(cfg, name=f"{cfg.name} MTP", num_layers=1, layer_attention=(), first_dense_layers=0,
                   layer_mlp=(MlpKind.MOE,) if cfg.is_moe else (), mtp_layers=0, mtp_tables=False, mtp_draft=True,
-                  vision_params=0, indexer=None if ix is None else replace(ix, shared=()),
+                  vision_params=0, indexer=None if ix is None else replace(ix, shared=()), linear_attention=None,
+                  mamba=None,  # Qwen3-Next's MTP layers are full attention
                   unquantized=tuple(sorted((p, f) for p, f in unquantized.items() if f)))
     return one, k
 
