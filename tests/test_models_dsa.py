@@ -136,3 +136,13 @@ def test_deepseek_v4_is_refused_naming_its_compressed_attention() -> None:
     with pytest.raises(RooflineError, match=r"field 'compress_ratios' \(DeepSeek-V4's compressed attention.*"
                                             r"is not read yet"):
         load_config(str(CONFIGS / "DeepSeek-V4-Flash"))
+
+
+def test_fp8_checkpoint_keeps_the_indexer_weights_proj_in_bf16() -> None:
+    # DeepSeek-V3.2's inference code builds weights_proj (h -> 64) in the default dtype, and vLLM's loader
+    # notes FP8 checkpoints store it in BF16 beside an FP8 wk: its share of each layer's indexer stays 16-bit
+    cfg = load_config(V32)
+    h, q_lora = 7168, 1536
+    assert dict(cfg.unquantized)["indexer"] == pytest.approx(h * 64 / (q_lora * 64 * 128 + h * 128 + h * 64),
+                                                             rel=1e-12)
+    assert not any("indexer" in w for w in cfg.load_warnings)  # always so: no news

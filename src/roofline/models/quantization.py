@@ -7,6 +7,7 @@ is named in a warning (ModelConfig.load_warnings), never guessed.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -433,6 +434,13 @@ def unquantized_parts(cfg: ModelConfig, modules: tuple[str, ...], where: str, ex
     having["router"] = having["shared_experts"] = having["experts"]
     matched: dict[str, dict[int, float]] = {p: {} for p in having}  # per part, layer -> share kept
     mtp_kept: dict[tuple[int, str], tuple[str, float]] = {}  # (MTP layer, component) -> (part, params kept)
+    if cfg.indexer is not None:
+        # the indexer's weights_proj (h -> H_I) is BF16 in every checkpoint: DeepSeek-V3.2's inference code
+        # builds it in the default dtype, vLLM's loader notes FP8 checkpoints store it in BF16 beside an FP8 wk
+        proj = cfg.hidden_size * cfg.indexer.heads
+        matched["indexer"].update({i: proj / cfg.indexer.linear_params(cfg.hidden_size, cfg.q_lora_rank)
+                                   for i in having["indexer"]})
+        mtp_kept.update({(layers + i, "indexer.weights_proj"): ("mtp", float(proj)) for i in range(cfg.mtp_layers)})
     if cfg.is_mla and cfg.is_moe:
         # DeepSeek's router (DeepseekV3TopkRouter, the checkpoints' MoEGate) holds a Parameter, not an
         # nn.Linear: no quantizer replaces it, and the exports' lists never name it (GLM-5-FP8 lists it anyway)
@@ -485,9 +493,8 @@ def unquantized_parts(cfg: ModelConfig, modules: tuple[str, ...], where: str, ex
             elif p.startswith("mamba."):
                 unread.append(name)
                 continue
-            if p == "indexer.weights_proj" and cfg.indexer is not None:  # h -> H_I, of the indexer's weights
-                p, share = "indexer", cfg.hidden_size * cfg.indexer.heads / cfg.indexer.linear_params(
-                    cfg.hidden_size, cfg.q_lora_rank)
+            if p == "indexer.weights_proj":  # always kept (below): listing it adds nothing
+                continue
             if p.startswith("attention."):
                 one = _projection_share(cfg, p.split(".", 1)[1])
                 if one is None:
@@ -504,8 +511,12 @@ def unquantized_parts(cfg: ModelConfig, modules: tuple[str, ...], where: str, ex
         kept = sum(n for p, n in mtp_kept.values() if p == part)
         if kept and counts.get(part):
             fraction[part] = min(1.0, kept / counts[part])
-    listed_mtp = any(component != "router" for _, component in mtp_kept)  # the router is always kept: no news
-    partial = sorted(p for p, f in fraction.items() if 0 < f < 1 and (listed_mtp or p != "mtp"))
+    # what is always kept (the router, the indexer's weights_proj) is no news: warn of what the lists add
+    listed_mtp = any(component not in ("router", "indexer.weights_proj") for _, component in mtp_kept)
+    always_indexer = (cfg.hidden_size * cfg.indexer.heads / cfg.indexer.linear_params(cfg.hidden_size, cfg.q_lora_rank)
+                      if cfg.indexer is not None else None)
+    partial = sorted(p for p, f in fraction.items() if 0 < f < 1 and (listed_mtp or p != "mtp")
+                     and not (p == "indexer" and always_indexer and math.isclose(f, always_indexer)))
     notes: tuple[str, ...] = ((f"{where}: the checkpoint keeps part of its {', '.join(partial)} in 16 bits (some "
                                f"layers or projections): counted so in memory; the step reads those weights at "
                                f"the quantized dtype",) if partial else ())
