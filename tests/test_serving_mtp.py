@@ -71,3 +71,16 @@ def test_qwen3_5_drafts_with_a_full_attention_mtp_layer() -> None:
     assert draft.state_bytes_per_sequence() == 0
     # one layer's K and V: 2 KV heads of 256, K and V, 2 bytes
     assert draft.kv_cache_bytes_per_token() == 2 * 2 * 256 * 2
+
+
+def test_an_mtp_draft_runs_on_the_last_stage_and_names_what_it_cannot_pin() -> None:
+    # GLM-5.2 (tests/fixtures/configs): BF16 on 16 H200 (TP 8 × PP 2); its one MTP layer drafts on the last
+    # stage (no stages of its own); index_share_for_mtp_iteration is named, the draft's indexer counted
+    from pathlib import Path
+
+    glm = str(Path(__file__).parent / "fixtures" / "configs" / "GLM-5.2")
+    r = serve(glm, "dgx-h200", Split(tp=8, pp=2), prompt=2048, output=256, batch=8, mtp=2, acceptance=0.8)
+    assert r.speculative is not None and r.speculative.draft == "GLM-5.2 MTP"
+    assert any("index_share_for_mtp_iteration" in w and "upper bound" in w for w in r.warnings)
+    draft, _ = mtp_draft(load_config(glm), 2, None, None, 0.8)
+    assert draft.indexer is not None and draft.indexer_layers == 1

@@ -20,6 +20,8 @@ class SparseIndexer:
     head_dim: int
     topk: int
     shared: tuple[int, ...] = ()
+    # GLM-5.2's index_share_for_mtp_iteration: its MTP iterations reuse a top-k instead of running the indexer
+    mtp_shares_index: bool = False
 
     @property
     def key_bytes(self) -> int:

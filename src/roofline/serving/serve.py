@@ -515,12 +515,13 @@ def _with_draft(report: ServingReport, draft: str | ModelConfig, spec: tuple[int
     draft_cfg = load_config(draft)
 
     def checked(b: int) -> ServingReport:
-        try:
-            return run(draft_cfg, sp, b)
+        try:  # an MTP draft sits on the last pipeline stage: one layer, no stages of its own
+            return run(draft_cfg, replace(sp, pp=1) if draft_cfg.mtp_draft else sp, b)
         except RooflineError as exc:
             raise RooflineError(f"{T.draft} {name} runs beside the target on {sp}, and {exc.marked}") from None
 
-    report = replace(report, speculative=speculative(report, name, spec[0], spec[1], checked, draft_cfg.mtp_draft))
+    report = replace(report, speculative=speculative(report, name, spec[0], spec[1], checked, draft_cfg.mtp_draft),
+                     warnings=(*report.warnings, *(draft_cfg.load_warnings if draft_cfg.mtp_draft else ())))
     if draft_cfg.vocab_size != cfg.vocab_size:
         report = replace(report, warnings=(*report.warnings, (
             f"the draft {draft_cfg.name}'s vocabulary ({draft_cfg.vocab_size:,} tokens) is not {cfg.name}'s "

@@ -106,7 +106,11 @@ def mtp_draft(cfg: ModelConfig, mtp: int, draft: object, draft_tokens: int | Non
                   layer_mlp=(MlpKind.MOE,) if cfg.is_moe else (), mtp_layers=0, mtp_tables=False, mtp_draft=True,
                   vision_params=0, indexer=None if ix is None else replace(ix, shared=()), linear_attention=None,
                   mamba=None,  # Qwen3-Next's MTP layers are full attention
-                  unquantized=tuple(sorted((p, f) for p, f in unquantized.items() if f)))
+                  unquantized=tuple(sorted((p, f) for p, f in unquantized.items() if f)),
+                  load_warnings=() if ix is None or not ix.mtp_shares_index else (
+                      f"{cfg.name}: index_share_for_mtp_iteration is true (its MTP iterations reuse a top-k rather "
+                      f"than run the indexer; which one is not pinned here): the draft step runs its indexer every "
+                      f"time, an upper bound",))
     return one, k
 
 

@@ -10,12 +10,17 @@ What GLM adds, read from the config as transformers reads it:
   max(i − offset + 1, 0) is a multiple of freq; freq 1 and offset 2 where absent: every layer full).
 - `head_dim` is not read: transformers overwrites it with qk_rope_head_dim (GLM-5.2 writes 192);
   `qk_head_dim`, where given, must be qk_nope_head_dim + qk_rope_head_dim.
+- `index_share_for_mtp_iteration` (GLM-5.2): the MTP iterations reuse a top-k rather than run the indexer;
+  which top-k is not pinned by a reference implementation here, so `serve --mtp` runs the draft's indexer
+  every time and says so (an upper bound on the draft step).
 - The MTP layer holds no copy of the embedding or the head: GLM-5-FP8's modules_to_not_convert names each
   16-bit tensor of model.layers.78 (eh_proj, enorm, hnorm, shared_head.norm, its norms, router and
   indexer weights_proj) and no embed_tokens or shared_head.head.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from roofline.models.architectures.common import Parser
 from roofline.models.architectures.deepseek import indexer, mla_moe
@@ -69,7 +74,8 @@ def glm_moe_dsa(f: Fields, name: str, model_type: str) -> ModelConfig:
     mlp = _per_layer(f, "mlp_layer_types", tuple(_MLP), layers)
     if mlp is not None:
         kw["layer_mlp"] = tuple(_MLP[m] for m in mlp)
-    kw["indexer"] = indexer(f, shared_indexer_layers(f, layers))
+    kw["indexer"] = replace(indexer(f, shared_indexer_layers(f, layers)),
+                            mtp_shares_index=f.flag("index_share_for_mtp_iteration", False))
     kw["mtp_tables"] = False
     return ModelConfig(**kw)
 
