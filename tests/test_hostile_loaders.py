@@ -246,10 +246,13 @@ def test_deepseek_v3_preset_ships_fp8_weights_with_block_scales() -> None:
             "one 32-bit scale per 128x128 block (8 + 32/16384 bits) = 1.00024 bytes each") in explain_model(a)
     # the FP8 checkpoint's bytes: its linear layers at 1.000244 B, not BF16's 2; the tables, norm gains
     # and the router's correction bias stay BF16 (transformers' FP8 quantizer replaces nn.Linear only, and
-    # never the output embedding): 2·129,280·7,168 = 1.85 B parameters at 2 bytes
+    # never the output embedding): 2·129,280·7,168 = 1.85 B parameters at 2 bytes, and as many again for
+    # the multi-token-prediction layer's own copies of them (roofline.models.mtp), with its norms; and the
+    # routers, main and MTP (DeepseekV3TopkRouter holds a Parameter, not an nn.Linear: 59 layers × h·256)
     parts = cfg.param_counts().parts
-    kept = parts["embedding"] + parts["lm_head"] + parts["norms"] + parts["biases"]
-    assert kept == 2 * 129_280 * 7_168 + parts["norms"] + 58 * 256
+    kept = parts["embedding"] + parts["lm_head"] + parts["norms"] + parts["biases"] + parts["mtp_tables"] \
+        + parts["mtp_norms"] + parts["router"] + 7_168 * 256
+    assert kept == 2 * 2 * 129_280 * 7_168 + parts["norms"] + 58 * 256 + parts["mtp_norms"] + 59 * 7_168 * 256
     assert a.memory.weights_bytes == pytest.approx((cfg.total_params - kept) * (8 + 32 / 16384) / 8 + kept * 2,
                                                    rel=1e-12)
     # --weights-dtype still chooses: BF16 is 2 bytes a weight

@@ -59,9 +59,17 @@ PUBLISHED: dict[str, tuple[float, ...]] = {
     "qwen3-30b-a3b": (30.5, 3.3, 0.1),
     # Qwen/Qwen3-235B-A22B model card: "235B in total and 22B activated"
     "qwen3-235b-a22b": (235, 22, 1),
-    # DeepSeek-V3 technical report (arXiv 2412.19437): "671B total parameters with 37B activated for each
-    # token" (the main model; the 14B multi-token-prediction module is not part of it)
-    "deepseek-v3": (671, 37, 1),
+    # deepseek-ai/DeepSeek-V3 README: "685B, which includes 671B of the Main Model weights and 14B of the
+    # Multi-Token Prediction (MTP) Module weights"; the technical report (arXiv 2412.19437): "37B activated
+    # for each token" (the MTP module is not in the main step). The main 671B: test_models_mtp.py
+    "deepseek-v3": (685, 37, 1),
+    # deepseek-ai/DeepSeek-V3.2 hub page: 685B params (V3's layout, its MTP layer included, + the lightning
+    # indexer's 0.85B); activated: V3's 37B + the indexer's 0.85B (whole billions)
+    "deepseek-v3.2": (685, 37 + 0.85, 1),
+    # GLM-5 technical report (arXiv 2602.15763), its architecture table: 744B total (without its one MTP layer:
+    # MAIN_ONLY), 40B activated, which leaves out the embedding table and the head (154,880 · 6,144 = 0.95B
+    # each): 40 + 1.9, whole billions
+    "glm-5": (744, 40 + 1.9, 1),
     # google/gemma-2-9b safetensors metadata: "9.24B params"
     "gemma-2-9b": (9.24, 9.24, 0.01),
     # openai-community/gpt2: GPT-2 small, 124M parameters (124,439,808 with tied embeddings)
@@ -71,7 +79,8 @@ PUBLISHED: dict[str, tuple[float, ...]] = {
     "gpt-oss-120b": (116.83, 5.13 + 0.58, 0.01),
     # the same table: 20.91B total, 3.61B active (+ the 0.58B embedding table)
     "gpt-oss-20b": (20.91, 3.61 + 0.58, 0.01),
-    # Qwen/Qwen3.5-397B-A17B model card: 397B total, 17B activated (whole billions)
+    # Qwen/Qwen3.5-397B-A17B model card: 397B total (without its MTP layer: MAIN_ONLY), 17B activated (whole
+    # billions)
     "qwen3.5-397b-a17b": (397, 17, 1),
     # moonshotai/Kimi-K2-Instruct model card: "1 trillion total parameters, 32 billion activated"; the
     # activated figure leaves out the embedding table (163,840 · 7,168 = 1.17B): 32 + 1.17, whole billions;
@@ -88,11 +97,16 @@ PUBLISHED: dict[str, tuple[float, ...]] = {
 }
 
 
+# published totals without the multi-token-prediction layers the checkpoint holds
+MAIN_ONLY = {"glm-5", "qwen3.5-397b-a17b"}
+
+
 @pytest.mark.parametrize("name", sorted(PUBLISHED))
 def test_parameter_counts_match_published_figures(name: str) -> None:
     total, active, tol, *total_tol = PUBLISHED[name]
     cfg = load_config(name)
-    assert cfg.total_params / 1e9 == pytest.approx(total, abs=total_tol[0] if total_tol else tol)
+    mtp = sum(n for p, n in cfg.param_counts().parts.items() if p.startswith("mtp")) if name in MAIN_ONLY else 0
+    assert (cfg.total_params - mtp) / 1e9 == pytest.approx(total, abs=total_tol[0] if total_tol else tol)
     assert cfg.active_params / 1e9 == pytest.approx(active, abs=tol)
 
 

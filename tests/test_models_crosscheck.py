@@ -66,7 +66,16 @@ def linear_params_per_token(c: ModelConfig) -> tuple[int, int]:
         moe = h * (c.num_experts + gate) \
             + (c.experts_per_token + c.num_shared_experts) * mats * h * c.moe_intermediate_size
         body += c.moe_layers * moe
+    ix = c.indexer
+    if ix is not None:  # DSA's lightning indexer where a layer runs one: wq_b, wk, weights_proj
+        body += c.indexer_layers * (c.q_lora_rank * ix.heads * ix.head_dim + h * ix.head_dim + h * ix.heads)
     return body, c.vocab_size * h
+
+
+def indexer_matrix_flop(c: ModelConfig, pairs: int) -> float:
+    """DSA: 2·H_I·d_I per scored (query, key) pair on each indexer layer (roofline.models.dsa)."""
+    ix = c.indexer
+    return 0.0 if ix is None else c.indexer_layers * 2.0 * ix.heads * ix.head_dim * pairs
 
 
 def deltanet_matrix_flop_per_token(c: ModelConfig) -> float:
@@ -145,6 +154,8 @@ def test_prefill_matrix_flops_are_2_params_tokens_plus_attention(name: str) -> N
         window = c.sliding_window if kind == AttentionKind.LOCAL else None
         expected += c.attention_layers(kind) * attention_matrix_flop_per_pair(c, "prefill") \
             * causal_pairs(PROMPT, window)
+    # the indexer scores every causal pair; MLA then attends min(i, top-k) of them: all of them at 2048
+    expected += indexer_matrix_flop(c, causal_pairs(PROMPT, None))
     assert matrix_flop(build_graph(c, "prefill", 1, PROMPT)) == pytest.approx(expected, rel=1e-3)
 
 
@@ -157,7 +168,9 @@ def test_decode_matrix_flops_are_2_params_per_sequence_plus_attention(name: str)
     for kind in SOFTMAX_KINDS:
         # one query against the L cached tokens (its own included), min(L, W) on a windowed layer
         keys = min(L, c.sliding_window) if kind == AttentionKind.LOCAL and c.sliding_window else L
+        keys = min(keys, c.indexer.topk) if c.indexer is not None else keys  # DSA: MLA reads the top-k rows
         expected += c.attention_layers(kind) * attention_matrix_flop_per_pair(c, "decode") * b * keys
+    expected += indexer_matrix_flop(c, b * L)  # ... which the indexer picks by scoring all L
     assert matrix_flop(build_graph(c, "decode", b, L)) == pytest.approx(expected, rel=1e-3)
 
 
@@ -311,13 +324,15 @@ def test_plans_same_flops_and_naive_costs_exactly_the_scores(name: str, phase: s
     H, nq = c.num_heads, (seq if phase == "prefill" else 1)
     scores = 0
     for kind in SOFTMAX_KINDS:
-        nkv = seq if phase == "prefill" else c.cached_tokens(kind, seq)  # naive prefill writes all N×N
+        # naive prefill writes all N×N; decode reads the cache (DSA: its top-k rows)
+        nkv = seq if phase == "prefill" else (c.read_tokens(kind, seq) if c.indexer else c.cached_tokens(kind, seq))
         scores += c.attention_layers(kind) * 4 * batch * H * nq * nkv * 2
     extra = 0
     if c.is_mla and phase == "decode":
         # the absorbed decode reads the latent as keys and as values; fused, the rows are read once,
-        # naive, the pv kernel reads the whole latent cache a second time (the boundary rule)
-        extra = c.num_layers * batch * seq * (c.kv_lora_rank + c.qk_rope_head_dim) * 2
+        # naive, the pv kernel reads the latent rows it attends a second time (the boundary rule)
+        rows = c.read_tokens(AttentionKind.GLOBAL, seq)
+        extra = c.num_layers * batch * rows * (c.kv_lora_rank + c.qk_rope_head_dim) * 2
     assert b0 - b1 == scores + extra
 
 

@@ -118,6 +118,9 @@ def _time_band(text: str | None, label: str) -> tuple[float, float] | None:
               help="Tokens the draft proposes a step (speculative decoding). [default: 4]")
 @click.option("--acceptance", type=float, default=None, metavar="A",
               help="Chance a drafted token is accepted, in (0, 1] (speculative decoding).")
+@click.option("--mtp", type=POS, default=None, metavar="K",
+              help="What-if: speculative decoding with the model's own multi-token-prediction layer as the "
+                   "draft, run K times a step (DeepSeek-V3 reports 0.85-0.9 acceptance); needs --acceptance.")
 @click.option("--explain", is_flag=True, help="Derive every number with the numbers put in.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--csv", "csv_path", default=None, metavar="FILE", help="Write the throughput-latency curve as CSV.")
@@ -136,8 +139,8 @@ def serve_command(model: str, machine: str, prompt: int, output: int, batch: int
                   redundant_experts: str | None, two_batch_overlap: bool, efficiency_matmul: str | None,
                   efficiency_memory: str | None, efficiency_comm: str | None, step_overhead: str | None,
                   chunk: int | None, disaggregate: str | None, draft: str | None, draft_tokens: int | None,
-                  acceptance: float | None, explain: bool, as_json: bool, csv_path: str | None, png: str | None,
-                  svg: str | None, html_path: str | None, calibration: str | None) -> None:
+                  acceptance: float | None, mtp: int | None, explain: bool, as_json: bool, csv_path: str | None,
+                  png: str | None, svg: str | None, html_path: str | None, calibration: str | None) -> None:
     """Serve MODEL: TTFT, ITL (mean and last), end-to-end latency, throughput, the largest batch memory
     and --itl-slo allow, goodput and cost per million tokens, and throughput against latency over batch.
 
@@ -184,7 +187,7 @@ def serve_command(model: str, machine: str, prompt: int, output: int, batch: int
               utilization=memory_utilization, overlap=overlap, efficiency=eff,
               experts_hit=parse_experts_hit(experts_hit),
               overrides=changes, chunk=chunk, disaggregate_devices=disaggregate, draft=draft,
-              draft_tokens=draft_tokens, acceptance=acceptance)
+              draft_tokens=draft_tokens, acceptance=acceptance, mtp=mtp)
     for w in r.warnings:
         warn(w)
     if calibration and eff.measured_on and eff.measured_on != r.machine.id:  # was applied silently (issue 20)

@@ -41,7 +41,7 @@ def explain_kv(cfg: ModelConfig, bytes_per_element: float, dtype_name: str, leng
             lines.append(f"    × {layers} layers × {bytes_per_element:g} B ({dtype_name}) = {_sized(per)}")
         else:  # DeepSeek-V3.2: the lightning indexer's key beside the latent, every layer
             lines.append(f"    × {layers} layers × {bytes_per_element:g} B ({dtype_name}) + the DSA indexer's FP8 key "
-                         f"and float32 scale, index_head_dim + 4 = {ix.key_bytes} B × {cfg.num_layers} layers "
+                         f"and float32 scale, index_head_dim + 4 = {ix.key_bytes} B × {cfg.indexer_layers} layers "
                          f"= {_sized(per)}")
         per -= cfg.index_bytes_per_token
         mha = cfg.num_heads * (cfg.qk_head_dim + cfg.v_dim) * layers * bytes_per_element
@@ -168,7 +168,7 @@ def explain_model(a: ModelAnalysis) -> str:
         if cfg.indexer is not None:
             ix = cfg.indexer
             tokens_text += (f" + the DSA indexer (2·d_I + 3)·H_I = {(2 * ix.head_dim + 3) * ix.heads} per cached token "
-                            f"× {a.seq} × {cfg.num_layers} layers")
+                            f"× {a.seq} × {cfg.indexer_layers} layers")
         lines.append(f"              × {tokens_text} = {lim.attention_flop_per_token:.6g} FLOP")
         index = (f" (the indexer reads its whole key cache: {cfg.index_bytes_per_token} B × {a.seq} tokens)"
                  if cfg.indexer is not None else "")

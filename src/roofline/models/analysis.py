@@ -72,7 +72,7 @@ class DecodeLimit:
         """Σ_layers 2·H·(d_qk + d_v)·L: 4·L·h·layers for Llama; DeepSeek-V3.2 adds its indexer's
         (2·d_I + 3)·H_I per cached token and layer (roofline.models.dsa)."""
         ix = self.config.indexer
-        index = 0.0 if ix is None else (2 * ix.head_dim + 3) * ix.heads * self.context * self.config.num_layers
+        index = 0.0 if ix is None else (2 * ix.head_dim + 3) * ix.heads * self.context * self.config.indexer_layers
         return self.config.attention_flop_per_pair() * self.attended_tokens + index
 
     @property

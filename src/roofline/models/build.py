@@ -46,6 +46,7 @@ from roofline.errors import RooflineError, T
 from roofline.graph import FusionPlan, Graph, Op, Tensor
 from roofline.kernels import FLOP_PER_ELEMENT, attention_ops, elementwise_op, matmul_op, norm_op
 from roofline.models.deltanet import gated_deltanet
+from roofline.models.draft import mtp_input
 from roofline.models.dsa import lightning_indexer
 from roofline.models.dtypes import ModelDtypes, for_checkpoint, model_dtypes, weight_part
 from roofline.models.experts import combine_ops, dispatch_ops
@@ -329,7 +330,7 @@ class _Builder:
                                   f"{per:g}·{n}·{qr + r} + {rope:g}·{n}·{dr}; writes the latent "
                                   f"({r} + {dr} values per token) into the cache"))
         if cfg.indexer is not None:  # DeepSeek-V3.2: the lightning indexer picks the tokens MLA attends
-            lightning_indexer(self, x, q_in, layers)
+            lightning_indexer(self, x, q_in, cfg.indexer_layers)  # not on GLM-5.2's shared layers
         q = self.act("q", (n, H * (dn + dr)))
         if qr:
             qb = self.add(matmul_op("q_b_proj", q_in, self.weight("q_b_proj.weight", (qr, H * (dn + dr))), q, layers))
@@ -542,7 +543,11 @@ class _Builder:
         cfg, n, h = self.cfg, self.n, self.cfg.hidden_size
         resid = self.act("resid", (n, h))  # the residual stream between layers (layer input and output)
         hidden = self.act("hidden", (n, h))  # the residual stream after attention
-        self.embedding(resid)
+        if cfg.mtp_draft:  # an MTP module as the draft: its input projection first (roofline.models.draft)
+            self.embedding(embedded := self.act("mtp.embedded", (n, h)))
+            mtp_input(self, embedded, resid)
+        else:
+            self.embedding(resid)
         self.attention_block(resid, hidden)
         groups = [(MlpKind.DENSE, cfg.dense_layers), (MlpKind.MOE, cfg.moe_layers)]
         groups = [(kind, c) for kind, c in groups if c]

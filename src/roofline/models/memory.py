@@ -8,7 +8,8 @@ Weights per device: the parameters of one device's share of the widths (roofline
 the layer parts × ⌈L/pp⌉/L on one pipeline stage plus the larger of the first stage's embedding
 table(s) and the last stage's LM head (a tied head keeps a copy of the table there); routed experts
 / ep, whole (with --tp too: expert parallelism does not split an expert by tp; shared experts and the
-router are replicated). KV cache per device: one replica's batch/dp sequences at the device's KV heads, × ⌈L/pp⌉/L.
+router are replicated); multi-token-prediction layers on the last stage. KV cache per device: one
+replica's batch/dp sequences at the device's KV heads, × ⌈L/pp⌉/L.
 Activation workspace: the largest set of activations one kernel of the step reads and writes at
 once (what must be live together), a lower bound on what an engine's profiling run reserves.
 
@@ -26,6 +27,7 @@ from typing import Any
 from roofline.errors import RooflineError, T
 from roofline.graph import Kernel
 from roofline.models.dtypes import ModelDtypes
+from roofline.models.mtp import MTP_PARTS
 from roofline.models.split import shard, stage_share, valid_splits
 from roofline.models.transformer import ModelConfig
 from roofline.parallel import MOST_DEVICES, NODE_DEVICES, Split
@@ -124,17 +126,19 @@ def device_weights_bytes(cfg: ModelConfig, split: Split, dtypes: ModelDtypes) ->
     """One device's weights: its share of the widths; one stage's layers; the edge tables of the fuller
     end. Each part in its own dtype (a quantized checkpoint's tables and excluded modules in BF16)."""
     parts = shard(cfg, split).param_counts().parts
-    layers = {k: float(v) for k, v in parts.items() if k not in EDGE_PARTS}
+    layers = {k: float(v) for k, v in parts.items() if k not in EDGE_PARTS and k not in MTP_PARTS}
+    mtp = {k: float(parts[k]) for k in MTP_PARTS if k in parts}  # multi-token prediction: after the last layer
     # (E + R) / ep whole experts a device: the E routed ones and R redundant replicas (--redundant-experts)
     slots = (cfg.num_experts + cfg.redundant_experts) / cfg.num_experts if cfg.is_moe else 1.0
-    for part in ("experts", "expert_biases"):
-        if split.ep > 1 and part in layers:
-            layers[part] *= slots / split.ep
+    for group, part, share in ((layers, "experts", slots), (layers, "expert_biases", slots), (mtp, "mtp_experts", 1.0)):
+        if split.ep > 1 and part in group:
+            group[part] *= share / split.ep
     if split.pp == 1:
-        return dtypes.weights_bytes({**layers, **{k: parts[k] for k in EDGE_PARTS if k in parts}})
+        return dtypes.weights_bytes({**layers, **mtp, **{k: parts[k] for k in EDGE_PARTS if k in parts}})
     first = dtypes.weights_bytes({k: parts.get(k, 0) for k in ("embedding", "position_embedding")})
     last = (dtypes.weights_bytes({"lm_head": parts["lm_head"]}) if parts.get("lm_head")
             else dtypes.weights_bytes({"embedding": parts.get("embedding", 0)}))  # a tied head keeps a copy
+    last += dtypes.weights_bytes(mtp)  # the MTP layers sit on the last stage, beside the head
     share = stage_share(cfg, split)
     return dtypes.weights_bytes(layers) * share + max(first, last)
 

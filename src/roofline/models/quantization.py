@@ -7,6 +7,7 @@ is named in a warning (ModelConfig.load_warnings), never guessed.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 from roofline.dtypes import DTYPES, DType
 from roofline.errors import RooflineError, shown
 from roofline.models.fields import MAX_SIZE, is_int
+from roofline.models.mtp import mtp_components
 from roofline.models.transformer import SOFTMAX_KINDS, AttentionKind, MlpKind, ModelConfig
 
 _FP16_SCALE_BITS = 16  # GPTQ, AWQ and compressed-tensors store group scales in FP16/BF16
@@ -248,6 +250,47 @@ _TOP = (("lm_head", "lm_head"), ("embed_tokens", "embedding"), ("backbone.embedd
         ("wte", "embedding"), ("wpe", "position_embedding"))
 # not in the language model's main stack (the vision tower, multi-token-prediction layers)
 _OUTSIDE = ("vision", "visual", "multi_modal_projector", "mm_projector", "audio", "mtp.")
+_VISION = ("vision", "visual", "multi_modal_projector", "mm_projector")
+
+
+def _canonical_names(cfg: ModelConfig) -> list[str]:
+    """transformers' names of the model's linear modules (one expert standing for all of a layer's), against
+    which compressed-tensors' `re:` patterns are matched."""
+    out = ["lm_head", "model.embed_tokens"]
+    attn = (("q_a_proj", "q_b_proj", "q_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj") if cfg.is_mla
+            else ("q_proj", "k_proj", "v_proj", "o_proj"))
+    for i, mlp in enumerate(cfg.mlp_kinds):
+        layer = f"model.layers.{i}."
+        out += [f"{layer}self_attn.{a}" for a in attn]
+        if cfg.indexer is not None and i not in cfg.indexer.shared:
+            out += [f"{layer}self_attn.indexer.{w}" for w in ("wq_b", "wk", "weights_proj")]
+        if mlp == MlpKind.DENSE:
+            out += [f"{layer}mlp.{w}" for w in ("gate_proj", "up_proj", "down_proj")]
+        elif mlp == MlpKind.MOE:
+            out += [f"{layer}mlp.gate", *(f"{layer}mlp.experts.0.{w}" for w in ("gate_proj", "up_proj", "down_proj"))]
+            if cfg.num_shared_experts:
+                out += [f"{layer}mlp.shared_experts.{w}" for w in ("gate_proj", "up_proj", "down_proj")]
+    return out
+
+
+def _expand_patterns(cfg: ModelConfig, modules: tuple[str, ...]) -> list[str]:
+    """Module names, each compressed-tensors `re:` pattern replaced by the canonical names it matches
+    (compressed-tensors matches them with re.match); a pattern matching none is kept, to be named unread."""
+    out: list[str] = []
+    names: list[str] | None = None
+    for name in modules:
+        if not name.startswith("re:"):
+            out.append(name)
+            continue
+        try:
+            pattern = re.compile(name[3:])
+        except re.error:
+            out.append(name)
+            continue
+        names = _canonical_names(cfg) if names is None else names
+        hits = [n for n in names if pattern.match(n)]
+        out += hits or [name]
+    return out
 _ATTENTION = ("self_attn", "attn", "attention")
 _ROUTERS = ("mlp.gate", "mlp.router", "block_sparse_moe.gate", "router", "mlp.shared_expert_gate")
 _MLP_PARTS = ("mlp", "experts", "shared_experts", "router")
@@ -264,8 +307,10 @@ def _layer_parts(rest: str) -> tuple[str, ...] | None:
     r = rest.strip(".*")
     if r == "" or rest.startswith("*"):
         return ("attention", "linear_attention", *_MLP_PARTS)  # the whole layer
-    if "norm" in r.split(".")[-1] or r.split(".")[0].endswith("norm"):
-        return ()  # norm gains are never quantized
+    if "norm" in r.split(".")[-1] or r.split(".")[0].endswith("norm") or r.split(".")[-1].endswith("bias"):
+        return ()  # norm gains and biases (DeepSeek's e_score_correction_bias) are never quantized
+    if r in ("self_attn.indexers_proj", "self_attn.indexer.weights_proj"):  # GLM-5-FP8 names weights_proj so
+        return ("indexer.weights_proj",)
     if r.split(".")[:2] in (["self_attn", "indexer"], ["attn", "indexer"]):  # DeepSeek-V3.2's lightning indexer
         return ("indexer",)
     if r.split(".")[0] in _ATTENTION:
@@ -308,7 +353,57 @@ def _projection_share(cfg: ModelConfig, proj: str) -> float | None:
 
 
 _NEVER_QUANTIZED = ("embedding", "position_embedding", "norms", "biases", "sinks", "expert_biases",
-                    "mamba_conv_and_gains")
+                    "mamba_conv_and_gains", "mtp_norms", "mtp_tables")
+
+
+def _mtp_kept(cfg: ModelConfig, layer: int, rest: str, kept: dict[tuple[int, str], tuple[str, float]]) -> bool:
+    """Records in `kept`, per (MTP layer, component), the part and the parameters that one MTP layer's module
+    `rest` (after `layers.i`) keeps in 16 bits; False when the name is not read. Its norms, tables and
+    correction bias are never quantized."""
+    r = rest.strip(".*")
+    if r in ("enorm", "hnorm", "shared_head.norm", "embed_tokens", "shared_head.head") or r.endswith("_bias"):
+        return True
+    sizes = mtp_components(cfg, cfg.param_counts().parts["attention"] // (cfg.num_layers if cfg.is_mla
+                                                                          else cfg.kv_layers))
+    experts = cfg.num_experts * 3 * cfg.hidden_size * cfg.moe_intermediate_size
+    if r == "":  # the whole layer
+        kept.update({(layer, k): ("mtp", float(v)) for k, v in sizes.items()})
+        kept[(layer, "experts")] = ("mtp_experts", float(experts))
+        return True
+    parts = ("eh_proj",) if r == "eh_proj" else _layer_parts(rest)
+    if parts is None:
+        return False
+    for p in parts:
+        if p == "experts":
+            kept[(layer, "experts")] = ("mtp_experts", float(experts))
+        elif p.startswith("attention.") and (share := _projection_share(cfg, p.split(".", 1)[1])) is not None:
+            kept[(layer, p)] = ("mtp", share * sizes["attention"])
+        elif p == "indexer.weights_proj" and cfg.indexer is not None:
+            kept[(layer, p)] = ("mtp", float(cfg.hidden_size * cfg.indexer.heads))
+        elif p in sizes:
+            kept[(layer, p)] = ("mtp", float(sizes[p]))
+        elif p not in ("linear_attention", "mlp"):
+            return False
+    return True
+
+
+_QWEN_MTP = re.compile(r"^(?:model\.)?mtp((?:[.*].*)?)$")
+
+
+def _qwen_mtp_kept(cfg: ModelConfig, rest: str, kept: dict[tuple[int, str], tuple[str, float]]) -> bool:
+    """Qwen3-Next/3.5's `mtp` + `rest`: the whole module (mtp*), one of its layers (mtp.layers.i...), its fc
+    (eh_proj here) or a norm."""
+    r, first = rest.strip(".*"), cfg.num_layers
+    if r == "":
+        return all(_mtp_kept(cfg, first + i, "", kept) for i in range(cfg.mtp_layers))
+    if r == "fc":
+        return _mtp_kept(cfg, first, ".eh_proj", kept)
+    if r in ("norm", "pre_fc_norm_embedding", "pre_fc_norm_hidden"):
+        return True
+    m = _LAYER.match(r)
+    if m is None or m.group(1) == "*" or int(m.group(1)) >= cfg.mtp_layers:
+        return False
+    return _mtp_kept(cfg, first + int(m.group(1)), m.group(2) or "*", kept)
 
 
 def unquantized_parts(cfg: ModelConfig, modules: tuple[str, ...], where: str, experts_only: bool = False
@@ -335,11 +430,32 @@ def unquantized_parts(cfg: ModelConfig, modules: tuple[str, ...], where: str, ex
               "linear_attention": where_kind(cfg.layer_kinds, AttentionKind.LINEAR),
               "mamba": where_kind(cfg.layer_kinds, AttentionKind.MAMBA),
               "mlp": where_kind(cfg.mlp_kinds, MlpKind.DENSE), "experts": where_kind(cfg.mlp_kinds, MlpKind.MOE),
-              "indexer": set(range(layers)) if cfg.indexer is not None else set()}
+              "indexer": set(range(layers)) - set(cfg.indexer.shared) if cfg.indexer is not None else set()}
     having["router"] = having["shared_experts"] = having["experts"]
     matched: dict[str, dict[int, float]] = {p: {} for p in having}  # per part, layer -> share kept
+    mtp_kept: dict[tuple[int, str], tuple[str, float]] = {}  # (MTP layer, component) -> (part, params kept)
+    if cfg.indexer is not None:
+        # the indexer's weights_proj (h -> H_I) is BF16 in every checkpoint: DeepSeek-V3.2's inference code
+        # builds it in the default dtype, vLLM's loader notes FP8 checkpoints store it in BF16 beside an FP8 wk
+        proj = cfg.hidden_size * cfg.indexer.heads
+        matched["indexer"].update({i: proj / cfg.indexer.linear_params(cfg.hidden_size, cfg.q_lora_rank)
+                                   for i in having["indexer"]})
+        mtp_kept.update({(layers + i, "indexer.weights_proj"): ("mtp", float(proj)) for i in range(cfg.mtp_layers)})
+    if cfg.is_mla and cfg.is_moe:
+        # DeepSeek's router (DeepseekV3TopkRouter, the checkpoints' MoEGate) holds a Parameter, not an
+        # nn.Linear: no quantizer replaces it, and the exports' lists never name it (GLM-5-FP8 lists it anyway)
+        fraction["router"] = 1.0
+        mtp_kept.update({(layers + i, "router"): ("mtp", float(cfg.hidden_size * cfg.num_experts))
+                         for i in range(cfg.mtp_layers)})
     unread: list[str] = []
-    for name in modules:
+    for name in _expand_patterns(cfg, modules):
+        if cfg.mtp_layers and (qwen := _QWEN_MTP.match(name)):  # Qwen3-Next/3.5's mtp.* module
+            if not _qwen_mtp_kept(cfg, qwen.group(1), mtp_kept):
+                unread.append(name)
+            continue
+        if any(part in name for part in _VISION):
+            fraction["vision"] = 1.0  # the vision tower and its projector, whole (not read module by module)
+            continue
         if any(part in name for part in _OUTSIDE):
             continue
         m = _LAYER.match("layers." + name if name.startswith("*.") else name)
@@ -353,6 +469,10 @@ def unquantized_parts(cfg: ModelConfig, modules: tuple[str, ...], where: str, ex
                 unread.append(name)
             continue
         index, rest = m.groups()
+        if index != "*" and layers <= int(index) < layers + cfg.mtp_layers:  # a multi-token-prediction layer
+            if not _mtp_kept(cfg, int(index), rest, mtp_kept):
+                unread.append(name)
+            continue
         parts = _layer_parts(rest)
         if parts is None:
             unread.append(name)
@@ -362,7 +482,8 @@ def unquantized_parts(cfg: ModelConfig, modules: tuple[str, ...], where: str, ex
         elif int(index) < layers:
             chosen = {int(index)}
         else:
-            continue  # a multi-token-prediction layer beyond the main stack
+            unread.append(name)
+            continue
         for p in parts:
             share = 1.0
             if p.startswith("mamba.") and cfg.mamba is not None:
@@ -371,6 +492,8 @@ def unquantized_parts(cfg: ModelConfig, modules: tuple[str, ...], where: str, ex
                                      else mb.inner * cfg.hidden_size) / mb.linear_params(cfg.hidden_size)
             elif p.startswith("mamba."):
                 unread.append(name)
+                continue
+            if p == "indexer.weights_proj":  # always kept (below): listing it adds nothing
                 continue
             if p.startswith("attention."):
                 one = _projection_share(cfg, p.split(".", 1)[1])
@@ -383,7 +506,17 @@ def unquantized_parts(cfg: ModelConfig, modules: tuple[str, ...], where: str, ex
     for p, done in matched.items():
         if done and having[p]:
             fraction[p] = sum(done.values()) / len(having[p])
-    partial = sorted(p for p, f in fraction.items() if 0 < f < 1)
+    counts = cfg.param_counts().parts
+    for part in ("mtp", "mtp_experts"):
+        kept = sum(n for p, n in mtp_kept.values() if p == part)
+        if kept and counts.get(part):
+            fraction[part] = min(1.0, kept / counts[part])
+    # what is always kept (the router, the indexer's weights_proj) is no news: warn of what the lists add
+    listed_mtp = any(component not in ("router", "indexer.weights_proj") for _, component in mtp_kept)
+    always_indexer = (cfg.hidden_size * cfg.indexer.heads / cfg.indexer.linear_params(cfg.hidden_size, cfg.q_lora_rank)
+                      if cfg.indexer is not None else None)
+    partial = sorted(p for p, f in fraction.items() if 0 < f < 1 and (listed_mtp or p != "mtp")
+                     and not (p == "indexer" and always_indexer and math.isclose(f, always_indexer)))
     notes: tuple[str, ...] = ((f"{where}: the checkpoint keeps part of its {', '.join(partial)} in 16 bits (some "
                                f"layers or projections): counted so in memory; the step reads those weights at "
                                f"the quantized dtype",) if partial else ())

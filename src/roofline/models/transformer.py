@@ -22,6 +22,8 @@ from typing import Any
 from roofline.dtypes import DType
 from roofline.errors import RooflineError
 from roofline.models.formulas import Num, minimum
+from roofline.models.mtp import MTP_PARTS, mtp_parts
+from roofline.models.sparse import SparseIndexer
 from roofline.units import require_positive_int
 from roofline.vocab import Logits, MlaForm, Norm
 
@@ -138,26 +140,6 @@ class Mamba2:
                 + self.conv_channels * (self.conv_kernel - 1) * activation_bytes)
 
 
-@dataclass(frozen=True)
-class SparseIndexer:
-    """DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2-Exp, its inference/model.py
-    Indexer; vLLM deepseek_v2.py): `heads` index heads of `head_dim` score every cached token with
-    Σ_h w_h · ReLU(q_h · k), and MLA attends the `topk` best. Its key, one per token and layer, is
-    cached in FP8 with one float32 scale a 128 values: head_dim + 4·⌈head_dim/128⌉ bytes.
-    Weights: wq_b q_lora·heads·head_dim, wk h·head_dim, weights_proj h·heads, k_norm (a LayerNorm)."""
-
-    heads: int
-    head_dim: int
-    topk: int
-
-    @property
-    def key_bytes(self) -> int:
-        return self.head_dim + 4 * -(-self.head_dim // 128)
-
-    def linear_params(self, hidden: int, q_lora: int) -> int:
-        return q_lora * self.heads * self.head_dim + hidden * self.head_dim + hidden * self.heads
-
-
 class MlpKind(StrEnum):
     """Which MLP a layer runs: one dense MLP, a mixture of experts, or none (a Nemotron-H mixer block)."""
 
@@ -239,6 +221,11 @@ class ModelConfig:
     attn_output_gate: bool = False  # Qwen3-Next/3.5: q_proj also gives a sigmoid gate on the attention output
     shared_expert_gate: bool = False  # Qwen3-Next/3.5: a sigmoid gate (h -> 1) on the shared expert's output
     vision_params: int = 0  # a multimodal checkpoint's vision tower: in its memory, not in the text step
+    # multi-token prediction (num_nextn_predict_layers): layers in the checkpoint's memory, not in the main
+    # step (roofline.models.mtp); mtp_tables: each keeps its own copy of the embedding and the head (DeepSeek)
+    mtp_layers: int = 0
+    mtp_tables: bool = False
+    mtp_draft: bool = False  # this is one MTP module run as a draft: eh_proj before its layer (models/draft.py)
     rotary_dims: int = 0  # dims of each q/k head RoPE rotates (partial_rotary_factor · head_dim); 0: all
     source: str = ""  # preset name or file path
     # how the program runs the step (not the checkpoint's shape; `roofline model --logits/--mla`):
@@ -394,8 +381,8 @@ class ModelConfig:
                 continue
             out[names[kind]] = out.get(names[kind], 0) + 1
         dense = "ReLU² MLP" if self.activation == "relu2" else "dense MLP"
-        for label, count in ((dense, self.dense_layers), ("MoE", self.moe_layers)):
-            if count:
+        for label, count in ((dense, self.dense_layers), ("MoE", self.moe_layers), ("MTP", self.mtp_layers)):
+            if count:  # MTP: multi-token-prediction layers, in memory and not in the step (roofline.models.mtp)
                 out[label] = count
         return tuple(out.items())
 
@@ -435,7 +422,12 @@ class ModelConfig:
     def index_bytes_per_token(self) -> int:
         """DeepSeek-V3.2: the indexer's FP8 key and its scale, every layer (SparseIndexer.key_bytes);
         whatever the KV dtype, and never capped: the indexer scores the whole context."""
-        return 0 if self.indexer is None else self.num_layers * self.indexer.key_bytes
+        return 0 if self.indexer is None else self.indexer_layers * self.indexer.key_bytes
+
+    @property
+    def indexer_layers(self) -> int:
+        """Layers that run the lightning indexer: every layer but its `shared` ones (0 without DSA)."""
+        return 0 if self.indexer is None else self.num_layers - len(self.indexer.shared)
 
     def cached_tokens(self, layer_kind: AttentionKind, context: Num) -> Num:
         """Tokens one layer keeps and reads at `context`: all of them, or min(L, W) for a windowed
@@ -542,8 +534,8 @@ def _param_counts(c: ModelConfig) -> ParamCounts:
             norms += A * 2 * d
     counts["attention"] = (L if c.is_mla else c.kv_layers) * attn
     if c.indexer is not None:
-        counts["indexer"] = L * c.indexer.linear_params(h, c.q_lora_rank)
-        norms += L * 2 * c.indexer.head_dim  # k_norm, a LayerNorm: gain and bias
+        counts["indexer"] = c.indexer_layers * c.indexer.linear_params(h, c.q_lora_rank)
+        norms += c.indexer_layers * 2 * c.indexer.head_dim  # k_norm, a LayerNorm: gain and bias
     if c.linear_attention is not None:
         counts["linear_attention"] = c.attention_layers(AttentionKind.LINEAR) * c.linear_attention.layer_params(h)
     if c.mamba is not None:
@@ -568,7 +560,15 @@ def _param_counts(c: ModelConfig) -> ParamCounts:
         counts["expert_biases"] = c.moe_layers * c.num_experts * (2 * c.moe_intermediate_size + h)
     if c.vision_params:
         counts["vision"] = c.vision_params
+    if c.mtp_layers:
+        if not (c.is_mla and c.is_moe) and c.linear_attention is None:
+            raise RooflineError(f"model {c.name}: multi-token-prediction layers are read for DeepSeek-V3's, GLM-5's "
+                                f"and Qwen3-Next's layouts only")
+        counts.update(mtp_parts(c, attn))
     active = dict(counts)
+    for part in MTP_PARTS:
+        if part in active:
+            active[part] = 0  # the main step runs without them (roofline.models.mtp)
     if c.vision_params:
         active["vision"] = 0  # a text token does not run the vision tower
     if c.is_moe:

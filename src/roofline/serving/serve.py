@@ -55,7 +55,7 @@ from roofline.serving.chunked import ChunkedPrefill, check_chunk, chunked_prefil
 from roofline.serving.decode import Decode, largest_meeting, throughputs
 from roofline.serving.disaggregate import Disaggregation, disaggregate, parse_ratio
 from roofline.serving.efficiency import Band, Efficiency, Rate
-from roofline.serving.speculative import Speculative, speculative
+from roofline.serving.speculative import Speculative, mtp_draft, speculative
 from roofline.serving.speculative import check as check_speculative
 from roofline.units import format_time, require_positive_int
 from roofline.vocab import Phase, Plan
@@ -399,7 +399,7 @@ def serve(model: str | ModelConfig, machine: str | Machine = DEFAULT_MACHINE, sp
           utilization: float = DEFAULT_UTILIZATION, overlap: bool = False, efficiency: Efficiency | None = None,
           experts_hit: int | None = None, overrides: Mapping[str, str] | None = None, chunk: int | None = None,
           disaggregate_devices: str | tuple[int, int] | None = None, draft: str | ModelConfig | None = None,
-          draft_tokens: int | None = None, acceptance: float | None = None) -> ServingReport:
+          draft_tokens: int | None = None, acceptance: float | None = None, mtp: int | None = None) -> ServingReport:
     """Serve `model` on `machine` under `split` with prompts of `prompt` tokens generating `output`.
 
     `batch` None: the largest batch meeting `itl_slo_s` when given, else the smallest (1, or the
@@ -411,7 +411,8 @@ def serve(model: str | ModelConfig, machine: str | Machine = DEFAULT_MACHINE, sp
     What-ifs on the same graph and placement, each in its own module and its own report field:
     `chunk` (chunked prefill, roofline.serving.chunked), `disaggregate_devices` "P:D" (prefill and
     decode on separate groups, roofline.serving.disaggregate), `draft` with `draft_tokens` k (default
-    4) and `acceptance` a (speculative decoding, roofline.serving.speculative).
+    4) and `acceptance` a (speculative decoding, roofline.serving.speculative); `mtp` k: the model's own
+    multi-token-prediction layers as the draft (speculative.mtp_draft).
 
     Raises RooflineError (one line) for targets no batch meets (naming the closest: batch 1), a
     prompt + output beyond the model's max_position_embeddings, a non-positive price, target,
@@ -419,6 +420,8 @@ def serve(model: str | ModelConfig, machine: str | Machine = DEFAULT_MACHINE, sp
     a non-positive chunk, a malformed P:D, k < 1 or a outside (0, 1]."""
     prompt, output, price, ttft_slo, itl_slo = _checked_inputs(prompt, output, price_per_device_hour, ttft_slo_s,
                                                                itl_slo_s, utilization)
+    if mtp is not None:  # the model's own MTP layers as the draft
+        draft, draft_tokens = mtp_draft(load_config(model, overrides), mtp, draft, draft_tokens, acceptance)
     chunk, ratio, spec = _checked_what_ifs(chunk, disaggregate_devices, draft, draft_tokens, acceptance)
     eff = efficiency or Efficiency()
     cfg = load_config(model, overrides)
@@ -512,12 +515,13 @@ def _with_draft(report: ServingReport, draft: str | ModelConfig, spec: tuple[int
     draft_cfg = load_config(draft)
 
     def checked(b: int) -> ServingReport:
-        try:
-            return run(draft_cfg, sp, b)
+        try:  # an MTP draft sits on the last pipeline stage: one layer, no stages of its own
+            return run(draft_cfg, replace(sp, pp=1) if draft_cfg.mtp_draft else sp, b)
         except RooflineError as exc:
             raise RooflineError(f"{T.draft} {name} runs beside the target on {sp}, and {exc.marked}") from None
 
-    report = replace(report, speculative=speculative(report, name, spec[0], spec[1], checked))
+    report = replace(report, speculative=speculative(report, name, spec[0], spec[1], checked, draft_cfg.mtp_draft),
+                     warnings=(*report.warnings, *(draft_cfg.load_warnings if draft_cfg.mtp_draft else ())))
     if draft_cfg.vocab_size != cfg.vocab_size:
         report = replace(report, warnings=(*report.warnings, (
             f"the draft {draft_cfg.name}'s vocabulary ({draft_cfg.vocab_size:,} tokens) is not {cfg.name}'s "

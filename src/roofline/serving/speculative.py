@@ -25,6 +25,14 @@ The model, every term from the same graph and placement as the rest of `serve`:
 
 Bad input: k < 1 or a outside (0, 1] is a one-line error (exit 2 on the command line).
 
+The model's own multi-token-prediction layers as the draft (`roofline serve --mtp k --acceptance a`;
+DeepSeek-V3 technical report, arXiv 2412.19437 §5.4.3: the second token predicted by its MTP module is
+accepted 85–90% of the time): the draft is one MTP module (its eh_proj input projection, one layer of the
+model's last kind, the model's head; roofline.models.draft), run k times a step, each run one decode
+step over the generation's contexts; a model with fewer MTP modules than k reuses its last, as vLLM's MTP
+proposer does. Its weights are already in the target's memory (roofline.models.mtp): the fit adds only
+its own KV cache, one layer's.
+
 serve() calls this module and hands it a way to serve the draft.
 """
 
@@ -32,10 +40,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from roofline.errors import RooflineError, T
+from roofline.models.transformer import MlpKind, ModelConfig
 from roofline.serving.chunked import ChunkStep, chunk_step
 from roofline.serving.efficiency import Band, Rate, per_rate
 
@@ -72,6 +81,39 @@ def check(draft_tokens: int | None, acceptance: float | None) -> tuple[int, floa
     return k, float(acceptance)
 
 
+_MTP_PARTS = {"attention": "mtp", "indexer": "mtp", "router": "mtp", "shared_experts": "mtp", "experts": "mtp_experts"}
+
+
+def mtp_draft(cfg: ModelConfig, mtp: int, draft: object, draft_tokens: int | None,
+              acceptance: float | None) -> tuple[ModelConfig, int]:
+    """(the draft, k) of `--mtp k`: the model's MTP module as a one-layer model (mtp_draft) whose weights
+    keep the checkpoint's MTP dtypes (its parts' 16-bit fractions, ModelConfig.unquantized)."""
+    if draft is not None or draft_tokens is not None:
+        raise RooflineError(f"{T.mtp} drafts with the model's own multi-token-prediction layers: give it or "
+                            f"{T.draft} MODEL ({T.draft_tokens}), not both")
+    if not cfg.mtp_layers:
+        raise RooflineError(f"{cfg.name} has no multi-token-prediction layers (num_nextn_predict_layers is 0 or "
+                            f"absent): {T.mtp} needs them; give {T.draft} MODEL for a separate draft model")
+    if isinstance(mtp, bool) or not isinstance(mtp, int) or mtp < 1:
+        raise RooflineError(f"{T.mtp} must be a positive integer (the MTP module's runs a step), got {mtp!r}")
+    if acceptance is None:
+        raise RooflineError(f"{T.mtp} needs {T.acceptance} a, the chance a drafted token is accepted, in (0, 1]")
+    k, _ = check(mtp, acceptance)
+    kept = dict(cfg.unquantized)
+    unquantized = {**kept, **{p: kept.get(m, 0.0) for p, m in _MTP_PARTS.items()}}
+    ix = cfg.indexer
+    one = replace(cfg, name=f"{cfg.name} MTP", num_layers=1, layer_attention=(), first_dense_layers=0,
+                  layer_mlp=(MlpKind.MOE,) if cfg.is_moe else (), mtp_layers=0, mtp_tables=False, mtp_draft=True,
+                  vision_params=0, indexer=None if ix is None else replace(ix, shared=()), linear_attention=None,
+                  mamba=None,  # Qwen3-Next's MTP layers are full attention
+                  unquantized=tuple(sorted((p, f) for p, f in unquantized.items() if f)),
+                  load_warnings=() if ix is None or not ix.mtp_shares_index else (
+                      f"{cfg.name}: index_share_for_mtp_iteration is true (its MTP iterations reuse a top-k rather "
+                      f"than run the indexer; which one is not pinned here): the draft step runs its indexer every "
+                      f"time, an upper bound",))
+    return one, k
+
+
 @dataclass(frozen=True)
 class Speculative:
     draft: str
@@ -85,6 +127,7 @@ class Speculative:
     draft_kv_bytes_per_sequence: float = 0.0  # per device, prompt + output tokens
     max_batch_memory: int | None = None  # both models' weights and KV caches on the same devices
     workspace_bytes: float = 0.0  # the larger of the two models' step workspaces (they run in turn)
+    shares_weights: bool = False  # --mtp: the draft's weights are the target's own MTP layers, already in memory
 
     @property
     def fits(self) -> bool | None:
@@ -123,14 +166,17 @@ class Speculative:
                 "round_s": self.round.to_dict(), "net_itl_s": self.net_itl.to_dict(),
                 "target_itl_s": self.target_itl.to_dict(), "speedup": self.speedup,
                 "throughput_tokens_per_s": self.throughput.to_dict(),
-                "draft_weights_bytes": self.draft_weights_bytes,
+                "draft_weights_bytes": self.draft_weights_bytes, "draft_is_mtp": self.shares_weights,
                 "draft_kv_bytes_per_sequence": self.draft_kv_bytes_per_sequence,
                 "max_batch_memory": self.max_batch_memory, "fits": self.fits, "formulas": dict(FORMULAS)}
 
 
-def speculative(r: Any, draft_name: str, k: int, a: float, run_draft: Callable[[int], Any]) -> Speculative:
-    """The what-if on the report `r`: `run_draft(batch)` serves the draft model on the same split."""
+def speculative(r: Any, draft_name: str, k: int, a: float, run_draft: Callable[[int], Any],
+                shares_weights: bool = False) -> Speculative:
+    """The what-if on the report `r`: `run_draft(batch)` serves the draft model on the same split;
+    `shares_weights`: the draft is the target's own MTP module, its weights counted in the target's."""
     dr = run_draft(r.batch)
+    weights = 0.0 if shares_weights else dr.weights_bytes
     context = r.prompt + r.output // 2
     if k + 1 > context:  # the verify step's k + 1 queries attend to at most the context's keys
         advice = f"draft at most {context - 1} tokens" if context > 1 else "too short a request to draft for"
@@ -138,19 +184,19 @@ def speculative(r: Any, draft_name: str, k: int, a: float, run_draft: Callable[[
                             f"mid-generation context of {context} (prompt + output/2); {advice}")
     verify = chunk_step(r, r.batch, k + 1, context)
     return Speculative(dr.config.name if dr.config.name else draft_name, k, a, r.batch, dr.itl_mean, verify,
-                       r.itl_mean, dr.weights_bytes, dr.kv_bytes_per_sequence, _max_batch(r, dr),
-                       max(r.workspace_bytes, dr.workspace_bytes))
+                       r.itl_mean, weights, dr.kv_bytes_per_sequence, _max_batch(r, dr, weights),
+                       max(r.workspace_bytes, dr.workspace_bytes), shares_weights)
 
 
-def _max_batch(r: Any, dr: Any) -> int | None:
+def _max_batch(r: Any, dr: Any, draft_weights: float) -> int | None:
     """Target and draft on the same devices: (usable − both weights − workspace) / both KV caches a sequence,
     rounded down to the batch unit; None without a memory capacity."""
     if r.usable_bytes is None:
         return None
-    room = r.usable_bytes - r.weights_bytes - dr.weights_bytes - max(r.workspace_bytes, dr.workspace_bytes)
+    room = r.usable_bytes - r.weights_bytes - draft_weights - max(r.workspace_bytes, dr.workspace_bytes)
     unit = r.batch_unit
     per_replica = int(room // (r.kv_bytes_per_sequence + dr.kv_bytes_per_sequence)) if room > 0 else 0
     return per_replica // (unit // r.split.dp) * unit
 
 
-__all__ = ["FORMULAS", "Speculative", "check", "expected_tokens", "speculative"]
+__all__ = ["FORMULAS", "Speculative", "check", "expected_tokens", "mtp_draft", "speculative"]

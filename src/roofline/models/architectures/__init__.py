@@ -17,8 +17,10 @@ from roofline.errors import RooflineError, shown
 from roofline.models.architectures import (
     deepseek,
     gemma,
+    glm,
     gpt2,
     gpt_oss,
+    kimi,
     llama,
     llama4,
     mistral,
@@ -31,7 +33,8 @@ from roofline.models.fields import Fields
 from roofline.models.quantization import checkpoint_weights, excluded_modules, unquantized_parts
 from roofline.models.transformer import ModelConfig
 
-_FAMILIES = (llama, llama4, mistral, qwen, qwen3_next, deepseek, gemma, gpt2, gpt_oss, nemotron_h)
+_FAMILIES = (llama, llama4, mistral, qwen, qwen3_next, deepseek, glm, kimi, gemma, gpt2, gpt_oss,
+             nemotron_h)
 
 
 def _registry() -> Mapping[str, Parser]:
@@ -56,6 +59,12 @@ def config_from_dict(raw: Mapping[str, Any], name: str = "model", where: str = "
         raise RooflineError(f"config {where}: expected a JSON object at the top level")
     weights, notes = checkpoint_weights(raw, where)
     outer = raw
+    inner_q = raw.get("text_config", {}).get("quantization_config") if isinstance(raw.get("text_config"), Mapping) \
+        else None
+    if weights is None and not notes and inner_q is not None:  # Kimi K2.5 INT4: the language model's own
+        weights, notes = checkpoint_weights(raw["text_config"], where)
+        # it covers the language model only: the vision tower stays in 16 bits
+        outer = {"quantization_config": {**inner_q, "ignore": [*_listed(inner_q), "vision_tower*"]}}
     model_type = raw.get("model_type")
     if model_type == "gemma3" and isinstance(raw.get("text_config"), Mapping):
         if raw.get("vision_config") is not None:  # its SigLIP tower is not read: said, not silently dropped
@@ -80,6 +89,11 @@ def config_from_dict(raw: Mapping[str, Any], name: str = "model", where: str = "
     kept, unread = unquantized_parts(config, excluded_modules(outer, where), where,
                                      experts_only=weights.name == "mxfp4" and config.is_moe)
     return replace(config, weights_dtype=weights, unquantized=kept, load_warnings=(*notes, *unread))
+
+
+def _listed(q: Any) -> list[Any]:
+    names = q.get("ignore", []) if isinstance(q, Mapping) else []
+    return list(names) if isinstance(names, list) else [names]
 
 
 __all__ = ["PARSERS", "SUPPORTED", "config_from_dict"]

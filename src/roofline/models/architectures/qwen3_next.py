@@ -101,10 +101,11 @@ def _text(f: Fields, name: str, model_type: str, tie: bool, vision: int) -> Mode
         kw["num_shared_experts"] = shared // moe
         kw["shared_expert_gate"] = shared > 0
         kw["intermediate_size"] = 0
-    mtp = f.integer("mtp_num_hidden_layers", 0, "num_nextn_predict_layers", minimum=0)
-    if mtp:
-        kw["load_warnings"] = (f"config {f.where}: {mtp} multi-token-prediction layer(s) (mtp_num_hidden_layers) are "
-                               f"not counted: not in the step, and left out of the checkpoint's memory",)
+    # multi-token prediction (roofline.models.mtp): in memory, not in the step; vLLM's qwen3_next_mtp.py
+    # shares the main model's embed_tokens and lm_head, as mtp_use_dedicated_embeddings false says
+    kw["mtp_layers"] = f.integer("mtp_num_hidden_layers", 0, "num_nextn_predict_layers", minimum=0)
+    if kw["mtp_layers"] and f.flag("mtp_use_dedicated_embeddings", False):
+        raise f.refuse("mtp_use_dedicated_embeddings", "is true: the MTP layers' own embedding is not read")
     return ModelConfig(**kw)
 
 
