@@ -5,9 +5,17 @@ config (tests/fixtures/configs, sources in its README) or taken from the model c
 
 from __future__ import annotations
 
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
 import pytest
 
-from roofline.models import analyze_model, load_config
+from flopcount import hf_prefill_flop, masked_pairs, our_prefill_matrix_flop
+from roofline.errors import RooflineError
+from roofline.models import analyze_model, config_from_dict, load_config
+from roofline.vocab import Role
 
 # --- the decode limit counts the recurrent state ---------------------------------------------------
 
@@ -51,3 +59,191 @@ def test_nemotron_h_decode_limit_counts_mamba_state() -> None:
     assert lim.recurrent_flop_per_token == 5 * mb.head_dim * mb.state_dim * mb.heads * layers
     assert lim.state_bytes_per_sequence == 2 * cfg.state_bytes_per_sequence(2.0)
     assert lim.state_bytes_per_sequence == 2 * 49_082_368  # Nemotron 3 Nano's state (test_models_nemotron_h)
+
+
+# --- Qwen3-VL: the language model analysed, the vision tower counted -------------------------------
+
+CONFIGS = Path(__file__).parent / "fixtures" / "configs"
+
+
+def raw(folder: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((CONFIGS / folder / "config.json").read_text())
+    return data
+
+
+def qwen3_vl_vision(w: int, inter: int, depth: int, out: int, deep: int) -> int:
+    """Qwen3VLVisionModel (transformers models/qwen3_vl): Conv3d patch embedding 3·2·16²·w + w, 2304
+    learned positions, per block two LayerNorms 4w, qkv 3w² + 3w, proj w² + w, MLP 2·w·I + I + w;
+    the merger over 2x2 patches (m = 4w): LayerNorm 2w, fc1 m² + m, fc2 m·out + out; each DeepStack
+    merger the same with its LayerNorm over m."""
+    m = 4 * w
+    merger = m * m + m + m * out + out
+    return (3 * 2 * 16 * 16 * w + w + 2304 * w + depth * (4 * w + 4 * w * w + 4 * w + 2 * w * inter + inter + w)
+            + merger + 2 * w + deep * (merger + 2 * m))
+
+
+def test_qwen3_vl_8b_against_its_model_card() -> None:
+    # Qwen/Qwen3-VL-8B-Instruct's hub page: 8.77B params (safetensors, BF16), vision tower included
+    cfg = load_config(str(CONFIGS / "Qwen3-VL-8B-Instruct"))
+    assert cfg.total_params / 1e9 == pytest.approx(8.77, abs=0.005)
+    # the tower from its vision_config (depth 27, hidden 1152, MLP 4304, out 4096, 3 DeepStack mergers)
+    assert cfg.param_counts().parts["vision"] == qwen3_vl_vision(1152, 4304, 27, 4096, 3)
+    # the text model alone is Qwen3-8B's shape: 36 layers, 32 heads, 8 KV heads of 128, SwiGLU 12288
+    h, L = 4096, 36
+    text = 2 * 151_936 * h + L * (h * (32 + 2 * 8) * 128 + 32 * 128 * h + 3 * h * 12_288 + 2 * h + 2 * 128) + h
+    assert cfg.total_params - cfg.param_counts().parts["vision"] == text
+    # the tower is in memory, not in a text token's active parameters
+    assert cfg.active_params == text
+    # KV per token: 36 layers · K and V · 8 heads · 128 · 2 bytes
+    assert cfg.kv_cache_bytes_per_token() == 36 * 2 * 8 * 128 * 2 == 147_456
+    assert cfg.layer_groups() == (("full attention", 36), ("dense MLP", 36))
+
+
+def test_qwen3_vl_moe_against_their_model_cards() -> None:
+    # hub pages: Qwen3-VL-30B-A3B-Instruct 31.1B params, Qwen3-VL-235B-A22B-Instruct 236B (safetensors)
+    small = load_config(str(CONFIGS / "Qwen3-VL-30B-A3B-Instruct"))
+    assert small.total_params / 1e9 == pytest.approx(31.1, abs=0.05)
+    assert small.param_counts().parts["vision"] == qwen3_vl_vision(1152, 4304, 27, 2048, 3)
+    big = load_config(str(CONFIGS / "Qwen3-VL-235B-A22B-Instruct"))
+    assert big.total_params / 1e9 == pytest.approx(236, abs=0.5)
+    # 48 layers · 2 · 4 KV heads · 128 · 2 bytes; 94 layers for the 235B
+    assert small.kv_cache_bytes_per_token() == 48 * 2 * 4 * 128 * 2
+    assert big.kv_cache_bytes_per_token() == 94 * 2 * 4 * 128 * 2
+
+
+def test_qwen3_vl_memory_holds_the_tower_and_a_text_step_does_not_run_it() -> None:
+    a = analyze_model(str(CONFIGS / "Qwen3-VL-8B-Instruct"), "h200", "decode", 1, 1024)
+    cfg = a.config
+    assert a.memory.weights_bytes == pytest.approx(cfg.total_params * 2, rel=1e-12)  # BF16, tower included
+    # the step reads the text model's weights (its embedding rows gathered, not the whole table)
+    weights = a.bytes_by_role()[Role.WEIGHT]
+    text_read = (cfg.active_params - 151_936 * 4096 + 4096) * 2
+    assert weights == pytest.approx(text_read, rel=1e-3)
+
+
+@pytest.mark.parametrize("section, why", [([24, 20, 21], "summing to head_dim/2 = 64"),
+                                          ("24,20,20", "a list of positive integers"),
+                                          ([64, 0], "a list of positive integers")])
+def test_hostile_mrope_section(section: Any, why: str) -> None:
+    bad = raw("Qwen3-VL-8B-Instruct")
+    bad["text_config"]["rope_scaling"] = {"mrope_section": section, "rope_type": "default"}
+    with pytest.raises(RooflineError, match=f"rope_scaling.mrope_section' must be .*{why}"):
+        config_from_dict(bad)
+
+
+@pytest.mark.parametrize("where, value, match", [
+    ("text_config", [1], "field 'text_config' must be an object"),
+    ("vision_config", "big", "field 'vision_config' must be an object"),
+    ("vision_config.depth", -1, "field 'depth' must be a positive integer"),
+    ("text_config.model_type", "qwen3_moe", "text_config's model_type 'qwen3_moe' is not qwen3_vl_text"),
+])
+def test_hostile_qwen3_vl_fields(where: str, value: Any, match: str) -> None:
+    bad = raw("Qwen3-VL-8B-Instruct")
+    head, _, tail = where.partition(".")
+    if tail:
+        bad[head][tail] = value
+    else:
+        bad[head] = value
+    with pytest.raises(RooflineError, match=match):
+        config_from_dict(bad)
+
+
+TINY_QWEN3_VL = {
+    "model_type": "qwen3_vl", "tie_word_embeddings": False,
+    "text_config": {"model_type": "qwen3_vl_text", "hidden_size": 64, "intermediate_size": 96,
+                    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+                    "vocab_size": 256, "max_position_embeddings": 128,
+                    "rope_scaling": {"mrope_interleaved": True, "mrope_section": [4, 2, 2], "rope_type": "default"}},
+    "vision_config": {"depth": 1, "hidden_size": 32, "intermediate_size": 48, "num_heads": 2, "out_hidden_size": 64,
+                      "num_position_embeddings": 16, "deepstack_visual_indexes": [0], "in_channels": 3,
+                      "patch_size": 16, "spatial_merge_size": 2, "temporal_patch_size": 2}}
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("moe", [False, True], ids=["dense", "moe"])
+def test_qwen3_vl_flops_against_flop_counter(moe: bool) -> None:
+    pytest.importorskip("torch")
+    tiny = copy.deepcopy(TINY_QWEN3_VL)
+    if moe:
+        tiny["model_type"] = "qwen3_vl_moe"
+        tiny["text_config"].update(model_type="qwen3_vl_moe_text", num_experts=4, num_experts_per_tok=2,
+                                   moe_intermediate_size=32, decoder_sparse_step=1, mlp_only_layers=[])
+    tokens = 16
+    # FlopCounterMode's whole square less the masked pairs: 2·(16 + 16) per pair, 4 heads, 2 layers
+    expected = hf_prefill_flop(tiny, tokens) - 2 * (16 + 16) * 4 * 2 * masked_pairs(tokens)
+    assert our_prefill_matrix_flop(tiny, tokens) == pytest.approx(expected, rel=1e-9)
+
+
+@pytest.mark.torch
+def test_qwen3_vl_vision_tower_against_transformers() -> None:
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers", minversion="5")
+    from transformers.models.qwen3_vl import modeling_qwen3_vl
+
+    vision = raw("Qwen3-VL-8B-Instruct")["vision_config"]
+    with torch.device("meta"):  # the real shape, no memory
+        tower = modeling_qwen3_vl.Qwen3VLVisionModel(transformers.Qwen3VLVisionConfig(**vision))
+    assert sum(p.numel() for p in tower.parameters()) == load_config(
+        str(CONFIGS / "Qwen3-VL-8B-Instruct")).param_counts().parts["vision"]
+
+
+# --- Llama 4: the vision tower counted ---------------------------------------------------------------
+
+# Llama-4-Scout-17B-16E-Instruct's vision_config as published on its hub page (aiconfigurator-core 0.12.0
+# ships the text_config only; ai-dynamo/aiconfigurator's later tests assert this vision_config for both
+# Scout and Maverick)
+LLAMA4_VISION = {"attention_dropout": 0.0, "hidden_act": "gelu", "hidden_size": 1408, "image_size": 336,
+                 "initializer_range": 0.02, "intermediate_size": 5632, "model_type": "llama4_vision_model",
+                 "multi_modal_projector_bias": False, "norm_eps": 1e-5, "num_attention_heads": 16,
+                 "num_channels": 3, "num_hidden_layers": 34, "patch_size": 14, "pixel_shuffle_ratio": 0.5,
+                 "projector_dropout": 0.0, "projector_input_dim": 4096, "projector_output_dim": 4096,
+                 "rope_theta": 10000, "vision_feature_layer": -1, "vision_feature_select_strategy": "default",
+                 "vision_output_dim": 4096}
+
+
+def scout_with_vision() -> dict[str, Any]:
+    return {**json.loads((CONFIGS / "Llama-4-Scout-17B-16E-Instruct" / "config.json").read_text()),
+            "vision_config": LLAMA4_VISION}
+
+
+def test_llama4_scout_counts_its_vision_tower() -> None:
+    cfg = config_from_dict(scout_with_vision())
+    w, inter = 1408, 5632
+    # class embedding, 577 positions ((336/14)² + 1), unfold patch embedding 3·14²·w, two LayerNorms,
+    # 34 layers (q, k, v, o with biases, fc1/fc2 with biases, two LayerNorms), the pixel-shuffle adapter
+    # 5632·4096 + 4096², the projector 4096·5120 (transformers Llama4VisionModel, Llama4MultiModalProjector)
+    vision = (w + 577 * w + 3 * 14 * 14 * w + 4 * w + 34 * (4 * (w * w + w) + 2 * w * inter + inter + w + 4 * w)
+              + inter * 4096 + 4096 * 4096 + 4096 * 5120)
+    assert cfg.param_counts().parts["vision"] == vision == 871_932_416
+    text = load_config(str(CONFIGS / "Llama-4-Scout-17B-16E-Instruct")).total_params
+    # the hub page: 109B params with the vision encoder (108.64B rounds there; the text alone is 107.8B)
+    assert (text + vision) / 1e9 == pytest.approx(109, abs=0.5)
+    assert cfg.total_params == text + vision
+    assert not [w for w in cfg.load_warnings if "vision" in w]  # counted now, no longer warned about
+
+
+@pytest.mark.torch
+def test_llama4_vision_tower_against_transformers() -> None:
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers", minversion="5")
+    text = json.loads((CONFIGS / "Llama-4-Scout-17B-16E-Instruct" / "config.json").read_text())["text_config"]
+    with torch.device("meta"):
+        model = transformers.Llama4ForConditionalGeneration(
+            transformers.Llama4Config(vision_config=LLAMA4_VISION, text_config=text, tie_word_embeddings=False))
+    counted = {"vision": 0, "text": 0}
+    for name, p in model.named_parameters():
+        counted["vision" if "vision_model" in name or "multi_modal_projector" in name else "text"] += p.numel()
+    cfg = config_from_dict(scout_with_vision())
+    assert counted["vision"] == cfg.param_counts().parts["vision"]
+    assert counted["text"] + counted["vision"] == cfg.total_params
+
+
+@pytest.mark.parametrize("key, value, match", [
+    ("image_size", 335, "field 'image_size' \\(335\\) must be a multiple of patch_size"),
+    ("multi_modal_projector_bias", True, "field 'multi_modal_projector_bias' true is not read"),
+    ("projector_input_dim", 0, "field 'projector_input_dim' must be a positive integer")])
+def test_hostile_llama4_vision_fields(key: str, value: Any, match: str) -> None:
+    bad = scout_with_vision()
+    bad["vision_config"] = {**LLAMA4_VISION, key: value}
+    with pytest.raises(RooflineError, match=match):
+        config_from_dict(bad)

@@ -248,6 +248,9 @@ _TOP = (("lm_head", "lm_head"), ("embed_tokens", "embedding"), ("backbone.embedd
         ("wte", "embedding"), ("wpe", "position_embedding"))
 # not in the language model's main stack (the vision tower, multi-token-prediction layers)
 _OUTSIDE = ("vision", "visual", "multi_modal_projector", "mm_projector", "audio", "mtp.")
+# the whole vision tower's module names (Qwen's model.visual, Gemma's vision_tower, Llama 4's vision_model);
+# a projector alone (embed_vision, multi_modal_projector) is a share of it, not read
+_VISION = ("visual", "vision_tower", "vision_model")
 _ATTENTION = ("self_attn", "attn", "attention")
 _ROUTERS = ("mlp.gate", "mlp.router", "block_sparse_moe.gate", "router", "mlp.shared_expert_gate")
 _MLP_PARTS = ("mlp", "experts", "shared_experts", "router")
@@ -341,6 +344,8 @@ def unquantized_parts(cfg: ModelConfig, modules: tuple[str, ...], where: str, ex
     unread: list[str] = []
     for name in modules:
         if any(part in name for part in _OUTSIDE):
+            if cfg.vision_params and any(part in name for part in _VISION):
+                fraction["vision"] = 1.0  # the vision tower (model.visual*, model.vision_tower*) kept whole
             continue
         m = _LAYER.match("layers." + name if name.startswith("*.") else name)
         if m is None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from types import MappingProxyType
+from types import MappingProxyType, ModuleType
 from typing import Any
 
 from roofline.errors import RooflineError, shown
@@ -25,13 +25,16 @@ from roofline.models.architectures import (
     nemotron_h,
     qwen,
     qwen3_next,
+    qwen3_vl,  # issue 22, second part
 )
 from roofline.models.architectures.common import Parser
 from roofline.models.fields import Fields
 from roofline.models.quantization import checkpoint_weights, excluded_modules, unquantized_parts
 from roofline.models.transformer import ModelConfig
 
-_FAMILIES = (llama, llama4, mistral, qwen, qwen3_next, deepseek, gemma, gpt2, gpt_oss, nemotron_h)
+_FAMILIES: tuple[ModuleType, ...] = (llama, llama4, mistral, qwen, qwen3_next, deepseek, gemma, gpt2, gpt_oss,
+                                     nemotron_h)
+_FAMILIES += (qwen3_vl,)  # issue 22, second part
 
 
 def _registry() -> Mapping[str, Parser]:
