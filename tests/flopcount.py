@@ -57,3 +57,25 @@ def our_prefill_matrix_flop(raw: dict[str, Any], tokens: int) -> float:
 def masked_pairs(tokens: int) -> int:
     """Pairs the causal mask removes per head and layer in a prefill of `tokens`: T·(T − 1)/2."""
     return tokens * (tokens - 1) // 2
+
+
+def hf_param_count(raw: dict[str, Any]) -> int:
+    """Values the transformers model built from `raw` stores in its checkpoint (on the meta device: shapes
+    only): its state dict, parameters and persistent buffers (MiniMax-M2's e_score_correction_bias is a
+    buffer the checkpoint holds), tied tables once."""
+    import torch
+    import transformers
+
+    cfg = transformers.AutoConfig.for_model(**raw)
+    with torch.device("meta"):
+        try:
+            model = transformers.AutoModelForCausalLM.from_config(cfg)
+        except ValueError:
+            model = transformers.AutoModelForImageTextToText.from_config(cfg)
+    seen: set[int] = set()
+    total = 0
+    for t in model.state_dict(keep_vars=True).values():
+        if id(t) not in seen:
+            seen.add(id(t))
+            total += t.numel()
+    return total

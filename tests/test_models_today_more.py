@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from flopcount import hf_prefill_flop, masked_pairs, our_prefill_matrix_flop
+from flopcount import hf_param_count, hf_prefill_flop, masked_pairs, our_prefill_matrix_flop
 from roofline.errors import RooflineError
 from roofline.models import analyze_model, config_from_dict, load_config
 from roofline.vocab import Role
@@ -247,3 +247,70 @@ def test_hostile_llama4_vision_fields(key: str, value: Any, match: str) -> None:
     bad["vision_config"] = {**LLAMA4_VISION, key: value}
     with pytest.raises(RooflineError, match=match):
         config_from_dict(bad)
+
+
+# --- MiniMax-M2.5 (minimax_m2) ------------------------------------------------------------------------
+
+def test_minimax_m2_5_against_its_model_card() -> None:
+    # MiniMaxAI/MiniMax-M2.5's model card: 230B total parameters, 10B active; its report gives 229.9B and
+    # 9.8B activated per token (without the embedding tables: 2·200,064·3,072 = 1.23B)
+    cfg = load_config(str(CONFIGS / "MiniMax-M2.5"))
+    h, L, E, f = 3072, 62, 256, 1536
+    tables = 2 * 200_064 * h
+    attention = L * (h * (48 + 2 * 8) * 128 + 48 * 128 * h)
+    experts = L * E * 3 * h * f
+    norms = L * (2 * h + (48 + 8) * 128) + h  # two block norms, q_norm over 48·128 and k_norm over 8·128
+    routers = L * h * E + L * E  # the router and its e_score_correction_bias
+    assert cfg.total_params == tables + attention + experts + norms + routers
+    assert cfg.total_params / 1e9 == pytest.approx(230, abs=1.5)
+    active_body = cfg.active_params - tables
+    assert active_body == attention + L * 8 * 3 * h * f + norms + routers
+    assert active_body / 1e9 == pytest.approx(9.8, abs=0.05)
+    # KV per token: 62 layers · K and V · 8 heads · 128 · 2 bytes; partial RoPE over 64 of 128 dims
+    assert cfg.kv_cache_bytes_per_token() == 62 * 2 * 8 * 128 * 2 == 253_952
+    assert cfg.rotary_dims == 64
+    assert any("num_mtp_modules" in w for w in cfg.load_warnings)  # 3 MTP modules named, not counted
+
+
+def test_minimax_m2_5_fp8_keeps_its_routers_in_bf16() -> None:
+    # modules_to_not_convert ["gate", "e_score_correction_bias", "lm_head"]: the bare "gate" is every
+    # layer's block_sparse_moe.gate (transformers matches it as a suffix); the bias is never quantized
+    cfg = load_config(str(CONFIGS / "MiniMax-M2.5"))
+    assert dict(cfg.unquantized)["router"] == 1.0 and dict(cfg.unquantized)["lm_head"] == 1.0
+    assert not [w for w in cfg.load_warnings if "not read" in w]
+
+
+def test_minimax_m2_5_nvfp4_reads_its_exclusions() -> None:
+    # nvidia/MiniMax-M2.5-NVFP4's hf_quant_config.json: NVFP4, every layer's self_attn and router excluded
+    cfg = load_config(str(CONFIGS / "MiniMax-M2.5-NVFP4"))
+    assert cfg.weights_dtype is not None and cfg.weights_dtype.name == "nvfp4"
+    kept = dict(cfg.unquantized)
+    assert kept["attention"] == 1.0 and kept["router"] == 1.0
+
+
+@pytest.mark.parametrize("key, value, match", [
+    ("attn_type_list", [0] * 62, "field 'attn_type_list' must give 1"),
+    ("qk_norm_type", "per_head", "field 'qk_norm_type' other than per_layer"),
+    ("use_qk_norm", False, "field 'qk_norm_type' other than per_layer \\(with use_qk_norm true\\)"),
+    ("rotary_dim", 63, "field 'rotary_dim' must be an even number"),
+    ("partial_rotary_factor", 0.25, "field 'partial_rotary_factor' \\(0.25\\) disagrees with rotary_dim"),
+    ("shared_intermediate_size", 1536, "field 'shared_intermediate_size' is not read"),
+    ("sliding_window", 4096, "field 'sliding_window' is not read"),
+    ("scoring_func", "tanh", "field 'scoring_func' must be 'sigmoid' or 'softmax'")])
+def test_hostile_minimax_m2_fields(key: str, value: Any, match: str) -> None:
+    with pytest.raises(RooflineError, match=match):
+        config_from_dict({**raw("MiniMax-M2.5"), key: value})
+
+
+@pytest.mark.torch
+def test_minimax_m2_flops_against_flop_counter() -> None:
+    pytest.importorskip("torch")
+    tiny = {"model_type": "minimax_m2", "hidden_size": 64, "intermediate_size": 32, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "rotary_dim": 8,
+            "num_local_experts": 4, "num_experts_per_tok": 2, "vocab_size": 256, "max_position_embeddings": 128,
+            "qk_norm_type": "per_layer", "use_qk_norm": True, "use_routing_bias": True, "scoring_func": "sigmoid",
+            "tie_word_embeddings": False}
+    tokens = 16
+    expected = hf_prefill_flop(tiny, tokens) - 2 * (16 + 16) * 4 * 2 * masked_pairs(tokens)
+    assert our_prefill_matrix_flop(tiny, tokens) == pytest.approx(expected, rel=1e-9)
+    assert config_from_dict(tiny).total_params == hf_param_count(tiny)  # q_norm over H·d, k_norm over G·d

@@ -273,8 +273,9 @@ class _Builder:
                 per = FLOP_PER_ELEMENT["rmsnorm"]
                 flop += per * n * (H + G) * d
                 formula = f"RMSNorm {per:g}·N·(H+G)·d + RoPE {formula}"
-                inputs += (Tensor("q_norm.weight", (d,), self.dt.activations, Role.WEIGHT),
-                           Tensor("k_norm.weight", (d,), self.dt.activations, Role.WEIGHT))
+                qn, kn = (H * d, G * d) if cfg.qk_norm_per_layer else (d, d)  # MiniMax-M2: over the whole q, k
+                inputs += (Tensor("q_norm.weight", (qn,), self.dt.activations, Role.WEIGHT),
+                           Tensor("k_norm.weight", (kn,), self.dt.activations, Role.WEIGHT))
                 name, kind = "qk_norm_rope", "qk_norm+rope"
             self.add(Op(name, kind, inputs, (q, k_new, v_new), {Unit.VECTOR: float(flop)}, layers,
                         formula=formula + "; writes the new K and V into the cache"))

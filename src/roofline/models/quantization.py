@@ -347,6 +347,10 @@ def unquantized_parts(cfg: ModelConfig, modules: tuple[str, ...], where: str, ex
             if cfg.vision_params and any(part in name for part in _VISION):
                 fraction["vision"] = 1.0  # the vision tower (model.visual*, model.vision_tower*) kept whole
             continue
+        if name in ("gate", "router"):  # a bare leaf name: transformers matches it as a suffix, every router
+            name = "layers.*.mlp.gate"
+        elif name.endswith("_bias") and "." not in name:  # e_score_correction_bias: a bias, never quantized
+            continue
         m = _LAYER.match("layers." + name if name.startswith("*.") else name)
         if m is None:
             top = [part for key, part in _TOP if key in name]

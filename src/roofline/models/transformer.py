@@ -114,6 +114,7 @@ class ModelConfig:
     o_bias: bool = False  # Llama/Qwen3 attention_bias: a bias on o_proj as well as on q, k, v
     linear_bias: bool = False  # GPT-2: biases on every linear layer
     qk_norm: bool = False  # Qwen3, Gemma 3: RMSNorm over each head of q and k
+    qk_norm_per_layer: bool = False  # MiniMax-M2: the RMSNorm over all of q (H·d) and all of k (G·d), one gain each
     sandwich_norm: bool = False  # Gemma 2/3: norms after attention and after the MLP as well
     learned_positions: int = 0  # GPT-2: rows of the learned position table (0: RoPE)
     sliding_window: int | None = None
@@ -431,7 +432,7 @@ def _param_counts(c: ModelConfig) -> ParamCounts:
         if c.linear_bias or c.o_bias:
             biases += A * h
         if c.qk_norm:
-            norms += A * 2 * d
+            norms += A * ((H + G) * d if c.qk_norm_per_layer else 2 * d)
     counts["attention"] = (L if c.is_mla else c.kv_layers) * attn
     if c.indexer is not None:
         counts["indexer"] = L * c.indexer.linear_params(h, c.q_lora_rank)

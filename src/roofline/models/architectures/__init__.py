@@ -21,6 +21,7 @@ from roofline.models.architectures import (
     gpt_oss,
     llama,
     llama4,
+    minimax,  # issue 22, second part
     mistral,
     nemotron_h,
     qwen,
@@ -34,7 +35,7 @@ from roofline.models.transformer import ModelConfig
 
 _FAMILIES: tuple[ModuleType, ...] = (llama, llama4, mistral, qwen, qwen3_next, deepseek, gemma, gpt2, gpt_oss,
                                      nemotron_h)
-_FAMILIES += (qwen3_vl,)  # issue 22, second part
+_FAMILIES += (qwen3_vl, minimax)  # issue 22, second part
 
 
 def _registry() -> Mapping[str, Parser]:
