@@ -15,7 +15,8 @@ import pytest
 from flopcount import hf_param_count, hf_prefill_flop, masked_pairs, our_prefill_matrix_flop
 from roofline.errors import RooflineError
 from roofline.models import analyze_model, config_from_dict, load_config
-from roofline.vocab import Role
+from roofline.parallel import Split
+from roofline.vocab import Role, Unit
 
 # --- the decode limit counts the recurrent state ---------------------------------------------------
 
@@ -314,3 +315,69 @@ def test_minimax_m2_flops_against_flop_counter() -> None:
     expected = hf_prefill_flop(tiny, tokens) - 2 * (16 + 16) * 4 * 2 * masked_pairs(tokens)
     assert our_prefill_matrix_flop(tiny, tokens) == pytest.approx(expected, rel=1e-9)
     assert config_from_dict(tiny).total_params == hf_param_count(tiny)  # q_norm over H·d, k_norm over G·d
+
+
+# --- LatentMoE: Nemotron 3 Super and Ultra --------------------------------------------------------------
+
+def test_nemotron_3_super_latent_moe_by_hand() -> None:
+    # nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8's config: h 4096, 88 blocks (40 Mamba2, 8 attention,
+    # 40 LatentMoE), 512 ReLU² experts of 2688 in the latent ℓ = 1024, top 22, a shared ReLU² MLP of 5376
+    cfg = load_config(str(CONFIGS / "NVIDIA-Nemotron-3-Super-120B-A12B-FP8"))
+    parts = cfg.param_counts().parts
+    h, lat, f, E = 4096, 1024, 2688, 512
+    assert parts["experts"] == 40 * E * 2 * lat * f  # up ℓ -> f and down f -> ℓ (transformers NemotronHExperts)
+    assert parts["latent_proj"] == 40 * 2 * h * lat  # fc1_latent_proj and fc2_latent_proj
+    assert parts["shared_experts"] == 40 * 2 * h * 5376  # in h, beside the latent
+    assert parts["router"] == 40 * h * E  # the router scores in h
+    # the model card: 120B total, 12B active (its name; active without the two tables)
+    assert cfg.total_params / 1e9 == pytest.approx(120, abs=1)
+    body = cfg.active_params - parts["embedding"] - parts["lm_head"]
+    assert body / 1e9 == pytest.approx(12, abs=0.5)
+    assert ("LatentMoE (1024)", 40) in cfg.layer_groups()
+
+
+def test_nemotron_3_ultra_against_its_name() -> None:
+    # nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16: 550B total, 55B active (the name; whole tens and units)
+    cfg = load_config(str(CONFIGS / "NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16"))
+    parts = cfg.param_counts().parts
+    assert cfg.total_params / 1e9 == pytest.approx(550, abs=2)
+    assert (cfg.active_params - parts["embedding"] - parts["lm_head"]) / 1e9 == pytest.approx(55, abs=2)
+
+
+def test_latent_moe_step_runs_its_experts_in_the_latent() -> None:
+    # one decode token: the experts' FLOPs 2·k·(2·ℓ·f) = 2·22·2·1024·2688 a MoE layer, the projections
+    # 2·2·h·ℓ, the sum in the latent; the rows dispatched are ℓ wide
+    a = analyze_model("nemotron-3-super", "h200", "decode", 1, 1024, plan="none")
+    ops = {op.name: op for op in a.model.graph.ops}
+    k, h, lat, f = 22, 4096, 1024, 2688
+    assert ops["experts.gate_up"].flop_by_unit[Unit.MATRIX] == 2 * k * lat * f
+    assert ops["experts.down"].flop_by_unit[Unit.MATRIX] == 2 * k * f * lat
+    assert ops["latent_proj.fc1"].flop_by_unit[Unit.MATRIX] == 2 * h * lat
+    assert ops["latent_proj.fc2"].flop_by_unit[Unit.MATRIX] == 2 * lat * h
+    assert ops["latent.combine"].flop_by_unit[Unit.VECTOR] == 2 * k * lat
+    assert ops["dispatch"].outputs[0].shape == (k, lat)
+
+
+def test_latent_moe_under_expert_parallelism_sends_latent_rows() -> None:
+    # TP 8 with EP 8: the all-to-all carries each routed row in ℓ = 1024, a quarter of h
+    a = analyze_model("nemotron-3-super", "h200", "decode", 64, 1024, split=Split(tp=8, ep=8), plan="none")
+    ops = {op.name: op for op in a.model.graph.ops}
+    assert ops["dispatch.all_to_all"].inputs[0].shape[1] == 1024
+
+
+@pytest.mark.torch
+def test_latent_moe_flops_and_parameters_against_transformers() -> None:
+    pytest.importorskip("torch")
+    # attention, a LatentMoE block and a ReLU² MLP (no Mamba2 block: FlopCounterMode's count of its torch
+    # fallback is not our chunked SSD's convention); ℓ = 16 of h = 64
+    tiny = {"model_type": "nemotron_h", "hidden_size": 64, "num_hidden_layers": 3, "hybrid_override_pattern": "*E-",
+            "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 48,
+            "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+            "moe_shared_expert_intermediate_size": 64, "n_shared_experts": 1, "moe_latent_size": 16,
+            "vocab_size": 256, "max_position_embeddings": 128, "tie_word_embeddings": False, "mamba_num_heads": 4,
+            "mamba_head_dim": 16, "n_groups": 1, "ssm_state_size": 16, "conv_kernel": 4, "chunk_size": 16,
+            "n_group": 1, "topk_group": 1}
+    tokens = 16
+    expected = hf_prefill_flop(tiny, tokens) - 2 * (16 + 16) * 4 * 1 * masked_pairs(tokens)  # one attention layer
+    assert our_prefill_matrix_flop(tiny, tokens) == pytest.approx(expected, rel=1e-9)
+    assert config_from_dict(tiny).total_params == hf_param_count(tiny)

@@ -49,6 +49,7 @@ from roofline.models.deltanet import gated_deltanet
 from roofline.models.dsa import lightning_indexer
 from roofline.models.dtypes import ModelDtypes, for_checkpoint, model_dtypes, weight_part
 from roofline.models.formulas import experts_hit
+from roofline.models.latent import latent_in, latent_out
 from roofline.models.mamba import mamba2
 from roofline.models.split import Comm, check_moe_rows, check_split, comm_for, sequence_split, shard
 from roofline.models.transformer import SOFTMAX_KINDS, AttentionKind, MlpKind, ModelConfig
@@ -464,10 +465,11 @@ class _Builder:
                            note="the expert ids travel with the weights; their bytes are not counted"
                                 + ("" if tp == 1 else f"; this tp rank's {nm} of the replica's {n} tokens")))
         self.fuse(norm if tp == 1 else "", router, topk)  # the norm runs on all N rows, the router on N/tp
-        rows = nm * k
-        routed = self.act(f"{p}experts.in", (rows, h))
-        send = routed if ep == 1 else self.act(f"{p}experts.send", (rows, h))
-        dispatch = self.add(Op(f"{p}dispatch", "gather", (xm, route), (send,), {}, count,
+        rows, lw = nm * k, cfg.moe_latent_size or h  # LatentMoE: the experts run in the latent width
+        xe = xm if not cfg.moe_latent_size else latent_in(self, xm, count, p)
+        routed = self.act(f"{p}experts.in", (rows, lw))
+        send = routed if ep == 1 else self.act(f"{p}experts.send", (rows, lw))
+        dispatch = self.add(Op(f"{p}dispatch", "gather", (xe, route), (send,), {}, count,
                                formula=f"copy each token's row to its {k} experts: N·k = {nm}·{k} rows, no FLOPs"))
         if ep > 1:  # uniform routing: as many rows arrive from the group as leave
             dispatch = self.collective(f"{p}dispatch.all_to_all", Collective.ALL_TO_ALL, send, routed, ep,
@@ -478,26 +480,29 @@ class _Builder:
                 f"(override: experts_hit)")
         m = 2 if cfg.gated else 1  # gate and up, or up alone (Nemotron-H's ReLU² experts)
         gu = self.act(f"{p}experts.gate_up", (rows, m * fe))
-        w_gu = self.weight(f"{p}experts.gate_up.weight", (hit_here, h, m * fe))
+        w_gu = self.weight(f"{p}experts.gate_up.weight", (hit_here, lw, m * fe))
         b_gu = self.bias(f"{p}experts.gate_up", hit_here * m * fe, cfg.expert_bias)  # gpt-oss: one per expert
         egu = self.add(Op(f"{p}experts.gate_up", "grouped_matmul", (routed, w_gu, *b_gu), (gu,),
-                          {Unit.MATRIX: 2.0 * rows * h * m * fe}, count,
-                          formula=f"2·(N·k)·h·{m}f = 2·{rows}·{h}·{m * fe}", note=note))
+                          {Unit.MATRIX: 2.0 * rows * lw * m * fe}, count,
+                          formula=f"2·(N·k)·{'ℓ' if lw != h else 'h'}·{m}f = 2·{rows}·{lw}·{m * fe}", note=note))
         ea = self.act(f"{p}experts.act.out", (rows, fe))
         eact = self.add(elementwise_op(f"{p}experts.act", cfg.activation, (gu,), ea, count))
         self.fuse(dispatch if ep == 1 else "", egu, eact)
-        eo = self.act(f"{p}experts.out", (rows, h))
-        w_d = self.weight(f"{p}experts.down.weight", (hit_here, fe, h))
+        eo = self.act(f"{p}experts.out", (rows, lw))
+        w_d = self.weight(f"{p}experts.down.weight", (hit_here, fe, lw))
         b_d = self.bias(f"{p}experts.down", hit_here * h, cfg.expert_bias)
-        self.add(Op(f"{p}experts.down", "grouped_matmul", (ea, w_d, *b_d), (eo,), {Unit.MATRIX: 2.0 * rows * fe * h},
-                    count, formula=f"2·(N·k)·f·h = 2·{rows}·{fe}·{h}", note=note))
+        self.add(Op(f"{p}experts.down", "grouped_matmul", (ea, w_d, *b_d), (eo,), {Unit.MATRIX: 2.0 * rows * fe * lw},
+                    count, formula=f"2·(N·k)·f·{'ℓ' if lw != h else 'h'} = 2·{rows}·{fe}·{lw}", note=note))
         if ep > 1:
-            back = self.act(f"{p}experts.returned", (rows, h))
+            back = self.act(f"{p}experts.returned", (rows, lw))
             self.collective(f"{p}combine.all_to_all", Collective.ALL_TO_ALL, eo, back, ep, self.comm.ep_level, count)
             eo = back
-        inputs: tuple[Tensor, ...] = (eo, route)
-        flop = 2.0 * k * nm * h
-        formula = f"weighted sum of k expert rows: 2·k·N·h = 2·{k}·{nm}·{h}"
+        if cfg.moe_latent_size:  # the weighted sum in the latent, then fc2_latent_proj back to h
+            eo = latent_out(self, eo, route, count, p)
+        inputs: tuple[Tensor, ...] = (eo,) if cfg.moe_latent_size else (eo, route)
+        flop = 0.0 if cfg.moe_latent_size else 2.0 * k * nm * h
+        formula = "the latent experts' sum, projected" if cfg.moe_latent_size else \
+            f"weighted sum of k expert rows: 2·k·N·h = 2·{k}·{nm}·{h}"
         if cfg.num_shared_experts:
             fs = cfg.num_shared_experts * fe
             sg = self.act(f"{p}shared.gate_up", (nm, m * fs))

@@ -259,7 +259,8 @@ _MLP_PARTS = ("mlp", "experts", "shared_experts", "router")
 _MIXER: dict[str, tuple[str, ...]] = {
     **{p: (f"attention.{p}",) for p in ("q_proj", "k_proj", "v_proj", "o_proj")},
     "in_proj": ("mamba.in_proj",), "out_proj": ("mamba.out_proj",), "conv1d": (), "gate": ("router",),
-    "experts": ("experts",), "shared_experts": ("shared_experts",), "up_proj": ("mlp",), "down_proj": ("mlp",)}
+    "experts": ("experts",), "shared_experts": ("shared_experts",), "up_proj": ("mlp",), "down_proj": ("mlp",),
+    "fc1_latent_proj": ("latent_proj",), "fc2_latent_proj": ("latent_proj",)}
 
 
 def _layer_parts(rest: str) -> tuple[str, ...] | None:
@@ -339,7 +340,7 @@ def unquantized_parts(cfg: ModelConfig, modules: tuple[str, ...], where: str, ex
               "mamba": where_kind(cfg.layer_kinds, AttentionKind.MAMBA),
               "mlp": where_kind(cfg.mlp_kinds, MlpKind.DENSE), "experts": where_kind(cfg.mlp_kinds, MlpKind.MOE),
               "indexer": set(range(layers)) if cfg.indexer is not None else set()}
-    having["router"] = having["shared_experts"] = having["experts"]
+    having["router"] = having["shared_experts"] = having["latent_proj"] = having["experts"]
     matched: dict[str, dict[int, float]] = {p: {} for p in having}  # per part, layer -> share kept
     unread: list[str] = []
     for name in modules:

@@ -129,6 +129,7 @@ class ModelConfig:
     experts_per_token: int = 0
     moe_intermediate_size: int = 0
     num_shared_experts: int = 0  # each of moe_intermediate_size width
+    moe_latent_size: int = 0  # LatentMoE (Nemotron 3 Super/Ultra): the routed experts run in this width (models/latent)
     first_dense_layers: int = 0  # DeepSeek-V3: the first k layers have a dense MLP
     router_bias: bool = False  # DeepSeek-V3: e_score_correction_bias; gpt-oss: the router's bias
     expert_bias: bool = False  # gpt-oss: biases on every expert's gate_up (2f) and down (h) projections
@@ -287,7 +288,8 @@ class ModelConfig:
                 continue
             out[names[kind]] = out.get(names[kind], 0) + 1
         dense = "ReLU² MLP" if self.activation == "relu2" else "dense MLP"
-        for label, count in ((dense, self.dense_layers), ("MoE", self.moe_layers)):
+        moe = f"LatentMoE ({self.moe_latent_size})" if self.moe_latent_size else "MoE"
+        for label, count in ((dense, self.dense_layers), (moe, self.moe_layers)):
             if count:
                 out[label] = count
         return tuple(out.items())
@@ -447,11 +449,13 @@ def _param_counts(c: ModelConfig) -> ParamCounts:
     if c.linear_bias:
         biases += c.dense_layers * (c.intermediate_size + h)
     if c.is_moe:
-        per_expert = mlp_mats * h * c.moe_intermediate_size
+        per_expert = mlp_mats * (c.moe_latent_size or h) * c.moe_intermediate_size  # LatentMoE: in the latent
         counts["router"] = c.moe_layers * h * (c.num_experts + (1 if c.shared_expert_gate else 0))
         # DeepSeek-V3's e_score_correction_bias: added to the scores to pick experts, not multiplied
         biases += c.moe_layers * c.num_experts if c.router_bias else 0
-        counts["shared_experts"] = c.moe_layers * c.num_shared_experts * per_expert
+        counts["shared_experts"] = c.moe_layers * c.num_shared_experts * mlp_mats * h * c.moe_intermediate_size
+        if c.moe_latent_size:  # fc1_latent_proj h -> ℓ and fc2_latent_proj ℓ -> h, once a token
+            counts["latent_proj"] = c.moe_layers * 2 * h * c.moe_latent_size
         counts["experts"] = c.moe_layers * c.num_experts * per_expert
     counts["norms"] = norms
     counts["biases"] = biases
