@@ -381,3 +381,66 @@ def test_latent_moe_flops_and_parameters_against_transformers() -> None:
     expected = hf_prefill_flop(tiny, tokens) - 2 * (16 + 16) * 4 * 1 * masked_pairs(tokens)  # one attention layer
     assert our_prefill_matrix_flop(tiny, tokens) == pytest.approx(expected, rel=1e-9)
     assert config_from_dict(tiny).total_params == hf_param_count(tiny)
+
+
+# --- aliases: phi3 (Phi-4) and olmo2 (OLMo 2, its q/k norms) ------------------------------------------
+
+def test_phi_4_against_its_model_card() -> None:
+    # microsoft/phi-4's hub page: 14.7B params (BF16 safetensors)
+    cfg = load_config(str(CONFIGS / "phi-4"))
+    h, L, f, V = 5120, 40, 17920, 100_352
+    layer = h * (40 + 2 * 10) * 128 + 40 * 128 * h + 3 * h * f + 2 * h  # fused qkv_proj and gate_up_proj
+    assert cfg.total_params == 2 * V * h + L * layer + h == 14_659_507_200
+    assert cfg.total_params / 1e9 == pytest.approx(14.7, abs=0.05)
+    assert cfg.kv_cache_bytes_per_token() == 40 * 2 * 10 * 128 * 2  # 10 KV heads of 128, BF16
+
+
+def test_olmo_2_13b_against_its_checkpoint() -> None:
+    # allenai/OLMo-2-1124-13B's model.safetensors.index.json: total_size 54,864,793,600 bytes in float32
+    # (its torch_dtype) = 13,716,198,400 parameters; q_norm and k_norm each over 40·128
+    cfg = load_config(str(CONFIGS / "OLMo-2-1124-13B"))
+    assert cfg.total_params == 54_864_793_600 // 4
+    assert cfg.param_counts().parts["norms"] == 40 * (2 * 5120 + 2 * 40 * 128) + 5120
+    assert cfg.kv_cache_bytes_per_token() == 40 * 2 * 40 * 128 * 2
+
+
+def test_olmo_2_7b_against_its_model_card() -> None:
+    # allenai/OLMo-2-1124-7B's hub page: 7.3B params; by hand: 2·100,352·4,096 tables + 32 layers of
+    # attention 4·4096², SwiGLU 3·4096·11008, norms 2·4096 + q/k norms 2·4096, + the final norm
+    cfg = load_config(str(CONFIGS / "OLMo-2-1124-7B"))
+    h = 4096
+    assert cfg.total_params == 2 * 100_352 * h + 32 * (4 * h * h + 3 * h * 11_008 + 4 * h) + h
+    assert cfg.total_params / 1e9 == pytest.approx(7.3, abs=0.05)
+
+
+@pytest.mark.parametrize("key, value, match", [
+    ("attention_bias", True, "field 'attention_bias' true is not read"),
+    ("partial_rotary_factor", 0.3, "field 'partial_rotary_factor' must be a number in \\(0, 1\\] giving an even"),
+    ("partial_rotary_factor", "half", "field 'partial_rotary_factor' must be"),
+    ("sliding_window", -5, "field 'sliding_window' must be a positive integer")])
+def test_hostile_phi3_fields(key: str, value: Any, match: str) -> None:
+    with pytest.raises(RooflineError, match=match):
+        config_from_dict({**raw("phi-4"), key: value})
+
+
+def test_hostile_olmo2_field() -> None:
+    with pytest.raises(RooflineError, match="field 'attention_bias' must be true or false"):
+        config_from_dict({**raw("OLMo-2-1124-7B"), "attention_bias": "no"})
+
+
+TINY_DENSE = {"hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4,
+              "num_key_value_heads": 2, "vocab_size": 256, "max_position_embeddings": 128,
+              "tie_word_embeddings": False}
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("extra", [{"model_type": "phi3", "partial_rotary_factor": 0.5, "pad_token_id": 0,
+                                    "bos_token_id": 1, "eos_token_id": 2},
+                                   {"model_type": "olmo2"}], ids=["phi3", "olmo2"])
+def test_phi3_and_olmo2_against_transformers(extra: dict[str, Any]) -> None:
+    pytest.importorskip("torch")
+    tiny = {**TINY_DENSE, **extra}
+    tokens = 16
+    expected = hf_prefill_flop(tiny, tokens) - 2 * (16 + 16) * 4 * 2 * masked_pairs(tokens)
+    assert our_prefill_matrix_flop(tiny, tokens) == pytest.approx(expected, rel=1e-9)
+    assert config_from_dict(tiny).total_params == hf_param_count(tiny)

@@ -24,6 +24,8 @@ from roofline.models.architectures import (
     minimax,  # issue 22, second part
     mistral,
     nemotron_h,
+    olmo2,  # issue 22, second part
+    phi3,  # issue 22, second part
     qwen,
     qwen3_next,
     qwen3_vl,  # issue 22, second part
@@ -35,7 +37,7 @@ from roofline.models.transformer import ModelConfig
 
 _FAMILIES: tuple[ModuleType, ...] = (llama, llama4, mistral, qwen, qwen3_next, deepseek, gemma, gpt2, gpt_oss,
                                      nemotron_h)
-_FAMILIES += (qwen3_vl, minimax)  # issue 22, second part
+_FAMILIES += (qwen3_vl, minimax, phi3, olmo2)  # issue 22, second part
 
 
 def _registry() -> Mapping[str, Parser]:
