@@ -65,6 +65,7 @@ def test_nemotron_h_decode_limit_counts_mamba_state() -> None:
 # --- Qwen3-VL: the language model analysed, the vision tower counted -------------------------------
 
 CONFIGS = Path(__file__).parent / "fixtures" / "configs"
+NVFP4 = (4 + 8 / 16) / 8  # NVIDIA: 16 E2M1 values share one FP8 E4M3 scale: 4.5 bits
 
 
 def raw(folder: str) -> dict[str, Any]:
@@ -444,3 +445,50 @@ def test_phi3_and_olmo2_against_transformers(extra: dict[str, Any]) -> None:
     expected = hf_prefill_flop(tiny, tokens) - 2 * (16 + 16) * 4 * 2 * masked_pairs(tokens)
     assert our_prefill_matrix_flop(tiny, tokens) == pytest.approx(expected, rel=1e-9)
     assert config_from_dict(tiny).total_params == hf_param_count(tiny)
+
+
+# --- MIXED_PRECISION: a quant_algo per module, applied exactly ---------------------------------------
+
+def test_mixed_precision_qwen3_6_27b_byte_for_byte() -> None:
+    # nvidia/Qwen3.6-27B-NVFP4's quantized_layers: every self_attn q/k/v/o_proj and every linear_attn
+    # in_proj_qkv, in_proj_z and out_proj in FP8; every mlp gate/up/down_proj and the lm_head in
+    # W4A16_NVFP4 (4.5 bits a weight); everything unlisted (embedding, norms, in_proj_b/a, the conv, the
+    # vision tower) stays BF16
+    cfg = load_config(str(CONFIGS / "Qwen3.6-27B-NVFP4"))
+    parts = cfg.param_counts().parts
+    h, v, ch, hv = 5120, 48 * 128, 2 * 16 * 128 + 48 * 128, 48
+    fp8_linear = 48 * (h * ch + h * v + v * h)  # 48 Gated DeltaNet layers
+    assert parts["attention"] + fp8_linear + parts["mlp"] + parts["lm_head"] < cfg.total_params
+    bf16 = cfg.total_params - parts["attention"] - fp8_linear - parts["mlp"] - parts["lm_head"]
+    assert bf16 == (parts["embedding"] + parts["norms"] + parts["vision"]
+                    + 48 * (2 * h * hv + ch * 4 + 2 * hv + 128))  # in_proj_b, in_proj_a, conv taps, dt_bias/A_log, gain
+    expected = (parts["attention"] + fp8_linear) * 1 + (parts["mlp"] + parts["lm_head"]) * NVFP4 + bf16 * 2
+    a = analyze_model(str(CONFIGS / "Qwen3.6-27B-NVFP4"), "h200", "decode", 8, 8192)
+    assert a.memory.weights_bytes == pytest.approx(expected, rel=1e-9)
+    # the step reads the attention weights at FP8 and the MLP at NVFP4
+    dt = a.model.dtypes
+    assert dt.weight_dtype("attention").name == "fp8_e4m3" and dt.weight_dtype("mlp").name == "nvfp4"
+
+
+@pytest.mark.parametrize("change, match", [
+    ({"model.language_model.layers.0.mlp.gate_proj": {"quant_algo": "INT4_AWQ"}},
+     "'quantized_layers' gives 'model.language_model.layers.0.mlp.gate_proj' quant_algo 'INT4_AWQ', not read"),
+    ({"model.language_model.layers.0.mlp.mystery_proj": {"quant_algo": "FP8"}},
+     "module 'model.language_model.layers.0.mlp.mystery_proj' is not read"),
+    ({"model.language_model.layers.99.mlp.gate_proj": {"quant_algo": "FP8"}},
+     "module 'model.language_model.layers.99.mlp.gate_proj' is not read"),
+    ({"model.language_model.layers.0.mlp.up_proj": {"quant_algo": "NVFP4", "group_size": 32}},
+     "NVFP4 with group_size 32"),
+    ({"model.language_model.layers.0.mlp.up_proj": "FP8"}, "quant_algo None, not read")])
+def test_hostile_mixed_precision_modules(change: dict[str, Any], match: str) -> None:
+    bad = raw("Qwen3.6-27B-NVFP4")
+    bad["quantization_config"]["quantized_layers"] = {**bad["quantization_config"]["quantized_layers"], **change}
+    with pytest.raises(RooflineError, match=match):
+        config_from_dict(bad)
+
+
+def test_hostile_mixed_precision_without_its_table() -> None:
+    bad = raw("Qwen3.6-27B-NVFP4")
+    bad["quantization_config"]["quantized_layers"] = []
+    with pytest.raises(RooflineError, match="'quantized_layers' must be an object"):
+        config_from_dict(bad)

@@ -576,7 +576,7 @@ def build_graph(cfg: ModelConfig, phase: Phase | str, batch: int, seq: int, dtyp
     phase = as_phase(phase)
     require_positive_int(batch, "batch")
     require_positive_int(seq, "prompt length" if phase is Phase.PREFILL else "context length")
-    dt = for_checkpoint(dtypes or model_dtypes(), cfg.weights_dtype, cfg.unquantized)
+    dt = for_checkpoint(dtypes or model_dtypes(), cfg.weights_dtype, cfg.unquantized, cfg.mixed_weights)
     sp = split or Split()
     warnings: list[str] = [*cfg.load_warnings, *(check_split(cfg, sp, batch) if not sp.trivial else [])]
     shape = StepShape(phase, batch // sp.dp, seq)

@@ -205,7 +205,8 @@ def _modelopt(q: Mapping[str, Any], where: str) -> DType:
     """NVIDIA ModelOpt (TensorRT Model Optimizer) exports, read from quantization_config or from the
     hf_quant_config.json beside config.json: quant_algo FP8 (E4M3, one FP32 scale per tensor, not
     counted) or NVFP4 (E2M1 values, one FP8 E4M3 scale per 16: 4 + 8/16 = 4.5 bits; the one FP32
-    scale per tensor is not counted). MIXED_PRECISION gives a dtype per layer in quantized_layers."""
+    scale per tensor is not counted). MIXED_PRECISION (a dtype per module in quantized_layers) is read
+    by roofline.models.mixed before this is reached."""
     algo = q.get("quant_algo")
     if algo == "FP8":
         return DTYPES["fp8_e4m3"]

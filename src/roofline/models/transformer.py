@@ -166,6 +166,8 @@ class ModelConfig:
     # per parameter part, the fraction the checkpoint keeps in 16 bits beside weights_dtype (its
     # tables, norms, biases and the modules its quantization_config leaves out; roofline.models.quantization)
     unquantized: tuple[tuple[str, float], ...] = ()
+    # per parameter part, (dtype, fraction) held in another dtype (MIXED_PRECISION; roofline.models.mixed)
+    mixed_weights: tuple[tuple[str, DType, float], ...] = ()
 
     def __post_init__(self) -> None:
         if self.logits not in LOGITS:

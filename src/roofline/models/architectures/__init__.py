@@ -32,6 +32,7 @@ from roofline.models.architectures import (
 )
 from roofline.models.architectures.common import Parser
 from roofline.models.fields import Fields
+from roofline.models.mixed import mixed_precision
 from roofline.models.quantization import checkpoint_weights, excluded_modules, unquantized_parts
 from roofline.models.transformer import ModelConfig
 
@@ -60,6 +61,11 @@ def config_from_dict(raw: Mapping[str, Any], name: str = "model", where: str = "
     where = where or name
     if not isinstance(raw, Mapping):
         raise RooflineError(f"config {where}: expected a JSON object at the top level")
+    q = raw.get("quantization_config")
+    if isinstance(q, Mapping) and q.get("quant_algo") == "MIXED_PRECISION":  # a quant_algo per module
+        plain = config_from_dict({k: v for k, v in raw.items() if k != "quantization_config"}, name, where)
+        weights_dtype, kept, mixed = mixed_precision(plain, q, where)
+        return replace(plain, weights_dtype=weights_dtype, unquantized=kept, mixed_weights=mixed)
     weights, notes = checkpoint_weights(raw, where)
     outer = raw
     model_type = raw.get("model_type")
