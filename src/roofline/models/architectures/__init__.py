@@ -17,6 +17,7 @@ from roofline.errors import RooflineError, shown
 from roofline.models.architectures import (
     deepseek,
     gemma,
+    gemma4,  # issue 22, second part
     gpt2,
     gpt_oss,
     llama,
@@ -38,7 +39,7 @@ from roofline.models.transformer import ModelConfig
 
 _FAMILIES: tuple[ModuleType, ...] = (llama, llama4, mistral, qwen, qwen3_next, deepseek, gemma, gpt2, gpt_oss,
                                      nemotron_h)
-_FAMILIES += (qwen3_vl, minimax, phi3, olmo2)  # issue 22, second part
+_FAMILIES += (qwen3_vl, minimax, phi3, olmo2, gemma4)  # issue 22, second part
 
 
 def _registry() -> Mapping[str, Parser]:
