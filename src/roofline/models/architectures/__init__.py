@@ -66,7 +66,11 @@ def config_from_dict(raw: Mapping[str, Any], name: str = "model", where: str = "
     if isinstance(q, Mapping) and q.get("quant_algo") == "MIXED_PRECISION":  # a quant_algo per module
         plain = config_from_dict({k: v for k, v in raw.items() if k != "quantization_config"}, name, where)
         weights_dtype, kept, mixed = mixed_precision(plain, q, where)
-        return replace(plain, weights_dtype=weights_dtype, unquantized=kept, mixed_weights=mixed)
+        said = "; ".join(f"{part} {d.name} ({f:.1%})" for part, d, f in mixed)
+        note = (f"{where}: MIXED_PRECISION read module by module: {weights_dtype.name} for most quantized weights"
+                + (f", {said}" if said else "") + "; the modules it does not list stay bf16")
+        return replace(plain, weights_dtype=weights_dtype, unquantized=kept, mixed_weights=mixed,
+                       load_warnings=(*plain.load_warnings, note))
     weights, notes = checkpoint_weights(raw, where)
     outer = raw
     model_type = raw.get("model_type")
