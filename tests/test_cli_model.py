@@ -197,11 +197,13 @@ def test_models_lists_every_preset(capsys: pytest.CaptureFixture[str], wide: Non
     code, out, _ = run(capsys, "models", "--json")
     assert code == 0
     rows = {r["id"]: r for r in json.loads(out)}
-    assert sorted(rows) == preset_names() and len(rows) == 23
+    assert sorted(rows) == preset_names() and len(rows) == 24
     # GLM-5: DSA on its 78 layers, 3 dense, 75 MoE, and its multi-token-prediction layer (in memory only)
     assert rows["glm-5"]["layer_kinds"] == "78 MLA + DSA top-2048 + 3 dense MLP + 75 MoE + 1 MTP"
     # Nemotron 3 Nano's hybrid_override_pattern MEMEM*E...: 23 M, 6 *, 23 E blocks
     assert rows["nemotron-3-nano"]["layer_kinds"] == "23 Mamba2 + 6 full attention (no RoPE) + 23 MoE"
+    # Nemotron 3 Super's: 40 M, 8 *, 40 E blocks, its experts in a latent of 1024
+    assert rows["nemotron-3-super"]["layer_kinds"] == "40 Mamba2 + 8 full attention (no RoPE) + 40 LatentMoE (1024)"
     llama = rows["llama-3-70b"]
     assert (llama["family"], llama["layers"], llama["attention"]) == ("llama", 80, "GQA 64/8")
     assert llama["params_total"] == 70_553_706_496  # Meta's "70B"

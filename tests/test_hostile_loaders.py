@@ -20,7 +20,7 @@ import pytest
 
 from roofline.cli import main
 from roofline.errors import RooflineError
-from roofline.fileio import MAX_USER_FILE_BYTES, read_text_file
+from roofline.fileio import read_text_file
 from roofline.hardware import catalog, get_machine, load_machine_file, machine_to_toml, parse_machine
 from roofline.hardware.catalog import FIGURE_RANGES, shadow_note
 from roofline.models import analyze_model
@@ -124,12 +124,20 @@ def test_latin1_config_is_refused_naming_the_byte(tmp_path: Path, capsys: pytest
     assert f"is not UTF-8 text (byte 0xe9 at offset {offset}); save it as UTF-8" in err
 
 
-def test_a_config_over_1_mib_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_config_over_16_mib_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # the cap (roofline.models.config_input.MAX_CONFIG_BYTES) is 16 MiB: MiniMax-M3-NVFP4's real config is 3.09 MB
     path = tmp_path / "config.json"
-    path.write_text(json.dumps({**PRESET, "pad": "x" * MAX_USER_FILE_BYTES}))
+    path.write_text(json.dumps({**PRESET, "pad": "x" * (16 << 20)}))
     size = path.stat().st_size
     err = one_error_line(capsys, "model", str(path))
-    assert f"is {size:,} bytes; a config file is at most {1024 * 1024:,} bytes" in err
+    assert f"is {size:,} bytes; a config file is at most {16 * 1024 * 1024:,} bytes" in err
+
+
+def test_a_config_of_3_mb_is_read(tmp_path: Path) -> None:
+    # 1 MiB refused NVIDIA's MiniMax-M3-NVFP4 (config.json 3,087,083 B): a config that large is read
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**PRESET, "pad": "x" * 3_100_000}))
+    assert load_config(str(path)).hidden_size == PRESET["hidden_size"]
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")

@@ -89,6 +89,9 @@ PUBLISHED: dict[str, tuple[float, ...]] = {
     # nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 model card: "31.6B total parameters, approximately 3.2B
     # active (3.6B including embeddings)": the 3.6B, to its one decimal
     "nemotron-3-nano": (31.6, 3.6, 0.05),
+    # nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8 model card: 120B total, 12B active (its name, whole
+    # billions); its active count leaves out the two tables (2 · 131,072 · 4,096 = 1.07B), which ours includes
+    "nemotron-3-super": (120, 12 + 1.07, 1),
     # Nemotron-H (arXiv 2504.03624): Nemotron-H-56B, whole billions (dense: every parameter active)
     "nemotron-h-56b": (56, 56, 0.5),
     # meta-llama/Llama-4-Maverick-17B-128E-Instruct model card: "17B (Activated) 400B (Total)", whole

@@ -63,8 +63,10 @@ def linear_params_per_token(c: ModelConfig) -> tuple[int, int]:
                                                            + inner * h)
     if c.is_moe:
         gate = 1 if c.shared_expert_gate else 0  # the shared expert's sigmoid gate, h -> 1
+        lat = c.moe_latent_size  # LatentMoE (Nemotron 3 Super): routed experts in ℓ, two projections h <-> ℓ
         moe = h * (c.num_experts + gate) \
-            + (c.experts_per_token + c.num_shared_experts) * mats * h * c.moe_intermediate_size
+            + (c.experts_per_token * (lat or h) + c.num_shared_experts * h) * mats * c.moe_intermediate_size \
+            + (2 * h * lat if lat else 0)
         body += c.moe_layers * moe
     ix = c.indexer
     if ix is not None:  # DSA's lightning indexer where a layer runs one: wq_b, wk, weights_proj

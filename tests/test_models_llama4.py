@@ -118,8 +118,8 @@ def test_a_hostile_llama4_field_is_refused_by_name(change: dict[str, Any], says:
         config_from_dict({**r, "text_config": {**r["text_config"], **change}})
 
 
-def test_a_vision_config_is_named_not_counted() -> None:
+def test_a_vision_config_missing_a_field_is_refused_naming_it() -> None:
+    # the tower is counted now (tests/test_models_today_more.py): a vision_config it cannot read is refused
     r = raw(SCOUT)
-    cfg = config_from_dict({**r, "vision_config": {"hidden_size": 1408}})
-    assert any("vision_config" in w for w in cfg.load_warnings)
-    assert cfg.total_params == load_config(SCOUT).total_params
+    with pytest.raises(RooflineError, match="vision_config: missing field 'intermediate_size'"):
+        config_from_dict({**r, "vision_config": {"hidden_size": 1408}})

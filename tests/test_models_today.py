@@ -94,7 +94,7 @@ def test_modelopt_fp8_keeps_the_lm_head_it_excludes() -> None:
 
 
 @pytest.mark.parametrize(("q", "says"), [
-    ({"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION"}, "'quant_algo' 'MIXED_PRECISION' is not read"),
+    ({"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION"}, "'quantized_layers' must be an object"),
     ({"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 32}, "'group_size' of NVFP4 must be 16"),
     ({"quant_method": "fp8", "modules_to_not_convert": "lm_head"}, "'modules_to_not_convert' must be a list"),
     ({"quant_method": "fp8", "fmt": 5}, "'fmt' must be one of"),

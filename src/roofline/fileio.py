@@ -535,7 +535,7 @@ def check_outputs(paths: Mapping[str, str | os.PathLike[str] | None],
 
 # --- reading a user's file ------------------------------------------------------------------------
 
-MAX_USER_FILE_BYTES = 1 << 20  # 1 MiB: a config.json or a machine file is a few KiB; more is not one
+MAX_USER_FILE_BYTES = 1 << 20  # 1 MiB: a machine file is a few KiB; more is not one (model configs: config_input)
 
 # byte-order marks, longest first (UTF-32 LE's begins with UTF-16 LE's)
 _BOMS = ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"), (b"\xef\xbb\xbf", "utf-8-sig"),

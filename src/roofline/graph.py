@@ -296,15 +296,16 @@ class Graph:
             raise RooflineError(f"kernel {name}: fused ops run different numbers of times "
                                 f"({', '.join(f'{o.name}x{o.count}' for o in ops)})")
         inside = {op.name for op in ops}
+        # a read comes from memory unless an earlier op of the kernel produced it: an op that reads and
+        # writes the same tensor (a recurrent state updated in place) moves it both ways
         produced: dict[str, Tensor] = {}
-        for op in ops:
-            for t in op.outputs:
-                produced[t.name] = t
         reads: dict[str, Tensor] = {}
         for op in ops:
             for t in op.inputs:
                 if t.name not in produced:
                     reads.setdefault(t.name, t)
+            for t in op.outputs:
+                produced[t.name] = t
         writes = [t for t in produced.values()
                   if t.persistent or not self.readers.get(t.name)
                   or any(r not in inside for r in self.readers[t.name])]

@@ -5,8 +5,8 @@ this batch, the crossover batch and the memory fit, with the numbers put in.
 from __future__ import annotations
 
 from roofline.explain.placement import explain_placements
-from roofline.models import AttentionKind, ModelAnalysis, ModelConfig, expected_experts_hit
-from roofline.models.transformer import LinearAttention, Mamba2
+from roofline.models import AttentionKind, DecodeLimit, ModelAnalysis, ModelConfig, expected_experts_hit
+from roofline.models.recurrent import LinearAttention, Mamba2
 from roofline.units import format_bytes, format_count, format_flop, format_intensity, format_time
 from roofline.vocab import Phase, Role
 
@@ -22,6 +22,26 @@ def fit_words(total_bytes: float, usable_bytes: float) -> str:
     if share < TIGHT_HEADROOM:
         return f"fits, tight (<{TIGHT_HEADROOM:.0%} headroom): {format_bytes(room, binary=True)} ({share:.1%}) left"
     return f"fits, {format_bytes(room, binary=True)} ({share:.0%}) headroom"
+
+
+def _recurrent_limit(cfg: ModelConfig, lim: DecodeLimit) -> list[str]:
+    """The decode limit's recurrent terms: each sequence's state, read and written once a step, and its
+    update FLOPs per token (Gated DeltaNet 7·dk·dv per value head, Mamba2 5·P·N_s per head)."""
+    out = ["    recurrent layers keep a fixed state per sequence, read and written every step: "
+           "I → (2·P + attention + R) / (L · KV bytes per token + 2·S)"]
+    la, mb = cfg.linear_attention, cfg.mamba
+    if la is not None:
+        out.append(f"    R (Gated DeltaNet) = 7·dk·dv·Hv = 7·{la.key_dim}·{la.value_dim}·{la.value_heads} × "
+                   f"{cfg.attention_layers(AttentionKind.LINEAR)} layers")
+    if mb is not None:
+        out.append(f"    R (Mamba2) = 5·P·N_s·H = 5·{mb.head_dim}·{mb.state_dim}·{mb.heads} × "
+                   f"{cfg.attention_layers(AttentionKind.MAMBA)} layers")
+    out.append(f"      = {lim.recurrent_flop_per_token:.6g} FLOP; 2·S = 2 × "
+               f"{_sized(lim.state_bytes_per_sequence / 2)} = {lim.state_bytes_per_sequence:.6g} B")
+    out.append(f"    I_limit = ({lim.matmul_flop_per_token:.6g} + {lim.attention_flop_per_token:.6g} + "
+               f"{lim.recurrent_flop_per_token:.6g}) / ({lim.kv_bytes_per_sequence:.6g} + "
+               f"{lim.state_bytes_per_sequence:.6g}) = {format_intensity(lim.flop_per_byte, 4)}")
+    return out
 
 
 def _sized(n: float) -> str:
@@ -163,7 +183,7 @@ def explain_model(a: ModelAnalysis) -> str:
         elif cfg.indexer is not None:
             tokens_text = f"min({a.seq}, top-k {cfg.indexer.topk}) × {cfg.num_layers} layers"
         else:
-            tokens_text = f"{a.seq} × {cfg.num_layers} layers"
+            tokens_text = f"{a.seq} × {cfg.kv_layers} layers"
         lines.append(f"    attention = {what} = {per_pair:.6g} FLOP per (query, key) pair per layer")
         if cfg.indexer is not None:
             ix = cfg.indexer
@@ -173,8 +193,11 @@ def explain_model(a: ModelAnalysis) -> str:
         index = (f" (the indexer reads its whole key cache: {cfg.index_bytes_per_token} B × {a.seq} tokens)"
                  if cfg.indexer is not None else "")
         lines.append(f"    KV bytes per sequence = {_sized(lim.kv_bytes_per_sequence)}{index}")
-        lines.append(f"    I_limit = ({lim.matmul_flop_per_token:.6g} + {lim.attention_flop_per_token:.6g}) / "
-                     f"{lim.kv_bytes_per_sequence:.6g} = {format_intensity(lim.flop_per_byte, 4)}")
+        if lim.state_bytes_per_sequence:
+            lines.extend(_recurrent_limit(cfg, lim))
+        else:
+            lines.append(f"    I_limit = ({lim.matmul_flop_per_token:.6g} + {lim.attention_flop_per_token:.6g}) / "
+                         f"{lim.kv_bytes_per_sequence:.6g} = {format_intensity(lim.flop_per_byte, 4)}")
         cross = a.crossover
         lines.append("    the graph's totals (activations included) tend to "
                      f"{format_intensity(cross.limit_flop_per_byte, 4)}")

@@ -5,10 +5,14 @@ Per kernel the placement is the core's (`roofline.placement.place` through `anal
 step's time floor is the sum of its kernels' floors (kernels run one after another).
 
 Decode limit. Decode with B sequences reads every weight once per step and
-each sequence's whole KV cache. As B grows the weight bytes are shared by more and more sequences
-and vanish per sequence, while FLOPs and KV bytes both grow with B:
+each sequence's whole KV cache, and reads and writes each sequence's recurrent state (Gated DeltaNet,
+Mamba2: S bytes, `ModelConfig.state_bytes_per_sequence`). As B grows the weight bytes are shared by
+more and more sequences and vanish per sequence, while FLOPs, KV and state bytes all grow with B:
 
-    I → (2·P + Σ_layers 2·H·(d_qk + d_v)·L) / (L · KV bytes per token)        as B → ∞
+    I → (2·P + Σ_layers 2·H·(d_qk + d_v)·L + R) / (L · KV bytes per token + 2·S)        as B → ∞
+
+R is the recurrent layers' state update per token (7·dk·dv per value head for Gated DeltaNet,
+5·P·N_s per head for Mamba2), 2·S the state read and written once a step.
 
 P is the parameters a token multiplies (active, without the gathered embedding table), the second
 term the attention arithmetic (the textbook 4·L·h per layer when d_qk = d_v = d and H·d = h). A
@@ -55,6 +59,7 @@ class DecodeLimit:
     config: ModelConfig
     context: int
     kv_bytes_per_element: float
+    activation_bytes: float = 2.0  # the conv state's dtype (the activations')
 
     @property
     def matmul_flop_per_token(self) -> float:
@@ -83,12 +88,29 @@ class DecodeLimit:
                 + self.config.index_bytes_per_token * self.context)
 
     @property
+    def recurrent_flop_per_token(self) -> float:
+        """R: Σ over the recurrent layers of their state update per token (LinearAttention and
+        Mamba2 .decode_flop_per_token); 0 without them."""
+        c = self.config
+        la, mb = c.linear_attention, c.mamba
+        return float((0 if la is None else c.attention_layers(AttentionKind.LINEAR) * la.decode_flop_per_token)
+                     + (0 if mb is None else c.attention_layers(AttentionKind.MAMBA) * mb.decode_flop_per_token))
+
+    @property
+    def state_bytes_per_sequence(self) -> float:
+        """2·S: each sequence's recurrent and conv state, read and written once a step (the conv state in
+        the activations' dtype)."""
+        return 2.0 * self.config.state_bytes_per_sequence(self.activation_bytes)
+
+    @property
     def flop_per_byte(self) -> float:
-        return (self.matmul_flop_per_token + self.attention_flop_per_token) / self.kv_bytes_per_sequence
+        return ((self.matmul_flop_per_token + self.attention_flop_per_token + self.recurrent_flop_per_token)
+                / (self.kv_bytes_per_sequence + self.state_bytes_per_sequence))
 
 
-def decode_limit(cfg: ModelConfig, context: int, kv_dtype: str | DType = "bf16") -> DecodeLimit:
-    return DecodeLimit(cfg, context, get_dtype(kv_dtype).bytes_per_element)
+def decode_limit(cfg: ModelConfig, context: int, kv_dtype: str | DType = "bf16",
+                 activations: str | DType = "bf16") -> DecodeLimit:
+    return DecodeLimit(cfg, context, get_dtype(kv_dtype).bytes_per_element, get_dtype(activations).bytes_per_element)
 
 
 # --- the analysis ----------------------------------------------------------------------------------
@@ -345,7 +367,7 @@ class ModelAnalysis(Drawable):
 
     @property
     def decode_limit(self) -> DecodeLimit:
-        return decode_limit(self.config, self.seq, self.model.dtypes.kv_cache)
+        return decode_limit(self.config, self.seq, self.model.dtypes.kv_cache, self.model.dtypes.activations)
 
     @cached_property
     def step_model(self) -> StepModel:

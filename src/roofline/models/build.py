@@ -49,8 +49,9 @@ from roofline.models.deltanet import gated_deltanet
 from roofline.models.draft import mtp_input
 from roofline.models.dsa import lightning_indexer
 from roofline.models.dtypes import ModelDtypes, for_checkpoint, model_dtypes, weight_part
-from roofline.models.experts import combine_ops, dispatch_ops
+from roofline.models.experts import combine_ops, dispatch_ops, shared_experts
 from roofline.models.formulas import experts_hit, experts_read_per_device
+from roofline.models.latent import latent_in, latent_out
 from roofline.models.mamba import mamba2
 from roofline.models.split import Comm, check_moe_rows, check_split, comm_for, sequence_split, shard
 from roofline.models.transformer import SOFTMAX_KINDS, AttentionKind, MlpKind, ModelConfig
@@ -275,8 +276,9 @@ class _Builder:
                 per = FLOP_PER_ELEMENT["rmsnorm"]
                 flop += per * n * (H + G) * d
                 formula = f"RMSNorm {per:g}·N·(H+G)·d + RoPE {formula}"
-                inputs += (Tensor("q_norm.weight", (d,), self.dt.activations, Role.WEIGHT),
-                           Tensor("k_norm.weight", (d,), self.dt.activations, Role.WEIGHT))
+                qn, kn = (H * d, G * d) if cfg.qk_norm_per_layer else (d, d)  # MiniMax-M2: over the whole q, k
+                inputs += (Tensor("q_norm.weight", (qn,), self.dt.activations, Role.WEIGHT),
+                           Tensor("k_norm.weight", (kn,), self.dt.activations, Role.WEIGHT))
                 name, kind = "qk_norm_rope", "qk_norm+rope"
             self.add(Op(name, kind, inputs, (q, k_new, v_new), {Unit.VECTOR: float(flop)}, layers,
                         formula=formula + "; writes the new K and V into the cache"))
@@ -466,14 +468,15 @@ class _Builder:
                            note="the expert ids travel with the weights; their bytes are not counted"
                                 + ("" if tp == 1 else f"; this tp rank's {nm} of the replica's {n} tokens")))
         self.fuse(norm if tp == 1 else "", router, topk)  # the norm runs on all N rows, the router on N/tp
-        rows = nm * k
+        rows, lw = nm * k, cfg.moe_latent_size or h  # LatentMoE: the experts run in the latent width
+        xe = xm if not cfg.moe_latent_size else latent_in(self, xm, count, p)
         dispatch = ""
         if ep == 1:
-            routed = self.act(f"{p}experts.in", (rows, h))
-            dispatch = self.add(Op(f"{p}dispatch", "gather", (xm, route), (routed,), {}, count,
+            routed = self.act(f"{p}experts.in", (rows, lw))
+            dispatch = self.add(Op(f"{p}dispatch", "gather", (xe, route), (routed,), {}, count,
                                    formula=f"copy each token's row to its {k} experts: N·k = {nm}·{k} rows, no FLOPs"))
         else:  # uniform routing: as many rows arrive from the group as leave (roofline.models.experts)
-            routed = dispatch_ops(self, p, xm, route, nm, count)
+            routed = dispatch_ops(self, p, xe, route, nm, count)
         replicas = f" + {cfg.redundant_experts} replicas" if cfg.redundant_experts else ""
         where = ("" if ep == 1 else f", {slots // ep} of {e}{replicas} slots on this device ({hit_here} hit here: "
                  f"{hit} / ep {ep})")
@@ -482,35 +485,29 @@ class _Builder:
                 f"(override: experts_hit)")
         m = 2 if cfg.gated else 1  # gate and up, or up alone (Nemotron-H's ReLU² experts)
         gu = self.act(f"{p}experts.gate_up", (rows, m * fe))
-        w_gu = self.weight(f"{p}experts.gate_up.weight", (hit_here, h, m * fe))
+        w_gu = self.weight(f"{p}experts.gate_up.weight", (hit_here, lw, m * fe))
         b_gu = self.bias(f"{p}experts.gate_up", hit_here * m * fe, cfg.expert_bias)  # gpt-oss: one per expert
         egu = self.add(Op(f"{p}experts.gate_up", "grouped_matmul", (routed, w_gu, *b_gu), (gu,),
-                          {Unit.MATRIX: 2.0 * rows * h * m * fe}, count,
-                          formula=f"2·(N·k)·h·{m}f = 2·{rows}·{h}·{m * fe}", note=note))
+                          {Unit.MATRIX: 2.0 * rows * lw * m * fe}, count,
+                          formula=f"2·(N·k)·{'ℓ' if lw != h else 'h'}·{m}f = 2·{rows}·{lw}·{m * fe}", note=note))
         ea = self.act(f"{p}experts.act.out", (rows, fe))
         eact = self.add(elementwise_op(f"{p}experts.act", cfg.activation, (gu,), ea, count))
         self.fuse(dispatch, egu, eact)
-        eo = self.act(f"{p}experts.out", (rows, h))
-        w_d = self.weight(f"{p}experts.down.weight", (hit_here, fe, h))
+        eo = self.act(f"{p}experts.out", (rows, lw))
+        w_d = self.weight(f"{p}experts.down.weight", (hit_here, fe, lw))
         b_d = self.bias(f"{p}experts.down", hit_here * h, cfg.expert_bias)
-        self.add(Op(f"{p}experts.down", "grouped_matmul", (ea, w_d, *b_d), (eo,), {Unit.MATRIX: 2.0 * rows * fe * h},
-                    count, formula=f"2·(N·k)·f·h = 2·{rows}·{fe}·{h}", note=note))
+        self.add(Op(f"{p}experts.down", "grouped_matmul", (ea, w_d, *b_d), (eo,), {Unit.MATRIX: 2.0 * rows * fe * lw},
+                    count, formula=f"2·(N·k)·f·{'ℓ' if lw != h else 'h'} = 2·{rows}·{fe}·{lw}", note=note))
         if ep > 1:
             eo = combine_ops(self, p, eo, count)
-        inputs: tuple[Tensor, ...] = (eo, route)
-        flop = 2.0 * k * nm * h
-        formula = f"weighted sum of k expert rows: 2·k·N·h = 2·{k}·{nm}·{h}"
+        if cfg.moe_latent_size:  # the weighted sum in the latent, then fc2_latent_proj back to h
+            eo = latent_out(self, eo, route, count, p)
+        inputs: tuple[Tensor, ...] = (eo,) if cfg.moe_latent_size else (eo, route)
+        flop = 0.0 if cfg.moe_latent_size else 2.0 * k * nm * h
+        formula = ("the latent experts' sum, projected" if cfg.moe_latent_size
+                   else f"weighted sum of k expert rows: 2·k·N·h = 2·{k}·{nm}·{h}")
         if cfg.num_shared_experts:
-            fs = cfg.num_shared_experts * fe
-            sg = self.act(f"{p}shared.gate_up", (nm, m * fs))
-            sgu = self.add(matmul_op(f"{p}shared.gate_up", xm, self.weight(f"{p}shared.gate_up.weight", (h, m * fs)),
-                                     sg, count))
-            sa = self.act(f"{p}shared.act.out", (nm, fs))
-            sact = self.add(elementwise_op(f"{p}shared.act", cfg.activation, (sg,), sa, count))
-            self.fuse(sgu, sact)
-            so = self.act(f"{p}shared.out", (nm, h))
-            self.add(matmul_op(f"{p}shared.down", sa, self.weight(f"{p}shared.down.weight", (fs, h)), so, count))
-            inputs += (so,)
+            inputs += (shared_experts(self, xm, nm, m, fe, count, p),)
             flop += nm * h
             formula += f" + the shared experts' output N·h = {nm}·{h}"
         last = self.add(Op(f"{p}combine", "moe_combine", inputs, (local,), {Unit.VECTOR: flop}, count,
@@ -577,7 +574,7 @@ def build_graph(cfg: ModelConfig, phase: Phase | str, batch: int, seq: int, dtyp
     phase = as_phase(phase)
     require_positive_int(batch, "batch")
     require_positive_int(seq, "prompt length" if phase is Phase.PREFILL else "context length")
-    dt = for_checkpoint(dtypes or model_dtypes(), cfg.weights_dtype, cfg.unquantized)
+    dt = for_checkpoint(dtypes or model_dtypes(), cfg.weights_dtype, cfg.unquantized, cfg.mixed_weights)
     sp = split or Split()
     warnings: list[str] = [*cfg.load_warnings, *(check_split(cfg, sp, batch) if not sp.trivial else [])]
     shape = StepShape(phase, batch // sp.dp, seq)

@@ -1,7 +1,7 @@
 """Where a config comes from: a file, a model folder holding `config.json`, or a preset.
 
 Nothing is downloaded. A preset is one JSON file under `presets/`, shaped like the model's own
-`config.json`. A file is read only if it is a regular file of at most 1 MiB
+`config.json`. A file is read only if it is a regular file of at most MAX_CONFIG_BYTES = 16 MiB
 (roofline.fileio.read_text_file), UTF-8 or UTF-16/32 with a byte-order mark; malformed JSON, JSON
 nested too deeply and numbers of too many digits are one line each. `--set key=value` overrides are
 applied before parsing, and one that names a field no parser reads is refused.
@@ -24,6 +24,12 @@ from roofline.models.architectures import config_from_dict
 from roofline.models.transformer import ModelConfig
 
 PRESETS_DIR = Path(__file__).parent / "presets"
+# A config (and the hf_quant_config.json beside it) is at most 16 MiB. The cap stands against hostile
+# input (a 20 GB file, or /dev/zero renamed, is refused before a byte is parsed); it must pass the
+# largest real ones: NVIDIA's MiniMax-M3-NVFP4 config.json is 3,087,083 B and its hf_quant_config.json
+# 3,081,956 B (a per-module table over 60 layers × 128 experts), so 1 MiB refused a real checkpoint.
+# 16 MiB is 5× that; parsing it takes well under a second and a few hundred MB at most.
+MAX_CONFIG_BYTES = 16 << 20
 
 
 def _max_digits() -> str:
@@ -43,7 +49,7 @@ def _loads(text: str, where: str) -> Any:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
-    raw = _loads(read_text_file(path, "config"), f"config {path}")
+    raw = _loads(read_text_file(path, "config", MAX_CONFIG_BYTES), f"config {path}")
     if not isinstance(raw, dict):
         raise RooflineError(f"config {path}: expected a JSON object at the top level")
     return raw
@@ -169,4 +175,4 @@ def _with_source(cfg: ModelConfig, source: str) -> ModelConfig:
     return replace(cfg, source=source)
 
 
-__all__ = ["PRESETS_DIR", "apply_overrides", "load_config", "preset_dict", "preset_names"]
+__all__ = ["MAX_CONFIG_BYTES", "PRESETS_DIR", "apply_overrides", "load_config", "preset_dict", "preset_names"]

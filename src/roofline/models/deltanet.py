@@ -76,7 +76,7 @@ def gated_deltanet(bd: StepBuilder, resid: Tensor, hidden: Tensor, count: int) -
     state = Tensor(f"{P}state", (b, hv, dk, dv), state_dtype, Role.KV_CACHE, persistent=True)
     core = bd.act(f"{P}core.out", (n, v))
     if decode:
-        flop = {Unit.VECTOR: float(7 * dk * dv * hv * n)}
+        flop = {Unit.VECTOR: float(la.decode_flop_per_token * n)}
         formula = f"recurrent: 7·dk·dv per token and value head = 7·{dk}·{dv}·{hv}·{n}"
         inputs: tuple[Tensor, ...] = (conv_out, zba, state)
     else:

@@ -27,6 +27,9 @@ class ModelDtypes:
     # per parameter part, the fraction stored in BF16 beside `weights` (a quantized checkpoint's
     # tables, norms, biases and excluded modules: ModelConfig.unquantized); empty: every weight in `weights`
     unquantized: tuple[tuple[str, float], ...] = ()
+    # per parameter part, fractions stored in yet another dtype (a ModelOpt MIXED_PRECISION checkpoint's
+    # per-module quant_algo: ModelConfig.mixed_weights); the rest of the part is in `weights`
+    mixed: tuple[tuple[str, DType, float], ...] = ()
 
     def part_fraction(self, part: str) -> float:
         """The fraction of parameter part `part` kept in BF16 (0: all of it in `weights`)."""
@@ -34,14 +37,22 @@ class ModelDtypes:
 
     def weight_dtype(self, part: str) -> DType:
         """What the graph stores part `part`'s weight tensors in: BF16 where the checkpoint keeps the
-        whole part unquantized, else `weights` (a part kept in part, a few layers of it, is counted
-        exactly in memory by `weights_bytes` and read as `weights` in the step: see the load warning)."""
-        return _BF16 if self.part_fraction(part) >= 1.0 else self.weights
+        whole part unquantized, the other dtype that holds the whole part of a mixed checkpoint, else
+        `weights` (a part kept in part, a few layers of it, is counted exactly in memory by
+        `weights_bytes` and read as `weights` in the step: see the load warning)."""
+        whole = next((d for p, d, f in self.mixed if p == part and f >= 1.0), None)
+        return _BF16 if self.part_fraction(part) >= 1.0 else whole or self.weights
 
     def weights_bytes(self, parts: Mapping[str, float]) -> float:
-        """Bytes of parameters by part: each part's BF16 fraction at 2 bytes, the rest at `weights`."""
+        """Bytes of parameters by part: each part's BF16 fraction at 2 bytes, its fractions in other
+        dtypes (`mixed`) at theirs, the rest at `weights`."""
         w = self.weights.bytes_per_element
-        return sum(n * (w + self.part_fraction(p) * (_BF16.bytes_per_element - w)) for p, n in parts.items())
+        total = 0.0
+        for p, n in parts.items():
+            other = [(d.bytes_per_element, f) for q, d, f in self.mixed if q == p]
+            rest = 1.0 - self.part_fraction(p) - sum(f for _, f in other)
+            total += n * (rest * w + self.part_fraction(p) * _BF16.bytes_per_element + sum(b * f for b, f in other))
+        return total
 
     def to_dict(self) -> dict[str, str | None]:
         return {"weights": self.weights.name, "activations": self.activations.name,
@@ -59,13 +70,15 @@ def model_dtypes(weights: str | DType | None = None, activations: str | DType = 
 
 
 def for_checkpoint(dtypes: ModelDtypes, checkpoint: DType | None,
-                   unquantized: tuple[tuple[str, float], ...] = ()) -> ModelDtypes:
+                   unquantized: tuple[tuple[str, float], ...] = (),
+                   mixed: tuple[tuple[str, DType, float], ...] = ()) -> ModelDtypes:
     """`dtypes` with the checkpoint's weights dtype (ModelConfig.weights_dtype: DeepSeek-V3's FP8 with
-    128x128 block scales) and the parts it keeps in BF16 (ModelConfig.unquantized) where no weights
-    dtype was asked for; otherwise `dtypes` unchanged (a dtype asked for applies to every weight)."""
+    128x128 block scales), the parts it keeps in BF16 (ModelConfig.unquantized) and those a mixed
+    checkpoint stores in other dtypes (ModelConfig.mixed_weights) where no weights dtype was asked for;
+    otherwise `dtypes` unchanged (a dtype asked for applies to every weight)."""
     if dtypes.weights_given or checkpoint is None:
         return dtypes
-    return replace(dtypes, weights=checkpoint, weights_given=True, unquantized=unquantized)
+    return replace(dtypes, weights=checkpoint, weights_given=True, unquantized=unquantized, mixed=mixed)
 
 
 def compute_dtype(dtypes: ModelDtypes, machine: Machine) -> DType:
@@ -83,7 +96,8 @@ def compute_dtype(dtypes: ModelDtypes, machine: Machine) -> DType:
 
 def weight_part(weight: str) -> str:
     """The parameter part (ModelConfig.param_counts) a weight tensor of the step graph belongs to, by its name."""
-    for key, part in (("linear_attn.", "linear_attention"), ("mamba.", "mamba"), ("indexer.", "indexer"),
+    for key, part in (("latent_proj.", "latent_proj"), ("linear_attn.", "linear_attention"), ("mamba.", "mamba"),
+                      ("indexer.", "indexer"),
                       ("embed_tokens", "embedding"), ("position_embeddings", "position_embedding"),
                       ("lm_head", "lm_head"), ("router.", "router"), ("shared.", "shared_experts"),
                       ("experts.", "experts"), ("gate_up_proj", "mlp"), ("up_proj", "mlp"), ("down_proj", "mlp")):

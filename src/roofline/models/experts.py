@@ -35,6 +35,7 @@ from typing import Any
 from roofline.dtypes import DType, get_dtype
 from roofline.errors import RooflineError
 from roofline.graph import Op, Tensor
+from roofline.kernels import elementwise_op, matmul_op
 from roofline.models.transformer import ModelConfig
 from roofline.parallel.collectives import Collective
 from roofline.vocab import Level
@@ -66,10 +67,17 @@ def destination_devices(cfg: ModelConfig, nodes: int, node_devices: int) -> floa
     return expected_distinct(reachable_nodes(cfg, nodes) * node_devices, cfg.experts_per_token)
 
 
+def routed_width(cfg: ModelConfig) -> int:
+    """The width of a row the experts take: the hidden size, or LatentMoE's latent (moe_latent_size),
+    which is what is dispatched and combined."""
+    return cfg.moe_latent_size or cfg.hidden_size
+
+
 def dispatch_row(cfg: ModelConfig, activations: DType) -> tuple[int, DType, str]:
     """(width, dtype, formula) of one dispatched row: h in the activations' dtype, or with
-    --dispatch-dtype fp8 h e4m3 values and ⌈h/128⌉ FP32 scales stored as h + 4·⌈h/128⌉ one-byte elements."""
-    h, dt = cfg.hidden_size, cfg.dispatch_dtype
+    --dispatch-dtype fp8 h e4m3 values and ⌈h/128⌉ FP32 scales stored as h + 4·⌈h/128⌉ one-byte elements
+    (h: `routed_width`)."""
+    h, dt = routed_width(cfg), cfg.dispatch_dtype
     if dt is None or dt.name == activations.name:
         return h, activations, f"h = {h} values in {activations.name}"
     if dt.bytes_per_element != 1:
@@ -86,7 +94,7 @@ def dispatch_ops(b: Any, p: str, xm: Tensor, route: Tensor, nm: int, count: int)
     A deduplicated buffer is [N, ⌈d·w⌉]: each token's d copies of its w-byte row side by side, so its
     bytes stay linear in the tokens (the step model fits them as such)."""
     cfg, comm = b.cfg, b.comm
-    k, h, ep = cfg.experts_per_token, cfg.hidden_size, comm.ep
+    k, h, ep = cfg.experts_per_token, routed_width(cfg), comm.ep
     width, dt, row = dispatch_row(cfg, b.dt.activations)
     routed = Tensor(f"{p}experts.in", (nm * k, h), dt)
     if not cfg.dispatch_per_node:
@@ -125,7 +133,7 @@ def combine_ops(b: Any, p: str, eo: Tensor, count: int) -> Tensor:
     activation dtype (BF16, as DeepEP combines); once per destination GPU and node with the per-node
     layout (each GPU sums its experts' rows of a token first), as [N, ⌈d·h⌉] buffers."""
     cfg, comm = b.cfg, b.comm
-    k, h, ep = cfg.experts_per_token, cfg.hidden_size, comm.ep
+    k, h, ep = cfg.experts_per_token, routed_width(cfg), comm.ep
     act = b.dt.activations
     rows = eo.shape[0]
     if not cfg.dispatch_per_node:
@@ -144,6 +152,21 @@ def combine_ops(b: Any, p: str, eo: Tensor, count: int) -> Tensor:
     back = Tensor(f"{p}experts.returned", gathered.shape, act)
     b.collective(f"{p}combine.network", Collective.ALL_TO_ALL, gathered, back, nodes, Level.NETWORK, count)
     return back
+
+
+def shared_experts(b: Any, xm: Tensor, nm: int, m: int, fe: int, count: int, p: str) -> Tensor:
+    """The shared experts on builder `b`: one dense MLP of num_shared_experts × f, its gate and up (m = 2,
+    or up alone) and down matmuls over the layer's N rows, beside the routed experts. Returns its output."""
+    cfg, h = b.cfg, b.cfg.hidden_size
+    fs = cfg.num_shared_experts * fe
+    sg = b.act(f"{p}shared.gate_up", (nm, m * fs))
+    sgu = b.add(matmul_op(f"{p}shared.gate_up", xm, b.weight(f"{p}shared.gate_up.weight", (h, m * fs)), sg, count))
+    sa = b.act(f"{p}shared.act.out", (nm, fs))
+    sact = b.add(elementwise_op(f"{p}shared.act", cfg.activation, (sg,), sa, count))
+    b.fuse(sgu, sact)
+    so = b.act(f"{p}shared.out", (nm, h))
+    b.add(matmul_op(f"{p}shared.down", sa, b.weight(f"{p}shared.down.weight", (fs, h)), so, count))
+    return so
 
 
 ALL_TO_ALL_NAMES = re.compile(r"(^|\.)(dispatch|combine)\.(all_to_all|network|nvlink)$")

@@ -57,7 +57,7 @@ def mamba2(bd: StepBuilder, resid: Tensor, hidden: Tensor, count: int) -> None:
     y = bd.act(f"{P}ssd.out", (n, inner))
     a = Tensor(f"{P}A_log_dt_bias_D", (3 * heads,), bd.dt.activations, Role.WEIGHT)
     if decode:
-        flop = {Unit.VECTOR: float(5 * hd * ns * heads * n)}
+        flop = {Unit.VECTOR: float(mb.decode_flop_per_token * n)}
         formula = f"recurrent: 5·P·N_s per token and head = 5·{hd}·{ns}·{heads}·{n}"
         inputs: tuple[Tensor, ...] = (conv_out, zxbcdt, a, state)
     else:

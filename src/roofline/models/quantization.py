@@ -207,7 +207,8 @@ def _modelopt(q: Mapping[str, Any], where: str) -> DType:
     """NVIDIA ModelOpt (TensorRT Model Optimizer) exports, read from quantization_config or from the
     hf_quant_config.json beside config.json: quant_algo FP8 (E4M3, one FP32 scale per tensor, not
     counted) or NVFP4 (E2M1 values, one FP8 E4M3 scale per 16: 4 + 8/16 = 4.5 bits; the one FP32
-    scale per tensor is not counted). MIXED_PRECISION gives a dtype per layer in quantized_layers."""
+    scale per tensor is not counted). MIXED_PRECISION (a dtype per module in quantized_layers) is read
+    by roofline.models.mixed before this is reached."""
     algo = q.get("quant_algo")
     if algo == "FP8":
         return DTYPES["fp8_e4m3"]
@@ -250,6 +251,8 @@ _TOP = (("lm_head", "lm_head"), ("embed_tokens", "embedding"), ("backbone.embedd
         ("wte", "embedding"), ("wpe", "position_embedding"))
 # not in the language model's main stack (the vision tower, multi-token-prediction layers)
 _OUTSIDE = ("vision", "visual", "multi_modal_projector", "mm_projector", "audio", "mtp.")
+# a vision tower's module names (Qwen's model.visual, Gemma's vision_tower, Llama 4's vision_model,
+# Kimi's vision_tower and mm_projector): the tower is kept whole in 16 bits
 _VISION = ("vision", "visual", "multi_modal_projector", "mm_projector")
 
 
@@ -299,7 +302,8 @@ _MLP_PARTS = ("mlp", "experts", "shared_experts", "router")
 _MIXER: dict[str, tuple[str, ...]] = {
     **{p: (f"attention.{p}",) for p in ("q_proj", "k_proj", "v_proj", "o_proj")},
     "in_proj": ("mamba.in_proj",), "out_proj": ("mamba.out_proj",), "conv1d": (), "gate": ("router",),
-    "experts": ("experts",), "shared_experts": ("shared_experts",), "up_proj": ("mlp",), "down_proj": ("mlp",)}
+    "experts": ("experts",), "shared_experts": ("shared_experts",), "up_proj": ("mlp",), "down_proj": ("mlp",),
+    "fc1_latent_proj": ("latent_proj",), "fc2_latent_proj": ("latent_proj",)}
 
 
 def _layer_parts(rest: str) -> tuple[str, ...] | None:
@@ -431,7 +435,7 @@ def unquantized_parts(cfg: ModelConfig, modules: tuple[str, ...], where: str, ex
               "mamba": where_kind(cfg.layer_kinds, AttentionKind.MAMBA),
               "mlp": where_kind(cfg.mlp_kinds, MlpKind.DENSE), "experts": where_kind(cfg.mlp_kinds, MlpKind.MOE),
               "indexer": set(range(layers)) - set(cfg.indexer.shared) if cfg.indexer is not None else set()}
-    having["router"] = having["shared_experts"] = having["experts"]
+    having["router"] = having["shared_experts"] = having["latent_proj"] = having["experts"]
     matched: dict[str, dict[int, float]] = {p: {} for p in having}  # per part, layer -> share kept
     mtp_kept: dict[tuple[int, str], tuple[str, float]] = {}  # (MTP layer, component) -> (part, params kept)
     if cfg.indexer is not None:
@@ -457,6 +461,12 @@ def unquantized_parts(cfg: ModelConfig, modules: tuple[str, ...], where: str, ex
             fraction["vision"] = 1.0  # the vision tower and its projector, whole (not read module by module)
             continue
         if any(part in name for part in _OUTSIDE):
+            if cfg.vision_params and any(part in name for part in _VISION):
+                fraction["vision"] = 1.0  # the vision tower (model.visual*, model.vision_tower*) kept whole
+            continue
+        if name in ("gate", "router"):  # a bare leaf name: transformers matches it as a suffix, every router
+            name = "layers.*.mlp.gate"
+        elif name.endswith("_bias") and "." not in name:  # e_score_correction_bias: a bias, never quantized
             continue
         m = _LAYER.match("layers." + name if name.startswith("*.") else name)
         if m is None:

@@ -53,7 +53,8 @@ def describe_step(model: str | ModelConfig, phase: Phase | str = Phase.DECODE, b
     headline = as_plan(plan)
     cfg = load_config(model, overrides)
     return Step(cfg, as_phase(phase), batch, cfg.length(seq),
-                for_checkpoint(dtypes or model_dtypes(), cfg.weights_dtype, cfg.unquantized), headline, experts_hit)
+                for_checkpoint(dtypes or model_dtypes(), cfg.weights_dtype, cfg.unquantized, cfg.mixed_weights),
+                headline, experts_hit)
 
 
 __all__ = ["Step", "describe_step"]

@@ -134,7 +134,7 @@ def sweep(model: str | ModelConfig, machines: Sequence[str | Machine] = (DEFAULT
         for kdt in kv_dtypes:
             for cdt_name in compute_dtypes:
                 dt = for_checkpoint(model_dtypes(wdt, activation_dtype, kdt, cdt_name), cfg.weights_dtype,
-                                    cfg.unquantized)
+                                    cfg.unquantized, cfg.mixed_weights)
                 kv = cfg.kv_cache_bytes(flat_b, flat_s, dt.kv_cache.bytes_per_element)
                 memory_bytes = dt.weights_bytes(cfg.param_counts().parts) + kv
                 for sp, machines_of, share in zip(splits, placed, stage_shares, strict=True):
@@ -189,7 +189,7 @@ def sweep_arrays(model: str | ModelConfig, machine: str | Machine, phase: Phase 
 
     cfg = load_config(model)
     m = get_machine(machine)
-    dt = for_checkpoint(dtypes or model_dtypes(), cfg.weights_dtype, cfg.unquantized)
+    dt = for_checkpoint(dtypes or model_dtypes(), cfg.weights_dtype, cfg.unquantized, cfg.mixed_weights)
     fitted = StepModel.fit(cfg, phase, dt, as_plan(plan))
     return fitted.evaluate(np.asarray(batches), np.asarray(seqs), m, compute_dtype(dt, m))
 

@@ -23,6 +23,7 @@ from roofline.dtypes import DType
 from roofline.errors import RooflineError
 from roofline.models.formulas import Num, minimum
 from roofline.models.mtp import MTP_PARTS, mtp_parts
+from roofline.models.recurrent import LinearAttention, Mamba2
 from roofline.models.sparse import SparseIndexer
 from roofline.units import require_positive_int
 from roofline.vocab import Logits, MlaForm, Norm
@@ -45,99 +46,6 @@ class AttentionKind(StrEnum):
 
 
 SOFTMAX_KINDS = (AttentionKind.GLOBAL, AttentionKind.LOCAL)  # the kinds that keep a KV cache
-
-
-@dataclass(frozen=True)
-class LinearAttention:
-    """Gated DeltaNet (Yang, Kautz, Hatamizadeh, arXiv 2412.06464; transformers models/qwen3_next,
-    Qwen3_5GatedDeltaNet): `key_heads` query/key heads of `key_dim`, `value_heads` value heads of
-    `value_dim` (each key head serves value_heads/key_heads of them), a depthwise causal conv1d of
-    `conv_kernel` taps over the q, k and v channels, and one recurrent state of key_dim × value_dim
-    per value head, kept in `state_bytes` bytes a value (mamba_ssm_dtype; float32 in the reference)."""
-
-    key_heads: int
-    value_heads: int
-    key_dim: int
-    value_dim: int
-    conv_kernel: int
-    state_bytes: int = 4
-    chunk: int = 64  # the chunked prefill's block (fla chunk_gated_delta_rule, transformers' chunk_size 64)
-
-    @property
-    def conv_channels(self) -> int:
-        """Channels the conv runs over: q and k (key_heads·key_dim each) and v (value_heads·value_dim)."""
-        return 2 * self.key_heads * self.key_dim + self.value_heads * self.value_dim
-
-    @property
-    def in_width(self) -> int:
-        """in_proj outputs: q, k, v, the output gate z (value_heads·value_dim), and β and the decay a
-        (one each per value head)."""
-        return self.conv_channels + self.value_heads * self.value_dim + 2 * self.value_heads
-
-    def layer_params(self, hidden: int) -> int:
-        """in_proj h·in_width + conv1d channels·taps (no bias) + dt_bias and A_log (one per value head)
-        + the gated norm's gain (value_dim) + out_proj value_heads·value_dim·h."""
-        v = self.value_heads * self.value_dim
-        return hidden * self.in_width + self.conv_channels * self.conv_kernel + 2 * self.value_heads \
-            + self.value_dim + v * hidden
-
-    def state_bytes_per_sequence(self, activation_bytes: float) -> float:
-        """One layer's state for one sequence: the recurrent value_heads·key_dim·value_dim at
-        state_bytes, and the conv's last conv_kernel − 1 inputs per channel in the activation dtype."""
-        return (self.value_heads * self.key_dim * self.value_dim * self.state_bytes
-                + self.conv_channels * (self.conv_kernel - 1) * activation_bytes)
-
-
-@dataclass(frozen=True)
-class Mamba2:
-    """Mamba2's selective state space mixer (Dao & Gu, arXiv 2405.21060; Nemotron-H's
-    NemotronHMamba2Mixer in transformers, vLLM and mlx-lm): `heads` heads of `head_dim` (the inner
-    width heads·head_dim), B and C shared by `groups` groups of heads, each of `state_dim` (d_state),
-    a depthwise causal conv1d of `conv_kernel` taps (with a bias when `conv_bias`) over x, B and C,
-    and one state of head_dim × state_dim per head, kept in `state_bytes` bytes a value
-    (mamba_ssm_cache_dtype; float32 in the reference). `chunk`: the chunked SSD prefill's block
-    (config chunk_size)."""
-
-    heads: int
-    head_dim: int
-    groups: int
-    state_dim: int
-    conv_kernel: int
-    chunk: int
-    conv_bias: bool = True
-    proj_bias: bool = False
-    state_bytes: int = 4
-
-    @property
-    def inner(self) -> int:
-        return self.heads * self.head_dim
-
-    @property
-    def conv_channels(self) -> int:
-        """x (heads·head_dim), B and C (groups·state_dim each): the channels the conv runs over."""
-        return self.inner + 2 * self.groups * self.state_dim
-
-    @property
-    def in_width(self) -> int:
-        """in_proj outputs: the gate z (inner), x, B, C (conv_channels) and dt (one per head)."""
-        return self.inner + self.conv_channels + self.heads
-
-    def linear_params(self, hidden: int) -> int:
-        """in_proj h·in_width and out_proj inner·h, with their biases when mamba_proj_bias."""
-        bias = (self.in_width + hidden) if self.proj_bias else 0
-        return hidden * self.in_width + self.inner * hidden + bias
-
-    @property
-    def other_params(self) -> int:
-        """What no quantizer replaces: the conv taps (and bias), dt_bias, A_log and D (one each per
-        head) and the gated RMSNorm's gain over the inner width."""
-        return self.conv_channels * (self.conv_kernel + (1 if self.conv_bias else 0)) + 3 * self.heads + self.inner
-
-    def state_bytes_per_sequence(self, activation_bytes: float) -> float:
-        """One layer's state for one sequence: the SSM state heads·head_dim·state_dim at state_bytes,
-        and the conv's last conv_kernel − 1 inputs per channel in the activation dtype."""
-        return (self.heads * self.head_dim * self.state_dim * self.state_bytes
-                + self.conv_channels * (self.conv_kernel - 1) * activation_bytes)
 
 
 class MlpKind(StrEnum):
@@ -188,6 +96,7 @@ class ModelConfig:
     o_bias: bool = False  # Llama/Qwen3 attention_bias: a bias on o_proj as well as on q, k, v
     linear_bias: bool = False  # GPT-2: biases on every linear layer
     qk_norm: bool = False  # Qwen3, Gemma 3: RMSNorm over each head of q and k
+    qk_norm_per_layer: bool = False  # MiniMax-M2: the RMSNorm over all of q (H·d) and all of k (G·d), one gain each
     sandwich_norm: bool = False  # Gemma 2/3: norms after attention and after the MLP as well
     learned_positions: int = 0  # GPT-2: rows of the learned position table (0: RoPE)
     sliding_window: int | None = None
@@ -202,6 +111,7 @@ class ModelConfig:
     experts_per_token: int = 0
     moe_intermediate_size: int = 0
     num_shared_experts: int = 0  # each of moe_intermediate_size width
+    moe_latent_size: int = 0  # LatentMoE (Nemotron 3 Super/Ultra): the routed experts run in this width (models/latent)
     first_dense_layers: int = 0  # DeepSeek-V3: the first k layers have a dense MLP
     router_bias: bool = False  # DeepSeek-V3: e_score_correction_bias; gpt-oss: the router's bias
     expert_bias: bool = False  # gpt-oss: biases on every expert's gate_up (2f) and down (h) projections
@@ -255,6 +165,8 @@ class ModelConfig:
     # per parameter part, the fraction the checkpoint keeps in 16 bits beside weights_dtype (its
     # tables, norms, biases and the modules its quantization_config leaves out; roofline.models.quantization)
     unquantized: tuple[tuple[str, float], ...] = ()
+    # per parameter part, (dtype, fraction) held in another dtype (MIXED_PRECISION; roofline.models.mixed)
+    mixed_weights: tuple[tuple[str, DType, float], ...] = ()
 
     def __post_init__(self) -> None:
         if self.logits not in LOGITS:
@@ -381,7 +293,8 @@ class ModelConfig:
                 continue
             out[names[kind]] = out.get(names[kind], 0) + 1
         dense = "ReLU² MLP" if self.activation == "relu2" else "dense MLP"
-        for label, count in ((dense, self.dense_layers), ("MoE", self.moe_layers), ("MTP", self.mtp_layers)):
+        moe = f"LatentMoE ({self.moe_latent_size})" if self.moe_latent_size else "MoE"
+        for label, count in ((dense, self.dense_layers), (moe, self.moe_layers), ("MTP", self.mtp_layers)):
             if count:  # MTP: multi-token-prediction layers, in memory and not in the step (roofline.models.mtp)
                 out[label] = count
         return tuple(out.items())
@@ -531,7 +444,7 @@ def _param_counts(c: ModelConfig) -> ParamCounts:
         if c.linear_bias or c.o_bias:
             biases += A * h
         if c.qk_norm:
-            norms += A * 2 * d
+            norms += A * ((H + G) * d if c.qk_norm_per_layer else 2 * d)
     counts["attention"] = (L if c.is_mla else c.kv_layers) * attn
     if c.indexer is not None:
         counts["indexer"] = c.indexer_layers * c.indexer.linear_params(h, c.q_lora_rank)
@@ -546,11 +459,13 @@ def _param_counts(c: ModelConfig) -> ParamCounts:
     if c.linear_bias:
         biases += c.dense_layers * (c.intermediate_size + h)
     if c.is_moe:
-        per_expert = mlp_mats * h * c.moe_intermediate_size
+        per_expert = mlp_mats * (c.moe_latent_size or h) * c.moe_intermediate_size  # LatentMoE: in the latent
         counts["router"] = c.moe_layers * h * (c.num_experts + (1 if c.shared_expert_gate else 0))
         # DeepSeek-V3's e_score_correction_bias: added to the scores to pick experts, not multiplied
         biases += c.moe_layers * c.num_experts if c.router_bias else 0
-        counts["shared_experts"] = c.moe_layers * c.num_shared_experts * per_expert
+        counts["shared_experts"] = c.moe_layers * c.num_shared_experts * mlp_mats * h * c.moe_intermediate_size
+        if c.moe_latent_size:  # fc1_latent_proj h -> ℓ and fc2_latent_proj ℓ -> h, once a token
+            counts["latent_proj"] = c.moe_layers * 2 * h * c.moe_latent_size
         counts["experts"] = c.moe_layers * c.num_experts * per_expert
     counts["norms"] = norms
     counts["biases"] = biases

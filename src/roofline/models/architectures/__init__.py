@@ -10,31 +10,38 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from types import MappingProxyType
+from types import MappingProxyType, ModuleType
 from typing import Any
 
 from roofline.errors import RooflineError, shown
 from roofline.models.architectures import (
     deepseek,
     gemma,
+    gemma4,  # issue 22, second part
     glm,
     gpt2,
     gpt_oss,
     kimi,
     llama,
     llama4,
+    minimax,  # issue 22, second part
     mistral,
     nemotron_h,
+    olmo2,  # issue 22, second part
+    phi3,  # issue 22, second part
     qwen,
     qwen3_next,
+    qwen3_vl,  # issue 22, second part
 )
 from roofline.models.architectures.common import Parser
 from roofline.models.fields import Fields
+from roofline.models.mixed import mixed_precision
 from roofline.models.quantization import checkpoint_weights, excluded_modules, unquantized_parts
 from roofline.models.transformer import ModelConfig
 
-_FAMILIES = (llama, llama4, mistral, qwen, qwen3_next, deepseek, glm, kimi, gemma, gpt2, gpt_oss,
-             nemotron_h)
+_FAMILIES: tuple[ModuleType, ...] = (llama, llama4, mistral, qwen, qwen3_next, deepseek, glm, kimi, gemma, gpt2,
+                                     gpt_oss, nemotron_h)
+_FAMILIES += (qwen3_vl, minimax, phi3, olmo2, gemma4)  # issue 22, second part
 
 
 def _registry() -> Mapping[str, Parser]:
@@ -57,6 +64,15 @@ def config_from_dict(raw: Mapping[str, Any], name: str = "model", where: str = "
     where = where or name
     if not isinstance(raw, Mapping):
         raise RooflineError(f"config {where}: expected a JSON object at the top level")
+    q = raw.get("quantization_config")
+    if isinstance(q, Mapping) and q.get("quant_algo") == "MIXED_PRECISION":  # a quant_algo per module
+        plain = config_from_dict({k: v for k, v in raw.items() if k != "quantization_config"}, name, where)
+        weights_dtype, kept, mixed = mixed_precision(plain, q, where)
+        said = "; ".join(f"{part} {d.name} ({f:.1%})" for part, d, f in mixed)
+        note = (f"{where}: MIXED_PRECISION read module by module: {weights_dtype.name} for most quantized weights"
+                + (f", {said}" if said else "") + "; the modules it does not list stay bf16")
+        return replace(plain, weights_dtype=weights_dtype, unquantized=kept, mixed_weights=mixed,
+                       load_warnings=(*plain.load_warnings, note))
     weights, notes = checkpoint_weights(raw, where)
     outer = raw
     inner_q = raw.get("text_config", {}).get("quantization_config") if isinstance(raw.get("text_config"), Mapping) \

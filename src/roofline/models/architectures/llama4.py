@@ -9,7 +9,8 @@ width; the other layers a dense SwiGLU MLP of intermediate_size_mlp (Maverick).
 
 Not counted: `use_qk_norm`'s L2 norm of q and k on the RoPE layers (no weights; about 6·(H + G)·d
 FLOPs per token and layer, under 0.01% of a step) and the NoPE layers' attention temperature (one
-multiply per query element). A `vision_config` beside the text is named in a warning, not counted.
+multiply per query element). A `vision_config` beside the text is counted in the checkpoint's
+memory as part "vision" (`vision_tower_params`), not in a text step.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def _flags(f: Fields, key: str, layers: int) -> list[int] | None:
     return [int(v) for v in value]
 
 
-def _text(f: Fields, name: str, model_type: str, notes: tuple[str, ...]) -> ModelConfig:
+def _text(f: Fields, name: str, model_type: str, vision: Mapping[str, Any] | None) -> ModelConfig:
     kw: dict[str, Any] = common(f, name, model_type, False)
     layers = kw["num_layers"]
     kw["qkv_bias"] = kw["o_bias"] = f.flag("attention_bias", False)
@@ -64,28 +65,50 @@ def _text(f: Fields, name: str, model_type: str, notes: tuple[str, ...]) -> Mode
     kw["num_shared_experts"] = 1  # Llama4TextMoe's shared_expert, of intermediate_size
     kw["intermediate_size"] = f.integer("intermediate_size_mlp") if not all(moe) else 0
     kw["layer_mlp"] = tuple(MlpKind.MOE if m else MlpKind.DENSE for m in moe)
-    kw["load_warnings"] = notes
+    if vision is not None:
+        kw["vision_params"] = vision_tower_params(Fields(vision, f"{f.where} vision_config"), kw["hidden_size"])
     return ModelConfig(**kw)
 
 
+def vision_tower_params(f: Fields, text_hidden: int) -> int:
+    """Llama 4's vision encoder and projector (transformers Llama4VisionModel and
+    Llama4MultiModalProjector), from its vision_config: w = hidden_size, I = intermediate_size.
+
+    class embedding w; positions ((image_size/patch_size)² + 1)·w; the unfold patch embedding
+    num_channels·patch_size²·w (no bias); layernorm_pre and _post 2·2w; per encoder layer q, k, v, o
+    4·(w² + w), fc1 w·I + I, fc2 I·w + w, two LayerNorms 2·2w; the pixel-shuffle adapter fc1
+    I·projector_input_dim and fc2 projector_output_dim² (no biases); the projector
+    vision_output_dim·text hidden (no bias). Scout's: 109,676,279,296 − its text model's parameters
+    (the checkpoint's own table; see tests)."""
+    w, inter = f.integer("hidden_size"), f.integer("intermediate_size")
+    image, patch = f.integer("image_size"), f.integer("patch_size")
+    if image % patch:
+        raise f.refuse("image_size", f"({image}) must be a multiple of patch_size ({patch})")
+    if f.flag("multi_modal_projector_bias", False):
+        raise f.refuse("multi_modal_projector_bias", "true is not read: the reference projector has no bias")
+    layer = 4 * (w * w + w) + 2 * w * inter + inter + w + 4 * w
+    return (w + ((image // patch) ** 2 + 1) * w + f.integer("num_channels", 3) * patch * patch * w + 4 * w
+            + f.integer("num_hidden_layers") * layer + inter * f.integer("projector_input_dim")
+            + f.integer("projector_output_dim") ** 2 + f.integer("vision_output_dim") * text_hidden)
+
+
 def llama4_text(f: Fields, name: str, model_type: str) -> ModelConfig:
-    return _text(f, name, model_type, ())
+    return _text(f, name, model_type, None)
 
 
 def llama4(f: Fields, name: str, model_type: str) -> ModelConfig:
-    """The multimodal Llama 4 config: text_config analysed; a vision_config named, not counted."""
+    """The multimodal Llama 4 config: text_config analysed, vision_config counted."""
     text = f.raw.get("text_config")
     if not isinstance(text, Mapping):
         raise f.bad("text_config", "an object (the language model's config)", text)
     if text.get("model_type", "llama4_text") != "llama4_text":
         raise RooflineError(f"config {f.where}: text_config's model_type {text.get('model_type')!r} is not "
                             f"llama4_text")
-    notes: tuple[str, ...] = ()
-    if f.raw.get("vision_config") is not None:
-        notes = (f"config {f.where}: the vision tower (vision_config) is not counted: the language model's "
-                 f"weights only",)
+    vision = f.raw.get("vision_config")
+    if vision is not None and not isinstance(vision, Mapping):
+        raise f.bad("vision_config", "an object", vision)
     inner = Fields({"tie_word_embeddings": f.flag("tie_word_embeddings", False), **text}, f"{f.where} text_config")
-    return _text(inner, name, model_type, notes)
+    return _text(inner, name, model_type, vision)
 
 
 PARSERS: dict[str, Parser] = {"llama4": llama4, "llama4_text": llama4_text}

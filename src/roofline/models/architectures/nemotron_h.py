@@ -7,9 +7,12 @@ encoding (NemotronHAttention applies no RoPE). MLP: up, ReLU², down (no gate). 
 with its e_score_correction_bias, n_routed_experts ReLU² experts of moe_intermediate_size, and one
 shared ReLU² MLP of moe_shared_expert_intermediate_size.
 
-Refused by name: LatentMoE (`moe_latent_size`, Nemotron 3 Super/Ultra: the experts run in a projected
-latent whose projections this parser does not place), fp32 residuals, biases whose reference differs
-(`use_bias`/`mamba_proj_bias`, `mlp_bias`), a sliding window.
+LatentMoE (`moe_latent_size`, Nemotron 3 Super/Ultra; transformers NemotronHMoE): the routed experts
+run in a latent of moe_latent_size, between fc1_latent_proj (h -> ℓ) and fc2_latent_proj (ℓ -> h);
+the router and the shared MLP stay in h (roofline.models.latent).
+
+Refused by name: fp32 residuals, biases whose reference differs (`use_bias`/`mamba_proj_bias`,
+`mlp_bias`), a sliding window.
 """
 
 from __future__ import annotations
@@ -61,8 +64,6 @@ def nemotron_h(f: Fields, name: str, model_type: str) -> ModelConfig:
                                 "config has it false)")
     if f.raw.get("sliding_window") is not None:
         raise f.refuse("sliding_window", "is not read: Nemotron-H's attention layers attend the whole context")
-    if f.raw.get("moe_latent_size") is not None:
-        raise f.refuse("moe_latent_size", "(LatentMoE: experts in a projected latent) is not read yet")
     pattern = _pattern(f)
     layers = f.integer("num_hidden_layers", len(pattern))
     if layers != len(pattern):
@@ -99,6 +100,9 @@ def nemotron_h(f: Fields, name: str, model_type: str) -> ModelConfig:
                                                                   f"moe_intermediate_size ({moe})")
         kw["num_shared_experts"] = shared // moe
         kw["router_bias"] = True  # NemotronHTopkRouter's e_score_correction_bias
+        latent = f.optional_int("moe_latent_size")
+        if latent is not None:
+            kw["moe_latent_size"] = f.at_most("moe_latent_size", latent, "hidden_size", hidden)
     mtp = f.integer("num_nextn_predict_layers", 0, minimum=0)
     if mtp:
         kw["load_warnings"] = (f"config {f.where}: {mtp} multi-token-prediction layer(s) (num_nextn_predict_layers) "

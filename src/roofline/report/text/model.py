@@ -90,8 +90,11 @@ def model_text(a: Any) -> str:
         lim = a.decode_limit
         lines.append("")
         graph_limit = format_intensity(a.crossover.limit_flop_per_byte, 4)
+        formula = ("(2·P + attention FLOPs + recurrent FLOPs) / (L · KV bytes per token + 2 · state bytes per "
+                   "sequence, read and written)" if lim.state_bytes_per_sequence
+                   else "(2·P + attention FLOPs) / (L · KV bytes per token)")
         lines.append(f"decode limit as the batch grows: {format_intensity(lim.flop_per_byte, 4)} "
-                     f"((2·P + attention FLOPs) / (L · KV bytes per token); graph totals tend to {graph_limit})")
+                     f"({formula}; graph totals tend to {graph_limit})")
     cross = a.crossover
     lines.append(f"crossover batch: {cross.reason}")
     mem = a.memory
