@@ -16,8 +16,10 @@ import numpy as np
 import pytest
 
 from roofline.calibration.join import join, join_table
+from roofline.calibration.mla import join_mla
+from roofline.calibration.moe import join_moe
 from roofline.calibration.tables import Row, Table
-from roofline.calibration.validate import expected_columns, split
+from roofline.calibration.validate import expected_columns, explain, split
 from roofline.expectation.model import Fit
 
 H100_BF16 = 989.4e12  # dense BF16, the datasheet figure (132 SMs × 4096 FLOP/clk × 1.83 GHz = 989.43e12)
@@ -147,3 +149,123 @@ def test_the_columnar_expected_time_is_the_models() -> None:
     want = 67_239_936 / H100_DRAM / 0.5 + 5e-6 + 10e-9 * 2048 / 132 + 2e-9 * 256 / 132
     assert t[0] == pytest.approx(want, rel=1e-12)
     assert (low[0], high[0]) == pytest.approx((want * 0.9, want * 1.2), rel=1e-12)
+
+
+# ---- MLA, MoE, the K-only decode tables and the explanations -------------------------------------
+
+A100_DRAM = 2.039e12  # A100 SXM4 80GB: 2,039 GB/s (A100 datasheet)
+
+
+def test_a100_trtllm_1_0_decode_rows_stream_one_cache_tensor() -> None:
+    # TRT-LLM 1.0.0 rows were timed on a K-only pool (the collector's CacheType.SELFKONLY): b 64, h 64/64,
+    # d 128, step 255: q and out 64·64·128·2 B each, K 64·64·255·128·2 B = 267,386,880: 269,484,032 B, 132.2 µs
+    cols = dict(batch_size=[64], isl=[1], num_heads=[64], num_key_value_heads=[64], head_dim=[128], step=[255],
+                attn_dtype=["bfloat16"], kv_cache_dtype=["bfloat16"])
+    old = table("generation_attention", "a100-sxm-80gb", **cols)
+    old = Table(old.system, old.machine, "trtllm", "1.0.0", old.table, old.columns, old.measured_s)
+    k_only = 2 * 64 * 64 * 128 * 2 + 64 * 64 * 255 * 128 * 2
+    assert k_only == 269_484_032
+    assert join_table(old).floors.floor_s[0] == pytest.approx(k_only / A100_DRAM, rel=1e-12)
+    # the same shape timed by 1.3.0rc20 (CacheType.SELF): K and V, 536,870,912 B, 263.3 µs
+    new = Table(old.system, old.machine, "trtllm", "1.3.0rc20", old.table, old.columns, old.measured_s)
+    both = 2 * 64 * 64 * 128 * 2 + 2 * 64 * 64 * 255 * 128 * 2
+    assert join_table(new).floors.floor_s[0] == pytest.approx(both / A100_DRAM, rel=1e-12)
+    # the row itself ran 230 µs (aiconfigurator-core 0.12.0, a100_sxm/attention/trtllm/1.0.0): above the
+    # K-only floor, 13% under the K-and-V one
+    assert k_only / A100_DRAM < 230e-6 < both / A100_DRAM
+
+
+def mla(kind: str, **cols: list[object]) -> Table:
+    base = dict(mla_dtype=["bfloat16"], kv_cache_dtype=["bfloat16"], tp_size=[1], kernel_source=["default"])
+    return table(kind, **{**base, **cols})
+
+
+def test_absorbed_mla_decode_streams_the_latent_cache_once() -> None:
+    # b 64, 128 heads, step 4095 (4096 keys): q 64·128·576·2 + latent 64·4096·576·2 + out 64·128·512·2 bytes
+    # = 319,815,680 B / 3.35e12 = 95.47 µs; FLOPs 2·P·(576 + 512), P = 64·128·4096, take 73.8 µs: DRAM binds
+    jt = join_mla(mla("generation_mla", batch_size=[64], num_heads=[128], isl=[1], step=[4095]))
+    want = 64 * 128 * 576 * 2 + 64 * 4096 * 576 * 2 + 64 * 128 * 512 * 2
+    assert jt.floors.dram_bytes[0] == want == 319_815_680
+    assert jt.floors.floor_s[0] == pytest.approx(want / H100_DRAM, rel=1e-12)
+    assert jt.floors.compute_s[0] == pytest.approx(2 * 64 * 128 * 4096 * (576 + 512) / H100_BF16, rel=1e-12)
+    # and it is the attention kernel our DeepSeek-V3 decode step counts at batch 64, context 4096 on one H100
+    from roofline.models import analyze_model
+
+    attn = next(p for p in analyze_model("deepseek-v3", "h100", "decode", 64, 4096).placements if p.name == "attn")
+    assert jt.floors.floor_s[0] == pytest.approx(attn.time_s, rel=1e-12)
+
+
+def test_decompressed_mla_prefill_is_causal_attention_of_192_and_128() -> None:
+    # TRT-LLM prefill, b 1, 128 heads, 4096 tokens: P = 128·4096·4097/2; FLOPs 2·P·192 + 2·P·128 = 640·P
+    # = 687.4e9 / 989.4e12 = 694.7 µs
+    jt = join_mla(mla("context_mla", batch_size=[1], num_heads=[128], isl=[4096], step=[0]))
+    p = 128 * 4096 * 4097 // 2
+    assert jt.floors.floor_s[0] == pytest.approx(640 * p / H100_BF16, rel=1e-12)
+    assert jt.floors.floor_s[0] == pytest.approx(694.7e-6, rel=1e-3)
+    assert jt.name(0) == "context_mla decompressed b1 h128 isl 4096"
+
+
+def test_moe_floor_streams_the_weights_of_the_experts_hit() -> None:
+    # Mixtral-shaped bf16 layer on an H100, 1 token, top-2 of 8 experts: experts hit = max(2, min(8, 2,
+    # round(8·(1 − 6/8)))) = 2; gate_up+act reads 1·4096·2 + 2·4096·2·14336·2 and writes 2·14336·2 bytes,
+    # down reads 2·14336·2 + 2·14336·4096·2 and writes 2·4096·2, combine reads 2·4096·2 and writes 4096·2:
+    # 704,806,912 B / 3.35e12 = 210.4 µs (FLOPs negligible)
+    jt = join_moe(table("moe", moe_dtype=["bfloat16"], num_tokens=[1], hidden_size=[4096], inter_size=[14336],
+                        topk=[2], num_experts=[8], moe_tp_size=[1], moe_ep_size=[1], distribution=["balanced"],
+                        kernel_source=["moe_torch_flow"]))
+    want = (4096 * 2 + 2 * 4096 * 2 * 14336 * 2 + 2 * 14336 * 2) + (2 * 14336 * 2 + 2 * 14336 * 4096 * 2
+                                                                    + 2 * 4096 * 2) + (2 * 4096 * 2 + 4096 * 2)
+    assert want == 704_806_912
+    assert jt.floors.floor_s[0] == pytest.approx(want / H100_DRAM, rel=1e-9)
+    # the relaxed floor: the fewest experts any router hits, ⌈k/ep⌉ = 2 here too
+    assert jt.floors.relaxed_s[0] == pytest.approx(jt.floors.floor_s[0], rel=1e-12)
+    assert jt.kinds[0] == "moe.bfloat16"
+
+
+def test_non_gated_experts_read_half_the_up_projection() -> None:
+    # TRT-LLM's moe_torch_flow_nongated (ReLU², up alone): the gate_up weights are h·f, not h·2f
+    cols = dict(moe_dtype=["bfloat16"], num_tokens=[1], hidden_size=[4096], inter_size=[14336], topk=[2],
+                num_experts=[8], moe_tp_size=[1], moe_ep_size=[1], distribution=["balanced"])
+    gated = join_moe(table("moe", kernel_source=["moe_torch_flow"], **cols)).floors.dram_bytes[0]
+    plain = join_moe(table("moe", kernel_source=["moe_torch_flow_nongated"], **cols)).floors.dram_bytes[0]
+    assert gated - plain == 2 * 4096 * 14336 * 2  # one h×f matrix of each of the 2 experts, bf16
+
+
+def test_explanations_of_points_faster_than_the_floor() -> None:
+    # within 2% of the floor: timing scatter
+    assert explain("k", 9.9e-6, 10e-6, 1e9, 10e-6, 50 * 2**20, True, 1e-6, "h100-sxm").explained
+    # a compute-bound row faster than its own FLOPs at the dense peak: the table's error
+    above = explain("k", 47.1e-3, 60e-3, 9.76e9, 3e-3, 50 * 2**20, False, 60e-3, "h100-sxm")
+    assert above.explained and "the table's error" in above.why
+    # a DRAM-bound stream beyond L2, 10% under: our error
+    assert not explain("k", 9e-6, 10e-6, 1e9, 10e-6, 50 * 2**20, True, 1e-6, "h100-sxm").explained
+    # MoE: under the uniform-routing floor, above the fewest-experts one
+    moe = explain("k", 2e-3, 3e-3, 1e10, 3e-3, 50 * 2**20, True, 1e-6, "h100-sxm", relaxed_s=1e-3, kind="moe.fp8")
+    assert moe.explained and "fewer experts" in moe.why
+
+
+def test_sglang_head_dim_192_has_a_128_wide_v() -> None:
+    # MiMo-V2-Flash's attention (SGLang's only head_dim 192): b 32, h 2/1, 131,071 cached keys, bf16:
+    # q 32·2·192·2 + K 32·131071·192·2 + V 32·131071·128·2 + out 32·2·128·2 = 2,684,375,040 B, 801 µs;
+    # the row ran 907 µs, above it (a 192-wide V would make the floor 962 µs, above the measurement)
+    cols = dict(batch_size=[32], isl=[1], num_heads=[2], num_key_value_heads=[1], head_dim=[192], step=[131071],
+                attn_dtype=["bfloat16"], kv_cache_dtype=["bfloat16"])
+    t = table("generation_attention", **cols)
+    t = Table(t.system, t.machine, "sglang", "0.5.14", t.table, t.columns, t.measured_s)
+    want = 32 * 2 * 192 * 2 + 32 * 131071 * (192 + 128) * 2 + 32 * 2 * 128 * 2
+    assert want == 2_684_375_040
+    floor = join_table(t).floors.floor_s[0]
+    assert floor == pytest.approx(want / H100_DRAM, rel=1e-12)
+    assert floor < 907e-6
+
+
+def test_a_model_term_the_columns_lack_is_scored_by_the_model_itself() -> None:
+    # a Fit whose expected_s adds 1 µs the columnar formula does not know: validation follows the model
+    class Shifted(Fit):
+        def expected_s(self, shape):  # type: ignore[no-untyped-def]
+            return super().expected_s(shape) + 1e-6
+
+    jt = join_table(table("gemm", gemm_dtype=["bfloat16"], m=[8192], n=[8192], k=[8192]))
+    fit = Shifted("gemm.bf16", 0.5, 0.0, 1.0, 1.0, 1)
+    t, _, _ = expected_columns(fit, split(jt)[0])
+    assert t[0] == pytest.approx(2 * 8192**3 / 989.4e12 / 0.5 + 1e-6, rel=1e-12)

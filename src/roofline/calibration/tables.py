@@ -14,6 +14,12 @@ Columns as its collectors write them (collector/trtllm/collect_gemm.py, collect_
                                  of isl tokens per sequence
     generation_attention_perf    the same columns with isl = 1 and step = the KV length: one decode
                                  query per sequence against `step` cached keys
+    context_mla_perf,            DeepSeek-V3's MLA attention kernel (collector/*/collect_mla.py):
+    generation_mla_perf          mla_dtype, kv_cache_dtype, num_heads (on the device), batch_size,
+                                 isl, tp_size, step (the cached length), kernel_source (the backend)
+    moe_perf                     one MoE layer (collector/*/collect_moe.py): moe_dtype, num_tokens,
+                                 hidden_size, inter_size, topk, num_experts, moe_tp_size,
+                                 moe_ep_size, distribution (balanced, power_law_<alpha>)
 
 The benchmarks rerun one shape in a loop, so operands that fit in L2 stay there between runs (an
 H100 bf16 GEMM 32768×64×512 ran 8.8 µs against an 11.3 µs DRAM floor): validation explains such
