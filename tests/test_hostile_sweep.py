@@ -698,6 +698,22 @@ REFUSED: list[tuple[str, str]] = [
     ("diff marker.py --config nosuch", "unknown model 'nosuch'"),  # the config first: the script never runs
     ("diff binary.py --config gpt2", "binary.py is not a Python script (it holds NUL bytes"),
     # the measured tables (issue 20): refused before any table is opened
+    # collective: unknown kind or algorithm, NVLS without NVSwitch, the custom kernels across nodes, bad sizes
+    ("collective all-reduce 1MiB --algorithm foo", "unknown --algorithm 'foo'"),
+    ("collective all-sum 1MiB", "unknown collective 'all-sum'"),
+    ("collective all-reduce 0B", "SIZE must be positive"),
+    ("collective all-reduce ''", "SIZE is empty"),
+    ("collective all-reduce nan", "cannot read 'nan' as a quantity in bytes"),
+    ("collective all-reduce 1MiB --machine l40s-pcie-8 --algorithm nvls", "l40s-pcie-8 has no NVLink SHARP"),
+    ("collective all-reduce 1MiB --devices 16 --algorithm two-shot", "runs inside one node"),
+    ("collective all-reduce 1MiB --devices 1", "--devices must be at least 2"),
+    ("collective all-reduce 1MiB --machine nosuch", "unknown system 'nosuch'"),
+    # expert parallel as deployed: replicas that do not divide, options without --ep or without experts
+    ("model deepseek-v3 --machine hgx-h200 --dp 144 --ep 144 --batch 144 --redundant-experts 30",
+     "286 slots do not divide over --ep 144; try --redundant-experts 32"),
+    ("model deepseek-v3 --machine hgx-h200 --redundant-experts 32", "--redundant-experts 32 needs --ep > 1"),
+    ("model gpt2 --two-batch-overlap", "gpt2 is not a mixture of experts"),
+    ("model deepseek-v3 --dp 8 --ep 8 --batch 8 --dispatch-dtype fp16", "use fp8"),
     ("validate --engine nosuch", "'nosuch' is not one of 'trtllm', 'vllm', 'sglang'"),
     ("validate --kind nosuch", "'nosuch' is not one of 'gemm', 'attention'"),
     ("validate --max-rows -1", "--max-rows must be 0 (every row) or more, got -1"),
@@ -871,6 +887,9 @@ _GRAMMAR: dict[tuple[str, ...], dict[str, list[str]]] = {
                      "--objective": ["time", "throughput", "latency", "x"], "--machine": _MACHINES,
                      "--csv": _BAD_OUTPUTS},
     ("machines",): {"--dtype": _DTYPES, "--png": _BAD_OUTPUTS, "--systems": []},
+    ("collective", "all-reduce", "1MiB"): {"--machine": _MACHINES, "--devices": _NUMS, "--json": [],
+                                          "--algorithm": ["auto", "ring", "tree", "nvls", "one-shot", "two-shot",
+                                                          "x", ""]},
     ("compare", GPT2, "llama-3-8b"): {"--batch": ["1,8", "0", "8:1", ""], "--context": ["1k,2k", "0", "x"],
                                       "--kv-dtype": _DTYPES, "--machine": ["h100,b200", "nosuch", ","],
                                       "--tp": ["1,2", "3", ""], "--output": _BAD_OUTPUTS},

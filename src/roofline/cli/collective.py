@@ -38,6 +38,8 @@ def collective(kind: str, size: str, machine: str, devices: int | None, algorith
         raise RooflineError(f"unknown collective {kind!r}; one of: {', '.join(KINDS)}")
     if algorithm not in ALGORITHMS:
         raise RooflineError(f"unknown --algorithm {algorithm!r}; one of: {', '.join(ALGORITHMS)}")
+    if not size.strip():
+        raise RooflineError("SIZE is empty; give the message size, like 16GiB or 32KiB (nccl-tests' S)")
     message = parse_quantity(size if any(c.isalpha() for c in size) else f"{size} B", "bytes")
     if message <= 0:
         raise RooflineError(f"SIZE must be positive, got {size}")

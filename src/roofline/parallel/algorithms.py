@@ -241,7 +241,8 @@ def available(system: System, group: int, spans_nodes: bool) -> tuple[Algorithm,
     return tuple(out)
 
 
-def choose(message_bytes: float, group: int, algorithms: tuple[Algorithm, ...]) -> tuple[Algorithm, str]:
+def choose(message_bytes: float, group: int, algorithms: tuple[Algorithm, ...],
+           spans_nodes: bool = False) -> tuple[Algorithm, str]:
     """The algorithm engines run for an all-reduce of S bytes over n devices, and why (module docstring)."""
     kib = message_bytes / 2**10
     if Algorithm.ONE_SHOT in algorithms and message_bytes <= CUSTOM_MAX_BYTES:
@@ -254,8 +255,13 @@ def choose(message_bytes: float, group: int, algorithms: tuple[Algorithm, ...]) 
     if Algorithm.NVLS in algorithms:
         return Algorithm.NVLS, ("NCCL runs NVLink SHARP on this NVSwitch system above the custom all-reduce's 8 MiB "
                                 "(8×H200, NCCL 2.27: NVLS from 2 MiB, stas00/ml-engineering)")
-    why = "across nodes" if Algorithm.ONE_SHOT not in algorithms else "without NVLink SHARP"
-    return Algorithm.RING, f"NCCL's ring {why} for a message this large (tree moves as many bytes)"
+    if spans_nodes:
+        why = "across nodes"
+    elif Algorithm.ONE_SHOT in algorithms:
+        why = "above the custom all-reduce's 8 MiB, without NVLink SHARP on this system"
+    else:
+        why = f"over {group} devices, past the custom all-reduce's {CUSTOM_MAX_RANKS} ranks, without NVLink SHARP"
+    return Algorithm.RING, f"the ring {why} (the tree moves as many bytes)"
 
 
 def _spans(system: System, group: int) -> bool:
@@ -276,7 +282,7 @@ def estimate(kind: Collective | str, message_bytes: float, machine: str | System
         raise RooflineError("send/recv is one hop, not a collective over a group; use all-reduce, all-gather, "
                             "reduce-scatter or all-to-all")
     if not isinstance(n, int) or n < 2:
-        raise RooflineError(f"--devices must be at least 2 for a {kind}, got {n}")
+        raise RooflineError(f"--devices must be at least 2 for an {kind.value.replace('_', '-')}, got {n}")
     if not math.isfinite(message_bytes) or message_bytes <= 0:
         raise RooflineError(f"the message size must be positive, got {message_bytes}")
     spans = _spans(system, n)
@@ -301,13 +307,14 @@ def estimate(kind: Collective | str, message_bytes: float, machine: str | System
             moved = factor(n) * message_bytes
         else:
             text, moved = f"{FORMULA[kind]} · S", BUS_FACTOR[kind](n) * message_bytes
+        steps = STEPS[a] if kind is Collective.ALL_REDUCE else "n−1 steps"
         formula = (f"{a}: α + {text} / BW = {format_time(alpha)} + {format_bytes(moved, binary=True)} / "
-                   f"{link.bytes_per_s / 1e9:g} GB/s ({STEPS[a]})")
+                   f"{link.bytes_per_s / 1e9:g} GB/s ({steps})")
         floors.append(AlgorithmFloor(a, moved, alpha + moved / link.bytes_per_s, formula))
     if chosen_alg is not None:
         chosen, why = chosen_alg, "asked for (--algorithm)"
     elif kind is Collective.ALL_REDUCE:
-        chosen, why = choose(message_bytes, n, tuple(a for a in algs if not (nccl_only and a in CUSTOM)))
+        chosen, why = choose(message_bytes, n, tuple(a for a in algs if not (nccl_only and a in CUSTOM)), spans)
     else:
         chosen, why = Algorithm.RING, f"the one algorithm modelled for an {kind.value.replace('_', '-')}"
     expected, band, origin = _expected(data, kind, chosen, message_bytes, n)
