@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from roofline.cli.common import COUNT_HELP, dump, listed, one_of, outputs, warn, wrote
+from roofline.cli.common import COUNT_HELP, dump, echo, listed, one_of, outputs, warn, wrote
 from roofline.cli.options import (
     WEIGHTS_DEFAULT_HELP,
     length,
@@ -196,15 +196,15 @@ def model_command(model: str, machine: str, batch: str, prompt: str | None, cont
     elif explain:
         from roofline.explain import explain_kernels, explain_model
 
-        click.echo(explain_model(a))
-        click.echo("\nkernels\n")
-        click.echo(explain_kernels(a))
+        echo(explain_model(a))
+        echo("\nkernels\n")
+        echo(explain_kernels(a))
     else:
         from roofline.report.text.expected import expected_total_line
         from roofline.report.text.model import model_text
 
-        click.echo(model_text(a))
-        click.echo(expected_total_line(placed, bands, chosen.describe()))
+        echo(model_text(a))
+        echo(expected_total_line(placed, bands, chosen.describe()))
 
 
 def _run_options(model: str, overrides: tuple[str, ...], logits: str, mla: str | None) -> tuple[Any, Any]:

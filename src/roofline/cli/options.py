@@ -14,12 +14,16 @@ from roofline.cli.common import (
     DEFAULT_FUSION,
     DEFAULT_MEMORY_UTILIZATION,
     MODEL_FUSIONS,
+    NUMBER,
     PLAN_HELP,
     POS,
+    decimal_length_note,
+    echo,
     warn,
     wrote,
 )
 from roofline.errors import RooflineError
+from roofline.fileio import after_writes
 from roofline.units import parse_positive_int
 
 if TYPE_CHECKING:
@@ -62,6 +66,10 @@ def length(phase: str, prompt: str | None, context: str | None,
         raise RooflineError(f"{phase} takes {flag} {names}, not {other}; write {flag} {theirs}, or --phase "
                             f"{other_phase} {other} {theirs}")
     value = parse(mine, flag) if mine is not None else None  # a bad length is refused before any warning
+    if isinstance(value, int) and mine is not None:
+        note = decimal_length_note(mine, value, flag)  # "32k" is 32,000: said, where 32Ki was likelier
+        if note:
+            after_writes(lambda: warn(note))
     if theirs is not None:
         warn(f"{other} {theirs} ignored: a {phase} step's length is its {word} ({flag} {mine}); {other} is "
              f"{other_phase}'s")
@@ -87,7 +95,7 @@ def split_options(f: Callable[..., Any]) -> Callable[..., Any]:
                      help="Data parallel: DP replicas, each running batch/DP sequences."),
         click.option("--devices", type=POS, default=None,
                      help="Devices in all; alone, tensor parallel within a node and pipeline stages across nodes."),
-        click.option("--memory-utilization", type=float, default=DEFAULT_MEMORY_UTILIZATION, show_default=True,
+        click.option("--memory-utilization", type=NUMBER, default=DEFAULT_MEMORY_UTILIZATION, show_default=True,
                      help="Usable share of each device's memory (vLLM's gpu_memory_utilization). A fit that "
                           "leaves under 5% of the usable memory free is reported as tight, with its headroom."),
         click.option("--overlap", is_flag=True,
@@ -143,7 +151,7 @@ def write_text(output: str | None, text: str) -> None:
         atomic_write(output, text if text.endswith("\n") else text + "\n")
         wrote(output)
     else:
-        click.echo(text)
+        echo(text)
 
 
 __all__ = ["WEIGHTS_DEFAULT_HELP", "length", "parse_experts_hit", "parse_overrides", "parse_str_list", "split_of",

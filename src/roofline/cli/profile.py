@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-from roofline.cli.common import POS, check_roof, check_script, dump, outputs, warn, wrote
+from roofline.cli.common import POS, NonNegativeInt, check_roof, check_script, dump, echo, outputs, warn, wrote
 from roofline.errors import RooflineError
 from roofline.hardware.catalog import DEFAULT_MACHINE
 
@@ -84,15 +84,15 @@ def _report(profile: Any, machine: str | None, dtype: str | None, title: str, as
             d["diff"] = diff.to_dict()
         dump(d)
         return
-    click.echo(profile_text(rows, profile, analysis, title, top, stand_in=stand_in))
+    echo(profile_text(rows, profile, analysis, title, top, stand_in=stand_in))
     for k, v in extra.items():
         if k == "flop_agreement" and v is not None:
-            click.echo(f"FLOPs counted from the profile's shapes / the tracer's: {v:.4f}")
+            echo(f"FLOPs counted from the profile's shapes / the tracer's: {v:.4f}")
     if diff is not None:
         from roofline.report.text.profile import diff_text
 
-        click.echo("")
-        click.echo(diff_text(diff))
+        echo("")
+        echo(diff_text(diff))
 
 
 def _drawable(analysis: Any) -> Any:
@@ -113,7 +113,7 @@ _COMMON = [
     click.option("--against", default=None, metavar="CONFIG",
                  help="Also compare the kernels with the analytic model of this config.json or preset "
                       "(as `roofline diff`)."),
-    click.option("--top", type=click.IntRange(min=0), default=30, show_default=True,
+    click.option("--top", type=NonNegativeInt(), default=30, show_default=True,
                  help="Kernels in the table, slowest first (0: all)."),
     click.option("--json", "as_json", is_flag=True, help="Print JSON: every kernel, measured and predicted."),
     click.option("--csv", "csv_path", default=None, metavar="FILE", help="Write every kernel as CSV."),
@@ -272,7 +272,7 @@ def diff(program: str, args: tuple[str, ...], config: str, phase: str | None, ba
         return
     from roofline.report.text.profile import diff_text
 
-    click.echo(diff_text(d))
+    echo(diff_text(d))
 
 
 COMMANDS = (profile, import_command, diff)

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from roofline.errors import printable_lines
 from roofline.hardware import Machine
 from roofline.hardware.machine import PEAK_KEYS
 from roofline.placement import GraphAnalysis, Placement
@@ -61,6 +62,24 @@ def _width_at(table: Any, text_width: int) -> int:
     return int(total)
 
 
+def _plain(value: Any) -> Any:
+    """A cell as literal text: never read as rich markup (an op named `[/x]` or `[bold]x[/bold]` in a
+    trace is shown as written, not parsed or swallowed), its control characters escaped (`printable`)."""
+    from rich.text import Text
+
+    return Text(printable_lines(value)) if isinstance(value, str) else value
+
+
+def plain_table(table: Any) -> None:
+    """Every string cell, header, title and caption of a rich Table made literal text (`_plain`)."""
+    table.title = _plain(table.title)
+    table.caption = _plain(table.caption)
+    for column in table.columns:
+        column.header = _plain(column.header)
+        column.footer = _plain(column.footer)
+        column._cells = [_plain(c) for c in column._cells]
+
+
 def render(table: Any, width: int | None = None, drop: Sequence[str] = ()) -> str:
     """A rich renderable as plain text, fitted to `width` (default: output_width()).
 
@@ -77,6 +96,7 @@ def render(table: Any, width: int | None = None, drop: Sequence[str] = ()) -> st
     console = Console(file=buf, width=PIPE_WIDTH, no_color=True, highlight=False, soft_wrap=False)
     dropped: list[str] = []
     if isinstance(table, Table):
+        plain_table(table)
         for column in table.columns:
             column.overflow = "fold"  # a long word (a kernel name, a URL) wraps; never "…"
             if column.justify == "right":
@@ -92,7 +112,7 @@ def render(table: Any, width: int | None = None, drop: Sequence[str] = ()) -> st
             console.width = max(target, _width_at(table, 0))
     elif target is not None:
         console.width = target
-    console.print(table)
+    console.print(_plain(table))
     text = buf.getvalue().rstrip("\n")
     if dropped:
         text += (f"\n(to fit {target} columns this table leaves out: {', '.join(dropped)}; a wider terminal, "
