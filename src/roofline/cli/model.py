@@ -164,9 +164,9 @@ def model_command(model: str, machine: str, batch: str, prompt: str | None, cont
     if a.memory.warning:
         warn(a.memory.warning)
     if csv_path:
-        from roofline.report.text.model import KERNEL_CSV_COLUMNS, rows_csv
+        from roofline.report.text.model import kernel_csv
 
-        write_text(csv_path, rows_csv(a.kernel_rows(), KERNEL_CSV_COLUMNS))
+        write_text(csv_path, kernel_csv(a.kernel_rows()))
     if png or svg or html:
         from roofline.report.notebook import model_scenarios
         from roofline.report.outputs import write_model_outputs

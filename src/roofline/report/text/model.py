@@ -14,7 +14,23 @@ from roofline.vocab import Phase, Plan, Role
 
 KERNEL_CSV_COLUMNS = ("name", "kind", "count", "flop", "bytes", "flop_per_byte", "bound", "bound_class", "time_s",
                       "total_time_s", "share", "compute_time_s", "memory_time_s", "attainable_flop_per_s",
-                      "ridge_flop_per_byte", "machine", "dtype")
+                      "ridge_flop_per_byte", "machine", "dtype", "link_bytes", "flop_per_link_byte")
+
+
+def kernel_csv(rows: list[dict[str, Any]]) -> str:
+    """A model's kernels as CSV. A collective also gets the bytes one device sends on its link and its
+    FLOPs per link byte: the intensity the chart and the page place it at, and the table prints with
+    "(link)" (report.points.intensity), beside its FLOPs per DRAM byte (`flop_per_byte`)."""
+    from roofline.vocab import LINKS
+
+    out = []
+    for r in rows:
+        levels = r.get("levels") or {}
+        timed = {lv: v for lv, v in levels.items() if lv in LINKS and v.get("bytes")}
+        lv = max(timed, key=lambda k: timed[k]["time_s"]) if timed else None  # as points.link_level picks
+        link = float(timed[lv]["bytes"]) if lv is not None else None
+        out.append({**r, "link_bytes": link, "flop_per_link_byte": r["flop"] / link if link else None})
+    return rows_csv(out, KERNEL_CSV_COLUMNS)
 
 
 # which columns of a sweep or comparison a narrow terminal leaves out first (least important first)

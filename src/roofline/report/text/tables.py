@@ -161,6 +161,17 @@ KERNEL_COLUMNS = (("kernel", "left"), ("×", "right"), ("FLOPs/run", "right"), (
 KERNEL_DROP = ("share", "bytes/run", "FLOPs/run")
 
 
+def intensity_cell(p: Placement) -> str:
+    """A kernel's FLOP/B as the chart places it: per DRAM byte, or for a collective per byte on its
+    link, marked "(link)" (report.points.intensity): one figure in the table, the CSV's
+    flop_per_link_byte, the PNG and the page."""
+    from roofline.report.points import intensity, link_bytes
+
+    if link_bytes(p):
+        return f"{format_intensity(intensity(p))} (link)"
+    return format_intensity(p.flop_per_byte)
+
+
 def placements_table(placements: Sequence[Placement], title: str = "", total_time_s: float | None = None) -> str:
     """One row per kernel: FLOPs and bytes of one run, time floor and share of all its runs (× count),
     and a last row that sums every kernel × its runs."""
@@ -172,8 +183,8 @@ def placements_table(placements: Sequence[Placement], title: str = "", total_tim
     total = total_time_s if total_time_s is not None else sum(p.total_time_s for p in placements)
     for i, p in enumerate(placements):
         share = p.total_time_s / total if total else 0.0
-        t.add_row(p.name, str(p.count), format_flop(p.flop), format_bytes(p.bytes),
-                  format_intensity(p.flop_per_byte), p.bound_class, format_time(p.total_time_s), f"{share:.1%}",
+        t.add_row(p.name, str(p.count), format_flop(p.flop), format_bytes(p.bytes), intensity_cell(p),
+                  p.bound_class, format_time(p.total_time_s), f"{share:.1%}",
                   end_section=i == len(placements) - 1)
     if len(placements) > 1:
         flop = sum(p.flop * p.count for p in placements)
