@@ -96,13 +96,12 @@ def _report(profile: Any, machine: str | None, dtype: str | None, title: str, as
 
 
 def _drawable(analysis: Any) -> Any:
-    """The placements a chart can draw: those with FLOPs and bytes (time-only kernels have no point)."""
-    from roofline.placement import GraphAnalysis
-
-    placed = tuple(p for p in analysis.placements if p.flop > 0 and p.bytes > 0)
-    if not placed:
+    """The analysis to chart, every kernel in it: the chart draws those with FLOPs and bytes and lists the
+    others (time-only kernels have no point), so that it counts the kernels the table counts. A trace
+    with no kernel to draw at all is refused."""
+    if not any(p.flop > 0 and p.bytes > 0 for p in analysis.placements):
         raise RooflineError("no kernel has both FLOPs and bytes to draw (a time-only trace); use --csv or --json")
-    return GraphAnalysis(placed, analysis.plan, analysis.machine, analysis.dtype)
+    return analysis
 
 
 _COMMON = [
