@@ -19,8 +19,8 @@ KERNEL_CSV_COLUMNS = ("name", "kind", "count", "flop", "bytes", "flop_per_byte",
 
 def kernel_csv(rows: list[dict[str, Any]]) -> str:
     """A model's kernels as CSV. A collective also gets the bytes one device sends on its link and its
-    FLOPs per link byte: the intensity the chart and the page place it at, and the table prints with
-    "(link)" (report.points.intensity), beside its FLOPs per DRAM byte (`flop_per_byte`)."""
+    FLOPs per link byte: the intensity the chart, the page and the table place it at
+    (report.points.intensity), beside its FLOPs per DRAM byte (`flop_per_byte`)."""
     from roofline.vocab import LINKS
 
     out = []

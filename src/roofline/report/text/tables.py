@@ -176,13 +176,14 @@ KERNEL_DROP = ("share", "bytes/run", "FLOPs/run")
 
 def intensity_cell(p: Placement) -> str:
     """A kernel's FLOP/B as the chart places it: per DRAM byte, or for a collective per byte on its
-    link, marked "(link)" (report.points.intensity): one figure in the table, the CSV's
-    flop_per_link_byte, the PNG and the page."""
-    from roofline.report.points import intensity, link_bytes
+    link (report.points.intensity; LINK_NOTE under the table says so): one figure in the table, the
+    CSV's flop_per_link_byte, the PNG and the page."""
+    from roofline.report.points import intensity
 
-    if link_bytes(p):
-        return f"{format_intensity(intensity(p))} (link)"
-    return format_intensity(p.flop_per_byte)
+    return format_intensity(intensity(p))
+
+
+LINK_NOTE = "FLOP/B of a communication kernel: per byte on its link, as the charts place it"
 
 
 def placements_table(placements: Sequence[Placement], title: str = "", total_time_s: float | None = None) -> str:
@@ -204,7 +205,9 @@ def placements_table(placements: Sequence[Placement], title: str = "", total_tim
         moved = sum(p.bytes * p.count for p in placements)
         t.add_row("total (Σ × runs)", "", format_flop(flop), format_bytes(moved),
                   format_intensity(flop / moved) if moved else "—", "", format_time(total), "100.0%")
-    return render(t, drop=KERNEL_DROP)
+    from roofline.report.points import link_bytes
+
+    return render(t, drop=KERNEL_DROP) + (f"\n{LINK_NOTE}" if any(link_bytes(p) for p in placements) else "")
 
 
 def analysis_text(a: GraphAnalysis, title: str) -> str:
