@@ -130,7 +130,8 @@ def attainable_how(p: Placement) -> str:
     min(peak, BW × I) named, which gave 100%)."""
     share = p.attainable_flop_per_s / p.peak_flop_per_s if p.peak_flop_per_s else 0.0
     matrix_peak = abs(p.peak_flop_per_s - p.roof_flop_per_s) <= 1e-9 * p.roof_flop_per_s
-    of = f"the {p.dtype.peak_key} peak" if matrix_peak else f"the {format_flop_per_s(p.peak_flop_per_s, 4)} its FLOPs run at"
+    of = (f"the {p.dtype.peak_key} peak" if matrix_peak
+          else f"the {format_flop_per_s(p.peak_flop_per_s, 4)} its FLOPs run at")
     if p.bound in (Unit.MATRIX, Unit.VECTOR, Level.DRAM):
         return f"{share:.2%} of {of}; min(peak, BW × I)"
     return f"{share:.2%} of {of}; FLOPs / the {p.bound} time (the floor), below min(peak, BW × I)"
