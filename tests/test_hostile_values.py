@@ -317,6 +317,9 @@ def test_spaces_around_a_count_are_allowed_as_in_every_count(capsys: pytest.Capt
                                                            "4 × 1024 write 4Ki"),
     (("kernel", "attention", "--seq", "32k", "--head-dim", "128", "--json"), "--seq 32k is 32,000 tokens"),
     (("serve", "llama-3-8b", "--prompt", "2k", "--output", "16", "--json"), "--prompt 2k is 2,000 tokens"),
+    # a range's ends: 1k:128k is 1000, 2000, ... 128,000 (×2 steps), the first power-of-two count named
+    (("sweep", "llama-3-8b", "--context", "1k:128k", "--format", "json"),
+     "--context 1k:128k: 128k is 128,000 tokens (k = 1000); for 131,072 = 128 × 1024 write 128Ki"),
 ])
 def test_a_k_length_where_a_power_of_two_is_likelier_is_said(capsys: pytest.CaptureFixture[str],
                                                              argv: tuple[str, ...], says: str) -> None:

@@ -18,6 +18,7 @@ from roofline.cli.options import (
     parse_experts_hit,
     parse_overrides,
     parse_str_list,
+    say_decimal_lengths,
     split_of,
     split_options,
     step_options,
@@ -292,6 +293,8 @@ def sweep_command(model: str, machine: str, weights_dtype: str | None, kv_dtype:
              f"{'--prompt' if phase == 'prefill' else '--context'} values")
     given = prompt if phase == "prefill" else context
     lengths = parse_int_list(given, "--prompt" if phase == "prefill" else "--context") if given else None
+    if given:
+        say_decimal_lengths(given, "--prompt" if phase == "prefill" else "--context", listed=True)
     batches = parse_int_list(batch, "--batch")
     machines = _machines(machine)
     splits = _splits(tp_list, pp_list, ep_list, dp_list)
