@@ -68,7 +68,8 @@ def test_the_page_opens_on_every_kernel(step: Opened) -> None:
     # five kernels, the embedding (0 FLOPs) not drawn: four points on the chart from the start
     assert page.input_value("#step") == "5"
     assert step.shown() == 4
-    assert page.text_content("#step-label") == "all 5 kernels"
+    # the panel shows kernel 5 while the label says all 5 are drawn: the label names both (issue 24)
+    assert page.text_content("#step-label") == "all 5 kernels; below, kernel 5 (the last)"
     assert step.info()["name"] == "5. lm_head"
 
 

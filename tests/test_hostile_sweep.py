@@ -622,8 +622,8 @@ REFUSED: list[tuple[str, str]] = [
     ("profile --dtype fp7 marker.py", "unknown dtype 'fp7'"),  # was: after the script ran
     ("profile --against nosuch marker.py", "unknown model 'nosuch'"),  # was: after the script ran
     ("profile --against trunc.json marker.py", "config trunc.json: not valid JSON"),
-    ("profile --top -1 marker.py", "-1 is not in the range x>=0"),  # was: the table cut at the end
-    ("profile --top abc marker.py", "'abc' is not a valid integer range"),
+    ("profile --top -1 marker.py", "--top must be 0 (all) or a positive integer, got -1"),  # was: cut at the end
+    ("profile --top abc marker.py", "--top must be 0 (all) or a positive integer, got 'abc'"),
     ("profile --csv nodir/x.csv marker.py", "cannot write nodir/x.csv (--csv)"),
     ("profile --save-trace ro.csv marker.py", "(--save-trace): it is read-only"),
     ("profile --save-trace '' marker.py", "--save-trace is an empty file name"),
@@ -642,7 +642,7 @@ REFUSED: list[tuple[str, str]] = [
     ("import trace.json --machine nosuch", "unknown machine 'nosuch'"),
     ("import trace.json --dtype fp7", "unknown dtype 'fp7'"),
     ("import trace.json --dtype ''", "--dtype is empty"),
-    ("import trace.json --top -5", "-5 is not in the range x>=0"),
+    ("import trace.json --top -5", "--top must be 0 (all) or a positive integer, got -5"),
     ("import trace.json --against nosuch", "unknown model 'nosuch'"),
     ("import trace.json --against ''", "--against is empty"),
     ("import trace.json --ncu missing.csv", "no CSV file at missing.csv"),

@@ -122,6 +122,38 @@ def test_time_calls_stops_when_the_budget_is_spent(clock: FakeClock) -> None:
     assert time_calls(lambda _i: clock.advance(2**-3), repeats=10, budget_s=1e-9).repeats == 1
 
 
+def test_a_best_sample_is_confirmed_by_a_second_within_5_percent() -> None:
+    # 1.04 / 1.00 − 1 = 4% ≤ 5%: confirmed; 1.5 / 1.0 − 1 = 50%: one lucky sample, not confirmed
+    assert Timing((2.0, 1.0, 1.04)).best_gap == pytest.approx(0.04)
+    assert Timing((2.0, 1.0, 1.04)).confirmed
+    assert Timing((1.5, 1.0)).best_gap == pytest.approx(0.5)
+    assert not Timing((1.5, 1.0)).confirmed
+    assert Timing((1.0,)).best_gap is None and not Timing((1.0,)).confirmed  # one sample confirms nothing
+
+
+def test_time_calls_samples_on_until_the_best_is_confirmed(clock: FakeClock) -> None:
+    # a busy machine: samples of 1/64 s and 4/64 s alternate after the warm-up. With 2 repeats the
+    # samples are 1/64, 4/64 (best unconfirmed: 4×); a third, 1/64, confirms it: 3 samples, not 2 + 10
+    steps = iter([2**-6, 2**-6, 4 * 2**-6, 2**-6, 4 * 2**-6])
+    timing = time_calls(lambda _i: clock.advance(next(steps)), repeats=2, warmup=1, until_confirmed=10)
+    assert timing.times_s == (2**-6, 4 * 2**-6, 2**-6)
+    assert timing.confirmed
+    # never confirmed: the extra samples stop at until_confirmed, and the timing says so
+    slow = iter([2**-6] + [2**-6 * (k + 1) for k in range(12)])
+    timing = time_calls(lambda _i: clock.advance(next(slow)), repeats=2, warmup=1, until_confirmed=3)
+    assert timing.repeats == 2 + 3 and not timing.confirmed
+
+
+def test_measure_says_whether_each_ceiling_was_stable(faked: Ceilings) -> None:
+    # FAKE's best 40 ms and next 45 ms are 12.5% apart: every ceiling unconfirmed, said in one line
+    from roofline.report.text.ceilings import ceilings_text
+
+    (line,) = [x for x in ceilings_text(faked).splitlines() if x.startswith("noise: ")]
+    assert "NOT STABLE: no second sample came within 5% of the best" in line
+    assert "the next-best sample took 1.12× as long" in line  # 0.045 / 0.04 = 1.125, 3 digits
+    assert "a rerun may differ" in line
+
+
 def test_time_calls_waits_for_asynchronous_work(clock: FakeClock) -> None:
     # a launch returns after 1/1024 s; the work it queued ends 3/1024 s later, at the sync: a sample
     # holds both (4/1024 s), because the clock is read after the sync

@@ -49,6 +49,19 @@ class RooflineError(ValueError):
         return self.text()
 
 
+def printable(text: str) -> str:
+    """`text` with every character that is not printable escaped as Python writes it (a newline as
+    `\\n`, ESC as `\\x1b`, NUL as `\\x00`, the right-to-left override U+202E as `\\u202e`): a newline in a
+    file name keeps a message one line, and an escape sequence in a trace's op name is shown, not run
+    by the terminal."""
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
+def printable_lines(text: str) -> str:
+    """`printable` on each line of a report: its own line breaks kept, anything else escaped."""
+    return "\n".join(printable(line) for line in text.split("\n"))
+
+
 def shown(value: Any) -> str:
     """A value for an error line, at most 60 characters whatever it is (a 5,000-digit integer, a huge list)."""
     try:

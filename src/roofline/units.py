@@ -40,9 +40,12 @@ _UNIT_WORDS: dict[str, Kind] = {
 _TIME_PREFIX = {"": 1.0, "m": 1e-3, "u": 1e-6, "µ": 1e-6, "n": 1e-9}
 
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
-_PATTERN = re.compile(rf"^\s*({_NUMBER})\s*([A-Za-zµ/]*)\s*$")
+_PATTERN = re.compile(rf"^\s*({_NUMBER})\s*([A-Za-zµ/]*)\s*$", re.ASCII)  # digits 0-9 only: see ascii_digits
 
 
+MIN_SHARE = 1e-6  # the smallest share any input may give (an efficiency, a calibration's fraction, an
+# acceptance rate): a millionth of the roof is already far below any kernel's; a subnormal 1e-320
+# would make floor / share infinite
 MAX_QUANTITY = 1e30  # FLOP, FLOP/s, bytes, bytes/s or seconds: 1e30 FLOP is 10,000x the largest training run
 MAX_COUNT = 2**53  # sizes and token counts: every whole number up to here is exactly a float
 MAX_LIST_VALUES = 10_000  # one axis of a sweep; 1:100000000:1 would otherwise be built, exhausting memory
@@ -68,6 +71,17 @@ def _shown(text: object) -> str:
     if len(shown) > 40:
         return repr(shown[:20] + "...") + f" ({len(shown)} characters)"
     return repr(text)
+
+
+def ascii_digits(text: str, label: str = "") -> None:
+    """Numbers are written with the digits 0-9. Python's int() and float() also read other scripts'
+    digits ("٣٠" as 30, "３" as 3): refused in one line, never read as a number the user may not have
+    meant (a name or a file name may hold any character; only a number is held to this)."""
+    odd = next((ch for ch in text if ch.isdigit() and not ch.isascii()), None)
+    if odd is not None:
+        where = f"{label}: " if label else ""
+        raise UnitError(f"{where}{_shown(text)} holds the digit {odd!r} (U+{ord(odd):04X}); write numbers with the "
+                        "digits 0-9")
 
 
 def _in_range(value: float, text: object, kind: Kind) -> float:
@@ -97,6 +111,7 @@ def parse_quantity(text: str | float | int, kind: Kind) -> float:
 
 def _parse(text: str, kind: Kind) -> float:
     """The text's number times its prefix, in base units (maybe infinite: the caller checks the range)."""
+    ascii_digits(text)
     match = _PATTERN.match(text)
     if match is None:
         raise UnitError(f"cannot read {_shown(text)} as a quantity in {_KIND_NAME[kind]} "
@@ -276,6 +291,7 @@ def parse_positive_int(text: object, label: str) -> int:
     (131,072); from 1 to 2**53. "-5", "0", "1.5" and "abc" fail naming `label`."""
     if isinstance(text, int) and not isinstance(text, bool):
         return require_positive_int(text, label)
+    ascii_digits(str(text), label)
     value = _whole(str(text))
     if value is not None:
         if value > MAX_COUNT:

@@ -12,9 +12,9 @@ from typing import Any
 
 import click
 
-from roofline.errors import RooflineError
+from roofline.errors import RooflineError, printable, printable_lines
 from roofline.fileio import after_writes, check_outputs
-from roofline.units import Kind, UnitError, parse_positive_int, parse_quantity
+from roofline.units import Kind, UnitError, ascii_digits, parse_positive_int, parse_quantity
 
 # how a size or token count may be written (units.COUNT_SUFFIXES), said once for every --help
 COUNT_HELP = "Suffixes: k = 1000, Ki = 1024 (128k = 128,000; 128Ki = 131,072)."
@@ -49,18 +49,71 @@ class PositiveInt(click.ParamType):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
         label = _label(param)
         try:
-            return parse_positive_int(value, label)
+            number = parse_positive_int(value, label)
         except UnitError as exc:
             self.fail(str(exc), param, ctx)
+        if label in LENGTHS and isinstance(value, str):
+            note = decimal_length_note(value, number, label)
+            if note:
+                after_writes(lambda: warn(note))  # said once the command has ended well, never before an error
+        return number
+
+
+LENGTHS = ("--context", "--prompt", "--seq", "--kv-seq")  # token lengths, usually a power of two
+
+
+def decimal_length_note(text: str, number: int, label: str) -> str:
+    """"32k" is 32,000 (k = 1000, as Hugging Face's "128k" context is 128,000): said where a power of two
+    is the likelier intent, a length whose k-count is a power of two (4k, 32k, 128k), with the spelling of
+    the power of two beside it. Empty otherwise."""
+    head = text.strip()
+    if not head.endswith(("k", "K")) or number % 1000:
+        return ""
+    count = number // 1000
+    if count < 2 or count & (count - 1):
+        return ""
+    return f"{label} {head} is {number:,} tokens (k = 1000); for {count * 1024:,} = {count} × 1024 write {count}Ki"
+
+
+class NonNegativeInt(click.ParamType):
+    """0 or a count up to 2**53, as PositiveInt reads it: `--top 0` (all) or `--top 30`; a 400-digit
+    number is refused as too large, never taken as "all" without a word."""
+
+    name = "N"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if str(value).strip() == "0":
+            return 0
+        try:
+            return parse_positive_int(value, _label(param))
+        except UnitError as exc:
+            self.fail(str(exc).replace("must be a positive integer", "must be 0 (all) or a positive integer"), param,
+                      ctx)
+
+
+class Number(click.types.FloatParamType):
+    """click's FLOAT with the digits 0-9 only (units.ascii_digits): "٠.٨" is refused, not read as 0.8."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str):
+            try:
+                ascii_digits(value, _label(param))
+            except UnitError as exc:
+                self.fail(str(exc), param, ctx)
+        return super().convert(value, param, ctx)
+
+
+NUMBER = Number()
 
 
 class Quantity(click.ParamType):
     """A positive quantity with its unit: "268 MB", "4.4e11", "440 GFLOP"; finite and at most 1e30 in
     base units (units.MAX_QUANTITY), else one line that says so."""
 
-    def __init__(self, kind: Kind) -> None:
+    def __init__(self, kind: Kind, unit_required: str = "") -> None:
         self.kind: Kind = kind
         self.name = kind
+        self.unit_required = unit_required  # the unit a bare number is suggested in ("ms"); "" takes base units
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
         label = _label(param)
@@ -70,7 +123,15 @@ class Quantity(click.ParamType):
             self.fail(f"{label}: {exc}", param, ctx)
         if not number > 0:
             self.fail(f"{label} must be positive, got {value}", param, ctx)
+        if self.unit_required and isinstance(value, str) and not any(ch.isalpha() for ch in value.replace("e", "")):
+            self.fail(f"{label} {value.strip()}: a time needs its unit, e.g. {value.strip()}{self.unit_required} "
+                      f"(serving targets are usually milliseconds) or {value.strip()}s", param, ctx)
         return number
+
+
+# a serving time target (--itl-slo, --ttft-slo, --latency-target): "30" alone is refused with "30ms" suggested,
+# never taken as 30 seconds without a word
+TIME_TARGET = Quantity("time_s", unit_required="ms")
 
 
 class PositiveNumber(click.ParamType):
@@ -85,8 +146,9 @@ class PositiveNumber(click.ParamType):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
         label = _label(param)
         try:
+            ascii_digits(str(value), label)
             number = float(value)
-        except (TypeError, ValueError, OverflowError):
+        except (TypeError, ValueError, OverflowError):  # UnitError is a ValueError: "٢" is not a number here
             number = math.nan
         if not 0 < number <= self.maximum:  # NaN fails this too
             shown = str(value) if len(str(value)) <= 40 else str(value)[:20] + "..."
@@ -130,18 +192,19 @@ def dump(obj: Any) -> None:
     click.echo(json.dumps(obj, indent=2, allow_nan=False))
 
 
+def echo(text: str) -> None:
+    """A report on stdout with every character that is not printable escaped, line by line (an ESC, OSC
+    or NUL byte or U+202E in a trace's op, an ncu kernel or a machine's name is shown as `\\x1b`, never
+    run by the terminal), as the error lines already are; the report's own line breaks stay."""
+    click.echo(printable_lines(text))
+
+
 def show(value: Any, as_json: bool, explain: bool, derive: Callable[[Any], str], text: Callable[[Any], str]) -> None:
     """One result printed as the flags ask: its JSON (to_dict), its derivation (--explain) or its text."""
     if as_json:
         dump(value.to_dict())
     else:
-        click.echo(derive(value) if explain else text(value))
-
-
-def printable(text: str) -> str:
-    """`text` with its control characters escaped: a newline in a file name keeps a message one line,
-    and an escape sequence in one is shown, not run by the terminal."""
-    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+        echo(derive(value) if explain else text(value))
 
 
 def warn(text: str) -> None:
@@ -150,7 +213,7 @@ def warn(text: str) -> None:
 
 def wrote(path: object) -> None:
     """Say "wrote FILE" once the file is in place (a command's files are renamed together at its end)."""
-    after_writes(lambda: click.echo(f"wrote {path}", err=True))
+    after_writes(lambda: click.echo(f"wrote {printable(str(path))}", err=True))  # a newline in it: still one line
 
 
 def one_of(as_json: bool, explain: bool) -> None:

@@ -7,7 +7,19 @@ from typing import Any
 
 import click
 
-from roofline.cli.common import COUNT_HELP, PLAN_HELP, POS, Quantity, dump, fusion_option, one_of, outputs, wrote
+from roofline.cli.common import (
+    COUNT_HELP,
+    NUMBER,
+    PLAN_HELP,
+    POS,
+    Quantity,
+    dump,
+    echo,
+    fusion_option,
+    one_of,
+    outputs,
+    wrote,
+)
 from roofline.hardware.catalog import DEFAULT_MACHINE
 
 
@@ -114,14 +126,14 @@ def _emit(plans: Mapping[Any, Sequence[Any]], headline: Any, name: str, explain:
         elif explain:
             from roofline.explain import explain_placement
 
-            click.echo(explain_placement(p))
-            click.echo("\n" + "\n".join(band.derivation))
+            echo(explain_placement(p))
+            echo("\n" + "\n".join(band.derivation))
         else:
             from roofline.report.text.expected import expected_line
             from roofline.report.text.tables import placement_text
 
-            click.echo(placement_text(p))
-            click.echo(expected_line(band))
+            echo(placement_text(p))
+            echo(expected_line(band))
         return
     a = analyses[headline]
     if as_json:
@@ -139,16 +151,16 @@ def _emit(plans: Mapping[Any, Sequence[Any]], headline: Any, name: str, explain:
         from roofline.explain.placement import Sources, explain_placement
 
         sources = Sources()  # each datasheet cited once, as [n], and listed at the end
-        click.echo("\n\n".join(explain_placement(p, sources) for p in placements))
-        click.echo(f"\ntotal time floor = sum of the kernels' floors = "
+        echo("\n\n".join(explain_placement(p, sources) for p in placements))
+        echo(f"\ntotal time floor = sum of the kernels' floors = "
                    f"{' + '.join(f'{p.time_s:.4g}' for p in placements)} s = {a.time_s:.4g} s")
-        click.echo("\n" + sources.text())
+        echo("\n" + sources.text())
     else:
         from roofline.report.text.expected import expected_total_line
         from roofline.report.text.tables import analysis_text
 
-        click.echo(analysis_text(a, title=f"{name} on {a.machine.name} ({a.dtype.name}), plan {a.plan}"))
-        click.echo(expected_total_line(placements, bands, click.get_current_context().meta.get(
+        echo(analysis_text(a, title=f"{name} on {a.machine.name} ({a.dtype.name}), plan {a.plan}"))
+        echo(expected_total_line(placements, bands, click.get_current_context().meta.get(
             "roofline.expectation.described", {})))
 
 
@@ -281,7 +293,7 @@ def kernel_custom(flop: float, bytes_: float, name: str, machine: str, dtype: st
               help="Old spelling of --fusion (naive = none, fused = flash).")
 @click.option("--tile", default=None, metavar="BRxBC",
               help="Queries x keys per tile, for shared-memory bytes and rescales (default 128x128, FA3/FA4).")
-@click.option("--exp-emulated", type=float, default=0.0, show_default=True,
+@click.option("--exp-emulated", type=NUMBER, default=0.0, show_default=True,
               help="Share of exponentials computed by a degree-3 polynomial on the FMA lanes "
                    "(FlashAttention-4: 0.1-0.25).")
 @click.option("--conditional-rescale", is_flag=True,

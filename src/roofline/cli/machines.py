@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from roofline.cli.common import dump, one_of, outputs, show, warn, wrote
+from roofline.cli.common import dump, echo, one_of, outputs, show, warn, wrote
 from roofline.errors import RooflineError
 
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ def machines(names: tuple[str, ...], systems: bool, dtype: str | None, as_json: 
             return
         from roofline.report.text.system import systems_text
 
-        click.echo(systems_text(found))
+        echo(systems_text(found))
         return
     if png is not None or svg is not None:  # before a machine file is read: an output that is one is refused
         outputs([("NAMES", n) for n in names], png=png, svg=svg)
@@ -114,7 +114,7 @@ def machines(names: tuple[str, ...], systems: bool, dtype: str | None, as_json: 
         return
     from roofline.report.text.tables import machines_table
 
-    click.echo(machines_table(ms))
+    echo(machines_table(ms))
 
 
 @click.command()
@@ -147,11 +147,11 @@ def machine(name: str, as_json: bool, explain: bool) -> None:
         from roofline.explain import explain_machine
         from roofline.explain.chip import explain_chip
 
-        click.echo("\n".join(t for t in (explain_machine(m), explain_chip(m)) if t))
+        echo("\n".join(t for t in (explain_machine(m), explain_chip(m)) if t))
     else:
         from roofline.report.text.tables import machine_text
 
-        click.echo(machine_text(m))
+        echo(machine_text(m))
 
 
 COMMANDS = (machines, machine)

@@ -20,6 +20,7 @@ from roofline.cli.common import (
     check_roof,
     check_script,
     dump,
+    echo,
     fusion_option,
     outputs,
     progress,
@@ -65,7 +66,7 @@ def _print_measured(to_dict: Callable[[], dict[str, Any]], text: Callable[[], st
             d["saved"] = save
         dump(d)
     else:
-        click.echo(text())
+        echo(text())
 
 
 def _measure(device: str, quick: bool, as_json: bool, save: str | None, buffer_size: str | None,
@@ -93,7 +94,7 @@ def _measure(device: str, quick: bool, as_json: bool, save: str | None, buffer_s
 
     _print_measured(lambda: {**c.to_dict(), "machine": machine.id}, text, as_json, save)
     if save and not as_json:
-        click.echo(f"saved the measured machine to {save} (use it with --machine {save})")
+        echo(f"saved the measured machine to {save} (use it with --machine {save})")
     return machine
 
 
@@ -242,7 +243,7 @@ def _measure_collectives(device: str, devices: int | None, quick: bool, budget_s
 
         atomic_write(save, c.to_link_section(machine_id, device=device_ref))  # no all-reduce fit: one line
         if not as_json:
-            click.echo(f"saved the measured system to {save} (node link: the {c.link_fit.collective} fit)")
+            echo(f"saved the measured system to {save} (node link: the {c.link_fit.collective} fit)")
     if save_calibration:
         _save_calibration_of_collectives(c, save_calibration, as_json)
     return c
@@ -259,7 +260,7 @@ def _save_calibration_of_collectives(c: Any, path: str, as_json: bool) -> None:
         return
     atomic_write(path, cal.to_json())
     if not as_json:
-        click.echo(f"saved the calibration (communication) to {path} (use it with roofline serve --calibration "
+        echo(f"saved the calibration (communication) to {path} (use it with roofline serve --calibration "
                    f"{path})")
 
 @click.command()
@@ -338,12 +339,12 @@ def bench(device: str, quick: bool, dtype: str | None, machine: str | None, only
             d["saved_calibration"] = save_calibration
         dump(d)
     else:
-        click.echo(f"roof ({how}): {format_bytes_per_s(roof.memory_bytes_per_s, 4)}, "
+        echo(f"roof ({how}): {format_bytes_per_s(roof.memory_bytes_per_s, 4)}, "
                    f"{dt.peak_key} {format_flop_per_s(roof.peak_flop_per_s(dt), 4)}")
-        click.echo(accuracy_table(placements, title=title))
-        click.echo("\n".join(acc.lines()))
+        echo(accuracy_table(placements, title=title))
+        echo("\n".join(acc.lines()))
         if save_calibration:
-            click.echo(f"saved the calibration to {save_calibration} (use it with roofline serve --calibration "
+            echo(f"saved the calibration to {save_calibration} (use it with roofline serve --calibration "
                        f"{save_calibration})")
     _placements_outputs(placements, roof, dt, png, html, title)
 
@@ -408,7 +409,7 @@ def trace(script: str, args: tuple[str, ...], machine: str, dtype: str | None, f
     if as_json:
         dump(trace_dict(script, t, analysis))
     else:
-        click.echo(trace_text(script, t, analysis, timed=time_ops, dtype_given=dtype is not None))
+        echo(trace_text(script, t, analysis, timed=time_ops, dtype_given=dtype is not None))
     _placements_outputs(analysis.placements, analysis.machine, analysis.dtype, png, html, f"{script} traced")
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from roofline.cli.common import COUNT_HELP, dump, listed, one_of, outputs, warn, wrote
+from roofline.cli.common import COUNT_HELP, dump, echo, listed, one_of, outputs, warn, wrote
 from roofline.cli.options import (
     WEIGHTS_DEFAULT_HELP,
     expert_config,
@@ -21,6 +21,7 @@ from roofline.cli.options import (
     parse_experts_hit,
     parse_overrides,
     parse_str_list,
+    say_decimal_lengths,
     split_of,
     split_options,
     step_options,
@@ -172,9 +173,9 @@ def model_command(model: str, machine: str, batch: str, prompt: str | None, cont
     if a.memory.warning:
         warn(a.memory.warning)
     if csv_path:
-        from roofline.report.text.model import KERNEL_CSV_COLUMNS, rows_csv
+        from roofline.report.text.model import kernel_csv
 
-        write_text(csv_path, rows_csv(a.kernel_rows(), KERNEL_CSV_COLUMNS))
+        write_text(csv_path, kernel_csv(a.kernel_rows()))
     if png or svg or html:
         from roofline.report.notebook import model_scenarios
         from roofline.report.outputs import write_model_outputs
@@ -209,20 +210,20 @@ def model_command(model: str, machine: str, batch: str, prompt: str | None, cont
     elif explain:
         from roofline.explain import explain_kernels, explain_model
 
-        click.echo(explain_model(a))
-        click.echo("\nkernels\n")
-        click.echo(explain_kernels(a))
+        echo(explain_model(a))
+        echo("\nkernels\n")
+        echo(explain_kernels(a))
     else:
         from roofline.report.text.expected import expected_total_line
         from roofline.report.text.model import model_text
 
-        click.echo(model_text(a))
-        click.echo(expected_total_line(placed, bands, chosen.describe()))
+        echo(model_text(a))
+        echo(expected_total_line(placed, bands, chosen.describe()))
         if (hidden := a.overlap_summary()) is not None:
             from roofline.calibration.choose import total_overlapped
             from roofline.report.text.expected import expected_overlap_line
 
-            click.echo(expected_overlap_line(hidden["option"], total_overlapped(placed, bands, a.overlap)))
+            echo(expected_overlap_line(hidden["option"], total_overlapped(placed, bands, a.overlap)))
 
 
 def _run_options(model: str, overrides: tuple[str, ...], logits: str, mla: str | None) -> tuple[Any, Any]:
@@ -310,6 +311,8 @@ def sweep_command(model: str, machine: str, weights_dtype: str | None, kv_dtype:
              f"{'--prompt' if phase == 'prefill' else '--context'} values")
     given = prompt if phase == "prefill" else context
     lengths = parse_int_list(given, "--prompt" if phase == "prefill" else "--context") if given else None
+    if given:
+        say_decimal_lengths(given, "--prompt" if phase == "prefill" else "--context", listed=True)
     batches = parse_int_list(batch, "--batch")
     machines = _machines(machine)
     splits = _splits(tp_list, pp_list, ep_list, dp_list)

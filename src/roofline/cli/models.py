@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import click
 
-from roofline.cli.common import dump
+from roofline.cli.common import dump, echo
 
 
 @click.command("models")
@@ -27,7 +27,7 @@ def models_command(as_json: bool) -> None:
     if as_json:
         dump(rows)
     else:
-        click.echo(presets_text(rows))
+        echo(presets_text(rows))
 
 
 COMMANDS = (models_command,)

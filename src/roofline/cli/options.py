@@ -5,6 +5,7 @@ stdout. Each parses and checks; the library does the rest.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -14,12 +15,16 @@ from roofline.cli.common import (
     DEFAULT_FUSION,
     DEFAULT_MEMORY_UTILIZATION,
     MODEL_FUSIONS,
+    NUMBER,
     PLAN_HELP,
     POS,
+    decimal_length_note,
+    echo,
     warn,
     wrote,
 )
 from roofline.errors import RooflineError
+from roofline.fileio import after_writes
 from roofline.units import parse_positive_int
 
 if TYPE_CHECKING:
@@ -62,10 +67,28 @@ def length(phase: str, prompt: str | None, context: str | None,
         raise RooflineError(f"{phase} takes {flag} {names}, not {other}; write {flag} {theirs}, or --phase "
                             f"{other_phase} {other} {theirs}")
     value = parse(mine, flag) if mine is not None else None  # a bad length is refused before any warning
+    if mine is not None and value is not None:
+        say_decimal_lengths(mine, flag, listed=isinstance(value, list))
     if theirs is not None:
         warn(f"{other} {theirs} ignored: a {phase} step's length is its {word} ({flag} {mine}); {other} is "
              f"{other_phase}'s")
     return value
+
+
+def say_decimal_lengths(text: str, flag: str, listed: bool = False) -> None:
+    """"32k" is 32,000: said once the command has ended well, where 32Ki was likelier (cli.common's
+    decimal_length_note); in a list or a range (`1k:128k`), of its first such value."""
+    notes = (decimal_length_note(part, whole, f"{flag} {text.strip()}:" if listed else flag)
+             for part in (re.split(r"[,:]", text) if listed else [text]) if (whole := _k_count(part)))
+    note = next((n for n in notes if n), "")
+    if note:
+        after_writes(lambda: warn(note))
+
+
+def _k_count(part: str) -> int | None:
+    """"128k" -> 128,000; None for anything else (the parse itself has refused what is not a count)."""
+    text = part.strip()
+    return int(text[:-1]) * 1000 if text[-1:] in ("k", "K") and text[:-1].isdigit() and text[:-1].isascii() else None
 
 
 def parse_experts_hit(text: str | None) -> int | None:
@@ -87,7 +110,7 @@ def split_options(f: Callable[..., Any]) -> Callable[..., Any]:
                      help="Data parallel: DP replicas, each running batch/DP sequences."),
         click.option("--devices", type=POS, default=None,
                      help="Devices in all; alone, tensor parallel within a node and pipeline stages across nodes."),
-        click.option("--memory-utilization", type=float, default=DEFAULT_MEMORY_UTILIZATION, show_default=True,
+        click.option("--memory-utilization", type=NUMBER, default=DEFAULT_MEMORY_UTILIZATION, show_default=True,
                      help="Usable share of each device's memory (vLLM's gpu_memory_utilization). A fit that "
                           "leaves under 5% of the usable memory free is reported as tight, with its headroom."),
         click.option("--overlap", is_flag=True,
@@ -200,7 +223,7 @@ def write_text(output: str | None, text: str) -> None:
         atomic_write(output, text if text.endswith("\n") else text + "\n")
         wrote(output)
     else:
-        click.echo(text)
+        echo(text)
 
 
 __all__ = ["WEIGHTS_DEFAULT_HELP", "expert_config", "expert_options", "expert_split", "length", "parse_experts_hit",

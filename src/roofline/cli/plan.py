@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from roofline.cli.common import DEFAULT_MEMORY_UTILIZATION, POS, Quantity, dump, outputs, warn
+from roofline.cli.common import DEFAULT_MEMORY_UTILIZATION, NUMBER, POS, TIME_TARGET, dump, outputs, warn
 from roofline.cli.options import (
     WEIGHTS_DEFAULT_HELP,
     expert_config,
@@ -61,11 +61,11 @@ class _PlanCommand(click.Command):
 @click.option("--objective", type=click.Choice(["time", "throughput", "latency"]), default=None,
               help="time: the lowest step time; throughput: the most tokens/s per device; latency: the most "
                    "tokens/s per device within --latency-target. [default: latency with a target, else time]")
-@click.option("--latency-target", type=Quantity("time_s"), default=None, metavar="TIME",
+@click.option("--latency-target", type=TIME_TARGET, default=None, metavar="TIME",
               help="The longest step allowed (2s, 50ms, 800us); implies --objective latency.")
 @click.option("--devices", type=POS, default=None,
               help="The most devices a split may use (default: one node of the system; a device: 8).")
-@click.option("--memory-utilization", type=float, default=DEFAULT_MEMORY_UTILIZATION, show_default=True,
+@click.option("--memory-utilization", type=NUMBER, default=DEFAULT_MEMORY_UTILIZATION, show_default=True,
               help="Usable share of each device's memory (vLLM's gpu_memory_utilization).")
 @click.option("--overlap", is_flag=True,
               help="Assume communication runs under compute (the step takes the larger of the two).")

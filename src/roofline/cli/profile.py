@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-from roofline.cli.common import POS, check_roof, check_script, dump, outputs, warn, wrote
+from roofline.cli.common import POS, NonNegativeInt, check_roof, check_script, dump, echo, outputs, warn, wrote
 from roofline.errors import RooflineError
 from roofline.hardware.catalog import DEFAULT_MACHINE
 
@@ -84,25 +84,24 @@ def _report(profile: Any, machine: str | None, dtype: str | None, title: str, as
             d["diff"] = diff.to_dict()
         dump(d)
         return
-    click.echo(profile_text(rows, profile, analysis, title, top, stand_in=stand_in))
+    echo(profile_text(rows, profile, analysis, title, top, stand_in=stand_in))
     for k, v in extra.items():
         if k == "flop_agreement" and v is not None:
-            click.echo(f"FLOPs counted from the profile's shapes / the tracer's: {v:.4f}")
+            echo(f"FLOPs counted from the profile's shapes / the tracer's: {v:.4f}")
     if diff is not None:
         from roofline.report.text.profile import diff_text
 
-        click.echo("")
-        click.echo(diff_text(diff))
+        echo("")
+        echo(diff_text(diff))
 
 
 def _drawable(analysis: Any) -> Any:
-    """The placements a chart can draw: those with FLOPs and bytes (time-only kernels have no point)."""
-    from roofline.placement import GraphAnalysis
-
-    placed = tuple(p for p in analysis.placements if p.flop > 0 and p.bytes > 0)
-    if not placed:
+    """The analysis to chart, every kernel in it: the chart draws those with FLOPs and bytes and lists the
+    others (time-only kernels have no point), so that it counts the kernels the table counts. A trace
+    with no kernel to draw at all is refused."""
+    if not any(p.flop > 0 and p.bytes > 0 for p in analysis.placements):
         raise RooflineError("no kernel has both FLOPs and bytes to draw (a time-only trace); use --csv or --json")
-    return GraphAnalysis(placed, analysis.plan, analysis.machine, analysis.dtype)
+    return analysis
 
 
 _COMMON = [
@@ -113,7 +112,7 @@ _COMMON = [
     click.option("--against", default=None, metavar="CONFIG",
                  help="Also compare the kernels with the analytic model of this config.json or preset "
                       "(as `roofline diff`)."),
-    click.option("--top", type=click.IntRange(min=0), default=30, show_default=True,
+    click.option("--top", type=NonNegativeInt(), default=30, show_default=True,
                  help="Kernels in the table, slowest first (0: all)."),
     click.option("--json", "as_json", is_flag=True, help="Print JSON: every kernel, measured and predicted."),
     click.option("--csv", "csv_path", default=None, metavar="FILE", help="Write every kernel as CSV."),
@@ -272,7 +271,7 @@ def diff(program: str, args: tuple[str, ...], config: str, phase: str | None, ba
         return
     from roofline.report.text.profile import diff_text
 
-    click.echo(diff_text(d))
+    echo(diff_text(d))
 
 
 COMMANDS = (profile, import_command, diff)

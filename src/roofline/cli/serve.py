@@ -13,10 +13,11 @@ from roofline.cli.common import (
     COUNT_HELP,
     DEFAULT_FUSION,
     MODEL_FUSIONS,
+    NUMBER,
     PLAN_HELP,
     POS,
+    TIME_TARGET,
     PositiveNumber,
-    Quantity,
     one_of,
     outputs,
     show,
@@ -80,13 +81,13 @@ def _time_band(text: str | None, label: str) -> tuple[float, float] | None:
 @click.option("--machine", "-m", default=DEFAULT_MACHINE, show_default=True,
               help="System (dgx-h100, gb200-nvl72, ...), a device (one node of 8), or a file.")
 @click.option("--prompt", "-p", type=POS, required=True, help="Prompt tokens per request. " + COUNT_HELP)
-@click.option("--output", "-o", type=POS, required=True, help="Output tokens generated per request, as --prompt.")
+@click.option("--output", type=POS, required=True, help="Output tokens generated per request, as --prompt.")
 @click.option("--batch", "-b", type=POS, default=None,
               help="Sequences decoded together (default: the largest meeting --itl-slo, else 1).")
-@click.option("--ttft-slo", type=Quantity("time_s"), default=None, metavar="TIME",
-              help="Time-to-first-token target (2s, 500ms; a bare number is seconds); per request, no queueing.")
-@click.option("--itl-slo", type=Quantity("time_s"), default=None, metavar="TIME",
-              help="Inter-token latency target for the mean over the generation (50ms; a bare number is seconds).")
+@click.option("--ttft-slo", type=TIME_TARGET, default=None, metavar="TIME",
+              help="Time-to-first-token target with its unit (2s, 500ms); per request, no queueing.")
+@click.option("--itl-slo", type=TIME_TARGET, default=None, metavar="TIME",
+              help="Inter-token latency target for the mean over the generation, with its unit (50ms).")
 @click.option("--price-per-device-hour", type=PositiveNumber(1e6), default=None, metavar="PRICE",
               help="Price of one device for an hour (2.5; at most 1e6): cost per million input and output tokens.")
 @click.option("--weights-dtype", default=None,
@@ -116,7 +117,7 @@ def _time_band(text: str | None, label: str) -> tuple[float, float] | None:
               help="What-if: speculative decoding with this draft model (same split); needs --acceptance.")
 @click.option("--draft-tokens", type=POS, default=None, metavar="K",
               help="Tokens the draft proposes a step (speculative decoding). [default: 4]")
-@click.option("--acceptance", type=float, default=None, metavar="A",
+@click.option("--acceptance", type=NUMBER, default=None, metavar="A",
               help="Chance a drafted token is accepted, in (0, 1] (speculative decoding).")
 @click.option("--mtp", type=POS, default=None, metavar="K",
               help="What-if: speculative decoding with the model's own multi-token-prediction layer as the "

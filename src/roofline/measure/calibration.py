@@ -39,7 +39,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from roofline.errors import RooflineError, unknown
-from roofline.units import format_bytes, format_bytes_per_s
+from roofline.units import MIN_SHARE, format_bytes, format_bytes_per_s
 from roofline.vocab import Bound
 
 if TYPE_CHECKING:
@@ -242,11 +242,21 @@ _SHARE = {"low", "high", "n", "samples"}
 
 
 def _number(value: Any, where: str, path: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    """A share of the roof: a finite number from units.MIN_SHARE up (an integer past a float's range, or a
+    subnormal 1e-320 that would make floor / share infinite, is refused naming the field)."""
+    number = math.nan
+    if not isinstance(value, bool) and isinstance(value, int | float):
+        try:
+            number = float(value)
+        except OverflowError:  # 10**400 in the file
+            raise RooflineError(f"{path}: {where} must be a number, got an integer of hundreds of digits") from None
+    if not math.isfinite(number):
         raise RooflineError(f"{path}: {where} must be a number, got {json.dumps(value)[:40]}")
-    if not value > 0:
-        raise RooflineError(f"{path}: {where} must be above 0, got {value:g}")
-    return float(value)
+    if not number > 0:
+        raise RooflineError(f"{path}: {where} must be above 0, got {number:g}")
+    if number < MIN_SHARE:
+        raise RooflineError(f"{path}: {where} is a share of the roof, at least {MIN_SHARE:g}; got {number:g}")
+    return number
 
 
 def _text(raw: Mapping[str, Any], key: str, path: str) -> str:

@@ -119,7 +119,7 @@ def _cpu_memory(settings: MeasureSettings, env: Environment, backends: Sequence[
     try:
         for name, backend, fn in kernels:
             say(f"bandwidth: {name} ({backend})")
-            timing = time_calls(fn, repeats=settings.repeats, warmup=1)
+            timing = time_calls(fn, repeats=settings.repeats, warmup=1, until_confirmed=2 * settings.repeats)
             runs.append(stream_run(name, backend, "fp64", 8, n, timing))
     finally:
         if "numpy" in backends:
@@ -151,4 +151,4 @@ def _time_matmul(settings: MeasureSettings, key: str, backend: str, n: int) -> T
     """Build one size's operands and time it; they are freed on return, before the next size."""
     fn = _cpu_matmul(key, backend, n)
     return time_calls(fn, repeats=settings.repeats if n >= 1024 else 2 * settings.repeats, warmup=1,
-                      min_sample_s=0.01, budget_s=4 * settings.call_limit_s)
+                      min_sample_s=0.01, budget_s=4 * settings.call_limit_s, until_confirmed=2 * settings.repeats)

@@ -162,6 +162,8 @@ def variables() -> dict[str, str]:
 
 def capture_cpu() -> Environment:
     details = {"machine": platform.machine(), "system": f"{platform.system()} {platform.release()}"}
+    if hasattr(os, "getloadavg"):  # other processes on these CPUs: why a rerun's figures may differ
+        details["load average"] = f"{os.getloadavg()[0]:.2f} over 1 minute on {os.cpu_count() or 0} CPUs"
     try:
         import torch
 

@@ -7,6 +7,13 @@ repeated `inner` times per sample so that one sample is well above the clock's r
 call overhead. On CUDA a sample is bracketed by device events, and the host waits for the device
 before reading them.
 
+A ceiling's best sample is *confirmed* when a second sample lies within CONFIRM (5%) of it: one lucky
+sample between two busy ones is not a ceiling. `time_calls(..., until_confirmed=N)` keeps sampling, up
+to N more samples (and within its budget), until the best is confirmed; a Timing says whether it was
+(`confirmed`) and how far its two best samples lay apart (`best_gap`), so a report can say that a run
+was noisy instead of printing a figure a rerun cannot reproduce (issue 24: `measure --quick` gave bf16
+761, 462 and 204 GFLOP/s back to back on a loaded 2-core machine, without a word).
+
 torch is imported inside `cuda_sync` / `cuda_events`.
 """
 
@@ -20,6 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline.errors import RooflineError
+
+CONFIRM = 0.05  # the best sample is confirmed by a second within 5% of it
 
 
 @dataclass(frozen=True)
@@ -56,22 +65,38 @@ class Timing:
         """(max − min) / median: how noisy the samples were."""
         return (self.max_s - self.min_s) / self.median_s
 
+    @property
+    def best_gap(self) -> float | None:
+        """second-fastest / fastest − 1: how far the best sample stands from the next (None: one sample)."""
+        fastest = sorted(self.times_s)[:2]
+        return fastest[1] / fastest[0] - 1 if len(fastest) == 2 else None
+
+    @property
+    def confirmed(self) -> bool:
+        """Whether a second sample lies within CONFIRM of the best (the best is not one lucky sample)."""
+        gap = self.best_gap
+        return gap is not None and gap <= CONFIRM
+
     def rates(self, amount: float) -> dict[str, float]:
         """`amount` (FLOPs or bytes per call) over the times: the best rate is amount / min time."""
         return {"max": amount / self.min_s, "median": amount / self.median_s, "min": amount / self.max_s}
 
     def to_dict(self) -> dict[str, Any]:
         return {"min_s": self.min_s, "median_s": self.median_s, "max_s": self.max_s,
-                "repeats": self.repeats, "inner": self.inner}
+                "repeats": self.repeats, "inner": self.inner, "best_confirmed": self.confirmed,
+                "best_gap": self.best_gap}
 
 
 def time_calls(fn: Callable[[int], object], *, repeats: int, warmup: int = 1, min_sample_s: float = 0.0,
-               budget_s: float | None = None, sync: Callable[[], None] | None = None) -> Timing:
+               budget_s: float | None = None, sync: Callable[[], None] | None = None,
+               until_confirmed: int = 0) -> Timing:
     """Time `fn(i)` (i counts calls, so `fn` can rotate through input sets) on the host clock.
 
     `sync` (e.g. torch.cuda.synchronize) is called before the clock is read, so asynchronous work is
     inside the sample. Calls shorter than `min_sample_s` are repeated `inner` times per sample. At
-    least one sample is taken; after that, sampling stops early once `budget_s` is spent.
+    least one sample is taken; after that, sampling stops early once `budget_s` is spent. With
+    `until_confirmed` N, up to N samples more are taken after `repeats` while the best is not confirmed
+    (module doc).
     """
     if repeats < 1:
         raise RooflineError(f"repeats must be at least 1, got {repeats}")
@@ -89,7 +114,9 @@ def time_calls(fn: Callable[[int], object], *, repeats: int, warmup: int = 1, mi
         inner = min(10_000, max(1, math.ceil(min_sample_s / max(t_warm, 1e-7))))
     times: list[float] = []
     start = time.perf_counter()
-    for _ in range(repeats):
+    for i in range(repeats + max(0, until_confirmed)):
+        if i >= repeats and Timing(tuple(times), inner).confirmed:
+            break
         wait()
         t0 = time.perf_counter()
         for _ in range(inner):

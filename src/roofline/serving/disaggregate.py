@@ -61,6 +61,8 @@ def parse_ratio(text: str | tuple[int, int] | None) -> tuple[int, int] | None:
     else:
         parts = text.split(":")
     try:
+        if not all(isinstance(p, int) or str(p).isascii() for p in parts):
+            raise ValueError  # digits 0-9 only: int() would read "٤" as 4 (spaces around, as in every count, pass)
         values = [int(p) for p in parts]
     except (TypeError, ValueError):
         raise RooflineError(f"{T.disaggregate_devices}: write P:D, the prefill and decode devices, like 4:4; "

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline.errors import RooflineError, T
-from roofline.units import format_time
+from roofline.units import MIN_SHARE, format_time
 from roofline.vocab import Bound
 
 SOURCES = {
@@ -39,11 +39,15 @@ SOURCES = {
 
 
 def check_share(label: str, band: tuple[float, float]) -> tuple[float, float]:
-    """(low, high) shares of the roofline, each in (0, 1] and low ≤ high; one line naming `label` otherwise."""
+    """(low, high) shares of the roofline, each in (0, 1] and at least units.MIN_SHARE (a subnormal 1e-320
+    would make floor / share infinite), low ≤ high; one line naming `label` otherwise."""
     lo, hi = (float(band[0]), float(band[1]))
     for v in (lo, hi):
         if not 0 < v <= 1:
             raise RooflineError(f"{label}: an efficiency is a share of the roofline in (0, 1], got {v:g}")
+        if v < MIN_SHARE:
+            raise RooflineError(f"{label}: an efficiency is a share of the roofline in (0, 1], at least {MIN_SHARE:g}; "
+                                f"got {v:g}")
     if lo > hi:
         raise RooflineError(f"{label}: low {lo:g} is above high {hi:g}; write LOW:HIGH")
     return lo, hi

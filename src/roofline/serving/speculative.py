@@ -47,6 +47,7 @@ from roofline.errors import RooflineError, T
 from roofline.models.transformer import MlpKind, ModelConfig
 from roofline.serving.chunked import ChunkStep, chunk_step
 from roofline.serving.efficiency import Band, Rate, per_rate
+from roofline.units import MIN_SHARE
 
 FORMULAS = {
     "expected_tokens_per_step": "(1 - a^(k+1)) / (1 - a); k + 1 at a = 1 (Leviathan et al., 2023)",
@@ -75,9 +76,9 @@ def check(draft_tokens: int | None, acceptance: float | None) -> tuple[int, floa
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise RooflineError(f"{T.draft_tokens} must be a positive integer, got {k!r}")
     if (isinstance(acceptance, bool) or not isinstance(acceptance, int | float) or not math.isfinite(acceptance)
-            or not 0 < acceptance <= 1):
-        raise RooflineError(f"{T.acceptance} must be in (0, 1] (the chance a drafted token is accepted), "
-                            f"got {acceptance!r}")
+            or not MIN_SHARE <= acceptance <= 1):  # 1e-320 is a typo, not a chance: refused, as shares are
+        raise RooflineError(f"{T.acceptance} must be in (0, 1] and at least {MIN_SHARE:g} (the chance a drafted "
+                            f"token is accepted), got {acceptance!r}")
     return k, float(acceptance)
 
 

@@ -34,6 +34,7 @@ class Trace:
     times_s: dict[str, float] = field(default_factory=dict)  # kernel name -> measured seconds
     unknown: dict[str, int] = field(default_factory=dict)  # aten ops without a FLOP formula -> calls
     errors: dict[str, str] = field(default_factory=dict)  # aten ops the tracer failed on -> why (not counted)
+    initialisation: dict[str, int] = field(default_factory=dict)  # weight-init fills left out -> calls
     module_of: dict[str, str] = field(default_factory=dict)  # op name -> module path ("" at top level)
     tf32: bool = False  # fp32 matmuls were allowed to run as TF32 (torch.get_float32_matmul_precision())
 
@@ -75,6 +76,10 @@ class Trace:
         return GraphAnalysis(placed, analysis.plan, analysis.machine, analysis.dtype)
 
 
+ON_FP32_CORES = "fp32 matmul on the FP32 cores"  # the note of a matmul moved to the vector unit (roof_dtypes)
+VECTOR_FLOAT_KEYS = frozenset(("fp64", "fp32", "bf16", "fp16"))  # elementwise dtypes labelled as they ran
+
+
 def _operand_dtype(op: Op) -> DType | None:
     return op.inputs[0].dtype if op.inputs else None
 
@@ -86,12 +91,18 @@ def own_roofs(ops: Sequence[Op], machine: Machine, tf32: bool = False) -> list[O
         fp32 without one (GPUs), TF32 allowed       the tf32 matrix peak
         fp32 without one, TF32 off (PyTorch's default for matmuls)   the FP32 vector peak: the
                                                     FLOPs move to the vector unit, as the FP32 cores do them
-        anything else (integer matmuls)             the analysis' dtype, as before"""
+        anything else (integer matmuls)             the analysis' dtype, as before
+
+    An op with no matrix FLOPs on floating-point operands (an fp32 add, a bf16 SiLU) is labelled with
+    its operands' dtype too: its roof is the vector unit's either way, and its `dtype` in the JSON and
+    the table is then what it ran in, never the analysis' bf16 for an fp32 elementwise op (issue 24)."""
     out: list[Op] = []
     for op in ops:
         matrix = op.flop_by_unit.get(Unit.MATRIX, 0.0)
         dt = _operand_dtype(op)
-        if not matrix or dt is None or op.compute_dtype is not None:
+        if not matrix and dt is not None and op.compute_dtype is None and dt.peak_key in VECTOR_FLOAT_KEYS:
+            out.append(replace(op, compute_dtype=dt))
+        elif not matrix or dt is None or op.compute_dtype is not None:
             out.append(op)
         elif machine.has_peak(dt):
             out.append(replace(op, compute_dtype=dt))
@@ -100,7 +111,7 @@ def own_roofs(ops: Sequence[Op], machine: Machine, tf32: bool = False) -> list[O
         elif dt.peak_key == "fp32":
             flop = dict(op.flop_by_unit)
             flop[Unit.VECTOR] = flop.get(Unit.VECTOR, 0.0) + flop.pop(Unit.MATRIX)
-            note = f"fp32 matmul on the FP32 cores: {machine.id} lists no fp32 matrix peak and TF32 was off"
+            note = f"{ON_FP32_CORES}: {machine.id} lists no fp32 matrix peak and TF32 was off"
             out.append(replace(op, flop_by_unit=flop, compute_dtype=dt,
                                note=f"{op.note}; {note}" if op.note else note))
         else:
@@ -130,7 +141,7 @@ def roof_dtypes(analysis: GraphAnalysis) -> dict[str, float]:
             dt = op.compute_dtype or analysis.dtype
             if op.flop_by_unit.get(Unit.MATRIX):
                 key = dt.name
-            elif op.compute_dtype is not None and op.flop_by_unit.get(Unit.VECTOR):
+            elif op.compute_dtype is not None and op.flop_by_unit.get(Unit.VECTOR) and ON_FP32_CORES in op.note:
                 key = f"{dt.name} (vector cores)"
             else:
                 continue

@@ -39,6 +39,7 @@ from roofline.dtypes import DType
 from roofline.errors import RooflineError
 from roofline.graph import Op, Tensor
 from roofline.tracing.analysis import Trace
+from roofline.tracing.events import checked_events
 from roofline.tracing.registry import (
     ATTENTION,
     FORMULAS,
@@ -168,9 +169,13 @@ class _Event:
         return self.ts + self.dur
 
     def walk(self) -> Iterable[_Event]:
-        yield self
-        for c in self.children:
-            yield from c.walk()
+        """This event and everything inside it, parents first, in time order. A loop, not recursion:
+        a trace may nest events thousands deep (issue 24)."""
+        stack = [self]
+        while stack:
+            e = stack.pop()
+            yield e
+            stack.extend(reversed(e.children))
 
 
 def _forest(events: Iterable[Mapping[str, Any]]) -> list[_Event]:
@@ -190,11 +195,13 @@ def _forest(events: Iterable[Mapping[str, Any]]) -> list[_Event]:
 def _top_ops(roots: Iterable[_Event]) -> list[_Event]:
     """The outermost aten op of each call stack (user annotations and wrappers are looked through)."""
     out: list[_Event] = []
-    for r in roots:
+    stack = list(reversed(list(roots)))  # a loop, not recursion: annotations may nest thousands deep
+    while stack:
+        r = stack.pop()
         if r.name.startswith("aten::"):
             out.append(r)
         else:
-            out.extend(_top_ops(r.children))
+            stack.extend(reversed(r.children))
     return out
 
 
@@ -217,11 +224,13 @@ def _scalar(text: Any) -> Arg:
     if text in ("True", "False"):
         return text == "True"
     try:
-        return int(text)
+        number = int(text)
+        return number if abs(number) <= 2**53 else text  # past any size: kept as text, never a huge int
     except ValueError:
         pass
     try:
-        return float(text)
+        value = float(text)
+        return value if math.isfinite(value) else text
     except ValueError:
         return text
 
@@ -429,25 +438,7 @@ def _is_view(e: _Event) -> bool:
 
 def parse_kineto(data: Mapping[str, Any], source: str = "", formulas: Registry = FORMULAS) -> Profile:
     """A Chrome/Kineto trace's ops, counted from their recorded shapes and timed (see the module doc)."""
-    events = [e for e in data.get("traceEvents", []) if isinstance(e, dict) and e.get("ph") == "X"
-              and isinstance(e.get("ts"), (int, float)) and not isinstance(e.get("ts"), bool)]
-    for e in events:
-        dur, args = e.get("dur", 0.0), e.get("args")
-        if (isinstance(dur, bool) or not isinstance(dur, (int, float)) or not math.isfinite(dur) or dur < 0
-                or not math.isfinite(e["ts"])):
-            raise RooflineError(f"{source or 'the trace'}: event {str(e.get('name', ''))[:60]!r} has a time that is "
-                                f"not a finite number (ts {e['ts']!r}, dur {dur!r}); export the trace again")
-        if args is not None and not isinstance(args, dict):
-            raise RooflineError(f"{source or 'the trace'}: event {str(e.get('name', ''))[:60]!r} has args that are "
-                                f"not an object; export the trace again")
-        for arg_key, item in (("Input Dims", None), ("Input Strides", None), ("Input type", str),
-                              ("Concrete Inputs", str)):
-            value = (args or {}).get(arg_key)
-            if value is not None and (not isinstance(value, list)
-                                      or (item is not None and not all(isinstance(v, item) for v in value))):
-                raise RooflineError(f"{source or 'the trace'}: event {str(e.get('name', ''))[:60]!r} has a malformed "
-                                    f"{arg_key!r} (record_shapes writes a list"
-                                    + (" of strings" if item is not None else "") + "); export the trace again")
+    events = checked_events(data.get("traceEvents", []), source)
     cpu = [e for e in events if e.get("cat") in ("cpu_op", "Operator", "operator")]
     kernels = [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy",
                                                           "Memset")]

@@ -45,6 +45,7 @@ from roofline.errors import RooflineError
 from roofline.graph import Op, Tensor
 from roofline.tracing.analysis import Trace
 from roofline.tracing.kineto import Profile
+from roofline.units import MAX_QUANTITY
 from roofline.vocab import Level, Unit
 
 TIME = "gpu__time_duration.sum"
@@ -56,6 +57,8 @@ PIPE = ("sm__inst_executed_pipe_", "smsp__inst_executed_pipe_")
 COLLECT = (f"ncu --csv --page raw --metrics {TIME},{DRAM_READ},{DRAM_WRITE},{L2},{L1} "
            "python SCRIPT > kernels.csv")
 
+MIN_TIME_S = 1e-12  # 1 ps: no kernel runs in less than a clock cycle (about 0.5 ns); 1e-300 s would make its rates
+# infinite. Counts and times are at most units.MAX_QUANTITY (1e30): 1.7e308 bytes summed over levels is infinite
 _SCALE = {"": 1.0, "byte": 1.0, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9, "tbyte": 1e12,
           "nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "second": 1.0, "ns": 1e-9, "us": 1e-6, "ms": 1e-3,
           "s": 1.0, "inst": 1.0, "kinst": 1e3, "minst": 1e6, "ginst": 1e9}
@@ -91,6 +94,12 @@ def _number(text: str, unit: str, column: str, row: int) -> float | None:
     value *= scale
     if not math.isfinite(value) or value < 0:  # a counter or a duration: finite and never negative
         raise RooflineError(f"row {row}, column {column}: {text[:40]!r} is not a finite, non-negative number")
+    if value and column == TIME and not MIN_TIME_S <= value <= MAX_QUANTITY:
+        raise RooflineError(f"row {row}, column {column}: {text[:40]!r} {unit.strip()} is not a kernel's time: a time "
+                            f"is from 1 ps to {MAX_QUANTITY:g} s")
+    if value and column != TIME and not 1 <= value <= MAX_QUANTITY:  # bytes, operations, instructions: counts
+        raise RooflineError(f"row {row}, column {column}: {text[:40]!r} {unit.strip()} is not a count: a count of "
+                            f"bytes or operations is 0 or from 1 to {MAX_QUANTITY:g}")
     return value
 
 

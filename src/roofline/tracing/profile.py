@@ -17,6 +17,9 @@ initialisation are left out); `from_start=True` records the whole script.
 What each kernel is told (`verdict`), from its measured time, its floor and its launch gap:
 
     time only        the trace had no shapes: measured time, no FLOPs or bytes to place
+    ABOVE THE ROOF   measured faster than its floor (Placement.above_roof, share of roof > 100%, the
+                     rule bench flags by): the counted FLOPs or bytes, or the machine's figures, are
+                     wrong for it; never called "at bandwidth" or "at compute"
     latency-bound    it ran under LATENCY_S (a tiny kernel), or the stream sat idle longer before it
                      than it ran (launch gaps), or its floor is under LATENCY_S and it reached less
                      than NEAR_ROOF of it (too little work to fill the machine): CUDA graphs,
@@ -74,6 +77,9 @@ def verdict(p: Placement, gap_s: float = 0.0, cpu: bool = False) -> Verdict:
     if not p.flop and not p.bytes:
         return Verdict("time only", "no FLOPs or bytes known (no shapes recorded, or no op launched it)")
     share = p.fraction_of_roof or 0.0
+    if p.above_roof:
+        return Verdict("ABOVE THE ROOF", f"measured at {share:.0%} of its floor's speed, faster than the roof allows: "
+                                         "its counted FLOPs or bytes (or the machine's figures) are wrong for it")
     if measured < LATENCY_S or gap_s > measured or (p.time_s < LATENCY_S and share < NEAR_ROOF):
         why = ("launch gap longer than the kernel" if gap_s > measured else
                "a tiny kernel" if measured < LATENCY_S else "too little work to fill the machine")

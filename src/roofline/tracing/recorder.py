@@ -188,6 +188,13 @@ _NO_OP = ("empty", "empty_like", "empty_strided", "new_empty", "new_empty_stride
           "_has_compatible_shallow_copy_type", "set_", "detach_")
 
 
+# the in-place random fills torch.nn.init builds weights with (kaiming_uniform_ and xavier_ call uniform_,
+# normal_ and trunc_normal_ call normal_ or uniform_): outside any module's forward they build the model,
+# once, and are no part of its step: left out, and counted (Trace.initialisation); inside a forward
+# (noise drawn in the step) they are recorded as any op
+_INIT_FILLS = ("uniform_", "normal_")
+
+
 # views whose schema does not say so (a composite such as type_as returning its argument itself is
 # caught by identity)
 _UNANNOTATED_VIEWS = ("_unsafe_view",)
@@ -360,6 +367,9 @@ class _Recorder:
         if not outs or sch.no_op:
             for t in outs:  # empty tensors are named when first used
                 self.records.pop(t, None)
+            return
+        if sch.aten in _INIT_FILLS and not self.path:  # building the model's weights, not running it
+            self.trace.initialisation[sch.aten] = self.trace.initialisation.get(sch.aten, 0) + 1
             return
         bound: dict[str, Any] = {}  # the arguments given, by schema name
         stack: list[Any] = []  # every schema argument in order, defaults filled in

@@ -6,14 +6,35 @@ box avoids every other label, every marker and every obstacle box, and stays ins
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
     from matplotlib.transforms import Bbox
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def literal_text(draw: Callable[P, R]) -> Callable[P, R]:
+    """Run a chart function with matplotlib's mathtext off (`text.parse_math`): every text it draws is
+    literal. Our own labels use no mathtext, and a name from a user's file (a kernel, a machine, a
+    config folder or a file named `a$\\frac{$b`) would otherwise be parsed as TeX: an error, or `$x$`
+    silently drawn as an italic x. Texts read the setting when made, so the whole figure is built, and
+    rendered, inside the context."""
+    @functools.wraps(draw)
+    def wrapped(*args: P.args, **kwargs: P.kwargs) -> R:
+        import matplotlib
+
+        with matplotlib.rc_context({"text.parse_math": False}):
+            return draw(*args, **kwargs)
+
+    return wrapped
 
 
 def _overlaps(a: Bbox, boxes: Sequence[Bbox]) -> bool:

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 
 from roofline.errors import RooflineError
 from roofline.placement import Placement
+from roofline.report.charts.labels import literal_text
 from roofline.report.charts.roofline import decade_ceil, decade_floor, log_axes, new_figure
 from roofline.report.points import BOUND_COLOURS, ROOF_COLOUR
 from roofline.units import format_bytes_per_s, format_flop_per_s, format_si
@@ -248,6 +249,7 @@ def draw_subroofs(ax: Axes, placements: Sequence[Placement]) -> None:
     ax.set_title("sub-roofs: matrix, vector, exp ceilings", fontsize=10)
 
 
+@literal_text
 def levels_figure(placements: Sequence[Placement], title: str = "") -> Figure:
     """Both panels for `placements` (one kernel, or the kernels of a plan in execution order)."""
     if not placements:

@@ -36,7 +36,7 @@ from roofline.dtypes import DType, get_dtype
 from roofline.errors import RooflineError
 from roofline.hardware import Machine, get_machine
 from roofline.placement import Placement
-from roofline.report.charts.labels import number_ranges, place_labels, shorten, text_box
+from roofline.report.charts.labels import literal_text, number_ranges, place_labels, shorten, text_box
 from roofline.report.points import (
     ABOVE_ROOF_COLOUR,
     BOUND_COLOURS,
@@ -74,6 +74,7 @@ def new_figure(width_in: float, height_in: float) -> Figure:
     return fig
 
 
+@literal_text
 def figure_bytes(fig: Figure, fmt: str) -> bytes:
     """Render to PNG or SVG in memory. SVG keeps text as text (searchable, parseable) and carries no
     date, so the same chart gives the same bytes."""
@@ -169,6 +170,7 @@ def _slope_angle(ax: Axes, x0: float, y0: float, x1: float, y1: float) -> float:
 
 # --- the roofline chart of one analysis -------------------------------------------------------------
 
+@literal_text
 def roofline_figure(placements: Sequence[Placement], *, machine: Machine | None = None, dtype: DType | None = None,
                     title: str = "", names: Sequence[str] | None = None, subtitle: str | None = None,
                     shares: bool = True, plan: str = "") -> Figure:
@@ -445,6 +447,7 @@ def _draw_key(key: Axes, placements: Sequence[Placement], labels: Sequence[str],
 
 # --- several machines or precisions on one chart ------------------------------------------------------
 
+@literal_text
 def roofs_figure(roofs: Sequence[tuple[Machine | str, str | DType | None]], *,
                  placements: Sequence[Placement] = (), title: str = "") -> Figure:
     """Several roofs on one chart: machines (A100 → H100 → B200: "the roof rose seven times, the ridge

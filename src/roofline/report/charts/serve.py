@@ -21,7 +21,7 @@ import math
 from typing import TYPE_CHECKING
 
 from roofline.errors import RooflineError
-from roofline.report.charts.labels import place_labels, text_box
+from roofline.report.charts.labels import literal_text, place_labels, text_box
 from roofline.report.charts.roofline import log_axes, new_figure
 from roofline.serving import KNEE_GAIN, ServingReport
 from roofline.units import format_time
@@ -57,6 +57,7 @@ def split_label(r: ServingReport) -> str:
     return r.machine.name if r.split.trivial else f"{r.split} of {r.system or r.machine.name}"
 
 
+@literal_text
 def serve_figure(r: ServingReport, *, title: str = "") -> Figure:
     """Throughput (tokens/s, system) against ITL over the report's batch curve, with the floor, the
     expected band, the knee, the memory limit and the ITL target."""

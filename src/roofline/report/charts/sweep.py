@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from roofline.errors import RooflineError
 from roofline.placement import GraphAnalysis, Placement
-from roofline.report.charts.labels import shorten
+from roofline.report.charts.labels import literal_text, shorten
 from roofline.report.charts.roofline import decade_ceil, decade_floor, log_axes, new_figure
 from roofline.report.points import ABOVE_ROOF_COLOUR, BOUND_COLOURS, ROOF_COLOUR
 from roofline.units import format_intensity, format_time
@@ -81,6 +81,7 @@ def _groups(rows: Sequence[Mapping[str, Any]], series: str | None) -> list[tuple
     return list(out.items())
 
 
+@literal_text
 def sweep_figure(rows: Sequence[Mapping[str, Any]], x: str, *, ridge: float, limit: float | None = None,
                  title: str = "", series: str | None = None) -> Figure:
     """Intensity against `x` (e.g. batch) with the ridge and the asymptote; below it, when the rows

@@ -76,7 +76,9 @@
     meas.className = k && k.above_roof ? "above" : "";
     text("info-explain", k ? k.explain : "");
     var n = s.kernels.length;
-    text("step-label", state.step === n && n > 1 ? "all " + n + " kernels" : "kernel " + state.step + " of " + n);
+    // every kernel drawn, and the panel below shows the last one added: the label names both
+    text("step-label", state.step === n && n > 1 ? "all " + n + " kernels; below, kernel " + n + " (the last)"
+                                                 : "kernel " + state.step + " of " + n);
     var rows = document.querySelectorAll("#kernels-table tbody tr");
     for (var r = 0; r < rows.length; r++) {
       rows[r].className = r === state.step - 1 ? "current" : (r >= state.step ? "future" : "");

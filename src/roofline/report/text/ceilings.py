@@ -10,6 +10,24 @@ from roofline.units import format_bytes_per_s, format_flop_per_s, format_time
 from roofline.vocab import Bound
 
 
+def noise_lines(c: Any) -> list[str]:
+    """Whether each ceiling's best sample was confirmed by a second within 5% (measure.timing.CONFIRM),
+    and, where one was not, that a rerun may differ: the run was noisy (a busy machine)."""
+    from roofline.measure.timing import CONFIRM
+
+    chosen = [c.memory_run, *(c.matrix_run(k) for k in c.peak_flop_per_s)]
+    loose = [r for r in chosen if not r.timing.confirmed]
+    load = c.environment.details.get("load average", "")
+    if not loose:
+        return [f"noise: each ceiling's best sample was matched within {CONFIRM:.0%} by another (stable)"]
+    what = ", ".join(f"{r.dtype} {r.name} ({r.backend}): the next-best sample took {1 + (r.timing.best_gap or 0):.3g}× "
+                     "as long" if r.timing.best_gap is not None else f"{r.dtype} {r.name} ({r.backend}): one sample"
+                     for r in loose)
+    return [f"noise: NOT STABLE: no second sample came within {CONFIRM:.0%} of the best for {what}; "
+            f"a rerun may differ (best to worst in the table: their spread){'; load average ' + load if load else ''}; "
+            "measure on an idle machine, or without --quick for more samples"]
+
+
 def ceilings_text(c: Any) -> str:
     """The runs as a table, then the ceilings, the datasheet comparison and the environment."""
     from rich.table import Table
@@ -23,7 +41,7 @@ def ceilings_text(c: Any) -> str:
         fmt = format_bytes_per_s if r.kind is Bound.MEMORY else format_flop_per_s
         t.add_row(r.name, r.backend, r.dtype, fmt(r.best_rate), fmt(r.median_rate), fmt(r.worst_rate),
                   format_time(r.timing.median_s), f"{r.timing.repeats}×{r.timing.inner}")
-    lines = [render(t), ""]
+    lines = [render(t), "", *noise_lines(c), ""]
     mem = c.memory_run
     lines.append(f"memory bandwidth: {format_bytes_per_s(c.memory_bytes_per_s, 4)} "
                  f"(best of {', '.join(sorted({r.name for r in c.runs if r.kind is Bound.MEMORY}))}: "

@@ -14,11 +14,27 @@ from roofline.vocab import Phase, Plan, Role
 
 KERNEL_CSV_COLUMNS = ("name", "kind", "count", "flop", "bytes", "flop_per_byte", "bound", "bound_class", "time_s",
                       "total_time_s", "share", "compute_time_s", "memory_time_s", "attainable_flop_per_s",
-                      "ridge_flop_per_byte", "machine", "dtype")
+                      "ridge_flop_per_byte", "machine", "dtype", "link_bytes", "flop_per_link_byte")
+
+
+def kernel_csv(rows: list[dict[str, Any]]) -> str:
+    """A model's kernels as CSV. A collective also gets the bytes one device sends on its link and its
+    FLOPs per link byte: the intensity the chart, the page and the table place it at
+    (report.points.intensity), beside its FLOPs per DRAM byte (`flop_per_byte`)."""
+    from roofline.vocab import LINKS
+
+    out = []
+    for r in rows:
+        levels = r.get("levels") or {}
+        timed = {lv: v for lv, v in levels.items() if lv in LINKS and v.get("bytes")}
+        lv = max(timed, key=lambda k: timed[k]["time_s"]) if timed else None  # as points.link_level picks
+        link = float(timed[lv]["bytes"]) if lv is not None else None
+        out.append({**r, "link_bytes": link, "flop_per_link_byte": r["flop"] / link if link else None})
+    return rows_csv(out, KERNEL_CSV_COLUMNS)
 
 
 # which columns of a sweep or comparison a narrow terminal leaves out first (least important first)
-ROWS_DROP = ("devices", "weights+KV", "active", "ridge", "compute", "crossover", "tokens/s", "bytes", "FLOPs",
+ROWS_DROP = ("devices to fit", "weights+KV", "active", "ridge", "compute", "crossover", "tokens/s", "bytes", "FLOPs",
              "params", "weights", "KV/token", "limit")
 
 
@@ -93,8 +109,11 @@ def model_text(a: Any) -> str:
         formula = ("(2·P + attention FLOPs + recurrent FLOPs) / (L · KV bytes per token + 2 · state bytes per "
                    "sequence, read and written)" if lim.state_bytes_per_sequence
                    else "(2·P + attention FLOPs) / (L · KV bytes per token)")
-        lines.append(f"decode limit as the batch grows: {format_intensity(lim.flop_per_byte, 4)} "
-                     f"({formula}; graph totals tend to {graph_limit})")
+        alone = ("the matmuls, the KV cache and the state alone" if lim.state_bytes_per_sequence
+                 else "the matmuls and the KV cache alone")
+        lines.append(f"decode limit as the batch grows: {format_intensity(lim.flop_per_byte, 4)} by {formula}, "
+                     f"{alone}; the step's kernels tend to {graph_limit} (its graph totals as the batch grows), "
+                     "lower because each sequence also moves its activations and logits")
     cross = a.crossover
     lines.append(f"crossover batch: {cross.reason}")
     mem = a.memory
@@ -144,9 +163,24 @@ def sweep_text(rows: list[dict[str, Any]], seq_key: str) -> str:
             ("flop", "FLOPs", _f(format_flop)), ("bytes", "bytes", _f(format_bytes)),
             ("flop_per_byte", "FLOP/B", _f(format_intensity)), ("bound", "bound", str),
             ("time_s", "time floor", _f(format_time)), ("tokens_per_s", "tokens/s", _f(lambda v: f"{v:,.0f}")),
-            ("memory_bytes", "weights+KV", _f(format_bytes)), ("devices", "devices", _f(lambda v: str(v)))]
+            ("memory_bytes", "weights+KV", _f(format_bytes)), ("devices", "devices to fit", _f(lambda v: str(v)))]
     first = rows[0]
-    return rows_table(rows, cols, f"{first['model']} {first['phase']} sweep, plan {first['plan']}")
+    return rows_table(rows, cols, f"{first['model']} {first['phase']} sweep, plan {first['plan']}") + devices_note(rows)
+
+
+def devices_note(rows: list[dict[str, Any]]) -> str:
+    """Where a row needs more devices to fit than it runs on, a line saying what each column counts: the
+    times are the row's own split (one device without --tp, --pp or --dp), "devices to fit" the fewest
+    devices whose memory holds its weights and KV cache (was: a "devices" column of 4 beside the time
+    of one device, unexplained)."""
+    def runs_on(r: dict[str, Any]) -> int:
+        return int(r.get("tp") or 1) * int(r.get("pp") or 1) * int(r.get("dp") or 1)
+
+    if not any((r.get("devices") or 0) > runs_on(r) for r in rows):
+        return ""
+    return ("\ntime floor and tokens/s: each row's own split (one device without --tp, --pp or --dp), as if its "
+            "weights and KV fit; devices to fit: the fewest devices whose memory holds them (split with --tp or "
+            "--pp to time that)")
 
 
 def compare_text(rows: list[dict[str, Any]]) -> str:
@@ -159,11 +193,12 @@ def compare_text(rows: list[dict[str, Any]]) -> str:
             ("decode_limit_flop_per_byte", "limit", _f(format_intensity)),
             ("crossover_batch", "crossover", lambda v: "never" if v is None else str(v)),
             ("time_s", "time floor", _f(format_time)), ("tokens_per_s", "tokens/s", _f(lambda v: f"{v:,.0f}")),
-            ("memory_bytes", "weights+KV", _f(format_bytes)), ("devices", "devices", _f(lambda v: str(v)))]
+            ("memory_bytes", "weights+KV", _f(format_bytes)), ("devices", "devices to fit", _f(lambda v: str(v)))]
     first = rows[0]
     what = "prompt" if first["phase"] == "prefill" else "context"
     return rows_table(rows, cols,
-                      f"{first['phase']}, batch {first['batch']}, {what} {first['seq']}, plan {first['plan']}")
+                      f"{first['phase']}, batch {first['batch']}, {what} {first['seq']}, plan {first['plan']}"
+                      ) + devices_note(rows)
 
 
 def _row_labels(rows: list[dict[str, Any]]) -> list[str]:

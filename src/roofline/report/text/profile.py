@@ -98,6 +98,12 @@ def profile_text(rows: list[dict[str, Any]], p: Profile, a: GraphAnalysis, title
             f" on {a.machine.name} ({a.dtype.name}): {floors / total:.1%} of the roof overall"
             if total else "no kernel was timed")
     out.append(line)
+    above = [r["name"] for r in timed if r["verdict"].startswith("ABOVE THE ROOF")]
+    if above:
+        many = len(above) > 1
+        out.append(f"! {len(above)} kernel{'s' if many else ''} measured ABOVE the roof ({', '.join(above[:5])}"
+                   f"{', ...' if len(above) > 5 else ''}): the model or the measurement is wrong for "
+                   f"{'them' if many else 'it'}")
     if cuda:
         out.append(f"launch gaps (stream idle before a kernel): {u.format_time(p.gap_time_s)}"
                    f"{f' = {p.gap_time_s / (p.gap_time_s + total):.0%} of the GPU timeline' if total else ''}")

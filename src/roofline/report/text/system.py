@@ -13,10 +13,8 @@ from roofline.units import format_bytes_per_s, format_time
 
 
 def _cells(*values: str) -> list[str]:
-    """Table cells as plain text: sources cite TOML sections ("[link.node]"), which rich would take as markup."""
-    from rich.markup import escape
-
-    return [escape(v) for v in values]
+    """Table cells: sources cite TOML sections ("[link.node]"), which `render` keeps literal, never markup."""
+    return list(values)
 
 
 def _link_row(which: str, link: Link) -> list[str]:

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from roofline import units as u
+from roofline.errors import printable_lines
 from roofline.hardware import Machine
 from roofline.hardware.machine import PEAK_KEYS
 from roofline.placement import GraphAnalysis, Placement
@@ -54,6 +55,24 @@ def _width_at(table: Any, text_width: int) -> int:
     return int(total)
 
 
+def _plain(value: Any) -> Any:
+    """A cell as literal text: never read as rich markup (an op named `[/x]` or `[bold]x[/bold]` in a
+    trace is shown as written, not parsed or swallowed), its control characters escaped (`printable`)."""
+    from rich.text import Text
+
+    return Text(printable_lines(value)) if isinstance(value, str) else value
+
+
+def plain_table(table: Any) -> None:
+    """Every string cell, header, title and caption of a rich Table made literal text (`_plain`)."""
+    table.title = _plain(table.title)
+    table.caption = _plain(table.caption)
+    for column in table.columns:
+        column.header = _plain(column.header)
+        column.footer = _plain(column.footer)
+        column._cells = [_plain(c) for c in column._cells]
+
+
 def render(table: Any, width: int | None = None, drop: Sequence[str] = ()) -> str:
     """A rich renderable as plain text, fitted to `width` (default: output_width()).
 
@@ -70,6 +89,7 @@ def render(table: Any, width: int | None = None, drop: Sequence[str] = ()) -> st
     console = Console(file=buf, width=PIPE_WIDTH, no_color=True, highlight=False, soft_wrap=False)
     dropped: list[str] = []
     if isinstance(table, Table):
+        plain_table(table)
         for column in table.columns:
             column.overflow = "fold"  # a long word (a kernel name, a URL) wraps; never "…"
             if column.justify == "right":
@@ -85,12 +105,29 @@ def render(table: Any, width: int | None = None, drop: Sequence[str] = ()) -> st
             console.width = max(target, _width_at(table, 0))
     elif target is not None:
         console.width = target
-    console.print(table)
+    console.print(_plain(table))
     text = buf.getvalue().rstrip("\n")
     if dropped:
         text += (f"\n(to fit {target} columns this table leaves out: {', '.join(dropped)}; a wider terminal, "
                  f"COLUMNS=200 or a pipe shows every column)")
     return text
+
+
+def attainable_how(p: Placement) -> str:
+    """The attainable rate's share, always of the peak the kernel's FLOPs run at (the dtype's matrix
+    peak for a matmul; the vector peak, or matrix and vector units each at its own, otherwise: the
+    ridge row's), so that the formula it names gives that share: min(peak, BW × I) where a unit's
+    compute or DRAM sets the floor; FLOPs / that time where the exponentials, shared memory, L2 or a
+    link do (the floor is theirs, below the two-ceiling roof). Never a share of the matrix peak beside
+    "limited by exp" (was: 100.19% of the bf16 matrix peak, or 50.58% of it for a vector kernel, with
+    min(peak, BW × I) named, which gave 100%)."""
+    share = p.attainable_flop_per_s / p.peak_flop_per_s if p.peak_flop_per_s else 0.0
+    matrix_peak = abs(p.peak_flop_per_s - p.roof_flop_per_s) <= 1e-9 * p.roof_flop_per_s
+    of = (f"the {p.dtype.peak_key} peak" if matrix_peak
+          else f"the {u.format_flop_per_s(p.peak_flop_per_s, 4)} its FLOPs run at")
+    if p.bound in (Unit.MATRIX, Unit.VECTOR, Level.DRAM):
+        return f"{share:.2%} of {of}; min(peak, BW × I)"
+    return f"{share:.2%} of {of}; FLOPs / the {p.bound} time (the floor), below min(peak, BW × I)"
 
 
 def placement_text(p: Placement, title: str = "") -> str:
@@ -111,10 +148,7 @@ def placement_text(p: Placement, title: str = "") -> str:
         where = f"{units[0]} units" if len(units) == 1 else f"{' and '.join(units)} units, each at its own peak"
         t.add_row("", u.format_intensity(p.kernel_ridge_flop_per_byte, 4),
                   f"at the {u.format_flop_per_s(p.peak_flop_per_s, 4)} its FLOPs run at ({where})")
-    how = f"{p.fraction_of_peak:.2%} of the {p.dtype.peak_key} peak; min(peak, BW × I)"
-    if p.fraction_of_peak > 1:  # the vector FLOPs (a softmax) run alongside the matmuls
-        how = f"{p.fraction_of_peak:.2%} of the {p.dtype.peak_key} matrix peak: vector FLOPs overlap the matmuls"
-    t.add_row("attainable", u.format_flop_per_s(p.attainable_flop_per_s, 4), how)
+    t.add_row("attainable", u.format_flop_per_s(p.attainable_flop_per_s, 4), attainable_how(p))
     inside = ""  # the exp units or an on-chip level set the floor: name its term too
     if p.bound in (Unit.EXP, Level.SMEM, Level.L2):
         inside = f", {p.bound} {u.format_time(p.time_s)}" + (f" (margin {p.margin:.3g}×)" if p.margin else "")
@@ -134,6 +168,18 @@ KERNEL_COLUMNS = (("kernel", "left"), ("×", "right"), ("FLOPs/run", "right"), (
 KERNEL_DROP = ("share", "bytes/run", "FLOPs/run")
 
 
+def intensity_cell(p: Placement) -> str:
+    """A kernel's FLOP/B as the chart places it: per DRAM byte, or for a collective per byte on its
+    link (report.points.intensity; LINK_NOTE under the table says so): one figure in the table, the
+    CSV's flop_per_link_byte, the PNG and the page."""
+    from roofline.report.points import intensity
+
+    return u.format_intensity(intensity(p))
+
+
+LINK_NOTE = "FLOP/B of a communication kernel: per byte on its link, as the charts place it"
+
+
 def placements_table(placements: Sequence[Placement], title: str = "", total_time_s: float | None = None) -> str:
     """One row per kernel: FLOPs and bytes of one run, time floor and share of all its runs (× count),
     and a last row that sums every kernel × its runs."""
@@ -145,15 +191,17 @@ def placements_table(placements: Sequence[Placement], title: str = "", total_tim
     total = total_time_s if total_time_s is not None else sum(p.total_time_s for p in placements)
     for i, p in enumerate(placements):
         share = p.total_time_s / total if total else 0.0
-        t.add_row(p.name, str(p.count), u.format_flop(p.flop), u.format_bytes(p.bytes),
-                  u.format_intensity(p.flop_per_byte), p.bound_class, u.format_time(p.total_time_s), f"{share:.1%}",
+        t.add_row(p.name, str(p.count), u.format_flop(p.flop), u.format_bytes(p.bytes), intensity_cell(p),
+                  p.bound_class, u.format_time(p.total_time_s), f"{share:.1%}",
                   end_section=i == len(placements) - 1)
     if len(placements) > 1:
         flop = sum(p.flop * p.count for p in placements)
         moved = sum(p.bytes * p.count for p in placements)
         t.add_row("total (Σ × runs)", "", u.format_flop(flop), u.format_bytes(moved),
                   u.format_intensity(flop / moved) if moved else "—", "", u.format_time(total), "100.0%")
-    return render(t, drop=KERNEL_DROP)
+    from roofline.report.points import link_bytes
+
+    return render(t, drop=KERNEL_DROP) + (f"\n{LINK_NOTE}" if any(link_bytes(p) for p in placements) else "")
 
 
 def analysis_text(a: GraphAnalysis, title: str) -> str:

@@ -66,6 +66,9 @@ def trace_text(script: str, t: Trace, analysis: GraphAnalysis, timed: bool = Fal
         lines.append(ATTENTION_CONVENTION)
     if t.unknown:
         lines.append("no FLOP formula (bytes only): " + ", ".join(f"aten::{k} ×{n}" for k, n in t.unknown.items()))
+    if t.initialisation:
+        lines.append("left out, building the model's weights outside any forward (torch.nn.init's fills): "
+                     + ", ".join(f"aten::{k} ×{n}" for k, n in t.initialisation.items()))
     return "\n".join(lines)
 
 
@@ -74,6 +77,7 @@ def trace_dict(script: str, t: Trace, analysis: GraphAnalysis) -> dict[str, Any]
     d = analysis.to_dict()
     d.update({"script": script, "machine_name": analysis.machine.name, "roof_dtypes": roof_dtypes(analysis),
               "flop_by_kind": t.flop_by_kind(), "unknown_ops": dict(t.unknown), "not_counted": dict(t.errors),
+              "left_out_initialisation": dict(t.initialisation),
               "conventions": {"attention": ATTENTION_CONVENTION}})
     return d
 
