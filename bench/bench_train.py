@@ -43,9 +43,12 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     times = interleaved(commands(), args.runs)
+    load_end = os.getloadavg()
     width = 44
+    load = ", ".join(f"{x:.1f}" for x in load_end)
     lines = [f"# bench_train: {args.runs} interleaved runs each, {os.cpu_count()} CPUs, "
-             f"Python {sys.version.split()[0]}",
+             f"Python {sys.version.split()[0]}, load average {load} at the end (other work on the machine slows "
+             "every row alike: compare each with `roofline --help` and `roofline model`)",
              f"{'command':<{width}}{'min':>10}{'median':>10}{'max':>10}{'target':>10}{'median/target':>15}"]
     ok = True
     for name, ts in times.items():
