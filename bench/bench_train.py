@@ -4,8 +4,9 @@
 Targets (issue 23): one train analysis at most 300 ms from the CLI (Llama 3 70B, TP 8 × PP 4 × DP 16 of
 dgx-h100, --json); `plan --train` for a 405B model over a 16,384-GPU system (Llama 3.1 405B on the whole
 dgx-h100 SuperPOD, 2048 nodes × 8) at most 2 s. The runs are interleaved (bare, help, train, plan, bare,
-...) so that the machine's noise hits all alike; each row gives min, median and max, and the ratio of its
-median to its target. Usage: python bench/bench_train.py [--runs N] [--out FILE]
+...) so that the machine's noise hits all alike; each row gives min, median and max, its median over
+`roofline --help`'s (the start-up every command pays: bench_startup records it unloaded), and the ratio
+of its median to its target. Usage: python bench/bench_train.py [--runs N] [--out FILE]
 """
 
 from __future__ import annotations
@@ -43,10 +44,15 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     times = interleaved(commands(), args.runs)
+    load_end = os.getloadavg()
     width = 44
+    load = ", ".join(f"{x:.1f}" for x in load_end)
     lines = [f"# bench_train: {args.runs} interleaved runs each, {os.cpu_count()} CPUs, "
-             f"Python {sys.version.split()[0]}",
-             f"{'command':<{width}}{'min':>10}{'median':>10}{'max':>10}{'target':>10}{'median/target':>15}"]
+             f"Python {sys.version.split()[0]}, load average {load} at the end (other work on the machine slows "
+             "every row alike: compare each with `roofline --help` and `roofline model`)",
+             f"{'command':<{width}}{'min':>10}{'median':>10}{'max':>10}{'× help':>9}{'target':>10}"
+             f"{'median/target':>15}"]
+    help_med = statistics.median(times["roofline --help"])
     ok = True
     for name, ts in times.items():
         med = statistics.median(ts)
@@ -55,7 +61,8 @@ def main() -> int:
         if target is not None:
             ok &= med <= target
             tail = f"{target * 1e3:>8.0f}ms{med / target:>14.2f}x" + ("  ok" if med <= target else "  OVER")
-        lines.append(f"{name:<{width}}{min(ts) * 1e3:>8.1f}ms{med * 1e3:>8.1f}ms{max(ts) * 1e3:>8.1f}ms{tail}")
+        lines.append(f"{name:<{width}}{min(ts) * 1e3:>8.1f}ms{med * 1e3:>8.1f}ms{max(ts) * 1e3:>8.1f}ms"
+                     f"{med / help_med:>8.2f}x{tail}")
     text = "\n".join(lines)
     print(text)
     if args.out:
