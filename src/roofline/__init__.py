@@ -6,6 +6,7 @@ library. Placements and analyses draw themselves in a notebook through roofline.
 by the entry point the package declares (roofline.placement.Drawable).
 """
 
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -37,29 +38,9 @@ _FACADE = {
 }
 
 
-def _room(name: str) -> Any:
-    """The room `name` comes from, imported now (plain imports, which tests/test_layering.py reads)."""
-    room = _FACADE[name]
-    if room == "dtypes":
-        from roofline import dtypes
-        return dtypes
-    elif room == "errors":
-        from roofline import errors
-        return errors
-    elif room == "graph":
-        from roofline import graph
-        return graph
-    elif room == "hardware":
-        from roofline import hardware
-        return hardware
-    else:
-        from roofline import placement
-        return placement
-
-
 def __getattr__(name: str) -> Any:
     if name in _FACADE:
-        value = getattr(_room(name), name)
+        value = getattr(import_module(f"roofline.{_FACADE[name]}"), name)  # the facade stands above every room
         globals()[name] = value  # once: later lookups find it without this hook
         return value
     raise AttributeError(f"module 'roofline' has no attribute {name!r}")

@@ -580,3 +580,18 @@ def read_text_file(path: str | os.PathLike[str], what: str, max_bytes: int = MAX
     except UnicodeDecodeError as exc:
         raise error(f"{head} is not {encoding.upper().removesuffix('-SIG')} text (byte {data[exc.start]:#04x} "
                     f"at offset {exc.start}); save it as UTF-8") from None
+
+
+def parse_document(loads: Callable[[str], Any], text: str, decode_error: type[Exception], error: type[RooflineError],
+                   invalid: Callable[[Exception], str], nested: str, too_long: str) -> Any:
+    """`loads(text)` (a TOML or JSON parser), or one line of `error`: `invalid(exc)` for a syntax error
+    (`decode_error`), `nested` where the document nests too deeply for the parser (RecursionError), and
+    `too_long` for an integer past Python's limit on its digits (the ValueError int() raises)."""
+    try:
+        return loads(text)
+    except decode_error as exc:
+        raise error(invalid(exc)) from None
+    except RecursionError:
+        raise error(nested) from None
+    except ValueError:
+        raise error(too_long) from None

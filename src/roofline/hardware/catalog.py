@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from roofline.errors import RooflineError, shown, unknown
-from roofline.fileio import read_text_file
+from roofline.fileio import parse_document, read_text_file
 from roofline.hardware.chip import parse_chip
 from roofline.hardware.index import read_index
 from roofline.hardware.machine import PEAK_KEYS, Machine, MemoryLevel
@@ -261,14 +261,11 @@ def read_toml(path: Path, what: str, error: type[RooflineError]) -> dict[str, An
     """A TOML file's document, or one line naming the file and what is wrong with it. Only a regular
     file of at most 1 MiB is read (roofline.fileio.read_text_file): never a FIFO or /dev/zero."""
     text = read_text_file(path, what, error=error)
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise error(f"{what} file {path} is not valid TOML: {exc}") from None
-    except RecursionError:
-        raise error(f"{what} file {path} is not a {what} file: its arrays or tables nest too deeply") from None
-    except ValueError:  # Python's limit on the digits of an int
-        raise error(f"{what} file {path}: a number in it is too long to read") from None
+    doc: dict[str, Any] = parse_document(
+        tomllib.loads, text, tomllib.TOMLDecodeError, error, lambda exc: f"{what} file {path} is not valid TOML: {exc}",
+        f"{what} file {path} is not a {what} file: its arrays or tables nest too deeply",
+        f"{what} file {path}: a number in it is too long to read")
+    return doc
 
 
 def name_index(entries: Iterable[tuple[str, Sequence[str]]], what: str) -> dict[str, str]:
@@ -305,13 +302,20 @@ def load_folder(folder: Path, load: Callable[..., _N]) -> dict[str, _N]:
     return entries
 
 
+def catalog_entry(folder: Path, entry_id: str, load: Callable[..., _N], what: str) -> _N:
+    """One catalog entry by its id, read by `load` from its own file (<folder>/<id>.toml, as the name index
+    roofline.hardware.index finds it), sources required."""
+    entry = load(folder / f"{entry_id}.toml", require_sources=True)
+    if entry.id != entry_id:
+        raise RooflineError(f"the catalog file {entry_id}.toml names its {what} {entry.id!r}; a catalog file is "
+                            "named by its id")
+    return entry
+
+
 @functools.cache
 def catalog_machine(machine_id: str) -> Machine:
-    """One datasheet machine by its id, read from its own file (data/<id>.toml), sources required."""
-    m = load_machine_file(DATA / f"{machine_id}.toml", require_sources=True)
-    if m.id != machine_id:
-        raise RooflineError(f"the catalog file {machine_id}.toml names its machine {m.id!r}; a file is named by its id")
-    return m
+    """One datasheet machine by its id (data/<id>.toml)."""
+    return catalog_entry(DATA, machine_id, load_machine_file, "machine")
 
 
 def catalog() -> dict[str, Machine]:

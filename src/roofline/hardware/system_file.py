@@ -49,6 +49,7 @@ from roofline.hardware.catalog import (
     FileRefusals,
     MachineFileError,
     _names,
+    catalog_entry,
     catalog_machine,
     get_machine,
     load_folder,
@@ -218,23 +219,20 @@ def load_system_file(path: str | Path, require_sources: bool = False) -> System:
 
 
 @functools.cache
+def _system_names() -> dict[str, str]:
+    """Every system id and alias → its id, from the index (roofline.hardware.index), reading no TOML."""
+    return name_index(((sid, e["aliases"]) for sid, e in read_index()["systems"].items()), "system")
+
+
+@functools.cache
 def catalog_system(system_id: str) -> System:
-    """One catalog system by its id, read from its own file (data/systems/<id>.toml), sources required."""
-    s = load_system_file(SYSTEMS / f"{system_id}.toml", require_sources=True)
-    if s.id != system_id:
-        raise RooflineError(f"the catalog file {system_id}.toml names its system {s.id!r}; a file is named by its id")
-    return s
+    """One catalog system by its id (data/systems/<id>.toml)."""
+    return catalog_entry(SYSTEMS, system_id, load_system_file, "system")
 
 
 def system_catalog() -> dict[str, System]:
     """Every catalog system, by id (each file read once, then kept)."""
     return {f.stem: catalog_system(f.stem) for f in sorted(SYSTEMS.glob("*.toml"))}
-
-
-@functools.cache
-def _system_names() -> dict[str, str]:
-    """Every system id and alias → its id, from the index (roofline.hardware.index), reading no TOML."""
-    return name_index(((sid, e["aliases"]) for sid, e in read_index()["systems"].items()), "system")
 
 
 def build_index() -> dict[str, Any]:

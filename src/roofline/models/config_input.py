@@ -19,7 +19,7 @@ from types import MappingProxyType
 from typing import Any
 
 from roofline.errors import RooflineError, T, unknown
-from roofline.fileio import read_text_file
+from roofline.fileio import parse_document, read_text_file
 from roofline.models.architectures import config_from_dict
 from roofline.models.transformer import ModelConfig
 
@@ -38,14 +38,11 @@ def _max_digits() -> str:
 
 def _loads(text: str, where: str) -> Any:
     """JSON text in, its value out; malformed, too deeply nested or too long a number is one line."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RooflineError(f"{where}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    except RecursionError:
-        raise RooflineError(f"{where}: not a config: its JSON is nested too deeply") from None
-    except ValueError:  # Python's limit on the digits of an int (sys.get_int_max_str_digits)
-        raise RooflineError(f"{where}: a number in it has more than {_max_digits()} digits") from None
+    return parse_document(json.loads, text, json.JSONDecodeError, RooflineError,
+                          lambda exc: f"{where}: not valid JSON ({getattr(exc, 'msg', exc)} at line "
+                                      f"{getattr(exc, 'lineno', '?')})",
+                          f"{where}: not a config: its JSON is nested too deeply",
+                          f"{where}: a number in it has more than {_max_digits()} digits")
 
 
 def _read_json(path: Path) -> dict[str, Any]:
