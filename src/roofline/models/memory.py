@@ -43,8 +43,32 @@ def gib(size: float) -> str:
 EDGE_PARTS = ("embedding", "position_embedding", "lm_head")  # on the first and the last pipeline stage
 
 
+class DeviceMemory:
+    """What a device holds against its usable memory (capacity × utilization); a subclass gives
+    capacity_bytes, utilization and held_bytes (its own sum of parts)."""
+
+    capacity_bytes: float | None
+    utilization: float
+
+    @property
+    def held_bytes(self) -> float:
+        raise NotImplementedError
+
+    @property
+    def usable_bytes(self) -> float | None:
+        return None if self.capacity_bytes is None else self.capacity_bytes * self.utilization
+
+    @property
+    def fits(self) -> bool | None:
+        return None if self.usable_bytes is None else self.held_bytes <= self.usable_bytes
+
+    @property
+    def headroom_bytes(self) -> float | None:
+        return None if self.usable_bytes is None else self.usable_bytes - self.held_bytes
+
+
 @dataclass(frozen=True)
-class MemoryFit:
+class MemoryFit(DeviceMemory):
     """One device's weights, KV cache and workspace against its usable memory, and the smallest
     valid split that fits (None: none up to the system's devices)."""
 
@@ -80,12 +104,8 @@ class MemoryFit:
         return self.weights_bytes + self.kv_cache_bytes + self.workspace_bytes
 
     @property
-    def usable_bytes(self) -> float | None:
-        return None if self.capacity_bytes is None else self.capacity_bytes * self.utilization
-
-    @property
-    def fits(self) -> bool | None:
-        return None if self.usable_bytes is None else self.total_bytes <= self.usable_bytes
+    def held_bytes(self) -> float:
+        return self.total_bytes
 
     @property
     def devices(self) -> int | None:
@@ -222,5 +242,6 @@ def layout_splits(cfg: ModelConfig, split: Split, batch: int, devices_per_node: 
             and (s.dp > 1) == (split.dp > 1)]
 
 
-__all__ = ["DEFAULT_UTILIZATION", "MemoryFit", "candidate_splits", "device_kv_bytes", "device_weights_bytes",
+__all__ = ["DEFAULT_UTILIZATION", "DeviceMemory", "MemoryFit", "candidate_splits", "device_kv_bytes",
+           "device_weights_bytes",
            "layout_splits", "memory_fit", "sequences_that_fit", "workspace_bytes"]

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline.models.dtypes import model_dtypes
-from roofline.models.memory import device_weights_bytes
+from roofline.models.memory import DeviceMemory, device_weights_bytes
 from roofline.models.split import stage_layers
 from roofline.models.transformer import ModelConfig
 from roofline.parallel import Split
@@ -71,7 +71,7 @@ def korthikanti_layer_bytes(s: int, b: int, h: int, a: int, t: int, recompute: R
 
 
 @dataclass(frozen=True)
-class TrainMemory:
+class TrainMemory(DeviceMemory):
     """One device's memory in training, the fuller pipeline stage's."""
 
     params: float  # Ψ: this device's parameters before ZeRO sharding
@@ -93,16 +93,8 @@ class TrainMemory:
                 + self.workspace_bytes)
 
     @property
-    def usable_bytes(self) -> float | None:
-        return None if self.capacity_bytes is None else self.capacity_bytes * self.utilization
-
-    @property
-    def fits(self) -> bool | None:
-        return None if self.usable_bytes is None else self.per_device_bytes <= self.usable_bytes
-
-    @property
-    def headroom_bytes(self) -> float | None:
-        return None if self.usable_bytes is None else self.usable_bytes - self.per_device_bytes
+    def held_bytes(self) -> float:
+        return self.per_device_bytes
 
     def summary(self) -> str:
         """One line: the parts and the verdict (binary sizes, as capacities are)."""
