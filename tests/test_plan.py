@@ -18,7 +18,16 @@ import pytest
 from roofline.cli import main
 from roofline.errors import RooflineError
 from roofline.hardware import get_system
-from roofline.models import StepModel, analyze_model, compare, load_config, model_dtypes, sweep
+from roofline.models import (
+    StepModel,
+    analyze_model,
+    compare,
+    deployments,
+    dtype_steps,
+    load_config,
+    model_dtypes,
+    sweep,
+)
 from roofline.models.search import search_splits
 from roofline.models.stepmodel import find_crossover
 from roofline.models.sweep import SWEPT_RESOURCES
@@ -216,7 +225,7 @@ def test_sweep_path_agrees_with_the_graph_path_per_split(name: str, system: str,
 
 def test_sweep_rows_per_split_agree_with_analyze_model() -> None:
     splits = [Split(), Split(tp=4), Split(tp=4, pp=2), Split(tp=2, dp=2)]
-    rows = sweep("llama-3-70b", ["dgx-h100"], "decode", [8, 64], [8192], splits=splits)
+    rows = sweep(dtype_steps("llama-3-70b", "decode"), deployments(["dgx-h100"], splits), [8, 64], [8192])
     assert len(rows) == 4 * 2
     for r in rows:
         sp = Split(tp=r["tp"], pp=r["pp"], ep=r["ep"], dp=r["dp"])
@@ -230,7 +239,7 @@ def test_sweep_rows_per_split_agree_with_analyze_model() -> None:
         # of weights + 21.5 GB / 4 of KV; at 64, TP 8 (TP 4 would hold 78.2 GB)
         assert r["devices"] == (4 if r["batch"] == 8 else 8)
     with pytest.raises(RooflineError, match="batch 9 is not a multiple of dp 2"):
-        sweep("llama-3-70b", ["h100"], "decode", [8, 9], [8192], splits=[Split(dp=2)])
+        sweep(dtype_steps("llama-3-70b", "decode"), deployments(["h100"], [Split(dp=2)]), [8, 9], [8192])
 
 
 def test_crossover_with_data_parallel_is_a_multiple_of_dp() -> None:

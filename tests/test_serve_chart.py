@@ -21,13 +21,13 @@ from roofline.report.charts.roofline import figure_bytes
 from roofline.report.charts.serve import FITS_COLOUR, memory_limit_itl, serve_figure
 from roofline.report.outputs import write_serve_outputs
 from roofline.report.page.serve import serve_page, serve_payload
-from roofline.serving import KNEE_GAIN, ServingReport, serve
+from roofline.serving import KNEE_GAIN, ServingReport, serve_model
 
 
 @pytest.fixture(scope="module")
 def report() -> ServingReport:
     """Llama 3 70B on a DGX H100 under TP 8 with a 30 ms ITL target: batch 1024 does not fit."""
-    return serve("llama-3-70b", "dgx-h100", Split(tp=8), prompt=2048, output=256, itl_slo_s=0.03,
+    return serve_model("llama-3-70b", "dgx-h100", Split(tp=8), prompt=2048, output=256, itl_slo_s=0.03,
                  price_per_device_hour=2.5)
 
 
@@ -154,7 +154,7 @@ def test_svg_carries_the_gids_and_no_date(fig: Any) -> None:
 
 
 def test_without_target_or_overflow_nothing_extra_is_drawn() -> None:
-    r = serve("llama-3-8b", "h100", prompt=128, output=128, batch=8)
+    r = serve_model("llama-3-8b", "h100", prompt=128, output=128, batch=8)
     ax = _ax(serve_figure(r))
     gids = {a.get_gid() for a in ax.get_children()}
     assert "itl-slo" not in gids and "itl-slo-label" not in gids

@@ -24,7 +24,7 @@ from roofline.models import analyze_model
 from roofline.models.dtypes import model_dtypes
 from roofline.models.memory import device_weights_bytes
 from roofline.parallel import Split
-from roofline.serving import Efficiency, ServingReport, serve
+from roofline.serving import Efficiency, ServingReport, serve_model
 from roofline.units import format_time
 from roofline.vocab import Bound
 
@@ -41,7 +41,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 @pytest.fixture(scope="module")
 def llama() -> ServingReport:
-    return serve("llama-3-70b", "dgx-h100", TP8, prompt=P, output=O, itl_slo_s=0.03, price_per_device_hour=2.5)
+    return serve_model("llama-3-70b", "dgx-h100", TP8, prompt=P, output=O, itl_slo_s=0.03, price_per_device_hour=2.5)
 
 
 def close(a: float, b: float, rel: float = 1e-9) -> bool:
@@ -56,7 +56,7 @@ def test_ttft_is_the_prefill_step_at_batch_1(llama: ServingReport) -> None:
     # 1024-token prompt: 2 FLOP per weight per token, causal attention 2 · 32 heads · (128 + 128) over
     # 1024 · 1025 / 2 pairs a layer, the LM head on the last position only: 1.457e13 FLOP of matmuls,
     # 14.73 ms at the H100 SXM's 989.4 TFLOP/s dense BF16 (NVIDIA's datasheet)
-    one = serve("llama-3-8b", "h100", prompt=1024, output=16)
+    one = serve_model("llama-3-8b", "h100", prompt=1024, output=16)
     layer = 2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336
     matmul_flop = 2 * layer * 32 * 1024 + 2 * 32 * 256 * (1024 * 1025 // 2) * 32 + 2 * 4096 * 128_256
     assert matmul_flop == pytest.approx(1.4569e13, rel=1e-4)
@@ -82,7 +82,7 @@ def test_itl_is_the_decode_step_at_the_batch_and_context(llama: ServingReport) -
     assert close(llama.itl_at(64)[1].floor, analyze_model("llama-3-70b", "dgx-h100", "decode", 64, P + O,
                                                           split=TP8).time_s, 1e-6)
     # mean: over the contexts prompt + 1 ... prompt + output, each the graph path's decode step
-    r = serve("llama-3-70b", "dgx-h100", TP8, prompt=P, output=4, batch=16)
+    r = serve_model("llama-3-70b", "dgx-h100", TP8, prompt=P, output=4, batch=16)
     steps = [analyze_model("llama-3-70b", "dgx-h100", "decode", 16, P + i, split=TP8).time_s for i in (1, 2, 3, 4)]
     assert close(r.itl_mean.floor, sum(steps) / 4, 1e-6)
     assert close(r.itl_last.floor, steps[-1], 1e-6)
@@ -105,7 +105,7 @@ def test_throughput_is_batch_over_itl_and_cost_follows(llama: ServingReport) -> 
 @pytest.mark.parametrize("split", [Split(tp=4, dp=2), Split(tp=4, pp=2)])
 def test_replicas_and_pipeline_count_tokens_as_the_model_does(split: Split) -> None:
     # output 1: the only context is prompt + 1, so the throughput is ModelAnalysis.tokens_per_s there
-    r = serve("llama-3-70b", "dgx-h100", split, prompt=1024, output=1, batch=64)
+    r = serve_model("llama-3-70b", "dgx-h100", split, prompt=1024, output=1, batch=64)
     a = analyze_model("llama-3-70b", "dgx-h100", "decode", 64, 1025, split=split)
     assert close(r.itl_mean.floor, a.time_s, 1e-6)
     assert close(r.throughput.ceiling, a.tokens_per_s, 1e-6)
@@ -114,7 +114,7 @@ def test_replicas_and_pipeline_count_tokens_as_the_model_does(split: Split) -> N
 
 
 def test_overlap_matches_the_model(llama: ServingReport) -> None:
-    r = serve("llama-3-70b", "dgx-h100", TP8, prompt=P, output=8, batch=32, overlap=True)
+    r = serve_model("llama-3-70b", "dgx-h100", TP8, prompt=P, output=8, batch=32, overlap=True)
     a = analyze_model("llama-3-70b", "dgx-h100", "decode", 32, P + 8, split=TP8, overlap=True)
     assert close(r.itl_last.floor, a.time_s, 1e-6)
     pre = analyze_model("llama-3-70b", "dgx-h100", "prefill", 1, P, split=TP8, overlap=True)
@@ -169,11 +169,11 @@ def test_bands_bracket_floor_low_high(llama: ServingReport) -> None:
 
 
 def test_expected_is_floor_over_efficiency_plus_overhead() -> None:
-    ideal = serve("llama-3-70b", "dgx-h100", TP8, prompt=P, output=8, batch=8,
+    ideal = serve_model("llama-3-70b", "dgx-h100", TP8, prompt=P, output=8, batch=8,
                   efficiency=Efficiency((1, 1), (1, 1), (1, 1), (0, 0)))
     for b in (ideal.ttft, ideal.itl_mean, ideal.itl_last):
         assert close(b.low, b.floor) and close(b.high, b.floor)
-    half = serve("llama-3-70b", "dgx-h100", TP8, prompt=P, output=8, batch=8,
+    half = serve_model("llama-3-70b", "dgx-h100", TP8, prompt=P, output=8, batch=8,
                  efficiency=Efficiency((0.5, 0.5), (0.5, 0.5), (0.5, 0.5), (1e-4, 2e-4)))
     assert close(half.itl_last.low, 2 * half.itl_last.floor + 1e-4)
     assert close(half.itl_last.high, 2 * half.itl_last.floor + 2e-4)
@@ -255,9 +255,9 @@ def test_bad_lengths(capsys: pytest.CaptureFixture[str], prompt: str, output: st
 def test_library_rejects_what_the_command_does() -> None:
     for kwargs in ({"price_per_device_hour": -1.0}, {"itl_slo_s": 0.0}, {"ttft_slo_s": -1.0}):
         with pytest.raises(RooflineError):
-            serve("llama-3-8b", "h100", prompt=128, output=8, **kwargs)  # type: ignore[arg-type]
+            serve_model("llama-3-8b", "h100", prompt=128, output=8, **kwargs)  # type: ignore[arg-type]
     with pytest.raises(RooflineError, match="exceed the usable"):
-        serve("llama-3-70b", "h100", prompt=128, output=8)  # 141 GB of weights on one 80 GiB device
+        serve_model("llama-3-70b", "h100", prompt=128, output=8)  # 141 GB of weights on one 80 GiB device
 
 
 # --- goodput and the ITL target: Llama 3 70B under TP 8 on a DGX H100, prompt 2048, output 256: the ITL
@@ -265,7 +265,7 @@ def test_library_rejects_what_the_command_does() -> None:
 
 @pytest.fixture(scope="module")
 def slo() -> ServingReport:
-    return serve("llama-3-70b", "dgx-h100", TP8, prompt=P, output=O, itl_slo_s=0.03)
+    return serve_model("llama-3-70b", "dgx-h100", TP8, prompt=P, output=O, itl_slo_s=0.03)
 
 
 def test_goodput_band_is_taken_at_the_batches_the_band_allows(slo: ServingReport) -> None:
@@ -290,14 +290,14 @@ def test_goodput_low_is_zero_when_ttft_misses_at_the_band_high_end(slo: ServingR
     t = slo.ttft
     target = 0.085
     assert t.floor < t.low < target < t.high
-    r = serve("llama-3-70b", "dgx-h100", TP8, prompt=P, output=O, itl_slo_s=0.03, ttft_slo_s=target)
+    r = serve_model("llama-3-70b", "dgx-h100", TP8, prompt=P, output=O, itl_slo_s=0.03, ttft_slo_s=target)
     assert r.goodput is not None and slo.goodput is not None
     assert r.goodput.low == 0.0
     assert r.goodput.ceiling == slo.goodput.ceiling and r.goodput.high == slo.goodput.high
 
 
 def test_goodput_without_an_itl_target_is_at_the_memory_batch() -> None:
-    r = serve("llama-3-70b", "dgx-h100", TP8, prompt=P, output=O, ttft_slo_s=1.0)
+    r = serve_model("llama-3-70b", "dgx-h100", TP8, prompt=P, output=O, ttft_slo_s=1.0)
     m = r.max_batch_memory
     assert m == 631 and r.goodput is not None  # tests/test_serving.py: ⌊55.5 GiB / 90 MiB⌋
     mean = r.itl_at(m)[0]
@@ -320,11 +320,11 @@ def test_goodput_is_explained_and_printed(capsys: pytest.CaptureFixture[str]) ->
 
 def test_a_given_batch_that_misses_the_itl_target_is_said(slo: ServingReport,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
-    r = serve("llama-3-70b", "dgx-h100", TP8, prompt=P, output=O, itl_slo_s=0.03, batch=600)
+    r = serve_model("llama-3-70b", "dgx-h100", TP8, prompt=P, output=O, itl_slo_s=0.03, batch=600)
     assert r.itl_mean.floor > 0.03  # 38.2 ms at batch 600
     assert any("batch 600 misses --itl-slo 30 ms" in w and "largest batch meeting it is 462" in w
                for w in r.warnings)
-    ok = serve("llama-3-70b", "dgx-h100", TP8, prompt=P, output=O, itl_slo_s=0.03, batch=256)
+    ok = serve_model("llama-3-70b", "dgx-h100", TP8, prompt=P, output=O, itl_slo_s=0.03, batch=256)
     assert not any("misses --itl-slo" in w for w in ok.warnings)
     assert main(["serve", "llama-3-70b", "--machine", "dgx-h100", "--tp", "8", "--prompt", "2048", "--output",
                  "256", "--itl-slo", "30ms", "--batch", "600"]) == 0
@@ -332,7 +332,7 @@ def test_a_given_batch_that_misses_the_itl_target_is_said(slo: ServingReport,
 
 
 def test_max_batch_with_replicas_by_hand(capsys: pytest.CaptureFixture[str]) -> None:
-    r = serve("llama-3-70b", "dgx-h100", Split(tp=4, dp=2), prompt=P, output=O)
+    r = serve_model("llama-3-70b", "dgx-h100", Split(tp=4, dp=2), prompt=P, output=O)
     # TP 4: two KV heads a device, 2 · 2 · 128 · 80 · 2 B = 81,920 B a token; weights 70.55e9 · 2 B / 4
     kv_seq = 2 * 2 * 128 * 80 * 2 * (P + O)
     assert r.kv_bytes_per_sequence == kv_seq
@@ -346,7 +346,7 @@ def test_max_batch_with_replicas_by_hand(capsys: pytest.CaptureFixture[str]) -> 
 
 
 def test_pipelined_interval_is_stated_and_matches_the_throughput(capsys: pytest.CaptureFixture[str]) -> None:
-    r = serve("llama-3-70b", "dgx-h100", Split(tp=4, pp=2), prompt=P, output=O, batch=64)
+    r = serve_model("llama-3-70b", "dgx-h100", Split(tp=4, pp=2), prompt=P, output=O, batch=64)
     assert r.pipeline_filled
     # 2 micro-batches of 32; 80 layers over 2 stages: ⌈80/2⌉/80 = 0.5 of a micro-batch's ITL a stage step
     every = 2 * 0.5 * r.itl_at(32)[0].floor
@@ -420,7 +420,7 @@ def test_calibration_band_by_hand(tmp_path: Path, capsys: pytest.CaptureFixture[
     # a file whose only class the flags override gives nothing to use: one line, exit 2
     assert main([*args, "--calibration", str(cal), "--efficiency-memory", "0.8:0.9"]) == 2
     assert "gives no range to use" in capsys.readouterr().err
-    same = serve("llama-3-8b", "h100", prompt=512, output=1, batch=8, efficiency=Efficiency(memory=(0.5, 0.5)))
+    same = serve_model("llama-3-8b", "h100", prompt=512, output=1, batch=8, efficiency=Efficiency(memory=(0.5, 0.5)))
     assert close(same.itl_last.low, low, 1e-6)
 
 

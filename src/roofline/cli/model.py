@@ -277,7 +277,7 @@ def sweep_command(model: str, machine: str, weights_dtype: str | None, kv_dtype:
       roofline sweep mixtral-8x7b --machine h100,b200 --batch 1:256 --png sweep.png
       roofline sweep llama-3-70b --machine dgx-h100 --tp 1,2,4,8 --batch 8:64:8 --context 8192
     """
-    from roofline.models import SWEEP_COLUMNS, sweep
+    from roofline.models import SWEEP_COLUMNS, deployments, dtype_steps, sweep
     from roofline.report.text.model import sweep_text
     from roofline.report.text.split_search import split_sweep_text
 
@@ -301,9 +301,9 @@ def sweep_command(model: str, machine: str, weights_dtype: str | None, kv_dtype:
     if n_rows > MAX_SWEEP_ROWS:
         raise RooflineError(f"the sweep has {n_rows:,} rows (batches × lengths × machines × dtypes × splits); "
                             f"at most {MAX_SWEEP_ROWS:,}: take larger steps or fewer values")
-    rows = sweep(model, machines, phase, batches, lengths, fusion,
-                 weights, kvs, act_dtype, computes, parse_experts_hit(experts_hit), parse_overrides(overrides),
-                 per_kernel=bool(png or svg), splits=splits)
+    steps = dtype_steps(model, phase, fusion, weights, kvs, act_dtype, computes, parse_experts_hit(experts_hit),
+                        parse_overrides(overrides))
+    rows = sweep(steps, deployments(machines, splits), batches, lengths, per_kernel=bool(png or svg))
     split = any(not sp.trivial for sp in splits)
     if png or svg:
         _sweep_chart(rows, model, phase, batches, sorted({int(r["seq"]) for r in rows}), png, svg,

@@ -150,7 +150,7 @@ def serve_command(model: str, machine: str, prompt: int, output: int, batch: int
           --disaggregate 4:4 --draft llama-3-8b --draft-tokens 4 --acceptance 0.8
     """
     from roofline.models import model_dtypes
-    from roofline.serving import Efficiency, serve
+    from roofline.serving import Efficiency, serve_model
 
     outputs([("MODEL", model), ("--machine", machine), ("--draft", draft), ("--calibration", calibration)],
             csv=csv_path, png=png, svg=svg, html=html_path)
@@ -166,13 +166,13 @@ def serve_command(model: str, machine: str, prompt: int, output: int, batch: int
         explicit = [cls for cls, flag in (("compute", efficiency_matmul), ("memory", efficiency_memory),
                                           ("communication", efficiency_comm)) if flag]
         eff = efficiency_from_calibration(calibration, eff, keep=explicit)
-    r = serve(model, machine, split_of(tp, pp, ep, dp, devices, machine), prompt=prompt, output=output, batch=batch,
-              ttft_slo_s=ttft_slo, itl_slo_s=itl_slo, price_per_device_hour=price_per_device_hour,
-              dtypes=model_dtypes(weights_dtype, act_dtype, kv_dtype, dtype), plan=fusion,
-              utilization=memory_utilization, overlap=overlap, efficiency=eff,
-              experts_hit=parse_experts_hit(experts_hit),
-              overrides=parse_overrides(overrides), chunk=chunk, disaggregate_devices=disaggregate, draft=draft,
-              draft_tokens=draft_tokens, acceptance=acceptance)
+    r = serve_model(model, machine, split_of(tp, pp, ep, dp, devices, machine), prompt=prompt, output=output,
+                    batch=batch, ttft_slo_s=ttft_slo, itl_slo_s=itl_slo, price_per_device_hour=price_per_device_hour,
+                    dtypes=model_dtypes(weights_dtype, act_dtype, kv_dtype, dtype), plan=fusion,
+                    utilization=memory_utilization, overlap=overlap, efficiency=eff,
+                    experts_hit=parse_experts_hit(experts_hit),
+                    overrides=parse_overrides(overrides), chunk=chunk, disaggregate_devices=disaggregate, draft=draft,
+                    draft_tokens=draft_tokens, acceptance=acceptance)
     for w in r.warnings:
         warn(w)
     if calibration and eff.measured_on and eff.measured_on != r.machine.id:  # was applied silently (issue 20)

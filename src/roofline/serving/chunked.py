@@ -25,13 +25,13 @@ per-head keys and values.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from roofline.errors import T
 from roofline.graph import FusionPlan, Graph, tensor
 from roofline.kernels import attention_ops, attention_plans
-from roofline.models.analysis import COLLECTIVES, ModelAnalysis, analyze_model
+from roofline.models.analysis import COLLECTIVES, ModelAnalysis, analyze
 from roofline.models.split import shard
 from roofline.models.transformer import SOFTMAX_KINDS
 from roofline.placement import analyze_graph
@@ -120,8 +120,8 @@ def earlier_attention(r: Any, batch: int, tokens: int, earlier: int) -> tuple[Ba
 
 def prefill_step(r: Any, batch: int, tokens: int) -> tuple[Band, ModelAnalysis]:
     """analyze_model's prefill step of `tokens` tokens at `batch` on the report's model, machine and split."""
-    a = analyze_model(r.config, r.machine_arg, Phase.PREFILL, batch, tokens, r.plan, r.dtypes,
-                      r.prefill.model.experts_hit_override, None, r.split, r.utilization, r.overlap)
+    a = analyze(replace(r.prefill.step, phase=Phase.PREFILL, batch=batch, seq=tokens), r.prefill.deployment,
+                r.utilization, r.overlap)
     return step_band(a.placements, r.efficiency, r.overlap), a
 
 

@@ -40,8 +40,8 @@ from typing import Any
 
 from roofline.dtypes import DType
 from roofline.errors import RooflineError, T
-from roofline.hardware import DEFAULT_MACHINE, Machine
-from roofline.models.analysis import ModelAnalysis, analyze, analyze_model
+from roofline.hardware import DEFAULT_MACHINE, Machine, System
+from roofline.models.analysis import ModelAnalysis, analyze
 from roofline.models.build import DEFAULT_PLAN
 from roofline.models.config import load_config
 from roofline.models.dtypes import ModelDtypes
@@ -138,7 +138,7 @@ class ServingReport:
     capacity_bytes: float | None
     prefill: ModelAnalysis = field(repr=False)
     warnings: tuple[str, ...] = ()
-    machine_arg: str | Machine = DEFAULT_MACHINE  # as given: a system, a device or a file
+    machine_arg: str | Machine | System = DEFAULT_MACHINE  # as given: a system, a device or a file
     decoder: Any = field(default=None, repr=False, compare=False)  # the decode step model over the generation
     chunked: ChunkedPrefill | None = None  # --chunk: roofline.serving.chunked
     disaggregated: Disaggregation | None = None  # --disaggregate: roofline.serving.disaggregate
@@ -152,9 +152,8 @@ class ServingReport:
     def decode_analysis(self, batch: int | None = None) -> ModelAnalysis:
         """The graph path's decode step at the batch and the last context (prompt + output): its time
         is ITL last's floor."""
-        return analyze_model(self.config, self.machine_arg, Phase.DECODE, batch or self.batch, self.context,
-                             self.plan, self.dtypes, self.prefill.model.experts_hit_override, None, self.split,
-                             self.utilization, self.overlap)
+        step = replace(self.prefill.step, phase=Phase.DECODE, batch=batch or self.batch, seq=self.context)
+        return analyze(step, self.prefill.deployment, self.utilization, self.overlap)
 
     @property
     def devices(self) -> int:
@@ -392,15 +391,15 @@ def _goodput(good_at: tuple[int | None, int | None, int | None], by_batch: Mappi
     return Rate(by_batch[good_at[0]][2].ceiling, low, high)
 
 
-def serve(model: str | ModelConfig, machine: str | Machine = DEFAULT_MACHINE, split: Split | None = None, *,
-          prompt: int, output: int, batch: int | None = None, ttft_slo_s: float | None = None,
-          itl_slo_s: float | None = None, price_per_device_hour: float | None = None,
-          dtypes: ModelDtypes | None = None, plan: Plan | str = DEFAULT_PLAN,
-          utilization: float = DEFAULT_UTILIZATION, overlap: bool = False, efficiency: Efficiency | None = None,
-          experts_hit: int | None = None, overrides: Mapping[str, str] | None = None, chunk: int | None = None,
+def serve(step: Step, deployment: Deployment, *, output: int, batch: int | None = None,
+          ttft_slo_s: float | None = None, itl_slo_s: float | None = None,
+          price_per_device_hour: float | None = None, utilization: float = DEFAULT_UTILIZATION,
+          overlap: bool = False, efficiency: Efficiency | None = None, chunk: int | None = None,
           disaggregate_devices: str | tuple[int, int] | None = None, draft: str | ModelConfig | None = None,
           draft_tokens: int | None = None, acceptance: float | None = None) -> ServingReport:
-    """Serve `model` on `machine` under `split` with prompts of `prompt` tokens generating `output`.
+    """Serve `step`'s model on `deployment` (roofline.parallel.deploy): prompts of `step.seq` tokens
+    (the step is the prompt's prefill: its model, dtypes, fusion plan and experts hit; serve runs it
+    at batch dp, one request a replica) generating `output` tokens each.
 
     `batch` None: the largest batch meeting `itl_slo_s` when given, else the smallest (1, or the
     split's batch unit). Formulas in the module docstring; the cost formulas:
@@ -417,23 +416,23 @@ def serve(model: str | ModelConfig, machine: str | Machine = DEFAULT_MACHINE, sp
     prompt + output beyond the model's max_position_embeddings, a non-positive price, target,
     prompt or output, and a model whose weights leave no room for one sequence's KV cache; and for
     a non-positive chunk, a malformed P:D, k < 1 or a outside (0, 1]."""
-    prompt, output, price, ttft_slo, itl_slo = _checked_inputs(prompt, output, price_per_device_hour, ttft_slo_s,
+    prompt, output, price, ttft_slo, itl_slo = _checked_inputs(step.seq, output, price_per_device_hour, ttft_slo_s,
                                                                itl_slo_s, utilization)
     chunk, ratio, spec = _checked_what_ifs(chunk, disaggregate_devices, draft, draft_tokens, acceptance)
     eff = efficiency or Efficiency()
-    cfg = load_config(model, overrides)
-    sp = split or Split()
+    cfg, sp = step.config, deployment.split
     batch = _checked_batch(cfg, prompt, output, batch, sp)
     # TTFT: one request's prompt (one per replica): the prefill step at batch dp on the deployment
-    step = describe_step(cfg, Phase.PREFILL, sp.dp, prompt, dtypes, plan, experts_hit)
-    report = _serve_step(step, deploy(machine, sp), machine, output, batch, ttft_slo, itl_slo, price, eff,
-                         utilization, overlap)
+    step = replace(step, phase=Phase.PREFILL, batch=sp.dp)
+    report = _serve_step(step, deployment, output, batch, ttft_slo, itl_slo, price, eff, utilization, overlap)
     if chunk is None and ratio is None and spec is None:
         return report
 
-    def run(what: str | ModelConfig, split: Split, b: int) -> ServingReport:
-        return serve(what, machine, split, prompt=prompt, output=output, batch=b, dtypes=step.dtypes, plan=step.plan,
-                     utilization=utilization, overlap=overlap, efficiency=eff, experts_hit=experts_hit)
+    def run(what: ModelConfig, split: Split, b: int) -> ServingReport:
+        other = step if what is cfg else describe_step(what, Phase.PREFILL, split.dp, prompt, step.dtypes,
+                                                         step.plan, step.experts_hit)
+        return serve(replace(other, batch=split.dp), deployment.with_split(split), output=output, batch=b,
+                     utilization=utilization, overlap=overlap, efficiency=eff)
 
     if chunk is not None:
         report = replace(report, chunked=chunked_prefill(report, chunk))
@@ -444,7 +443,22 @@ def serve(model: str | ModelConfig, machine: str | Machine = DEFAULT_MACHINE, sp
     return report
 
 
-def _serve_step(step: Step, d: Deployment, machine: str | Machine, output: int, batch: int | None,
+def serve_model(model: str | ModelConfig, machine: str | Machine = DEFAULT_MACHINE, split: Split | None = None, *,
+                prompt: int, output: int, dtypes: ModelDtypes | None = None, plan: Plan | str = DEFAULT_PLAN,
+                experts_hit: int | None = None, overrides: Mapping[str, str] | None = None,
+                **options: Any) -> ServingReport:
+    """serve() from a model name and a machine name, as analyze_model is analyze() from them: the
+    prompt's prefill step (describe_step) and the deployment (deploy) resolved once, every other
+    keyword passed to serve()."""
+    # the inputs checked before the model is read, so a bad number is named first
+    _checked_inputs(prompt, output, options.get("price_per_device_hour"), options.get("ttft_slo_s"),
+                    options.get("itl_slo_s"), options.get("utilization", DEFAULT_UTILIZATION))
+    sp = split or Split()
+    step = describe_step(model, Phase.PREFILL, sp.dp, prompt, dtypes, plan, experts_hit, overrides)
+    return serve(step, deploy(machine, sp), output=output, **options)
+
+
+def _serve_step(step: Step, d: Deployment, output: int, batch: int | None,
                 ttft_slo: float | None, itl_slo: float | None, price: float | None, eff: Efficiency,
                 utilization: float, overlap: bool) -> ServingReport:
     """The serving report of one deployment: TTFT from the prefill `step`, then memory, the decode
@@ -501,11 +515,11 @@ def _serve_step(step: Step, d: Deployment, machine: str | Machine, output: int, 
                          eff, utilization, overlap, ttft, itl_mean, itl_last, e2e, rate, pipe, max_mem, max_slo,
                          slo_exp, _goodput(good_at, by_batch, ttft, ttft_slo), cost_in, cost_out, curve, knee,
                          ttft_slo, itl_slo, price, mem.weights_bytes, mem.kv_bytes_per_sequence, mem.workspace_bytes,
-                         mem.capacity_bytes, pre, tuple(warnings), machine, dec)
+                         mem.capacity_bytes, pre, tuple(warnings), d.given if d.given is not None else m, dec)
 
 
 def _with_draft(report: ServingReport, draft: str | ModelConfig, spec: tuple[int, float],
-                run: Callable[[str | ModelConfig, Split, int], ServingReport]) -> ServingReport:
+                run: Callable[[ModelConfig, Split, int], ServingReport]) -> ServingReport:
     """The speculative-decoding what-if: the draft served beside the target on the same split."""
     cfg, sp = report.config, report.split
     name = draft if isinstance(draft, str) else draft.name
@@ -526,4 +540,4 @@ def _with_draft(report: ServingReport, draft: str | ModelConfig, spec: tuple[int
     return report
 
 
-__all__ = ["CURVE_MAX_BATCH", "FORMULAS", "KNEE_GAIN", "CurvePoint", "ServingReport", "serve"]
+__all__ = ["CURVE_MAX_BATCH", "FORMULAS", "KNEE_GAIN", "CurvePoint", "ServingReport", "serve", "serve_model"]
