@@ -27,14 +27,14 @@ from roofline.models.dtypes import ModelDtypes, compute_dtype, for_checkpoint, m
 from roofline.models.memory import DEFAULT_UTILIZATION, candidate_splits, device_weights_bytes
 from roofline.models.split import check_split, shard, stage_share
 from roofline.models.step import Step, describe_step
-from roofline.models.stepmodel import StepModel, batch_unit
+from roofline.models.stepmodel import RESOURCE_CODES, StepModel, batch_unit
 from roofline.models.transformer import ModelConfig
 from roofline.parallel import MOST_DEVICES, NODE_DEVICES, Deployment, Split, deploy
 from roofline.units import require_positive_int
-from roofline.vocab import Level, Phase, Plan, Resource, Unit, bound_class
+from roofline.vocab import Phase, Plan, Resource, bound_class
 
 # the codes StepModel.evaluate returns
-SWEPT_RESOURCES: tuple[Resource, ...] = (Unit.MATRIX, Unit.VECTOR, Level.DRAM, Level.LINK, Level.NETWORK, Unit.EXP)
+SWEPT_RESOURCES: tuple[Resource, ...] = RESOURCE_CODES
 SPLIT_COLUMNS = ("tp", "pp", "ep", "dp", "split_devices")
 SWEEP_COLUMNS = ("model", "machine", "phase", "plan", "weights_dtype", "kv_dtype", "compute_dtype", "batch", "seq",
                  "flop", "bytes", "flop_per_byte", "time_s", "memory_bound_time_s", "tokens_per_s", "bound",

@@ -44,8 +44,8 @@ class Decode:
         nb, nc = b.size, self.contexts.size
         r = self.sm.evaluate(np.repeat(b, nc), np.tile(self.contexts, nb), self.machine, self.dtype)
         kt, kb = r["kernel_time_s"], r["kernel_bound"]
-        # compute, memory, communication, by SWEPT_RESOURCES' codes (matrix, vector, dram, link, network, exp)
-        cls = np.array([0, 0, 1, 2, 2, 0])[kb]
+        # compute, memory, communication, by RESOURCE_CODES (matrix, vector, dram, link, network, exp, smem, l2)
+        cls = np.array([0, 0, 1, 2, 2, 0, 1, 1])[kb]
         fast, slow = kt / self.hi_eff[cls], kt / self.lo_eff[cls]
         oh_lo, oh_hi = self.eff.step_overhead_s
         if self.comm is None:
