@@ -96,14 +96,14 @@ def _time_band(text: str | None, label: str) -> tuple[float, float] | None:
 @click.option("--experts-hit", default=None, help="MoE: distinct experts a layer reads per step.")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="What-if: override a config.json field.")
 @split_options
-@click.option("--efficiency-matmul", default=None, metavar="LOW:HIGH",
-              help="Share of the peak compute-bound (matmul) kernels reach. [default: 0.7:0.8]")
-@click.option("--efficiency-memory", default=None, metavar="LOW:HIGH",
-              help="Share of the DRAM bandwidth memory-bound kernels reach. [default: 0.8:0.9]")
+@click.option("--engine", type=click.Choice(["trtllm", "vllm", "sglang"]), default=None,
+              help="Engine whose measured kernels the expected bands are fitted on (default: most rows).")
 @click.option("--efficiency-comm", default=None, metavar="LOW:HIGH",
-              help="Share of the link collectives reach (nccl-tests' busbw). [default: 0.8:0.9]")
+              help="--disaggregate's KV transfer: the share of the link it reaches (no measured table applies). "
+                   "[default: 0.8:0.9]")
 @click.option("--step-overhead", default=None, metavar="LOW:HIGH",
-              help="Fixed time per step: launches and the scheduler (an assumption). [default: 20us:50us]")
+              help="Fixed time per step: launches and the scheduler (an assumption: no measured table applies). "
+                   "[default: 20us:50us]")
 @click.option("--chunk", type=POS, default=None, metavar="C",
               help="What-if: chunked prefill, C prompt tokens a step interleaved with decode steps (vLLM, SGLang).")
 @click.option("--disaggregate", "disaggregate", default=None, metavar="P:D",
@@ -122,14 +122,14 @@ def _time_band(text: str | None, label: str) -> tuple[float, float] | None:
 @click.option("--html", "html_path", default=None, metavar="FILE",
               help="The interactive page: the curve, the limits and every number (self-contained HTML).")
 @click.option("--calibration", default=None, metavar="FILE",
-              help="Efficiencies measured on your machine (`roofline bench --save-calibration FILE`, "
-                   "`roofline measure --collectives --save-calibration FILE`); --efficiency-* flags still win.")
+              help="Your own expected-time file (roofline calibrate --save) or bench calibration "
+                   "(roofline bench --save-calibration), in place of the shipped fit.")
 def serve_command(model: str, machine: str, prompt: int, output: int, batch: int | None, ttft_slo: float | None,
                   itl_slo: float | None, price_per_device_hour: float | None, weights_dtype: str | None,
                   kv_dtype: str | None, dtype: str | None, act_dtype: str, fusion: str, experts_hit: str | None,
                   overrides: tuple[str, ...], tp: int, pp: int, ep: int, dp: int, devices: int | None,
-                  memory_utilization: float, overlap: bool, efficiency_matmul: str | None,
-                  efficiency_memory: str | None, efficiency_comm: str | None, step_overhead: str | None,
+                  memory_utilization: float, overlap: bool, engine: str | None,
+                  efficiency_comm: str | None, step_overhead: str | None,
                   chunk: int | None, disaggregate: str | None, draft: str | None, draft_tokens: int | None,
                   acceptance: float | None, explain: bool, as_json: bool, csv_path: str | None, png: str | None,
                   svg: str | None, html_path: str | None, calibration: str | None) -> None:
@@ -137,8 +137,8 @@ def serve_command(model: str, machine: str, prompt: int, output: int, batch: int
     and --itl-slo allow, goodput and cost per million tokens, and throughput against latency over batch.
 
     \b
-    Every time is the roofline floor and an expected band (kernels at 70-80% of the compute peak,
-    80-90% of the memory bandwidth, 80-90% of the link, plus 20-50 us a step; all overridable).
+    Every time is the roofline floor and an expected band: each kernel's band fitted on measured
+    kernels (as `roofline model` gives it; --engine, --calibration), plus 20-50 us a step (a constant).
 
     \b
     Examples:
@@ -156,16 +156,8 @@ def serve_command(model: str, machine: str, prompt: int, output: int, batch: int
             csv=csv_path, png=png, svg=svg, html=html_path)
     one_of(as_json, explain)
     base = Efficiency()
-    eff = Efficiency(_share_band(efficiency_matmul, "--efficiency-matmul") or base.compute,
-                     _share_band(efficiency_memory, "--efficiency-memory") or base.memory,
-                     _share_band(efficiency_comm, "--efficiency-comm") or base.communication,
+    eff = Efficiency(engine, calibration, _share_band(efficiency_comm, "--efficiency-comm") or base.communication,
                      _time_band(step_overhead, "--step-overhead") or base.step_overhead_s)
-    if calibration:
-        from roofline.serving.calibration import efficiency_from_calibration
-
-        explicit = [cls for cls, flag in (("compute", efficiency_matmul), ("memory", efficiency_memory),
-                                          ("communication", efficiency_comm)) if flag]
-        eff = efficiency_from_calibration(calibration, eff, keep=explicit)
     r = serve_model(model, machine, split_of(tp, pp, ep, dp, devices, machine), prompt=prompt, output=output,
                     batch=batch, ttft_slo_s=ttft_slo, itl_slo_s=itl_slo, price_per_device_hour=price_per_device_hour,
                     dtypes=model_dtypes(weights_dtype, act_dtype, kv_dtype, dtype), plan=fusion,
@@ -173,11 +165,8 @@ def serve_command(model: str, machine: str, prompt: int, output: int, batch: int
                     experts_hit=parse_experts_hit(experts_hit),
                     overrides=parse_overrides(overrides), chunk=chunk, disaggregate_devices=disaggregate, draft=draft,
                     draft_tokens=draft_tokens, acceptance=acceptance)
-    for w in r.warnings:
+    for w in r.warnings:  # a --calibration measured on another device among them (issue 20)
         warn(w)
-    if calibration and eff.measured_on and eff.measured_on != r.machine.id:  # was applied silently (issue 20)
-        warn(f"--calibration {calibration} was measured on {eff.measured_on}, not {r.machine.id}: its shares "
-             "of the roof may not hold here")
     if csv_path:
         from roofline.report.text.serve import serve_csv
 

@@ -98,15 +98,41 @@ def _least(a: Any, tile: int) -> Any:
 
 
 @dataclass(frozen=True)
+class KernelKind:
+    """What the expected-time model reads of a kernel besides its times (roofline.expectation.shape_of):
+    a lone matmul (a GEMM), a kernel holding attention's q·kᵀ, or another kind; the tiled op that gives
+    its shape (an index into ChipModel.ops, -1 for none); its own compute dtype (None: the step's)."""
+
+    family: str  # "gemm", "attention" or "other"
+    op: int
+    dtype: str | None
+
+    @staticmethod
+    def of(kernel: Kernel, first_op: int, ops: tuple[TiledOp, ...]) -> KernelKind:
+        kinds = [op.kind for op in kernel.ops]
+        mine = [i for i, t in enumerate(ops) if i >= first_op and t.kernel == ops[first_op].kernel] \
+            if first_op < len(ops) else []
+        dtype = kernel.compute_dtype.name if kernel.compute_dtype is not None else None
+        if kinds == [MATMUL] and mine:
+            return KernelKind("gemm", mine[0], dtype)
+        qk = [i for i in mine if ops[i].kind == QK]
+        if QK in kinds and qk:
+            return KernelKind("attention", qk[0], dtype)
+        return KernelKind("other", -1, dtype)
+
+
+@dataclass(frozen=True)
 class ChipModel:
     """The on-chip bytes of a step's kernels: per tiled op its FLOPs' coefficients (on the step
-    model's features) and its dimensions' (on dims_basis), and per kernel the rest, linear."""
+    model's features) and its dimensions' (on dims_basis), and per kernel the rest, linear; and each
+    kernel's kind, for its expected band (roofline.models.stepband)."""
 
     ops: tuple[TiledOp, ...]
     coef_flop: Any  # [features, ops]
     coef_dims: Any  # [basis, ops, DIMS]
     coef_rest: Any  # {level: [features, kernels]}
     kernels: int
+    kinds: tuple[KernelKind, ...] = ()
 
     @classmethod
     def fit(cls, cfg: ModelConfig, kernels_at: list[list[Kernel]], x: Any, basis: Any,
@@ -133,7 +159,9 @@ class ChipModel:
             y = np.array([[k.cost.bytes_by_level.get(level, 0.0) for k in kernels] for kernels in kernels_at],
                          dtype=np.float64)
             rest[level] = solve(x, y - modelled[level], y)
-        return cls(ops, coef_flop, coef_dims, rest, len(first))
+        starts = {t.kernel: i for i, t in reversed(list(enumerate(ops)))}
+        kinds = tuple(KernelKind.of(k, starts.get(j, len(ops)), ops) for j, k in enumerate(first))
+        return cls(ops, coef_flop, coef_dims, rest, len(first), kinds)
 
     def tiled_bytes(self, x: Any, basis: Any) -> dict[Level, Any]:
         """{SMEM, L2: [points, kernels]} of the tiled ops alone (the module docstring's formulas)."""
@@ -202,4 +230,4 @@ def check_reproduces(name: str, fitted: Any, y: Any) -> None:
                             f"(error {float(err.max()):.2g}); use the graph path")
 
 
-__all__ = ["DIMS", "ONCHIP_LEVELS", "ChipModel", "TiledOp", "dims_basis", "onchip_bandwidths"]
+__all__ = ["DIMS", "ONCHIP_LEVELS", "ChipModel", "KernelKind", "TiledOp", "dims_basis", "onchip_bandwidths"]

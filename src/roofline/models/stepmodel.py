@@ -216,8 +216,9 @@ class StepModel:
 
     def evaluate(self, batch: Iterable[int], seq: Iterable[int], machine: Machine, dtype: DType) -> dict[str, Any]:
         """Totals for every (batch[i], seq[i]): flop, bytes, time_s (Σ of the kernels' floors),
-        memory_bound_time_s, flop_per_byte, as numpy arrays. `bound` and `kernel_bound` are codes into
-        RESOURCE_CODES (matrix, vector, dram, link, network, exp, smem, l2)."""
+        memory_bound_time_s, flop_per_byte, as numpy arrays; per kernel kernel_time_s (all its runs),
+        kernel_compute_s (one run's matrix or vector term) and kernel_bound, codes into RESOURCE_CODES
+        (matrix, vector, dram, link, network, exp, smem, l2), as `bound` is."""
         import numpy as np
 
         b = np.asarray(list(batch) if not hasattr(batch, "__array__") else batch)
@@ -271,7 +272,8 @@ class StepModel:
         byt = by @ counts
         memory_bound = per[:, [2, 6, 7]].sum(axis=1)  # the memory class: DRAM, shared memory and L2 (bound_class)
         return {"flop": flop, "bytes": byt, "time_s": t.sum(axis=1), "memory_bound_time_s": memory_bound,
-                "flop_per_byte": flop / byt, "kernel_time_s": t, "kernel_bound": kernel_bound, "bound": step_bound}
+                "flop_per_byte": flop / byt, "kernel_time_s": t, "kernel_bound": kernel_bound, "bound": step_bound,
+                "kernel_compute_s": np.maximum(t_matrix, t_vector)}  # one run's FLOP units' term (no exp)
 
     def _link_time(self, x: Any, machine: Machine, level: Level) -> Any:
         """α + bytes / bandwidth on `level` for the kernels that move bytes over it, 0 for the others."""

@@ -43,17 +43,18 @@ ZERO = Band(0.0, 0.0, 0.0)
 
 
 def step_band(placements: Any, eff: Efficiency, overlap: bool, overhead: bool = True) -> Band:
-    """Σ kernel floors (the floor) and Σ floor / efficiency of each kernel's bound class (the band),
-    with the per-step overhead; with `overlap` the collectives run under the rest (the larger sum)."""
+    """Σ kernel floors (the floor) and Σ runs × each kernel's calibrated band (Efficiency.band, as
+    `roofline model` gives it), with the per-step overhead; with `overlap` the collectives run under
+    the rest (the larger sum)."""
     floor = {"comm": 0.0, "rest": 0.0}
     fast = {"comm": 0.0, "rest": 0.0}
     slow = {"comm": 0.0, "rest": 0.0}
     for p in placements:
-        lo, hi = eff.of(p.bound_class)
+        band = eff.band(p)
         key = "comm" if p.kind in COLLECTIVES else "rest"
         floor[key] += p.total_time_s
-        fast[key] += p.total_time_s / hi
-        slow[key] += p.total_time_s / lo
+        fast[key] += p.count * band.low_s
+        slow[key] += p.count * band.high_s
     oh_lo, oh_hi = eff.step_overhead_s if overhead else (0.0, 0.0)
     if overlap:
         return Band(max(floor.values()), max(fast.values()) + oh_lo, max(slow.values()) + oh_hi)

@@ -14,7 +14,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from roofline.dtypes import DType
+from roofline.errors import RooflineError
 from roofline.hardware import Machine
+from roofline.models.stepband import BOUNDS, CLASS_OF_CODE, expected_band
 from roofline.models.stepmodel import StepModel
 from roofline.parallel import Split
 from roofline.serving.efficiency import Band, Efficiency, Rate, per_rate
@@ -29,8 +31,6 @@ class Decode:
 
         self.sm, self.machine, self.dtype, self.eff, self.overlap = sm, machine, dtype, eff, overlap
         self.contexts = np.arange(prompt + 1, prompt + output + 1, dtype=np.int64)
-        self.lo_eff = np.array([eff.compute[0], eff.memory[0], eff.communication[0]])
-        self.hi_eff = np.array([eff.compute[1], eff.memory[1], eff.communication[1]])
         comm = None
         if sm.link_mask is not None:
             comm = np.asarray(sm.link_mask) | np.asarray(sm.network_mask)
@@ -42,11 +42,10 @@ class Decode:
 
         b = np.asarray(batches, dtype=np.int64)
         nb, nc = b.size, self.contexts.size
-        r = self.sm.evaluate(np.repeat(b, nc), np.tile(self.contexts, nb), self.machine, self.dtype)
-        kt, kb = r["kernel_time_s"], r["kernel_bound"]
-        # compute, memory, communication, by RESOURCE_CODES (matrix, vector, dram, link, network, exp, smem, l2)
-        cls = np.array([0, 0, 1, 2, 2, 0, 1, 1])[kb]
-        fast, slow = kt / self.hi_eff[cls], kt / self.lo_eff[cls]
+        bs, cs = np.repeat(b, nc), np.tile(self.contexts, nb)
+        r = self.sm.evaluate(bs, cs, self.machine, self.dtype)
+        kt = r["kernel_time_s"]
+        fast, slow = kernel_bands(self.sm, r, bs, cs, self.machine, self.dtype, self.eff)
         oh_lo, oh_hi = self.eff.step_overhead_s
         if self.comm is None:
             floor, low, high = r["time_s"], fast.sum(axis=1) + oh_lo, slow.sum(axis=1) + oh_hi
@@ -66,6 +65,30 @@ class Decode:
                  zip(f.mean(axis=1), lo.mean(axis=1), hi.mean(axis=1), strict=True)]
         lasts = [Band(float(a), float(b), float(c)) for a, b, c in zip(f[:, -1], lo[:, -1], hi[:, -1], strict=True)]
         return means, lasts
+
+
+def kernel_bands(sm: StepModel, r: dict[str, Any], batch: Any, seq: Any, machine: Machine, dtype: DType,
+                 eff: Efficiency) -> tuple[Any, Any]:
+    """Each kernel's band over all its runs [points, kernels], as `roofline model` gives it: the
+    calibrated fit (roofline.models.stepband), or a bench calibration's floor / measured share of
+    the roof of each kernel's bound class."""
+    import numpy as np
+
+    chosen = eff.chosen
+    if chosen.times is not None:
+        return expected_band(sm, r, batch, seq, machine, dtype, chosen.times)
+    assert chosen.bench is not None
+    ranges = chosen.bench.efficiency_ranges()
+    cls = np.array(CLASS_OF_CODE)[np.asarray(r["kernel_bound"])]
+    lo, hi = np.ones(3), np.ones(3)
+    for i, bound in enumerate(BOUNDS):
+        if (cls == i).any():
+            if str(bound) not in ranges:
+                raise RooflineError(f"--calibration {chosen.file} has no {bound} class (it has "
+                                    f"{', '.join(ranges) or 'none'})")
+            lo[i], hi[i] = ranges[str(bound)]
+    kt = r["kernel_time_s"]
+    return kt / hi[cls], kt / lo[cls]
 
 
 def throughputs(dec: Decode, batches: list[int], means: list[Band], split: Split, share: float,
@@ -121,4 +144,4 @@ def largest_meeting(dec: Decode, unit: int, most: int, target: float,
     return [n or None for n in lo]
 
 
-__all__ = ["Decode", "largest_meeting", "throughputs"]
+__all__ = ["Decode", "kernel_bands", "largest_meeting", "throughputs"]

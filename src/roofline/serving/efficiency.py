@@ -1,40 +1,48 @@
-"""Expected, not only ideal: the efficiencies measured kernels reach, and the bands they give.
+"""Expected, not only ideal: how serve's expected bands are made.
 
-The floor is the roofline: every kernel at its bound's peak. Real kernels reach a share of it. The
-defaults are the usual published figures, all overridable (`Efficiency(...)`, or the CLI's
---efficiency-matmul, --efficiency-memory, --efficiency-comm and --step-overhead):
+The floor is the roofline: every kernel at its bound's peak. Each kernel's expected band is the
+calibrated expected-time model `roofline kernel` and `roofline model` use (roofline.expectation, chosen
+by roofline.calibration.choose): the shipped fit of the device on an engine's measured kernels
+(`--engine`, default the engine with most rows; a device without tables takes the nearest
+architecture's and says so), or your own `--calibration FILE` (an expected-time file from `roofline
+calibrate --save`, or a bench calibration: floor / the measured share of the roof of each bound class).
 
-    compute-bound (matmul) kernels   70–80% of the peak FLOP/s      (cuBLAS/CUTLASS GEMMs at serving shapes)
-    memory-bound kernels             80–90% of the DRAM bandwidth   (STREAM-like copies, decode attention)
-    collectives                      80–90% of the link's bandwidth (nccl-tests' busbw sits below the link figure)
-    per-step overhead                20–50 µs a step                (kernel launches and the scheduler: an assumption)
+Two constants remain, where no measured table applies, and every output says so:
+
+    per-step overhead   20–50 µs a step           (the host: kernel launches and the scheduler; an assumption,
+                                                   --step-overhead)
+    KV transfer         80–90% of the link        (--disaggregate's KV cache over the link: nccl-tests' busbw
+                                                   sits below the link's figure; no table measures a transfer)
 
 Expected time of a step:
 
-    expected = Σ over kernels of floor / efficiency of its bound class  +  per-step overhead
-    low      = Σ floor / high efficiency + low overhead      high = Σ floor / low efficiency + high overhead
+    low  = Σ over kernels of runs × its band's low  + the overhead's low
+    high = Σ over kernels of runs × its band's high + the overhead's high
 
 so floor ≤ low ≤ high. With communication overlapped (--overlap) the two sums are taken apart and the
 step is the larger of them, as the floor is.
-
-`--calibration FILE` takes them from `roofline bench --save-calibration` / `roofline measure --collectives
---save-calibration` results (roofline.serving.calibration).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 from roofline.errors import RooflineError, T
 from roofline.units import format_time
-from roofline.vocab import Bound
+
+if TYPE_CHECKING:
+    from roofline.calibration.choose import Band as KernelBand
+    from roofline.calibration.choose import Chosen
+    from roofline.placement import Placement
 
 SOURCES = {
-    "compute": "matmul-bound kernels: cuBLAS/CUTLASS GEMMs reach 70-80% of the dense peak at serving shapes",
-    "memory": "memory-bound kernels: 80-90% of the DRAM bandwidth (STREAM-like copies, decode attention)",
-    "communication": "collectives: 80-90% of the link (nccl-tests' busbw is below the link's figure)",
-    "step_overhead_s": "an assumption: kernel launches and the engine's scheduler, 20-50 us per step",
+    "kernels": "each kernel's calibrated band (roofline.expectation): the shipped fit of the device on an engine's "
+               "measured kernels (aiconfigurator-core's tables), or --calibration FILE",
+    "communication": "the KV transfer of --disaggregate only: 80-90% of the link (nccl-tests' busbw is below the "
+                     "link's figure); no measured table applies",
+    "step_overhead_s": "an assumption: kernel launches and the engine's scheduler, 20-50 us per step; no measured "
+                       "table applies",
 }
 
 
@@ -51,18 +59,19 @@ def check_share(label: str, band: tuple[float, float]) -> tuple[float, float]:
 
 @dataclass(frozen=True)
 class Efficiency:
-    """Shares of the roofline that kernels reach, per bound class, as (low, high), and the fixed
-    overhead per step in seconds, (low, high). Defaults: the usual published figures (module docstring)."""
+    """Where serve's bands come from: each kernel's calibrated band (`engine`, `calibration`: as
+    roofline.calibration.choose takes them; `kernels` the model chosen for the device, resolved by
+    serve), and the two constants no table measures: the KV transfer's share of the link, (low, high),
+    and the overhead per step in seconds, (low, high)."""
 
-    compute: tuple[float, float] = (0.70, 0.80)
-    memory: tuple[float, float] = (0.80, 0.90)
+    engine: str | None = None
+    calibration: str | None = None
     communication: tuple[float, float] = (0.80, 0.90)
     step_overhead_s: tuple[float, float] = (20e-6, 50e-6)
+    kernels: Chosen | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "compute", check_share("matmul (compute-bound) efficiency", self.compute))
-        object.__setattr__(self, "memory", check_share("memory-bound efficiency", self.memory))
-        object.__setattr__(self, "communication", check_share("communication efficiency", self.communication))
+        object.__setattr__(self, "communication", check_share("KV transfer (link) efficiency", self.communication))
         lo, hi = (float(self.step_overhead_s[0]), float(self.step_overhead_s[1]))
         if lo < 0 or hi < 0:
             raise RooflineError(f"{T.step_overhead_s} must not be negative, got {format_time(min(lo, hi))}")
@@ -70,33 +79,62 @@ class Efficiency:
             raise RooflineError(f"{T.step_overhead_s}: low {format_time(lo)} is above high {format_time(hi)}")
         object.__setattr__(self, "step_overhead_s", (lo, hi))
 
+    def for_device(self, machine_id: str) -> Efficiency:
+        """With the kernels' model chosen for the device (its shipped fit, or the calibration file)."""
+        if self.kernels is not None:
+            return self
+        from roofline.calibration.choose import choose
+
+        return replace(self, kernels=choose(machine_id, self.engine, self.calibration))
+
+    @property
+    def chosen(self) -> Chosen:
+        if self.kernels is None:
+            raise RooflineError("the expected-time model is chosen per device: call for_device first")
+        return self.kernels
+
+    def band(self, p: Placement) -> KernelBand:
+        """One placed kernel's band (one run), as `roofline model` gives it."""
+        return self.chosen.band(p)
+
     @property
     def measured_on(self) -> str:
-        """The machine a calibration file measured ("" for the published figures)."""
-        return ""
+        """The machine a --calibration file measured ("" for the shipped fits)."""
+        if self.kernels is None or not self.calibration:
+            return ""
+        return str(self.kernels.describe().get("machine") or "")
+
+    @property
+    def source_file(self) -> str:
+        """The calibration file the kernels' bands come from (a shipped one: expectation/data/...)."""
+        return "" if self.kernels is None else str(self.kernels.describe().get("file") or "")
+
+    @property
+    def label(self) -> str:
+        """The band's source in a few words, for a header, a legend or a subtitle."""
+        lo, hi = self.step_overhead_s
+        where = self.source_file or "the calibration"
+        return (f"each kernel's band fitted on measured kernels, {where}; + {format_time(lo)}–{format_time(hi)} a "
+                f"step, a constant")
 
     @property
     def origin(self) -> str:
-        """Where the shares come from, in words: the published figures, and the classes given otherwise."""
-        base = Efficiency()
-        given = [name for name, mine, theirs in (("compute", self.compute, base.compute),
-                                                 ("memory", self.memory, base.memory),
-                                                 ("communication", self.communication, base.communication),
-                                                 ("overhead", self.step_overhead_s, base.step_overhead_s))
-                 if mine != theirs]
-        text = ("the usual published figures (GEMM libraries, STREAM-like copies, nccl-tests' busbw; the overhead "
-                "an assumption)")
-        return text + (f"; given on the command line: {', '.join(given)}" if given else "")
-
-    def of(self, bound: Bound | str) -> tuple[float, float]:
-        """(low, high) efficiency of a bound class."""
-        b = Bound(bound)
-        return {Bound.COMPUTE: self.compute, Bound.MEMORY: self.memory, Bound.COMMUNICATION: self.communication}[b]
+        """In words: the kernels' model and file, and the constants."""
+        if self.kernels is None:
+            kernels = "each kernel's calibrated band"
+        else:
+            d = self.kernels.describe()
+            kernels = f"each kernel's calibrated band, {d.get('file') or 'the calibration'}: {d.get('note', '')}"
+        lo, hi = self.step_overhead_s
+        return (f"{kernels}; + {format_time(lo)}–{format_time(hi)} a step, a constant (the host's launches and "
+                f"scheduler: no measured table applies)")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"compute": list(self.compute), "memory": list(self.memory),
-                "communication": list(self.communication), "step_overhead_s": list(self.step_overhead_s),
-                "sources": dict(SOURCES)}
+        d: dict[str, Any] = {"kernels": None if self.kernels is None else self.kernels.describe(),
+                             "engine": self.engine, "calibration": self.calibration,
+                             "communication": list(self.communication), "step_overhead_s": list(self.step_overhead_s),
+                             "sources": dict(SOURCES)}
+        return d
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,10 @@ Built only on roofline.models, so every number is the same graph and placement a
                 input:  price/3600 × devices × TTFT / (prompt × requests prefilled at once) × 1e6
     knee        the smallest batch b of the curve (1, 2, 4, ... 1024) whose doubling gains < 10% of
                 throughput: T(2b) < 1.1 × T(b), on the roofline ceiling
-    expected    every time is a floor (the roofline) and an expected band (roofline.serving.efficiency)
+    expected    every time is a floor (the roofline) and an expected band: each kernel's calibrated band, as
+                `roofline model` gives it (roofline.expectation: the device's shipped fit by engine, or
+                --calibration FILE), summed over the step, + the per-step overhead (a constant;
+                roofline.serving.efficiency)
 
 numpy is imported only inside functions.
 """
@@ -80,7 +83,8 @@ FORMULAS = {
     "cost_per_million_tokens.output": "price / 3600 x devices / output tokens per s x 1e6",
     "cost_per_million_tokens.input": "price / 3600 x devices x TTFT / (prompt x requests prefilled at once) x 1e6",
     "knee_batch": "smallest curve batch b with throughput(2b) < 1.1 x throughput(b) (roofline ceiling)",
-    "expected": "sum over kernels of floor / efficiency of its bound class + per-step overhead",
+    "expected": "sum over kernels of runs x each kernel's calibrated band (roofline.expectation, as roofline model "
+                "gives it) + per-step overhead (a constant: no measured table applies)",
 }
 
 
@@ -246,8 +250,8 @@ class ServingReport:
 
 
 def _prefill_band(a: ModelAnalysis, eff: Efficiency) -> Band:
-    """The prefill step's floor (analyze_model's time, exactly) and band: Σ kernel floor / its class's
-    efficiency + the per-step overhead (chunked.step_band, the one place that sum is written)."""
+    """The prefill step's floor (analyze_model's time, exactly) and band: Σ runs × each kernel's
+    calibrated band + the per-step overhead (chunked.step_band, the one place that sum is written)."""
     b = step_band(a.placements, eff, a.overlap)
     return Band(a.time_s, b.low, b.high)
 
@@ -419,7 +423,7 @@ def serve(step: Step, deployment: Deployment, *, output: int, batch: int | None 
     prompt, output, price, ttft_slo, itl_slo = _checked_inputs(step.seq, output, price_per_device_hour, ttft_slo_s,
                                                                itl_slo_s, utilization)
     chunk, ratio, spec = _checked_what_ifs(chunk, disaggregate_devices, draft, draft_tokens, acceptance)
-    eff = efficiency or Efficiency()
+    eff = (efficiency or Efficiency()).for_device(deployment.machine.id)
     cfg, sp = step.config, deployment.split
     batch = _checked_batch(cfg, prompt, output, batch, sp)
     # TTFT: one request's prompt (one per replica): the prefill step at batch dp on the deployment
@@ -467,7 +471,7 @@ def _serve_step(step: Step, d: Deployment, output: int, batch: int | None,
     unit = batch_unit(sp)
     pre = analyze(step, d, utilization, overlap)
     ttft = _prefill_band(pre, eff)
-    warnings = list(pre.warnings)
+    warnings = list(pre.warnings) + list(dict.fromkeys(w for p in pre.placements for w in eff.band(p).warnings))
     mem = _memory(pre, prompt + output, utilization, unit)
     max_mem = mem.max_batch
 

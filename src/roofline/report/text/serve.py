@@ -8,7 +8,7 @@ usual efficiencies reach (roofline.serving.efficiency). Plain text, no rich: `se
 from __future__ import annotations
 
 from roofline.models.memory import gib
-from roofline.serving import KNEE_GAIN, Band, Efficiency, Rate, ServingReport
+from roofline.serving import KNEE_GAIN, Band, Rate, ServingReport
 from roofline.serving.chunked import APPROXIMATION as CHUNK_APPROXIMATION
 from roofline.serving.disaggregate import BALANCE_TOLERANCE
 from roofline.units import format_time
@@ -29,23 +29,10 @@ def money(b: Band) -> str:
     return f"{b.floor:.3g} (expected {b.low:.3g}–{b.high:.3g})"
 
 
-def band_source(eff: Efficiency) -> str:
-    """"" for the published figures; for a calibrated band, the file and the machine it measured."""
-    where = getattr(eff, "calibration", "")
-    if not eff.measured_on and not where:
-        return ""
-    classes = ", ".join(getattr(eff, "from_file", ())) or "the classes"
-    return f"; {classes} from the calibration {where or ''} measured on {eff.measured_on or 'an unnamed machine'}"
-
-
 def serve_text(r: ServingReport) -> str:
-    eff = r.efficiency
     lines = [r.title,
              f"    {r.devices} device{'s' if r.devices > 1 else ''}; batch {r.batch}: {r.batch_chosen}; times are the "
-             f"roofline floor (expected band: kernels at {eff.compute[0]:.0%}–{eff.compute[1]:.0%} of the compute "
-             f"peak, {eff.memory[0]:.0%}–{eff.memory[1]:.0%} of memory bandwidth, {eff.communication[0]:.0%}–"
-             f"{eff.communication[1]:.0%} of the link, + {format_time(eff.step_overhead_s[0])}–"
-             f"{format_time(eff.step_overhead_s[1])} a step{band_source(eff)})", ""]
+             f"roofline floor (expected band: {r.efficiency.label})", ""]
     rows = [("TTFT", band(r.ttft) + "  per request: the prompt's prefill at batch 1, no queueing"),
             ("ITL mean", band(r.itl_mean) + f"  over contexts {r.prompt + 1}–{r.context}" + _pipelined_itl(r)),
             ("ITL last", band(r.itl_last) + f"  at context {r.context}"),
@@ -225,4 +212,4 @@ def serve_csv(r: ServingReport) -> str:
     return csv_text(CURVE_CSV_COLUMNS, ([row.get(k) for k in CURVE_CSV_COLUMNS] for row in rows))
 
 
-__all__ = ["CURVE_CSV_COLUMNS", "band_source", "goodput_note", "max_batch_note", "serve_csv", "serve_text"]
+__all__ = ["CURVE_CSV_COLUMNS", "goodput_note", "max_batch_note", "serve_csv", "serve_text"]
