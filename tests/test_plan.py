@@ -102,7 +102,7 @@ def test_the_objective_changes_the_winner() -> None:
     w = s.winner
     assert w is not None and w.split == Split(tp=8)
     assert w.tokens_per_s_per_device == pytest.approx(64 / w.time_s / 8, rel=1e-12)  # type: ignore[operator]
-    assert s.row(Split(pp=8)).reason.startswith("fewer tokens/s per device")
+    assert s.row(Split(pp=8)).reason.startswith("fewer expected tokens/s per device")
     pp8 = s.row(Split(pp=8))
     micro = analyze_model("llama-3-70b", "dgx-h100", "decode", 8, 8192, split=Split(pp=8))  # one micro-batch
     assert pp8.tokens_per_s == pytest.approx(8 / (micro.time_s * 10 / 80))  # 10 of the 80 layers a stage
@@ -110,7 +110,7 @@ def test_the_objective_changes_the_winner() -> None:
     # TP 8 makes the most per device; PP 5 (94 ms a step) is over the target
     s30 = search_splits(*LLAMA, devices=8, objective="latency", latency_target_s=30e-3)
     assert s30.winner is not None and s30.winner.split == Split(tp=8)
-    assert s30.row(Split(tp=4, pp=2)).reason.startswith("fewer tokens/s per device")
+    assert s30.row(Split(tp=4, pp=2)).reason.startswith("fewer expected tokens/s per device")
     assert s30.row(Split(pp=5)).reason.startswith("over the latency target: 93.9 ms > 30 ms")
     assert s30.row(Split(pp=5)).rank is None
     # within 20 ms only TP 8 (15.2 ms) and TP 4 × DP 2 (19.8 ms) qualify, and TP 8 makes more per device

@@ -5,6 +5,8 @@ Parses its options, calls roofline.models.search.search_splits and prints throug
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from roofline.cli.common import DEFAULT_MEMORY_UTILIZATION, POS, Quantity, dump, outputs, warn
@@ -46,18 +48,23 @@ from roofline.units import parse_positive_int
               help="Usable share of each device's memory (vLLM's gpu_memory_utilization).")
 @click.option("--overlap", is_flag=True,
               help="Assume communication runs under compute (the step takes the larger of the two).")
+@click.option("--engine", type=click.Choice(["trtllm", "vllm", "sglang"]), default=None,
+              help="Engine whose measured kernels the expected times are fitted on (default: most rows).")
+@click.option("--calibration", default=None, metavar="FILE",
+              help="Your own expected-time file (roofline calibrate --save) or bench calibration.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--csv", "csv_path", default=None, metavar="FILE", help="Write every candidate as CSV.")
 def plan_command(model: str, machine: str, batch: str, prompt: str | None, context: str | None,
                  weights_dtype: str | None, kv_dtype: str | None, dtype: str | None, phase: str, fusion: str,
                  act_dtype: str, experts_hit: str | None, overrides: tuple[str, ...], objective: str | None,
                  latency_target: float | None, devices: int | None, memory_utilization: float, overlap: bool,
-                 as_json: bool, csv_path: str | None) -> None:
+                 engine: str | None, calibration: str | None, as_json: bool, csv_path: str | None) -> None:
     """Search every valid (tp, pp, ep, dp) split of MODEL's step over a system and rank them.
 
     \b
-    Each candidate: memory per device (does it fit?), step time, tokens/s, tokens/s per device, the
-    share of the step spent in collectives, the bound, and why it loses to the winner.
+    Each candidate: memory per device (does it fit?), step time (the floor) and its expected band (each
+    kernel's calibrated band, as `roofline model` gives it), tokens/s, tokens/s per device, the share of
+    the step spent in collectives, the bound, and why it loses to the winner; ranked by expected time.
 
     \b
     Examples:
@@ -70,13 +77,14 @@ def plan_command(model: str, machine: str, batch: str, prompt: str | None, conte
     from roofline.models.search import search_splits
     from roofline.report.text.split_search import SPLIT_SEARCH_CSV_COLUMNS, split_search_text
 
-    outputs([("MODEL", model), ("--machine", machine)], csv=csv_path)
+    outputs([("MODEL", model), ("--machine", machine), ("--calibration", calibration)], csv=csv_path)
     if objective is None:
         objective = "latency" if latency_target is not None else "time"
+    band, described = expected_band(machine, engine, calibration)
     s = search_splits(model, machine, phase, parse_positive_int(batch, "--batch"), length(phase, prompt, context),
                       model_dtypes(weights_dtype, act_dtype, kv_dtype, dtype), objective, latency_target,
                       memory_utilization, overlap, fusion, devices, parse_experts_hit(experts_hit),
-                      parse_overrides(overrides))
+                      parse_overrides(overrides), band=band, calibration=described)
     if s.winner is None:
         raise RooflineError(s.problem)
     for w in s.warnings:
@@ -89,6 +97,27 @@ def plan_command(model: str, machine: str, batch: str, prompt: str | None, conte
         dump(s.to_dict())
     else:
         click.echo(split_search_text(s))
+
+
+def expected_band(machine: str, engine: str | None, calibration: str | None) -> tuple[Any, dict[str, Any]]:
+    """A placed kernel's (low, high) expected time under the device's chosen model (roofline.calibration.choose,
+    as `roofline model` takes --engine and --calibration), and that model's description."""
+    from roofline.calibration.choose import choose
+    from roofline.hardware import get_system
+
+    device = get_system(machine).device.id
+    chosen = choose(device, engine, calibration)
+    seen: set[str] = set()
+
+    def band(p: Any) -> tuple[float, float]:
+        b = chosen.band(p)
+        for w in b.warnings:
+            if w not in seen:
+                seen.add(w)
+                warn(w)
+        return b.low_s, b.high_s
+
+    return band, chosen.describe()
 
 
 COMMANDS = (plan_command,)

@@ -22,21 +22,66 @@ and each kernel takes the fit of its kind, or of the kind nearest its bound (Exp
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from roofline.dtypes import DType
-from roofline.expectation.model import ATTENTION_TILE, CONTEXT, DTYPE_KEY, GEMM, GENERATION, ExpectedTimes, Fit
+from roofline.errors import RooflineError
+from roofline.expectation.model import (
+    ATTENTION_TILE,
+    CONTEXT,
+    DTYPE_KEY,
+    GEMM,
+    GENERATION,
+    ExpectedTimes,
+    Fit,
+    expect,
+)
+from roofline.expectation.shipped import for_machine
 from roofline.hardware import Machine
 from roofline.models.stepchip import dims_basis
 from roofline.vocab import Bound
 
 if TYPE_CHECKING:  # pragma: no cover
     from roofline.models.stepmodel import StepModel
+    from roofline.placement import Placement
 
 BOUNDS = (Bound.COMPUTE, Bound.MEMORY, Bound.COMMUNICATION)
 # the bound class (an index into BOUNDS) of each of RESOURCE_CODES (matrix, vector, dram, link, network, exp,
 # smem, l2), as roofline.vocab.bound_class gives it
 CLASS_OF_CODE = (0, 0, 1, 2, 2, 0, 1, 1)
+
+
+Band = Callable[["Placement"], tuple[float, float]]  # a placed kernel's expected (low, high), one run
+
+
+def shipped_band(machine_id: str) -> Band:
+    """A placed kernel's (low, high) under the device's shipped fit (roofline.expectation), as `roofline
+    model` gives it without --calibration."""
+    times = for_machine(machine_id)
+
+    def band(p: Placement) -> tuple[float, float]:
+        e = expect(p, times)
+        return e.low_s, e.high_s
+
+    return band
+
+
+def shipped_description(machine_id: str) -> dict[str, Any]:
+    """The shipped fit's file and source, as roofline.calibration.choose.Chosen.describe words it."""
+    t = for_machine(machine_id)
+    return {"file": t.file, "machine": t.machine, "engine": t.engine, "engine_version": t.engine_version,
+            "note": t.origin}
+
+
+def step_total(placements: Any, band: Band) -> dict[str, float]:
+    """A step's expected time: Σ runs × each kernel's band (calibration.choose.total's sum)."""
+    lo = hi = 0.0
+    for p in placements:
+        a, b = band(p)
+        lo += p.count * a
+        hi += p.count * b
+    return {"low": lo, "high": hi}
 
 
 def _key(name: str) -> str:
@@ -47,6 +92,31 @@ def _ceil(a: Any) -> Any:
     import numpy as np
 
     return np.ceil(np.asarray(a, dtype=np.float64) - 1e-9)  # dimensions fitted to 1e-6: whole numbers
+
+
+def share_band(r: dict[str, Any], shares: Mapping[str, tuple[float, float]], where: str,
+               otherwise: tuple[Any, Any] | None = None) -> tuple[Any, Any]:
+    """(low, high) [points, kernels] = floor / [high share, low share] of each kernel's bound class: a
+    bench calibration's measured shares of the roof (roofline.calibration.choose's bench band). A
+    class the file lacks takes `otherwise` (low, high) where given, else is an error naming it."""
+    import numpy as np
+
+    cls = np.array(CLASS_OF_CODE)[np.asarray(r["kernel_bound"])]
+    lo, hi = np.ones(len(BOUNDS)), np.ones(len(BOUNDS))
+    have = np.ones(len(BOUNDS), dtype=bool)
+    for i, bound in enumerate(BOUNDS):
+        if str(bound) in shares:
+            lo[i], hi[i] = shares[str(bound)]
+        elif (cls == i).any():
+            if otherwise is None:
+                raise RooflineError(f"--calibration {where} has no {bound} class (it has "
+                                    f"{', '.join(shares) or 'none'})")
+            have[i] = False
+    kt = r["kernel_time_s"]
+    low, high = kt / hi[cls], kt / lo[cls]
+    if otherwise is not None:
+        low, high = np.where(have[cls], low, otherwise[0]), np.where(have[cls], high, otherwise[1])
+    return low, high
 
 
 def expected_band(sm: StepModel, r: dict[str, Any], batch: Any, seq: Any, machine: Machine, dtype: DType,
@@ -117,4 +187,5 @@ def _fit_band(fit: Fit, floor: Any, compute: Any, rows: Any, n: Any, pairs: Any,
     return low, np.maximum(low, t * fit.high)
 
 
-__all__ = ["BOUNDS", "CLASS_OF_CODE", "expected_band"]
+__all__ = ["BOUNDS", "CLASS_OF_CODE", "Band", "expected_band", "share_band", "shipped_band", "shipped_description",
+           "step_total"]

@@ -14,11 +14,13 @@ bare device made one node of max(devices, 8), the collectives on its link and ne
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from roofline.errors import RooflineError, T
+from roofline.expectation.model import ExpectedTimes
+from roofline.expectation.shipped import for_machine
 from roofline.hardware import DEFAULT_MACHINE, Machine, get_machine
 from roofline.models.analysis import analyze_model, decode_limit
 from roofline.models.build import DEFAULT_PLAN, as_phase, as_plan
@@ -27,6 +29,7 @@ from roofline.models.dtypes import ModelDtypes, compute_dtype, for_checkpoint, m
 from roofline.models.memory import DEFAULT_UTILIZATION, candidate_splits, device_weights_bytes
 from roofline.models.split import check_split, shard, stage_share
 from roofline.models.step import Step, describe_step
+from roofline.models.stepband import Band, expected_band, share_band, shipped_band, step_total
 from roofline.models.stepmodel import RESOURCE_CODES, StepModel, batch_unit
 from roofline.models.transformer import ModelConfig
 from roofline.parallel import MOST_DEVICES, NODE_DEVICES, Deployment, Split, deploy
@@ -36,8 +39,11 @@ from roofline.vocab import Phase, Plan, Resource, bound_class
 # the codes StepModel.evaluate returns
 SWEPT_RESOURCES: tuple[Resource, ...] = RESOURCE_CODES
 SPLIT_COLUMNS = ("tp", "pp", "ep", "dp", "split_devices")
+# a device id -> its expected-time fit, or a bench calibration's (low, high) share of the roof by bound class
+Expected = Callable[[str], ExpectedTimes | Mapping[str, tuple[float, float]]]
 SWEEP_COLUMNS = ("model", "machine", "phase", "plan", "weights_dtype", "kv_dtype", "compute_dtype", "batch", "seq",
-                 "flop", "bytes", "flop_per_byte", "time_s", "memory_bound_time_s", "tokens_per_s", "bound",
+                 "flop", "bytes", "flop_per_byte", "time_s", "expected_time_s", "memory_bound_time_s", "tokens_per_s",
+                 "bound",
                  "bound_class",
                  "ridge_flop_per_byte", "memory_bytes", "devices", *SPLIT_COLUMNS)
 
@@ -114,12 +120,17 @@ def deployments(machines: Sequence[str | Machine], splits: Sequence[Split] = (Sp
 
 
 def sweep(steps: Sequence[Step], deployed: Sequence[Deployment], batches: Sequence[int] | None = None,
-          seqs: Sequence[int] | None = None, per_kernel: bool = False) -> list[dict[str, Any]]:
+          seqs: Sequence[int] | None = None, per_kernel: bool = False,
+          expected: Expected | None = None) -> list[dict[str, Any]]:
     """Every step (one model, phase and plan: a dtype combination each, dtype_steps) × deployment ×
     batch × length, one row each (keys: SWEEP_COLUMNS; with `per_kernel`, also "kernels": each kernel's
     name, time per step and bound, for charts). `batches` and `seqs` None: the first step's batch and
     length. With a split the row is one device's step (as analyze(step, deployment) gives it) and every
     batch must be a multiple of its dp (of tp × dp with --ep and --tp, whose MoE splits the tokens).
+
+    Each row's `expected_time_s` {low, high} is Σ runs × each kernel's calibrated band, as `roofline
+    model` totals it (roofline.models.stepband over the grid): `expected(device id)` gives the fit (an
+    ExpectedTimes) or a bench calibration's shares by bound class; default the device's shipped fit.
 
     Per step and split the step model is fitted once (a few dozen graph builds) and the batch × length
     grid is evaluated with numpy; per machine only the placement changes."""
@@ -158,6 +169,12 @@ def sweep(steps: Sequence[Step], deployed: Sequence[Deployment], batches: Sequen
             devices = fewest_devices(cfg, dt, kv, m.memory_capacity_bytes)
             cdt = compute_dtype(dt, m)
             r = fitted.evaluate(flat_b, flat_s, m, cdt)
+            model = (expected or for_machine)(m.id)
+            if isinstance(model, ExpectedTimes):
+                lows, highs = expected_band(fitted, r, flat_b, flat_s, m, cdt, model)
+            else:
+                lows, highs = share_band(r, model, "the calibration")
+            low_s, high_s = lows.sum(axis=1), highs.sum(axis=1)
             # pipeline: pp micro-batches of batch/pp in flight (ModelAnalysis.tokens_per_s)
             per = flat_b // sp.dp
             filled = (per >= sp.pp) & (sp.pp > 1)
@@ -176,7 +193,8 @@ def sweep(steps: Sequence[Step], deployed: Sequence[Deployment], batches: Sequen
                     "weights_dtype": dt.weights.name, "kv_dtype": dt.kv_cache.name,
                     "compute_dtype": cdt.name, "batch": int(flat_b[i]), "seq": int(flat_s[i]),
                     "flop": float(r["flop"][i]), "bytes": float(r["bytes"][i]), "flop_per_byte": fpb,
-                    "time_s": t, "memory_bound_time_s": float(r["memory_bound_time_s"][i]),
+                    "time_s": t, "expected_time_s": {"low": float(low_s[i]), "high": float(high_s[i])},
+                    "memory_bound_time_s": float(r["memory_bound_time_s"][i]),
                     "tokens_per_s": tokens_i / stage if t else None,
                     "bound": SWEPT_RESOURCES[int(r["bound"][i])],
                     "bound_class": bound_class(SWEPT_RESOURCES[int(r["bound"][i])]),
@@ -212,13 +230,14 @@ def compare(models: Sequence[str | ModelConfig], machines: Sequence[str | Machin
             kv_dtypes: Sequence[str | None] = (None,), activation_dtype: str = "bf16",
             compute_dtypes: Sequence[str | None] = (None,), experts_hit_override: int | None = None,
             overrides: Mapping[str, str] | None = None, splits: Sequence[Split] = (Split(),),
-            utilization: float = DEFAULT_UTILIZATION) -> list[dict[str, Any]]:
+            utilization: float = DEFAULT_UTILIZATION, band: Band | None = None) -> list[dict[str, Any]]:
     """One row per model × machine × split × dtype: the step's totals, KV per token, decode limit,
     crossover and memory fit side by side (what GQA, MLA, an FP8 KV cache, a window or a split
     change). `seq` None: each model's default length (DEFAULT_LENGTH within its max_position_embeddings).
     With a split the totals are one device's (analyze_model(..., split=...)), `memory_bytes` is per
     device and `fits` says whether it fits in `utilization` of the device's memory; the decode limit
-    and the crossover are the model's (as analyze_model reports them)."""
+    and the crossover are the model's (as analyze_model reports them). `expected_time_s` {low, high}: Σ
+    runs × each kernel's `band` (default: the device's shipped fit), as `roofline model` totals it."""
     if not splits:
         raise RooflineError("give at least one split")
     rows = []
@@ -231,7 +250,9 @@ def compare(models: Sequence[str | ModelConfig], machines: Sequence[str | Machin
                             dt = model_dtypes(wdt, activation_dtype, kdt, cdt)
                             a = analyze_model(name, mach, phase, batch, seq, plan, dt, experts_hit_override,
                                               overrides, sp, utilization)
-                            rows.append(_compare_row(a, batch, a.model.dtypes))  # the checkpoint's weights
+                            row = _compare_row(a, batch, a.model.dtypes)  # the checkpoint's weights
+                            row["expected_time_s"] = step_total(a.placements, band or shipped_band(a.machine.id))
+                            rows.append(row)
     return rows
 
 

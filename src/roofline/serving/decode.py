@@ -14,9 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from roofline.dtypes import DType
-from roofline.errors import RooflineError
 from roofline.hardware import Machine
-from roofline.models.stepband import BOUNDS, CLASS_OF_CODE, expected_band
+from roofline.models.stepband import expected_band, share_band
 from roofline.models.stepmodel import StepModel
 from roofline.parallel import Split
 from roofline.serving.efficiency import Band, Efficiency, Rate, per_rate
@@ -72,23 +71,14 @@ def kernel_bands(sm: StepModel, r: dict[str, Any], batch: Any, seq: Any, machine
     """Each kernel's band over all its runs [points, kernels], as `roofline model` gives it: the
     calibrated fit (roofline.models.stepband), or a bench calibration's floor / measured share of
     the roof of each kernel's bound class."""
-    import numpy as np
 
     chosen = eff.chosen
     if chosen.times is not None:
         return expected_band(sm, r, batch, seq, machine, dtype, chosen.times)
     assert chosen.bench is not None
-    ranges = chosen.bench.efficiency_ranges()
-    cls = np.array(CLASS_OF_CODE)[np.asarray(r["kernel_bound"])]
-    lo, hi = np.ones(3), np.ones(3)
-    for i, bound in enumerate(BOUNDS):
-        if (cls == i).any():
-            if str(bound) not in ranges:
-                raise RooflineError(f"--calibration {chosen.file} has no {bound} class (it has "
-                                    f"{', '.join(ranges) or 'none'})")
-            lo[i], hi[i] = ranges[str(bound)]
-    kt = r["kernel_time_s"]
-    return kt / hi[cls], kt / lo[cls]
+    shipped = eff.fallback.times if eff.fallback is not None else None
+    otherwise = expected_band(sm, r, batch, seq, machine, dtype, shipped) if shipped is not None else None
+    return share_band(r, eff.shares, chosen.file, otherwise)
 
 
 def throughputs(dec: Decode, batches: list[int], means: list[Band], split: Split, share: float,

@@ -69,6 +69,7 @@ class Efficiency:
     communication: tuple[float, float] = (0.80, 0.90)
     step_overhead_s: tuple[float, float] = (20e-6, 50e-6)
     kernels: Chosen | None = field(default=None, compare=False)
+    fallback: Chosen | None = field(default=None, compare=False)  # a bench file's missing classes: the shipped fit
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "communication", check_share("KV transfer (link) efficiency", self.communication))
@@ -85,7 +86,9 @@ class Efficiency:
             return self
         from roofline.calibration.choose import choose
 
-        return replace(self, kernels=choose(machine_id, self.engine, self.calibration))
+        chosen = choose(machine_id, self.engine, self.calibration)
+        fallback = choose(machine_id, self.engine) if chosen.bench is not None else None
+        return replace(self, kernels=chosen, fallback=fallback)
 
     @property
     def chosen(self) -> Chosen:
@@ -94,8 +97,21 @@ class Efficiency:
         return self.kernels
 
     def band(self, p: Placement) -> KernelBand:
-        """One placed kernel's band (one run), as `roofline model` gives it."""
-        return self.chosen.band(p)
+        """One placed kernel's band (one run), as `roofline model` gives it; a kernel whose bound class a
+        bench calibration does not have (a CPU bench measures no link) takes the shipped fit, and says so."""
+        chosen = self.chosen
+        if chosen.bench is not None and self.fallback is not None and str(p.bound_class) not in self.shares:
+            b = self.fallback.band(p)
+            note = (f"--calibration {chosen.file} has no {p.bound_class} class: those kernels take the shipped fit "
+                    f"({self.fallback.describe().get('file')})")
+            return replace(b, warnings=(*b.warnings, note))
+        return chosen.band(p)
+
+    @property
+    def shares(self) -> dict[str, tuple[float, float]]:
+        """A bench calibration's (low, high) share of the roof by bound class ({} for a fit)."""
+        c = self.chosen
+        return c.bench.efficiency_ranges() if c.bench is not None else {}
 
     @property
     def measured_on(self) -> str:
