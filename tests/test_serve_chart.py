@@ -64,8 +64,9 @@ def test_one_point_per_batch_at_its_itl_and_throughput(report: ServingReport, fi
         line = _gid(ax, f"batch-{p.batch}")
         assert line.get_xdata()[0] == pytest.approx(p.itl.floor)
         assert line.get_ydata()[0] == pytest.approx(p.throughput.ceiling)
-        # throughput = batch / ITL mean without pipeline stages
-        assert line.get_ydata()[0] == pytest.approx(p.batch / p.itl.floor)
+        # throughput = the workload's, prefill counted, without pipeline stages: B·O / (O·ITL + B·TTFT)
+        o = report.output
+        assert line.get_ydata()[0] == pytest.approx(p.batch * o / (o * p.itl.floor + p.batch * report.ttft.floor))
     floor = _gid(ax, "floor")
     assert list(floor.get_xdata()) == pytest.approx([p.itl.floor for p in report.curve])
     assert list(floor.get_ydata()) == pytest.approx([p.throughput.ceiling for p in report.curve])

@@ -48,6 +48,12 @@ def close(a: float, b: float, rel: float = 1e-9) -> bool:
     return math.isclose(a, b, rel_tol=rel)
 
 
+def workload(batch: int, itl: float, prefill: float, output: int = O, dp: int = 1) -> float:
+    """Output tokens over a period of the steady state, prefill counted: each replica decodes its batch/dp
+    sequences `output` times and prefills batch/dp new prompts: B·O / (O·ITL + (B/dp)·T_prefill)."""
+    return batch * output / (output * itl + batch / dp * prefill)
+
+
 # --- against the step ------------------------------------------------------------------------------
 
 def test_ttft_is_the_prefill_step_at_batch_1(llama: ServingReport) -> None:
@@ -92,14 +98,15 @@ def test_itl_is_the_decode_step_at_the_batch_and_context(llama: ServingReport) -
 def test_throughput_is_batch_over_itl_and_cost_follows(llama: ServingReport) -> None:
     b = llama.batch
     assert b == llama.max_batch_slo
-    assert close(llama.throughput.ceiling, b / llama.itl_mean.floor)
-    assert close(llama.throughput_per_device.ceiling, b / llama.itl_mean.floor / 8)
+    assert llama.decode_throughput is not None and close(llama.decode_throughput.ceiling, b / llama.itl_mean.floor)
+    assert close(llama.throughput.ceiling, workload(b, llama.itl_mean.floor, llama.ttft.floor))
+    assert close(llama.throughput_per_device.ceiling, llama.throughput.ceiling / 8)
     tps = llama.throughput.ceiling
     assert llama.cost_output is not None and llama.cost_input is not None
     assert close(llama.cost_output.floor, 2.5 / 3600 * 8 / tps * 1e6)
     assert close(llama.cost_input.floor, 2.5 / 3600 * 8 * llama.ttft.floor / P * 1e6)
     for p in llama.curve:
-        assert close(p.throughput.ceiling, p.batch / p.itl.floor)
+        assert close(p.throughput.ceiling, workload(p.batch, p.itl.floor, llama.ttft.floor))
 
 
 @pytest.mark.parametrize("split", [Split(tp=4, dp=2), Split(tp=4, pp=2)])
@@ -108,7 +115,10 @@ def test_replicas_and_pipeline_count_tokens_as_the_model_does(split: Split) -> N
     r = serve_model("llama-3-70b", "dgx-h100", split, prompt=1024, output=1, batch=64)
     a = analyze_model("llama-3-70b", "dgx-h100", "decode", 64, 1025, split=split)
     assert close(r.itl_mean.floor, a.time_s, 1e-6)
-    assert close(r.throughput.ceiling, a.tokens_per_s, 1e-6)
+    assert r.decode_throughput is not None and close(r.decode_throughput.ceiling, a.tokens_per_s, 1e-6)
+    # prefill counted: 1 / (1/decode + TTFT × share / (dp × output)); a pipeline's stages share the prompt
+    share = 0.5 if split.pp > 1 else 1.0
+    assert close(r.throughput.ceiling, 1 / (1 / a.tokens_per_s + r.ttft.floor * share / split.dp), 1e-6)
     assert r.pipeline_filled == (split.pp > 1)
     assert r.e2e == r.ttft
 
@@ -142,7 +152,8 @@ def test_largest_batch_meeting_the_itl_target(llama: ServingReport) -> None:
     n = llama.max_batch_slo
     assert n is not None and n <= (llama.max_batch_memory or 0)
     assert llama.itl_at(n)[0].floor <= 0.03 < llama.itl_at(n + 1)[0].floor
-    assert llama.goodput is not None and close(llama.goodput.ceiling, n / llama.itl_at(n)[0].floor)
+    assert llama.goodput is not None
+    assert close(llama.goodput.ceiling, workload(n, llama.itl_at(n)[0].floor, llama.ttft.floor))
     assert llama.max_batch_slo_expected is not None
     lo, hi = llama.max_batch_slo_expected
     assert lo is not None and hi is not None and lo <= hi <= n
@@ -233,14 +244,18 @@ def test_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
     assert set(d["ttft_s"]) == band and set(d["ttft_s"]["expected"]) == {"low", "high"}
     assert set(d["itl_s"]) == {"mean", "last"} and set(d["itl_s"]["mean"]) == band
     assert set(d["e2e_s"]) == band
-    assert set(d["throughput_tokens_per_s"]) == {"system", "per_device"}
+    assert set(d["throughput_tokens_per_s"]) == {"system", "per_device", "decode_alone"}
     assert set(d["throughput_tokens_per_s"]["system"]) == {"ceiling", "expected"}
     assert d["max_batch_memory"] == 631 and d["max_batch_slo"] == d["batch"]
     assert set(d["cost_per_million_tokens"]["input"]) == band
     assert {"batch", "itl_s", "throughput_tokens_per_s", "fits"} <= set(d["curve"][0])
     assert set(d["curve"][0]["itl_s"]) == band
     assert d["parallel"]["tp"] == 8 and d["goodput_tokens_per_s"]["ceiling"] > 0
-    assert d["knee_batch"] == 512 and d["slo"]["ttft_met"] is True
+    # the knee on the workload's throughput: the first curve batch whose doubling gains < 10%
+    tps = [p["throughput_tokens_per_s"]["ceiling"] for p in d["curve"]]
+    knee = next(p["batch"] for p, q in zip(d["curve"], tps[1:], strict=False)
+                if q < 1.1 * p["throughput_tokens_per_s"]["ceiling"])
+    assert d["knee_batch"] == knee and d["slo"]["ttft_met"] is True
     assert {"efficiency", "formulas"} <= set(d["assumptions"])
 
 
@@ -305,12 +320,13 @@ def test_goodput_band_is_taken_at_the_batches_the_band_allows(slo: ServingReport
     assert g is not None and n is not None and slo.max_batch_slo_expected is not None
     lo_b, hi_b = slo.max_batch_slo_expected
     assert lo_b is not None and hi_b is not None and lo_b < hi_b < n
-    # ceiling: batch / ITL mean at the floor, at the batch the floor allows
-    assert close(g.ceiling, n / slo.itl_at(n)[0].floor)
-    # low: with the band's high times, only batch lo_b meets 30 ms: lo_b / its ITL mean's high end
-    assert close(g.low, lo_b / slo.itl_at(lo_b)[0].high)
-    # high: with the band's low times, batch hi_b: hi_b / its ITL mean's low end
-    assert close(g.high, hi_b / slo.itl_at(hi_b)[0].low)
+    t = slo.ttft
+    # ceiling: the workload's throughput at the floor, at the batch the floor allows
+    assert close(g.ceiling, workload(n, slo.itl_at(n)[0].floor, t.floor))
+    # low: with the band's high times, only batch lo_b meets 30 ms: its throughput at the high ends
+    assert close(g.low, workload(lo_b, slo.itl_at(lo_b)[0].high, t.high))
+    # high: with the band's low times, batch hi_b: its throughput at the low ends
+    assert close(g.high, workload(hi_b, slo.itl_at(hi_b)[0].low, t.low))
     # each end meets the target at its own times (not the floor batch's band, which misses it)
     assert slo.itl_at(lo_b)[0].high <= 0.03 and slo.itl_at(hi_b)[0].low <= 0.03 < slo.itl_at(n)[0].low
     assert g.low <= g.high <= g.ceiling
@@ -332,9 +348,9 @@ def test_goodput_without_an_itl_target_is_at_the_memory_batch() -> None:
     r = serve_model("llama-3-70b", "dgx-h100", TP8, prompt=P, output=O, ttft_slo_s=1.0)
     m = r.max_batch_memory
     assert m == 631 and r.goodput is not None  # tests/test_serving.py: ⌊55.5 GiB / 90 MiB⌋
-    mean = r.itl_at(m)[0]
-    assert close(r.goodput.ceiling, m / mean.floor)
-    assert close(r.goodput.low, m / mean.high) and close(r.goodput.high, m / mean.low)
+    mean, t = r.itl_at(m)[0], r.ttft
+    assert close(r.goodput.ceiling, workload(m, mean.floor, t.floor))
+    assert close(r.goodput.low, workload(m, mean.high, t.high)) and close(r.goodput.high, workload(m, mean.low, t.low))
 
 
 def test_goodput_is_explained_and_printed(capsys: pytest.CaptureFixture[str]) -> None:
@@ -385,7 +401,10 @@ def test_pipelined_interval_is_stated_and_matches_the_throughput(capsys: pytest.
     assert r.pipeline_filled
     # 2 micro-batches of 32; 80 layers over 2 stages: ⌈80/2⌉/80 = 0.5 of a micro-batch's ITL a stage step
     every = 2 * 0.5 * r.itl_at(32)[0].floor
-    assert close(r.throughput.ceiling, 64 / every)  # throughput = batch / the interval a sequence sees
+    # decode alone: batch / the interval a sequence sees; the workload adds each prompt's prefill, which the
+    # two stages pipeline as they do the micro-batches (half the step a stage)
+    assert r.decode_throughput is not None and close(r.decode_throughput.ceiling, 64 / every)
+    assert close(r.throughput.ceiling, 1 / (every / 64 + r.ttft.floor * 0.5 / O))
     assert every < r.itl_mean.floor  # the whole batch through both stages in turn is slower
     assert main(["serve", "llama-3-70b", "--machine", "dgx-h100", "--tp", "4", "--pp", "2", "--prompt", "2048",
                  "--output", "256", "--batch", "64"]) == 0
@@ -398,12 +417,14 @@ def test_json_values_follow_the_formulas(capsys: pytest.CaptureFixture[str]) -> 
     d = json.loads(capsys.readouterr().out)
     b, itl, ttft = d["batch"], d["itl_s"]["mean"], d["ttft_s"]
     assert b == d["max_batch_slo"] == 462
-    # throughput = batch / ITL, per system and per device (8 devices); the band from the band's ends
+    # throughput = the workload's, prefill counted: B·O / (O·ITL + B·TTFT), per system and per device (8
+    # devices); the band from the band's ends; decode alone = batch / ITL
     tps = d["throughput_tokens_per_s"]
-    assert close(tps["system"]["ceiling"], b / itl["floor"])
-    assert close(tps["system"]["expected"]["low"], b / itl["expected"]["high"])
-    assert close(tps["system"]["expected"]["high"], b / itl["expected"]["low"])
-    assert close(tps["per_device"]["ceiling"], b / itl["floor"] / 8)
+    assert close(tps["decode_alone"]["ceiling"], b / itl["floor"])
+    assert close(tps["system"]["ceiling"], workload(b, itl["floor"], ttft["floor"]))
+    assert close(tps["system"]["expected"]["low"], workload(b, itl["expected"]["high"], ttft["expected"]["high"]))
+    assert close(tps["system"]["expected"]["high"], workload(b, itl["expected"]["low"], ttft["expected"]["low"]))
+    assert close(tps["per_device"]["ceiling"], tps["system"]["ceiling"] / 8)
     # e2e = TTFT + (output − 1) × ITL mean
     assert close(d["e2e_s"]["floor"], ttft["floor"] + 255 * itl["floor"])
     assert close(d["e2e_s"]["expected"]["high"], ttft["expected"]["high"] + 255 * itl["expected"]["high"])
@@ -419,7 +440,7 @@ def test_json_values_follow_the_formulas(capsys: pytest.CaptureFixture[str]) -> 
     assert d["max_batch_memory"] == math.floor((m["usable_bytes"] - m["weights_bytes"] - m["workspace_bytes"])
                                                / (m["kv_bytes_per_token"] * (2048 + 256))) == 631
     for p in d["curve"]:
-        assert close(p["throughput_tokens_per_s"]["ceiling"], p["batch"] / p["itl_s"]["floor"])
+        assert close(p["throughput_tokens_per_s"]["ceiling"], workload(p["batch"], p["itl_s"]["floor"], ttft["floor"]))
         assert p["fits"] is (p["batch"] <= 631)
         assert p["itl_s"]["floor"] <= p["itl_s"]["expected"]["low"] <= p["itl_s"]["expected"]["high"]
 
@@ -470,3 +491,18 @@ def test_a_calibrated_band_names_its_file_and_machine(tmp_path: Path, capsys: py
     assert f"calibration file: {cal}" in out
     assert main([*args[:-2], "--explain"]) == 0
     assert "calibration file: expectation/data/h100-sxm." in capsys.readouterr().out
+
+
+def test_workload_throughput_by_hand_one_period() -> None:
+    """Llama 3 8B on one H100, prompt 128, output 4, batch 2: one period of the steady state holds the 2
+    new prompts' prefill steps and the 4 decode steps of the batch (contexts 129 ... 132), and makes
+    2 × 4 = 8 output tokens (continuous batching with chunked prefill: the chunks ride the decode steps,
+    their time added to the steps they share)."""
+    prefill = analyze_model("llama-3-8b", "h100", "prefill", 1, 128).time_s
+    decode = [analyze_model("llama-3-8b", "h100", "decode", 2, c).time_s for c in (129, 130, 131, 132)]
+    period = 2 * prefill + sum(decode)
+    r = serve_model("llama-3-8b", "h100", prompt=128, output=4, batch=2)
+    assert close(r.throughput.ceiling, 8 / period, 1e-9)
+    # decode alone (the old figure) leaves the 2 prefills out: 8 / Σ decode
+    assert r.decode_throughput is not None and close(r.decode_throughput.ceiling, 8 / sum(decode), 1e-9)
+    assert r.throughput.ceiling < r.decode_throughput.ceiling

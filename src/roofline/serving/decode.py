@@ -3,9 +3,10 @@ output for any batches, as floors and expected bands (numpy); throughput with pi
 and the largest batch whose mean inter-token latency meets a target.
 
     ITL mean, last   the mean of the decode steps over the generation's contexts, and the last one
-    throughput       batch / ITL mean; with pp stages and at least pp sequences a replica, pp
+    decode rate      batch / ITL mean; with pp stages and at least pp sequences a replica, pp
                      micro-batches of batch/pp in flight: (batch / pp) / (micro-batch ITL × ⌈L/pp⌉/L)
                      (ModelAnalysis.tokens_per_s counts them the same way)
+    throughput       the workload's, prefill counted (workload_rate): 1 / (1/decode rate + T_prefill/(dp·O))
 """
 
 from __future__ import annotations
@@ -96,6 +97,29 @@ def throughputs(dec: Decode, batches: list[int], means: list[Band], split: Split
     return out, filled
 
 
+def workload_rate(decode: Rate, prefill: Band, output: int, dp: int, share: float = 1.0) -> Rate:
+    """Output tokens/s of the workload in steady state, prefill counted, as engines' throughput
+    benchmarks report it (output tokens over the run's time: vLLM's benchmark_serving "Output token
+    throughput", SGLang's bench_serving, TensorRT-LLM's trtllm-bench).
+
+    Continuous batching keeps the batch full: as each sequence finishes its O output tokens, a new
+    request takes its slot, and its P-token prompt is prefilled on the same devices, in chunks that
+    ride the decode steps (chunked prefill: vLLM's and SGLang's default scheduler, TensorRT-LLM's
+    enable_chunked_context), so the chunk's time is added to the steps it shares. One period of the
+    steady state is one generation: each replica decodes its B/dp sequences O times and prefills B/dp
+    new prompts, so
+
+        period = B·O / (decode tokens/s) + (B/dp) · T_prefill(P) · share
+        tokens/s = B·O / period = 1 / (1 / decode tokens/s + T_prefill · share / (dp · O))
+
+    with T_prefill the prompt's prefill step (TTFT's) and `share` ⌈L/pp⌉/L when pp stages pipeline the
+    prompts as they do the decode micro-batches (each stage is busy for its share of the step). Each
+    end of the band from the same end of both times."""
+    k = share / (dp * output)
+    return Rate(1 / (1 / decode.ceiling + prefill.floor * k), 1 / (1 / decode.low + prefill.high * k),
+                1 / (1 / decode.high + prefill.low * k))
+
+
 def largest_meeting(dec: Decode, unit: int, most: int, target: float,
                      known: Mapping[int, tuple[float, float, float]]) -> list[int | None]:
     """The largest n in [1, most] whose batch n × unit has ITL mean ≤ target, for the floor, the
@@ -134,4 +158,4 @@ def largest_meeting(dec: Decode, unit: int, most: int, target: float,
     return [n or None for n in lo]
 
 
-__all__ = ["Decode", "kernel_bands", "largest_meeting", "throughputs"]
+__all__ = ["Decode", "kernel_bands", "largest_meeting", "throughputs", "workload_rate"]

@@ -9,8 +9,13 @@ Built only on roofline.models, so every number is the same graph and placement a
                 batch and each context of the generation, prompt + 1 ... prompt + output:
                 mean = their mean, last = the step at prompt + output
     e2e         TTFT + (output − 1) × ITL mean
-    throughput  batch / ITL mean (output tokens/s over every replica); with pp stages the batch runs as
-                pp micro-batches (ModelAnalysis.tokens_per_s): (batch / pp) / (micro-batch ITL × ⌈L/pp⌉/L);
+    throughput  the workload's output tokens over the run's time, prefill counted, as engines' benchmarks
+                report it: in the steady state of continuous batching each replica decodes its batch/dp
+                sequences `output` times and prefills as many new prompts (chunked prefill: the chunks
+                ride the decode steps), so tokens/s = 1 / (1/decode + TTFT × share / (dp × output))
+                (roofline.serving.decode.workload_rate); decode = batch / ITL mean (output tokens/s over
+                every replica, prefill left out: `decode_alone`); with pp stages the batch runs as pp
+                micro-batches (ModelAnalysis.tokens_per_s): (batch / pp) / (micro-batch ITL × ⌈L/pp⌉/L);
                 per device = system / (tp × pp × dp)
     max batch (memory)  ⌊(usable − weights − workspace) / (KV bytes per token × (prompt + output))⌋ per
                 replica, × dp; per device, with the split; usable = capacity × utilization; workspace =
@@ -55,7 +60,7 @@ from roofline.models.stepmodel import StepModel, batch_unit
 from roofline.models.transformer import ModelConfig
 from roofline.parallel import Deployment, Split, deploy
 from roofline.serving.chunked import ChunkedPrefill, check_chunk, chunked_prefill, step_band
-from roofline.serving.decode import Decode, largest_meeting, throughputs
+from roofline.serving.decode import Decode, largest_meeting, throughputs, workload_rate
 from roofline.serving.disaggregate import Disaggregation, disaggregate, parse_ratio
 from roofline.serving.efficiency import Band, Efficiency, Rate
 from roofline.serving.speculative import Speculative, speculative
@@ -71,8 +76,10 @@ FORMULAS = {
     "ttft_s": "prefill step of one request's prompt at batch 1 (per request, no queueing)",
     "itl_s": "decode step at the batch and each context prompt+1 ... prompt+output: mean and last",
     "e2e_s": "TTFT + (output - 1) x ITL mean",
-    "throughput_tokens_per_s": "batch / ITL mean (pipeline: batch/pp / (micro-batch ITL x ceil(L/pp)/L)); "
-                               "per device = system / devices",
+    "throughput_tokens_per_s": "the workload's output tokens over the run's time, prefill counted (continuous "
+                               "batching with chunked prefill, steady state): 1 / (1/decode + TTFT x share / "
+                               "(dp x output)), decode = batch / ITL mean (pipeline: batch/pp / (micro-batch ITL x "
+                               "ceil(L/pp)/L)); per device = system / devices",
     "max_batch_memory": "floor((usable - weights - workspace) / (KV bytes per token x (prompt + output))) per "
                         "replica, x dp; per device",
     "max_batch_slo": "largest batch <= max_batch_memory whose ITL mean <= --itl-slo (floor)",
@@ -147,6 +154,7 @@ class ServingReport:
     chunked: ChunkedPrefill | None = None  # --chunk: roofline.serving.chunked
     disaggregated: Disaggregation | None = None  # --disaggregate: roofline.serving.disaggregate
     speculative: Speculative | None = None  # --draft: roofline.serving.speculative
+    decode_throughput: Rate | None = None  # batch / ITL mean: decode alone, the prefill left out (system)
 
     def itl_at(self, batch: int) -> tuple[Band, Band]:
         """(mean, last) ITL at another batch, from the same step model."""
@@ -228,7 +236,8 @@ class ServingReport:
             "itl_s": {"mean": self.itl_mean.to_dict(), "last": self.itl_last.to_dict()},
             "e2e_s": self.e2e.to_dict(),
             "throughput_tokens_per_s": {"system": self.throughput.to_dict(),
-                                        "per_device": self.throughput_per_device.to_dict()},
+                                        "per_device": self.throughput_per_device.to_dict(),
+                                        "decode_alone": opt(self.decode_throughput)},
             "max_batch_memory": self.max_batch_memory,
             "max_batch_slo": self.max_batch_slo,
             "max_batch_slo_expected": None if slo_exp is None else {"low": slo_exp[0], "high": slo_exp[1]},
@@ -499,7 +508,11 @@ def _serve_step(step: Step, d: Deployment, output: int, batch: int | None,
     batches = [*curve_b, *extra]
     more = dec.itl(extra) if extra else ([], [])
     means, lasts = [*curve_means, *more[0]], [*curve_lasts, *more[1]]
-    rates, filled = throughputs(dec, batches, means, sp, stage_share(cfg, sp), unit)
+    decode_rates, filled = throughputs(dec, batches, means, sp, stage_share(cfg, sp), unit)
+    # the workload's throughput counts each new request's prefill in the steady state (workload_rate)
+    rates = [workload_rate(r, ttft, output, sp.dp, stage_share(cfg, sp) if f else 1.0)
+             for r, f in zip(decode_rates, filled, strict=True)]
+    decode_of = dict(zip(batches, decode_rates, strict=True))
     by_batch = {b: (mn, la, r, f) for b, mn, la, r, f in zip(batches, means, lasts, rates, filled, strict=True)}
     curve = tuple(CurvePoint(b, by_batch[b][0], by_batch[b][2], None if max_mem is None else b <= max_mem,
                              None if itl_slo is None else by_batch[b][0].floor <= itl_slo) for b in curve_b)
@@ -519,7 +532,8 @@ def _serve_step(step: Step, d: Deployment, output: int, batch: int | None,
                          eff, utilization, overlap, ttft, itl_mean, itl_last, e2e, rate, pipe, max_mem, max_slo,
                          slo_exp, _goodput(good_at, by_batch, ttft, ttft_slo), cost_in, cost_out, curve, knee,
                          ttft_slo, itl_slo, price, mem.weights_bytes, mem.kv_bytes_per_sequence, mem.workspace_bytes,
-                         mem.capacity_bytes, pre, tuple(warnings), d.given if d.given is not None else m, dec)
+                         mem.capacity_bytes, pre, tuple(warnings), d.given if d.given is not None else m, dec,
+                         decode_throughput=decode_of[batch])
 
 
 def _with_draft(report: ServingReport, draft: str | ModelConfig, spec: tuple[int, float],

@@ -37,8 +37,9 @@ def serve_text(r: ServingReport) -> str:
             ("ITL mean", band(r.itl_mean) + f"  over contexts {r.prompt + 1}–{r.context}" + _pipelined_itl(r)),
             ("ITL last", band(r.itl_last) + f"  at context {r.context}"),
             ("end-to-end", band(r.e2e) + f"  TTFT + {r.output - 1} × ITL mean"),
-            ("throughput", rate(r.throughput) + "  output tokens, every replica"
-             + (", pp micro-batches in flight" if r.pipeline_filled else "")),
+            ("throughput", rate(r.throughput) + "  output tokens over the run, prefill counted, every replica"
+             + (", pp micro-batches in flight" if r.pipeline_filled else "")
+             + ("" if r.decode_throughput is None else f"; decode alone {rate(r.decode_throughput)}")),
             ("  per device", rate(r.throughput_per_device))]
     usable = r.usable_bytes
     if r.max_batch_memory is not None and usable is not None:
