@@ -493,7 +493,7 @@ REFUSED: list[tuple[str, str]] = [
     (f"{SERVE} --machine nosuch", "unknown system 'nosuch'"),
     (f"{SERVE} --memory-utilization 0", "--memory-utilization must be in (0, 1]"),
     ("serve gpt2 --prompt 2000 --output 16", "2016 tokens exceeds gpt2's context of 1024"),
-    ("serve llama-3.1-405b --prompt 16 --output 16 --machine h100", "take a larger split (roofline plan)"),
+    ("serve llama-3.1-405b --prompt 16 --output 16 --machine h100 --tp 8", "take a larger split (roofline plan)"),
     # machine, machines, models
     ("machine", "Missing argument 'NAME'"),
     ("machine nosuch", "unknown machine or system 'nosuch'"),

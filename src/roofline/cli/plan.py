@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from roofline.cli.common import DEFAULT_MEMORY_UTILIZATION, POS, Quantity, dump, outputs, warn
+from roofline.cli.common import DEFAULT_MEMORY_UTILIZATION, POS, PositiveNumber, Quantity, dump, outputs, warn
 from roofline.cli.options import (
     WEIGHTS_DEFAULT_HELP,
     length,
@@ -27,7 +27,9 @@ from roofline.units import parse_positive_int
 @click.argument("model")
 @click.option("--machine", "-m", default=DEFAULT_MACHINE, show_default=True,
               help="System (dgx-h100, gb200-nvl72, ...), a device (one node of 8), or a file.")
-@click.option("--batch", "-b", default="1", show_default=True, help="Sequences in the step (over every replica).")
+@click.option("--batch", "-b", default=None,
+              help="Sequences in the step (over every replica; default 1). With --output: the batch served "
+                   "(default: the largest meeting --itl-slo).")
 @click.option("--prompt", "-p", default=None,
               help="Prompt length (prefill; default 2048, at most the model's maximum).")
 @click.option("--context", "-c", default=None,
@@ -48,6 +50,15 @@ from roofline.units import parse_positive_int
               help="Usable share of each device's memory (vLLM's gpu_memory_utilization).")
 @click.option("--overlap", is_flag=True,
               help="Assume communication runs under compute (the step takes the larger of the two).")
+@click.option("--output", "-o", "output_tokens", type=POS, default=None,
+              help="Serve a workload (--prompt P, --output O): the cheapest split meeting --itl-slo and --ttft-slo, "
+                   "the question `roofline serve` without a split answers, with the same answer.")
+@click.option("--itl-slo", type=Quantity("time_s"), default=None, metavar="TIME",
+              help="With --output: the inter-token latency target (mean over the generation).")
+@click.option("--ttft-slo", type=Quantity("time_s"), default=None, metavar="TIME",
+              help="With --output: the time-to-first-token target (per request, no queueing).")
+@click.option("--price-per-device-hour", type=PositiveNumber(1e6), default=None, metavar="PRICE",
+              help="With --output: the price of one device for an hour, for the cost per million tokens.")
 @click.option("--engine", type=click.Choice(["trtllm", "vllm", "sglang"]), default=None,
               help="Engine whose measured kernels the expected times are fitted on (default: most rows).")
 @click.option("--calibration", default=None, metavar="FILE",
@@ -58,7 +69,9 @@ def plan_command(model: str, machine: str, batch: str, prompt: str | None, conte
                  weights_dtype: str | None, kv_dtype: str | None, dtype: str | None, phase: str, fusion: str,
                  act_dtype: str, experts_hit: str | None, overrides: tuple[str, ...], objective: str | None,
                  latency_target: float | None, devices: int | None, memory_utilization: float, overlap: bool,
-                 engine: str | None, calibration: str | None, as_json: bool, csv_path: str | None) -> None:
+                 output_tokens: int | None, itl_slo: float | None, ttft_slo: float | None,
+                 price_per_device_hour: float | None, engine: str | None, calibration: str | None, as_json: bool,
+                 csv_path: str | None) -> None:
     """Search every valid (tp, pp, ep, dp) split of MODEL's step over a system and rank them.
 
     \b
@@ -72,12 +85,22 @@ def plan_command(model: str, machine: str, batch: str, prompt: str | None, conte
       roofline plan deepseek-v3 --machine gb200-nvl72 --batch 256 --context 8192 --objective throughput
       roofline plan llama-3-70b --machine dgx-h100 --batch 64 --context 8192 --latency-target 20ms
       roofline plan llama-3.1-405b --machine dgx-h100 --devices 16 --phase prefill --prompt 8192 --json
+      roofline plan llama-3-70b --machine dgx-h100 --prompt 2048 --output 256 --itl-slo 30ms
     """
     from roofline.models import model_dtypes
     from roofline.models.search import search_splits
     from roofline.report.text.split_search import SPLIT_SEARCH_CSV_COLUMNS, split_search_text
 
     outputs([("MODEL", model), ("--machine", machine), ("--calibration", calibration)], csv=csv_path)
+    if output_tokens is not None:
+        _serving_question(model, machine, batch, prompt, output_tokens, itl_slo, ttft_slo, price_per_device_hour,
+                          weights_dtype, act_dtype, kv_dtype, dtype, fusion, experts_hit, overrides, devices,
+                          memory_utilization, overlap, engine, calibration, as_json, csv_path)
+        return
+    if any(v is not None for v in (itl_slo, ttft_slo, price_per_device_hour)):
+        raise RooflineError("--itl-slo, --ttft-slo and --price-per-device-hour ask a serving question: give --output "
+                            "(and --prompt) too")
+    batch = batch or "1"
     if objective is None:
         objective = "latency" if latency_target is not None else "time"
     band, described = expected_band(machine, engine, calibration)
@@ -97,6 +120,42 @@ def plan_command(model: str, machine: str, batch: str, prompt: str | None, conte
         dump(s.to_dict())
     else:
         click.echo(split_search_text(s))
+
+
+def _serving_question(model: str, machine: str, batch: str | None, prompt: str | None, output: int,
+                      itl_slo: float | None, ttft_slo: float | None, price: float | None, weights_dtype: str | None,
+                      act_dtype: str, kv_dtype: str | None, dtype: str | None, fusion: str, experts_hit: str | None,
+                      overrides: tuple[str, ...], devices: int | None, utilization: float, overlap: bool,
+                      engine: str | None, calibration: str | None, as_json: bool, csv_path: str | None) -> None:
+    """plan --output: the cheapest split serving the workload within the targets (roofline.serving.splits,
+    the function `serve` without a split calls: one question, one answer)."""
+    from roofline.models import describe_step, model_dtypes
+    from roofline.report.text.split_search import serve_search_text
+    from roofline.serving import Efficiency
+    from roofline.serving.serve import _checked_inputs
+    from roofline.serving.splits import no_split_meets, serve_search
+    from roofline.vocab import Phase
+
+    p = 2048 if prompt is None else parse_positive_int(prompt, "--prompt")  # serve's --prompt is required; 2048 here
+    b = None if batch is None else parse_positive_int(batch, "--batch")
+    _checked_inputs(p, output, price, ttft_slo, itl_slo, utilization)
+    step = describe_step(model, Phase.PREFILL, 1, p, model_dtypes(weights_dtype, act_dtype, kv_dtype, dtype), fusion,
+                         parse_experts_hit(experts_hit), parse_overrides(overrides))
+    s = serve_search(step, machine, output=output, batch=b, ttft_slo_s=ttft_slo, itl_slo_s=itl_slo,
+                     price_per_device_hour=price, utilization=utilization, overlap=overlap,
+                     efficiency=Efficiency(engine, calibration), devices=devices)
+    if s.winner is None:
+        raise RooflineError(no_split_meets(s))
+    if csv_path:
+        from roofline.report.text.model import rows_csv
+
+        rows = [c.to_dict() for c in s.candidates]
+        write_text(csv_path, rows_csv(rows, ["split", "tp", "pp", "ep", "dp", "devices", "meets_targets", "batch",
+                                             "device_s_per_output_token", "reason"]))
+    if as_json:
+        dump(s.to_dict())
+    else:
+        click.echo(serve_search_text(s, step, output))
 
 
 def expected_band(machine: str, engine: str | None, calibration: str | None) -> tuple[Any, dict[str, Any]]:

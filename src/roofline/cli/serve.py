@@ -7,6 +7,8 @@ roofline.explain.serve with --explain).
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from roofline.cli.common import (
@@ -158,13 +160,18 @@ def serve_command(model: str, machine: str, prompt: int, output: int, batch: int
     base = Efficiency()
     eff = Efficiency(engine, calibration, _share_band(efficiency_comm, "--efficiency-comm") or base.communication,
                      _time_band(step_overhead, "--step-overhead") or base.step_overhead_s)
-    r = serve_model(model, machine, split_of(tp, pp, ep, dp, devices, machine), prompt=prompt, output=output,
-                    batch=batch, ttft_slo_s=ttft_slo, itl_slo_s=itl_slo, price_per_device_hour=price_per_device_hour,
-                    dtypes=model_dtypes(weights_dtype, act_dtype, kv_dtype, dtype), plan=fusion,
-                    utilization=memory_utilization, overlap=overlap, efficiency=eff,
-                    experts_hit=parse_experts_hit(experts_hit),
-                    overrides=parse_overrides(overrides), chunk=chunk, disaggregate_devices=disaggregate, draft=draft,
-                    draft_tokens=draft_tokens, acceptance=acceptance)
+    options: dict[str, Any] = dict(
+        batch=batch, ttft_slo_s=ttft_slo, itl_slo_s=itl_slo, price_per_device_hour=price_per_device_hour,
+        dtypes=model_dtypes(weights_dtype, act_dtype, kv_dtype, dtype), plan=fusion, utilization=memory_utilization,
+        overlap=overlap, efficiency=eff, experts_hit=parse_experts_hit(experts_hit),
+        overrides=parse_overrides(overrides))
+    what_ifs: dict[str, Any] = dict(chunk=chunk, disaggregate_devices=disaggregate, draft=draft,
+                                    draft_tokens=draft_tokens, acceptance=acceptance)
+    if (tp, pp, ep, dp) == (1, 1, 1, 1) and devices is None:  # no split given: the cheapest that meets the targets
+        r = searched(model, machine, prompt, output, options, what_ifs)
+    else:
+        r = serve_model(model, machine, split_of(tp, pp, ep, dp, devices, machine), prompt=prompt, output=output,
+                        **options, **what_ifs)
     for w in r.warnings:  # a --calibration measured on another device among them (issue 20)
         warn(w)
     if csv_path:
@@ -180,6 +187,37 @@ def serve_command(model: str, machine: str, prompt: int, output: int, batch: int
     from roofline.report.text.serve import serve_text
 
     show(r, as_json, explain, explain_serve, serve_text)
+
+
+def searched(model: str, machine: str, prompt: int, output: int, options: dict[str, Any],
+             what_ifs: dict[str, Any]) -> Any:
+    """serve without a split: the cheapest engine layout meeting the targets (roofline.serving.splits),
+    the what-ifs then run on it; one device as before on a machine with no link to split over."""
+    from dataclasses import replace
+
+    from roofline.hardware.system_file import NoLinkError
+    from roofline.models import describe_step
+    from roofline.serving import serve_model
+    from roofline.serving.serve import _checked_inputs
+    from roofline.serving.splits import no_split_meets, serve_search
+    from roofline.vocab import Phase
+
+    _checked_inputs(prompt, output, options["price_per_device_hour"], options["ttft_slo_s"], options["itl_slo_s"],
+                    options["utilization"])
+    step = describe_step(model, Phase.PREFILL, 1, prompt, options["dtypes"], options["plan"], options["experts_hit"],
+                         options["overrides"])
+    try:
+        s = serve_search(step, machine, output=output, **{k: v for k, v in options.items()
+                                                          if k not in ("dtypes", "plan", "experts_hit", "overrides")})
+    except NoLinkError:
+        return serve_model(model, machine, None, prompt=prompt, output=output, **options, **what_ifs)
+    if s.winner is None:
+        raise RooflineError(no_split_meets(s))
+    r = s.winner.report
+    assert r is not None  # a winner was served
+    if any(v is not None for v in what_ifs.values()):
+        r = serve_model(model, machine, s.winner.split, prompt=prompt, output=output, **options, **what_ifs)
+    return replace(r, split_search=s)
 
 
 COMMANDS = (serve_command,)

@@ -155,6 +155,7 @@ class ServingReport:
     disaggregated: Disaggregation | None = None  # --disaggregate: roofline.serving.disaggregate
     speculative: Speculative | None = None  # --draft: roofline.serving.speculative
     decode_throughput: Rate | None = None  # batch / ITL mean: decode alone, the prefill left out (system)
+    split_search: Any = field(default=None, repr=False, compare=False)  # serving.splits.ServeSearch, no split given
 
     def itl_at(self, batch: int) -> tuple[Band, Band]:
         """(mean, last) ITL at another batch, from the same step model."""
@@ -254,7 +255,8 @@ class ServingReport:
             "assumptions": self.assumptions(),
             "warnings": list(self.warnings),
             **{k: v.to_dict() for k, v in (("chunked", self.chunked), ("disaggregated", self.disaggregated),
-                                           ("speculative", self.speculative)) if v is not None},
+                                           ("speculative", self.speculative), ("split_search", self.split_search))
+               if v is not None},
         }
 
 

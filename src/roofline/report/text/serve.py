@@ -29,10 +29,22 @@ def money(b: Band) -> str:
     return f"{b.floor:.3g} (expected {b.low:.3g}–{b.high:.3g})"
 
 
+def _searched(r: ServingReport) -> list[str]:
+    """No split given: which layouts were tried and why this one (roofline.serving.splits)."""
+    s = r.split_search
+    if s is None:
+        return []
+    lines = [f"    split: {r.split}, the cheapest of {len(s.candidates)} engine layouts (TP in a node, PP across "
+             f"nodes) meeting the targets: devices / expected tokens/s"]
+    for c in s.candidates[1:6]:
+        lines.append(f"      {c.split!s:<14} {c.reason}")
+    return lines
+
+
 def serve_text(r: ServingReport) -> str:
     lines = [r.title,
              f"    {r.devices} device{'s' if r.devices > 1 else ''}; batch {r.batch}: {r.batch_chosen}; times are the "
-             f"roofline floor (expected band: {r.efficiency.label})", ""]
+             f"roofline floor (expected band: {r.efficiency.label})", *_searched(r), ""]
     rows = [("TTFT", band(r.ttft) + "  per request: the prompt's prefill at batch 1, no queueing"),
             ("ITL mean", band(r.itl_mean) + f"  over contexts {r.prompt + 1}–{r.context}" + _pipelined_itl(r)),
             ("ITL last", band(r.itl_last) + f"  at context {r.context}"),

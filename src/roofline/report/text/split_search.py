@@ -85,6 +85,25 @@ def split_search_text(s: SplitSearch) -> str:
     return "\n".join(lines)
 
 
+def serve_search_text(s: Any, step: Any, output: int) -> str:
+    """plan --output (and serve without a split): every engine layout tried, the cheapest meeting the
+    targets first (roofline.serving.splits)."""
+    lines = [f"{step.config.name}: prompt {step.seq}, output {output}: the cheapest split meeting the targets, "
+             f"of {len(s.candidates)} engine layouts up to {s.devices} devices (TP in a node, PP across nodes)"]
+    for c in s.candidates:
+        r = c.report
+        what = "—" if r is None else (f"batch {r.batch}, {r.throughput.ceiling:,.0f} tokens/s (expected "
+                                      f"{r.throughput.low:,.0f}–{r.throughput.high:,.0f}), "
+                                      f"{(c.device_s_per_token or 0) * 1e3:.3g} device-ms a token")
+        cost = "" if r is None or r.cost_output is None else f", {r.cost_output.floor:.3g} per 1M output tokens"
+        lines.append(f"  {c.split!s:<14} {c.split.devices:>3} devices  {what}{cost}  {c.reason}")
+    w = s.winner
+    if w is not None:
+        lines.append(f"best: {w.split} (`roofline serve` without a split answers the same); ranked by devices / "
+                     f"expected tokens/s, the middle of the workload throughput's band, prefill counted")
+    return "\n".join(lines)
+
+
 SPLIT_HEADERS: list[tuple[str, str, Callable[[Any], str]]] = [
     ("tp", "TP", str), ("pp", "PP", str), ("ep", "EP", str), ("dp", "DP", str), ("split_devices", "devices", str)]
 
