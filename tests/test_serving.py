@@ -210,16 +210,35 @@ def test_expected_is_each_kernels_calibrated_band_plus_overhead(tmp_path: Path) 
         assert close(b.low, b.floor) and close(b.high, b.floor)
 
 
-def test_the_shipped_band_is_models_band_plus_the_overhead(llama: ServingReport) -> None:
+def test_the_shipped_band_is_models_band_plus_the_engines_overhead(llama: ServingReport) -> None:
     """serve's last ITL band is `roofline model`'s total band for the same step (calibration.choose.total,
-    the shipped fit of h100-sxm) plus the constant per-step overhead (20-50 µs)."""
+    the shipped fit of h100-sxm) plus the engine's per-step host overhead: none for any of the three
+    engines in decode (aiconfigurator-core 0.12.0's backends, calibrated on measured serving runs)."""
     from roofline.calibration.choose import choose, total
 
     last = llama.decode_analysis()
     chosen = choose(last.machine.id)
     t = total(last.placements, [chosen.band(p) for p in last.placements])
-    assert close(llama.itl_last.low, t["low"] + 20e-6) and close(llama.itl_last.high, t["high"] + 50e-6)
+    assert llama.efficiency.overhead == (0.0, 0.0)
+    assert close(llama.itl_last.low, t["low"]) and close(llama.itl_last.high, t["high"])
     assert llama.efficiency.source_file.startswith("expectation/data/h100-sxm.")
+
+
+def test_vllm_prefill_pays_its_dispatch_per_layer() -> None:
+    """vLLM's fixed CPU-side prefill dispatch, 0.8 ms a layer per request (aiconfigurator-core 0.12.0,
+    sdk/backends/vllm_backend.py, calibrated on measured runs): Llama 3 70B's 80 layers add 64 ms to TTFT's
+    band, not to its floor; TensorRT-LLM's backend adds none."""
+    kw = {"prompt": P, "output": 8, "batch": 8}
+    vllm = serve_model("llama-3-70b", "dgx-h100", TP8, efficiency=Efficiency("vllm"), **kw)
+    trt = serve_model("llama-3-70b", "dgx-h100", TP8, efficiency=Efficiency("trtllm"), **kw)
+    from roofline.calibration.choose import choose, total
+
+    pre = vllm.prefill
+    fit = total(pre.placements, [choose(pre.machine.id, "vllm").band(p) for p in pre.placements])
+    assert close(vllm.ttft.low, fit["low"] + 80 * 0.8e-3) and close(vllm.ttft.high, fit["high"] + 80 * 0.8e-3)
+    assert vllm.ttft.floor == trt.ttft.floor
+    trt_fit = total(pre.placements, [choose(pre.machine.id, "trtllm").band(p) for p in pre.placements])
+    assert close(trt.ttft.low, trt_fit["low"])
 
 
 @pytest.mark.parametrize("kwargs", [{"communication": (0, 0.5)}, {"communication": (0.9, 0.8)},

@@ -159,7 +159,7 @@ def serve_command(model: str, machine: str, prompt: int, output: int, batch: int
     one_of(as_json, explain)
     base = Efficiency()
     eff = Efficiency(engine, calibration, _share_band(efficiency_comm, "--efficiency-comm") or base.communication,
-                     _time_band(step_overhead, "--step-overhead") or base.step_overhead_s)
+                     _time_band(step_overhead, "--step-overhead"))
     options: dict[str, Any] = dict(
         batch=batch, ttft_slo_s=ttft_slo, itl_slo_s=itl_slo, price_per_device_hour=price_per_device_hour,
         dtypes=model_dtypes(weights_dtype, act_dtype, kv_dtype, dtype), plan=fusion, utilization=memory_utilization,

@@ -42,8 +42,8 @@ def _expected_lines(r: ServingReport, placements: object, what: str) -> list[str
         lines.append("    with --overlap the communication runs under the rest: the larger of the two sums")
     lo_sum = " + ".join(f"{format_time(v[0])} {k}" for k, v in by_kind.items())
     hi_sum = " + ".join(f"{format_time(v[1])} {k}" for k, v in by_kind.items())
-    lines.append(f"    expected low  = {lo_sum} + {format_time(eff.step_overhead_s[0])} overhead")
-    lines.append(f"    expected high = {hi_sum} + {format_time(eff.step_overhead_s[1])} overhead   ({what})")
+    lines.append(f"    expected low  = {lo_sum} + {format_time(eff.overhead[0])} overhead")
+    lines.append(f"    expected high = {hi_sum} + {format_time(eff.overhead[1])} overhead   ({what})")
     return lines
 
 
@@ -60,9 +60,10 @@ def explain_serve(r: ServingReport) -> str:
                  "+ per-step overhead")
     lines.append(f"    each kernel: {MODEL}")
     lines.append(f"    calibration file: {eff.source_file or 'none'} ({eff.origin})")
-    lines.append(f"    overhead {format_time(eff.step_overhead_s[0])}–{format_time(eff.step_overhead_s[1])} a step: "
-                 "a constant, the host's launches and scheduler (no measured table applies; --step-overhead); "
-                 "--engine picks the shipped fit, --calibration FILE your own")
+    lines.append(f"    host overhead {format_time(eff.overhead[0])}–{format_time(eff.overhead[1])} a step, "
+                 f"{eff.prefill_dispatch_per_layer_s * 1e3:g} ms a layer of each prompt's prefill (added to TTFT): "
+                 f"{eff.overhead_source}; --step-overhead overrides the step's; --engine picks the shipped fit, "
+                 "--calibration FILE your own")
     lines.append("")
 
     req = r.requests_prefilled

@@ -136,19 +136,22 @@ def expected_band(sm: StepModel, r: dict[str, Any], batch: Any, seq: Any, machin
     dims = chip.dims(dims_basis(sm.config, b // sm.split.dp, s)) if chip is not None and chip.ops else None
     low, high = np.zeros_like(floor), np.zeros_like(floor)
     kinds = chip.kinds if chip is not None else ()
+    zeros = np.zeros(floor.shape[0])
+    everywhere = np.ones(floor.shape[0], dtype=bool)
     for j in range(floor.shape[1]):
         kind = kinds[j] if j < len(kinds) else None
         family = kind.family if kind is not None else "other"
         dt = _key(kind.dtype if kind is not None and kind.dtype else dtype.name)
-        rows = n = pairs = heads = np.zeros(floor.shape[0])
-        names = np.full(floor.shape[0], f"other.{dt}", dtype=object)
-        if family != "other" and dims is not None and kind is not None:
+        rows = n = pairs = heads = zeros
+        # (kind name, the points it applies to): one kind, or generation / context attention by queries
+        variants: list[tuple[str, Any]] = [(f"other.{dt}", everywhere)]
+        if family != "other" and dims is not None and kind is not None and chip is not None:
             d = dims[:, kind.op]
-            op = chip.ops[kind.op] if chip is not None else None
+            op = chip.ops[kind.op]
             if family == "gemm":
                 rows, n = np.rint(d[:, 2]), np.rint(d[:, 1])
-                names[:] = f"{GEMM}.{dt}"
-            elif op is not None:
+                variants = [(f"{GEMM}.{dt}", everywhere)]
+            else:
                 bq, nq, nkv = np.rint(d[:, 3]), np.rint(d[:, 4]), np.rint(d[:, 5])
                 kt = _ceil(nkv / ATTENTION_TILE)
                 qt = _ceil(nq / ATTENTION_TILE)
@@ -157,13 +160,14 @@ def expected_band(sm: StepModel, r: dict[str, Any], batch: Any, seq: Any, machin
                 pre_pairs = np.where(nq == nkv, qt * (qt + 1) / 2, qt * kt)
                 pairs = np.where(decode, bq * op.kv_heads * kt, heads * pre_pairs)
                 rows = np.where(decode, 0.0, bq * op.kv_heads * _ceil(nq * op.group / ATTENTION_TILE) * ATTENTION_TILE)
-                names = np.where(decode, f"{GENERATION}.{_key(op.kv_dtype)}", f"{CONTEXT}.{dt}").astype(object)
-        for name in dict.fromkeys(names.tolist()):
-            for c in np.unique(cls[:, j]):
-                at = (names == name) & (cls[:, j] == c)
-                if not at.any():
-                    continue
-                fit, _ = times.fit_for(str(name), BOUNDS[int(c)])
+                variants = [(f"{GENERATION}.{_key(op.kv_dtype)}", decode), (f"{CONTEXT}.{dt}", ~decode)]
+        cj = cls[:, j]
+        for name, where in variants:
+            if not where.any():
+                continue
+            for c in np.unique(cj[where]):
+                at = where & (cj == c)
+                fit, _ = times.fit_for(name, BOUNDS[int(c)])
                 lo, hi = _fit_band(fit, floor[at, j], compute[at, j], rows[at], n[at], pairs[at], heads[at], sms)
                 low[at, j], high[at, j] = lo, hi
     return low * counts, high * counts

@@ -55,7 +55,7 @@ def step_band(placements: Any, eff: Efficiency, overlap: bool, overhead: bool = 
         floor[key] += p.total_time_s
         fast[key] += p.count * band.low_s
         slow[key] += p.count * band.high_s
-    oh_lo, oh_hi = eff.step_overhead_s if overhead else (0.0, 0.0)
+    oh_lo, oh_hi = eff.overhead if overhead else (0.0, 0.0)
     if overlap:
         return Band(max(floor.values()), max(fast.values()) + oh_lo, max(slow.values()) + oh_hi)
     return Band(sum(floor.values()), sum(fast.values()) + oh_lo, sum(slow.values()) + oh_hi)

@@ -46,7 +46,7 @@ class Decode:
         r = self.sm.evaluate(bs, cs, self.machine, self.dtype)
         kt = r["kernel_time_s"]
         fast, slow = kernel_bands(self.sm, r, bs, cs, self.machine, self.dtype, self.eff)
-        oh_lo, oh_hi = self.eff.step_overhead_s
+        oh_lo, oh_hi = self.eff.overhead
         if self.comm is None:
             floor, low, high = r["time_s"], fast.sum(axis=1) + oh_lo, slow.sum(axis=1) + oh_hi
         else:

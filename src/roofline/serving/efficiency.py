@@ -7,10 +7,17 @@ by roofline.calibration.choose): the shipped fit of the device on an engine's me
 architecture's and says so), or your own `--calibration FILE` (an expected-time file from `roofline
 calibrate --save`, or a bench calibration: floor / the measured share of the roof of each bound class).
 
-Two constants remain, where no measured table applies, and every output says so:
+The host's time beside the kernels (Python dispatch, launches, the scheduler) is taken per engine from
+aiconfigurator-core 0.12.0's backends, whose end-to-end estimates are calibrated against measured
+serving runs ("the silicon corpus"; ENGINE_OVERHEAD below): vLLM pays a fixed CPU-side dispatch of
+0.8 ms per layer on each request's prefill (sdk/backends/vllm_backend.py, _prefill_dispatch_overhead_ms:
+"not captured in silicon benchmarks ... recalibrated at ~0.8ms/layer against the full silicon corpus"),
+TensorRT-LLM and SGLang none (the base backend's default, "no correction"), and none of the three a
+per-step decode term beyond the kernels' own launch cost (t0 of each kernel fit). Two constants remain
+where no measured source applies, and every output says so:
 
-    per-step overhead   20–50 µs a step           (the host: kernel launches and the scheduler; an assumption,
-                                                   --step-overhead)
+    per-step overhead   20–50 µs a step           (only with a bench --calibration, which names no engine:
+                                                   an assumption; --step-overhead overrides either)
     KV transfer         80–90% of the link        (--disaggregate's KV cache over the link: nccl-tests' busbw
                                                    sits below the link's figure; no table measures a transfer)
 
@@ -57,6 +64,19 @@ def check_share(label: str, band: tuple[float, float]) -> tuple[float, float]:
     return lo, hi
 
 
+# per engine: (decode step overhead (low, high) in s, prefill dispatch per request per layer in s), from
+# aiconfigurator-core 0.12.0 sdk/backends/{vllm,trtllm,sglang}_backend.py and base_backend.py
+ENGINE_OVERHEAD: dict[str, tuple[tuple[float, float], float]] = {
+    "vllm": ((0.0, 0.0), 0.8e-3),
+    "trtllm": ((0.0, 0.0), 0.0),
+    "sglang": ((0.0, 0.0), 0.0),
+}
+ENGINE_OVERHEAD_SOURCE = ("aiconfigurator-core 0.12.0 sdk/backends (calibrated against measured serving runs): vLLM "
+                          "0.8 ms a layer of prefill dispatch per request, TensorRT-LLM and SGLang none; no per-step "
+                          "decode term")
+ASSUMED_STEP_OVERHEAD = (20e-6, 50e-6)
+
+
 @dataclass(frozen=True)
 class Efficiency:
     """Where serve's bands come from: each kernel's calibrated band (`engine`, `calibration`: as
@@ -67,12 +87,14 @@ class Efficiency:
     engine: str | None = None
     calibration: str | None = None
     communication: tuple[float, float] = (0.80, 0.90)
-    step_overhead_s: tuple[float, float] = (20e-6, 50e-6)
+    step_overhead_s: tuple[float, float] | None = None  # None: the engine's (ENGINE_OVERHEAD), or the assumption
     kernels: Chosen | None = field(default=None, compare=False)
     fallback: Chosen | None = field(default=None, compare=False)  # a bench file's missing classes: the shipped fit
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "communication", check_share("KV transfer (link) efficiency", self.communication))
+        if self.step_overhead_s is None:
+            return
         lo, hi = (float(self.step_overhead_s[0]), float(self.step_overhead_s[1]))
         if lo < 0 or hi < 0:
             raise RooflineError(f"{T.step_overhead_s} must not be negative, got {format_time(min(lo, hi))}")
@@ -88,7 +110,30 @@ class Efficiency:
 
         chosen = choose(machine_id, self.engine, self.calibration)
         fallback = choose(machine_id, self.engine) if chosen.bench is not None else None
-        return replace(self, kernels=chosen, fallback=fallback)
+        out = replace(self, kernels=chosen, fallback=fallback)
+        if self.step_overhead_s is None:
+            engine = chosen.times.engine if chosen.times is not None else None
+            step = ENGINE_OVERHEAD[engine][0] if engine in ENGINE_OVERHEAD else ASSUMED_STEP_OVERHEAD
+            object.__setattr__(out, "step_overhead_s", step)
+        return out
+
+    @property
+    def engine_of_fit(self) -> str | None:
+        """The engine the kernels' fit was measured on (None for a bench calibration)."""
+        c = self.kernels
+        return c.times.engine if c is not None and c.times is not None else None
+
+    @property
+    def prefill_dispatch_per_layer_s(self) -> float:
+        """The engine's fixed CPU-side prefill dispatch per request and layer (ENGINE_OVERHEAD; vLLM's 0.8 ms)."""
+        engine = self.engine_of_fit
+        return ENGINE_OVERHEAD[engine][1] if engine in ENGINE_OVERHEAD else 0.0
+
+    @property
+    def overhead_source(self) -> str:
+        if self.engine_of_fit in ENGINE_OVERHEAD and self.step_overhead_s == ENGINE_OVERHEAD[self.engine_of_fit][0]:
+            return f"{self.engine_of_fit}'s, from {ENGINE_OVERHEAD_SOURCE}"
+        return "a constant (no measured source for this calibration, or --step-overhead)"
 
     @property
     def chosen(self) -> Chosen:
@@ -126,12 +171,19 @@ class Efficiency:
         return "" if self.kernels is None else str(self.kernels.describe().get("file") or "")
 
     @property
+    def overhead(self) -> tuple[float, float]:
+        """The per-step overhead (low, high), resolved (the assumption before for_device)."""
+        return self.step_overhead_s if self.step_overhead_s is not None else ASSUMED_STEP_OVERHEAD
+
+    @property
     def label(self) -> str:
         """The band's source in a few words, for a header, a legend or a subtitle."""
-        lo, hi = self.step_overhead_s
+        lo, hi = self.overhead
         where = self.source_file or "the calibration"
-        return (f"each kernel's band fitted on measured kernels, {where}; + {format_time(lo)}–{format_time(hi)} a "
-                f"step, a constant")
+        host = (f"the host: {self.engine_of_fit}'s measured overhead (aiconfigurator-core)"
+                if self.overhead_source.startswith(str(self.engine_of_fit)) else
+                f"+ {format_time(lo)}–{format_time(hi)} a step, a constant")
+        return f"each kernel's band fitted on measured kernels, {where}; {host}"
 
     @property
     def origin(self) -> str:
@@ -141,14 +193,16 @@ class Efficiency:
         else:
             d = self.kernels.describe()
             kernels = f"each kernel's calibrated band, {d.get('file') or 'the calibration'}: {d.get('note', '')}"
-        lo, hi = self.step_overhead_s
-        return (f"{kernels}; + {format_time(lo)}–{format_time(hi)} a step, a constant (the host's launches and "
-                f"scheduler: no measured table applies)")
+        lo, hi = self.overhead
+        return (f"{kernels}; the host: + {format_time(lo)}–{format_time(hi)} a step and "
+                f"{self.prefill_dispatch_per_layer_s * 1e3:g} ms a layer of prefill dispatch, {self.overhead_source}")
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"kernels": None if self.kernels is None else self.kernels.describe(),
                              "engine": self.engine, "calibration": self.calibration,
-                             "communication": list(self.communication), "step_overhead_s": list(self.step_overhead_s),
+                             "communication": list(self.communication), "step_overhead_s": list(self.overhead),
+                             "prefill_dispatch_per_layer_s": self.prefill_dispatch_per_layer_s,
+                             "overhead_source": self.overhead_source,
                              "sources": dict(SOURCES)}
         return d
 

@@ -264,7 +264,8 @@ def _prefill_band(a: ModelAnalysis, eff: Efficiency) -> Band:
     """The prefill step's floor (analyze_model's time, exactly) and band: Σ runs × each kernel's
     calibrated band + the per-step overhead (chunked.step_band, the one place that sum is written)."""
     b = step_band(a.placements, eff, a.overlap)
-    return Band(a.time_s, b.low, b.high)
+    host = eff.prefill_dispatch_per_layer_s * a.config.num_layers  # the engine's prefill dispatch (vLLM's)
+    return Band(a.time_s, b.low + host, b.high + host)
 
 
 def _positive(value: float | None, label: str) -> float | None:
