@@ -19,7 +19,7 @@ KERNEL_CSV_COLUMNS = ("name", "kind", "count", "flop", "bytes", "flop_per_byte",
 
 # which columns of a sweep or comparison a narrow terminal leaves out first (least important first)
 ROWS_DROP = ("devices", "weights+KV", "active", "ridge", "compute", "crossover", "tokens/s", "bytes", "FLOPs",
-             "params", "weights", "KV/token", "limit")
+             "params", "weights", "KV/token", "limit", "expected")
 
 
 def rows_table(rows: list[dict[str, Any]], columns: Sequence[tuple[str, str, Callable[[Any], str]]], title: str) -> str:
