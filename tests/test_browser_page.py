@@ -239,7 +239,7 @@ def test_serve_page_runs_without_a_policy_violation(browser: Any, tmp_path: Path
     serving = pytest.importorskip("roofline.serving")
     from roofline.report.outputs import write_serve_outputs
 
-    report = serving.serve("llama-3-8b", "h100", prompt=512, output=64)
+    report = serving.serve_model("llama-3-8b", "h100", prompt=512, output=64)
     path = tmp_path / "serve.html"
     write_serve_outputs(report, html=str(path))
     page = browser.new_page()

@@ -10,7 +10,7 @@ import pytest
 
 from roofline.parallel import Split
 from roofline.report.outputs import write_serve_outputs
-from roofline.serving import serve
+from roofline.serving import serve_model
 
 if TYPE_CHECKING:
     from conftest import Opened
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.browser
 
 def test_serve_page_loads_offline_with_one_point_per_batch(open_page: Callable[[Path], Opened], tmp_path: Path,
                                                           artifacts: Path) -> None:
-    r = serve("llama-3-70b", "dgx-h100", Split(tp=8), prompt=2048, output=256, itl_slo_s=0.03,
+    r = serve_model("llama-3-70b", "dgx-h100", Split(tp=8), prompt=2048, output=256, itl_slo_s=0.03,
               price_per_device_hour=2.5)
     path = tmp_path / "serve.html"
     write_serve_outputs(r, html=str(path))

@@ -20,7 +20,6 @@ from roofline.measure.calibration import Calibration, ClassShare, Sample, load_c
 from roofline.measure.collectives import ALL_GATHER, ALL_REDUCE, CollectivePoint, Collectives, bus_factor
 from roofline.measure.timing import Timing
 from roofline.placement import place_flop_bytes
-from roofline.serving.calibration import CalibratedEfficiency, efficiency_from_calibration
 from roofline.serving.efficiency import Efficiency
 from roofline.vocab import Level
 
@@ -173,29 +172,19 @@ def test_missing_file_is_one_line(tmp_path: Path) -> None:
         load_calibration(tmp_path)
 
 
-def test_efficiency_from_calibration_replaces_what_the_file_has(tmp_path: Path) -> None:
-    base = Efficiency(compute=(0.7, 0.8), memory=(0.8, 0.9), communication=(0.8, 0.9), step_overhead_s=(1e-5, 3e-5))
+def test_serve_takes_a_bench_calibration_as_model_does(tmp_path: Path) -> None:
+    """serve's kernels take a bench file's shares as `roofline model --calibration` does: band = floor /
+    [high share, low share] of the kernel's bound class; the overhead and the KV transfer stay constants."""
+    from roofline.placement import place_flop_bytes
+
     path = tmp_path / "cal.json"
     path.write_text(_bench_calibration().to_json(), encoding="utf-8")
-    eff = efficiency_from_calibration(path, base)
-    assert isinstance(eff, CalibratedEfficiency) and isinstance(eff, Efficiency)
-    assert eff.memory == pytest.approx((0.675, 0.825)) and eff.compute == pytest.approx((0.75, 0.75))
-    assert eff.communication == (0.8, 0.9) and eff.step_overhead_s == (1e-5, 3e-5)  # kept from base
-    assert eff.from_file == ("compute", "memory")
-    assert eff.source["memory"].startswith(f"calibration {path}: 0.675-0.825 (25th-75th percentile of 4)")
-    assert eff.source["communication"].startswith("default (not in the calibration)")
-    d = eff.to_dict()
-    assert d["memory"] == pytest.approx([0.675, 0.825]) and d["sources"]["compute"].startswith("calibration")
-    assert d["calibration"] == {"file": str(path), "classes": ["compute", "memory"]}
-    # an explicit flag wins over the file; a Calibration in memory works as well
-    kept = efficiency_from_calibration(_bench_calibration(), base, keep=["compute"])
-    assert kept.compute == (0.7, 0.8) and kept.memory == pytest.approx((0.675, 0.825))
-    assert kept.source["compute"].startswith("default (given explicitly)")
-    with pytest.raises(RooflineError, match="gives no range"):
-        efficiency_from_calibration(_bench_calibration(), base, keep=["compute", "memory"])
-    # clamped into (0, 1]: a range above the roof is cut at 1
-    over = Calibration("m", "d", "hand", {"communication": ClassShare(0.9, 1.3, 2)})
-    assert efficiency_from_calibration(over, base).communication == (0.9, 1.0)
+    eff = Efficiency(calibration=str(path), step_overhead_s=(1e-5, 3e-5)).for_device("h100-sxm")
+    stream = place_flop_bytes(1e6, 1e9, "h100")  # 1 FLOP per 1000 bytes: memory-bound
+    band = eff.band(stream)
+    assert band.low_s == pytest.approx(stream.time_s / 0.825) and band.high_s == pytest.approx(stream.time_s / 0.675)
+    assert eff.communication == (0.8, 0.9) and eff.step_overhead_s == (1e-5, 3e-5)
+    assert eff.to_dict()["kernels"]["file"] == str(path)
 
 
 def test_bench_save_calibration_checks_the_path_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -221,5 +210,5 @@ def test_bench_cli_writes_a_calibration(tmp_path: Path, capsys: pytest.CaptureFi
     for lo, hi in ranges.values():  # measured: bounds, not values
         assert 0 < lo <= hi <= 1
     assert cal.produced_by.startswith("roofline bench --quick (cpu, fp32") and cal.date
-    eff = efficiency_from_calibration(path, Efficiency())
-    assert eff.communication == Efficiency().communication
+    eff = Efficiency(calibration=str(path)).for_device("cpu")
+    assert eff.kernels is not None and eff.kernels.bench is not None

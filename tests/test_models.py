@@ -21,6 +21,8 @@ from roofline.models import (
     compare,
     config_from_dict,
     decode_limit,
+    deployments,
+    dtype_steps,
     expected_experts_hit,
     experts_hit,
     load_config,
@@ -533,7 +535,7 @@ def test_library_defaults_are_the_command_line_defaults() -> None:
     assert analyze_model("gpt2").seq == 1024  # 2048 capped at GPT-2's max_position_embeddings
     assert analyze_model("gpt2", seq=2048).seq == 2048  # a length given is kept (and warned about)
     assert [r["seq"] for r in compare(["llama-3-70b", "gpt2"])] == [2048, 1024]
-    assert [r["seq"] for r in sweep("gpt2", batches=[1, 2])] == [1024, 1024]
+    assert [r["seq"] for r in sweep(dtype_steps("gpt2"), deployments(["h100"]), [1, 2])] == [1024, 1024]
 
 
 def test_param_counts_are_typed_parts_with_their_sums() -> None:

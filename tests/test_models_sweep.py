@@ -5,7 +5,17 @@ from __future__ import annotations
 import pytest
 
 from roofline.hardware import get_machine
-from roofline.models import StepModel, analyze_model, compare, load_config, model_dtypes, sweep, sweep_arrays
+from roofline.models import (
+    StepModel,
+    analyze_model,
+    compare,
+    deployments,
+    dtype_steps,
+    load_config,
+    model_dtypes,
+    sweep,
+    sweep_arrays,
+)
 from roofline.models.sweep import SWEPT_RESOURCES
 
 CASES = [
@@ -37,7 +47,8 @@ def test_sweep_path_agrees_with_the_graph_path(name: str, phase: str, plan: str)
 
 
 def test_sweep_rows_cover_the_grid_and_agree() -> None:
-    rows = sweep("llama-3-8b", ["h100", "b200"], "decode", [1, 64], [1024, 8192], "flash", ["bf16"], ["bf16", "fp8"])
+    rows = sweep(dtype_steps("llama-3-8b", "decode", "flash", ["bf16"], ["bf16", "fp8"]), deployments(["h100", "b200"]),
+                 [1, 64], [1024, 8192])
     assert len(rows) == 2 * 2 * 2 * 2  # machines × kv dtypes × batches × contexts
     r = next(r for r in rows if (r["machine"], r["kv_dtype"], r["batch"], r["seq"]) == ("b200", "fp8_e4m3", 64, 8192))
     a = analyze_model("llama-3-8b", "b200", "decode", 64, 8192, dtypes=model_dtypes(kv_cache="fp8"))
@@ -46,7 +57,7 @@ def test_sweep_rows_cover_the_grid_and_agree() -> None:
     # the sweep counts weights + KV cache (no activation workspace), searched for the same smallest split
     assert r["memory_bytes"] == pytest.approx(a.memory.weights_bytes + a.memory.kv_cache_bytes)
     assert r["devices"] == a.memory.devices
-    big = sweep("llama-3-70b", ["h100"], "decode", [64], [8192])[0]
+    big = sweep(dtype_steps("llama-3-70b"), deployments(["h100"]), [64], [8192])[0]
     assert big["devices"] == 8  # TP 4 holds 78.2 GB a device > 77.3 GB usable: TP 8 (tests/test_parallel.py)
 
 
@@ -74,7 +85,7 @@ def test_ten_thousand_point_sweep_has_every_point() -> None:
 
 
 def test_sweep_per_kernel_times_add_up_to_the_step() -> None:
-    rows = sweep("llama-3-70b", ["h100"], "decode", [1, 256], [8192], per_kernel=True)
+    rows = sweep(dtype_steps("llama-3-70b"), deployments(["h100"]), [1, 256], [8192], per_kernel=True)
     for r in rows:
         assert sum(k["total_time_s"] for k in r["kernels"]) == pytest.approx(r["time_s"], rel=1e-12)
     attn = {r["batch"]: next(k for k in r["kernels"] if k["name"] == "attn") for r in rows}
@@ -82,7 +93,7 @@ def test_sweep_per_kernel_times_add_up_to_the_step() -> None:
     # (K and V, 8 heads · 128 · 2 B each) / 3.35 TB/s = 205 ms, plus q and o, which are small
     assert attn[256]["total_time_s"] == pytest.approx(80 * 256 * 8192 * 4096 / 3.35e12, rel=0.01)
     assert attn[256]["bound_class"] == "memory"
-    assert "kernels" not in sweep("llama-3-70b", ["h100"], "decode", [1], [8192])[0]
+    assert "kernels" not in sweep(dtype_steps("llama-3-70b"), deployments(["h100"]), [1], [8192])[0]
 
 
 @pytest.mark.parametrize("verb", ["sweep llama-3-8b --batch 1,4 --context 8192", "compare llama-3-8b --batch 1,4"])

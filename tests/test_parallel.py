@@ -201,7 +201,7 @@ def test_mixtral_tp8_ep8_decode_by_hand() -> None:
 @pytest.mark.parametrize("phase", ["decode", "prefill"])
 def test_ep_with_tp_graph_path_agrees_with_the_sweep(phase: str) -> None:
     from roofline.hardware import get_system
-    from roofline.models import StepModel, load_config, model_dtypes, sweep
+    from roofline.models import StepModel, deployments, dtype_steps, load_config, model_dtypes, sweep
 
     cfg, dt = load_config("mixtral-8x7b"), model_dtypes()
     dpn = get_system("dgx-h100").devices_per_node
@@ -215,7 +215,7 @@ def test_ep_with_tp_graph_path_agrees_with_the_sweep(phase: str) -> None:
                 assert float(r["flop"][0]) == pytest.approx(a.flop, rel=1e-9)
                 assert float(r["bytes"][0]) == pytest.approx(a.bytes, rel=1e-9)
                 assert float(r["time_s"][0]) == pytest.approx(a.time_s, rel=1e-9)
-    rows = sweep("mixtral-8x7b", ["dgx-h100"], phase, [8, 64], [4096], splits=[MIXTRAL_TP8_EP8])
+    rows = sweep(dtype_steps("mixtral-8x7b", phase), deployments(["dgx-h100"], [MIXTRAL_TP8_EP8]), [8, 64], [4096])
     for row in rows:
         a = analyze_model(cfg, "dgx-h100", phase, row["batch"], 4096, split=MIXTRAL_TP8_EP8)
         assert row["time_s"] == pytest.approx(a.time_s, rel=1e-9) and (row["tp"], row["ep"]) == (8, 8)
@@ -223,7 +223,7 @@ def test_ep_with_tp_graph_path_agrees_with_the_sweep(phase: str) -> None:
 
 
 def test_ep_with_tp_needs_whole_token_shares(capsys: pytest.CaptureFixture[str]) -> None:
-    from roofline.models import sweep
+    from roofline.models import deployments, dtype_steps, sweep
 
     # decode: N = batch / dp = 4 tokens cannot be split over 8 tp ranks; prefill: 1 × 1001 neither
     with pytest.raises(RooflineError, match=r"ep 8 with tp 8: .* multiple of 8 \(decode: batch / dp = 4\)"):
@@ -232,7 +232,7 @@ def test_ep_with_tp_needs_whole_token_shares(capsys: pytest.CaptureFixture[str])
         analyze_model("mixtral-8x7b", "dgx-h100", "prefill", 1, 1001, split=MIXTRAL_TP8_EP8)
     analyze_model("mixtral-8x7b", "dgx-h100", "prefill", 1, 1000, split=MIXTRAL_TP8_EP8)  # 1000 = 8 × 125
     with pytest.raises(RooflineError, match=r"batch 12 is not a multiple of tp × dp = 8 × 1 = 8"):
-        sweep("mixtral-8x7b", ["dgx-h100"], "decode", [8, 12], [4096], splits=[MIXTRAL_TP8_EP8])
+        sweep(dtype_steps("mixtral-8x7b"), deployments(["dgx-h100"], [MIXTRAL_TP8_EP8]), [8, 12], [4096])
     code = main(["model", "mixtral-8x7b", "--machine", "dgx-h100", "--tp", "8", "--ep", "8", "--batch", "4"])
     _, err = capsys.readouterr()
     assert code == 2 and "multiple of 8" in err and len(err.strip().splitlines()) == 1, err

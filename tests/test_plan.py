@@ -18,7 +18,16 @@ import pytest
 from roofline.cli import main
 from roofline.errors import RooflineError
 from roofline.hardware import get_system
-from roofline.models import StepModel, analyze_model, compare, load_config, model_dtypes, sweep
+from roofline.models import (
+    StepModel,
+    analyze_model,
+    compare,
+    deployments,
+    dtype_steps,
+    load_config,
+    model_dtypes,
+    sweep,
+)
 from roofline.models.search import search_splits
 from roofline.models.stepmodel import find_crossover
 from roofline.models.sweep import SWEPT_RESOURCES
@@ -93,7 +102,7 @@ def test_the_objective_changes_the_winner() -> None:
     w = s.winner
     assert w is not None and w.split == Split(tp=8)
     assert w.tokens_per_s_per_device == pytest.approx(64 / w.time_s / 8, rel=1e-12)  # type: ignore[operator]
-    assert s.row(Split(pp=8)).reason.startswith("fewer tokens/s per device")
+    assert s.row(Split(pp=8)).reason.startswith("fewer expected tokens/s per device")
     pp8 = s.row(Split(pp=8))
     micro = analyze_model("llama-3-70b", "dgx-h100", "decode", 8, 8192, split=Split(pp=8))  # one micro-batch
     assert pp8.tokens_per_s == pytest.approx(8 / (micro.time_s * 10 / 80))  # 10 of the 80 layers a stage
@@ -101,7 +110,7 @@ def test_the_objective_changes_the_winner() -> None:
     # TP 8 makes the most per device; PP 5 (94 ms a step) is over the target
     s30 = search_splits(*LLAMA, devices=8, objective="latency", latency_target_s=30e-3)
     assert s30.winner is not None and s30.winner.split == Split(tp=8)
-    assert s30.row(Split(tp=4, pp=2)).reason.startswith("fewer tokens/s per device")
+    assert s30.row(Split(tp=4, pp=2)).reason.startswith("fewer expected tokens/s per device")
     assert s30.row(Split(pp=5)).reason.startswith("over the latency target: 93.9 ms > 30 ms")
     assert s30.row(Split(pp=5)).rank is None
     # within 20 ms only TP 8 (15.2 ms) and TP 4 × DP 2 (19.8 ms) qualify, and TP 8 makes more per device
@@ -216,7 +225,7 @@ def test_sweep_path_agrees_with_the_graph_path_per_split(name: str, system: str,
 
 def test_sweep_rows_per_split_agree_with_analyze_model() -> None:
     splits = [Split(), Split(tp=4), Split(tp=4, pp=2), Split(tp=2, dp=2)]
-    rows = sweep("llama-3-70b", ["dgx-h100"], "decode", [8, 64], [8192], splits=splits)
+    rows = sweep(dtype_steps("llama-3-70b", "decode"), deployments(["dgx-h100"], splits), [8, 64], [8192])
     assert len(rows) == 4 * 2
     for r in rows:
         sp = Split(tp=r["tp"], pp=r["pp"], ep=r["ep"], dp=r["dp"])
@@ -230,7 +239,7 @@ def test_sweep_rows_per_split_agree_with_analyze_model() -> None:
         # of weights + 21.5 GB / 4 of KV; at 64, TP 8 (TP 4 would hold 78.2 GB)
         assert r["devices"] == (4 if r["batch"] == 8 else 8)
     with pytest.raises(RooflineError, match="batch 9 is not a multiple of dp 2"):
-        sweep("llama-3-70b", ["h100"], "decode", [8, 9], [8192], splits=[Split(dp=2)])
+        sweep(dtype_steps("llama-3-70b", "decode"), deployments(["h100"], [Split(dp=2)]), [8, 9], [8192])
 
 
 def test_crossover_with_data_parallel_is_a_multiple_of_dp() -> None:

@@ -21,13 +21,13 @@ from roofline.report.charts.roofline import figure_bytes
 from roofline.report.charts.serve import FITS_COLOUR, memory_limit_itl, serve_figure
 from roofline.report.outputs import write_serve_outputs
 from roofline.report.page.serve import serve_page, serve_payload
-from roofline.serving import KNEE_GAIN, ServingReport, serve
+from roofline.serving import KNEE_GAIN, ServingReport, serve_model
 
 
 @pytest.fixture(scope="module")
 def report() -> ServingReport:
     """Llama 3 70B on a DGX H100 under TP 8 with a 30 ms ITL target: batch 1024 does not fit."""
-    return serve("llama-3-70b", "dgx-h100", Split(tp=8), prompt=2048, output=256, itl_slo_s=0.03,
+    return serve_model("llama-3-70b", "dgx-h100", Split(tp=8), prompt=2048, output=256, itl_slo_s=0.03,
                  price_per_device_hour=2.5)
 
 
@@ -64,8 +64,9 @@ def test_one_point_per_batch_at_its_itl_and_throughput(report: ServingReport, fi
         line = _gid(ax, f"batch-{p.batch}")
         assert line.get_xdata()[0] == pytest.approx(p.itl.floor)
         assert line.get_ydata()[0] == pytest.approx(p.throughput.ceiling)
-        # throughput = batch / ITL mean without pipeline stages
-        assert line.get_ydata()[0] == pytest.approx(p.batch / p.itl.floor)
+        # throughput = the workload's, prefill counted, without pipeline stages: B·O / (O·ITL + B·TTFT)
+        o = report.output
+        assert line.get_ydata()[0] == pytest.approx(p.batch * o / (o * p.itl.floor + p.batch * report.ttft.floor))
     floor = _gid(ax, "floor")
     assert list(floor.get_xdata()) == pytest.approx([p.itl.floor for p in report.curve])
     assert list(floor.get_ydata()) == pytest.approx([p.throughput.ceiling for p in report.curve])
@@ -154,7 +155,7 @@ def test_svg_carries_the_gids_and_no_date(fig: Any) -> None:
 
 
 def test_without_target_or_overflow_nothing_extra_is_drawn() -> None:
-    r = serve("llama-3-8b", "h100", prompt=128, output=128, batch=8)
+    r = serve_model("llama-3-8b", "h100", prompt=128, output=128, batch=8)
     ax = _ax(serve_figure(r))
     gids = {a.get_gid() for a in ax.get_children()}
     assert "itl-slo" not in gids and "itl-slo-label" not in gids

@@ -8,7 +8,7 @@ import pytest
 from roofline.errors import RooflineError
 from roofline.models import build_graph, load_config
 from roofline.parallel import Split
-from roofline.serving import serve
+from roofline.serving import serve_model as serve
 from roofline.serving.speculative import expected_tokens, mtp_draft
 from roofline.vocab import Unit
 

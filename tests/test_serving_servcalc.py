@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from roofline.models import analyze_model, load_config
-from roofline.serving import serve
+from roofline.serving import serve_model
 from roofline.vocab import Role
 
 H100_BW = 3.35e12  # hardware/data/h100-sxm.toml
@@ -34,7 +34,7 @@ def test_decode_floor_against_the_servcalc_formula() -> None:
     servcalc = (streamed + 16 * 1280 * kv_per_token) / H100_BW
     assert servcalc <= a.time_s <= 1.02 * servcalc
     # serve's mean ITL over contexts 1025 … 1536 is the step at the mean context, 1280.5 (linear in L)
-    r = serve("llama-3-8b", "h100", prompt=1024, output=512, batch=16)
+    r = serve_model("llama-3-8b", "h100", prompt=1024, output=512, batch=16)
     mean_servcalc = (streamed + 16 * 1280.5 * kv_per_token) / H100_BW
     assert mean_servcalc <= r.itl_mean.floor <= 1.02 * mean_servcalc
 

@@ -15,7 +15,7 @@ from roofline.cli import main
 from roofline.errors import RooflineError
 from roofline.hardware.system_file import get_system
 from roofline.parallel import Split
-from roofline.serving import ServingReport, serve
+from roofline.serving import ServingReport, serve_model
 from roofline.serving.speculative import expected_tokens
 
 TP8 = Split(tp=8)
@@ -28,12 +28,12 @@ def close(a: float, b: float, rel: float = 1e-9) -> bool:
 
 @pytest.fixture(scope="module")
 def whatif() -> ServingReport:
-    return serve("llama-3-70b", "dgx-h100", TP8, prompt=P, output=O, chunk=512, disaggregate_devices="4:4",
+    return serve_model("llama-3-70b", "dgx-h100", TP8, prompt=P, output=O, chunk=512, disaggregate_devices="4:4",
                  draft="llama-3-8b", draft_tokens=4, acceptance=0.8)
 
 
 def test_the_core_numbers_do_not_move(whatif: ServingReport) -> None:
-    plain = serve("llama-3-70b", "dgx-h100", TP8, prompt=P, output=O)
+    plain = serve_model("llama-3-70b", "dgx-h100", TP8, prompt=P, output=O)
     assert whatif.ttft == plain.ttft and whatif.itl_mean == plain.itl_mean and whatif.curve == plain.curve
     assert plain.chunked is None and plain.disaggregated is None and plain.speculative is None
     assert not {"chunked", "disaggregated", "speculative"} & set(plain.to_dict())
@@ -51,7 +51,7 @@ def test_expected_tokens_per_step_by_hand() -> None:
 def test_net_itl_is_draft_and_verify_over_expected_tokens(whatif: ServingReport) -> None:
     s = whatif.speculative
     assert s is not None
-    draft = serve("llama-3-8b", "dgx-h100", TP8, prompt=P, output=O, batch=whatif.batch)
+    draft = serve_model("llama-3-8b", "dgx-h100", TP8, prompt=P, output=O, batch=whatif.batch)
     assert s.draft_step == draft.itl_mean
     assert close(s.net_itl.floor, (4 * draft.itl_mean.floor + s.verify_step.floor) / 3.3616)
     assert close(s.net_itl.high, (4 * draft.itl_mean.high + s.verify_step.high) / 3.3616)
@@ -69,7 +69,7 @@ def test_draft_memory_counts_both_models_by_hand(whatif: ServingReport) -> None:
     kv_70b = 2 * 128 * 80 * 2 * (P + O)  # Llama 3 70B, 80 layers: 40,960 B a token
     kv_8b = 2 * 128 * 32 * 2 * (P + O)  # Llama 3 8B, 32 layers: 16,384 B a token
     assert s.draft_kv_bytes_per_sequence == kv_8b and whatif.kv_bytes_per_sequence == kv_70b
-    draft = serve("llama-3-8b", "dgx-h100", TP8, prompt=P, output=O)
+    draft = serve_model("llama-3-8b", "dgx-h100", TP8, prompt=P, output=O)
     assert s.draft_weights_bytes == draft.weights_bytes
     usable = 80 * 2**30 * 0.9  # the H100 SXM's 80 GiB (the catalog reads vendors' GB of HBM as GiB) at 0.9
     assert close(whatif.usable_bytes or 0, usable)
@@ -85,11 +85,11 @@ def test_draft_memory_counts_both_models_by_hand(whatif: ServingReport) -> None:
                                               (4, -0.2, "acceptance"), (0, 0.8, "draft_tokens")])
 def test_bad_speculative_inputs_are_one_line(k: int, a: float, says: str) -> None:
     with pytest.raises(RooflineError, match=says):
-        serve("llama-3-8b", "h100", prompt=128, output=16, draft="llama-3-8b", draft_tokens=k, acceptance=a)
+        serve_model("llama-3-8b", "h100", prompt=128, output=16, draft="llama-3-8b", draft_tokens=k, acceptance=a)
 
 
 def test_acceptance_one_is_the_limit() -> None:
-    r = serve("llama-3-8b", "h100", prompt=128, output=16, draft="llama-3-8b", draft_tokens=3, acceptance=1)
+    r = serve_model("llama-3-8b", "h100", prompt=128, output=16, draft="llama-3-8b", draft_tokens=3, acceptance=1)
     assert r.speculative is not None and r.speculative.expected_tokens == 4
 
 
@@ -102,7 +102,7 @@ def test_kv_transfer_and_ttft_by_hand(whatif: ServingReport) -> None:
     kv_token = 2 * 2 * 128 * 80 * 2  # two KV heads per device under TP 4
     assert d.kv_bytes_per_token_device == kv_token == 81_920
     assert close(d.transfer.floor, link.latency_s + P * kv_token / link.bytes_per_s)
-    pre = serve("llama-3-70b", "dgx-h100", Split(tp=4), prompt=P, output=O, batch=1)
+    pre = serve_model("llama-3-70b", "dgx-h100", Split(tp=4), prompt=P, output=O, batch=1)
     assert d.prefill == pre.ttft
     assert close(d.ttft.floor, pre.ttft.floor + d.transfer.floor)
     assert d.itl_mean == pre.itl_mean  # the decode group is TP 4 too, at the same batch
@@ -117,14 +117,14 @@ def test_kv_transfer_and_ttft_by_hand(whatif: ServingReport) -> None:
 def test_bad_ratio_is_one_line() -> None:
     for text in ("4-4", "0:4", "a:b", "1:2:3"):
         with pytest.raises(RooflineError, match="disaggregate_devices"):  # the library's name; the CLI's flag
-            serve("llama-3-8b", "h100", prompt=128, output=16, disaggregate_devices=text)
+            serve_model("llama-3-8b", "h100", prompt=128, output=16, disaggregate_devices=text)
 
 
 # --- chunked prefill --------------------------------------------------------------------------------
 
 def test_one_chunk_is_the_unchunked_ttft() -> None:
     for c in (P, 4096):
-        r = serve("llama-3-70b", "dgx-h100", TP8, prompt=P, output=O, chunk=c)
+        r = serve_model("llama-3-70b", "dgx-h100", TP8, prompt=P, output=O, chunk=c)
         assert r.chunked is not None and r.chunked.chunks == 1
         assert r.chunked.ttft == r.ttft
 
@@ -133,7 +133,7 @@ def test_chunked_ttft_by_hand(whatif: ServingReport) -> None:
     c = whatif.chunked
     assert c is not None and c.chunks == 4
     assert [(s.tokens, s.earlier) for s in c.steps] == [(512, 0), (512, 512), (512, 1024), (512, 1536)]
-    one = serve("llama-3-70b", "dgx-h100", TP8, prompt=512, output=O)
+    one = serve_model("llama-3-70b", "dgx-h100", TP8, prompt=512, output=O)
     assert all(s.prefill == one.ttft for s in c.steps)  # each chunk's prefill: the prefill step of 512 tokens
     # the attention to the earlier tokens: 8 heads, 512 queries × s keys, d = 128, 80 layers
     for s in c.steps[1:]:
@@ -211,7 +211,7 @@ def test_a_group_over_nodes_is_tp_inside_and_pp_across() -> None:
 
 
 def test_sixteen_by_sixteen_kv_transfer_by_hand() -> None:
-    r = serve("llama-3.1-405b", "dgx-h100", Split(tp=8, pp=2), prompt=4096, output=512, batch=32,
+    r = serve_model("llama-3.1-405b", "dgx-h100", Split(tp=8, pp=2), prompt=4096, output=512, batch=32,
               disaggregate_devices="16:16")
     d = r.disaggregated
     assert d is not None and d.prefill_split == Split(tp=8, pp=2) and d.decode_split == Split(tp=8, pp=2)
@@ -220,13 +220,13 @@ def test_sixteen_by_sixteen_kv_transfer_by_hand() -> None:
     assert d.link_level == "network"  # 32 devices span four nodes of 8
     assert close(d.transfer.floor, d.link_latency_s + 4096 * 32_256 / d.link_bytes_per_s)
     # the prefill group's step is serve's TTFT on that split at batch 1
-    alone = serve("llama-3.1-405b", "dgx-h100", Split(tp=8, pp=2), prompt=4096, output=512, batch=1)
+    alone = serve_model("llama-3.1-405b", "dgx-h100", Split(tp=8, pp=2), prompt=4096, output=512, batch=1)
     assert d.prefill == alone.ttft
 
 
 def test_balance_prefers_requests_per_device_among_balanced_pairs() -> None:
     from roofline.serving.disaggregate import BALANCE_TOLERANCE
-    r = serve("llama-3.1-405b", "dgx-h100", Split(tp=8, pp=2), prompt=4096, output=512, batch=32,
+    r = serve_model("llama-3.1-405b", "dgx-h100", Split(tp=8, pp=2), prompt=4096, output=512, batch=32,
               disaggregate_devices="16:16")
     d = r.disaggregated
     assert d is not None and d.balanced is not None
@@ -264,7 +264,7 @@ def test_a_draft_the_split_cannot_hold_is_named(capsys: pytest.CaptureFixture[st
 
 
 def test_a_draft_with_another_vocabulary_is_flagged() -> None:
-    r = serve("llama-3-8b", "h100", prompt=256, output=32, draft="gpt2", acceptance=0.8)
+    r = serve_model("llama-3-8b", "h100", prompt=256, output=32, draft="gpt2", acceptance=0.8)
     assert any("gpt2's vocabulary (50,257 tokens) is not llama-3-8b's (128,256)" in w for w in r.warnings)
-    same = serve("llama-3-8b", "h100", prompt=256, output=32, draft="llama-3-8b", acceptance=0.8)
+    same = serve_model("llama-3-8b", "h100", prompt=256, output=32, draft="llama-3-8b", acceptance=0.8)
     assert not any("vocabulary" in w for w in same.warnings)

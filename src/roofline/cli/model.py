@@ -85,12 +85,16 @@ def _write_rows(rows: list[dict[str, Any]], columns: Sequence[str], fmt: str, as
         if fmt not in ("table", "json"):
             raise RooflineError(f"--json and --format {fmt} ask for two formats: give one")
         fmt = "json"
+    # CSV cells are flat: the expected band {low, high} becomes two columns beside the floor
+    flat_columns = [c for k in columns for c in ((f"{k}.low", f"{k}.high") if k == "expected_time_s" else (k,))]
+    flat_rows = [{**r, **{f"expected_time_s.{e}": v for e, v in (r.get("expected_time_s") or {}).items()}}
+                 for r in rows]
     if csv_path:
-        write_text(csv_path, rows_csv(rows, columns))
+        write_text(csv_path, rows_csv(flat_rows, flat_columns))
     if fmt == "json":
         text = json.dumps(rows, indent=2, allow_nan=False)
     elif fmt == "csv":
-        text = rows_csv(rows, columns)
+        text = rows_csv(flat_rows, flat_columns)
     else:
         text = table_text()
     write_text(output, text)
@@ -259,6 +263,10 @@ def _grid_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 def _table_options(f: Callable[..., Any]) -> Callable[..., Any]:
     options = [
+        click.option("--engine", type=click.Choice(["trtllm", "vllm", "sglang"]), default=None,
+                     help="Engine whose measured kernels the expected times are fitted on (default: most rows)."),
+        click.option("--calibration", default=None, metavar="FILE",
+                     help="Your own expected-time file (roofline calibrate --save) or bench calibration."),
         click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table",
                      show_default=True),
         click.option("--json", "as_json", is_flag=True, help="Print JSON: the same as --format json."),
@@ -285,8 +293,8 @@ def _table_options(f: Callable[..., Any]) -> Callable[..., Any]:
 def sweep_command(model: str, machine: str, weights_dtype: str | None, kv_dtype: str | None, dtype: str | None,
                   batch: str, prompt: str | None, context: str | None, phase: str, fusion: str,
                   act_dtype: str, experts_hit: str | None, overrides: tuple[str, ...], tp_list: str, pp_list: str,
-                  ep_list: str, dp_list: str, fmt: str, as_json: bool, output: str | None,
-                  csv_path: str | None, png: str | None, svg: str | None) -> None:
+                  ep_list: str, dp_list: str, engine: str | None, calibration: str | None, fmt: str, as_json: bool,
+                  output: str | None, csv_path: str | None, png: str | None, svg: str | None) -> None:
     """Sweep MODEL over batch × length × dtype × machine × split: intensity, time floor, tokens/s, bound.
 
     \b
@@ -296,11 +304,12 @@ def sweep_command(model: str, machine: str, weights_dtype: str | None, kv_dtype:
       roofline sweep mixtral-8x7b --machine h100,b200 --batch 1:256 --png sweep.png
       roofline sweep llama-3-70b --machine dgx-h100 --tp 1,2,4,8 --batch 8:64:8 --context 8192
     """
-    from roofline.models import SWEEP_COLUMNS, sweep
+    from roofline.models import SWEEP_COLUMNS, deployments, dtype_steps, sweep
     from roofline.report.text.model import sweep_text
     from roofline.report.text.split_search import split_sweep_text
 
-    outputs([("MODEL", model), *listed("--machine", machine)], output=output, csv=csv_path, png=png, svg=svg)
+    outputs([("MODEL", model), *listed("--machine", machine), ("--calibration", calibration)], output=output,
+            csv=csv_path, png=png, svg=svg)
     if phase == "prefill" and context is not None and prompt is None:
         raise RooflineError("prefill sweeps take --prompt, not --context")
     if phase == "decode" and prompt is not None and context is None:
@@ -322,9 +331,10 @@ def sweep_command(model: str, machine: str, weights_dtype: str | None, kv_dtype:
     if n_rows > MAX_SWEEP_ROWS:
         raise RooflineError(f"the sweep has {n_rows:,} rows (batches × lengths × machines × dtypes × splits); "
                             f"at most {MAX_SWEEP_ROWS:,}: take larger steps or fewer values")
-    rows = sweep(model, machines, phase, batches, lengths, fusion,
-                 weights, kvs, act_dtype, computes, parse_experts_hit(experts_hit), parse_overrides(overrides),
-                 per_kernel=bool(png or svg), splits=splits)
+    steps = dtype_steps(model, phase, fusion, weights, kvs, act_dtype, computes, parse_experts_hit(experts_hit),
+                        parse_overrides(overrides))
+    rows = sweep(steps, deployments(machines, splits), batches, lengths, per_kernel=bool(png or svg),
+                 expected=_Chooser(engine, calibration).expected)
     split = any(not sp.trivial for sp in splits)
     if png or svg:
         _sweep_chart(rows, model, phase, batches, sorted({int(r["seq"]) for r in rows}), png, svg,
@@ -352,8 +362,8 @@ def sweep_command(model: str, machine: str, weights_dtype: str | None, kv_dtype:
 def compare_command(models: tuple[str, ...], machine: str, weights_dtype: str | None, kv_dtype: str | None,
                     dtype: str | None, batch: str, prompt: str | None, context: str | None, phase: str, fusion: str,
                     act_dtype: str, experts_hit: str | None, overrides: tuple[str, ...], tp_list: str, pp_list: str,
-                    ep_list: str, dp_list: str, fmt: str, as_json: bool, output: str | None,
-                    csv_path: str | None) -> None:
+                    ep_list: str, dp_list: str, engine: str | None, calibration: str | None, fmt: str,
+                    as_json: bool, output: str | None, csv_path: str | None) -> None:
     """Compare MODELS side by side (× machines × splits × dtypes): KV/token, intensity, decode limit, crossover, fit.
 
     \b
@@ -368,7 +378,8 @@ def compare_command(models: tuple[str, ...], machine: str, weights_dtype: str | 
     from roofline.report.text.model import compare_text, grouped_warnings
     from roofline.report.text.split_search import split_compare_text
 
-    outputs([*[("MODELS", m) for m in models], *listed("--machine", machine)], output=output, csv=csv_path)
+    outputs([*[("MODELS", m) for m in models], *listed("--machine", machine), ("--calibration", calibration)],
+            output=output, csv=csv_path)
     splits = _splits(tp_list, pp_list, ep_list, dp_list)
     machines, batches = _machines(machine), parse_int_list(batch, "--batch")
     lengths: list[int | None] = length(phase, prompt, context, parse_int_list) or [None]
@@ -381,8 +392,9 @@ def compare_command(models: tuple[str, ...], machine: str, weights_dtype: str | 
                             f"dtypes), each a step analysed; at most {MAX_COMPARE_ROWS:,}: give fewer values, or "
                             "use `roofline sweep` for a long grid")
     # one table per batch and length, as sweep takes them: the same list syntax (units.parse_int_list)
+    band = _Chooser(engine, calibration).band
     groups = [compare(list(models), machines, phase, b, seq, fusion, weights, kvs, act_dtype, computes,
-                      parse_experts_hit(experts_hit), parse_overrides(overrides), splits)
+                      parse_experts_hit(experts_hit), parse_overrides(overrides), splits, band=band)
               for b in batches for seq in lengths]
     rows = [r for group in groups for r in group]
     split = any(not sp.trivial for sp in splits)
@@ -391,6 +403,41 @@ def compare_command(models: tuple[str, ...], machine: str, weights_dtype: str | 
     columns = [k for k in rows[0] if k != "warnings"]
     _write_rows(rows, columns, fmt, as_json, output, csv_path,
                 lambda: "\n\n".join(split_compare_text(g) if split else compare_text(g) for g in groups))
+
+
+class _Chooser:
+    """The expected-time model of each device under --engine and --calibration (roofline.calibration.choose,
+    as `roofline model` picks it), chosen once a device; its warnings printed once."""
+
+    def __init__(self, engine: str | None, calibration: str | None) -> None:
+        self.engine, self.calibration = engine, calibration
+        self.chosen: dict[str, Any] = {}
+        self.said: set[str] = set()
+
+    def of(self, device: str) -> Any:
+        if device not in self.chosen:
+            from roofline.calibration.choose import choose
+
+            self.chosen[device] = choose(device, self.engine, self.calibration)
+        return self.chosen[device]
+
+    def expected(self, device: str) -> Any:
+        c = self.of(device)
+        if c.times is not None:
+            if self.calibration and c.times.machine != device and device not in self.said:
+                self.said.add(device)
+                warn(f"--calibration {self.calibration} was measured on {c.times.machine}, not {device}: its band "
+                     "may not hold here")
+            return c.times
+        return c.bench.efficiency_ranges()
+
+    def band(self, p: Any) -> tuple[float, float]:
+        b = self.of(p.machine.id).band(p)
+        for w in b.warnings:
+            if w not in self.said:
+                self.said.add(w)
+                warn(w)
+        return b.low_s, b.high_s
 
 
 def _sweep_chart(rows: list[dict[str, Any]], model: str, phase: str, batches: list[int], lengths: list[int],

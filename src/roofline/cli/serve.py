@@ -7,6 +7,8 @@ roofline.explain.serve with --explain).
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from roofline.cli.common import (
@@ -101,14 +103,14 @@ def _time_band(text: str | None, label: str) -> tuple[float, float] | None:
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="What-if: override a config.json field.")
 @split_options
 @expert_options
-@click.option("--efficiency-matmul", default=None, metavar="LOW:HIGH",
-              help="Share of the peak compute-bound (matmul) kernels reach. [default: 0.7:0.8]")
-@click.option("--efficiency-memory", default=None, metavar="LOW:HIGH",
-              help="Share of the DRAM bandwidth memory-bound kernels reach. [default: 0.8:0.9]")
+@click.option("--engine", type=click.Choice(["trtllm", "vllm", "sglang"]), default=None,
+              help="Engine whose measured kernels the expected bands are fitted on (default: most rows).")
 @click.option("--efficiency-comm", default=None, metavar="LOW:HIGH",
-              help="Share of the link collectives reach (nccl-tests' busbw). [default: 0.8:0.9]")
+              help="--disaggregate's KV transfer: the share of the link it reaches (no measured table applies). "
+                   "[default: 0.8:0.9]")
 @click.option("--step-overhead", default=None, metavar="LOW:HIGH",
-              help="Fixed time per step: launches and the scheduler (an assumption). [default: 20us:50us]")
+              help="Fixed time per step: launches and the scheduler (an assumption: no measured table applies). "
+                   "[default: 20us:50us]")
 @click.option("--chunk", type=POS, default=None, metavar="C",
               help="What-if: chunked prefill, C prompt tokens a step interleaved with decode steps (vLLM, SGLang).")
 @click.option("--disaggregate", "disaggregate", default=None, metavar="P:D",
@@ -130,15 +132,15 @@ def _time_band(text: str | None, label: str) -> tuple[float, float] | None:
 @click.option("--html", "html_path", default=None, metavar="FILE",
               help="The interactive page: the curve, the limits and every number (self-contained HTML).")
 @click.option("--calibration", default=None, metavar="FILE",
-              help="Efficiencies measured on your machine (`roofline bench --save-calibration FILE`, "
-                   "`roofline measure --collectives --save-calibration FILE`); --efficiency-* flags still win.")
+              help="Your own expected-time file (roofline calibrate --save) or bench calibration "
+                   "(roofline bench --save-calibration), in place of the shipped fit.")
 def serve_command(model: str, machine: str, prompt: int, output: int, batch: int | None, ttft_slo: float | None,
                   itl_slo: float | None, price_per_device_hour: float | None, weights_dtype: str | None,
                   kv_dtype: str | None, dtype: str | None, act_dtype: str, fusion: str, experts_hit: str | None,
                   overrides: tuple[str, ...], tp: int, pp: int, ep: int, dp: int, devices: int | None,
                   memory_utilization: float, overlap: bool, dispatch_dtype: str | None, dispatch_per_node: bool,
-                  redundant_experts: str | None, two_batch_overlap: bool, efficiency_matmul: str | None,
-                  efficiency_memory: str | None, efficiency_comm: str | None, step_overhead: str | None,
+                  redundant_experts: str | None, two_batch_overlap: bool, engine: str | None,
+                  efficiency_comm: str | None, step_overhead: str | None,
                   chunk: int | None, disaggregate: str | None, draft: str | None, draft_tokens: int | None,
                   acceptance: float | None, mtp: int | None, explain: bool, as_json: bool, csv_path: str | None,
                   png: str | None, svg: str | None, html_path: str | None, calibration: str | None) -> None:
@@ -146,8 +148,8 @@ def serve_command(model: str, machine: str, prompt: int, output: int, batch: int
     and --itl-slo allow, goodput and cost per million tokens, and throughput against latency over batch.
 
     \b
-    Every time is the roofline floor and an expected band (kernels at 70-80% of the compute peak,
-    80-90% of the memory bandwidth, 80-90% of the link, plus 20-50 us a step; all overridable).
+    Every time is the roofline floor and an expected band: each kernel's band fitted on measured
+    kernels (as `roofline model` gives it; --engine, --calibration), plus 20-50 us a step (a constant).
 
     \b
     Examples:
@@ -159,41 +161,33 @@ def serve_command(model: str, machine: str, prompt: int, output: int, batch: int
           --disaggregate 4:4 --draft llama-3-8b --draft-tokens 4 --acceptance 0.8
     """
     from roofline.models import model_dtypes
-    from roofline.serving import Efficiency, serve
+    from roofline.serving import Efficiency, serve_model
 
     outputs([("MODEL", model), ("--machine", machine), ("--draft", draft), ("--calibration", calibration)],
             csv=csv_path, png=png, svg=svg, html=html_path)
     one_of(as_json, explain)
     base = Efficiency()
-    eff = Efficiency(_share_band(efficiency_matmul, "--efficiency-matmul") or base.compute,
-                     _share_band(efficiency_memory, "--efficiency-memory") or base.memory,
-                     _share_band(efficiency_comm, "--efficiency-comm") or base.communication,
-                     _time_band(step_overhead, "--step-overhead") or base.step_overhead_s)
-    if calibration:
-        from roofline.serving.calibration import efficiency_from_calibration
-
-        explicit = [cls for cls, flag in (("compute", efficiency_matmul), ("memory", efficiency_memory),
-                                          ("communication", efficiency_comm)) if flag]
-        eff = efficiency_from_calibration(calibration, eff, keep=explicit)
+    eff = Efficiency(engine, calibration, _share_band(efficiency_comm, "--efficiency-comm") or base.communication,
+                     _time_band(step_overhead, "--step-overhead"))
     config, changes = expert_config(model, parse_overrides(overrides), dispatch_dtype, dispatch_per_node,
                                     redundant_experts, two_batch_overlap)
-    split = split_of(tp, pp, ep, dp, devices, machine)
-    expert_split(config, split)
     if two_batch_overlap:
         warn("--two-batch-overlap: decode steps (ITL) and the prefill floor take one micro-batch's MoE all-to-all "
              "under the other's compute (not a default); the prefill band still counts it in full")
-    r = serve(config, machine, split, prompt=prompt, output=output, batch=batch,
-              ttft_slo_s=ttft_slo, itl_slo_s=itl_slo, price_per_device_hour=price_per_device_hour,
-              dtypes=model_dtypes(weights_dtype, act_dtype, kv_dtype, dtype), plan=fusion,
-              utilization=memory_utilization, overlap=overlap, efficiency=eff,
-              experts_hit=parse_experts_hit(experts_hit),
-              overrides=changes, chunk=chunk, disaggregate_devices=disaggregate, draft=draft,
-              draft_tokens=draft_tokens, acceptance=acceptance, mtp=mtp)
-    for w in r.warnings:
+    options: dict[str, Any] = dict(
+        batch=batch, ttft_slo_s=ttft_slo, itl_slo_s=itl_slo, price_per_device_hour=price_per_device_hour,
+        dtypes=model_dtypes(weights_dtype, act_dtype, kv_dtype, dtype), plan=fusion, utilization=memory_utilization,
+        overlap=overlap, efficiency=eff, experts_hit=parse_experts_hit(experts_hit), overrides=changes)
+    what_ifs: dict[str, Any] = dict(chunk=chunk, disaggregate_devices=disaggregate, draft=draft,
+                                    draft_tokens=draft_tokens, acceptance=acceptance, mtp=mtp)
+    if (tp, pp, ep, dp) == (1, 1, 1, 1) and devices is None:  # no split given: the cheapest that meets the targets
+        r = searched(config, machine, prompt, output, options, what_ifs)
+    else:
+        split = split_of(tp, pp, ep, dp, devices, machine)
+        expert_split(config, split)
+        r = serve_model(config, machine, split, prompt=prompt, output=output, **options, **what_ifs)
+    for w in r.warnings:  # a --calibration measured on another device among them (issue 20)
         warn(w)
-    if calibration and eff.measured_on and eff.measured_on != r.machine.id:  # was applied silently (issue 20)
-        warn(f"--calibration {calibration} was measured on {eff.measured_on}, not {r.machine.id}: its shares "
-             "of the roof may not hold here")
     if csv_path:
         from roofline.report.text.serve import serve_csv
 
@@ -207,6 +201,37 @@ def serve_command(model: str, machine: str, prompt: int, output: int, batch: int
     from roofline.report.text.serve import serve_text
 
     show(r, as_json, explain, explain_serve, serve_text)
+
+
+def searched(model: Any, machine: str, prompt: int, output: int, options: dict[str, Any],
+             what_ifs: dict[str, Any]) -> Any:
+    """serve without a split: the cheapest engine layout meeting the targets (roofline.serving.splits),
+    the what-ifs then run on it; one device as before on a machine with no link to split over."""
+    from dataclasses import replace
+
+    from roofline.hardware.system_file import NoLinkError
+    from roofline.models import describe_step
+    from roofline.serving import serve_model
+    from roofline.serving.serve import _checked_inputs
+    from roofline.serving.splits import no_split_meets, serve_search
+    from roofline.vocab import Phase
+
+    _checked_inputs(prompt, output, options["price_per_device_hour"], options["ttft_slo_s"], options["itl_slo_s"],
+                    options["utilization"])
+    step = describe_step(model, Phase.PREFILL, 1, prompt, options["dtypes"], options["plan"], options["experts_hit"],
+                         options["overrides"])
+    try:
+        s = serve_search(step, machine, output=output, **{k: v for k, v in options.items()
+                                                          if k not in ("dtypes", "plan", "experts_hit", "overrides")})
+    except NoLinkError:
+        return serve_model(model, machine, None, prompt=prompt, output=output, **options, **what_ifs)
+    if s.winner is None:
+        raise RooflineError(no_split_meets(s))
+    r = s.winner.report
+    assert r is not None  # a winner was served
+    if any(v is not None for v in what_ifs.values()):
+        r = serve_model(model, machine, s.winner.split, prompt=prompt, output=output, **options, **what_ifs)
+    return replace(r, split_search=s)
 
 
 COMMANDS = (serve_command,)

@@ -4,6 +4,7 @@ numbers put in, and where each formula comes from.
 
 from __future__ import annotations
 
+from roofline.expectation.model import MODEL
 from roofline.models.memory import gib
 from roofline.serving import KNEE_GAIN, Band, ServingReport
 from roofline.serving.chunked import APPROXIMATION as CHUNK_APPROXIMATION
@@ -23,17 +24,26 @@ def _by_class(placements: object) -> dict[Bound, float]:
     return out
 
 
-def _expected_lines(r: ServingReport, floors: dict[Bound, float], what: str) -> list[str]:
+def _expected_lines(r: ServingReport, placements: object, what: str) -> list[str]:
+    """The floor by bound class, and the band as Σ runs × each kernel's calibrated band by kind."""
     eff = r.efficiency
+    floors = _by_class(placements)
     terms = [(c, t) for c, t in floors.items() if t > 0]
-    lo_sum = " + ".join(f"{format_time(t)}/{eff.of(c)[1]:.3g}" for c, t in terms)
-    hi_sum = " + ".join(f"{format_time(t)}/{eff.of(c)[0]:.3g}" for c, t in terms)
+    by_kind: dict[str, list[float]] = {}
+    for p in placements:  # type: ignore[attr-defined]
+        b = eff.band(p)
+        kind = str(b.calibration.get("kind") or b.calibration.get("class") or "kernel")
+        sums = by_kind.setdefault(kind, [0.0, 0.0])
+        sums[0] += p.count * b.low_s
+        sums[1] += p.count * b.high_s
     lines = ["    floor = Σ kernels' floors = " + " + ".join(f"{format_time(t)} {c}-bound" for c, t in terms)
              + f" = {format_time(sum(floors.values()))}"]
     if r.overlap:
         lines.append("    with --overlap the communication runs under the rest: the larger of the two sums")
-    lines.append(f"    expected low  = {lo_sum} + {format_time(eff.step_overhead_s[0])} overhead")
-    lines.append(f"    expected high = {hi_sum} + {format_time(eff.step_overhead_s[1])} overhead   ({what})")
+    lo_sum = " + ".join(f"{format_time(v[0])} {k}" for k, v in by_kind.items())
+    hi_sum = " + ".join(f"{format_time(v[1])} {k}" for k, v in by_kind.items())
+    lines.append(f"    expected low  = {lo_sum} + {format_time(eff.overhead[0])} overhead")
+    lines.append(f"    expected high = {hi_sum} + {format_time(eff.overhead[1])} overhead   ({what})")
     return lines
 
 
@@ -46,13 +56,14 @@ def explain_serve(r: ServingReport) -> str:
                       f"batch {B}: {r.batch_chosen}", ""]
 
     lines.append("expected band (every time below is a floor and this band)")
-    lines.append("    expected = Σ over kernels of floor / efficiency of its bound class + per-step overhead")
-    lines.append(f"    compute-bound {eff.compute[0]:.3g}–{eff.compute[1]:.3g} of peak; memory-bound "
-                 f"{eff.memory[0]:.3g}–{eff.memory[1]:.3g} of DRAM bandwidth; communication "
-                 f"{eff.communication[0]:.3g}–{eff.communication[1]:.3g} of the link; overhead "
-                 f"{format_time(eff.step_overhead_s[0])}–{format_time(eff.step_overhead_s[1])} a step")
-    lines.append(f"    (sources: {eff.origin}; all overridable: --efficiency-matmul/-memory/-comm, --step-overhead, "
-                 f"--calibration)")
+    lines.append("    expected = Σ over kernels of runs × each kernel's calibrated band (as `roofline model` gives it) "
+                 "+ per-step overhead")
+    lines.append(f"    each kernel: {MODEL}")
+    lines.append(f"    calibration file: {eff.source_file or 'none'} ({eff.origin})")
+    lines.append(f"    host overhead {format_time(eff.overhead[0])}–{format_time(eff.overhead[1])} a step, "
+                 f"{eff.prefill_dispatch_per_layer_s * 1e3:g} ms a layer of each prompt's prefill (added to TTFT): "
+                 f"{eff.overhead_source}; --step-overhead overrides the step's; --engine picks the shipped fit, "
+                 "--calibration FILE your own")
     lines.append("")
 
     req = r.requests_prefilled
@@ -60,7 +71,7 @@ def explain_serve(r: ServingReport) -> str:
     lines.append(f"    the prefill step of one request's {P}-token prompt"
                  + (f" (batch {req}: one request per data-parallel replica)" if req > 1 else " at batch 1")
                  + f" = analyze_model(..., 'prefill', {req}, {P}) with split {sp}: per request, no queueing")
-    lines += _expected_lines(r, _by_class(r.prefill.placements), "TTFT")
+    lines += _expected_lines(r, r.prefill.placements, "TTFT")
     lines.append(f"    TTFT = {_b(r.ttft)}")
     lines.append("")
 
@@ -71,7 +82,7 @@ def explain_serve(r: ServingReport) -> str:
     lines.append(f"    mean over the {O} contexts = {_b(r.itl_mean)}")
     lines.append(f"    last, at context {P + O} = {_b(r.itl_last)}; the graph path, analyze_model(..., 'decode', "
                  f"{B}, {P + O}), gives {format_time(last.time_s)}")
-    lines += _expected_lines(r, _by_class(last.placements), "ITL last")
+    lines += _expected_lines(r, last.placements, "ITL last")
     lines.append("")
 
     lines.append("end-to-end latency")
@@ -237,8 +248,8 @@ def _disaggregated(r: ServingReport) -> list[str]:
              f"× {d.prompt} tokens = {d.kv_bytes / 2**20:,.1f} MiB, every prefill device sending its share at once",
              f"    transfer = α + bytes / BW = {format_time(d.link_latency_s)} + {d.kv_bytes:,.0f} B / "
              f"{d.link_bytes_per_s / 1e9:,.1f} GB/s ({d.link_name}, {d.link_level}, per direction) = {_b(d.transfer)} "
-             f"(expected: the bandwidth × the collectives' efficiency {r.efficiency.communication[0]:g}–"
-             f"{r.efficiency.communication[1]:g})",
+             f"(expected: the bandwidth × {r.efficiency.communication[0]:g}–{r.efficiency.communication[1]:g}, a "
+             f"constant: no measured table has a KV transfer)",
              f"    TTFT = prefill + transfer = {_b(d.ttft)}",
              f"    ITL = the decode step on {d.decode_split} at batch {d.batch}: mean {_b(d.itl_mean)}, last "
              f"{_b(d.itl_last)}",

@@ -2,7 +2,7 @@
 
 `roofline bench --save-calibration FILE` writes the compute and memory classes from the bench's
 placements; `roofline measure --collectives --save-calibration FILE` writes the communication class;
-`roofline serve --calibration FILE` takes its expected bands from it (roofline.serving.calibration).
+`roofline serve --calibration FILE` takes its expected bands from it (roofline.calibration.choose).
 
 What is recorded, per bound class (compute, memory, communication):
 

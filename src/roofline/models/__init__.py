@@ -35,12 +35,13 @@ from roofline.models.formulas import expected_experts_hit, experts_hit, windowed
 from roofline.models.search import OBJECTIVES, SplitRow, SplitSearch, search, search_splits
 from roofline.models.step import Step, describe_step
 from roofline.models.stepmodel import StepModel
-from roofline.models.sweep import SPLIT_COLUMNS, SWEEP_COLUMNS, compare, sweep, sweep_arrays
+from roofline.models.sweep import SPLIT_COLUMNS, SWEEP_COLUMNS, compare, deployments, dtype_steps, sweep, sweep_arrays
 from roofline.models.transformer import DEFAULT_LENGTH, AttentionKind, MlpKind, ModelConfig, ParamCounts
 
 __all__ = ["DEFAULT_LENGTH", "DEFAULT_PLAN", "OBJECTIVES", "PLANS", "SPLIT_COLUMNS", "SUPPORTED", "SWEEP_COLUMNS",
            "AttentionKind", "Crossover", "DecodeLimit", "MemoryFit", "MlpKind", "ModelAnalysis", "ModelConfig",
            "ModelDtypes", "ModelGraph", "ParamCounts", "SplitRow", "SplitSearch", "Step", "StepModel", "analyze",
            "analyze_model", "build_graph", "compare", "compute_dtype", "config_from_dict", "decode_limit",
-           "describe_step", "expected_experts_hit", "experts_hit", "load_config", "memory_fit", "model_dtypes",
-           "preset_dict", "preset_names", "search", "search_splits", "sweep", "sweep_arrays", "windowed_pairs"]
+           "deployments", "describe_step", "dtype_steps", "expected_experts_hit", "experts_hit", "load_config",
+           "memory_fit", "model_dtypes", "preset_dict", "preset_names", "search", "search_splits", "sweep",
+           "sweep_arrays", "windowed_pairs"]

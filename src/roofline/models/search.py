@@ -22,11 +22,17 @@ built; every other split is built and placed exactly as `analyze_model(..., spli
 under the headline fusion plan only, and its activation workspace (the largest set of activations
 one kernel reads and writes) completes its memory.
 
-Objectives, among the splits that fit:
+Each analysed split has its floor and its expected band: Σ runs × each kernel's calibrated band
+(roofline.expectation, as `roofline model` gives it: the device's shipped fit, or the `band` the
+caller passes, e.g. a --calibration file's). Splits are ranked by their EXPECTED step time, the middle
+of that band, (low + high) / 2, and its tokens/s (tokens/s at the floor × floor / expected): a split
+whose kernels run nearer their roofs wins over one whose floor alone is lower. Objectives, among the
+splits that fit:
 
-    time        the lowest step time (a token's latency: a pipeline's stages in turn)
-    throughput  the most tokens/s per device: tokens/s ÷ the split's devices
-    latency     the most tokens/s per device among the splits whose step time ≤ latency_target_s
+    time        the lowest expected step time (a token's latency: a pipeline's stages in turn)
+    throughput  the most expected tokens/s per device: ÷ the split's devices
+    latency     the most expected tokens/s per device among the splits whose step time ≤ latency_target_s
+                (at the floor, as serve's --itl-slo compares the floor)
 
 Ties go to the other measure (tokens/s per device for time, step time for the others), then to
 fewer devices. Every candidate gets a row and a one-line reason why it loses to the winner.
@@ -47,6 +53,7 @@ from roofline.models.dtypes import ModelDtypes
 from roofline.models.memory import DEFAULT_UTILIZATION, device_kv_bytes, device_weights_bytes, gib, workspace_bytes
 from roofline.models.split import valid_splits
 from roofline.models.step import Step, describe_step
+from roofline.models.stepband import Band, shipped_band, shipped_description
 from roofline.models.transformer import ModelConfig
 from roofline.parallel import MOST_DEVICES, NODE_DEVICES, Deployment, Split, deploy
 from roofline.units import format_time
@@ -71,6 +78,20 @@ class SplitRow:
     warnings: tuple[str, ...] = ()
     reason: str = ""  # why it loses to the winner ("" until ranked; the winner's says it is the best)
     rank: int | None = None  # 1 for the winner, then the others that fit (and meet the target), in order
+    expected_time_s: tuple[float, float] | None = None  # (low, high): Σ runs × each kernel's calibrated band
+
+    @property
+    def expected_s(self) -> float | None:
+        """The expected step time the ranking uses: the middle of the band, (low + high) / 2."""
+        if self.expected_time_s is None:
+            return self.time_s
+        return (self.expected_time_s[0] + self.expected_time_s[1]) / 2
+
+    @property
+    def expected_tokens_per_s_per_device(self) -> float | None:
+        """Tokens/s per device at the expected step time: the floor's × floor / expected."""
+        tpd, t, e = self.tokens_per_s_per_device, self.time_s, self.expected_s
+        return None if tpd is None or not t or not e else tpd * t / e
 
     @property
     def devices(self) -> int:
@@ -117,6 +138,9 @@ class SplitRow:
                 "usable_bytes_per_device": self.usable_bytes, "time_s": self.time_s,
                 "tokens_per_s": self.tokens_per_s, "tokens_per_s_per_device": self.tokens_per_s_per_device,
                 "communication_time_s": self.communication_time_s, "communication_share": self.communication_share,
+                "expected_time_s": None if self.expected_time_s is None else
+                {"low": self.expected_time_s[0], "high": self.expected_time_s[1]},
+                "expected_tokens_per_s_per_device": self.expected_tokens_per_s_per_device,
                 "bound": self.bound, "bound_class": self.bound_class, "rank": self.rank, "reason": self.reason,
                 "warnings": list(self.warnings)}
 
@@ -138,6 +162,16 @@ class SplitSearch:
     rows: tuple[SplitRow, ...]  # the winner first, then by rank, then those over the target, then those that do not fit
     problem: str = ""
     warnings: tuple[str, ...] = field(default=())
+    calibration: Mapping[str, Any] = field(default_factory=dict)  # the expected-time model's file and source
+
+    @property
+    def ranked_by(self) -> str:
+        """How the rows are ranked, in words."""
+        what = {Objective.TIME: "the expected step time", Objective.THROUGHPUT: "the expected tokens/s per device",
+                Objective.LATENCY: "the expected tokens/s per device within the target (the floor meets it)"}
+        src = self.calibration.get("file") or "the calibration"
+        return (f"ranked by {what[self.objective]}: the middle of each split's band, Σ each kernel's calibrated "
+                f"band ({src})")
 
     @property
     def config(self) -> ModelConfig:
@@ -180,7 +214,8 @@ class SplitSearch:
                 "dtypes": self.dtypes.to_dict(), "objective": self.objective,
                 "latency_target_s": self.latency_target_s, "memory_utilization": self.utilization,
                 "overlap": self.overlap, "devices": self.devices, "devices_per_node": self.devices_per_node,
-                "candidates": len(self.rows), "winner": None if w is None else w.to_dict(),
+                "candidates": len(self.rows), "ranked_by": self.ranked_by, "calibration": dict(self.calibration),
+                "winner": None if w is None else w.to_dict(),
                 "problem": self.problem or None, "warnings": list(self.warnings),
                 "rows": [r.to_dict() for r in self.rows]}
 
@@ -190,8 +225,10 @@ class _Evaluator:
     roofline.models.analysis.analyze, under the headline plan only), each deployment and closed-form
     memory resolved once."""
 
-    def __init__(self, step: Step, machine: str | System | Machine, utilization: float, overlap: bool) -> None:
+    def __init__(self, step: Step, machine: str | System | Machine, utilization: float, overlap: bool,
+                 band: Band | None = None) -> None:
         self.step, self.machine, self.utilization, self.overlap = step, machine, utilization, overlap
+        self.band = band
         self._deployments: dict[Split, Deployment] = {}
         self._weights: dict[tuple[int, int, int], float] = {}
         self._kv: dict[tuple[int, int, int, int], float] = {}
@@ -227,8 +264,12 @@ class _Evaluator:
         if prune and usable is not None and w + kv > usable:
             return SplitRow(sp, w, kv, usable)  # weights + KV cache alone exceed the usable memory
         a = analyze(self.step, self.deployment(sp), self.utilization, self.overlap, plans=(self.step.plan,))
+        band = self.band or shipped_band(a.machine.id)
+        bands = [band(p) for p in a.placements]
+        expected = (sum(p.count * b[0] for p, b in zip(a.placements, bands, strict=True)),
+                    sum(p.count * b[1] for p, b in zip(a.placements, bands, strict=True)))
         return SplitRow(sp, w, kv, usable, a.workspace_bytes, a.time_s, a.tokens_per_s, a.communication_time_s,
-                        a.bound, tuple(a.warnings))
+                        a.bound, tuple(a.warnings), expected_time_s=expected)
 
 
 def _pct(x: float) -> str:
@@ -242,10 +283,10 @@ def _rank(rows: list[SplitRow], objective: Objective, target: float | None) -> t
         return r.analysed and r.fits is not False
 
     def tpd(r: SplitRow) -> float:
-        return r.tokens_per_s_per_device or 0.0
+        return r.expected_tokens_per_s_per_device or 0.0
 
     def key(r: SplitRow) -> tuple[float, ...]:
-        t = r.time_s or 0.0
+        t = r.expected_s or 0.0
         lead = (t, -tpd(r)) if objective is Objective.TIME else (-tpd(r), t)
         return (*lead, r.devices, r.split.tp, r.split.pp, r.split.ep, r.split.dp)
 
@@ -283,26 +324,27 @@ def _closest(r: SplitRow) -> tuple[float, ...]:
 
 def _wins(objective: Objective, target: float | None) -> str:
     if objective is Objective.TIME:
-        return "best: the lowest step time"
+        return "best: the lowest expected step time"
     if objective is Objective.THROUGHPUT:
-        return "best: the most tokens/s per device"
-    return f"best: the most tokens/s per device within {format_time(target or 0.0)} a step"
+        return "best: the most expected tokens/s per device"
+    return f"best: the most expected tokens/s per device within {format_time(target or 0.0)} a step"
 
 
 def _loses(r: SplitRow, best: SplitRow | None, objective: Objective, target: float | None) -> str:
-    assert best is not None and r.time_s is not None and best.time_s is not None
-    t, bt = r.time_s, best.time_s
-    tpd, btpd = r.tokens_per_s_per_device or 0.0, best.tokens_per_s_per_device or 0.0
+    assert best is not None and r.expected_s is not None and best.expected_s is not None
+    t, bt = r.expected_s, best.expected_s
+    tpd, btpd = r.expected_tokens_per_s_per_device or 0.0, best.expected_tokens_per_s_per_device or 0.0
     if objective is Objective.TIME:
         if t > bt:
-            return f"slower by {_pct((t / bt - 1) * 100)} ({format_time(t)} vs {format_time(bt)})"
+            return f"slower by {_pct((t / bt - 1) * 100)} (expected {format_time(t)} vs {format_time(bt)})"
         if tpd < btpd:
-            return f"as fast, fewer tokens/s per device ({tpd:,.0f} vs {btpd:,.0f})"
+            return f"as fast, fewer expected tokens/s per device ({tpd:,.0f} vs {btpd:,.0f})"
     else:
         if tpd < btpd:
-            return f"fewer tokens/s per device: {tpd:,.0f} vs {btpd:,.0f} ({_pct((1 - tpd / btpd) * 100)} fewer)"
+            return (f"fewer expected tokens/s per device: {tpd:,.0f} vs {btpd:,.0f} "
+                    f"({_pct((1 - tpd / btpd) * 100)} fewer)")
         if t > bt:
-            return f"as many tokens/s per device, slower by {_pct((t / bt - 1) * 100)}"
+            return f"as many expected tokens/s per device, slower by {_pct((t / bt - 1) * 100)}"
     if r.devices > best.devices:
         return f"ties with {best.split} on {r.devices - best.devices} more devices"
     return f"ties with {best.split}"
@@ -362,17 +404,19 @@ def as_objective(objective: Objective | str, latency_target_s: float | None, uti
 
 def search(step: Step, machine: str | System | Machine, objective: Objective = Objective.TIME,
            latency_target_s: float | None = None, utilization: float = DEFAULT_UTILIZATION, overlap: bool = False,
-           devices: int | None = None, prune: bool = True) -> SplitSearch:
+           devices: int | None = None, prune: bool = True, band: Band | None = None,
+           calibration: Mapping[str, Any] | None = None) -> SplitSearch:
     """Every valid split of `step` over at most `devices` devices of `machine` (default: one node of
     it; a bare device is one node of NODE_DEVICES), each deployed and analysed as analyze_model would
-    and ranked by `objective`. With `prune` (the default) a split whose weights and KV cache alone
-    exceed the usable memory is not built."""
+    and ranked by `objective` on its expected time. With `prune` (the default) a split whose weights and
+    KV cache alone exceed the usable memory is not built. `band`: a placed kernel's (low, high) expected
+    time (default: the device's shipped fit, roofline.expectation), `calibration` what it is (for the output)."""
     obj = as_objective(objective, latency_target_s, utilization)
     if isinstance(step.batch, bool) or not isinstance(step.batch, int) or step.batch < 1:
         raise RooflineError(f"batch must be a positive integer, got {step.batch!r}")
     base = get_system(machine, devices=devices)
     n = devices if devices is not None else base.devices_per_node
-    ev = _Evaluator(step, machine, utilization, overlap)
+    ev = _Evaluator(step, machine, utilization, overlap, band)
     splits = valid_splits(step.config, n, n if base.from_device else base.devices_per_node, step.batch, step.phase,
                           step.seq)
     rows = [ev.row(sp, prune) for sp in splits]
@@ -382,8 +426,11 @@ def search(step: Step, machine: str | System | Machine, objective: Objective = O
     warnings: tuple[str, ...] = ()
     if rows and rows[0].usable_bytes is None:
         warnings = (f"{base.device.id} lists no memory capacity: every split is taken to fit",)
+    if calibration is None:
+        calibration = shipped_description(base.device.id)
     return SplitSearch(step, base.id, base.name, obj, latency_target_s, utilization, overlap, n,
-                       n if base.from_device else base.devices_per_node, tuple(ranked), problem, warnings)
+                       n if base.from_device else base.devices_per_node, tuple(ranked), problem, warnings,
+                       calibration)
 
 
 def search_splits(model: str | ModelConfig, system: str | System | Machine = DEFAULT_MACHINE,
@@ -392,11 +439,12 @@ def search_splits(model: str | ModelConfig, system: str | System | Machine = DEF
                   latency_target_s: float | None = None, utilization: float = DEFAULT_UTILIZATION,
                   overlap: bool = False, plan: Plan | str = DEFAULT_PLAN, devices: int | None = None,
                   experts_hit: int | None = None, overrides: Mapping[str, str] | None = None,
-                  prune: bool = True) -> SplitSearch:
+                  prune: bool = True, band: Band | None = None,
+                  calibration: Mapping[str, Any] | None = None) -> SplitSearch:
     """`search(describe_step(...), system, ...)`: the step from names, as the command line gives them."""
     obj = as_objective(objective, latency_target_s, utilization)
     step = describe_step(model, as_phase(phase), batch, seq, dtypes, plan, experts_hit, overrides)
-    return search(step, system, obj, latency_target_s, utilization, overlap, devices, prune)
+    return search(step, system, obj, latency_target_s, utilization, overlap, devices, prune, band, calibration)
 
 
 __all__ = ["OBJECTIVES", "SplitRow", "SplitSearch", "as_objective", "search", "search_splits"]

@@ -26,6 +26,7 @@ from roofline.models.build import DEFAULT_PLAN, as_phase, build_graph
 from roofline.models.dtypes import ModelDtypes
 from roofline.models.formulas import experts_hit, experts_read_per_device, windowed_pairs
 from roofline.models.split import sequence_split
+from roofline.models.stepchip import ChipModel, dims_basis, onchip_bandwidths
 from roofline.models.transformer import AttentionKind, ModelConfig
 from roofline.parallel import Split
 from roofline.placement import crossover
@@ -34,6 +35,10 @@ from roofline.vocab import Level, Phase, Plan, Unit
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
+
+
+# the resources StepModel.evaluate codes `bound` and `kernel_bound` by
+RESOURCE_CODES = (Unit.MATRIX, Unit.VECTOR, Level.DRAM, Level.LINK, Level.NETWORK, Unit.EXP, Level.SMEM, Level.L2)
 
 
 @dataclass(frozen=True)
@@ -156,6 +161,7 @@ class StepModel:
     network_mask: Any = None
     coef_exp: Any = None  # [features, kernels] exponentials, and the vector ops beyond the FLOPs (None: none)
     coef_vector_ops: Any = None
+    chip: ChipModel | None = None  # shared-memory and L2 bytes (roofline.models.stepchip)
 
     @classmethod
     def fit(cls, cfg: ModelConfig, phase: Phase | str, dtypes: ModelDtypes, plan: Plan = DEFAULT_PLAN,
@@ -170,6 +176,7 @@ class StepModel:
         names: tuple[str, ...] = ()
         counts: tuple[int, ...] = ()
         rows_m, rows_v, rows_b, rows_l, rows_n, rows_e, rows_o = [], [], [], [], [], [], []
+        kernels_at: list[list[Kernel]] = []
         for b, s in points:
             mg = build_graph(cfg, phase, b * unit, s, dtypes, experts_hit_override, sp,
                              devices_per_node if not sp.trivial else None)
@@ -179,6 +186,7 @@ class StepModel:
                 counts = tuple(k.count for k in kernels)
             elif tuple(k.name for k in kernels) != names:
                 raise RooflineError(f"{cfg.name}: the kernels of the step change with its shape; cannot sweep")
+            kernels_at.append(kernels)
             rows_m.append([k.cost.flop_by_unit.get(Unit.MATRIX, 0.0) for k in kernels])
             rows_v.append([k.cost.flop_by_unit.get(Unit.VECTOR, 0.0) for k in kernels])
             rows_b.append([k.cost.bytes_by_level.get(Level.DRAM, 0.0) for k in kernels])
@@ -186,38 +194,30 @@ class StepModel:
             rows_n.append([k.cost.bytes_by_level.get(Level.NETWORK, 0.0) for k in kernels])
             rows_e.append([k.cost.work(Unit.EXP) for k in kernels])  # exponentials (roofline.hardware.chip)
             rows_o.append([k.cost.ops_by_unit.get(Unit.VECTOR, 0.0) for k in kernels])  # online-softmax work
-        x = _features(cfg, phase, np.array([p[0] * unit for p in points]), np.array([p[1] for p in points]),
-                      experts_hit_override, sp)
+        batches = np.array([p[0] * unit for p in points])
+        seqs = np.array([p[1] for p in points])
+        x = _features(cfg, phase, batches, seqs, experts_hit_override, sp)
         _check_experts_column(cfg, sp, x, experts_hit_override)
-        scale = np.abs(x).max(axis=0)
-        scale[scale == 0] = 1.0
-        xs = x / scale
-        coefs = []
+
+        def solve(cols: Any, y: Any, reference: Any = None) -> Any:
+            return _solve(cfg.name, cols, y, reference)
+
         links = (rows_l, rows_n) if not sp.trivial else ()
-        for rows in (rows_m, rows_v, rows_b, rows_e, rows_o, *links):
-            y = np.array(rows, dtype=np.float64)
-            c, *_ = np.linalg.lstsq(xs, y, rcond=None)
-            # one step of iterative refinement: the window or chunk pairs column is nearly collinear with
-            # B·S² below the window, and the residual's solve recovers the digits the first one lost
-            c = c + np.linalg.lstsq(xs, y - xs @ c, rcond=None)[0]
-            c = c / scale[:, None]
-            fitted = x @ c
-            err = np.abs(fitted - y) / np.maximum(np.abs(y), 1.0)
-            if err.size and float(err.max()) > 1e-6:
-                raise RooflineError(f"{cfg.name}: the sweep model does not reproduce the graph "
-                                    f"(error {float(err.max()):.2g}); use the graph path")
-            coefs.append(c)
+        coefs = [solve(x, np.array(rows, dtype=np.float64))
+                 for rows in (rows_m, rows_v, rows_b, rows_e, rows_o, *links)]
         link: dict[str, Any] = {}
         if links:
             link = {"coef_link": coefs[5], "coef_network": coefs[6], "link_mask": _traffic_mask(rows_l, cfg.name),
                     "network_mask": _traffic_mask(rows_n, cfg.name)}
+        chip = ChipModel.fit(cfg, kernels_at, x, dims_basis(cfg, per_replica(batches, sp.dp), seqs), solve)
         return cls(cfg, phase, dtypes, plan, names, counts, coefs[0], coefs[1], coefs[2], experts_hit_override,
-                   sp, devices_per_node, coef_exp=coefs[3], coef_vector_ops=coefs[4], **link)
+                   sp, devices_per_node, coef_exp=coefs[3], coef_vector_ops=coefs[4], chip=chip, **link)
 
     def evaluate(self, batch: Iterable[int], seq: Iterable[int], machine: Machine, dtype: DType) -> dict[str, Any]:
         """Totals for every (batch[i], seq[i]): flop, bytes, time_s (Σ of the kernels' floors),
-        memory_bound_time_s, flop_per_byte, as numpy arrays. `bound` and `kernel_bound` are codes into
-        (matrix, vector, dram, link, network, exp), `roofline.models.sweep.SWEPT_RESOURCES`."""
+        memory_bound_time_s, flop_per_byte, as numpy arrays; per kernel kernel_time_s (all its runs),
+        kernel_compute_s (one run's matrix or vector term) and kernel_bound, codes into RESOURCE_CODES
+        (matrix, vector, dram, link, network, exp, smem, l2), as `bound` is."""
         import numpy as np
 
         b = np.asarray(list(batch) if not hasattr(batch, "__array__") else batch)
@@ -241,26 +241,38 @@ class StepModel:
         unit_codes = np.array([0, 1, 5])
         compute = units.max(axis=0)
         unit = unit_codes[units.argmax(axis=0)]  # ties to the first, as `binding` meets them
-        if self.coef_link is None:
-            levels = t_dram[None]
-        else:
-            # each level's time (a link's: α + bytes / bandwidth, for the kernels that use it); the
-            # slowest level, ties to the first (DRAM, then the link, then the network), as `binding` orders them
-            levels = np.stack([t_dram, self._link_time(x, machine, Level.LINK),
-                               self._link_time(x, machine, Level.NETWORK)])
+        # each level's time (a link's: α + bytes / bandwidth, for the kernels that use it; shared memory
+        # and L2 where the machine places them); the slowest level, ties to the first (DRAM, the link,
+        # the network, shared memory, L2), as `binding` meets them in a placement's bytes
+        level_times, level_codes = [t_dram], [2]
+        if self.coef_link is not None:
+            level_times += [self._link_time(x, machine, Level.LINK), self._link_time(x, machine, Level.NETWORK)]
+            level_codes += [3, 4]
+        onchip = onchip_bandwidths(machine)
+        if self.chip is not None and onchip:
+            b_rep = per_replica(b, self.split.dp)
+            moved = self.chip.bytes(x, dims_basis(self.config, b_rep, s))
+            for lv, code in ((Level.SMEM, 6), (Level.L2, 7)):
+                if lv in onchip:
+                    level_times.append(moved[lv] / onchip[lv])
+                    level_codes.append(code)
+        levels = np.stack(level_times)
+        codes = np.array(level_codes)
         memory = levels.max(axis=0)
         t = np.maximum(compute, memory) * counts
         # `binding` per kernel (ties go to memory), then per point over the kernels' times
-        kernel_bound = np.where(memory >= compute, 2 + levels.argmax(axis=0), unit)
-        per = np.stack([np.where(kernel_bound == i, t, 0.0).sum(axis=1) for i in range(6)], axis=1)
-        level = per[:, 2:2 + levels.shape[0]]
+        kernel_bound = np.where(memory >= compute, codes[levels.argmax(axis=0)], unit)
+        per = np.stack([np.where(kernel_bound == i, t, 0.0).sum(axis=1) for i in range(len(RESOURCE_CODES))], axis=1)
+        level_per = per[:, codes]
         unit_per = per[:, unit_codes]
-        step_bound = np.where(level.max(axis=1) >= unit_per.max(axis=1), 2 + level.argmax(axis=1),
+        step_bound = np.where(level_per.max(axis=1) >= unit_per.max(axis=1), codes[level_per.argmax(axis=1)],
                               unit_codes[unit_per.argmax(axis=1)])
         flop = (fm + fv) @ counts
         byt = by @ counts
-        return {"flop": flop, "bytes": byt, "time_s": t.sum(axis=1), "memory_bound_time_s": per[:, 2],
-                "flop_per_byte": flop / byt, "kernel_time_s": t, "kernel_bound": kernel_bound, "bound": step_bound}
+        memory_bound = per[:, [2, 6, 7]].sum(axis=1)  # the memory class: DRAM, shared memory and L2 (bound_class)
+        return {"flop": flop, "bytes": byt, "time_s": t.sum(axis=1), "memory_bound_time_s": memory_bound,
+                "flop_per_byte": flop / byt, "kernel_time_s": t, "kernel_bound": kernel_bound, "bound": step_bound,
+                "kernel_compute_s": np.maximum(t_matrix, t_vector)}  # one run's FLOP units' term (no exp)
 
     def _link_time(self, x: Any, machine: Machine, level: Level) -> Any:
         """α + bytes / bandwidth on `level` for the kernels that move bytes over it, 0 for the others."""
@@ -289,6 +301,27 @@ class StepModel:
         df, db = float(flop[1] - flop[0]), float(byt[1] - byt[0])
         per = (1 << 30) * (unit // self.split.dp)
         return df / per, db / per, df / db if db else math.inf
+
+
+def _solve(name: str, x: Any, y: Any, reference: Any = None) -> Any:
+    """Coefficients c with x · c = y at every sample (columns scaled to 1, then one step of iterative
+    refinement: the window or chunk pairs column is nearly collinear with B·S² below the window, and the
+    residual's solve recovers the digits the first one lost); an error when the fit misses a sample by
+    more than 1e-6 of `reference` (default y)."""
+    import numpy as np
+
+    scale = np.abs(x).max(axis=0)
+    scale[scale == 0] = 1.0
+    xs = x / scale
+    c, *_ = np.linalg.lstsq(xs, y, rcond=None)
+    c = c + np.linalg.lstsq(xs, y - xs @ c, rcond=None)[0]
+    c = c / scale[:, None]
+    ref = y if reference is None else reference
+    err = np.abs(x @ c - y) / np.maximum(np.abs(ref), 1.0)
+    if err.size and float(err.max()) > 1e-6:
+        raise RooflineError(f"{name}: the sweep model does not reproduce the graph "
+                            f"(error {float(err.max()):.2g}); use the graph path")
+    return c
 
 
 def _traffic_mask(y: Any, name: str) -> Any:
@@ -346,4 +379,4 @@ def crossover_reason(phase: Phase, batch: int | None, at: float | None, ridge: f
             f"for {flop_seq:.4g} FLOPs: the bytes grow with the batch as fast as the FLOPs")
 
 
-__all__ = ["Crossover", "StepModel", "batch_unit", "crossover_reason", "find_crossover"]
+__all__ = ["RESOURCE_CODES", "Crossover", "StepModel", "batch_unit", "crossover_reason", "find_crossover"]

@@ -14,11 +14,13 @@ bare device made one node of max(devices, 8), the collectives on its link and ne
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from roofline.errors import RooflineError, T
+from roofline.expectation.model import ExpectedTimes
+from roofline.expectation.shipped import for_machine
 from roofline.hardware import DEFAULT_MACHINE, Machine, get_machine
 from roofline.models.analysis import analyze_model, decode_limit
 from roofline.models.build import DEFAULT_PLAN, as_phase, as_plan
@@ -26,17 +28,22 @@ from roofline.models.config import load_config
 from roofline.models.dtypes import ModelDtypes, compute_dtype, for_checkpoint, model_dtypes
 from roofline.models.memory import DEFAULT_UTILIZATION, candidate_splits, device_weights_bytes
 from roofline.models.split import check_split, shard, stage_share
-from roofline.models.stepmodel import StepModel, batch_unit
+from roofline.models.step import Step, describe_step
+from roofline.models.stepband import Band, expected_band, share_band, shipped_band, step_total
+from roofline.models.stepmodel import RESOURCE_CODES, StepModel, batch_unit
 from roofline.models.transformer import ModelConfig
-from roofline.parallel import MOST_DEVICES, NODE_DEVICES, Split, deploy
+from roofline.parallel import MOST_DEVICES, NODE_DEVICES, Deployment, Split, deploy
 from roofline.units import require_positive_int
-from roofline.vocab import Level, Phase, Plan, Resource, Unit, bound_class
+from roofline.vocab import Phase, Plan, Resource, bound_class
 
 # the codes StepModel.evaluate returns
-SWEPT_RESOURCES: tuple[Resource, ...] = (Unit.MATRIX, Unit.VECTOR, Level.DRAM, Level.LINK, Level.NETWORK, Unit.EXP)
+SWEPT_RESOURCES: tuple[Resource, ...] = RESOURCE_CODES
 SPLIT_COLUMNS = ("tp", "pp", "ep", "dp", "split_devices")
+# a device id -> its expected-time fit, or a bench calibration's (low, high) share of the roof by bound class
+Expected = Callable[[str], ExpectedTimes | Mapping[str, tuple[float, float]]]
 SWEEP_COLUMNS = ("model", "machine", "phase", "plan", "weights_dtype", "kv_dtype", "compute_dtype", "batch", "seq",
-                 "flop", "bytes", "flop_per_byte", "time_s", "memory_bound_time_s", "tokens_per_s", "bound",
+                 "flop", "bytes", "flop_per_byte", "time_s", "expected_time_s", "memory_bound_time_s", "tokens_per_s",
+                 "bound",
                  "bound_class",
                  "ridge_flop_per_byte", "memory_bytes", "devices", *SPLIT_COLUMNS)
 
@@ -96,89 +103,112 @@ def fewest_devices(cfg: ModelConfig, dtypes: ModelDtypes, kv_bytes: Any, capacit
     return out
 
 
-def sweep(model: str | ModelConfig, machines: Sequence[str | Machine] = (DEFAULT_MACHINE,),
-          phase: Phase | str = Phase.DECODE, batches: Sequence[int] = (1,), seqs: Sequence[int] | None = None,
-          plan: Plan | str = DEFAULT_PLAN, weights_dtypes: Sequence[str | None] = (None,),
-          kv_dtypes: Sequence[str | None] = (None,), activation_dtype: str = "bf16",
-          compute_dtypes: Sequence[str | None] = (None,), experts_hit_override: int | None = None,
-          overrides: Mapping[str, str] | None = None, per_kernel: bool = False,
-          splits: Sequence[Split] = (Split(),)) -> list[dict[str, Any]]:
-    """Every combination of dtypes × split × machine × batch × length, one row each (keys:
-    SWEEP_COLUMNS; with `per_kernel`, also "kernels": each kernel's name, time per step and bound, for
-    charts). `seqs` None: the default length (DEFAULT_LENGTH within the model's max_position_embeddings).
-    With a split the row is one device's step (as analyze_model(..., split=...) gives it) and every
+def dtype_steps(model: str | ModelConfig, phase: Phase | str = Phase.DECODE, plan: Plan | str = DEFAULT_PLAN,
+                weights_dtypes: Sequence[str | None] = (None,), kv_dtypes: Sequence[str | None] = (None,),
+                activation_dtype: str = "bf16", compute_dtypes: Sequence[str | None] = (None,),
+                experts_hit: int | None = None, overrides: Mapping[str, str] | None = None) -> list[Step]:
+    """One step description per dtype combination (weights × KV cache × compute, in that order), at
+    batch 1 and the default length: what sweep() grids over batch and length."""
+    cfg = load_config(model, overrides)
+    return [describe_step(cfg, phase, 1, None, model_dtypes(w, activation_dtype, k, c), plan, experts_hit)
+            for w in weights_dtypes for k in kv_dtypes for c in compute_dtypes]
+
+
+def deployments(machines: Sequence[str | Machine], splits: Sequence[Split] = (Split(),)) -> list[Deployment]:
+    """Every machine under every split (splits outer), each deployed once (roofline.parallel.deploy)."""
+    return [deploy(m, sp) for sp in splits for m in machines]
+
+
+def sweep(steps: Sequence[Step], deployed: Sequence[Deployment], batches: Sequence[int] | None = None,
+          seqs: Sequence[int] | None = None, per_kernel: bool = False,
+          expected: Expected | None = None) -> list[dict[str, Any]]:
+    """Every step (one model, phase and plan: a dtype combination each, dtype_steps) × deployment ×
+    batch × length, one row each (keys: SWEEP_COLUMNS; with `per_kernel`, also "kernels": each kernel's
+    name, time per step and bound, for charts). `batches` and `seqs` None: the first step's batch and
+    length. With a split the row is one device's step (as analyze(step, deployment) gives it) and every
     batch must be a multiple of its dp (of tp × dp with --ep and --tp, whose MoE splits the tokens).
 
-    Per dtype combination and split the step model is fitted once (a few dozen graph builds) and the
-    batch × length grid is evaluated with numpy; per machine only the placement changes."""
+    Each row's `expected_time_s` {low, high} is Σ runs × each kernel's calibrated band, as `roofline
+    model` totals it (roofline.models.stepband over the grid): `expected(device id)` gives the fit (an
+    ExpectedTimes) or a bench calibration's shares by bound class; default the device's shipped fit.
+
+    Per step and split the step model is fitted once (a few dozen graph builds) and the batch × length
+    grid is evaluated with numpy; per machine only the placement changes."""
     import numpy as np
 
-    plan = as_plan(plan)
-    cfg = load_config(model, overrides)
-    if seqs is None:
-        seqs = (cfg.default_length,)
+    if not steps or not deployed:
+        raise RooflineError("sweep needs at least one step and one deployment")
+    first = steps[0]
+    cfg, phase, plan = first.config, first.phase, first.plan
+    if any((s.config, s.phase, s.plan) != (cfg, phase, plan) for s in steps):
+        raise RooflineError("a sweep's steps are one model, phase and fusion plan (their dtypes vary)")
+    batches = (first.batch,) if batches is None else batches
+    seqs = (first.seq,) if seqs is None else seqs
     for label, values in (("batch", batches), ("length", seqs)):
         if not values:
             raise RooflineError(f"sweep needs at least one {label}")
         for v in values:
             require_positive_int(v, label)
+    splits = list(dict.fromkeys(d.split for d in deployed))
     check_splits(cfg, splits, batches)
-    phase = as_phase(phase)
     grid_b, grid_s = np.meshgrid(np.array(batches), np.array(seqs), indexing="ij")
     flat_b, flat_s = grid_b.ravel(), grid_s.ravel()
     tokens = flat_b * (flat_s if phase == Phase.PREFILL else 1)
-    stage_shares = [stage_share(cfg, sp) for sp in splits]
-    placed = [[resolve(m, sp) for m in machines] for sp in splits]
     rows: list[dict[str, Any]] = []
-    for wdt in weights_dtypes:
-        for kdt in kv_dtypes:
-            for cdt_name in compute_dtypes:
-                dt = for_checkpoint(model_dtypes(wdt, activation_dtype, kdt, cdt_name), cfg.weights_dtype,
-                                    cfg.unquantized, cfg.mixed_weights)
-                kv = cfg.kv_cache_bytes(flat_b, flat_s, dt.kv_cache.bytes_per_element)
-                memory_bytes = dt.weights_bytes(cfg.param_counts().parts) + kv
-                for sp, machines_of, share in zip(splits, placed, stage_shares, strict=True):
-                    fits: dict[int | None, StepModel] = {}  # by the devices per node the graph is built for
-                    for m, dpn in machines_of:
-                        if dpn not in fits:
-                            fits[dpn] = StepModel.fit(cfg, phase, dt, plan, experts_hit_override, sp, dpn)
-                        fitted = fits[dpn]
-                        devices = fewest_devices(cfg, dt, kv, m.memory_capacity_bytes)
-                        cdt = compute_dtype(dt, m)
-                        r = fitted.evaluate(flat_b, flat_s, m, cdt)
-                        # pipeline: pp micro-batches of batch/pp in flight (ModelAnalysis.tokens_per_s)
-                        per = flat_b // sp.dp
-                        filled = (per >= sp.pp) & (sp.pp > 1)
-                        micro = fitted.evaluate(np.where(filled, per // sp.pp * sp.dp, flat_b), flat_s, m,
-                                                cdt)["time_s"] if sp.pp > 1 else r["time_s"]
-                        ridge = m.ridge_flop_per_byte(cdt)
-                        cap = m.memory_capacity_bytes
-                        for i in range(flat_b.size):
-                            t = float(r["time_s"][i])
-                            fpb = float(r["flop_per_byte"][i])
-                            # with a full pipeline a micro-batch's tokens leave every stage time (⌈L/pp⌉ of L)
-                            tokens_i = float(tokens[i]) / sp.pp if filled[i] else float(tokens[i])
-                            stage = float(micro[i]) * share if filled[i] else t
-                            rows.append({
-                                "model": cfg.name, "machine": m.id, "phase": phase, "plan": plan,
-                                "weights_dtype": dt.weights.name, "kv_dtype": dt.kv_cache.name,
-                                "compute_dtype": cdt.name, "batch": int(flat_b[i]), "seq": int(flat_s[i]),
-                                "flop": float(r["flop"][i]), "bytes": float(r["bytes"][i]), "flop_per_byte": fpb,
-                                "time_s": t, "memory_bound_time_s": float(r["memory_bound_time_s"][i]),
-                                "tokens_per_s": tokens_i / stage if t else None,
-                                "bound": SWEPT_RESOURCES[int(r["bound"][i])],
-                                "bound_class": bound_class(SWEPT_RESOURCES[int(r["bound"][i])]),
-                                "ridge_flop_per_byte": ridge,
-                                "memory_bytes": float(memory_bytes[i]),
-                                "devices": int(devices[i]) if cap and devices[i] else None,
-                                **split_columns(sp),
-                            })
-                            if per_kernel:
-                                rows[-1]["kernels"] = [
-                                    {"name": name, "total_time_s": float(r["kernel_time_s"][i, j]),
-                                     "bound": SWEPT_RESOURCES[int(r["kernel_bound"][i, j])],
-                                     "bound_class": bound_class(SWEPT_RESOURCES[int(r["kernel_bound"][i, j])])}
-                                    for j, name in enumerate(fitted.names)]
+    for step in steps:
+        dt = step.dtypes
+        kv = cfg.kv_cache_bytes(flat_b, flat_s, dt.kv_cache.bytes_per_element)
+        memory_bytes = dt.weights_bytes(cfg.param_counts().parts) + kv
+        fits: dict[tuple[Split, int | None], StepModel] = {}  # by the split and the devices per node of its graph
+        for d in deployed:
+            sp, m, dpn = d.split, d.machine, d.graph_devices_per_node
+            share = stage_share(cfg, sp)
+            if (sp, dpn) not in fits:
+                fits[sp, dpn] = StepModel.fit(cfg, phase, dt, plan, step.experts_hit, sp, dpn)
+            fitted = fits[sp, dpn]
+            devices = fewest_devices(cfg, dt, kv, m.memory_capacity_bytes)
+            cdt = compute_dtype(dt, m)
+            r = fitted.evaluate(flat_b, flat_s, m, cdt)
+            model = (expected or for_machine)(m.id)
+            if isinstance(model, ExpectedTimes):
+                lows, highs = expected_band(fitted, r, flat_b, flat_s, m, cdt, model)
+            else:
+                lows, highs = share_band(r, model, "the calibration")
+            low_s, high_s = lows.sum(axis=1), highs.sum(axis=1)
+            # pipeline: pp micro-batches of batch/pp in flight (ModelAnalysis.tokens_per_s)
+            per = flat_b // sp.dp
+            filled = (per >= sp.pp) & (sp.pp > 1)
+            micro = fitted.evaluate(np.where(filled, per // sp.pp * sp.dp, flat_b), flat_s, m,
+                                    cdt)["time_s"] if sp.pp > 1 else r["time_s"]
+            ridge = m.ridge_flop_per_byte(cdt)
+            cap = m.memory_capacity_bytes
+            for i in range(flat_b.size):
+                t = float(r["time_s"][i])
+                fpb = float(r["flop_per_byte"][i])
+                # with a full pipeline a micro-batch's tokens leave every stage time (⌈L/pp⌉ of L)
+                tokens_i = float(tokens[i]) / sp.pp if filled[i] else float(tokens[i])
+                stage = float(micro[i]) * share if filled[i] else t
+                rows.append({
+                    "model": cfg.name, "machine": m.id, "phase": phase, "plan": plan,
+                    "weights_dtype": dt.weights.name, "kv_dtype": dt.kv_cache.name,
+                    "compute_dtype": cdt.name, "batch": int(flat_b[i]), "seq": int(flat_s[i]),
+                    "flop": float(r["flop"][i]), "bytes": float(r["bytes"][i]), "flop_per_byte": fpb,
+                    "time_s": t, "expected_time_s": {"low": float(low_s[i]), "high": float(high_s[i])},
+                    "memory_bound_time_s": float(r["memory_bound_time_s"][i]),
+                    "tokens_per_s": tokens_i / stage if t else None,
+                    "bound": SWEPT_RESOURCES[int(r["bound"][i])],
+                    "bound_class": bound_class(SWEPT_RESOURCES[int(r["bound"][i])]),
+                    "ridge_flop_per_byte": ridge,
+                    "memory_bytes": float(memory_bytes[i]),
+                    "devices": int(devices[i]) if cap and devices[i] else None,
+                    **split_columns(sp),
+                })
+                if per_kernel:
+                    rows[-1]["kernels"] = [
+                        {"name": name, "total_time_s": float(r["kernel_time_s"][i, j]),
+                         "bound": SWEPT_RESOURCES[int(r["kernel_bound"][i, j])],
+                         "bound_class": bound_class(SWEPT_RESOURCES[int(r["kernel_bound"][i, j])])}
+                        for j, name in enumerate(fitted.names)]
     return rows
 
 
@@ -200,13 +230,14 @@ def compare(models: Sequence[str | ModelConfig], machines: Sequence[str | Machin
             kv_dtypes: Sequence[str | None] = (None,), activation_dtype: str = "bf16",
             compute_dtypes: Sequence[str | None] = (None,), experts_hit_override: int | None = None,
             overrides: Mapping[str, str] | None = None, splits: Sequence[Split] = (Split(),),
-            utilization: float = DEFAULT_UTILIZATION) -> list[dict[str, Any]]:
+            utilization: float = DEFAULT_UTILIZATION, band: Band | None = None) -> list[dict[str, Any]]:
     """One row per model × machine × split × dtype: the step's totals, KV per token, decode limit,
     crossover and memory fit side by side (what GQA, MLA, an FP8 KV cache, a window or a split
     change). `seq` None: each model's default length (DEFAULT_LENGTH within its max_position_embeddings).
     With a split the totals are one device's (analyze_model(..., split=...)), `memory_bytes` is per
     device and `fits` says whether it fits in `utilization` of the device's memory; the decode limit
-    and the crossover are the model's (as analyze_model reports them)."""
+    and the crossover are the model's (as analyze_model reports them). `expected_time_s` {low, high}: Σ
+    runs × each kernel's `band` (default: the device's shipped fit), as `roofline model` totals it."""
     if not splits:
         raise RooflineError("give at least one split")
     rows = []
@@ -219,7 +250,9 @@ def compare(models: Sequence[str | ModelConfig], machines: Sequence[str | Machin
                             dt = model_dtypes(wdt, activation_dtype, kdt, cdt)
                             a = analyze_model(name, mach, phase, batch, seq, plan, dt, experts_hit_override,
                                               overrides, sp, utilization)
-                            rows.append(_compare_row(a, batch, a.model.dtypes))  # the checkpoint's weights
+                            row = _compare_row(a, batch, a.model.dtypes)  # the checkpoint's weights
+                            row["expected_time_s"] = step_total(a.placements, band or shipped_band(a.machine.id))
+                            rows.append(row)
     return rows
 
 
@@ -286,4 +319,4 @@ def chart_series(rows: Sequence[Mapping[str, Any]], cfg: ModelConfig, phase: Pha
 
 
 __all__ = ["SPLIT_COLUMNS", "SWEEP_COLUMNS", "SWEPT_RESOURCES", "ChartSeries", "chart_series", "check_splits",
-           "compare", "resolve", "split_columns", "sweep", "sweep_arrays"]
+           "compare", "deployments", "dtype_steps", "resolve", "split_columns", "sweep", "sweep_arrays"]

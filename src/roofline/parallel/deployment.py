@@ -20,7 +20,7 @@ at most MOST_DEVICES devices far for a split that fits.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from roofline.errors import RooflineError
 from roofline.hardware import Machine, System, get_machine, get_system
@@ -40,6 +40,11 @@ class Deployment:
     system: System | None  # None: one bare device without links, or a Machine object as given
     devices_per_node: int  # a node's devices (NODE_DEVICES without a system)
     max_devices: int  # the most devices a split may use (MOST_DEVICES without a system)
+    given: str | Machine | System | None = field(default=None, compare=False)  # the machine as deploy() took it
+
+    def with_split(self, split: Split) -> Deployment:
+        """The same machine, as given, under another split (a bare device made a node of its own size)."""
+        return deploy(self.given if self.given is not None else (self.system or self.machine), split)
 
     @property
     def system_id(self) -> str:
@@ -64,25 +69,25 @@ def deploy(machine: str | Machine | System, split: Split | None = None) -> Deplo
     """The deployment of `split` (default: one device) on `machine`, as the module docstring says."""
     sp = split or Split()
     if isinstance(machine, Machine):
-        return Deployment(get_machine(machine), sp, None, NODE_DEVICES, MOST_DEVICES)
+        return Deployment(get_machine(machine), sp, None, NODE_DEVICES, MOST_DEVICES, machine)
     try:
         system = get_system(machine)
     except NoLinkError as exc:  # a device with no [interconnect], as `roofline measure --save` writes a CPU
         if sp.trivial:  # one device needs no link
-            return Deployment(exc.device, sp, None, NODE_DEVICES, MOST_DEVICES)
+            return Deployment(exc.device, sp, None, NODE_DEVICES, MOST_DEVICES, machine)
         raise RooflineError(f"the split {sp} spreads the model over {sp.devices} devices, but {exc.device.id} has "
                             "no [interconnect] (no device-to-device link figure) to carry its collectives: add an "
                             "[interconnect] section with bandwidth = the vendor's bidirectional total (e.g. "
                             "\"900 GB/s\") to its machine file, or run on one device (no split)") from None
     if system.from_device:
         if sp.trivial:
-            return Deployment(get_machine(system.device), sp, None, NODE_DEVICES, MOST_DEVICES)
+            return Deployment(get_machine(system.device), sp, None, NODE_DEVICES, MOST_DEVICES, machine)
         system = get_system(system.device if isinstance(machine, System) else machine,
                             devices=max(sp.devices, NODE_DEVICES))
     if sp.devices > system.max_devices:
         raise RooflineError(f"the split {sp} needs {sp.devices} devices; {system.id} has {system.max_devices}")
     device = system.device_machine(min(max(sp.tp, sp.ep), system.devices_per_node))
-    return Deployment(device, sp, system, system.devices_per_node, system.max_devices)
+    return Deployment(device, sp, system, system.devices_per_node, system.max_devices, machine)
 
 
 class UnevenDevices(RooflineError):

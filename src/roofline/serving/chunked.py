@@ -25,13 +25,13 @@ per-head keys and values.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from roofline.errors import T
 from roofline.graph import FusionPlan, Graph, tensor
 from roofline.kernels import attention_ops, attention_plans
-from roofline.models.analysis import COLLECTIVES, ModelAnalysis, analyze_model
+from roofline.models.analysis import COLLECTIVES, ModelAnalysis, analyze
 from roofline.models.split import shard
 from roofline.models.transformer import SOFTMAX_KINDS
 from roofline.placement import analyze_graph
@@ -43,18 +43,19 @@ ZERO = Band(0.0, 0.0, 0.0)
 
 
 def step_band(placements: Any, eff: Efficiency, overlap: bool, overhead: bool = True) -> Band:
-    """Σ kernel floors (the floor) and Σ floor / efficiency of each kernel's bound class (the band),
-    with the per-step overhead; with `overlap` the collectives run under the rest (the larger sum)."""
+    """Σ kernel floors (the floor) and Σ runs × each kernel's calibrated band (Efficiency.band, as
+    `roofline model` gives it), with the per-step overhead; with `overlap` the collectives run under
+    the rest (the larger sum)."""
     floor = {"comm": 0.0, "rest": 0.0}
     fast = {"comm": 0.0, "rest": 0.0}
     slow = {"comm": 0.0, "rest": 0.0}
     for p in placements:
-        lo, hi = eff.of(p.bound_class)
+        band = eff.band(p)
         key = "comm" if p.kind in COLLECTIVES else "rest"
         floor[key] += p.total_time_s
-        fast[key] += p.total_time_s / hi
-        slow[key] += p.total_time_s / lo
-    oh_lo, oh_hi = eff.step_overhead_s if overhead else (0.0, 0.0)
+        fast[key] += p.count * band.low_s
+        slow[key] += p.count * band.high_s
+    oh_lo, oh_hi = eff.overhead if overhead else (0.0, 0.0)
     if overlap:
         return Band(max(floor.values()), max(fast.values()) + oh_lo, max(slow.values()) + oh_hi)
     return Band(sum(floor.values()), sum(fast.values()) + oh_lo, sum(slow.values()) + oh_hi)
@@ -120,8 +121,8 @@ def earlier_attention(r: Any, batch: int, tokens: int, earlier: int) -> tuple[Ba
 
 def prefill_step(r: Any, batch: int, tokens: int) -> tuple[Band, ModelAnalysis]:
     """analyze_model's prefill step of `tokens` tokens at `batch` on the report's model, machine and split."""
-    a = analyze_model(r.config, r.machine_arg, Phase.PREFILL, batch, tokens, r.plan, r.dtypes,
-                      r.prefill.model.experts_hit_override, None, r.split, r.utilization, r.overlap)
+    a = analyze(replace(r.prefill.step, phase=Phase.PREFILL, batch=batch, seq=tokens), r.prefill.deployment,
+                r.utilization, r.overlap)
     return step_band(a.placements, r.efficiency, r.overlap), a
 
 

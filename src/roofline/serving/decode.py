@@ -3,9 +3,10 @@ output for any batches, as floors and expected bands (numpy); throughput with pi
 and the largest batch whose mean inter-token latency meets a target.
 
     ITL mean, last   the mean of the decode steps over the generation's contexts, and the last one
-    throughput       batch / ITL mean; with pp stages and at least pp sequences a replica, pp
+    decode rate      batch / ITL mean; with pp stages and at least pp sequences a replica, pp
                      micro-batches of batch/pp in flight: (batch / pp) / (micro-batch ITL × ⌈L/pp⌉/L)
                      (ModelAnalysis.tokens_per_s counts them the same way)
+    throughput       the workload's, prefill counted (workload_rate): 1 / (1/decode rate + T_prefill/(dp·O))
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 from roofline.dtypes import DType
 from roofline.hardware import Machine
 from roofline.models.experts import overlapped_all_to_all
+from roofline.models.stepband import expected_band, share_band
 from roofline.models.stepmodel import StepModel
 from roofline.parallel import Split
 from roofline.serving.efficiency import Band, Efficiency, Rate, per_rate
@@ -30,8 +32,6 @@ class Decode:
 
         self.sm, self.machine, self.dtype, self.eff, self.overlap = sm, machine, dtype, eff, overlap
         self.contexts = np.arange(prompt + 1, prompt + output + 1, dtype=np.int64)
-        self.lo_eff = np.array([eff.compute[0], eff.memory[0], eff.communication[0]])
-        self.hi_eff = np.array([eff.compute[1], eff.memory[1], eff.communication[1]])
         comm = None
         if sm.link_mask is not None:
             comm = np.asarray(sm.link_mask) | np.asarray(sm.network_mask)
@@ -47,12 +47,11 @@ class Decode:
 
         b = np.asarray(batches, dtype=np.int64)
         nb, nc = b.size, self.contexts.size
-        r = self.sm.evaluate(np.repeat(b, nc), np.tile(self.contexts, nb), self.machine, self.dtype)
-        kt, kb = r["kernel_time_s"], r["kernel_bound"]
-        # compute, memory, communication, by SWEPT_RESOURCES' codes (matrix, vector, dram, link, network, exp)
-        cls = np.array([0, 0, 1, 2, 2, 0])[kb]
-        fast, slow = kt / self.hi_eff[cls], kt / self.lo_eff[cls]
-        oh_lo, oh_hi = self.eff.step_overhead_s
+        bs, cs = np.repeat(b, nc), np.tile(self.contexts, nb)
+        r = self.sm.evaluate(bs, cs, self.machine, self.dtype)
+        kt = r["kernel_time_s"]
+        fast, slow = kernel_bands(self.sm, r, bs, cs, self.machine, self.dtype, self.eff)
+        oh_lo, oh_hi = self.eff.overhead
         if self.tbo is not None:
             a2a, every = self.tbo
 
@@ -80,6 +79,21 @@ class Decode:
         return means, lasts
 
 
+def kernel_bands(sm: StepModel, r: dict[str, Any], batch: Any, seq: Any, machine: Machine, dtype: DType,
+                 eff: Efficiency) -> tuple[Any, Any]:
+    """Each kernel's band over all its runs [points, kernels], as `roofline model` gives it: the
+    calibrated fit (roofline.models.stepband), or a bench calibration's floor / measured share of
+    the roof of each kernel's bound class."""
+
+    chosen = eff.chosen
+    if chosen.times is not None:
+        return expected_band(sm, r, batch, seq, machine, dtype, chosen.times)
+    assert chosen.bench is not None
+    shipped = eff.fallback.times if eff.fallback is not None else None
+    otherwise = expected_band(sm, r, batch, seq, machine, dtype, shipped) if shipped is not None else None
+    return share_band(r, eff.shares, chosen.file, otherwise)
+
+
 def throughputs(dec: Decode, batches: list[int], means: list[Band], split: Split, share: float,
                  unit: int) -> tuple[list[Rate], list[bool]]:
     """Output tokens/s over every replica per batch, as ModelAnalysis.tokens_per_s counts them: with pp
@@ -93,6 +107,29 @@ def throughputs(dec: Decode, batches: list[int], means: list[Band], split: Split
     for b, m, f in zip(batches, means, filled, strict=True):
         out.append(per_rate(b / pp, next(micro).scaled(share)) if f else per_rate(float(b), m))
     return out, filled
+
+
+def workload_rate(decode: Rate, prefill: Band, output: int, dp: int, share: float = 1.0) -> Rate:
+    """Output tokens/s of the workload in steady state, prefill counted, as engines' throughput
+    benchmarks report it (output tokens over the run's time: vLLM's benchmark_serving "Output token
+    throughput", SGLang's bench_serving, TensorRT-LLM's trtllm-bench).
+
+    Continuous batching keeps the batch full: as each sequence finishes its O output tokens, a new
+    request takes its slot, and its P-token prompt is prefilled on the same devices, in chunks that
+    ride the decode steps (chunked prefill: vLLM's and SGLang's default scheduler, TensorRT-LLM's
+    enable_chunked_context), so the chunk's time is added to the steps it shares. One period of the
+    steady state is one generation: each replica decodes its B/dp sequences O times and prefills B/dp
+    new prompts, so
+
+        period = B·O / (decode tokens/s) + (B/dp) · T_prefill(P) · share
+        tokens/s = B·O / period = 1 / (1 / decode tokens/s + T_prefill · share / (dp · O))
+
+    with T_prefill the prompt's prefill step (TTFT's) and `share` ⌈L/pp⌉/L when pp stages pipeline the
+    prompts as they do the decode micro-batches (each stage is busy for its share of the step). Each
+    end of the band from the same end of both times."""
+    k = share / (dp * output)
+    return Rate(1 / (1 / decode.ceiling + prefill.floor * k), 1 / (1 / decode.low + prefill.high * k),
+                1 / (1 / decode.high + prefill.low * k))
 
 
 def largest_meeting(dec: Decode, unit: int, most: int, target: float,
@@ -133,4 +170,4 @@ def largest_meeting(dec: Decode, unit: int, most: int, target: float,
     return [n or None for n in lo]
 
 
-__all__ = ["Decode", "largest_meeting", "throughputs"]
+__all__ = ["Decode", "kernel_bands", "largest_meeting", "throughputs", "workload_rate"]

@@ -9,8 +9,13 @@ Built only on roofline.models, so every number is the same graph and placement a
                 batch and each context of the generation, prompt + 1 ... prompt + output:
                 mean = their mean, last = the step at prompt + output
     e2e         TTFT + (output − 1) × ITL mean
-    throughput  batch / ITL mean (output tokens/s over every replica); with pp stages the batch runs as
-                pp micro-batches (ModelAnalysis.tokens_per_s): (batch / pp) / (micro-batch ITL × ⌈L/pp⌉/L);
+    throughput  the workload's output tokens over the run's time, prefill counted, as engines' benchmarks
+                report it: in the steady state of continuous batching each replica decodes its batch/dp
+                sequences `output` times and prefills as many new prompts (chunked prefill: the chunks
+                ride the decode steps), so tokens/s = 1 / (1/decode + TTFT × share / (dp × output))
+                (roofline.serving.decode.workload_rate); decode = batch / ITL mean (output tokens/s over
+                every replica, prefill left out: `decode_alone`); with pp stages the batch runs as pp
+                micro-batches (ModelAnalysis.tokens_per_s): (batch / pp) / (micro-batch ITL × ⌈L/pp⌉/L);
                 per device = system / (tp × pp × dp)
     max batch (memory)  ⌊(usable − weights − workspace) / (KV bytes per token × (prompt + output))⌋ per
                 replica, × dp; per device, with the split; usable = capacity × utilization; workspace =
@@ -25,7 +30,10 @@ Built only on roofline.models, so every number is the same graph and placement a
                 input:  price/3600 × devices × TTFT / (prompt × requests prefilled at once) × 1e6
     knee        the smallest batch b of the curve (1, 2, 4, ... 1024) whose doubling gains < 10% of
                 throughput: T(2b) < 1.1 × T(b), on the roofline ceiling
-    expected    every time is a floor (the roofline) and an expected band (roofline.serving.efficiency)
+    expected    every time is a floor (the roofline) and an expected band: each kernel's calibrated band, as
+                `roofline model` gives it (roofline.expectation: the device's shipped fit by engine, or
+                --calibration FILE), summed over the step, + the per-step overhead (a constant;
+                roofline.serving.efficiency)
 
 numpy is imported only inside functions.
 """
@@ -40,8 +48,8 @@ from typing import Any
 
 from roofline.dtypes import DType
 from roofline.errors import RooflineError, T
-from roofline.hardware import DEFAULT_MACHINE, Machine
-from roofline.models.analysis import ModelAnalysis, analyze, analyze_model
+from roofline.hardware import DEFAULT_MACHINE, Machine, System
+from roofline.models.analysis import ModelAnalysis, analyze
 from roofline.models.build import DEFAULT_PLAN
 from roofline.models.config import load_config
 from roofline.models.dtypes import ModelDtypes
@@ -52,7 +60,7 @@ from roofline.models.stepmodel import StepModel, batch_unit
 from roofline.models.transformer import ModelConfig
 from roofline.parallel import Deployment, Split, deploy
 from roofline.serving.chunked import ChunkedPrefill, check_chunk, chunked_prefill, step_band
-from roofline.serving.decode import Decode, largest_meeting, throughputs
+from roofline.serving.decode import Decode, largest_meeting, throughputs, workload_rate
 from roofline.serving.disaggregate import Disaggregation, disaggregate, parse_ratio
 from roofline.serving.efficiency import Band, Efficiency, Rate
 from roofline.serving.speculative import Speculative, mtp_draft, speculative
@@ -68,8 +76,10 @@ FORMULAS = {
     "ttft_s": "prefill step of one request's prompt at batch 1 (per request, no queueing)",
     "itl_s": "decode step at the batch and each context prompt+1 ... prompt+output: mean and last",
     "e2e_s": "TTFT + (output - 1) x ITL mean",
-    "throughput_tokens_per_s": "batch / ITL mean (pipeline: batch/pp / (micro-batch ITL x ceil(L/pp)/L)); "
-                               "per device = system / devices",
+    "throughput_tokens_per_s": "the workload's output tokens over the run's time, prefill counted (continuous "
+                               "batching with chunked prefill, steady state): 1 / (1/decode + TTFT x share / "
+                               "(dp x output)), decode = batch / ITL mean (pipeline: batch/pp / (micro-batch ITL x "
+                               "ceil(L/pp)/L)); per device = system / devices",
     "max_batch_memory": "floor((usable - weights - workspace) / (KV bytes per token x (prompt + output))) per "
                         "replica, x dp; per device",
     "max_batch_slo": "largest batch <= max_batch_memory whose ITL mean <= --itl-slo (floor)",
@@ -80,7 +90,8 @@ FORMULAS = {
     "cost_per_million_tokens.output": "price / 3600 x devices / output tokens per s x 1e6",
     "cost_per_million_tokens.input": "price / 3600 x devices x TTFT / (prompt x requests prefilled at once) x 1e6",
     "knee_batch": "smallest curve batch b with throughput(2b) < 1.1 x throughput(b) (roofline ceiling)",
-    "expected": "sum over kernels of floor / efficiency of its bound class + per-step overhead",
+    "expected": "sum over kernels of runs x each kernel's calibrated band (roofline.expectation, as roofline model "
+                "gives it) + per-step overhead (a constant: no measured table applies)",
 }
 
 
@@ -138,11 +149,13 @@ class ServingReport:
     capacity_bytes: float | None
     prefill: ModelAnalysis = field(repr=False)
     warnings: tuple[str, ...] = ()
-    machine_arg: str | Machine = DEFAULT_MACHINE  # as given: a system, a device or a file
+    machine_arg: str | Machine | System = DEFAULT_MACHINE  # as given: a system, a device or a file
     decoder: Any = field(default=None, repr=False, compare=False)  # the decode step model over the generation
     chunked: ChunkedPrefill | None = None  # --chunk: roofline.serving.chunked
     disaggregated: Disaggregation | None = None  # --disaggregate: roofline.serving.disaggregate
     speculative: Speculative | None = None  # --draft: roofline.serving.speculative
+    decode_throughput: Rate | None = None  # batch / ITL mean: decode alone, the prefill left out (system)
+    split_search: Any = field(default=None, repr=False, compare=False)  # serving.splits.ServeSearch, no split given
 
     def itl_at(self, batch: int) -> tuple[Band, Band]:
         """(mean, last) ITL at another batch, from the same step model."""
@@ -152,9 +165,8 @@ class ServingReport:
     def decode_analysis(self, batch: int | None = None) -> ModelAnalysis:
         """The graph path's decode step at the batch and the last context (prompt + output): its time
         is ITL last's floor."""
-        return analyze_model(self.config, self.machine_arg, Phase.DECODE, batch or self.batch, self.context,
-                             self.plan, self.dtypes, self.prefill.model.experts_hit_override, None, self.split,
-                             self.utilization, self.overlap)
+        step = replace(self.prefill.step, phase=Phase.DECODE, batch=batch or self.batch, seq=self.context)
+        return analyze(step, self.prefill.deployment, self.utilization, self.overlap)
 
     @property
     def devices(self) -> int:
@@ -225,7 +237,8 @@ class ServingReport:
             "itl_s": {"mean": self.itl_mean.to_dict(), "last": self.itl_last.to_dict()},
             "e2e_s": self.e2e.to_dict(),
             "throughput_tokens_per_s": {"system": self.throughput.to_dict(),
-                                        "per_device": self.throughput_per_device.to_dict()},
+                                        "per_device": self.throughput_per_device.to_dict(),
+                                        "decode_alone": opt(self.decode_throughput)},
             "max_batch_memory": self.max_batch_memory,
             "max_batch_slo": self.max_batch_slo,
             "max_batch_slo_expected": None if slo_exp is None else {"low": slo_exp[0], "high": slo_exp[1]},
@@ -242,15 +255,17 @@ class ServingReport:
             "assumptions": self.assumptions(),
             "warnings": list(self.warnings),
             **{k: v.to_dict() for k, v in (("chunked", self.chunked), ("disaggregated", self.disaggregated),
-                                           ("speculative", self.speculative)) if v is not None},
+                                           ("speculative", self.speculative), ("split_search", self.split_search))
+               if v is not None},
         }
 
 
 def _prefill_band(a: ModelAnalysis, eff: Efficiency) -> Band:
-    """The prefill step's floor (analyze_model's time, exactly) and band: Σ kernel floor / its class's
-    efficiency + the per-step overhead (chunked.step_band, the one place that sum is written)."""
+    """The prefill step's floor (analyze_model's time, exactly) and band: Σ runs × each kernel's
+    calibrated band + the per-step overhead (chunked.step_band, the one place that sum is written)."""
     b = step_band(a.placements, eff, a.overlap)
-    return Band(a.time_s, b.low, b.high)
+    host = eff.prefill_dispatch_per_layer_s * a.config.num_layers  # the engine's prefill dispatch (vLLM's)
+    return Band(a.time_s, b.low + host, b.high + host)
 
 
 def _positive(value: float | None, label: str) -> float | None:
@@ -392,15 +407,15 @@ def _goodput(good_at: tuple[int | None, int | None, int | None], by_batch: Mappi
     return Rate(by_batch[good_at[0]][2].ceiling, low, high)
 
 
-def serve(model: str | ModelConfig, machine: str | Machine = DEFAULT_MACHINE, split: Split | None = None, *,
-          prompt: int, output: int, batch: int | None = None, ttft_slo_s: float | None = None,
-          itl_slo_s: float | None = None, price_per_device_hour: float | None = None,
-          dtypes: ModelDtypes | None = None, plan: Plan | str = DEFAULT_PLAN,
-          utilization: float = DEFAULT_UTILIZATION, overlap: bool = False, efficiency: Efficiency | None = None,
-          experts_hit: int | None = None, overrides: Mapping[str, str] | None = None, chunk: int | None = None,
+def serve(step: Step, deployment: Deployment, *, output: int, batch: int | None = None,
+          ttft_slo_s: float | None = None, itl_slo_s: float | None = None,
+          price_per_device_hour: float | None = None, utilization: float = DEFAULT_UTILIZATION,
+          overlap: bool = False, efficiency: Efficiency | None = None, chunk: int | None = None,
           disaggregate_devices: str | tuple[int, int] | None = None, draft: str | ModelConfig | None = None,
           draft_tokens: int | None = None, acceptance: float | None = None, mtp: int | None = None) -> ServingReport:
-    """Serve `model` on `machine` under `split` with prompts of `prompt` tokens generating `output`.
+    """Serve `step`'s model on `deployment` (roofline.parallel.deploy): prompts of `step.seq` tokens
+    (the step is the prompt's prefill: its model, dtypes, fusion plan and experts hit; serve runs it
+    at batch dp, one request a replica) generating `output` tokens each.
 
     `batch` None: the largest batch meeting `itl_slo_s` when given, else the smallest (1, or the
     split's batch unit). Formulas in the module docstring; the cost formulas:
@@ -418,25 +433,25 @@ def serve(model: str | ModelConfig, machine: str | Machine = DEFAULT_MACHINE, sp
     prompt + output beyond the model's max_position_embeddings, a non-positive price, target,
     prompt or output, and a model whose weights leave no room for one sequence's KV cache; and for
     a non-positive chunk, a malformed P:D, k < 1 or a outside (0, 1]."""
-    prompt, output, price, ttft_slo, itl_slo = _checked_inputs(prompt, output, price_per_device_hour, ttft_slo_s,
+    prompt, output, price, ttft_slo, itl_slo = _checked_inputs(step.seq, output, price_per_device_hour, ttft_slo_s,
                                                                itl_slo_s, utilization)
     if mtp is not None:  # the model's own MTP layers as the draft
-        draft, draft_tokens = mtp_draft(load_config(model, overrides), mtp, draft, draft_tokens, acceptance)
+        draft, draft_tokens = mtp_draft(step.config, mtp, draft, draft_tokens, acceptance)
     chunk, ratio, spec = _checked_what_ifs(chunk, disaggregate_devices, draft, draft_tokens, acceptance)
-    eff = efficiency or Efficiency()
-    cfg = load_config(model, overrides)
-    sp = split or Split()
+    eff = (efficiency or Efficiency()).for_device(deployment.machine.id)
+    cfg, sp = step.config, deployment.split
     batch = _checked_batch(cfg, prompt, output, batch, sp)
     # TTFT: one request's prompt (one per replica): the prefill step at batch dp on the deployment
-    step = describe_step(cfg, Phase.PREFILL, sp.dp, prompt, dtypes, plan, experts_hit)
-    report = _serve_step(step, deploy(machine, sp), machine, output, batch, ttft_slo, itl_slo, price, eff,
-                         utilization, overlap)
+    step = replace(step, phase=Phase.PREFILL, batch=sp.dp)
+    report = _serve_step(step, deployment, output, batch, ttft_slo, itl_slo, price, eff, utilization, overlap)
     if chunk is None and ratio is None and spec is None:
         return report
 
-    def run(what: str | ModelConfig, split: Split, b: int) -> ServingReport:
-        return serve(what, machine, split, prompt=prompt, output=output, batch=b, dtypes=step.dtypes, plan=step.plan,
-                     utilization=utilization, overlap=overlap, efficiency=eff, experts_hit=experts_hit)
+    def run(what: ModelConfig, split: Split, b: int) -> ServingReport:
+        other = step if what is cfg else describe_step(what, Phase.PREFILL, split.dp, prompt, step.dtypes,
+                                                         step.plan, step.experts_hit)
+        return serve(replace(other, batch=split.dp), deployment.with_split(split), output=output, batch=b,
+                     utilization=utilization, overlap=overlap, efficiency=eff)
 
     if chunk is not None:
         report = replace(report, chunked=chunked_prefill(report, chunk))
@@ -447,7 +462,22 @@ def serve(model: str | ModelConfig, machine: str | Machine = DEFAULT_MACHINE, sp
     return report
 
 
-def _serve_step(step: Step, d: Deployment, machine: str | Machine, output: int, batch: int | None,
+def serve_model(model: str | ModelConfig, machine: str | Machine = DEFAULT_MACHINE, split: Split | None = None, *,
+                prompt: int, output: int, dtypes: ModelDtypes | None = None, plan: Plan | str = DEFAULT_PLAN,
+                experts_hit: int | None = None, overrides: Mapping[str, str] | None = None,
+                **options: Any) -> ServingReport:
+    """serve() from a model name and a machine name, as analyze_model is analyze() from them: the
+    prompt's prefill step (describe_step) and the deployment (deploy) resolved once, every other
+    keyword passed to serve()."""
+    # the inputs checked before the model is read, so a bad number is named first
+    _checked_inputs(prompt, output, options.get("price_per_device_hour"), options.get("ttft_slo_s"),
+                    options.get("itl_slo_s"), options.get("utilization", DEFAULT_UTILIZATION))
+    sp = split or Split()
+    step = describe_step(model, Phase.PREFILL, sp.dp, prompt, dtypes, plan, experts_hit, overrides)
+    return serve(step, deploy(machine, sp), output=output, **options)
+
+
+def _serve_step(step: Step, d: Deployment, output: int, batch: int | None,
                 ttft_slo: float | None, itl_slo: float | None, price: float | None, eff: Efficiency,
                 utilization: float, overlap: bool) -> ServingReport:
     """The serving report of one deployment: TTFT from the prefill `step`, then memory, the decode
@@ -456,7 +486,7 @@ def _serve_step(step: Step, d: Deployment, machine: str | Machine, output: int, 
     unit = batch_unit(sp)
     pre = analyze(step, d, utilization, overlap)
     ttft = _prefill_band(pre, eff)
-    warnings = list(pre.warnings)
+    warnings = list(pre.warnings) + list(dict.fromkeys(w for p in pre.placements for w in eff.band(p).warnings))
     mem = _memory(pre, prompt + output, utilization, unit)
     max_mem = mem.max_batch
 
@@ -484,7 +514,11 @@ def _serve_step(step: Step, d: Deployment, machine: str | Machine, output: int, 
     batches = [*curve_b, *extra]
     more = dec.itl(extra) if extra else ([], [])
     means, lasts = [*curve_means, *more[0]], [*curve_lasts, *more[1]]
-    rates, filled = throughputs(dec, batches, means, sp, stage_share(cfg, sp), unit)
+    decode_rates, filled = throughputs(dec, batches, means, sp, stage_share(cfg, sp), unit)
+    # the workload's throughput counts each new request's prefill in the steady state (workload_rate)
+    rates = [workload_rate(r, ttft, output, sp.dp, stage_share(cfg, sp) if f else 1.0)
+             for r, f in zip(decode_rates, filled, strict=True)]
+    decode_of = dict(zip(batches, decode_rates, strict=True))
     by_batch = {b: (mn, la, r, f) for b, mn, la, r, f in zip(batches, means, lasts, rates, filled, strict=True)}
     curve = tuple(CurvePoint(b, by_batch[b][0], by_batch[b][2], None if max_mem is None else b <= max_mem,
                              None if itl_slo is None else by_batch[b][0].floor <= itl_slo) for b in curve_b)
@@ -504,11 +538,12 @@ def _serve_step(step: Step, d: Deployment, machine: str | Machine, output: int, 
                          eff, utilization, overlap, ttft, itl_mean, itl_last, e2e, rate, pipe, max_mem, max_slo,
                          slo_exp, _goodput(good_at, by_batch, ttft, ttft_slo), cost_in, cost_out, curve, knee,
                          ttft_slo, itl_slo, price, mem.weights_bytes, mem.kv_bytes_per_sequence, mem.workspace_bytes,
-                         mem.capacity_bytes, pre, tuple(warnings), machine, dec)
+                         mem.capacity_bytes, pre, tuple(warnings), d.given if d.given is not None else m, dec,
+                         decode_throughput=decode_of[batch])
 
 
 def _with_draft(report: ServingReport, draft: str | ModelConfig, spec: tuple[int, float],
-                run: Callable[[str | ModelConfig, Split, int], ServingReport]) -> ServingReport:
+                run: Callable[[ModelConfig, Split, int], ServingReport]) -> ServingReport:
     """The speculative-decoding what-if: the draft served beside the target on the same split."""
     cfg, sp = report.config, report.split
     name = draft if isinstance(draft, str) else draft.name
@@ -530,4 +565,4 @@ def _with_draft(report: ServingReport, draft: str | ModelConfig, spec: tuple[int
     return report
 
 
-__all__ = ["CURVE_MAX_BATCH", "FORMULAS", "KNEE_GAIN", "CurvePoint", "ServingReport", "serve"]
+__all__ = ["CURVE_MAX_BATCH", "FORMULAS", "KNEE_GAIN", "CurvePoint", "ServingReport", "serve", "serve_model"]

@@ -87,10 +87,7 @@ def serve_figure(r: ServingReport, *, title: str = "") -> Figure:
     poly = [(p.itl.low, p.throughput.high) for p in pts] + [(p.itl.high, p.throughput.low) for p in reversed(pts)]
     eff = r.efficiency
     ax.fill([x for x, _ in poly], [y for _, y in poly], color=BAND_COLOUR, alpha=0.13, lw=0, gid="band", zorder=1,
-            label=f"expected band (kernels at {eff.memory[0]:.0%}–{eff.memory[1]:.0%} of bandwidth, "
-                  f"{eff.compute[0]:.0%}–{eff.compute[1]:.0%} of peak,\n{eff.communication[0]:.0%}–"
-                  f"{eff.communication[1]:.0%} of the link; + {format_time(eff.step_overhead_s[0])}–"
-                  f"{format_time(eff.step_overhead_s[1])} a step{'; calibrated' if eff.measured_on else ''})")
+            label=f"expected band ({eff.label})")
     ax.plot(xs, ys, color=FITS_COLOUR, lw=1.6, gid="floor", zorder=3,
             label="roofline: ITL floor, tokens/s ceiling")
 

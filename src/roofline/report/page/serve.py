@@ -32,7 +32,7 @@ from roofline.report.charts.serve import (
     split_label,
 )
 from roofline.report.page.roofline import _asset, _json_for_script, assemble
-from roofline.report.text.serve import band, band_source, goodput_note, max_batch_note, money, rate
+from roofline.report.text.serve import band, goodput_note, max_batch_note, money, rate
 from roofline.serving import KNEE_GAIN, CurvePoint, ServingReport
 from roofline.units import format_time
 
@@ -159,10 +159,7 @@ def _figure(r: ServingReport, curve: list[dict[str, Any]], mem_x: float | None) 
         "plot_bgcolor": "white", "paper_bgcolor": "white", "hovermode": "closest", "height": 540,
         "font": {"family": "system-ui, -apple-system, 'Segoe UI', sans-serif"},
         "shapes": shapes, "annotations": annotations,
-        "meta": {"band": f"expected band: kernels at {eff.memory[0]:.0%}–{eff.memory[1]:.0%} of bandwidth, "
-                         f"{eff.compute[0]:.0%}–{eff.compute[1]:.0%} of peak, {eff.communication[0]:.0%}–"
-                         f"{eff.communication[1]:.0%} of the link; + {format_time(eff.step_overhead_s[0])}–"
-                         f"{format_time(eff.step_overhead_s[1])} a step{band_source(eff)}"},
+        "meta": {"band": f"expected band: {eff.label}"},
     }
     return {"data": data, "layout": layout}
 
@@ -181,10 +178,7 @@ def serve_payload(r: ServingReport) -> dict[str, Any]:
     eff = r.efficiency
     subtitle = (f"prompt {r.prompt}, output {r.output} tokens · {r.dtype.name} · plan {r.plan} · batch {r.batch}: "
                 f"{r.batch_chosen}. Each time is the roofline floor with, in brackets and shaded on the chart, the "
-                f"expected range (kernels at {eff.compute[0]:.0%}–{eff.compute[1]:.0%} of the compute peak, "
-                f"{eff.memory[0]:.0%}–{eff.memory[1]:.0%} of memory bandwidth, {eff.communication[0]:.0%}–"
-                f"{eff.communication[1]:.0%} of the link, + {format_time(eff.step_overhead_s[0])}–"
-                f"{format_time(eff.step_overhead_s[1])} a step{band_source(eff)}).")
+                f"expected range ({eff.label}).")
     return {
         "title": f"{r.config.name} serving on {split_label(r)}",
         "subtitle": subtitle,

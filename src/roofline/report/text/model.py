@@ -35,7 +35,7 @@ def kernel_csv(rows: list[dict[str, Any]]) -> str:
 
 # which columns of a sweep or comparison a narrow terminal leaves out first (least important first)
 ROWS_DROP = ("devices to fit", "weights+KV", "active", "ridge", "compute", "crossover", "tokens/s", "bytes", "FLOPs",
-             "params", "weights", "KV/token", "limit")
+             "params", "weights", "KV/token", "limit", "expected")
 
 
 def rows_table(rows: list[dict[str, Any]], columns: Sequence[tuple[str, str, Callable[[Any], str]]], title: str) -> str:
@@ -155,6 +155,11 @@ def _f(fmt: Callable[[float], str]) -> Callable[[Any], str]:
     return lambda v: "—" if v is None else fmt(v)
 
 
+def band_text(v: Any) -> str:
+    """An expected band {low, high} (each kernel's calibrated band, summed) as 'low–high'."""
+    return "—" if not v else f"{format_time(v['low'])}–{format_time(v['high'])}"
+
+
 def sweep_text(rows: list[dict[str, Any]], seq_key: str) -> str:
 
     cols: list[tuple[str, str, Callable[[Any], str]]] = [
@@ -162,7 +167,8 @@ def sweep_text(rows: list[dict[str, Any]], seq_key: str) -> str:
             ("compute_dtype", "compute", str), ("batch", "batch", str), ("seq", seq_key, str),
             ("flop", "FLOPs", _f(format_flop)), ("bytes", "bytes", _f(format_bytes)),
             ("flop_per_byte", "FLOP/B", _f(format_intensity)), ("bound", "bound", str),
-            ("time_s", "time floor", _f(format_time)), ("tokens_per_s", "tokens/s", _f(lambda v: f"{v:,.0f}")),
+            ("time_s", "time floor", _f(format_time)), ("expected_time_s", "expected", band_text),
+            ("tokens_per_s", "tokens/s", _f(lambda v: f"{v:,.0f}")),
             ("memory_bytes", "weights+KV", _f(format_bytes)), ("devices", "devices to fit", _f(lambda v: str(v)))]
     first = rows[0]
     return rows_table(rows, cols, f"{first['model']} {first['phase']} sweep, plan {first['plan']}") + devices_note(rows)
@@ -192,7 +198,8 @@ def compare_text(rows: list[dict[str, Any]]) -> str:
             ("flop_per_byte", "FLOP/B", _f(format_intensity)), ("ridge_flop_per_byte", "ridge", _f(format_intensity)),
             ("decode_limit_flop_per_byte", "limit", _f(format_intensity)),
             ("crossover_batch", "crossover", lambda v: "never" if v is None else str(v)),
-            ("time_s", "time floor", _f(format_time)), ("tokens_per_s", "tokens/s", _f(lambda v: f"{v:,.0f}")),
+            ("time_s", "time floor", _f(format_time)), ("expected_time_s", "expected", band_text),
+            ("tokens_per_s", "tokens/s", _f(lambda v: f"{v:,.0f}")),
             ("memory_bytes", "weights+KV", _f(format_bytes)), ("devices", "devices to fit", _f(lambda v: str(v)))]
     first = rows[0]
     what = "prompt" if first["phase"] == "prefill" else "context"

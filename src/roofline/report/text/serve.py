@@ -8,7 +8,7 @@ usual efficiencies reach (roofline.serving.efficiency). Plain text, no rich: `se
 from __future__ import annotations
 
 from roofline.models.memory import gib
-from roofline.serving import KNEE_GAIN, Band, Efficiency, Rate, ServingReport
+from roofline.serving import KNEE_GAIN, Band, Rate, ServingReport
 from roofline.serving.chunked import APPROXIMATION as CHUNK_APPROXIMATION
 from roofline.serving.disaggregate import BALANCE_TOLERANCE
 from roofline.units import format_time
@@ -29,29 +29,29 @@ def money(b: Band) -> str:
     return f"{b.floor:.3g} (expected {b.low:.3g}–{b.high:.3g})"
 
 
-def band_source(eff: Efficiency) -> str:
-    """"" for the published figures; for a calibrated band, the file and the machine it measured."""
-    where = getattr(eff, "calibration", "")
-    if not eff.measured_on and not where:
-        return ""
-    classes = ", ".join(getattr(eff, "from_file", ())) or "the classes"
-    return f"; {classes} from the calibration {where or ''} measured on {eff.measured_on or 'an unnamed machine'}"
+def _searched(r: ServingReport) -> list[str]:
+    """No split given: which layouts were tried and why this one (roofline.serving.splits)."""
+    s = r.split_search
+    if s is None:
+        return []
+    lines = [f"    split: {r.split}, the cheapest of {len(s.candidates)} engine layouts (TP in a node, PP across "
+             f"nodes) meeting the targets: devices / expected tokens/s"]
+    for c in s.candidates[1:6]:
+        lines.append(f"      {c.split!s:<14} {c.reason}")
+    return lines
 
 
 def serve_text(r: ServingReport) -> str:
-    eff = r.efficiency
     lines = [r.title,
              f"    {r.devices} device{'s' if r.devices > 1 else ''}; batch {r.batch}: {r.batch_chosen}; times are the "
-             f"roofline floor (expected band: kernels at {eff.compute[0]:.0%}–{eff.compute[1]:.0%} of the compute "
-             f"peak, {eff.memory[0]:.0%}–{eff.memory[1]:.0%} of memory bandwidth, {eff.communication[0]:.0%}–"
-             f"{eff.communication[1]:.0%} of the link, + {format_time(eff.step_overhead_s[0])}–"
-             f"{format_time(eff.step_overhead_s[1])} a step{band_source(eff)})", ""]
+             f"roofline floor (expected band: {r.efficiency.label})", *_searched(r), ""]
     rows = [("TTFT", band(r.ttft) + "  per request: the prompt's prefill at batch 1, no queueing"),
             ("ITL mean", band(r.itl_mean) + f"  over contexts {r.prompt + 1}–{r.context}" + _pipelined_itl(r)),
             ("ITL last", band(r.itl_last) + f"  at context {r.context}"),
             ("end-to-end", band(r.e2e) + f"  TTFT + {r.output - 1} × ITL mean"),
-            ("throughput", rate(r.throughput) + "  output tokens, every replica"
-             + (", pp micro-batches in flight" if r.pipeline_filled else "")),
+            ("throughput", rate(r.throughput) + "  output tokens over the run, prefill counted, every replica"
+             + (", pp micro-batches in flight" if r.pipeline_filled else "")
+             + ("" if r.decode_throughput is None else f"; decode alone {rate(r.decode_throughput)}")),
             ("  per device", rate(r.throughput_per_device))]
     usable = r.usable_bytes
     if r.max_batch_memory is not None and usable is not None:
@@ -225,4 +225,4 @@ def serve_csv(r: ServingReport) -> str:
     return csv_text(CURVE_CSV_COLUMNS, ([row.get(k) for k in CURVE_CSV_COLUMNS] for row in rows))
 
 
-__all__ = ["CURVE_CSV_COLUMNS", "band_source", "goodput_note", "max_batch_note", "serve_csv", "serve_text"]
+__all__ = ["CURVE_CSV_COLUMNS", "goodput_note", "max_batch_note", "serve_csv", "serve_text"]

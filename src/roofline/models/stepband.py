@@ -1,0 +1,195 @@
+"""Expected bands over the step model's grids: each kernel's calibrated band (roofline.expectation)
+at every (batch, length), with numpy, as `roofline kernel` and `roofline model` give it one placed
+kernel at a time.
+
+The expected-time model reads of a placed kernel its kind, its floor, its FLOP units' term and its
+shape (roofline.expectation.model.shape_of). The step model has all four for every point: the floor
+and the compute term from StepModel.evaluate, the kind from the kernel's ops (a lone matmul is a GEMM
+of its dtype; a kernel holding attention's q·kᵀ is context attention, or generation attention of the
+K/V dtype when each sequence has one query), and the shape from the tiled op's dimensions, fitted
+exactly on the sample graphs (roofline.models.stepchip):
+
+    GEMM         M = the output's rows over its batch dims, N = its columns: waves over ⌈M/tm⌉·⌈N/tn⌉ tiles
+    attention    decode:  tile pairs = B·G·⌈Nkv/128⌉, heads = B·H
+                 prefill: rows = B·G·⌈Nq·(H/G)/128⌉·128, tile pairs = B·H·qt(qt+1)/2 (qt = ⌈Nq/128⌉; qt·kt
+                          when the keys are not the queries), heads = B·H
+
+and each kernel takes the fit of its kind, or of the kind nearest its bound (ExpectedTimes.fit_for):
+
+    t = max(floor, compute · waves) / e + t0 + per-tile cost · tile pairs / SMs + per-head cost · heads / SMs
+    band = [max(floor, t · r25), max(low, t · r75)]        (roofline.expectation.model.Fit)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from roofline.dtypes import DType
+from roofline.errors import RooflineError
+from roofline.expectation.model import (
+    ATTENTION_TILE,
+    CONTEXT,
+    DTYPE_KEY,
+    GEMM,
+    GENERATION,
+    ExpectedTimes,
+    Fit,
+    expect,
+)
+from roofline.expectation.shipped import for_machine
+from roofline.hardware import Machine
+from roofline.models.stepchip import dims_basis
+from roofline.vocab import Bound
+
+if TYPE_CHECKING:  # pragma: no cover
+    from roofline.models.stepmodel import StepModel
+    from roofline.placement import Placement
+
+BOUNDS = (Bound.COMPUTE, Bound.MEMORY, Bound.COMMUNICATION)
+# the bound class (an index into BOUNDS) of each of RESOURCE_CODES (matrix, vector, dram, link, network, exp,
+# smem, l2), as roofline.vocab.bound_class gives it
+CLASS_OF_CODE = (0, 0, 1, 2, 2, 0, 1, 1)
+
+
+Band = Callable[["Placement"], tuple[float, float]]  # a placed kernel's expected (low, high), one run
+
+
+def shipped_band(machine_id: str) -> Band:
+    """A placed kernel's (low, high) under the device's shipped fit (roofline.expectation), as `roofline
+    model` gives it without --calibration."""
+    times = for_machine(machine_id)
+
+    def band(p: Placement) -> tuple[float, float]:
+        e = expect(p, times)
+        return e.low_s, e.high_s
+
+    return band
+
+
+def shipped_description(machine_id: str) -> dict[str, Any]:
+    """The shipped fit's file and source, as roofline.calibration.choose.Chosen.describe words it."""
+    t = for_machine(machine_id)
+    return {"file": t.file, "machine": t.machine, "engine": t.engine, "engine_version": t.engine_version,
+            "note": t.origin}
+
+
+def step_total(placements: Any, band: Band) -> dict[str, float]:
+    """A step's expected time: Σ runs × each kernel's band (calibration.choose.total's sum)."""
+    lo = hi = 0.0
+    for p in placements:
+        a, b = band(p)
+        lo += p.count * a
+        hi += p.count * b
+    return {"low": lo, "high": hi}
+
+
+def _key(name: str) -> str:
+    return DTYPE_KEY.get(name, name)
+
+
+def _ceil(a: Any) -> Any:
+    import numpy as np
+
+    return np.ceil(np.asarray(a, dtype=np.float64) - 1e-9)  # dimensions fitted to 1e-6: whole numbers
+
+
+def share_band(r: dict[str, Any], shares: Mapping[str, tuple[float, float]], where: str,
+               otherwise: tuple[Any, Any] | None = None) -> tuple[Any, Any]:
+    """(low, high) [points, kernels] = floor / [high share, low share] of each kernel's bound class: a
+    bench calibration's measured shares of the roof (roofline.calibration.choose's bench band). A
+    class the file lacks takes `otherwise` (low, high) where given, else is an error naming it."""
+    import numpy as np
+
+    cls = np.array(CLASS_OF_CODE)[np.asarray(r["kernel_bound"])]
+    lo, hi = np.ones(len(BOUNDS)), np.ones(len(BOUNDS))
+    have = np.ones(len(BOUNDS), dtype=bool)
+    for i, bound in enumerate(BOUNDS):
+        if str(bound) in shares:
+            lo[i], hi[i] = shares[str(bound)]
+        elif (cls == i).any():
+            if otherwise is None:
+                raise RooflineError(f"--calibration {where} has no {bound} class (it has "
+                                    f"{', '.join(shares) or 'none'})")
+            have[i] = False
+    kt = r["kernel_time_s"]
+    low, high = kt / hi[cls], kt / lo[cls]
+    if otherwise is not None:
+        low, high = np.where(have[cls], low, otherwise[0]), np.where(have[cls], high, otherwise[1])
+    return low, high
+
+
+def expected_band(sm: StepModel, r: dict[str, Any], batch: Any, seq: Any, machine: Machine, dtype: DType,
+                  times: ExpectedTimes) -> tuple[Any, Any]:
+    """(low, high) [points, kernels] over all of each kernel's runs, from `r` = sm.evaluate(batch, seq,
+    machine, dtype)."""
+    import numpy as np
+
+    b = np.asarray(batch)
+    s = np.asarray(seq)
+    counts = np.array(sm.counts, dtype=np.float64)
+    floor = r["kernel_time_s"] / counts
+    compute = r["kernel_compute_s"]
+    cls = np.array(CLASS_OF_CODE)[np.asarray(r["kernel_bound"])]
+    sms = machine.chip.sms if machine.chip is not None else 0
+    chip = sm.chip
+    dims = chip.dims(dims_basis(sm.config, b // sm.split.dp, s)) if chip is not None and chip.ops else None
+    low, high = np.zeros_like(floor), np.zeros_like(floor)
+    kinds = chip.kinds if chip is not None else ()
+    zeros = np.zeros(floor.shape[0])
+    everywhere = np.ones(floor.shape[0], dtype=bool)
+    for j in range(floor.shape[1]):
+        kind = kinds[j] if j < len(kinds) else None
+        family = kind.family if kind is not None else "other"
+        dt = _key(kind.dtype if kind is not None and kind.dtype else dtype.name)
+        rows = n = pairs = heads = zeros
+        # (kind name, the points it applies to): one kind, or generation / context attention by queries
+        variants: list[tuple[str, Any]] = [(f"other.{dt}", everywhere)]
+        if family != "other" and dims is not None and kind is not None and chip is not None:
+            d = dims[:, kind.op]
+            op = chip.ops[kind.op]
+            if family == "gemm":
+                rows, n = np.rint(d[:, 2]), np.rint(d[:, 1])
+                variants = [(f"{GEMM}.{dt}", everywhere)]
+            else:
+                bq, nq, nkv = np.rint(d[:, 3]), np.rint(d[:, 4]), np.rint(d[:, 5])
+                kt = _ceil(nkv / ATTENTION_TILE)
+                qt = _ceil(nq / ATTENTION_TILE)
+                decode = nq == 1
+                heads = bq * op.heads
+                pre_pairs = np.where(nq == nkv, qt * (qt + 1) / 2, qt * kt)
+                pairs = np.where(decode, bq * op.kv_heads * kt, heads * pre_pairs)
+                rows = np.where(decode, 0.0, bq * op.kv_heads * _ceil(nq * op.group / ATTENTION_TILE) * ATTENTION_TILE)
+                variants = [(f"{GENERATION}.{_key(op.kv_dtype)}", decode), (f"{CONTEXT}.{dt}", ~decode)]
+        cj = cls[:, j]
+        for name, where in variants:
+            if not where.any():
+                continue
+            for c in np.unique(cj[where]):
+                at = where & (cj == c)
+                fit, _ = times.fit_for(name, BOUNDS[int(c)])
+                lo, hi = _fit_band(fit, floor[at, j], compute[at, j], rows[at], n[at], pairs[at], heads[at], sms)
+                low[at, j], high[at, j] = lo, hi
+    return low * counts, high * counts
+
+
+def _fit_band(fit: Fit, floor: Any, compute: Any, rows: Any, n: Any, pairs: Any, heads: Any,
+              sms: int) -> tuple[Any, Any]:
+    """Fit.band_s over arrays: t = max(floor, compute · waves) / e + t0 + per-tile and per-head costs."""
+    import numpy as np
+
+    stretched = floor
+    if fit.tile is not None and sms > 0:
+        across = _ceil(n / fit.tile[1]) if fit.tile[1] > 0 else np.ones_like(n)  # attention's tiles: rows only
+        tiles = np.where(rows > 0, _ceil(rows / fit.tile[0]) * np.where(n > 0, across, 1.0), 0.0)
+        waves = np.where(tiles > 0, _ceil(tiles / sms) * sms / np.maximum(tiles, 1.0), 1.0)
+        stretched = np.maximum(floor, compute * waves)
+    per_tile = pairs / sms if sms else 0.0
+    per_head = heads / sms if sms else 0.0
+    t = stretched / fit.efficiency + fit.t0_s + fit.per_tile_s * per_tile + fit.per_head_s * per_head
+    low = np.maximum(floor, t * fit.low)
+    return low, np.maximum(low, t * fit.high)
+
+
+__all__ = ["BOUNDS", "CLASS_OF_CODE", "Band", "expected_band", "share_band", "shipped_band", "shipped_description",
+           "step_total"]
