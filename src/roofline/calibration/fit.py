@@ -100,7 +100,7 @@ def _solve_scaled(a_cols: np.ndarray) -> np.ndarray:
     return np.concatenate([[max(c[0], 1.0)], np.maximum(c[1:], 0.0)])
 
 
-def mape(predicted: Sequence[float], measured: Sequence[float]) -> float:
+def mape(predicted: Sequence[float] | np.ndarray, measured: Sequence[float] | np.ndarray) -> float:
     """mean |predicted − measured| / measured."""
     p, m = np.asarray(predicted, float), np.asarray(measured, float)
     return float(np.mean(np.abs(p - m) / m))
@@ -164,7 +164,8 @@ def fit_kind(kind: str, shapes: Sequence[Shape], measured: Sequence[float],
         raise RooflineError(f"{kind}: the fit found no admissible constants")
     err, fit = best
     pred = np.array([fit.expected_s(s) for s in shapes])
-    return replace(fit, mape=mape(pred, y), **_bands(pred, y, c.floor))
+    low, high, small = _bands(pred, y, c.floor)
+    return replace(fit, mape=mape(pred, y), low=low, high=high, small_band=small)
 
 
 def _gemm_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.ndarray, n: int,
@@ -188,7 +189,7 @@ def _attention_trials(kind: str, c: _Columns, y: np.ndarray, n: int) -> list[tup
                  matrix_weight=a_mm, exp_weight=a_exp), pred)]
 
 
-def _bands(pred: np.ndarray, y: np.ndarray, floor: np.ndarray) -> dict[str, object]:
+def _bands(pred: np.ndarray, y: np.ndarray, floor: np.ndarray) -> tuple[float, float, tuple[float, float] | None]:
     """The band of measured / t: its quartiles over all rows, widened for each size class (floors of at
     least 10 µs, and below) to that class's own quartiles where they reach further, so that a band holds
     at least the middle half of the kernels of its class; one band where a class is thin."""
@@ -201,10 +202,9 @@ def _bands(pred: np.ndarray, y: np.ndarray, floor: np.ndarray) -> dict[str, obje
     everyone = q(np.ones(len(r), dtype=bool))
     big = floor >= BAND_SPLIT_S
     if int(big.sum()) < MIN_BAND_ROWS or int((~big).sum()) < MIN_BAND_ROWS:
-        return {"low": everyone[0], "high": everyone[1], "small_band": None}
+        return everyone[0], everyone[1], None
     (bl, bh), (sl, sh) = q(big), q(~big)
-    return {"low": min(bl, everyone[0]), "high": max(bh, everyone[1]),
-            "small_band": (min(sl, everyone[0]), max(sh, everyone[1]))}
+    return min(bl, everyone[0]), max(bh, everyone[1]), (min(sl, everyone[0]), max(sh, everyone[1]))
 
 
 __all__ = ["ATTENTION_TILES", "GEMM_TILES", "RATIOS", "fit_kind", "mape", "solve"]

@@ -262,10 +262,10 @@ def shape_of(p: Placement) -> Shape:
     if kinds == ["matmul"]:
         out = ops[0].outputs[0].shape
         batch = math.prod(out[:-2]) if len(out) > 2 else 1
-        m, n, k = out[-2] * batch, out[-1], ops[0].inputs[0].shape[-1]
+        m, n, depth = out[-2] * batch, out[-1], ops[0].inputs[0].shape[-1]
         dram = p.machine.memory.get(Level.DRAM)
         bw = dram.bytes_per_s if dram is not None and dram.bytes_per_s else 0.0
-        act, res = ((m * k * ACTIVATION_BYTES / bw, m * n * ACTIVATION_BYTES / bw) if bw else (0.0, 0.0))
+        act, res = ((m * depth * ACTIVATION_BYTES / bw, m * n * ACTIVATION_BYTES / bw) if bw else (0.0, 0.0))
         return Shape(f"{GEMM}.{dt}", p.time_s, compute, m, n, sms, memory_s=memory, exp_s=exp, input_s=act,
                      output_s=res)
     if "attention_qk" in kinds:
@@ -317,5 +317,5 @@ def expect(p: Placement, times: ExpectedTimes) -> Expected:
     return Expected(p.time_s, low, high, shape.kind, fit, note, times)
 
 
-__all__ = ["BAND_SPLIT_S", "FORMAT", "MODEL", "READS", "VERSION", "Expected", "ExpectedTimes", "Fit", "Shape", "expect", "shape_of",
-           "tiles_of", "waves_factor"]
+__all__ = ["BAND_SPLIT_S", "FORMAT", "MODEL", "READS", "VERSION", "Expected", "ExpectedTimes", "Fit", "Shape",
+           "expect", "shape_of", "tiles_of", "waves_factor"]
