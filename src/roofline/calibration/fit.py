@@ -18,7 +18,7 @@ Three points x = 10, 20, 40 µs with y = 2x + 5 µs give a = 2, t0 = 5 µs exact
 The terms fitted per kind:
 
     gemm.*           x = max(memory, ρ·compute·q); z = 1, I (activation read), O (output write)
-    *_attention.*    x = memory; z = 1, matrix, exp, tile pairs / SMs, heads / SMs
+    *_attention.*    x = memory; z = 1, matrix, exp, tile pairs / SMs, heads / SMs, K/V heads / SMs
 
 and around them the knobs of a GEMM, chosen by the smallest mean absolute percentage error (MAPE) of t:
 the wave tile among candidates (GEMM_TILES) and ρ on a grid (RATIOS: how much slower than its memory
@@ -118,6 +118,7 @@ class _Columns:
     outputs: np.ndarray
     tiles: np.ndarray
     heads: np.ndarray
+    kv_heads: np.ndarray
 
     @staticmethod
     def of(shapes: Sequence[Shape]) -> _Columns:
@@ -126,7 +127,8 @@ class _Columns:
 
         return _Columns(col(lambda s: s.floor_s), col(lambda s: s.floor_s if s.memory_s is None else s.memory_s),
                         col(lambda s: s.compute_s), col(lambda s: s.exp_s), col(lambda s: s.input_s),
-                        col(lambda s: s.output_s), col(lambda s: Fit.per_sm(s)[0]), col(lambda s: Fit.per_sm(s)[1]))
+                        col(lambda s: s.output_s), col(lambda s: Fit.per_sm(s)[0]), col(lambda s: Fit.per_sm(s)[1]),
+                        col(Fit.kv_heads_per_sm))
 
 
 def _waves(shapes: Sequence[Shape], tile: tuple[int, int] | None) -> np.ndarray:
@@ -183,9 +185,10 @@ def _gemm_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.ndarray,
 
 
 def _attention_trials(kind: str, c: _Columns, y: np.ndarray, n: int) -> list[tuple[Fit, np.ndarray]]:
-    coef, pred = _linear(kind, c.memory, (c.compute, c.exp, c.tiles, c.heads), y)
-    a, t0, a_mm, a_exp, c_tile, c_head = coef
-    return [(Fit(kind, 1 / a, t0, 1.0, 1.0, n, None, per_tile_s=c_tile, per_head_s=c_head, compute_ratio=0.0,
+    coef, pred = _linear(kind, c.memory, (c.compute, c.exp, c.tiles, c.heads, c.kv_heads), y)
+    a, t0, a_mm, a_exp, c_tile, c_head, c_kv = coef
+    return [(Fit(kind, 1 / a, t0, 1.0, 1.0, n, None, per_tile_s=c_tile, per_head_s=c_head, per_kv_head_s=c_kv,
+                 compute_ratio=0.0,
                  matrix_weight=a_mm, exp_weight=a_exp), pred)]
 
 

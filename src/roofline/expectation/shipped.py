@@ -73,7 +73,8 @@ def parse(raw: Any, where: str) -> ExpectedTimes:
             fits[kind] = Fit(kind, float(f["efficiency"]), float(f["t0_s"]), float(f["band"][0]),
                              float(f["band"][1]), int(f["rows"]), (int(tile[0]), int(tile[1])) if tile else None,
                              None if f.get("mape") is None else float(f["mape"]), float(f.get("per_tile_s", 0.0)),
-                             float(f.get("per_head_s", 0.0)), float(f.get("compute_ratio", 1.0)),
+                             float(f.get("per_head_s", 0.0)), float(f.get("per_kv_head_s", 0.0)),
+                             float(f.get("compute_ratio", 1.0)),
                              float(f.get("matrix_weight", 0.0)), float(f.get("exp_weight", 0.0)),
                              float(f.get("per_input", 0.0)), float(f.get("per_output", 0.0)),
                              (float(small[0]), float(small[1])) if small else None)
