@@ -18,11 +18,12 @@ Three points x = 10, 20, 40 µs with y = 2x + 5 µs give a = 2, t0 = 5 µs exact
 The terms fitted per kind:
 
     gemm.*           x = max(memory, ρ·compute·q); z = 1, I (activation read), O (output write)
-    *_attention.*    x = memory; z = 1, matrix, exp, tile pairs / SMs, heads / SMs, K/V heads / SMs
+    *_attention.*    x = memory; z = 1, matrix, exp, tile pairs / SMs, heads / SMs, K/V heads / SMs,
+                     and (H/G)·memory for groups beyond g_max (g_max among GROUPS, 0: no such term)
 
-and around them the knobs of a GEMM, chosen by the smallest mean absolute percentage error (MAPE) of t:
-the wave tile among candidates (GEMM_TILES) and ρ on a grid (RATIOS: how much slower than its memory
-side a kernel's matrix side runs).
+and around them the knobs, chosen by the smallest mean absolute percentage error (MAPE) of t: a GEMM's
+wave tile among candidates (GEMM_TILES) and ρ on a grid (RATIOS: how much slower than its memory side
+a kernel's matrix side runs); an attention's largest group g_max.
 
 The band: r_i = y_i / t_i, (r25, r75) its 25th and 75th percentiles (type 7, as
 roofline.measure.calibration.quantile) over all rows, widened for the rows whose floor is at least
@@ -51,6 +52,8 @@ ATTENTION_TILES: tuple[tuple[int, int] | None, ...] = (None,)
 # ρ = e / e_compute, 0.5 to 2.5 by 0.05: the matrix side at twice the memory side's efficiency to 2.5× below
 RATIOS = tuple(round(0.5 + 0.05 * i, 2) for i in range(41))
 MIN_BAND_ROWS = 20
+# the largest group of query heads per K/V head a decode kernel shares one K/V stream over (0: none tried)
+GROUPS = (0, 8, 16, 32, 64)
 
 
 def solve(x: Sequence[float], y: Sequence[float], *extra: Sequence[float]) -> tuple[float, ...]:
@@ -156,7 +159,7 @@ def fit_kind(kind: str, shapes: Sequence[Shape], measured: Sequence[float],
     c = _Columns.of(shapes)
     attention = per_tile or "attention" in kind
     n = len(y)
-    trials = (_attention_trials(kind, c, y, n) if attention else _gemm_trials(kind, shapes, c, y, n, tiles))
+    trials = (_attention_trials(kind, shapes, c, y, n) if attention else _gemm_trials(kind, shapes, c, y, n, tiles))
     best: tuple[float, Fit] | None = None
     for trial, t_gpu in trials:
         err = mape(t_gpu, y)
@@ -184,12 +187,22 @@ def _gemm_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.ndarray,
     return out
 
 
-def _attention_trials(kind: str, c: _Columns, y: np.ndarray, n: int) -> list[tuple[Fit, np.ndarray]]:
-    coef, pred = _linear(kind, c.memory, (c.compute, c.exp, c.tiles, c.heads, c.kv_heads), y)
-    a, t0, a_mm, a_exp, c_tile, c_head, c_kv = coef
-    return [(Fit(kind, 1 / a, t0, 1.0, 1.0, n, None, per_tile_s=c_tile, per_head_s=c_head, per_kv_head_s=c_kv,
-                 compute_ratio=0.0,
-                 matrix_weight=a_mm, exp_weight=a_exp), pred)]
+def _attention_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.ndarray,
+                      n: int) -> list[tuple[Fit, np.ndarray]]:
+    out = []
+    for group in GROUPS:
+        probe = Fit(kind, 1.0, 0.0, 1.0, 1.0, 1, max_group=group, regroup_weight=1.0)
+        extra = [c.compute, c.exp, c.tiles, c.heads, c.kv_heads]
+        if group:
+            extra.append(np.array([probe.regrouped_s(s) for s in shapes]))
+            if not np.any(extra[-1] > 0):
+                continue
+        coef, pred = _linear(kind, c.memory, extra, y)
+        a, t0, a_mm, a_exp, c_tile, c_head, c_kv, *c_g = coef
+        out.append((Fit(kind, 1 / a, t0, 1.0, 1.0, n, None, per_tile_s=c_tile, per_head_s=c_head, per_kv_head_s=c_kv,
+                        compute_ratio=0.0, matrix_weight=a_mm, exp_weight=a_exp, max_group=group if c_g and c_g[0] > 0 else 0,
+                        regroup_weight=c_g[0] if c_g else 0.0), pred))
+    return out
 
 
 def _bands(pred: np.ndarray, y: np.ndarray, floor: np.ndarray) -> tuple[float, float, tuple[float, float] | None]:

@@ -25,6 +25,9 @@ module computes from the placed kernel times a fitted constant ≥ 0:
                                                per sequence × K/V head (G: the blocks a decode kernel
                                                launches, one per K/V head of each sequence, each loading
                                                its queries and reducing its split)
+          + c_g·(H/G)·M  if H/G > g_max       attention: a group of query heads per K/V head larger than
+                                               the kernel takes (TRT-LLM's decode kernel: 32) falls back to
+                                               one block per query head, each streaming the K/V itself
 
 Wave quantization: an output of `tiles` thread-block tiles runs in ⌈tiles / SMs⌉ waves, each as long
 as one full wave, so the matrix units' term is stretched by
@@ -33,7 +36,7 @@ as one full wave, so the matrix units' term is stretched by
 
 Attention's tile pairs: causal prefill visits ⌈nq/128⌉·(⌈nq/128⌉+1)/2 per sequence and query head;
 decode ⌈kv/128⌉ key tiles per sequence and K/V head. A term whose constant is 0 is absent: a
-GEMM's fit has a_mm = a_exp = c_tile = c_head = c_kv = 0, an attention fit ρ = c_in = c_out = 0.
+GEMM's fit has a_mm = a_exp = c_tile = c_head = c_kv = c_g = 0, an attention fit ρ = c_in = c_out = 0.
 
     band = [t · r25, t · r75], never below the floor
 
@@ -71,7 +74,8 @@ VERSION = 2
 READS = (1, 2)  # version 1 files (e, t0, waves, per tile, per head) read with the newer terms at 0
 MODEL = ("t = max(memory, rho x compute x waves) / e + a_mm x matrix + a_exp x exp + t0 "
          "+ c_in x activation read + c_out x output write + per-tile cost x tile pairs / SMs "
-         "+ per-head cost x sequences x heads / SMs + per-K/V-head cost x sequences x K/V heads / SMs; waves = ceil(tiles / SMs) x SMs / tiles; "
+         "+ per-head cost x sequences x heads / SMs + per-K/V-head cost x sequences x K/V heads / SMs "
+         "+ c_g x (heads / K/V heads) x memory beyond the largest group; waves = ceil(tiles / SMs) x SMs / tiles; "
          "band = t x [25th, 75th percentile of measured / t], widened per class of floor below and above 10 us")
 BAND_SPLIT_S = 10e-6  # the band is measured apart below and above a 10 µs floor (module docstring)
 
@@ -143,6 +147,8 @@ class Fit:
     per_input: float = 0.0  # c_in: the quantize pass, in reads of the BF16 activation at DRAM bandwidth
     per_output: float = 0.0  # c_out: the epilogue, in writes of the BF16 output at DRAM bandwidth
     small_band: tuple[float, float] | None = None  # (r25, r75) of floors below BAND_SPLIT_S
+    max_group: int = 0  # attention: the most query heads a block shares one K/V head's stream with (0: no limit)
+    regroup_weight: float = 0.0  # c_g: the K/V stream reread per query head beyond max_group
 
     def __post_init__(self) -> None:
         if not 0 < self.efficiency <= 1:
@@ -151,7 +157,8 @@ class Fit:
                  ("cost per K/V head", self.per_kv_head_s),
                  ("compute ratio", self.compute_ratio), ("matrix weight", self.matrix_weight),
                  ("exp weight", self.exp_weight), ("input weight", self.per_input),
-                 ("output weight", self.per_output), ("t0", self.t0_s))
+                 ("output weight", self.per_output), ("regroup weight", self.regroup_weight),
+                 ("largest group", self.max_group), ("t0", self.t0_s))
         for what, v in terms:
             if v < 0 or not math.isfinite(v):
                 raise RooflineError(f"{self.kind}: the {what} must be finite and ≥ 0, got {v:g}")
@@ -175,6 +182,13 @@ class Fit:
         """sequences × K/V heads per SM (0 without per-SM data)."""
         return shape.kv_heads / shape.sms if shape.sms else 0.0
 
+    def regrouped_s(self, shape: Shape) -> float:
+        """The K/V stream read once per query head, (H / G)·memory, when a group of H / G query heads
+        per K/V head is larger than the kernel takes (max_group); 0 otherwise."""
+        memory = shape.floor_s if shape.memory_s is None else shape.memory_s
+        group = shape.heads / shape.kv_heads if shape.kv_heads else 0.0
+        return group * memory if self.max_group and group > self.max_group else 0.0
+
     def terms_s(self, shape: Shape) -> dict[str, float]:
         """Each term of t in seconds, by name (the module docstring's sum)."""
         tiles, heads = self.per_sm(shape)
@@ -182,7 +196,8 @@ class Fit:
                 "matrix": self.matrix_weight * shape.compute_s, "exp": self.exp_weight * shape.exp_s,
                 "launch": self.t0_s, "quantize": self.per_input * shape.input_s,
                 "epilogue": self.per_output * shape.output_s, "tiles": self.per_tile_s * tiles,
-                "heads": self.per_head_s * heads, "kv_heads": self.per_kv_head_s * self.kv_heads_per_sm(shape)}
+                "heads": self.per_head_s * heads, "kv_heads": self.per_kv_head_s * self.kv_heads_per_sm(shape),
+                "regroup": self.regroup_weight * self.regrouped_s(shape)}
 
     def expected_s(self, shape: Shape) -> float:
         """t = the sum of the terms."""
@@ -206,7 +221,7 @@ class Fit:
                 "matrix_weight": self.matrix_weight, "exp_weight": self.exp_weight, "per_input": self.per_input,
                 "per_output": self.per_output,
                 "per_tile_s": self.per_tile_s, "per_head_s": self.per_head_s, "per_kv_head_s": self.per_kv_head_s,
-                "rows": self.rows, "mape": self.mape}
+                "max_group": self.max_group, "regroup_weight": self.regroup_weight, "rows": self.rows, "mape": self.mape}
 
 
 @dataclass(frozen=True)

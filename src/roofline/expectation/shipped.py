@@ -77,7 +77,8 @@ def parse(raw: Any, where: str) -> ExpectedTimes:
                              float(f.get("compute_ratio", 1.0)),
                              float(f.get("matrix_weight", 0.0)), float(f.get("exp_weight", 0.0)),
                              float(f.get("per_input", 0.0)), float(f.get("per_output", 0.0)),
-                             (float(small[0]), float(small[1])) if small else None)
+                             (float(small[0]), float(small[1])) if small else None, int(f.get("max_group", 0)),
+                             float(f.get("regroup_weight", 0.0)))
         return ExpectedTimes(str(raw["machine"]), str(raw["engine"]), str(raw.get("engine_version", "")),
                              dict(raw.get("source", {})), fits, where)
     except (KeyError, TypeError, ValueError, IndexError) as exc:
