@@ -19,7 +19,7 @@ The terms fitted per kind:
 
     gemm.*           x = max(memory, ρ·compute·q); z = 1, I (activation read), O (output write)
     *_attention.*    x = memory; z = 1, matrix, exp, tile pairs / SMs, heads / SMs, K/V heads / SMs,
-                     and (H/G)·memory for groups beyond g_max (g_max among GROUPS, 0: no such term)
+                     and, for decode, (H/G)·memory for groups beyond g_max (g_max among GROUPS, 0: none)
 
 and around them the knobs, chosen by the smallest mean absolute percentage error (MAPE) of t: a GEMM's
 wave tile among candidates (GEMM_TILES) and ρ on a grid (RATIOS: how much slower than its memory side
@@ -190,7 +190,8 @@ def _gemm_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.ndarray,
 def _attention_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.ndarray,
                       n: int) -> list[tuple[Fit, np.ndarray]]:
     out = []
-    for group in GROUPS:
+    # the group limit is a decode kernel's (one block per sequence × K/V head); prefill tiles the queries
+    for group in GROUPS if kind.startswith("generation") else (0,):
         probe = Fit(kind, 1.0, 0.0, 1.0, 1.0, 1, max_group=group, regroup_weight=1.0)
         extra = [c.compute, c.exp, c.tiles, c.heads, c.kv_heads]
         if group:
