@@ -18,7 +18,8 @@ Three points x = 10, 20, 40 µs with y = 2x + 5 µs give a = 2, t0 = 5 µs exact
 The terms fitted per kind:
 
     gemm.*           x = max(memory, ρ·compute·q); z = 1, I (activation read), O (output write)
-    *_attention.*    x = memory; z = 1, matrix, exp, tile pairs / SMs, heads / SMs, K/V heads / SMs,
+    *_attention.*    x = memory; z = 1, matrix (one column per head width with MIN_HEAD_ROWS rows), exp,
+                     tile pairs / SMs, heads / SMs, K/V heads / SMs,
                      and, for decode, (H/G)·memory for groups beyond g_max (g_max among GROUPS, 0: none)
 
 and around them the knobs, chosen by the smallest mean absolute percentage error (MAPE) of t: a GEMM's
@@ -52,6 +53,7 @@ ATTENTION_TILES: tuple[tuple[int, int] | None, ...] = (None,)
 # ρ = e / e_compute, 0.5 to 2.5 by 0.05: the matrix side at twice the memory side's efficiency to 2.5× below
 RATIOS = tuple(round(0.5 + 0.05 * i, 2) for i in range(41))
 MIN_BAND_ROWS = 20
+MIN_HEAD_ROWS = 30  # a head width with fewer rows takes the nearest width's matrix weight
 # the largest group of query heads per K/V head a decode kernel shares one K/V stream over (0: none tried)
 GROUPS = (0, 8, 16, 32, 64)
 
@@ -122,6 +124,7 @@ class _Columns:
     tiles: np.ndarray
     heads: np.ndarray
     kv_heads: np.ndarray
+    head_dim: np.ndarray
 
     @staticmethod
     def of(shapes: Sequence[Shape]) -> _Columns:
@@ -131,7 +134,7 @@ class _Columns:
         return _Columns(col(lambda s: s.floor_s), col(lambda s: s.floor_s if s.memory_s is None else s.memory_s),
                         col(lambda s: s.compute_s), col(lambda s: s.exp_s), col(lambda s: s.input_s),
                         col(lambda s: s.output_s), col(lambda s: Fit.per_sm(s)[0]), col(lambda s: Fit.per_sm(s)[1]),
-                        col(Fit.kv_heads_per_sm))
+                        col(Fit.kv_heads_per_sm), col(lambda s: s.head_dim))
 
 
 def _waves(shapes: Sequence[Shape], tile: tuple[int, int] | None) -> np.ndarray:
@@ -187,22 +190,39 @@ def _gemm_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.ndarray,
     return out
 
 
+def _head_dims(c: _Columns) -> list[int]:
+    """The head widths with MIN_HEAD_ROWS rows (each gets its own a_mm; the others take the nearest's)."""
+    widths, counts = np.unique(c.head_dim[c.head_dim > 0], return_counts=True)
+    return [int(w) for w, k in zip(widths, counts, strict=True) if k >= MIN_HEAD_ROWS]
+
+
 def _attention_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.ndarray,
                       n: int) -> list[tuple[Fit, np.ndarray]]:
+    widths = _head_dims(c)
+    if len(widths) >= 2:  # the matrix term split by head width: each row to the nearest width fitted
+        near = np.array([min(widths, key=lambda w: abs(np.log(d / w))) if d > 0 else widths[0] for d in c.head_dim])
+        matrix = [c.compute * (near == w) for w in widths]
+    else:
+        widths, matrix = [], [c.compute]
     out = []
     # the group limit is a decode kernel's (one block per sequence × K/V head); prefill tiles the queries
     for group in GROUPS if kind.startswith("generation") else (0,):
         probe = Fit(kind, 1.0, 0.0, 1.0, 1.0, 1, max_group=group, regroup_weight=1.0)
-        extra = [c.compute, c.exp, c.tiles, c.heads, c.kv_heads]
+        extra = [c.exp, c.tiles, c.heads, c.kv_heads, *matrix]
         if group:
             extra.append(np.array([probe.regrouped_s(s) for s in shapes]))
             if not np.any(extra[-1] > 0):
                 continue
         coef, pred = _linear(kind, c.memory, extra, y)
-        a, t0, a_mm, a_exp, c_tile, c_head, c_kv, *c_g = coef
+        a, t0, a_exp, c_tile, c_head, c_kv = coef[:6]
+        a_mm = coef[6:6 + len(matrix)]
+        c_g = float(coef[6 + len(matrix)]) if group else 0.0
+        by_width = tuple((w, float(v)) for w, v in zip(widths, a_mm, strict=True)) if widths else ()
+        # for a shape without a head width (another kind borrowing this fit): the most common width's a_mm
+        common = float(a_mm[int(np.argmax([np.sum(m > 0) for m in matrix]))])
         out.append((Fit(kind, 1 / a, t0, 1.0, 1.0, n, None, per_tile_s=c_tile, per_head_s=c_head, per_kv_head_s=c_kv,
-                        compute_ratio=0.0, matrix_weight=a_mm, exp_weight=a_exp, max_group=group if c_g and c_g[0] > 0 else 0,
-                        regroup_weight=c_g[0] if c_g else 0.0), pred))
+                        compute_ratio=0.0, matrix_weight=common, exp_weight=a_exp,
+                        max_group=group if c_g > 0 else 0, regroup_weight=c_g, head_dim_weights=by_width), pred))
     return out
 
 

@@ -11,7 +11,9 @@ module computes from the placed kernel times a fitted constant ≥ 0:
                                                stretched by wave quantization q (below); GEMMs
           + a_mm·C + a_exp·X                   attention: the matrix units' and the exponential units'
                                                times added (FlashAttention's softmax and MMA overlap in
-                                               part: a weight below 1 is the share that does not hide)
+                                               part: a weight below 1 is the share that does not hide);
+                                               a_mm per head width, as an engine picks its kernel by it
+                                               (SGLang on B200: Triton at 192, TRT-LLM's kernels at 128)
           + t0                                 the fixed cost of a launch
           + c_in·I + c_out·O                   GEMMs: the activation's quantize pass and the output's
                                                epilogue, I = m·k·2 B and O = m·n·2 B over DRAM bandwidth
@@ -112,6 +114,7 @@ class Shape:
     memory_s: float | None = None  # DRAM's time (None: the floor stands for it)
     exp_s: float = 0.0  # the exponential units' time (attention's softmax)
     kv_heads: float = 0.0  # attention: sequences × K/V heads (the blocks a decode kernel launches, one each)
+    head_dim: int = 0  # attention: the width of a head (the kernel an engine picks depends on it)
     input_s: float = 0.0  # gemm: m·k BF16 activation bytes over DRAM bandwidth (the quantize pass reads it)
     output_s: float = 0.0  # gemm: m·n BF16 output bytes over DRAM bandwidth
 
@@ -149,6 +152,7 @@ class Fit:
     small_band: tuple[float, float] | None = None  # (r25, r75) of floors below BAND_SPLIT_S
     max_group: int = 0  # attention: the most query heads a block shares one K/V head's stream with (0: no limit)
     regroup_weight: float = 0.0  # c_g: the K/V stream reread per query head beyond max_group
+    head_dim_weights: tuple[tuple[int, float], ...] = ()  # attention: a_mm per head width (nearest width used)
 
     def __post_init__(self) -> None:
         if not 0 < self.efficiency <= 1:
@@ -162,6 +166,8 @@ class Fit:
         for what, v in terms:
             if v < 0 or not math.isfinite(v):
                 raise RooflineError(f"{self.kind}: the {what} must be finite and ≥ 0, got {v:g}")
+        if any(w < 0 or not math.isfinite(w) or d <= 0 for d, w in self.head_dim_weights):
+            raise RooflineError(f"{self.kind}: a matrix weight per head width must be finite and ≥ 0")
         for low, high in ((self.low, self.high), *((self.small_band,) if self.small_band else ())):
             if not 0 < low <= high:
                 raise RooflineError(f"{self.kind}: the band needs 0 < low ≤ high, got {low:g}, {high:g}")
@@ -182,6 +188,12 @@ class Fit:
         """sequences × K/V heads per SM (0 without per-SM data)."""
         return shape.kv_heads / shape.sms if shape.sms else 0.0
 
+    def matrix_weight_for(self, shape: Shape) -> float:
+        """a_mm of the shape's head width, or of the nearest width fitted (by ratio); matrix_weight without."""
+        if not self.head_dim_weights or shape.head_dim <= 0:
+            return self.matrix_weight
+        return min(self.head_dim_weights, key=lambda dw: abs(math.log(shape.head_dim / dw[0])))[1]
+
     def regrouped_s(self, shape: Shape) -> float:
         """The K/V stream read once per query head, (H / G)·memory, when a group of H / G query heads
         per K/V head is larger than the kernel takes (max_group); 0 otherwise."""
@@ -193,7 +205,7 @@ class Fit:
         """Each term of t in seconds, by name (the module docstring's sum)."""
         tiles, heads = self.per_sm(shape)
         return {"roofline": self.stretched_floor_s(shape) / self.efficiency,
-                "matrix": self.matrix_weight * shape.compute_s, "exp": self.exp_weight * shape.exp_s,
+                "matrix": self.matrix_weight_for(shape) * shape.compute_s, "exp": self.exp_weight * shape.exp_s,
                 "launch": self.t0_s, "quantize": self.per_input * shape.input_s,
                 "epilogue": self.per_output * shape.output_s, "tiles": self.per_tile_s * tiles,
                 "heads": self.per_head_s * heads, "kv_heads": self.per_kv_head_s * self.kv_heads_per_sm(shape),
@@ -221,7 +233,8 @@ class Fit:
                 "matrix_weight": self.matrix_weight, "exp_weight": self.exp_weight, "per_input": self.per_input,
                 "per_output": self.per_output,
                 "per_tile_s": self.per_tile_s, "per_head_s": self.per_head_s, "per_kv_head_s": self.per_kv_head_s,
-                "max_group": self.max_group, "regroup_weight": self.regroup_weight, "rows": self.rows, "mape": self.mape}
+                "max_group": self.max_group, "regroup_weight": self.regroup_weight,
+                "head_dim_weights": {str(d): w for d, w in self.head_dim_weights}, "rows": self.rows, "mape": self.mape}
 
 
 @dataclass(frozen=True)
@@ -305,14 +318,15 @@ def shape_of(p: Placement) -> Shape:
         kt = math.ceil(nkv / ATTENTION_TILE)
         if nq == 1:  # decode: each sequence's K/V heads stream their key tiles
             return Shape(f"{GENERATION}.{_dtype_key(k.dtype.name)}", p.time_s, compute, 0, 0, sms,
-                         float(b * g * kt), float(b * h), memory_s=memory, exp_s=exp, kv_heads=float(b * g))
+                         float(b * g * kt), float(b * h), memory_s=memory, exp_s=exp, kv_heads=float(b * g),
+                         head_dim=q.shape[3])
         # FlashAttention tiles the queries of the heads sharing a K/V head together: b·g groups of nq·h/g rows
         rows = b * g * math.ceil(nq * (h // g) / ATTENTION_TILE) * ATTENTION_TILE
         # causal, per query head: query tile i visits the key tiles up to its own, qt(qt+1)/2 pairs
         qt = math.ceil(nq / ATTENTION_TILE)
         pairs = qt * (qt + 1) / 2 if nq == nkv else qt * kt
         return Shape(f"{CONTEXT}.{dt}", p.time_s, compute, rows, 0, sms, b * h * pairs, float(b * h),
-                     memory_s=memory, exp_s=exp, kv_heads=float(b * g))
+                     memory_s=memory, exp_s=exp, kv_heads=float(b * g), head_dim=q.shape[3])
     return Shape(f"other.{dt}", p.time_s, compute, 0, 0, sms, memory_s=memory, exp_s=exp)
 
 
