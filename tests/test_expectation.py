@@ -12,9 +12,10 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from roofline.calibration.fit import fit_kind, solve
+from roofline.calibration.fit import _bands, fit_kind, solve
 from roofline.calibration.join import join
 from roofline.calibration.tables import Row
 from roofline.calibration.validate import explain_faster, fit_rows, summarise
@@ -123,10 +124,6 @@ def test_the_band_is_widened_for_each_class_of_floor() -> None:
     # All 40 sorted: 10 × 0.8, 20 × 1.0, 10 × 1.2; type 7: q25 at h = 39·0.25 = 9.75, 0.8 + 0.75·0.2 = 0.95,
     # q75 at h = 29.25, 1.0 + 0.25·0.2 = 1.05. The large ones' own quartiles (h = 4.75 and 14.25 of 20) are
     # 0.8 and 1.2, wider: their band; the small ones' own (1.0, 1.0) are narrower: the band of all, 0.95-1.05
-    from roofline.calibration.fit import _bands
-
-    import numpy as np
-
     pred = np.ones(40)
     measured = np.array([1.0] * 20 + [0.8] * 10 + [1.2] * 10)
     floor = np.array([1e-6] * 20 + [20e-6] * 20)

@@ -10,8 +10,8 @@ linear. With x_i the roofline term max(memory, ρ·compute·q) of row i, z_ij th
 
 With u_i = x_i / y_i and v_ij = z_ij / y_i, S = Σ (a·u_i + Σ c_j·v_ij − 1)², whose normal equations
 are G·(a, c) = r with G the Gram matrix of the columns (u, v_1, ...) and r their sums. The
-constraints a ≥ 1 (e ≤ 1) and c_j ≥ 0 are kept by solving on every face of the box (each constant
-free or held at its bound: a at 1, c_j at 0) and keeping the admissible solution of least S.
+constraints a ≥ 1 (e ≤ 1) and c_j ≥ 0 make it a nonnegative least squares in (a − 1, c), solved by
+Lawson and Hanson's active-set method.
 
 Three points x = 10, 20, 40 µs with y = 2x + 5 µs give a = 2, t0 = 5 µs exactly (e = 0.5).
 
@@ -26,6 +26,9 @@ and around them the knobs, chosen by the smallest mean absolute percentage error
 wave tile among candidates (GEMM_TILES) and ρ on a grid (RATIOS: how much slower than its memory side
 a kernel's matrix side runs); an attention's largest group g_max.
 
+The constants of the best few knob settings are then refined to the least *absolute* relative error,
+Σ |t_i − y_i| / y_i (the MAPE itself, `least_absolute`), and the setting of least MAPE kept.
+
 The band: r_i = y_i / t_i, (r25, r75) its 25th and 75th percentiles (type 7, as
 roofline.measure.calibration.quantile) over all rows, widened for the rows whose floor is at least
 BAND_SPLIT_S (10 µs) and for those below to that class's own quartiles where they reach further
@@ -36,7 +39,7 @@ Layering: imports numpy, roofline.errors, roofline.measure.calibration (quantile
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -53,6 +56,8 @@ ATTENTION_TILES: tuple[tuple[int, int] | None, ...] = (None,)
 # ρ = e / e_compute, 0.5 to 2.5 by 0.05: the matrix side at twice the memory side's efficiency to 2.5× below
 RATIOS = tuple(round(0.5 + 0.05 * i, 2) for i in range(41))
 MIN_BAND_ROWS = 20
+L1_PASSES = 20  # reweighted passes of least_absolute (the MAPE settles to 0.01 points within some 10)
+L1_REFINED = 5  # the knob settings of least squared error refined to least absolute error
 MIN_HEAD_ROWS = 30  # a head width with fewer rows takes the nearest width's matrix weight
 # the largest group of query heads per K/V head a decode kernel shares one K/V stream over (0: none tried)
 GROUPS = (0, 8, 16, 32, 64)
@@ -70,39 +75,50 @@ def solve(x: Sequence[float], y: Sequence[float], *extra: Sequence[float]) -> tu
     return tuple(float(v) for v in _solve_scaled(cols / yy[:, None]))
 
 
-def _solve_scaled(a_cols: np.ndarray) -> np.ndarray:
-    """The constrained least squares of Σ(A·coef − 1)² (A already divided by y): column 0 ≥ 1, the others ≥ 0.
-    Solved on columns scaled to unit length (their times span ten orders of magnitude), then unscaled."""
-    k = a_cols.shape[1]
+def _solve_scaled(a_cols: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    """The constrained least squares of Σ w·(A·coef − 1)² (A already divided by y; w = 1 unless given):
+    column 0 ≥ 1, the others ≥ 0. On columns scaled to unit length (their times span ten orders of
+    magnitude), with coef_0 = 1 + z_0, it is a nonnegative least squares in z, solved by `_nnls`."""
+    target = np.ones(a_cols.shape[0]) if weights is None else np.sqrt(weights)
+    a_cols = a_cols * target[:, None]
     norms = np.linalg.norm(a_cols, axis=0)
     norms[norms == 0] = 1.0
     unit = a_cols / norms
-    gram = unit.T @ unit
-    rhs = unit.sum(axis=0)
-    best: tuple[float, np.ndarray] | None = None
-    for held in range(1 << k):  # every face: a free or held at 1, each other constant free or held at 0
-        coef = np.zeros(k)  # in the unit columns' scale: coef_j · norm_j of the constant
-        fixed = [j for j in range(k) if held >> j & 1]
-        if held & 1:
-            coef[0] = norms[0]
-        free = [j for j in range(k) if not held >> j & 1]
-        if free:
-            g = gram[np.ix_(free, free)]
-            r = rhs[free] - (gram[np.ix_(free, fixed)] @ coef[fixed] if fixed else 0.0)
-            sol, _, rank, _ = np.linalg.lstsq(g, r, rcond=1e-12)
-            if rank < len(free):  # a singular face (a column of zeros, two equal columns): its neighbours cover it
-                continue
-            coef[free] = sol
-        const = coef / norms
-        if const[0] < 1 - 1e-9 or np.any(const[1:] < -1e-12 * np.abs(const).max()):
-            continue
-        s = float(np.sum((unit @ coef - 1) ** 2))
-        if best is None or s < best[0] - 1e-15:
-            best = (s, const)
-    if best is None:
-        raise RooflineError("the fit found no admissible constants")
-    c = best[1]
-    return np.concatenate([[max(c[0], 1.0)], np.maximum(c[1:], 0.0)])
+    shift = np.zeros(unit.shape[1])
+    shift[0] = norms[0]  # coef_0 = 1 in the unit columns' scale
+    rhs = target - unit @ shift
+    z = _nnls(unit.T @ unit, unit.T @ rhs)
+    return (z + shift) / norms
+
+
+def _nnls(gram: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """min ‖A·z − b‖² with z ≥ 0, from G = AᵀA and r = Aᵀb: Lawson and Hanson's active set (Solving
+    Least Squares Problems, 1974, ch. 23): free the variable of steepest descent, solve on the free
+    set, step back to the boundary where a variable would turn negative, until no descent is left."""
+    k = len(rhs)
+    z = np.zeros(k)
+    free = np.zeros(k, dtype=bool)
+    tol = 1e-12 * max(1.0, float(np.abs(rhs).max()))
+    for _ in range(4 * k + 8):
+        w = rhs - gram @ z
+        if free.all() or float(np.max(np.where(free, -np.inf, w))) <= tol:
+            break
+        free[int(np.argmax(np.where(free, -np.inf, w)))] = True
+        while True:
+            idx = np.flatnonzero(free)
+            trial = np.zeros(k)
+            trial[idx] = np.linalg.lstsq(gram[np.ix_(idx, idx)], rhs[idx], rcond=None)[0]
+            if np.all(trial[idx] > 0):
+                z = trial
+                break
+            neg = idx[trial[idx] <= 0]
+            alpha = float(np.min(z[neg] / (z[neg] - trial[neg])))
+            z = z + alpha * (trial - z)
+            free &= z > tol
+            z[~free] = 0.0
+            if not free.any():
+                break
+    return np.maximum(z, 0.0)
 
 
 def mape(predicted: Sequence[float] | np.ndarray, measured: Sequence[float] | np.ndarray) -> float:
@@ -150,6 +166,19 @@ def _linear(kind: str, x: np.ndarray, extra: Sequence[np.ndarray], y: np.ndarray
     return coef, cols @ coef
 
 
+def least_absolute(cols: np.ndarray, y: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """The constants minimising Σ |cols·coef − y| / y, the MAPE itself (under the same bounds), by
+    iteratively reweighted least squares from `start`: each pass weighs row i by 1 / max(|r_i|, 0.1%),
+    r_i its relative error at the last constants (Schlossmacher 1973). Robust to the few rows an engine
+    runs on another code path, which squared errors let pull every constant."""
+    scaled = cols / y[:, None]
+    coef = start
+    for _ in range(L1_PASSES):
+        r = np.abs(scaled @ coef - 1)
+        coef = _solve_scaled(scaled, 1 / np.maximum(r, 1e-3))
+    return coef
+
+
 def fit_kind(kind: str, shapes: Sequence[Shape], measured: Sequence[float],
              tiles: Sequence[tuple[int, int] | None] = (None,), per_tile: bool = False) -> Fit:
     """The fit of one kind (module docstring): the GEMM terms, or the attention terms when `per_tile`
@@ -162,12 +191,14 @@ def fit_kind(kind: str, shapes: Sequence[Shape], measured: Sequence[float],
     c = _Columns.of(shapes)
     attention = per_tile or "attention" in kind
     n = len(y)
-    trials = (_attention_trials(kind, shapes, c, y, n) if attention else _gemm_trials(kind, shapes, c, y, n, tiles))
+    trials = (_attention_trials(kind, shapes, c, y, n) if attention else _gemm_trials(kind, shapes, c, n, tiles))
+    ranked = sorted(trials, key=lambda t: mape(t.cols @ _solve_scaled(t.cols / y[:, None]), y))
     best: tuple[float, Fit] | None = None
-    for trial, t_gpu in trials:
-        err = mape(t_gpu, y)
+    for trial in ranked[:L1_REFINED]:
+        coef = least_absolute(trial.cols, y, _solve_scaled(trial.cols / y[:, None]))
+        err = mape(trial.cols @ coef, y)
         if best is None or err < best[0]:
-            best = (err, trial)
+            best = (err, trial.make(coef))
     if best is None:
         raise RooflineError(f"{kind}: the fit found no admissible constants")
     err, fit = best
@@ -176,17 +207,27 @@ def fit_kind(kind: str, shapes: Sequence[Shape], measured: Sequence[float],
     return replace(fit, mape=mape(pred, y), low=low, high=high, small_band=small)
 
 
-def _gemm_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.ndarray, n: int,
-                 tiles: Sequence[tuple[int, int] | None]) -> list[tuple[Fit, np.ndarray]]:
+@dataclass(frozen=True)
+class _Trial:
+    """One setting of the knobs: the columns of its linear part and how its constants make a Fit."""
+
+    cols: np.ndarray
+    make: Callable[[np.ndarray], Fit]
+
+
+def _gemm_trials(kind: str, shapes: Sequence[Shape], c: _Columns, n: int,
+                 tiles: Sequence[tuple[int, int] | None]) -> list[_Trial]:
     out = []
     for tile in tiles:
         q = _waves(shapes, tile) if tile is not None else np.ones(n)
         for rho in RATIOS:
-            x = np.maximum(c.memory, rho * c.compute * q)
-            coef, pred = _linear(kind, x, (c.inputs, c.outputs), y)
-            a, t0, c_in, c_out = coef
-            out.append((Fit(kind, 1 / a, t0, 1.0, 1.0, n, tile, compute_ratio=rho, per_input=c_in,
-                            per_output=c_out), pred))
+            cols = np.column_stack([np.maximum(c.memory, rho * c.compute * q), np.ones(n), c.inputs, c.outputs])
+
+            def make(coef: np.ndarray, tile: tuple[int, int] | None = tile, rho: float = rho) -> Fit:
+                a, t0, c_in, c_out = (float(v) for v in coef)
+                return Fit(kind, 1 / a, t0, 1.0, 1.0, n, tile, compute_ratio=rho, per_input=c_in, per_output=c_out)
+
+            out.append(_Trial(cols, make))
     return out
 
 
@@ -196,14 +237,15 @@ def _head_dims(c: _Columns) -> list[int]:
     return [int(w) for w, k in zip(widths, counts, strict=True) if k >= MIN_HEAD_ROWS]
 
 
-def _attention_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.ndarray,
-                      n: int) -> list[tuple[Fit, np.ndarray]]:
+def _attention_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.ndarray, n: int) -> list[_Trial]:
     widths = _head_dims(c)
     if len(widths) >= 2:  # the matrix term split by head width: each row to the nearest width fitted
         near = np.array([min(widths, key=lambda w: abs(np.log(d / w))) if d > 0 else widths[0] for d in c.head_dim])
         matrix = [c.compute * (near == w) for w in widths]
     else:
         widths, matrix = [], [c.compute]
+    # for a shape without a head width (another kind borrowing this fit): the most common width's a_mm
+    common = int(np.argmax([np.sum(m > 0) for m in matrix]))
     out = []
     # the group limit is a decode kernel's (one block per sequence × K/V head); prefill tiles the queries
     for group in GROUPS if kind.startswith("generation") else (0,):
@@ -213,16 +255,18 @@ def _attention_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.nda
             extra.append(np.array([probe.regrouped_s(s) for s in shapes]))
             if not np.any(extra[-1] > 0):
                 continue
-        coef, pred = _linear(kind, c.memory, extra, y)
-        a, t0, a_exp, c_tile, c_head, c_kv = coef[:6]
-        a_mm = coef[6:6 + len(matrix)]
-        c_g = float(coef[6 + len(matrix)]) if group else 0.0
-        by_width = tuple((w, float(v)) for w, v in zip(widths, a_mm, strict=True)) if widths else ()
-        # for a shape without a head width (another kind borrowing this fit): the most common width's a_mm
-        common = float(a_mm[int(np.argmax([np.sum(m > 0) for m in matrix]))])
-        out.append((Fit(kind, 1 / a, t0, 1.0, 1.0, n, None, per_tile_s=c_tile, per_head_s=c_head, per_kv_head_s=c_kv,
-                        compute_ratio=0.0, matrix_weight=common, exp_weight=a_exp,
-                        max_group=group if c_g > 0 else 0, regroup_weight=c_g, head_dim_weights=by_width), pred))
+        cols = np.column_stack([c.memory, np.ones(n), *extra])
+
+        def make(coef: np.ndarray, group: int = group) -> Fit:
+            a, t0, a_exp, c_tile, c_head, c_kv = (float(v) for v in coef[:6])
+            a_mm = [float(v) for v in coef[6:6 + len(matrix)]]
+            c_g = float(coef[6 + len(matrix)]) if group else 0.0
+            by_width = tuple(zip(widths, a_mm, strict=True)) if widths else ()
+            return Fit(kind, 1 / a, t0, 1.0, 1.0, n, None, per_tile_s=c_tile, per_head_s=c_head, per_kv_head_s=c_kv,
+                       compute_ratio=0.0, matrix_weight=a_mm[common], exp_weight=a_exp,
+                       max_group=group if c_g > 0 else 0, regroup_weight=c_g, head_dim_weights=by_width)
+
+        out.append(_Trial(cols, make))
     return out
 
 
