@@ -163,6 +163,31 @@ def test_a_fit_outside_its_domain_is_refused() -> None:
         Fit("gemm.bf16", 0.5, 0.0, 1.2, 1.0, 1)
 
 
+def test_the_matrix_weight_of_the_nearest_head_width() -> None:
+    # weights fitted at widths 64, 128 and 256; a width between takes the nearest by ratio:
+    # 192: |ln(192/128)| = 0.405 > |ln(192/256)| = 0.288, so 256's; 96: |ln(96/64)| = 0.405 > |ln(96/128)| = 0.288, 128's
+    fit = Fit("context_attention.bf16", 0.5, 0.0, 1.0, 1.0, 1, matrix_weight=0.7, compute_ratio=0.0,
+              head_dim_weights=((64, 0.5), (128, 1.0), (256, 2.0)))
+    shape = Shape("context_attention.bf16", 1e-3, 1e-3, memory_s=0.0, head_dim=192)
+    assert fit.matrix_weight_for(shape) == 2.0
+    assert fit.matrix_weight_for(Shape("context_attention.bf16", 1e-3, 1e-3, head_dim=96)) == 1.0
+    assert fit.matrix_weight_for(Shape("other.bf16", 1e-3, 1e-3)) == 0.7  # no width: the common one's
+    # an attention fit keeps the matrix units out of the max (ρ = 0): t = max(0, 0)/0.5 + 2.0 · 1 ms
+    assert fit.expected_s(shape) == pytest.approx(2e-3)
+
+
+def test_a_version_1_file_reads_with_the_new_terms_at_zero() -> None:
+    from roofline.expectation.shipped import parse
+
+    v1 = {"format": "roofline-expected-times", "version": 1, "machine": "h100-sxm", "engine": "trtllm",
+          "fits": {"gemm.bf16": {"efficiency": 0.8, "t0_s": 3e-6, "band": [0.9, 1.1], "tile": None, "rows": 10}}}
+    fit = parse(v1, "v1.json").fits["gemm.bf16"]
+    # version 1's model: t = max(floor, compute)/e + t0 = 100/0.8 + 3 µs for a 100 µs compute-bound floor
+    assert fit.expected_s(Shape("gemm.bf16", 100e-6, 100e-6)) == pytest.approx(128e-6)
+    with pytest.raises(RooflineError, match="version 3 is not supported"):
+        parse({**v1, "version": 3}, "v3.json")
+
+
 # ---- the fixture rows: our kernel of the same shape -------------------------------------------------
 
 def test_the_h100_gemm_the_issue_names_is_explained_by_l2() -> None:
