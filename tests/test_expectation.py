@@ -165,7 +165,8 @@ def test_a_fit_outside_its_domain_is_refused() -> None:
 
 def test_the_matrix_weight_of_the_nearest_head_width() -> None:
     # weights fitted at widths 64, 128 and 256; a width between takes the nearest by ratio:
-    # 192: |ln(192/128)| = 0.405 > |ln(192/256)| = 0.288, so 256's; 96: |ln(96/64)| = 0.405 > |ln(96/128)| = 0.288, 128's
+    # 192: |ln(192/128)| = 0.405 > |ln(192/256)| = 0.288, so 256's;
+    # 96: |ln(96/64)| = 0.405 > |ln(96/128)| = 0.288, so 128's
     fit = Fit("context_attention.bf16", 0.5, 0.0, 1.0, 1.0, 1, matrix_weight=0.7, compute_ratio=0.0,
               head_dim_weights=((64, 0.5), (128, 1.0), (256, 2.0)))
     shape = Shape("context_attention.bf16", 1e-3, 1e-3, memory_s=0.0, head_dim=192)
