@@ -12,9 +12,10 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from roofline.calibration.fit import fit_kind, solve
+from roofline.calibration.fit import _bands, fit_kind, solve
 from roofline.calibration.join import join
 from roofline.calibration.tables import Row
 from roofline.calibration.validate import explain_faster, fit_rows, summarise
@@ -26,15 +27,19 @@ from roofline.expectation.shipped import for_machine, shipped_index
 FIXTURES = Path(__file__).parent / "fixtures" / "aiconfigurator"
 
 
-def fixture_rows(table: str) -> list[Row]:
-    path = FIXTURES / f"h100_sxm.trtllm.{table}.csv"
+SYSTEMS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200", "b200_sxm": "b200"}
+
+
+def fixture_rows(table: str, system: str = "h100_sxm", engine: str = "trtllm") -> list[Row]:
+    path = FIXTURES / f"{system}.{engine}.{table}.csv"
     lines = path.read_text().splitlines()
     assert lines[0].startswith("# 300 rows") and "aiconfigurator-core 0.12.0" in lines[0]
+    version = lines[0].split(f"/{engine}/")[1].split("/")[0]  # the engine version the source path names
     out = []
     for raw in csv.DictReader(lines[1:]):
         values = {k: (v if k.endswith("dtype") else float(v) if v not in ("", "None") else None)
                   for k, v in raw.items()}
-        out.append(Row("h100_sxm", "h100-sxm", "trtllm", "1.3.0rc20", table, values, float(raw["latency"]) * 1e-3))
+        out.append(Row(system, SYSTEMS[system], engine, version, table, values, float(raw["latency"]) * 1e-3))
     return out
 
 
@@ -65,6 +70,70 @@ def test_faster_than_the_floor_holds_e_at_one() -> None:
     assert (a, t0) == (1.0, 0.0)
 
 
+def _gemm_shapes() -> list[Shape]:
+    """24 GEMM-like shapes whose memory and compute sides each bind somewhere (times in µs)."""
+    out = []
+    for i, (mem, comp) in enumerate([(m, c) for m in (5, 20, 80, 300) for c in (2, 15, 60, 250, 900, 3000)]):
+        inp, outp = (1 + 7 * (i % 5)) * 1e-6, (2 + 3 * (i % 7)) * 1e-6
+        out.append(Shape("gemm.fp8", max(mem, comp) * 1e-6, comp * 1e-6, memory_s=mem * 1e-6, input_s=inp,
+                         output_s=outp))
+    return out
+
+
+def test_the_gemm_terms_are_recovered() -> None:
+    # measured = max(M, ρ·C)/e + t0 + c_in·I + c_out·O with e = 0.8, ρ = 1.2 (the matrix side 1.2× slower
+    # than the memory side), t0 = 3 µs, c_in = 3 (an FP8 GEMM's quantize pass: 3 reads of its BF16
+    # activation's time) and c_out = 0.5: the fit finds each constant, and the MAPE is 0
+    shapes = _gemm_shapes()
+    measured = [max(s.memory_s or 0.0, 1.2 * s.compute_s) / 0.8 + 3e-6 + 3.0 * s.input_s + 0.5 * s.output_s
+                for s in shapes]
+    fit = fit_kind("gemm.fp8", shapes, measured)
+    assert fit.compute_ratio == pytest.approx(1.2)
+    assert (fit.efficiency, fit.t0_s, fit.per_input, fit.per_output) == pytest.approx((0.8, 3e-6, 3.0, 0.5), rel=1e-6)
+    assert fit.mape == pytest.approx(0.0, abs=1e-9)
+    # the model's sum by hand on the first shape: M = 5, C = 2, I = 1, O = 2 µs: max(5, 2.4)/0.8 + 3 + 3 + 1
+    assert fit.expected_s(shapes[0]) == pytest.approx((5 / 0.8 + 3 + 3 * 1 + 0.5 * 2) * 1e-6, rel=1e-6)
+
+
+def test_the_attention_terms_are_recovered() -> None:
+    # decode-like shapes on 132 SMs with every term varied apart; measured = M/0.5 + 10 µs + 0.9·C + 0.6·X
+    # + 100 ns·P/132 + 50 ns·H/132 + 2 µs·G/132 + 0.5·(H/G)·M where H/G > 32 (the K/V stream reread per
+    # query head beyond the kernel's group of 32): the fit finds each constant and the group
+    shapes = []
+    for i in range(40):
+        mem, comp, exp = (3 + 11 * (i % 9)) * 1e-6, (1 + 13 * (i % 7)) * 1e-6, (2 + 5 * (i % 4)) * 1e-6
+        b, g, group = 1 + 37 * (i % 11), 1 + i % 8, (1, 4, 8, 24, 64)[i % 5]
+        shapes.append(Shape("generation_attention.bf16", mem, comp, sms=132, tile_pairs=float(b * g * (1 + i % 13)),
+                            heads=float(b * g * group), memory_s=mem, exp_s=exp, kv_heads=float(b * g)))
+
+    def truth(s: Shape) -> float:
+        group = s.heads / s.kv_heads
+        regroup = 0.5 * group * (s.memory_s or 0.0) if group > 32 else 0.0
+        return ((s.memory_s or 0.0) / 0.5 + 10e-6 + 0.9 * s.compute_s + 0.6 * s.exp_s + 100e-9 * s.tile_pairs / 132
+                + 50e-9 * s.heads / 132 + 2e-6 * s.kv_heads / 132 + regroup)
+
+    fit = fit_kind("generation_attention.bf16", shapes, [truth(s) for s in shapes], per_tile=True)
+    assert fit.max_group == 32
+    got = (fit.efficiency, fit.t0_s, fit.matrix_weight, fit.exp_weight, fit.per_tile_s, fit.per_head_s,
+           fit.per_kv_head_s, fit.regroup_weight)
+    assert got == pytest.approx((0.5, 10e-6, 0.9, 0.6, 100e-9, 50e-9, 2e-6, 0.5), rel=1e-6)
+
+
+def test_the_band_is_widened_for_each_class_of_floor() -> None:
+    # 20 kernels under 10 µs measured at exactly t (r = 1.0), 20 above measured at 0.8·t (10) and 1.2·t (10).
+    # All 40 sorted: 10 × 0.8, 20 × 1.0, 10 × 1.2; type 7: q25 at h = 39·0.25 = 9.75, 0.8 + 0.75·0.2 = 0.95,
+    # q75 at h = 29.25, 1.0 + 0.25·0.2 = 1.05. The large ones' own quartiles (h = 4.75 and 14.25 of 20) are
+    # 0.8 and 1.2, wider: their band; the small ones' own (1.0, 1.0) are narrower: the band of all, 0.95-1.05
+    pred = np.ones(40)
+    measured = np.array([1.0] * 20 + [0.8] * 10 + [1.2] * 10)
+    floor = np.array([1e-6] * 20 + [20e-6] * 20)
+    low, high, small = _bands(pred, measured, floor)
+    assert (low, high) == pytest.approx((0.8, 1.2)) and small == pytest.approx((0.95, 1.05))
+    fit = Fit("gemm.bf16", 1.0, 0.0, low, high, 40, small_band=small)
+    assert fit.band_around(1e-6, 0.5e-6) == pytest.approx((0.95e-6, 1.05e-6))  # a 0.5 µs floor: the small band
+    assert fit.band_around(100e-6, 20e-6) == pytest.approx((80e-6, 120e-6))
+
+
 def test_the_band_is_the_quartiles_of_measured_over_expected() -> None:
     # five GEMMs measured at their floor except the last (1.4 × floor); whatever e and t0 the fit
     # takes, its band is the type 7 quartiles of measured / t: over 5 ratios sorted r0..r4, h = (5 − 1)·0.25
@@ -92,6 +161,32 @@ def test_a_fit_outside_its_domain_is_refused() -> None:
         Fit("gemm.bf16", 1.2, 0.0, 1.0, 1.0, 1)
     with pytest.raises(RooflineError, match="band"):
         Fit("gemm.bf16", 0.5, 0.0, 1.2, 1.0, 1)
+
+
+def test_the_matrix_weight_of_the_nearest_head_width() -> None:
+    # weights fitted at widths 64, 128 and 256; a width between takes the nearest by ratio:
+    # 192: |ln(192/128)| = 0.405 > |ln(192/256)| = 0.288, so 256's;
+    # 96: |ln(96/64)| = 0.405 > |ln(96/128)| = 0.288, so 128's
+    fit = Fit("context_attention.bf16", 0.5, 0.0, 1.0, 1.0, 1, matrix_weight=0.7, compute_ratio=0.0,
+              head_dim_weights=((64, 0.5), (128, 1.0), (256, 2.0)))
+    shape = Shape("context_attention.bf16", 1e-3, 1e-3, memory_s=0.0, head_dim=192)
+    assert fit.matrix_weight_for(shape) == 2.0
+    assert fit.matrix_weight_for(Shape("context_attention.bf16", 1e-3, 1e-3, head_dim=96)) == 1.0
+    assert fit.matrix_weight_for(Shape("other.bf16", 1e-3, 1e-3)) == 0.7  # no width: the common one's
+    # an attention fit keeps the matrix units out of the max (ρ = 0): t = max(0, 0)/0.5 + 2.0 · 1 ms
+    assert fit.expected_s(shape) == pytest.approx(2e-3)
+
+
+def test_a_version_1_file_reads_with_the_new_terms_at_zero() -> None:
+    from roofline.expectation.shipped import parse
+
+    v1 = {"format": "roofline-expected-times", "version": 1, "machine": "h100-sxm", "engine": "trtllm",
+          "fits": {"gemm.bf16": {"efficiency": 0.8, "t0_s": 3e-6, "band": [0.9, 1.1], "tile": None, "rows": 10}}}
+    fit = parse(v1, "v1.json").fits["gemm.bf16"]
+    # version 1's model: t = max(floor, compute)/e + t0 = 100/0.8 + 3 µs for a 100 µs compute-bound floor
+    assert fit.expected_s(Shape("gemm.bf16", 100e-6, 100e-6)) == pytest.approx(128e-6)
+    with pytest.raises(RooflineError, match="version 3 is not supported"):
+        parse({**v1, "version": 3}, "v3.json")
 
 
 # ---- the fixture rows: our kernel of the same shape -------------------------------------------------
@@ -145,6 +240,40 @@ def test_a_fit_on_the_fixture_keeps_every_constant_in_its_domain() -> None:
     assert 1e-6 < fit.t0_s < 50e-6
 
 
+# (system, engine, table): the fixture files, each 300 rows of one measured table (source in its first line)
+FITTED = [("h100_sxm", "trtllm", "gemm"), ("b200_sxm", "sglang", "gemm"), ("h100_sxm", "trtllm", "context_attention"),
+          ("h100_sxm", "trtllm", "generation_attention"), ("h200_sxm", "vllm", "generation_attention")]
+
+
+@pytest.mark.parametrize(("system", "engine", "table"), FITTED)
+def test_a_fit_on_half_the_fixture_predicts_the_other_half(system: str, engine: str, table: str) -> None:
+    # fitted on the even rows of each kind, scored on the odd (out of sample): on kernels whose floor is at
+    # least 10 µs, the issue's target is MAPE ≤ 15% with half inside the band over thousands of rows; on
+    # 150 rows a kind these are measured quantities, so bounds with room for the smaller sample
+    joined = []
+    for r in fixture_rows(table, system, engine):
+        try:
+            joined.append(join(r))
+        except RooflineError:  # a sliding window shorter than the length
+            continue
+    kinds: dict[str, list] = {}
+    for j in joined:
+        kinds.setdefault(j.kind, []).append(j)
+    scored = 0
+    for kind, js in kinds.items():
+        if len(js) < (60 if kind.startswith("gemm") else 120):  # a GEMM fits 4 constants, an attention 8
+            continue
+        fit = fit_rows(kind, js[::2])
+        g = summarise(SYSTEMS[system], engine, "", kind, js[1::2], fit, "even rows")
+        if g.big_rows < 15:
+            continue
+        scored += 1
+        assert g.big_mape is not None and g.big_mape < 0.25, (kind, g.big_mape)
+        assert g.big_inside is not None and g.big_inside > 0.3, (kind, g.big_inside)
+        assert fit.mape is not None and fit.mape < 0.35, kind
+    assert scored >= 1
+
+
 # ---- the shipped files and the commands -------------------------------------------------------------
 
 def test_every_shipped_file_names_its_source() -> None:
@@ -169,12 +298,17 @@ def test_kernel_json_has_the_band_above_the_floor(capsys: pytest.CaptureFixture[
     band, fit = d["expected_time_s"], d["calibration"]["fit"]
     assert d["calibration"]["file"] == "expectation/data/h100-sxm.trtllm.json"
     # by hand from the file's constants: tiles = ⌈4096/tm⌉·⌈4096/tn⌉ on 132 SMs, q = ⌈tiles/132⌉·132/tiles,
-    # stretched = max(floor, compute·q), t = stretched/e + t0, band = t·[r25, r75], never below the floor
+    # t = max(memory, ρ·compute·q)/e + t0 + c_in·I + c_out·O, band = t·[r25, r75], never below the floor
+    # (the floor, 139 µs, is above 10 µs: the band of the large kernels)
     q = 1.0
     if fit["tile"]:
         tiles = math.ceil(4096 / fit["tile"][0]) * math.ceil(4096 / fit["tile"][1])
         q = math.ceil(tiles / 132) * 132 / tiles
-    t = max(d["time_s"], d["compute_time_s"] * q) / fit["efficiency"] + fit["t0_s"]
+    # memory = 3·4096²·2 B / 3.35 TB/s; the activation read I and the output write O are 4096²·2 B / 3.35 TB/s
+    memory, io = 3 * 4096**2 * 2 / 3.35e12, 4096**2 * 2 / 3.35e12
+    assert d["memory_time_s"] == pytest.approx(memory)
+    t = (max(memory, fit["compute_ratio"] * d["compute_time_s"] * q) / fit["efficiency"] + fit["t0_s"]
+         + fit["per_input"] * io + fit["per_output"] * io)
     assert band["low"] == pytest.approx(max(d["time_s"], t * fit["band"][0]))
     assert band["high"] == pytest.approx(max(band["low"], t * fit["band"][1]))
     assert d["time_s"] <= band["low"] <= band["high"]

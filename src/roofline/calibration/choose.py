@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from roofline.errors import RooflineError
-from roofline.expectation.model import FORMAT, MODEL, ExpectedTimes, expect, shape_of
+from roofline.expectation.model import BAND_SPLIT_S, FORMAT, MODEL, ExpectedTimes, expect, shape_of
 from roofline.expectation.shipped import for_machine, parse
 
 if TYPE_CHECKING:
@@ -106,17 +106,22 @@ def _fit_band(p: Placement, times: ExpectedTimes) -> Band:
         warnings.append(f"--calibration {times.file} was measured on {times.machine}, not {p.machine.id}: "
                         "its band may not hold here")
     t = f.expected_s(shape)
-    tiles, heads = f.per_sm(shape)
+    terms = f.terms_s(shape)
+    small = f.small_band is not None and p.time_s < BAND_SPLIT_S
+    r25, r75 = f.small_band if small and f.small_band else (f.low, f.high)
+    memory = p.time_s if shape.memory_s is None else shape.memory_s
     steps = [f"expected time ({MODEL})",
              f"  kind {e.kind}" + (f" ({e.note})" if e.note else "") + f": e = {f.efficiency:.3f}, "
-             f"t0 = {f.t0_s * 1e6:.2f} µs, per tile {f.per_tile_s * 1e9:.1f} ns, per head {f.per_head_s * 1e9:.2f} ns",
-             f"  stretched floor = {f.stretched_floor_s(shape) * 1e6:.4g} µs (floor {p.time_s * 1e6:.4g} µs"
-             + (f", waves in {f.tile[0]}x{f.tile[1]} tiles on {shape.sms} SMs" if f.tile else "") + ")",
-             f"  t = {f.stretched_floor_s(shape) * 1e6:.4g}/{f.efficiency:.3f} + {f.t0_s * 1e6:.3g}"
-             + (f" + {f.per_tile_s * 1e6:.3g}·{tiles:.4g} + {f.per_head_s * 1e6:.3g}·{heads:.4g}"
-                if f.per_tile_s or f.per_head_s else "") + f" µs = {t * 1e6:.4g} µs",
-             f"  band = t × [{f.low:.3f}, {f.high:.3f}] (25th-75th percentile of measured / t over {f.rows} rows), "
-             f"at least the floor = {e.low_s * 1e6:.4g}-{e.high_s * 1e6:.4g} µs",
+             f"t0 = {f.t0_s * 1e6:.2f} µs",
+             f"  roofline term = max(memory {memory * 1e6:.4g} µs, {f.compute_ratio:.2f} × compute "
+             f"{shape.compute_s * 1e6:.4g} µs" + (f" × waves in {f.tile[0]}x{f.tile[1]} tiles on {shape.sms} SMs"
+                                                 if f.tile else "")
+             + f") = {f.stretched_floor_s(shape) * 1e6:.4g} µs (floor {p.time_s * 1e6:.4g} µs)",
+             "  t = " + " + ".join(f"{name} {v * 1e6:.4g}" for name, v in terms.items() if v)
+             + f" µs = {t * 1e6:.4g} µs  (roofline = the term / e)",
+             f"  band = t × [{r25:.3f}, {r75:.3f}] (25th-75th percentile of measured / t over {f.rows} rows, "
+             f"floors {'below' if small else 'of at least'} 10 µs), at least the floor = "
+             f"{e.low_s * 1e6:.4g}-{e.high_s * 1e6:.4g} µs",
              f"  source: {times.origin}"]
     return Band(p.time_s, e.low_s, e.high_s, e.calibration_dict(), tuple(warnings), tuple(steps))
 

@@ -1,128 +1,291 @@
-"""Fitting the expected-time model to measured rows: t = max(floor, compute · q) / e + t0.
+"""Fitting the expected-time model (roofline.expectation.model) to measured rows.
 
-With x = the stretched floor (roofline.expectation.model: the floor, or the matrix units' term times
-the wave factor q where larger) and y = the measured time, a = 1/e and t0 minimise the squared
+Every term of the model is a time computed from the placed kernel times a constant, so for a fixed
+choice of the nonlinear knobs (the wave tile, the compute ratio ρ) the constants are
+linear. With x_i the roofline term max(memory, ρ·compute·q) of row i, z_ij the other terms' times
+(t0's column is 1) and y_i the measured time, a = 1/e and the constants c_j minimise the squared
 *relative* error, so a 5 µs kernel weighs as much as a 5 ms one:
 
-    S(a, t0) = Σ ((a·x_i + t0 − y_i) / y_i)²
+    S(a, c) = Σ_i ((a·x_i + Σ_j c_j·z_ij − y_i) / y_i)²
 
-Setting u_i = x_i / y_i and w_i = 1 / y_i, S = Σ (a·u_i + t0·w_i − 1)², whose normal equations are
-
-    a·Σu² + t0·Σuw = Σu          a·Σuw + t0·Σw² = Σw
-
-solved by Cramer's rule. The constraints e ≤ 1 (a ≥ 1) and t0 ≥ 0 are kept by refitting on the
-boundary: t0 = 0 gives a = Σu / Σu²; a = 1 gives t0 = Σ(1 − u)·w / Σw².
+With u_i = x_i / y_i and v_ij = z_ij / y_i, S = Σ (a·u_i + Σ c_j·v_ij − 1)², whose normal equations
+are G·(a, c) = r with G the Gram matrix of the columns (u, v_1, ...) and r their sums. The
+constraints a ≥ 1 (e ≤ 1) and c_j ≥ 0 make it a nonnegative least squares in (a − 1, c), solved by
+Lawson and Hanson's active-set method.
 
 Three points x = 10, 20, 40 µs with y = 2x + 5 µs give a = 2, t0 = 5 µs exactly (e = 0.5).
-Attention adds columns z_j (tile pairs and sequences × heads per SM) with costs c_j ≥ 0: the same
-least squares over Σ(a·u + t0·w + Σ c_j·z_j/y − 1)², solved on every face of the constraints (each
-coefficient free or held at its bound) and the admissible solution of least S kept.
+
+The terms fitted per kind:
+
+    gemm.*           x = max(memory, ρ·compute·q); z = 1, I (activation read), O (output write)
+    *_attention.*    x = memory; z = 1, matrix (one column per head width with MIN_HEAD_ROWS rows), exp,
+                     tile pairs / SMs, heads / SMs, K/V heads / SMs,
+                     and, for decode, (H/G)·memory for groups beyond g_max (g_max among GROUPS, 0: none)
+
+and around them the knobs, chosen by the smallest mean absolute percentage error (MAPE) of t: a GEMM's
+wave tile among candidates (GEMM_TILES) and ρ on a grid (RATIOS: how much slower than its memory side
+a kernel's matrix side runs); an attention's largest group g_max.
+
+The constants of the best few knob settings are then refined to the least *absolute* relative error,
+Σ |t_i − y_i| / y_i (the MAPE itself, `least_absolute`), and the setting of least MAPE kept.
 
 The band: r_i = y_i / t_i, (r25, r75) its 25th and 75th percentiles (type 7, as
-roofline.measure.calibration.quantile). Where the data say so, the tile of the wave term is chosen
-among candidates by the smallest mean absolute percentage error (MAPE) of t.
+roofline.measure.calibration.quantile) over all rows, widened for the rows whose floor is at least
+BAND_SPLIT_S (10 µs) and for those below to that class's own quartiles where they reach further
+(each class with MIN_BAND_ROWS rows; else the one band).
 
-Layering: imports roofline.errors, roofline.measure.calibration (quantile), roofline.expectation.
+Layering: imports numpy, roofline.errors, roofline.measure.calibration (quantile), roofline.expectation.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
 
 from roofline.errors import RooflineError
-from roofline.expectation.model import Fit, Shape
+from roofline.expectation.model import BAND_SPLIT_S, Fit, Shape
 from roofline.measure.calibration import quantile
 
 # tiles the wave term may be counted in: CUTLASS/cuBLAS's common 128×128, 128×256 and 256×128 output tiles
 GEMM_TILES: tuple[tuple[int, int] | None, ...] = (None, (128, 128), (128, 256), (256, 128))
-# FlashAttention's 128-query tiles (the rows of shape_of already group the heads sharing K/V)
-ATTENTION_TILES: tuple[tuple[int, int] | None, ...] = (None, (128, 0))
+# attention's waves are not counted apart: its matrix time is a term of its own (the tile pairs carry the
+# per-step cost); kept for the callers that pass it
+ATTENTION_TILES: tuple[tuple[int, int] | None, ...] = (None,)
+# ρ = e / e_compute, 0.5 to 2.5 by 0.05: the matrix side at twice the memory side's efficiency to 2.5× below
+RATIOS = tuple(round(0.5 + 0.05 * i, 2) for i in range(41))
+MIN_BAND_ROWS = 20
+L1_PASSES = 20  # reweighted passes of least_absolute (the MAPE settles to 0.01 points within some 10)
+L1_REFINED = 5  # the knob settings of least squared error refined to least absolute error
+MIN_HEAD_ROWS = 30  # a head width with fewer rows takes the nearest width's matrix weight
+# the largest group of query heads per K/V head a decode kernel shares one K/V stream over (0: none tried)
+GROUPS = (0, 8, 16, 32, 64)
 
 
 def solve(x: Sequence[float], y: Sequence[float], *extra: Sequence[float]) -> tuple[float, ...]:
     """(a, t0, c1, ...) minimising Σ((a·x + t0 + Σ c_j·z_j − y)/y)² with a ≥ 1, t0 ≥ 0 and every c_j ≥ 0
-    (module docstring); `extra` are the z_j columns (per-tile and per-head counts)."""
-    if len(x) != len(y) or not x or any(len(z) != len(y) for z in extra):
+    (module docstring); `extra` are the z_j columns beside t0's column of ones."""
+    if len(x) != len(y) or not len(x) or any(len(z) != len(y) for z in extra):
         raise RooflineError("a fit needs as many measured times as floors, at least one")
-    if any(v <= 0 for v in y):
+    yy = np.asarray(y, dtype=float)
+    if np.any(yy <= 0):
         raise RooflineError("a measured time must be above 0")
-    cols = [[xi / yi for xi, yi in zip(x, y, strict=True)], [1 / yi for yi in y]]
-    for z in extra:
-        cols.append([zi / yi for zi, yi in zip(z, y, strict=True)])
-    k = len(cols)
-
-    def residual(coef: Sequence[float]) -> float:
-        return sum((sum(c * col[i] for c, col in zip(coef, cols, strict=True)) - 1) ** 2 for i in range(len(y)))
-
-    gram = [[sum(a * b for a, b in zip(ci, cj, strict=True)) for cj in cols] for ci in cols]
-    rhs = [sum(ci) for ci in cols]
-    best: tuple[float, list[float]] | None = None
-    # every face of the constraints: a free or held at 1, each other coefficient free or held at 0
-    for held in range(1 << k):
-        fixed = {j: (1.0 if j == 0 else 0.0) for j in range(k) if held >> j & 1}
-        free = [j for j in range(k) if j not in fixed]
-        coef = [fixed.get(j, 0.0) for j in range(k)]
-        if free:
-            g = [[gram[i][j] for j in free] for i in free]
-            r = [rhs[i] - sum(gram[i][j] * v for j, v in fixed.items()) for i in free]
-            sol = _linear_solve(g, r)
-            if sol is None:
-                continue
-            for j, v in zip(free, sol, strict=True):
-                coef[j] = v
-        if coef[0] < 1 - 1e-12 or any(c < -1e-18 for c in coef[1:]):
-            continue
-        s = residual(coef)
-        if best is None or s < best[0]:
-            best = (s, coef)
-    if best is None:
-        raise RooflineError("the fit found no admissible constants")
-    c = best[1]
-    return (max(c[0], 1.0), *(max(v, 0.0) for v in c[1:]))
+    cols = np.column_stack([np.asarray(x, float), np.ones_like(yy), *(np.asarray(z, float) for z in extra)])
+    return tuple(float(v) for v in _solve_scaled(cols / yy[:, None]))
 
 
-def _linear_solve(a: list[list[float]], b: list[float]) -> list[float] | None:
-    """Gaussian elimination with partial pivoting; None for a singular system."""
-    n = len(b)
-    m = [[*row, rhs] for row, rhs in zip(a, b, strict=True)]
-    scale = max((abs(v) for row in a for v in row), default=0.0) or 1.0
-    for col in range(n):
-        piv = max(range(col, n), key=lambda r: abs(m[r][col]))
-        if abs(m[piv][col]) <= 1e-14 * scale:
-            return None
-        m[col], m[piv] = m[piv], m[col]
-        for r in range(n):
-            if r != col:
-                f = m[r][col] / m[col][col]
-                m[r] = [v - f * w for v, w in zip(m[r], m[col], strict=True)]
-    return [m[i][n] / m[i][i] for i in range(n)]
+def _solve_scaled(a_cols: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    """The constrained least squares of Σ w·(A·coef − 1)² (A already divided by y; w = 1 unless given):
+    column 0 ≥ 1, the others ≥ 0. On columns scaled to unit length (their times span ten orders of
+    magnitude), with coef_0 = 1 + z_0, it is a nonnegative least squares in z, solved by `_nnls`."""
+    target = np.ones(a_cols.shape[0]) if weights is None else np.sqrt(weights)
+    a_cols = a_cols * target[:, None]
+    norms = np.linalg.norm(a_cols, axis=0)
+    norms[norms == 0] = 1.0
+    unit = a_cols / norms
+    shift = np.zeros(unit.shape[1])
+    shift[0] = norms[0]  # coef_0 = 1 in the unit columns' scale
+    rhs = target - unit @ shift
+    z = _nnls(unit.T @ unit, unit.T @ rhs)
+    return (z + shift) / norms
 
 
-def mape(predicted: Sequence[float], measured: Sequence[float]) -> float:
+def _nnls(gram: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """min ‖A·z − b‖² with z ≥ 0, from G = AᵀA and r = Aᵀb: Lawson and Hanson's active set (Solving
+    Least Squares Problems, 1974, ch. 23): free the variable of steepest descent, solve on the free
+    set, step back to the boundary where a variable would turn negative, until no descent is left."""
+    k = len(rhs)
+    z = np.zeros(k)
+    free = np.zeros(k, dtype=bool)
+    tol = 1e-12 * max(1.0, float(np.abs(rhs).max()))
+    for _ in range(4 * k + 8):
+        w = rhs - gram @ z
+        if free.all() or float(np.max(np.where(free, -np.inf, w))) <= tol:
+            break
+        free[int(np.argmax(np.where(free, -np.inf, w)))] = True
+        while True:
+            idx = np.flatnonzero(free)
+            trial = np.zeros(k)
+            trial[idx] = np.linalg.lstsq(gram[np.ix_(idx, idx)], rhs[idx], rcond=None)[0]
+            if np.all(trial[idx] > 0):
+                z = trial
+                break
+            neg = idx[trial[idx] <= 0]
+            alpha = float(np.min(z[neg] / (z[neg] - trial[neg])))
+            z = z + alpha * (trial - z)
+            free &= z > tol
+            z[~free] = 0.0
+            if not free.any():
+                break
+    return np.maximum(z, 0.0)
+
+
+def mape(predicted: Sequence[float] | np.ndarray, measured: Sequence[float] | np.ndarray) -> float:
     """mean |predicted − measured| / measured."""
-    return sum(abs(p - m) / m for p, m in zip(predicted, measured, strict=True)) / len(measured)
+    p, m = np.asarray(predicted, float), np.asarray(measured, float)
+    return float(np.mean(np.abs(p - m) / m))
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """The per-row times the terms multiply, as arrays (module docstring's x and z)."""
+
+    floor: np.ndarray
+    memory: np.ndarray
+    compute: np.ndarray
+    exp: np.ndarray
+    inputs: np.ndarray
+    outputs: np.ndarray
+    tiles: np.ndarray
+    heads: np.ndarray
+    kv_heads: np.ndarray
+    head_dim: np.ndarray
+
+    @staticmethod
+    def of(shapes: Sequence[Shape]) -> _Columns:
+        def col(f: object) -> np.ndarray:
+            return np.array([f(s) for s in shapes], dtype=float)  # type: ignore[operator]
+
+        return _Columns(col(lambda s: s.floor_s), col(lambda s: s.floor_s if s.memory_s is None else s.memory_s),
+                        col(lambda s: s.compute_s), col(lambda s: s.exp_s), col(lambda s: s.input_s),
+                        col(lambda s: s.output_s), col(lambda s: Fit.per_sm(s)[0]), col(lambda s: Fit.per_sm(s)[1]),
+                        col(Fit.kv_heads_per_sm), col(lambda s: s.head_dim))
+
+
+def _waves(shapes: Sequence[Shape], tile: tuple[int, int] | None) -> np.ndarray:
+    probe = Fit("probe", 1.0, 0.0, 1.0, 1.0, 1, tile, compute_ratio=1.0)
+    return np.array([probe.stretched_floor_s(replace(s, memory_s=0.0)) / s.compute_s if s.compute_s > 0 else 1.0
+                     for s in shapes], dtype=float)
+
+
+def _linear(kind: str, x: np.ndarray, extra: Sequence[np.ndarray], y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(constants, t of every row): a = 1/e on x, t0 on ones, a constant ≥ 0 on each extra column."""
+    cols = np.column_stack([x, np.ones_like(x), *extra])
+    coef = _solve_scaled(cols / y[:, None])
+    return coef, cols @ coef
+
+
+def least_absolute(cols: np.ndarray, y: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """The constants minimising Σ |cols·coef − y| / y, the MAPE itself (under the same bounds), by
+    iteratively reweighted least squares from `start`: each pass weighs row i by 1 / max(|r_i|, 0.1%),
+    r_i its relative error at the last constants (Schlossmacher 1973). Robust to the few rows an engine
+    runs on another code path, which squared errors let pull every constant."""
+    scaled = cols / y[:, None]
+    coef = start
+    for _ in range(L1_PASSES):
+        r = np.abs(scaled @ coef - 1)
+        coef = _solve_scaled(scaled, 1 / np.maximum(r, 1e-3))
+    return coef
 
 
 def fit_kind(kind: str, shapes: Sequence[Shape], measured: Sequence[float],
              tiles: Sequence[tuple[int, int] | None] = (None,), per_tile: bool = False) -> Fit:
-    """The fit of one kind: for each candidate tile, (a, t0) by `solve`; the tile of the smallest MAPE."""
+    """The fit of one kind (module docstring): the GEMM terms, or the attention terms when `per_tile`
+    (or the kind is an attention's); the knobs chosen by the smallest MAPE; the band from the residuals."""
     if not shapes:
         raise RooflineError(f"{kind}: no measured rows to fit")
-    best: Fit | None = None
+    if len(shapes) != len(measured) or any(v <= 0 for v in measured):
+        raise RooflineError(f"{kind}: a fit needs one measured time above 0 per row")
+    y = np.asarray(measured, dtype=float)
+    c = _Columns.of(shapes)
+    attention = per_tile or "attention" in kind
+    n = len(y)
+    trials = (_attention_trials(kind, shapes, c, y, n) if attention else _gemm_trials(kind, shapes, c, n, tiles))
+    ranked = sorted(trials, key=lambda t: mape(t.cols @ _solve_scaled(t.cols / y[:, None]), y))
+    best: tuple[float, Fit] | None = None
+    for trial in ranked[:L1_REFINED]:
+        coef = least_absolute(trial.cols, y, _solve_scaled(trial.cols / y[:, None]))
+        err = mape(trial.cols @ coef, y)
+        if best is None or err < best[0]:
+            best = (err, trial.make(coef))
+    if best is None:
+        raise RooflineError(f"{kind}: the fit found no admissible constants")
+    err, fit = best
+    pred = np.array([fit.expected_s(s) for s in shapes])
+    low, high, small = _bands(pred, y, c.floor)
+    return replace(fit, mape=mape(pred, y), low=low, high=high, small_band=small)
+
+
+@dataclass(frozen=True)
+class _Trial:
+    """One setting of the knobs: the columns of its linear part and how its constants make a Fit."""
+
+    cols: np.ndarray
+    make: Callable[[np.ndarray], Fit]
+
+
+def _gemm_trials(kind: str, shapes: Sequence[Shape], c: _Columns, n: int,
+                 tiles: Sequence[tuple[int, int] | None]) -> list[_Trial]:
+    out = []
     for tile in tiles:
-        probe = Fit(kind, 1.0, 0.0, 1.0, 1.0, len(shapes), tile)
-        x = [probe.stretched_floor_s(s) for s in shapes]
-        extra = [list(col) for col in zip(*(probe.per_sm(s) for s in shapes), strict=True)] if per_tile else []
-        a, t0, *cs = solve(x, measured, *extra)
-        c_tile, c_head = (cs[0], cs[1]) if per_tile else (0.0, 0.0)
-        trial = Fit(kind, 1 / a, t0, 1.0, 1.0, len(shapes), tile, per_tile_s=c_tile, per_head_s=c_head)
-        pred = [trial.expected_s(s) for s in shapes]
-        err = mape(pred, measured)
-        if best is None or err < (best.mape or 0.0):
-            r = [m / p for m, p in zip(measured, pred, strict=True)]
-            best = Fit(kind, 1 / a, t0, quantile(r, 0.25), quantile(r, 0.75), len(shapes), tile, err, c_tile, c_head)
-    assert best is not None
-    return best
+        q = _waves(shapes, tile) if tile is not None else np.ones(n)
+        for rho in RATIOS:
+            cols = np.column_stack([np.maximum(c.memory, rho * c.compute * q), np.ones(n), c.inputs, c.outputs])
+
+            def make(coef: np.ndarray, tile: tuple[int, int] | None = tile, rho: float = rho) -> Fit:
+                a, t0, c_in, c_out = (float(v) for v in coef)
+                return Fit(kind, 1 / a, t0, 1.0, 1.0, n, tile, compute_ratio=rho, per_input=c_in, per_output=c_out)
+
+            out.append(_Trial(cols, make))
+    return out
 
 
-__all__ = ["ATTENTION_TILES", "GEMM_TILES", "fit_kind", "mape", "solve"]
+def _head_dims(c: _Columns) -> list[int]:
+    """The head widths with MIN_HEAD_ROWS rows (each gets its own a_mm; the others take the nearest's)."""
+    widths, counts = np.unique(c.head_dim[c.head_dim > 0], return_counts=True)
+    return [int(w) for w, k in zip(widths, counts, strict=True) if k >= MIN_HEAD_ROWS]
+
+
+def _attention_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.ndarray, n: int) -> list[_Trial]:
+    widths = _head_dims(c)
+    if len(widths) >= 2:  # the matrix term split by head width: each row to the nearest width fitted
+        near = np.array([min(widths, key=lambda w: abs(np.log(d / w))) if d > 0 else widths[0] for d in c.head_dim])
+        matrix = [c.compute * (near == w) for w in widths]
+    else:
+        widths, matrix = [], [c.compute]
+    # for a shape without a head width (another kind borrowing this fit): the most common width's a_mm
+    common = int(np.argmax([np.sum(m > 0) for m in matrix]))
+    out = []
+    # the group limit is a decode kernel's (one block per sequence × K/V head); prefill tiles the queries
+    for group in GROUPS if kind.startswith("generation") else (0,):
+        probe = Fit(kind, 1.0, 0.0, 1.0, 1.0, 1, max_group=group, regroup_weight=1.0)
+        extra = [c.exp, c.tiles, c.heads, c.kv_heads, *matrix]
+        if group:
+            extra.append(np.array([probe.regrouped_s(s) for s in shapes]))
+            if not np.any(extra[-1] > 0):
+                continue
+        cols = np.column_stack([c.memory, np.ones(n), *extra])
+
+        def make(coef: np.ndarray, group: int = group) -> Fit:
+            a, t0, a_exp, c_tile, c_head, c_kv = (float(v) for v in coef[:6])
+            a_mm = [float(v) for v in coef[6:6 + len(matrix)]]
+            c_g = float(coef[6 + len(matrix)]) if group else 0.0
+            by_width = tuple(zip(widths, a_mm, strict=True)) if widths else ()
+            return Fit(kind, 1 / a, t0, 1.0, 1.0, n, None, per_tile_s=c_tile, per_head_s=c_head, per_kv_head_s=c_kv,
+                       compute_ratio=0.0, matrix_weight=a_mm[common], exp_weight=a_exp,
+                       max_group=group if c_g > 0 else 0, regroup_weight=c_g, head_dim_weights=by_width)
+
+        out.append(_Trial(cols, make))
+    return out
+
+
+def _bands(pred: np.ndarray, y: np.ndarray, floor: np.ndarray) -> tuple[float, float, tuple[float, float] | None]:
+    """The band of measured / t: its quartiles over all rows, widened for each size class (floors of at
+    least 10 µs, and below) to that class's own quartiles where they reach further, so that a band holds
+    at least the middle half of the kernels of its class; one band where a class is thin."""
+    r = y / pred
+
+    def q(sel: np.ndarray) -> tuple[float, float]:
+        vals = [float(v) for v in r[sel]]
+        return quantile(vals, 0.25), quantile(vals, 0.75)
+
+    everyone = q(np.ones(len(r), dtype=bool))
+    big = floor >= BAND_SPLIT_S
+    if int(big.sum()) < MIN_BAND_ROWS or int((~big).sum()) < MIN_BAND_ROWS:
+        return everyone[0], everyone[1], None
+    (bl, bh), (sl, sh) = q(big), q(~big)
+    return min(bl, everyone[0]), max(bh, everyone[1]), (min(sl, everyone[0]), max(sh, everyone[1]))
+
+
+__all__ = ["ATTENTION_TILES", "GEMM_TILES", "RATIOS", "fit_kind", "mape", "solve"]

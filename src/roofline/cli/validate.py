@@ -117,8 +117,9 @@ def validate(machine: str | None, engine: str | None, kind: str | None, max_rows
 @click.option("--save", default=None, metavar="FILE", help="Write the fitted expected-time file (JSON).")
 @click.option("--json", "as_json", is_flag=True, help="Print the fit as JSON.")
 def calibrate(origin: str, machine: str, engine: str | None, max_rows: int, save: str | None, as_json: bool) -> None:
-    """Fit the expected-time model, t = max(floor, compute x waves)/e + t0 (+ per-tile and per-head
-    costs for attention), per kind on one GPU x engine's measured tables; the band is the 25th-75th
+    """Fit the expected-time model, t = max(DRAM, rho x compute x waves)/e + t0 + the kind's terms (GEMM:
+    the activation's quantize pass and the epilogue; attention: matrix and exp time, costs per tile pair,
+    per head and per K/V head), per kind on one GPU x engine's measured tables; the band is the 25th-75th
     percentile of measured / t."""
     import json
 
@@ -152,8 +153,11 @@ def calibrate(origin: str, machine: str, engine: str | None, max_rows: int, save
     else:
         click.echo(f"{m} {engine} {times.engine_version} ({source.label}):")
         for kind, f in times.fits.items():
-            extra = (f", {f.per_tile_s * 1e9:.0f} ns a tile, {f.per_head_s * 1e9:.1f} ns a head"
-                     if f.per_tile_s or f.per_head_s else "")
+            extra = "".join(f", {what} {v:.3g}" for what, v in (
+                ("rho", f.compute_ratio if f.tile or f.compute_ratio != 1 else 0.0), ("c_in", f.per_input),
+                ("c_out", f.per_output), ("a_mm", f.matrix_weight), ("a_exp", f.exp_weight),
+                ("ns a tile", f.per_tile_s * 1e9), ("ns a head", f.per_head_s * 1e9),
+                ("ns a K/V head", f.per_kv_head_s * 1e9), ("c_g", f.regroup_weight)) if v)
             click.echo(f"  {kind:<28} e = {f.efficiency:.3f}, t0 = {f.t0_s * 1e6:.1f} us{extra}, "
                        f"waves in {_tile_words(f.tile)}, band x{f.low:.2f}-{f.high:.2f}, "
                        f"{f.rows} rows, MAPE {100 * (f.mape or 0):.1f}%")

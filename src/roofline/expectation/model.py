@@ -1,28 +1,52 @@
 """The expected-time model: a placed kernel's floor mapped to the band real kernels take.
 
 The floor comes from placement alone (the machine's ceilings); this room never changes it. Measured
-kernels take longer: they reach a share e of the roof asymptotically and pay a fixed cost t0 per
-launch (the usual first fit of a roofline, t = floor / e + t0). Small matmuls also lose to wave
-quantization: an output of `tiles` thread-block tiles runs in ⌈tiles / SMs⌉ waves, each as long as
-one full wave, so the matrix units' term is stretched by
+kernels take longer, and the measured tables (aiconfigurator-core's, `roofline.calibration`) show by
+how much and why. Per GPU × engine × kernel kind the model is one sum of named terms, each a time this
+module computes from the placed kernel times a fitted constant ≥ 0:
+
+    t = max(M, ρ·C·q) / e                      the roofline term: the slowest memory level's time M and
+                                               the matrix units' time C, the matrix side ρ times slower
+                                               (ρ = e / e_compute: the two efficiencies of one max) and
+                                               stretched by wave quantization q (below); GEMMs
+          + a_mm·C + a_exp·X                   attention: the matrix units' and the exponential units'
+                                               times added (FlashAttention's softmax and MMA overlap in
+                                               part: a weight below 1 is the share that does not hide);
+                                               a_mm per head width, as an engine picks its kernel by it
+                                               (SGLang on B200: Triton at 192, TRT-LLM's kernels at 128)
+          + t0                                 the fixed cost of a launch
+          + c_in·I + c_out·O                   GEMMs: the activation's quantize pass and the output's
+                                               epilogue, I = m·k·2 B and O = m·n·2 B over DRAM bandwidth
+                                               (the BF16 activation read once; an FP8 or NVFP4 GEMM as
+                                               an engine runs it first quantizes its BF16 input: 2 B
+                                               read, 1 B (or ½ B + scales) written, read again: c_in ≥ 1.5
+                                               at full bandwidth; a BF16 GEMM has none, c_in ≈ 0)
+          + c_tile·P / SMs + c_head·H / SMs    attention: a fixed cost per (query tile, key tile) step
+          + c_kv·G / SMs                       of 128 × 128 (P per kernel), per sequence × query head
+                                               (H: its softmax state set up and its output written) and
+                                               per sequence × K/V head (G: the blocks a decode kernel
+                                               launches, one per K/V head of each sequence, each loading
+                                               its queries and reducing its split)
+          + c_g·(H/G)·M  if H/G > g_max       attention: a group of query heads per K/V head larger than
+                                               the kernel takes (TRT-LLM's decode kernel: 32) falls back to
+                                               one block per query head, each streaming the K/V itself
+
+Wave quantization: an output of `tiles` thread-block tiles runs in ⌈tiles / SMs⌉ waves, each as long
+as one full wave, so the matrix units' term is stretched by
 
     q = ⌈tiles / SMs⌉ · SMs / tiles                 (q = 1 when the tiles fill whole waves)
 
-and the model is, per GPU × engine × kernel kind,
+Attention's tile pairs: causal prefill visits ⌈nq/128⌉·(⌈nq/128⌉+1)/2 per sequence and query head;
+decode ⌈kv/128⌉ key tiles per sequence and K/V head. A term whose constant is 0 is absent: a
+GEMM's fit has a_mm = a_exp = c_tile = c_head = c_kv = c_g = 0, an attention fit ρ = c_in = c_out = 0.
 
-    t      = max(floor, compute time · q) / e + t0 + c_tile · tile pairs / SMs + c_head · sequences·heads / SMs
-    band   = [t · r25, t · r75], never below the floor
+    band = [t · r25, t · r75], never below the floor
 
-The last two terms are attention's fixed costs at short length (zero for GEMMs): each (query tile,
-key tile) step of 128 × 128 a FlashAttention-style kernel visits (causal prefill: ⌈nq/128⌉·(⌈nq/128⌉+1)/2
-per sequence and query head; decode: ⌈kv/128⌉ key tiles per sequence and K/V head), and each sequence ×
-query head (its softmax state set up and its output written), spread over the SMs. Measured H100
-context attention grew with the number of sequences at a fixed token count until the per-head term
-was added (median measured/t 0.90 at batch 1, 2.40 at batch 256 with t0 alone).
-
-with r25 and r75 the 25th and 75th percentiles of measured / t over the rows fitted
-(roofline.calibration.fit writes them; the shipped files in expectation/data/ name their tables,
-package version, engine version and rows used).
+with r25 and r75 the 25th and 75th percentiles of measured / t over the rows fitted, widened for
+kernels whose floor is at least BAND_SPLIT_S (10 µs: their time is their work) and for those below
+(their time is mostly fixed costs, which scatter otherwise) to that class's own quartiles where they
+reach further: each band holds at least the middle half of its class. roofline.calibration.fit writes them; the
+shipped files in expectation/data/ name their tables, package version, engine version and rows used.
 
 Kinds (`kind_of`): gemm.<dtype> (bf16, fp8, fp8_block, nvfp4), context_attention.<dtype> (causal
 prefill, FlashAttention-style), generation_attention.<kv dtype> (decode: one query per sequence). A
@@ -42,16 +66,20 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from roofline.errors import RooflineError
-from roofline.vocab import Bound, Unit
+from roofline.vocab import Bound, Level, Unit
 
 if TYPE_CHECKING:
     from roofline.placement import Placement
 
 FORMAT = "roofline-expected-times"
-VERSION = 1
-MODEL = ("t = max(floor, compute time x waves) / e + t0 + per-tile cost x tile pairs / SMs "
-         "+ per-head cost x sequences x heads / SMs; "
-         "waves = ceil(tiles / SMs) x SMs / tiles; band = t x [25th, 75th percentile of measured / t]")
+VERSION = 2
+READS = (1, 2)  # version 1 files (e, t0, waves, per tile, per head) read with the newer terms at 0
+MODEL = ("t = max(memory, rho x compute x waves) / e + a_mm x matrix + a_exp x exp + t0 "
+         "+ c_in x activation read + c_out x output write + per-tile cost x tile pairs / SMs "
+         "+ per-head cost x sequences x heads / SMs + per-K/V-head cost x sequences x K/V heads / SMs "
+         "+ c_g x (heads / K/V heads) x memory beyond the largest group; waves = ceil(tiles / SMs) x SMs / tiles; "
+         "band = t x [25th, 75th percentile of measured / t], widened per class of floor below and above 10 us")
+BAND_SPLIT_S = 10e-6  # the band is measured apart below and above a 10 µs floor (module docstring)
 
 # our dtype names -> the table's dtype key
 DTYPE_KEY: Mapping[str, str] = {
@@ -61,6 +89,7 @@ DTYPE_KEY: Mapping[str, str] = {
 GEMM, CONTEXT, GENERATION = "gemm", "context_attention", "generation_attention"
 FALLBACK_MEMORY = f"{GENERATION}.bf16"
 ATTENTION_TILE = 128  # FlashAttention-3's 128 queries × 128 keys (roofline.kernels.ATTENTION_TILE)
+ACTIVATION_BYTES = 2  # the BF16 activation an engine's quantized GEMM reads before it quantizes it
 
 
 def waves_factor(tiles: int, sms: int) -> float:
@@ -72,7 +101,7 @@ def waves_factor(tiles: int, sms: int) -> float:
 
 @dataclass(frozen=True)
 class Shape:
-    """What the expected-time model reads of a placed kernel."""
+    """What the expected-time model reads of a placed kernel (times in seconds, on its machine)."""
 
     kind: str  # gemm.bf16, context_attention.bf16, ...
     floor_s: float
@@ -82,6 +111,12 @@ class Shape:
     sms: int = 0
     tile_pairs: float = 0.0  # attention: (query tile, key tile) pairs of 128 × 128 the kernel visits
     heads: float = 0.0  # attention: sequences × query heads (each one a softmax state to set up and write)
+    memory_s: float | None = None  # DRAM's time (None: the floor stands for it)
+    exp_s: float = 0.0  # the exponential units' time (attention's softmax)
+    kv_heads: float = 0.0  # attention: sequences × K/V heads (the blocks a decode kernel launches, one each)
+    head_dim: int = 0  # attention: the width of a head (the kernel an engine picks depends on it)
+    input_s: float = 0.0  # gemm: m·k BF16 activation bytes over DRAM bandwidth (the quantize pass reads it)
+    output_s: float = 0.0  # gemm: m·n BF16 output bytes over DRAM bandwidth
 
 
 def tiles_of(shape: Shape, tile: tuple[int, int]) -> int:
@@ -93,8 +128,10 @@ def tiles_of(shape: Shape, tile: tuple[int, int]) -> int:
 
 @dataclass(frozen=True)
 class Fit:
-    """One kind's fitted constants: efficiency e in (0, 1], fixed cost t0 ≥ 0 s, the tile the waves
-    are counted in (None: no wave term), the residual band (r25, r75) and how many rows made it."""
+    """One kind's fitted constants (module docstring): efficiency e in (0, 1], fixed cost t0 ≥ 0 s, the
+    tile the waves are counted in (None: no wave term), the residual band (r25, r75) of floors of at
+    least 10 µs and `small_band` of those below (None: the one band), how many rows made it, and the
+    terms' constants, each ≥ 0 (a GEMM's attention terms and an attention's GEMM terms are 0)."""
 
     kind: str
     efficiency: float
@@ -106,48 +143,98 @@ class Fit:
     mape: float | None = None  # in-sample mean |t − measured| / measured
     per_tile_s: float = 0.0  # attention: the fixed cost of one (query tile, key tile) step on one SM
     per_head_s: float = 0.0  # attention: the fixed cost of one sequence × query head on one SM
+    per_kv_head_s: float = 0.0  # attention: the fixed cost of one sequence × K/V head (one block) on one SM
+    compute_ratio: float = 1.0  # ρ = e / e_compute: the matrix units' time weighs ρ/e inside the max
+    matrix_weight: float = 0.0  # a_mm: attention's matrix-unit time added beside the memory term
+    exp_weight: float = 0.0  # a_exp: attention's exponential-unit time added
+    per_input: float = 0.0  # c_in: the quantize pass, in reads of the BF16 activation at DRAM bandwidth
+    per_output: float = 0.0  # c_out: the epilogue, in writes of the BF16 output at DRAM bandwidth
+    small_band: tuple[float, float] | None = None  # (r25, r75) of floors below BAND_SPLIT_S
+    max_group: int = 0  # attention: the most query heads a block shares one K/V head's stream with (0: no limit)
+    regroup_weight: float = 0.0  # c_g: the K/V stream reread per query head beyond max_group
+    head_dim_weights: tuple[tuple[int, float], ...] = ()  # attention: a_mm per head width (nearest width used)
 
     def __post_init__(self) -> None:
         if not 0 < self.efficiency <= 1:
             raise RooflineError(f"{self.kind}: efficiency must be in (0, 1], got {self.efficiency:g}")
-        for what, v in (("tile", self.per_tile_s), ("head", self.per_head_s)):
+        terms = (("cost per tile", self.per_tile_s), ("cost per head", self.per_head_s),
+                 ("cost per K/V head", self.per_kv_head_s),
+                 ("compute ratio", self.compute_ratio), ("matrix weight", self.matrix_weight),
+                 ("exp weight", self.exp_weight), ("input weight", self.per_input),
+                 ("output weight", self.per_output), ("regroup weight", self.regroup_weight),
+                 ("largest group", self.max_group), ("t0", self.t0_s))
+        for what, v in terms:
             if v < 0 or not math.isfinite(v):
-                raise RooflineError(f"{self.kind}: the cost per {what} must be a finite time ≥ 0, got {v:g}")
-        if self.t0_s < 0 or not math.isfinite(self.t0_s):
-            raise RooflineError(f"{self.kind}: t0 must be a finite time ≥ 0, got {self.t0_s:g}")
-        if not 0 < self.low <= self.high:
-            raise RooflineError(f"{self.kind}: the band needs 0 < low ≤ high, got {self.low:g}, {self.high:g}")
+                raise RooflineError(f"{self.kind}: the {what} must be finite and ≥ 0, got {v:g}")
+        if any(w < 0 or not math.isfinite(w) or d <= 0 for d, w in self.head_dim_weights):
+            raise RooflineError(f"{self.kind}: a matrix weight per head width must be finite and ≥ 0")
+        for low, high in ((self.low, self.high), *((self.small_band,) if self.small_band else ())):
+            if not 0 < low <= high:
+                raise RooflineError(f"{self.kind}: the band needs 0 < low ≤ high, got {low:g}, {high:g}")
 
     def stretched_floor_s(self, shape: Shape) -> float:
-        """max(floor, compute time · q): the floor with the last wave's idle SMs counted."""
-        if self.tile is None:
-            return shape.floor_s
-        return max(shape.floor_s, shape.compute_s * waves_factor(tiles_of(shape, self.tile), shape.sms))
+        """max(memory, ρ·compute·q): the roofline term with the last wave's idle SMs counted."""
+        memory = shape.floor_s if shape.memory_s is None else shape.memory_s
+        q = waves_factor(tiles_of(shape, self.tile), shape.sms) if self.tile is not None else 1.0
+        return max(memory, self.compute_ratio * shape.compute_s * q)
 
     @staticmethod
     def per_sm(shape: Shape) -> tuple[float, float]:
         """(tile pairs, sequences × heads) per SM (0 without per-SM data)."""
         return (shape.tile_pairs / shape.sms, shape.heads / shape.sms) if shape.sms else (0.0, 0.0)
 
-    def expected_s(self, shape: Shape) -> float:
-        """t = max(floor, compute · q) / e + t0 + per-tile cost · tile pairs / SMs + per-head cost · heads / SMs."""
+    @staticmethod
+    def kv_heads_per_sm(shape: Shape) -> float:
+        """sequences × K/V heads per SM (0 without per-SM data)."""
+        return shape.kv_heads / shape.sms if shape.sms else 0.0
+
+    def matrix_weight_for(self, shape: Shape) -> float:
+        """a_mm of the shape's head width, or of the nearest width fitted (by ratio); matrix_weight without."""
+        if not self.head_dim_weights or shape.head_dim <= 0:
+            return self.matrix_weight
+        return min(self.head_dim_weights, key=lambda dw: abs(math.log(shape.head_dim / dw[0])))[1]
+
+    def regrouped_s(self, shape: Shape) -> float:
+        """The K/V stream read once per query head, (H / G)·memory, when a group of H / G query heads
+        per K/V head is larger than the kernel takes (max_group); 0 otherwise."""
+        memory = shape.floor_s if shape.memory_s is None else shape.memory_s
+        group = shape.heads / shape.kv_heads if shape.kv_heads else 0.0
+        return group * memory if self.max_group and group > self.max_group else 0.0
+
+    def terms_s(self, shape: Shape) -> dict[str, float]:
+        """Each term of t in seconds, by name (the module docstring's sum)."""
         tiles, heads = self.per_sm(shape)
-        return (self.stretched_floor_s(shape) / self.efficiency + self.t0_s + self.per_tile_s * tiles
-                + self.per_head_s * heads)
+        return {"roofline": self.stretched_floor_s(shape) / self.efficiency,
+                "matrix": self.matrix_weight_for(shape) * shape.compute_s, "exp": self.exp_weight * shape.exp_s,
+                "launch": self.t0_s, "quantize": self.per_input * shape.input_s,
+                "epilogue": self.per_output * shape.output_s, "tiles": self.per_tile_s * tiles,
+                "heads": self.per_head_s * heads, "kv_heads": self.per_kv_head_s * self.kv_heads_per_sm(shape),
+                "regroup": self.regroup_weight * self.regrouped_s(shape)}
+
+    def expected_s(self, shape: Shape) -> float:
+        """t = the sum of the terms."""
+        return sum(self.terms_s(shape).values())
 
     def band_s(self, shape: Shape) -> tuple[float, float]:
         """(low, high) = t · (r25, r75), each at least the floor."""
         return self.band_around(self.expected_s(shape), shape.floor_s)
 
     def band_around(self, t: float, floor_s: float) -> tuple[float, float]:
-        """(low, high) = t · (r25, r75) for an expected time t already computed, each at least the floor."""
-        low = max(floor_s, t * self.low)
-        return low, max(low, t * self.high)
+        """(low, high) = t · (r25, r75) for an expected time t already computed, each at least the floor;
+        the band of floors below 10 µs where the fit has one."""
+        r25, r75 = self.small_band if self.small_band and floor_s < BAND_SPLIT_S else (self.low, self.high)
+        low = max(floor_s, t * r25)
+        return low, max(low, t * r75)
 
     def to_dict(self) -> dict[str, Any]:
         return {"efficiency": self.efficiency, "t0_s": self.t0_s, "band": [self.low, self.high],
-                "tile": list(self.tile) if self.tile else None,
-                "per_tile_s": self.per_tile_s, "per_head_s": self.per_head_s, "rows": self.rows, "mape": self.mape}
+                "small_band": list(self.small_band) if self.small_band else None,
+                "tile": list(self.tile) if self.tile else None, "compute_ratio": self.compute_ratio,
+                "matrix_weight": self.matrix_weight, "exp_weight": self.exp_weight, "per_input": self.per_input,
+                "per_output": self.per_output,
+                "per_tile_s": self.per_tile_s, "per_head_s": self.per_head_s, "per_kv_head_s": self.per_kv_head_s,
+                "max_group": self.max_group, "regroup_weight": self.regroup_weight,
+                "head_dim_weights": {str(d): w for d, w in self.head_dim_weights}, "rows": self.rows, "mape": self.mape}
 
 
 @dataclass(frozen=True)
@@ -207,13 +294,22 @@ def shape_of(p: Placement) -> Shape:
     generation by its queries per sequence), or another kind named by its ops (`other.<dtype>`)."""
     sms = p.machine.chip.sms if p.machine.chip is not None else 0
     compute = max((t for u, t in p.unit_times_s.items() if u is not Unit.EXP), default=0.0)
+    # DRAM's time: the on-chip levels feed the matrix units and overlap their time (what the fits show:
+    # the slowest level's time in its place fitted H100 prefill attention worse, 14% against 12% MAPE)
+    memory = p.level_times_s.get(Level.DRAM, max(p.level_times_s.values(), default=0.0))
+    exp = p.unit_times_s.get(Unit.EXP, 0.0)
     ops = p.kernel.ops if p.kernel is not None else ()
     kinds = [op.kind for op in ops]
     dt = _dtype_key(p.dtype.name)
     if kinds == ["matmul"]:
         out = ops[0].outputs[0].shape
         batch = math.prod(out[:-2]) if len(out) > 2 else 1
-        return Shape(f"{GEMM}.{dt}", p.time_s, compute, out[-2] * batch, out[-1], sms)
+        m, n, depth = out[-2] * batch, out[-1], ops[0].inputs[0].shape[-1]
+        dram = p.machine.memory.get(Level.DRAM)
+        bw = dram.bytes_per_s if dram is not None and dram.bytes_per_s else 0.0
+        act, res = ((m * depth * ACTIVATION_BYTES / bw, m * n * ACTIVATION_BYTES / bw) if bw else (0.0, 0.0))
+        return Shape(f"{GEMM}.{dt}", p.time_s, compute, m, n, sms, memory_s=memory, exp_s=exp, input_s=act,
+                     output_s=res)
     if "attention_qk" in kinds:
         qk = ops[kinds.index("attention_qk")]
         q, k = qk.inputs[0], qk.inputs[1]
@@ -222,14 +318,16 @@ def shape_of(p: Placement) -> Shape:
         kt = math.ceil(nkv / ATTENTION_TILE)
         if nq == 1:  # decode: each sequence's K/V heads stream their key tiles
             return Shape(f"{GENERATION}.{_dtype_key(k.dtype.name)}", p.time_s, compute, 0, 0, sms,
-                         float(b * g * kt), float(b * h))
+                         float(b * g * kt), float(b * h), memory_s=memory, exp_s=exp, kv_heads=float(b * g),
+                         head_dim=q.shape[3])
         # FlashAttention tiles the queries of the heads sharing a K/V head together: b·g groups of nq·h/g rows
         rows = b * g * math.ceil(nq * (h // g) / ATTENTION_TILE) * ATTENTION_TILE
         # causal, per query head: query tile i visits the key tiles up to its own, qt(qt+1)/2 pairs
         qt = math.ceil(nq / ATTENTION_TILE)
         pairs = qt * (qt + 1) / 2 if nq == nkv else qt * kt
-        return Shape(f"{CONTEXT}.{dt}", p.time_s, compute, rows, 0, sms, b * h * pairs, float(b * h))
-    return Shape(f"other.{dt}", p.time_s, compute, 0, 0, sms)
+        return Shape(f"{CONTEXT}.{dt}", p.time_s, compute, rows, 0, sms, b * h * pairs, float(b * h),
+                     memory_s=memory, exp_s=exp, kv_heads=float(b * g), head_dim=q.shape[3])
+    return Shape(f"other.{dt}", p.time_s, compute, 0, 0, sms, memory_s=memory, exp_s=exp)
 
 
 @dataclass(frozen=True)
@@ -262,5 +360,5 @@ def expect(p: Placement, times: ExpectedTimes) -> Expected:
     return Expected(p.time_s, low, high, shape.kind, fit, note, times)
 
 
-__all__ = ["FORMAT", "MODEL", "VERSION", "Expected", "ExpectedTimes", "Fit", "Shape", "expect", "shape_of",
-           "tiles_of", "waves_factor"]
+__all__ = ["BAND_SPLIT_S", "FORMAT", "MODEL", "READS", "VERSION", "Expected", "ExpectedTimes", "Fit", "Shape",
+           "expect", "shape_of", "tiles_of", "waves_factor"]

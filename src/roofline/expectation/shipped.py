@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from roofline.errors import RooflineError
-from roofline.expectation.model import FORMAT, VERSION, ExpectedTimes, Fit
+from roofline.expectation.model import FORMAT, READS, VERSION, ExpectedTimes, Fit
 
 # the nearest measured architecture of a catalog machine without tables of its own
 NEAREST: Mapping[str, str] = {
@@ -63,16 +63,23 @@ def parse(raw: Any, where: str) -> ExpectedTimes:
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         raise RooflineError(f"{where}: not an expected-time file (format must be {FORMAT!r}; write one with "
                             "`roofline calibrate --from aiconfigurator --save FILE`)")
-    if raw.get("version") != VERSION:
-        raise RooflineError(f"{where}: version {raw.get('version')!r} is not supported (this roofline reads {VERSION})")
+    if raw.get("version") not in READS:
+        raise RooflineError(f"{where}: version {raw.get('version')!r} is not supported (this roofline reads "
+                            f"{', '.join(map(str, READS))}; write version {VERSION} with `roofline calibrate --save`)")
     try:
         fits = {}
         for kind, f in raw["fits"].items():
-            tile = f.get("tile")
+            tile, small = f.get("tile"), f.get("small_band")
             fits[kind] = Fit(kind, float(f["efficiency"]), float(f["t0_s"]), float(f["band"][0]),
                              float(f["band"][1]), int(f["rows"]), (int(tile[0]), int(tile[1])) if tile else None,
                              None if f.get("mape") is None else float(f["mape"]), float(f.get("per_tile_s", 0.0)),
-                             float(f.get("per_head_s", 0.0)))
+                             float(f.get("per_head_s", 0.0)), float(f.get("per_kv_head_s", 0.0)),
+                             float(f.get("compute_ratio", 1.0)),
+                             float(f.get("matrix_weight", 0.0)), float(f.get("exp_weight", 0.0)),
+                             float(f.get("per_input", 0.0)), float(f.get("per_output", 0.0)),
+                             (float(small[0]), float(small[1])) if small else None, int(f.get("max_group", 0)),
+                             float(f.get("regroup_weight", 0.0)),
+                             tuple(sorted((int(d), float(w)) for d, w in (f.get("head_dim_weights") or {}).items())))
         return ExpectedTimes(str(raw["machine"]), str(raw["engine"]), str(raw.get("engine_version", "")),
                              dict(raw.get("source", {})), fits, where)
     except (KeyError, TypeError, ValueError, IndexError) as exc:

@@ -19,7 +19,7 @@ def _source(cal: dict[str, Any]) -> str:
 
 
 def expected_line(band: Any) -> str:
-    """'expected    170-190 µs  t = max(floor, compute x waves)/e + t0, ...: gemm.bf16 fit on h100-sxm ...'."""
+    """'expected    170-190 µs  measured kernels' band: ...' (the model: roofline.expectation.model)."""
     return (f"{'expected':<12}{format_time(band.low_s)}-{format_time(band.high_s):<10} "
             f"measured kernels' band: {_source(band.calibration)}")
 

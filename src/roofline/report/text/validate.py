@@ -17,7 +17,8 @@ def validate_text(groups: Sequence[Group], source: str, command: str = "") -> st
             f"{'MAPE':>7}{'in band':>8}  {'floor>=10us: rows MAPE in band':<31}{'faster':>7}")
     lines = [f"Measured kernels ({source}) against our floor and expected band", "",
              "share of roof = floor / measured; MAPE = mean |expected - measured| / measured of the expected "
-             "time t = max(floor, compute x waves)/e + t0 (+ per-tile and per-head costs for attention); "
+             "time t = max(DRAM, rho x compute x waves)/e + t0 + the kind's terms (GEMM: quantize pass, epilogue; "
+             "attention: matrix, exp, per tile pair, per head, per K/V head; roofline.expectation.model); "
              "band = t x [25th, 75th percentile of measured / t]", "", head]
     for g in groups:
         share = f"{g.share_p10:.2f} {g.share_median:.2f} {g.share_p90:.2f}"
