@@ -297,6 +297,8 @@ def shape_of(p: Placement) -> Shape:
     # DRAM's time: the on-chip levels feed the matrix units and overlap their time (what the fits show:
     # the slowest level's time in its place fitted H100 prefill attention worse, 14% against 12% MAPE)
     memory = p.level_times_s.get(Level.DRAM, max(p.level_times_s.values(), default=0.0))
+    if p.bound in (Level.LINK, Level.NETWORK):  # a collective: its link's time is its memory term
+        memory = p.time_s
     exp = p.unit_times_s.get(Unit.EXP, 0.0)
     ops = p.kernel.ops if p.kernel is not None else ()
     kinds = [op.kind for op in ops]

@@ -16,8 +16,10 @@ exactly on the sample graphs (roofline.models.stepchip):
 
 and each kernel takes the fit of its kind, or of the kind nearest its bound (ExpectedTimes.fit_for):
 
-    t = max(floor, compute · waves) / e + t0 + per-tile cost · tile pairs / SMs + per-head cost · heads / SMs
-    band = [max(floor, t · r25), max(low, t · r75)]        (roofline.expectation.model.Fit)
+    t = Σ of Fit.terms_s: max(DRAM, ρ·compute·waves) / e + a_mm(head width)·compute + a_exp·exp + t0
+        + c_in·(the BF16 activation read) + c_out·(the BF16 output written) + per tile pair, per head and per
+        K/V head costs / SMs + c_g·(the K/V stream reread per query head beyond the kernel's group)
+    band = [max(floor, t · r25), max(low, t · r75)], the small floors' band below 10 µs  (Fit.band_around)
 """
 
 from __future__ import annotations
@@ -28,19 +30,22 @@ from typing import TYPE_CHECKING, Any
 from roofline.dtypes import DType
 from roofline.errors import RooflineError
 from roofline.expectation.model import (
+    ACTIVATION_BYTES,
     ATTENTION_TILE,
+    BAND_SPLIT_S,
     CONTEXT,
     DTYPE_KEY,
     GEMM,
     GENERATION,
     ExpectedTimes,
     Fit,
+    Shape,
     expect,
 )
 from roofline.expectation.shipped import for_machine
 from roofline.hardware import Machine
 from roofline.models.stepchip import dims_basis
-from roofline.vocab import Bound
+from roofline.vocab import Bound, Level
 
 if TYPE_CHECKING:  # pragma: no cover
     from roofline.models.stepmodel import StepModel
@@ -129,20 +134,23 @@ def expected_band(sm: StepModel, r: dict[str, Any], batch: Any, seq: Any, machin
     s = np.asarray(seq)
     counts = np.array(sm.counts, dtype=np.float64)
     floor = r["kernel_time_s"] / counts
-    compute = r["kernel_compute_s"]
+    compute, exp = r["kernel_compute_s"], r["kernel_exp_s"]
     cls = np.array(CLASS_OF_CODE)[np.asarray(r["kernel_bound"])]
+    # a collective's memory term is its link's time (shape_of); every other kernel's, DRAM's
+    dram = np.where(np.isin(np.asarray(r["kernel_bound"]), (3, 4)), floor, r["kernel_dram_s"])
     sms = machine.chip.sms if machine.chip is not None else 0
+    level = machine.memory.get(Level.DRAM)
+    bw = level.bytes_per_s if level is not None and level.bytes_per_s else 0.0
     chip = sm.chip
     dims = chip.dims(dims_basis(sm.config, b // sm.split.dp, s)) if chip is not None and chip.ops else None
     low, high = np.zeros_like(floor), np.zeros_like(floor)
     kinds = chip.kinds if chip is not None else ()
-    zeros = np.zeros(floor.shape[0])
     everywhere = np.ones(floor.shape[0], dtype=bool)
     for j in range(floor.shape[1]):
         kind = kinds[j] if j < len(kinds) else None
         family = kind.family if kind is not None else "other"
         dt = _key(kind.dtype if kind is not None and kind.dtype else dtype.name)
-        rows = n = pairs = heads = zeros
+        g = _Grid(floor[:, j], compute[:, j], dram[:, j], exp[:, j])
         # (kind name, the points it applies to): one kind, or generation / context attention by queries
         variants: list[tuple[str, Any]] = [(f"other.{dt}", everywhere)]
         if family != "other" and dims is not None and kind is not None and chip is not None:
@@ -150,16 +158,23 @@ def expected_band(sm: StepModel, r: dict[str, Any], batch: Any, seq: Any, machin
             op = chip.ops[kind.op]
             if family == "gemm":
                 rows, n = np.rint(d[:, 2]), np.rint(d[:, 1])
+                g.rows, g.n = rows, n
+                if bw:  # a GEMM's 2·M·N·K FLOPs: the M·K activation read, and the M·N output written, in BF16
+                    g.input_s = np.where(n > 0, r["kernel_matrix_flop"][:, j] / np.maximum(n, 1.0), 0.0) / bw
+                    g.output_s = rows * n * ACTIVATION_BYTES / bw
                 variants = [(f"{GEMM}.{dt}", everywhere)]
             else:
                 bq, nq, nkv = np.rint(d[:, 3]), np.rint(d[:, 4]), np.rint(d[:, 5])
                 kt = _ceil(nkv / ATTENTION_TILE)
                 qt = _ceil(nq / ATTENTION_TILE)
                 decode = nq == 1
-                heads = bq * op.heads
+                g.heads = bq * op.heads
+                g.kv_heads = bq * op.kv_heads
+                g.head_dim = op.head_dim
                 pre_pairs = np.where(nq == nkv, qt * (qt + 1) / 2, qt * kt)
-                pairs = np.where(decode, bq * op.kv_heads * kt, heads * pre_pairs)
-                rows = np.where(decode, 0.0, bq * op.kv_heads * _ceil(nq * op.group / ATTENTION_TILE) * ATTENTION_TILE)
+                g.pairs = np.where(decode, bq * op.kv_heads * kt, g.heads * pre_pairs)
+                g.rows = np.where(decode, 0.0,
+                                  bq * op.kv_heads * _ceil(nq * op.group / ATTENTION_TILE) * ATTENTION_TILE)
                 variants = [(f"{GENERATION}.{_key(op.kv_dtype)}", decode), (f"{CONTEXT}.{dt}", ~decode)]
         cj = cls[:, j]
         for name, where in variants:
@@ -168,27 +183,52 @@ def expected_band(sm: StepModel, r: dict[str, Any], batch: Any, seq: Any, machin
             for c in np.unique(cj[where]):
                 at = where & (cj == c)
                 fit, _ = times.fit_for(name, BOUNDS[int(c)])
-                lo, hi = _fit_band(fit, floor[at, j], compute[at, j], rows[at], n[at], pairs[at], heads[at], sms)
+                lo, hi = _fit_band(fit, g.at(at), sms)
                 low[at, j], high[at, j] = lo, hi
     return low * counts, high * counts
 
 
-def _fit_band(fit: Fit, floor: Any, compute: Any, rows: Any, n: Any, pairs: Any, heads: Any,
-              sms: int) -> tuple[Any, Any]:
-    """Fit.band_s over arrays: t = max(floor, compute · waves) / e + t0 + per-tile and per-head costs."""
+class _Grid:
+    """One kernel's columns over the points (one run each): what Shape holds for one placed kernel."""
+
+    def __init__(self, floor: Any, compute: Any, dram: Any, exp: Any) -> None:
+        import numpy as np
+
+        zeros = np.zeros_like(floor)
+        self.floor, self.compute, self.dram, self.exp = floor, compute, dram, exp
+        self.rows = self.n = self.pairs = self.heads = self.kv_heads = self.input_s = self.output_s = zeros
+        self.head_dim = 0
+
+    def at(self, where: Any) -> _Grid:
+        out = _Grid(self.floor[where], self.compute[where], self.dram[where], self.exp[where])
+        for name in ("rows", "n", "pairs", "heads", "kv_heads", "input_s", "output_s"):
+            setattr(out, name, getattr(self, name)[where])
+        out.head_dim = self.head_dim
+        return out
+
+
+def _fit_band(fit: Fit, g: _Grid, sms: int) -> tuple[Any, Any]:
+    """Fit.terms_s and Fit.band_around over arrays (roofline.expectation.model: the same sum, term by term)."""
     import numpy as np
 
-    stretched = floor
+    waves: Any = 1.0
     if fit.tile is not None and sms > 0:
-        across = _ceil(n / fit.tile[1]) if fit.tile[1] > 0 else np.ones_like(n)  # attention's tiles: rows only
-        tiles = np.where(rows > 0, _ceil(rows / fit.tile[0]) * np.where(n > 0, across, 1.0), 0.0)
+        across = _ceil(g.n / fit.tile[1]) if fit.tile[1] > 0 else np.ones_like(g.n)  # attention's tiles: rows only
+        tiles = np.where(g.rows > 0, _ceil(g.rows / fit.tile[0]) * np.where(g.n > 0, across, 1.0), 0.0)
         waves = np.where(tiles > 0, _ceil(tiles / sms) * sms / np.maximum(tiles, 1.0), 1.0)
-        stretched = np.maximum(floor, compute * waves)
-    per_tile = pairs / sms if sms else 0.0
-    per_head = heads / sms if sms else 0.0
-    t = stretched / fit.efficiency + fit.t0_s + fit.per_tile_s * per_tile + fit.per_head_s * per_head
-    low = np.maximum(floor, t * fit.low)
-    return low, np.maximum(low, t * fit.high)
+    roofline = np.maximum(g.dram, fit.compute_ratio * g.compute * waves) / fit.efficiency
+    per_sm = (lambda a: a / sms) if sms else (lambda a: 0.0 * a)
+    group = np.where(g.kv_heads > 0, g.heads / np.maximum(g.kv_heads, 1.0), 0.0)
+    regroup = np.where((group > fit.max_group) & (fit.max_group > 0), group * g.dram, 0.0)
+    weight = fit.matrix_weight_for(Shape("", 0.0, 0.0, head_dim=g.head_dim))
+    t = (roofline + weight * g.compute + fit.exp_weight * g.exp + fit.t0_s + fit.per_input * g.input_s
+         + fit.per_output * g.output_s + fit.per_tile_s * per_sm(g.pairs) + fit.per_head_s * per_sm(g.heads)
+         + fit.per_kv_head_s * per_sm(g.kv_heads) + fit.regroup_weight * regroup)
+    small = fit.small_band if fit.small_band else (fit.low, fit.high)
+    r25 = np.where(g.floor < BAND_SPLIT_S, small[0], fit.low)
+    r75 = np.where(g.floor < BAND_SPLIT_S, small[1], fit.high)
+    low = np.maximum(g.floor, t * r25)
+    return low, np.maximum(low, t * r75)
 
 
 __all__ = ["BOUNDS", "CLASS_OF_CODE", "Band", "expected_band", "share_band", "shipped_band", "shipped_description",

@@ -64,6 +64,7 @@ class TiledOp:
     heads: int  # attention: query heads H, and K/V heads G
     kv_heads: int
     kv_dtype: str  # attention: the K/V dtype (what generation attention's fit is keyed by)
+    head_dim: int = 0  # attention: the width of a query head (q·kᵀ's; an engine picks its kernel by it)
 
     @staticmethod
     def of(kernel_index: int, op: Any) -> TiledOp | None:
@@ -76,7 +77,7 @@ class TiledOp:
             h, g = q_or_p.shape[1], k_or_v.shape[1]
             first = q_or_p.dtype.bytes_per_element if op.kind == QK else k_or_v.dtype.bytes_per_element
             return TiledOp(kernel_index, op.kind, first, op.outputs[0].dtype.bytes_per_element, h // g, h, g,
-                           k_or_v.dtype.name)
+                           k_or_v.dtype.name, q_or_p.shape[3] if op.kind == QK else 0)
         return None
 
     @staticmethod

@@ -272,7 +272,8 @@ class StepModel:
         memory_bound = per[:, [2, 6, 7]].sum(axis=1)  # the memory class: DRAM, shared memory and L2 (bound_class)
         return {"flop": flop, "bytes": byt, "time_s": t.sum(axis=1), "memory_bound_time_s": memory_bound,
                 "flop_per_byte": flop / byt, "kernel_time_s": t, "kernel_bound": kernel_bound, "bound": step_bound,
-                "kernel_compute_s": np.maximum(t_matrix, t_vector)}  # one run's FLOP units' term (no exp)
+                "kernel_compute_s": np.maximum(t_matrix, t_vector),  # one run's FLOP units' term (no exp)
+                "kernel_dram_s": t_dram, "kernel_exp_s": t_exp, "kernel_matrix_flop": fm}  # one run's, each
 
     def _link_time(self, x: Any, machine: Machine, level: Level) -> Any:
         """α + bytes / bandwidth on `level` for the kernels that move bytes over it, 0 for the others."""
