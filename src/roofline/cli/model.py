@@ -13,7 +13,10 @@ import click
 
 from roofline.cli.common import COUNT_HELP, dump, echo, listed, one_of, outputs, warn, wrote
 from roofline.cli.options import (
+    CALIBRATION_HELP,
+    ENGINE_HELP,
     WEIGHTS_DEFAULT_HELP,
+    calibration_options,
     expert_config,
     expert_options,
     expert_split,
@@ -125,10 +128,7 @@ def _write_rows(rows: list[dict[str, Any]], columns: Sequence[str], fmt: str, as
 @expert_options
 @click.option("--explain", is_flag=True,
               help="Derive the KV cache size, the decode limit and every kernel step by step.")
-@click.option("--engine", type=click.Choice(["trtllm", "vllm", "sglang"]), default=None,
-              help="Engine whose measured kernels the expected bands are fitted on (default: most rows).")
-@click.option("--calibration", default=None, metavar="FILE",
-              help="Your own expected-time file (roofline calibrate --save) or bench calibration.")
+@calibration_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--csv", "csv_path", default=None, metavar="FILE", help="Write the per-kernel table as CSV.")
 @click.option("--png", default=None, metavar="FILE", help="Write the roofline chart of every kernel (PNG).")
@@ -263,10 +263,8 @@ def _grid_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 def _table_options(f: Callable[..., Any]) -> Callable[..., Any]:
     options = [
-        click.option("--engine", type=click.Choice(["trtllm", "vllm", "sglang"]), default=None,
-                     help="Engine whose measured kernels the expected times are fitted on (default: most rows)."),
-        click.option("--calibration", default=None, metavar="FILE",
-                     help="Your own expected-time file (roofline calibrate --save) or bench calibration."),
+        click.option("--engine", type=click.Choice(["trtllm", "vllm", "sglang"]), default=None, help=ENGINE_HELP),
+        click.option("--calibration", default=None, metavar="FILE", help=CALIBRATION_HELP),
         click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table",
                      show_default=True),
         click.option("--json", "as_json", is_flag=True, help="Print JSON: the same as --format json."),

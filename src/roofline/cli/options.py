@@ -18,6 +18,8 @@ from roofline.cli.common import (
     NUMBER,
     PLAN_HELP,
     POS,
+    TIME_TARGET,
+    PositiveNumber,
     decimal_length_note,
     echo,
     warn,
@@ -216,6 +218,40 @@ def step_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
+ENGINE_HELP = "Engine whose measured kernels the expected times are fitted on (default: the one with most rows)."
+CALIBRATION_HELP = ("Your own expected-time file (roofline calibrate --save) or bench calibration (roofline bench "
+                    "--save-calibration), in place of the shipped fit.")
+
+
+def calibration_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """--engine and --calibration: which measured fit gives the expected band (roofline.calibration.choose)."""
+    for option in reversed([
+        click.option("--engine", type=click.Choice(["trtllm", "vllm", "sglang"]), default=None, help=ENGINE_HELP),
+        click.option("--calibration", default=None, metavar="FILE", help=CALIBRATION_HELP),
+    ]):
+        f = option(f)
+    return f
+
+
+def target_options(when: str = "") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """--ttft-slo, --itl-slo (each a time with its unit) and --price-per-device-hour, the serving targets
+    `serve` and `plan --output` take; `when` opens each help line ("With --output: ")."""
+    def add(f: Callable[..., Any]) -> Callable[..., Any]:
+        for option in reversed([
+            click.option("--ttft-slo", type=TIME_TARGET, default=None, metavar="TIME",
+                         help=f"{when}time-to-first-token target with its unit (2s, 500ms); per request, no queueing."),
+            click.option("--itl-slo", type=TIME_TARGET, default=None, metavar="TIME",
+                         help=f"{when}inter-token latency target for the mean over the generation, with its unit "
+                              "(50ms)."),
+            click.option("--price-per-device-hour", type=PositiveNumber(1e6), default=None, metavar="PRICE",
+                         help=f"{when}price of one device for an hour (2.5; at most 1e6): cost per million input "
+                              "and output tokens."),
+        ]):
+            f = option(f)
+        return f
+    return add
+
+
 def write_text(output: str | None, text: str) -> None:
     if output:
         from roofline.fileio import atomic_write
@@ -226,6 +262,21 @@ def write_text(output: str | None, text: str) -> None:
         echo(text)
 
 
-__all__ = ["WEIGHTS_DEFAULT_HELP", "expert_config", "expert_options", "expert_split", "length", "parse_experts_hit",
-           "parse_overrides", "parse_str_list", "split_of",
-           "split_options", "step_options", "write_text"]
+__all__ = [
+    "CALIBRATION_HELP",
+    "ENGINE_HELP",
+    "WEIGHTS_DEFAULT_HELP",
+    "calibration_options",
+    "expert_config",
+    "expert_options",
+    "expert_split",
+    "length",
+    "parse_experts_hit",
+    "parse_overrides",
+    "parse_str_list",
+    "split_of",
+    "split_options",
+    "step_options",
+    "target_options",
+    "write_text",
+]

@@ -14,19 +14,20 @@ from roofline.cli.common import (
     NUMBER,
     POS,
     TIME_TARGET,
-    PositiveNumber,
     dump,
     outputs,
     warn,
 )
 from roofline.cli.options import (
     WEIGHTS_DEFAULT_HELP,
+    calibration_options,
     expert_config,
     expert_options,
     length,
     parse_experts_hit,
     parse_overrides,
     step_options,
+    target_options,
     write_text,
 )
 from roofline.errors import RooflineError
@@ -84,16 +85,8 @@ class _PlanCommand(click.Command):
 @click.option("--output", "output_tokens", type=POS, default=None,
               help="Serve a workload (--prompt P, --output O): the cheapest split meeting --itl-slo and --ttft-slo, "
                    "the question `roofline serve` without a split answers, with the same answer.")
-@click.option("--itl-slo", type=TIME_TARGET, default=None, metavar="TIME",
-              help="With --output: the inter-token latency target (mean over the generation), with its unit (30ms).")
-@click.option("--ttft-slo", type=TIME_TARGET, default=None, metavar="TIME",
-              help="With --output: the time-to-first-token target (per request, no queueing), with its unit.")
-@click.option("--price-per-device-hour", type=PositiveNumber(1e6), default=None, metavar="PRICE",
-              help="With --output: the price of one device for an hour, for the cost per million tokens.")
-@click.option("--engine", type=click.Choice(["trtllm", "vllm", "sglang"]), default=None,
-              help="Engine whose measured kernels the expected times are fitted on (default: most rows).")
-@click.option("--calibration", default=None, metavar="FILE",
-              help="Your own expected-time file (roofline calibrate --save) or bench calibration.")
+@target_options("With --output: the ")
+@calibration_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--csv", "csv_path", default=None, metavar="FILE", help="Write every candidate as CSV.")
 @click.option("--train", is_flag=True,

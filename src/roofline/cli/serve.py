@@ -18,8 +18,6 @@ from roofline.cli.common import (
     NUMBER,
     PLAN_HELP,
     POS,
-    TIME_TARGET,
-    PositiveNumber,
     one_of,
     outputs,
     show,
@@ -28,6 +26,7 @@ from roofline.cli.common import (
 )
 from roofline.cli.options import (
     WEIGHTS_DEFAULT_HELP,
+    calibration_options,
     expert_config,
     expert_options,
     expert_split,
@@ -35,6 +34,7 @@ from roofline.cli.options import (
     parse_overrides,
     split_of,
     split_options,
+    target_options,
     write_text,
 )
 from roofline.errors import RooflineError
@@ -86,12 +86,7 @@ def _time_band(text: str | None, label: str) -> tuple[float, float] | None:
 @click.option("--output", type=POS, required=True, help="Output tokens generated per request, as --prompt.")
 @click.option("--batch", "-b", type=POS, default=None,
               help="Sequences decoded together (default: the largest meeting --itl-slo, else 1).")
-@click.option("--ttft-slo", type=TIME_TARGET, default=None, metavar="TIME",
-              help="Time-to-first-token target with its unit (2s, 500ms); per request, no queueing.")
-@click.option("--itl-slo", type=TIME_TARGET, default=None, metavar="TIME",
-              help="Inter-token latency target for the mean over the generation, with its unit (50ms).")
-@click.option("--price-per-device-hour", type=PositiveNumber(1e6), default=None, metavar="PRICE",
-              help="Price of one device for an hour (2.5; at most 1e6): cost per million input and output tokens.")
+@target_options("The ")
 @click.option("--weights-dtype", default=None,
               help=f"Weight storage dtype (int4, fp8, ...; {WEIGHTS_DEFAULT_HELP}).")
 @click.option("--kv-dtype", default=None, help="KV cache dtype (default: the activation dtype).")
@@ -103,8 +98,7 @@ def _time_band(text: str | None, label: str) -> tuple[float, float] | None:
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="What-if: override a config.json field.")
 @split_options
 @expert_options
-@click.option("--engine", type=click.Choice(["trtllm", "vllm", "sglang"]), default=None,
-              help="Engine whose measured kernels the expected bands are fitted on (default: most rows).")
+@calibration_options
 @click.option("--efficiency-comm", default=None, metavar="LOW:HIGH",
               help="--disaggregate's KV transfer: the share of the link it reaches (no measured table applies). "
                    "[default: 0.8:0.9]")
@@ -131,9 +125,6 @@ def _time_band(text: str | None, label: str) -> tuple[float, float] | None:
 @click.option("--svg", default=None, metavar="FILE", help="The same chart as SVG.")
 @click.option("--html", "html_path", default=None, metavar="FILE",
               help="The interactive page: the curve, the limits and every number (self-contained HTML).")
-@click.option("--calibration", default=None, metavar="FILE",
-              help="Your own expected-time file (roofline calibrate --save) or bench calibration "
-                   "(roofline bench --save-calibration), in place of the shipped fit.")
 def serve_command(model: str, machine: str, prompt: int, output: int, batch: int | None, ttft_slo: float | None,
                   itl_slo: float | None, price_per_device_hour: float | None, weights_dtype: str | None,
                   kv_dtype: str | None, dtype: str | None, act_dtype: str, fusion: str, experts_hit: str | None,

@@ -4,11 +4,15 @@ numbers put in, and where each formula comes from.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from roofline.expectation.model import MODEL
 from roofline.models.memory import gib
 from roofline.serving import KNEE_GAIN, Band, ServingReport
 from roofline.serving.chunked import APPROXIMATION as CHUNK_APPROXIMATION
-from roofline.serving.disaggregate import BALANCE_TOLERANCE
+from roofline.serving.chunked import ChunkedPrefill
+from roofline.serving.disaggregate import BALANCE_TOLERANCE, Disaggregation
+from roofline.serving.speculative import Speculative
 from roofline.units import format_time
 from roofline.vocab import Bound
 
@@ -167,10 +171,23 @@ def explain_serve(r: ServingReport) -> str:
                      f"{1 + KNEE_GAIN:g} → knee {k}")
     else:
         lines.append("    every doubling on the curve gains at least that: past the curve")
-    for block in (_chunked(r), _disaggregated(r), _speculative(r)):
-        if block:
-            lines += ["", *block]
+    lines += what_ifs(r, _chunked, _disaggregated, _speculative)
     return "\n".join(lines)
+
+
+def what_ifs(r: ServingReport, chunked: Callable[[ServingReport, ChunkedPrefill], list[str]],
+             disaggregated: Callable[[ServingReport, Disaggregation], list[str]],
+             speculative: Callable[[ServingReport, Speculative], list[str]]) -> list[str]:
+    """The what-ifs the report holds, each its own block after a blank line, in the order serve runs them
+    (explain's derivations and the text's tables each give the three writers)."""
+    lines: list[str] = []
+    if r.chunked is not None:
+        lines += ["", *chunked(r, r.chunked)]
+    if r.disaggregated is not None:
+        lines += ["", *disaggregated(r, r.disaggregated)]
+    if r.speculative is not None:
+        lines += ["", *speculative(r, r.speculative)]
+    return lines
 
 
 def _goodput(r: ServingReport) -> list[str]:
@@ -204,10 +221,7 @@ def _goodput(r: ServingReport) -> list[str]:
     return lines
 
 
-def _chunked(r: ServingReport) -> list[str]:
-    c = r.chunked
-    if c is None:
-        return []
+def _chunked(r: ServingReport, c: ChunkedPrefill) -> list[str]:
     n = c.chunks
     lines = [f"what-if: chunked prefill (--chunk {c.chunk}), as vLLM and SGLang schedule it",
              f"    chunks = ⌈prompt / C⌉ = ⌈{c.prompt} / {c.chunk}⌉ = {n}; chunk i holds c_i = min(C, P − i·C) new "
@@ -235,10 +249,7 @@ def _chunked(r: ServingReport) -> list[str]:
     return lines
 
 
-def _disaggregated(r: ServingReport) -> list[str]:
-    d = r.disaggregated
-    if d is None:
-        return []
+def _disaggregated(r: ServingReport, d: Disaggregation) -> list[str]:
     lines = [f"what-if: prefill/decode disaggregation (--disaggregate {d.prefill_devices}:{d.decode_devices}); each "
              f"group tensor parallel inside a node and pipeline parallel across nodes ({d.prefill_split} and "
              f"{d.decode_split}; the "
@@ -272,10 +283,7 @@ def _disaggregated(r: ServingReport) -> list[str]:
     return lines
 
 
-def _speculative(r: ServingReport) -> list[str]:
-    s = r.speculative
-    if s is None:
-        return []
+def _speculative(r: ServingReport, s: Speculative) -> list[str]:
     k, a = s.draft_tokens, s.acceptance
     e = (f"(1 − {a:g}^{k + 1}) / (1 − {a:g}) = {s.expected_tokens:.5g}" if a < 1
          else f"the limit a → 1: k + 1 = {k + 1}")

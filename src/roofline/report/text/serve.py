@@ -7,10 +7,13 @@ usual efficiencies reach (roofline.serving.efficiency). Plain text, no rich: `se
 
 from __future__ import annotations
 
+from roofline.explain.serve import what_ifs
 from roofline.models.memory import gib
 from roofline.serving import KNEE_GAIN, Band, Rate, ServingReport
 from roofline.serving.chunked import APPROXIMATION as CHUNK_APPROXIMATION
-from roofline.serving.disaggregate import BALANCE_TOLERANCE
+from roofline.serving.chunked import ChunkedPrefill
+from roofline.serving.disaggregate import BALANCE_TOLERANCE, Disaggregation
+from roofline.serving.speculative import Speculative
 from roofline.units import format_time
 
 CURVE_CSV_COLUMNS = ("batch", "itl_s", "itl_expected_low_s", "itl_expected_high_s", "throughput_tokens_per_s",
@@ -77,9 +80,7 @@ def serve_text(r: ServingReport) -> str:
         rows.append(("cost / 1M output", money(r.cost_output) + f"  at batch {r.batch}"))
     width = max(len(k) for k, _ in rows)
     lines += [f"{k:<{width}}  {v}" for k, v in rows]
-    for block in (_chunked(r), _disaggregated(r), _speculative(r)):
-        if block:
-            lines += ["", *block]
+    lines += what_ifs(r, _chunked, _disaggregated, _speculative)
     lines += ["", _curve(r)]
     lines += [f"warning: {w}" for w in r.warnings]
     return "\n".join(lines)
@@ -121,10 +122,7 @@ def _table(rows: list[tuple[str, str]]) -> list[str]:
     return [f"  {k:<{width}}  {v}" for k, v in rows]
 
 
-def _chunked(r: ServingReport) -> list[str]:
-    c = r.chunked
-    if c is None:
-        return []
+def _chunked(r: ServingReport, c: ChunkedPrefill) -> list[str]:
     head = (f"what-if: chunked prefill, {c.chunks} chunk{'s' if c.chunks > 1 else ''} of ≤ {c.chunk} tokens "
             f"interleaved with decode steps (vLLM, SGLang)")
     rows = [("TTFT", band(c.ttft) + f"  Σ {c.chunks} chunk steps {format_time(c.prefill_work.floor)} + "
@@ -137,10 +135,7 @@ def _chunked(r: ServingReport) -> list[str]:
     return [head, *_table(rows), f"  ({CHUNK_APPROXIMATION})"]
 
 
-def _disaggregated(r: ServingReport) -> list[str]:
-    d = r.disaggregated
-    if d is None:
-        return []
+def _disaggregated(r: ServingReport, d: Disaggregation) -> list[str]:
     head = (f"what-if: prefill on {d.prefill_devices} device{'s' if d.prefill_devices > 1 else ''} "
             f"({d.prefill_split}), decode on {d.decode_devices} ({d.decode_split}), KV cache over the "
             f"{d.link_level}")
@@ -164,10 +159,7 @@ def _disaggregated(r: ServingReport) -> list[str]:
     return [head, *_table(rows)]
 
 
-def _speculative(r: ServingReport) -> list[str]:
-    s = r.speculative
-    if s is None:
-        return []
+def _speculative(r: ServingReport, s: Speculative) -> list[str]:
     head = (f"what-if: speculative decoding, draft {s.draft} (same split), k = {s.draft_tokens}, acceptance "
             f"{s.acceptance:g}")
     rows = [("tokens per step", f"{s.expected_tokens:.4g}  (1 − a^(k+1)) / (1 − a), Leviathan et al. 2023"),
