@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline.dtypes import get_dtype, storage_dtype
-from roofline.expectation.model import ATTENTION_TILE
+from roofline.expectation.model import ACTIVATION_BYTES, ATTENTION_TILE
 from roofline.hardware import Machine
 from roofline.kernels import ATTENTION_TILE as FLASH_TILE
 from roofline.kernels import MATMUL_TILE
@@ -95,6 +95,12 @@ class Floors:
     # the floor under the weakest assumption the table leaves open (MoE: the fewest experts any router
     # can hit), where the floor above assumes more (the balanced spread); None: no such assumption
     relaxed_s: Any = None
+    # what the expected-time model reads beyond the floor (roofline.expectation.model.Shape); None: 0
+    exp_s: Any = None  # attention: the exponential units' time
+    kv_heads: Any = None  # attention: sequences × K/V heads
+    head_dim: Any = None  # attention: the width of a head
+    input_s: Any = None  # gemm: the BF16 activation's m·k bytes over DRAM bandwidth (the quantize pass)
+    output_s: Any = None  # gemm: the BF16 output's m·n bytes over DRAM bandwidth
 
     def take(self, sel: Any) -> Floors:
         """The rows `sel` (an index array) of every column."""
@@ -133,7 +139,9 @@ def gemm_floors(r: Roofs, dtype: str, m: Any, n: Any, k: Any) -> Floors:
     onchip = ab * m * n * k * (1 / np.minimum(tn, n) + 1 / np.minimum(tm, m))
     zero = np.zeros_like(matrix)
     floor, compute, t_dram, mem = _floor(r, matrix, zero, zero, dram, onchip, onchip)
-    return Floors(floor, compute, dram, t_dram, mem, m.astype(np.int64), n.astype(np.int64), zero, zero)
+    act = ACTIVATION_BYTES / r.dram_bytes_per_s
+    return Floors(floor, compute, dram, t_dram, mem, m.astype(np.int64), n.astype(np.int64), zero, zero,
+                  input_s=m * k * act, output_s=m * n * act)
 
 
 def attention_floors(r: Roofs, generation: bool, qdt: str, kvdt: str, b: Any, h: Any, g: Any, d: Any,
@@ -173,8 +181,9 @@ def attention_floors(r: Roofs, generation: bool, qdt: str, kvdt: str, b: Any, h:
     qt = np.ceil(n / tile)
     rows_ = np.where(one, 0.0, b * g * np.ceil(n * np.floor_divide(h, g) / tile) * tile)
     pairs_t = np.where(one, b * g * np.ceil(n / tile), b * h * qt * (qt + 1) / 2)
+    t_exp = exp / r.exp_per_s if r.exp_per_s and r.per_sm else np.zeros_like(floor)
     return Floors(floor, compute, dram, t_dram, mem, rows_.astype(np.int64), np.zeros_like(n, dtype=np.int64),
-                  pairs_t, b * h)
+                  pairs_t, b * h, exp_s=t_exp, kv_heads=b * g, head_dim=d)
 
 
 __all__ = ["FIELDS", "Floors", "Roofs", "attention_floors", "gemm_floors", "roofs"]

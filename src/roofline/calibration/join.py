@@ -246,10 +246,12 @@ def assemble(t: Table, parts: list[tuple[Any, str, Roofs, Floors]], left: dict[s
     cols: list[Any] = []
     for f in FIELDS:
         got = [getattr(p[3], f) for p in parts]
-        if f == "relaxed_s" and all(g is None for g in got):
+        if all(g is None for g in got):
             cols.append(None)
             continue
-        got = [p[3].floor_s if g is None else g for p, g in zip(parts, got, strict=True)]
+        # a part without the column: its floor where the column is a floor (relaxed_s), else 0
+        got = [(p[3].floor_s if f == "relaxed_s" else np.zeros_like(p[3].floor_s)) if g is None else g
+               for p, g in zip(parts, got, strict=True)]
         cols.append(np.concatenate(got)[order])
     return JoinedTable(t, idx[order], kinds, Floors(*cols), {p[1]: p[2] for p in parts}, left, namer)
 

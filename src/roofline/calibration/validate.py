@@ -47,7 +47,8 @@ from roofline.calibration.mla import join_mla
 from roofline.calibration.moe import join_moe
 from roofline.calibration.tables import Table
 from roofline.errors import RooflineError
-from roofline.expectation.model import ExpectedTimes, Fit, Shape
+from roofline.expectation.model import Columns, ExpectedTimes, Fit, Shape
+from roofline.expectation.model import expected_columns as columns_band
 from roofline.units import format_bytes, format_time
 from roofline.vocab import Level
 
@@ -134,8 +135,27 @@ class Rows:
 
     def shape(self, i: int) -> Shape:
         f = self.floors
+
+        def at(col: Any) -> float:
+            return 0.0 if col is None else float(col[i])
+
         return Shape(self.kind, float(f.floor_s[i]), float(f.compute_s[i]), int(f.m[i]), int(f.n[i]), self.sms,
-                     float(f.tile_pairs[i]), float(f.heads[i]))
+                     float(f.tile_pairs[i]), float(f.heads[i]), memory_s=float(f.dram_s[i]), exp_s=at(f.exp_s),
+                     kv_heads=at(f.kv_heads), head_dim=int(at(f.head_dim)), input_s=at(f.input_s),
+                     output_s=at(f.output_s))
+
+    def columns(self) -> Columns:
+        """The group's Shapes as columns (roofline.expectation.model.expected_columns)."""
+        import numpy as np
+
+        f = self.floors
+        zero = np.zeros_like(f.floor_s)
+
+        def col(c: Any) -> Any:
+            return zero if c is None else np.asarray(c, dtype=np.float64)
+
+        return Columns(f.floor_s, f.compute_s, f.dram_s, col(f.exp_s), f.m, f.n, f.tile_pairs, f.heads,
+                       col(f.kv_heads), col(f.head_dim), col(f.input_s), col(f.output_s), self.sms)
 
 
 @dataclass(frozen=True)
@@ -261,33 +281,16 @@ def fit_group(rows: Rows, max_rows: int = FIT_MAX_ROWS) -> tuple[Fit, int]:
 
 
 def expected_columns(fit: Fit, rows: Rows) -> tuple[Any, Any, Any]:
-    """(t, low, high) of every row: Fit.expected_s and Fit.band_around as columns,
-
-        t = max(floor, compute · q)/e + t0 + per-tile cost · tile pairs / SMs + per-head cost · heads / SMs
-        q = ⌈tiles / SMs⌉ · SMs / tiles,   tiles = ⌈m / tile_m⌉ · ⌈n / tile_n⌉ (⌈m / tile_m⌉ when n = 0)
-
-    checked against Fit.expected_s on CHECKED_ROWS rows; where they differ (the model gained a term),
-    every row is scored by Fit.expected_s and Fit.band_around themselves."""
+    """(t, low, high) of every row: Fit.expected_s and Fit.band_around as columns
+    (roofline.expectation.model.expected_columns), checked against Fit.expected_s on CHECKED_ROWS rows;
+    where they differ (a term the columns miss), every row is scored by Fit.expected_s itself."""
     import numpy as np
 
-    f = rows.floors
-    floor = f.floor_s
-    stretched = floor
-    sms = rows.sms
-    if fit.tile is not None and sms > 0:
-        tm, tn = fit.tile
-        tiles = np.where(f.m > 0, np.ceil(f.m / tm) * np.where(f.n > 0, np.ceil(f.n / max(tn, 1)), 1.0), 0.0)
-        q = np.where(tiles > 0, np.ceil(tiles / sms) * sms / np.where(tiles > 0, tiles, 1.0), 1.0)
-        stretched = np.maximum(floor, f.compute_s * q)
-    t = stretched / fit.efficiency + fit.t0_s
-    if sms > 0:
-        t = t + fit.per_tile_s * f.tile_pairs / sms + fit.per_head_s * f.heads / sms
-    low = np.maximum(floor, t * fit.low)
-    high = np.maximum(low, t * fit.high)
+    t, low, high = columns_band(fit, rows.columns())
+    floor = rows.floors.floor_s
     n = len(floor)
     for i in range(0, n, max(1, n // CHECKED_ROWS)):
         if not math.isclose(float(t[i]), fit.expected_s(rows.shape(i)), rel_tol=1e-9, abs_tol=1e-15):
-            # the model has a term these columns do not: score every row by the model itself (slower, exact)
             t = np.array([fit.expected_s(rows.shape(j)) for j in range(n)], dtype=float)
             bands = [fit.band_around(float(tj), float(fj)) for tj, fj in zip(t, floor, strict=True)]
             return t, np.array([b[0] for b in bands]), np.array([b[1] for b in bands])
@@ -331,7 +334,10 @@ def rows_of(machine: str, engine: str, version: str, kind: str, joined: Sequence
                     col(lambda j: j.placement.cost.bytes_by_level.get(Level.DRAM, j.placement.bytes)),
                     col(lambda j: j.placement.level_times_s.get(Level.DRAM, 0.0)),
                     col(lambda j: j.placement.bound_class == "memory", bool), col(lambda j: j.shape.m, np.int64),
-                    col(lambda j: j.shape.n, np.int64), col(lambda j: j.shape.tile_pairs), col(lambda j: j.shape.heads))
+                    col(lambda j: j.shape.n, np.int64), col(lambda j: j.shape.tile_pairs), col(lambda j: j.shape.heads),
+                    exp_s=col(lambda j: j.shape.exp_s), kv_heads=col(lambda j: j.shape.kv_heads),
+                    head_dim=col(lambda j: j.shape.head_dim), input_s=col(lambda j: j.shape.input_s),
+                    output_s=col(lambda j: j.shape.output_s))
     sms = joined[0].shape.sms if joined else 0
     return Rows(machine, engine, version, kind, floors, col(lambda j: j.measured_s), sms,
                 _l2(joined[0]) if joined else None, lambda i: joined[i].placement.name)

@@ -362,5 +362,73 @@ def expect(p: Placement, times: ExpectedTimes) -> Expected:
     return Expected(p.time_s, low, high, shape.kind, fit, note, times)
 
 
-__all__ = ["BAND_SPLIT_S", "FORMAT", "MODEL", "READS", "VERSION", "Expected", "ExpectedTimes", "Fit", "Shape",
-           "expect", "shape_of", "tiles_of", "waves_factor"]
+@dataclass
+class Columns:
+    """Shape's fields as numpy columns, one entry a kernel (or a grid point): what `expected_columns` reads."""
+
+    floor_s: Any
+    compute_s: Any
+    memory_s: Any  # DRAM's time (a collective's: its link's)
+    exp_s: Any
+    m: Any  # gemm: output rows and columns; attention: query rows and 0 (tiles_of)
+    n: Any
+    tile_pairs: Any
+    heads: Any
+    kv_heads: Any
+    head_dim: Any
+    input_s: Any
+    output_s: Any
+    sms: int
+
+
+def expected_columns(fit: Fit, c: Columns) -> tuple[Any, Any, Any]:
+    """(t, low, high) of every entry: Fit.terms_s summed and Fit.band_around, term by term, as columns."""
+    import numpy as np
+
+    def ceil(a: Any) -> Any:
+        return np.ceil(np.asarray(a, dtype=np.float64) - 1e-9)  # dimensions fitted to 1e-6 are whole numbers
+
+    q: Any = 1.0
+    if fit.tile is not None and c.sms > 0:
+        across = ceil(c.n / fit.tile[1]) if fit.tile[1] > 0 else np.ones_like(c.n, dtype=np.float64)
+        tiles = np.where(c.m > 0, ceil(c.m / fit.tile[0]) * np.where(c.n > 0, across, 1.0), 0.0)
+        q = np.where(tiles > 0, ceil(tiles / c.sms) * c.sms / np.maximum(tiles, 1.0), 1.0)
+    roofline = np.maximum(c.memory_s, fit.compute_ratio * c.compute_s * q) / fit.efficiency
+    weight: Any
+    if fit.head_dim_weights:
+        widths = np.array([d for d, _ in fit.head_dim_weights], dtype=np.float64)
+        weights = np.array([w for _, w in fit.head_dim_weights], dtype=np.float64)
+        hd = np.asarray(c.head_dim, dtype=np.float64)
+        nearest = np.abs(np.log(np.maximum(hd, 1e-9)[..., None] / widths)).argmin(axis=-1)
+        weight = np.where(hd > 0, weights[nearest], fit.matrix_weight)
+    else:
+        weight = fit.matrix_weight
+    per_sm = 1.0 / c.sms if c.sms else 0.0
+    group = np.where(c.kv_heads > 0, c.heads / np.maximum(c.kv_heads, 1.0), 0.0)
+    regroup = np.where((group > fit.max_group) & (fit.max_group > 0), group * c.memory_s, 0.0)
+    t = (roofline + weight * c.compute_s + fit.exp_weight * c.exp_s + fit.t0_s + fit.per_input * c.input_s
+         + fit.per_output * c.output_s + per_sm * (fit.per_tile_s * c.tile_pairs + fit.per_head_s * c.heads
+                                                   + fit.per_kv_head_s * c.kv_heads) + fit.regroup_weight * regroup)
+    small = fit.small_band if fit.small_band else (fit.low, fit.high)
+    below = c.floor_s < BAND_SPLIT_S
+    low = np.maximum(c.floor_s, t * np.where(below, small[0], fit.low))
+    return t, low, np.maximum(low, t * np.where(below, small[1], fit.high))
+
+
+__all__ = [
+    "BAND_SPLIT_S",
+    "FORMAT",
+    "MODEL",
+    "READS",
+    "VERSION",
+    "Columns",
+    "Expected",
+    "ExpectedTimes",
+    "Fit",
+    "Shape",
+    "expect",
+    "expected_columns",
+    "shape_of",
+    "tiles_of",
+    "waves_factor",
+]

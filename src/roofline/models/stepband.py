@@ -32,15 +32,15 @@ from roofline.errors import RooflineError
 from roofline.expectation.model import (
     ACTIVATION_BYTES,
     ATTENTION_TILE,
-    BAND_SPLIT_S,
     CONTEXT,
     DTYPE_KEY,
     GEMM,
     GENERATION,
+    Columns,
     ExpectedTimes,
     Fit,
-    Shape,
     expect,
+    expected_columns,
 )
 from roofline.expectation.shipped import for_machine
 from roofline.hardware import Machine
@@ -208,27 +208,13 @@ class _Grid:
 
 
 def _fit_band(fit: Fit, g: _Grid, sms: int) -> tuple[Any, Any]:
-    """Fit.terms_s and Fit.band_around over arrays (roofline.expectation.model: the same sum, term by term)."""
+    """Fit.terms_s and Fit.band_around over arrays (roofline.expectation.model.expected_columns)."""
     import numpy as np
 
-    waves: Any = 1.0
-    if fit.tile is not None and sms > 0:
-        across = _ceil(g.n / fit.tile[1]) if fit.tile[1] > 0 else np.ones_like(g.n)  # attention's tiles: rows only
-        tiles = np.where(g.rows > 0, _ceil(g.rows / fit.tile[0]) * np.where(g.n > 0, across, 1.0), 0.0)
-        waves = np.where(tiles > 0, _ceil(tiles / sms) * sms / np.maximum(tiles, 1.0), 1.0)
-    roofline = np.maximum(g.dram, fit.compute_ratio * g.compute * waves) / fit.efficiency
-    per_sm = (lambda a: a / sms) if sms else (lambda a: 0.0 * a)
-    group = np.where(g.kv_heads > 0, g.heads / np.maximum(g.kv_heads, 1.0), 0.0)
-    regroup = np.where((group > fit.max_group) & (fit.max_group > 0), group * g.dram, 0.0)
-    weight = fit.matrix_weight_for(Shape("", 0.0, 0.0, head_dim=g.head_dim))
-    t = (roofline + weight * g.compute + fit.exp_weight * g.exp + fit.t0_s + fit.per_input * g.input_s
-         + fit.per_output * g.output_s + fit.per_tile_s * per_sm(g.pairs) + fit.per_head_s * per_sm(g.heads)
-         + fit.per_kv_head_s * per_sm(g.kv_heads) + fit.regroup_weight * regroup)
-    small = fit.small_band if fit.small_band else (fit.low, fit.high)
-    r25 = np.where(g.floor < BAND_SPLIT_S, small[0], fit.low)
-    r75 = np.where(g.floor < BAND_SPLIT_S, small[1], fit.high)
-    low = np.maximum(g.floor, t * r25)
-    return low, np.maximum(low, t * r75)
+    head_dim = np.full(g.floor.shape, float(g.head_dim))
+    _, low, high = expected_columns(fit, Columns(g.floor, g.compute, g.dram, g.exp, g.rows, g.n, g.pairs, g.heads,
+                                                 g.kv_heads, head_dim, g.input_s, g.output_s, sms))
+    return low, high
 
 
 __all__ = ["BOUNDS", "CLASS_OF_CODE", "Band", "expected_band", "share_band", "shipped_band", "shipped_description",
