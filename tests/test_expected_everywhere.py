@@ -15,19 +15,9 @@ from roofline.cli import main
 from roofline.models import analyze_model, compare, deployments, dtype_steps, sweep
 from roofline.models.search import search_splits
 from roofline.parallel import Split
+from test_serving import _flat_fit  # every kind t = floor / e + t0, the band t × [1, 1]
 
 REL = 1e-9
-
-
-def _flat_fit(path: Path, machine: str, e: float, t0_s: float) -> str:
-    """An expected-time file where every kind is t = floor / e + t0 with the band t × [1, 1]."""
-    fit = {"efficiency": e, "t0_s": t0_s, "band": [1.0, 1.0], "tile": None, "per_tile_s": 0.0, "per_head_s": 0.0,
-           "rows": 1}
-    kinds = [f"{k}.{d}" for k in ("gemm", "context_attention", "generation_attention") for d in ("bf16", "fp8")]
-    path.write_text(json.dumps({"format": "roofline-expected-times", "version": 1, "machine": machine,
-                                "engine": "test", "engine_version": "0", "source": {"package": "test"},
-                                "fits": dict.fromkeys(kinds, fit)}))
-    return str(path)
 
 
 @pytest.mark.parametrize(("machine", "split", "phase", "batch", "seq"), [

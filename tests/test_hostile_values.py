@@ -21,6 +21,7 @@ import pytest
 
 from roofline.cli import main
 from roofline.hardware.catalog import DATA as DATA_DIR
+from test_hostile_sweep import _cuda_trace
 
 FIXTURES = Path(__file__).parent / "fixtures"
 MATH = "a$\\frac{$b"  # an unbalanced \frac: matplotlib's mathtext raised ValueError on it
@@ -43,16 +44,9 @@ def refused(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
 
 
 def cuda_trace() -> dict[str, Any]:
-    """One aten::mm 1024³ (fp16) whose launch (correlation 2) ran one 20 µs kernel on stream 7."""
-    return {"traceEvents": [
-        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 40.0, "dur": 10.0,
-         "args": {"Input Dims": [[1024, 1024], [1024, 1024]], "Input type": ["c10::Half", "c10::Half"],
-                  "Concrete Inputs": ["", ""]}},
-        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 45.0, "dur": 2.0,
-         "args": {"correlation": 2}},
-        {"ph": "X", "cat": "kernel", "name": "sm80_xmma_gemm_f16f16_f16f32", "pid": 0, "tid": 7, "ts": 55.0,
-         "dur": 20.0, "args": {"correlation": 2, "stream": 7, "device": 0}},
-    ]}
+    """One aten::mm 1024³ (fp16) whose launch (correlation 2) ran one 20 µs kernel on stream 7: the hostile
+    sweep's valid Kineto trace, a fresh copy each call (a test mutates it)."""
+    return _cuda_trace()  # type: ignore[return-value]
 
 
 def cpu_op(name: str, ts: float = 40.0, dur: float = 10.0, tid: int = 1) -> dict[str, Any]:

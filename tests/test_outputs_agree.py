@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from roofline.cli import main
+from test_hostile_sweep import _cuda_trace
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -45,18 +46,12 @@ def test_a_collectives_intensity_is_one_figure_in_table_csv_and_page(tmp_path: P
 
 
 def _trace_with_an_unlaunched_kernel() -> dict[str, Any]:
-    """One aten::mm 1024³ (fp16) launching a 20 µs kernel, and a 5 µs NCCL kernel no op launched."""
-    return {"traceEvents": [
-        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 40.0, "dur": 10.0,
-         "args": {"Input Dims": [[1024, 1024], [1024, 1024]], "Input type": ["c10::Half", "c10::Half"],
-                  "Concrete Inputs": ["", ""]}},
-        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 45.0, "dur": 2.0,
-         "args": {"correlation": 2}},
-        {"ph": "X", "cat": "kernel", "name": "sm80_xmma_gemm_f16f16_f16f32", "pid": 0, "tid": 7, "ts": 55.0,
-         "dur": 20.0, "args": {"correlation": 2, "stream": 7, "device": 0}},
-        {"ph": "X", "cat": "kernel", "name": "ncclKernel_AllReduce", "pid": 0, "tid": 7, "ts": 90.0, "dur": 5.0,
-         "args": {"correlation": 99, "stream": 7, "device": 0}},
-    ]}
+    """One aten::mm 1024³ (fp16) launching a 20 µs kernel (the hostile sweep's trace), and a 5 µs NCCL
+    kernel no op launched."""
+    doc: dict[str, Any] = _cuda_trace()
+    doc["traceEvents"].append({"ph": "X", "cat": "kernel", "name": "ncclKernel_AllReduce", "pid": 0, "tid": 7,
+                               "ts": 90.0, "dur": 5.0, "args": {"correlation": 99, "stream": 7, "device": 0}})
+    return doc
 
 
 def test_imports_chart_counts_the_kernels_its_table_counts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
