@@ -21,6 +21,7 @@ The terms fitted per kind:
     *_attention.*    x = memory; z = 1, matrix (one column per head width with MIN_HEAD_ROWS rows), exp,
                      tile pairs / SMs, heads / SMs, K/V heads / SMs,
                      and, for decode, (H/G)·memory for groups beyond g_max (g_max among GROUPS, 0: none)
+                     and memory on the rows of one query head per K/V head (MHA; where the rows mix both)
 
 and around them the knobs, chosen by the smallest mean absolute percentage error (MAPE) of t: a GEMM's
 wave tile among candidates (GEMM_TILES) and ρ on a grid (RATIOS: how much slower than its memory side
@@ -237,6 +238,9 @@ def _head_dims(c: _Columns) -> list[int]:
     return [int(w) for w, k in zip(widths, counts, strict=True) if k >= MIN_HEAD_ROWS]
 
 
+_PROBE = Fit("probe", 1.0, 0.0, 1.0, 1.0, 1)
+
+
 def _attention_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.ndarray, n: int) -> list[_Trial]:
     widths = _head_dims(c)
     if len(widths) >= 2:  # the matrix term split by head width: each row to the nearest width fitted
@@ -248,6 +252,10 @@ def _attention_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.nda
     common = int(np.argmax([np.sum(m > 0) for m in matrix]))
     out = []
     # the group limit is a decode kernel's (one block per sequence × K/V head); prefill tiles the queries
+    # decode's MHA column (Fit.single_group_s): only where the rows mix one and several query heads per
+    # K/V head (on MHA rows alone it would be the memory column again)
+    one = np.array([Fit.single_group_s(_PROBE, s) for s in shapes])
+    single = kind.startswith("generation") and bool(np.any(one > 0)) and bool(np.any(one == 0))
     for group in GROUPS if kind.startswith("generation") else (0,):
         probe = Fit(kind, 1.0, 0.0, 1.0, 1.0, 1, max_group=group, regroup_weight=1.0)
         extra = [c.exp, c.tiles, c.heads, c.kv_heads, *matrix]
@@ -255,16 +263,20 @@ def _attention_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.nda
             extra.append(np.array([probe.regrouped_s(s) for s in shapes]))
             if not np.any(extra[-1] > 0):
                 continue
+        if single:
+            extra.append(one)
         cols = np.column_stack([c.memory, np.ones(n), *extra])
 
         def make(coef: np.ndarray, group: int = group) -> Fit:
             a, t0, a_exp, c_tile, c_head, c_kv = (float(v) for v in coef[:6])
             a_mm = [float(v) for v in coef[6:6 + len(matrix)]]
             c_g = float(coef[6 + len(matrix)]) if group else 0.0
+            c_1 = float(coef[-1]) if single else 0.0
             by_width = tuple(zip(widths, a_mm, strict=True)) if widths else ()
             return Fit(kind, 1 / a, t0, 1.0, 1.0, n, None, per_tile_s=c_tile, per_head_s=c_head, per_kv_head_s=c_kv,
                        compute_ratio=0.0, matrix_weight=a_mm[common], exp_weight=a_exp,
-                       max_group=group if c_g > 0 else 0, regroup_weight=c_g, head_dim_weights=by_width)
+                       max_group=group if c_g > 0 else 0, regroup_weight=c_g, head_dim_weights=by_width,
+                       single_group_weight=c_1)
 
         out.append(_Trial(cols, make))
     return out

@@ -244,6 +244,56 @@ def newest_with(source: Source, system: str, op: str, stem: str) -> dict[str, st
     return out
 
 
+# the columns that make a row's shape, per table (kernel_groups): what a kernel is asked to compute
+SHAPE_COLUMNS: Mapping[str, tuple[str, ...]] = {
+    "gemm": ("gemm_dtype", "m", "n", "k"),
+    "context_attention": ("batch_size", "isl", "num_heads", "num_key_value_heads", "head_dim", "attn_dtype",
+                          "kv_cache_dtype", "window_size"),
+    "generation_attention": ("batch_size", "step", "num_heads", "num_key_value_heads", "head_dim", "attn_dtype",
+                             "kv_cache_dtype", "window_size"),
+}
+KERNEL_GROUP = "kernel_group"  # the column kernel_groups adds: '' or '@<kernel_source>'
+
+
+def kernel_groups(table: str, columns: Mapping[str, Any]) -> Any:
+    """Per row, '' or '@<kernel_source>'. A table may time the same shapes on two kernels: its
+    kernel_source column names them (SGLang's attention on B200: TRT-LLM's kernels, Triton and
+    FlashInfer; on H100/H200: FA3 and Triton; TRT-LLM's on B200: its own and FlashInfer's), the
+    model's backend choosing, not the shape; pooled, one fit averages kernels up to 7x apart at the
+    same shape. The rows of each kernel that times a shape another kernel also times, other than the
+    kernel with the most rows, are marked '@<kernel_source>' and become their own kind
+    (context_attention.bf16@triton). A kernel the shape selects (vLLM's block-scaled FP8 GEMMs: CUTLASS
+    where k is not a multiple of 128, DeepGEMM or FlashInfer by m) times no shape another does, and
+    stays pooled. Decided on the whole table, before any stride, so a subset is grouped the same."""
+    import numpy as np
+
+    n = len(next(iter(columns.values()))) if columns else 0
+    out = np.full(n, "", dtype=object)
+    keys = SHAPE_COLUMNS.get(table)
+    if keys is None or "kernel_source" not in columns or n == 0:
+        return out
+    ks = np.asarray(columns["kernel_source"], dtype=object).astype(str)
+    names, counts = np.unique(ks, return_counts=True)
+    if len(names) < 2:
+        return out
+    cols = {c: np.asarray(columns[c], dtype=object) if c in columns else np.full(n, None, dtype=object)
+            for c in keys}
+    if "window_size" in columns:  # a window as long as the sequence is no window: the shape is the same
+        length = np.asarray(columns.get("step" if table == "generation_attention" else "isl", np.zeros(n)))
+        w = np.nan_to_num(np.asarray([x if isinstance(x, int | float) else 0 for x in columns["window_size"]],
+                                     dtype=float))
+        cols["window_size"] = np.where((w > 0) & (w < length), w, 0.0).astype(object)
+    shape = list(zip(*(cols[c].tolist() for c in keys), strict=True))
+    seen: dict[str, set[tuple[Any, ...]]] = {str(s): set() for s in names}
+    for key, s in zip(shape, ks.tolist(), strict=True):
+        seen[s].add(key)
+    main = str(names[int(np.argmax(counts))])
+    for s in seen:
+        if s != main and any(seen[s] & seen[o] for o in seen if o != s):
+            out[ks == s] = f"@{s}"
+    return out
+
+
 def tables(source: Source, system: str, family: Family, engine: str | None = None) -> Iterator[Table]:
     """Every measured table of one system and family, read as columns (of each engine, or of `engine`,
     the newest version that has the table): what `rows` yields, a table at a time."""
@@ -252,9 +302,31 @@ def tables(source: Source, system: str, family: Family, engine: str | None = Non
             if engine is not None and eng != engine:
                 continue
             cols, seconds = read_columns(source.root / system / op / eng / version / f"{stem}.parquet")
+            cols[KERNEL_GROUP] = kernel_groups(table, cols)
             yield Table(system, SYSTEMS[system], eng, version, table, cols, seconds)
 
 
-__all__ = ["INSTALL", "PACKAGE", "PINNED", "READ_FAMILIES", "SYSTEMS", "TABLES", "Family", "Row", "Source", "Table",
-           "installed", "latest_versions", "newest_with", "read_columns", "read_table", "rows", "systems", "tables",
-           "version_key"]
+__all__ = [
+    "INSTALL",
+    "KERNEL_GROUP",
+    "PACKAGE",
+    "PINNED",
+    "READ_FAMILIES",
+    "SHAPE_COLUMNS",
+    "SYSTEMS",
+    "TABLES",
+    "Family",
+    "Row",
+    "Source",
+    "Table",
+    "installed",
+    "kernel_groups",
+    "latest_versions",
+    "newest_with",
+    "read_columns",
+    "read_table",
+    "rows",
+    "systems",
+    "tables",
+    "version_key",
+]

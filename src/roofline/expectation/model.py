@@ -30,6 +30,14 @@ module computes from the placed kernel times a fitted constant ≥ 0:
           + c_g·(H/G)·M  if H/G > g_max       attention: a group of query heads per K/V head larger than
                                                the kernel takes (TRT-LLM's decode kernel: 32) falls back to
                                                one block per query head, each streaming the K/V itself
+          + c_1·M  if H = G (decode)               attention: one query head per K/V head (MHA) runs on
+                                                   another kernel than grouped heads: TensorRT-LLM decodes
+                                                   MQA/GQA with its XQA kernels and MHA with its masked
+                                                   multi-head attention kernel (TensorRT-LLM docs,
+                                                   advanced/gpt-attention.md, "XQA Optimization"); the
+                                                   measured tables show it on an FP8 cache (H200 TRT-LLM
+                                                   decode: MHA rows 1.30x the grouped rows' fit, c_1 ≈ 0.6;
+                                                   a BF16 cache c_1 = 0)
 
 Wave quantization: an output of `tiles` thread-block tiles runs in ⌈tiles / SMs⌉ waves, each as long
 as one full wave, so the matrix units' term is stretched by
@@ -38,7 +46,7 @@ as one full wave, so the matrix units' term is stretched by
 
 Attention's tile pairs: causal prefill visits ⌈nq/128⌉·(⌈nq/128⌉+1)/2 per sequence and query head;
 decode ⌈kv/128⌉ key tiles per sequence and K/V head. A term whose constant is 0 is absent: a
-GEMM's fit has a_mm = a_exp = c_tile = c_head = c_kv = c_g = 0, an attention fit ρ = c_in = c_out = 0.
+GEMM's fit has a_mm = a_exp = c_tile = c_head = c_kv = c_g = c_1 = 0, an attention fit ρ = c_in = c_out = 0.
 
     band = [t · r25, t · r75], never below the floor
 
@@ -77,7 +85,7 @@ READS = (1, 2)  # version 1 files (e, t0, waves, per tile, per head) read with t
 MODEL = ("t = max(memory, rho x compute x waves) / e + a_mm x matrix + a_exp x exp + t0 "
          "+ c_in x activation read + c_out x output write + per-tile cost x tile pairs / SMs "
          "+ per-head cost x sequences x heads / SMs + per-K/V-head cost x sequences x K/V heads / SMs "
-         "+ c_g x (heads / K/V heads) x memory beyond the largest group; waves = ceil(tiles / SMs) x SMs / tiles; "
+         "+ c_g x (heads / K/V heads) x memory beyond the largest group + c_1 x memory if one head per K/V head; waves = ceil(tiles / SMs) x SMs / tiles; "
          "band = t x [25th, 75th percentile of measured / t], widened per class of floor below and above 10 us")
 BAND_SPLIT_S = 10e-6  # the band is measured apart below and above a 10 µs floor (module docstring)
 
@@ -153,6 +161,7 @@ class Fit:
     max_group: int = 0  # attention: the most query heads a block shares one K/V head's stream with (0: no limit)
     regroup_weight: float = 0.0  # c_g: the K/V stream reread per query head beyond max_group
     head_dim_weights: tuple[tuple[int, float], ...] = ()  # attention: a_mm per head width (nearest width used)
+    single_group_weight: float = 0.0  # c_1: decode with one query head per K/V head (MHA), in memory times
 
     def __post_init__(self) -> None:
         if not 0 < self.efficiency <= 1:
@@ -162,6 +171,7 @@ class Fit:
                  ("compute ratio", self.compute_ratio), ("matrix weight", self.matrix_weight),
                  ("exp weight", self.exp_weight), ("input weight", self.per_input),
                  ("output weight", self.per_output), ("regroup weight", self.regroup_weight),
+                 ("single-group weight", self.single_group_weight),
                  ("largest group", self.max_group), ("t0", self.t0_s))
         for what, v in terms:
             if v < 0 or not math.isfinite(v):
@@ -201,6 +211,12 @@ class Fit:
         group = shape.heads / shape.kv_heads if shape.kv_heads else 0.0
         return group * memory if self.max_group and group > self.max_group else 0.0
 
+    def single_group_s(self, shape: Shape) -> float:
+        """DRAM's time when each K/V head serves one query head (MHA: H = G), decode only; 0 otherwise."""
+        memory = shape.floor_s if shape.memory_s is None else shape.memory_s
+        decode = shape.m == 0 and shape.kv_heads > 0  # no query rows tiled: one query per sequence
+        return memory if decode and shape.heads == shape.kv_heads else 0.0
+
     def terms_s(self, shape: Shape) -> dict[str, float]:
         """Each term of t in seconds, by name (the module docstring's sum)."""
         tiles, heads = self.per_sm(shape)
@@ -209,7 +225,8 @@ class Fit:
                 "launch": self.t0_s, "quantize": self.per_input * shape.input_s,
                 "epilogue": self.per_output * shape.output_s, "tiles": self.per_tile_s * tiles,
                 "heads": self.per_head_s * heads, "kv_heads": self.per_kv_head_s * self.kv_heads_per_sm(shape),
-                "regroup": self.regroup_weight * self.regrouped_s(shape)}
+                "regroup": self.regroup_weight * self.regrouped_s(shape),
+                "single_group": self.single_group_weight * self.single_group_s(shape)}
 
     def expected_s(self, shape: Shape) -> float:
         """t = the sum of the terms."""
@@ -234,6 +251,7 @@ class Fit:
                 "per_output": self.per_output,
                 "per_tile_s": self.per_tile_s, "per_head_s": self.per_head_s, "per_kv_head_s": self.per_kv_head_s,
                 "max_group": self.max_group, "regroup_weight": self.regroup_weight,
+                "single_group_weight": self.single_group_weight,
                 "head_dim_weights": {str(d): w for d, w in self.head_dim_weights}, "rows": self.rows, "mape": self.mape}
 
 
@@ -406,9 +424,12 @@ def expected_columns(fit: Fit, c: Columns) -> tuple[Any, Any, Any]:
     per_sm = 1.0 / c.sms if c.sms else 0.0
     group = np.where(c.kv_heads > 0, c.heads / np.maximum(c.kv_heads, 1.0), 0.0)
     regroup = np.where((group > fit.max_group) & (fit.max_group > 0), group * c.memory_s, 0.0)
+    # decode rows (no query rows, K/V heads) with one query head per K/V head (Fit.single_group_s)
+    single = np.where((c.m == 0) & (c.kv_heads > 0) & (c.heads == c.kv_heads), c.memory_s, 0.0)
     t = (roofline + weight * c.compute_s + fit.exp_weight * c.exp_s + fit.t0_s + fit.per_input * c.input_s
          + fit.per_output * c.output_s + per_sm * (fit.per_tile_s * c.tile_pairs + fit.per_head_s * c.heads
-                                                   + fit.per_kv_head_s * c.kv_heads) + fit.regroup_weight * regroup)
+                                                   + fit.per_kv_head_s * c.kv_heads) + fit.regroup_weight * regroup
+         + fit.single_group_weight * single)
     small = fit.small_band if fit.small_band else (fit.low, fit.high)
     below = c.floor_s < BAND_SPLIT_S
     low = np.maximum(c.floor_s, t * np.where(below, small[0], fit.low))
