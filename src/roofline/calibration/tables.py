@@ -280,8 +280,9 @@ def kernel_groups(table: str, columns: Mapping[str, Any]) -> Any:
             for c in keys}
     if "window_size" in columns:  # a window as long as the sequence is no window: the shape is the same
         length = np.asarray(columns.get("step" if table == "generation_attention" else "isl", np.zeros(n)))
-        w = np.nan_to_num(np.asarray([x if isinstance(x, int | float) else 0 for x in columns["window_size"]],
-                                     dtype=float))
+        raw = np.asarray(columns["window_size"])
+        w = np.nan_to_num(raw.astype(float) if raw.dtype.kind in "iuf" else np.asarray(
+            [float(x) if isinstance(x, int | float | np.number) and not isinstance(x, bool) else 0.0 for x in raw]))
         cols["window_size"] = np.where((w > 0) & (w < length), w, 0.0).astype(object)
     shape = list(zip(*(cols[c].tolist() for c in keys), strict=True))
     seen: dict[str, set[tuple[Any, ...]]] = {str(s): set() for s in names}
