@@ -149,10 +149,11 @@ def test_the_latency_roof_and_the_mha_term_are_recovered() -> None:
     # decode shapes mixing MHA, groups of 2-32 and of 64: measured = max(M, L)/0.8 + 6 µs + 0.6·M on MHA rows,
     # L = (2 µs·B_g + 0.5 µs·B_h)·(1 + d/256)/132 with groups beyond 32 per query head: λ_g, λ_h (on the grid
     # LATENCIES), g_max = 32 and c_1 = 0.6 come back, the MAPE 0
+    # (600 shapes: the latency knobs are searched on fits of at least MIN_LATENCY_ROWS = 500 rows)
     shapes = []
-    for i in range(60):
+    for i in range(600):
         b, g, group = (16, 256, 1024, 2048)[i % 4], (1, 2, 8)[i % 3], (1, 2, 4, 8, 32, 64)[i % 6]
-        d = (64, 128, 256)[i % 3]
+        d = (64, 128, 256)[(i // 7) % 3]
         shapes.append(_decode(b, g * group, g, d, (2 + 37 * (i % 13)) * 1.0))
 
     def truth(s: Shape) -> float:
