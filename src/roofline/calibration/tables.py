@@ -193,14 +193,13 @@ def read_table(path: Path) -> list[dict[str, Any]]:
 
 
 def rows(source: Source, system: str, family: Family, engine: str | None = None) -> Iterator[Row]:
-    """Every measured row of one system and family (the newest version of each engine, or of `engine`)."""
+    """Every measured row of one system and family (of each engine, or of `engine`, the newest version
+    that has the table)."""
     for op, stem, table in TABLES.get(family, ()):
-        for eng, version in latest_versions(source, system, op).items():
+        for eng, version in newest_with(source, system, op, stem).items():  # as `tables` picks them
             if engine is not None and eng != engine:
                 continue
             path = source.root / system / op / eng / version / f"{stem}.parquet"
-            if not path.is_file():
-                continue
             for raw in read_table(path):
                 ms = raw.get("latency")
                 if not isinstance(ms, int | float) or not math.isfinite(ms) or ms <= 0:
