@@ -271,26 +271,39 @@ def kernel_groups(table: str, columns: Mapping[str, Any]) -> Any:
     keys = SHAPE_COLUMNS.get(table)
     if keys is None or "kernel_source" not in columns or n == 0:
         return out
-    ks = np.asarray(columns["kernel_source"], dtype=object).astype(str)
-    names, counts = np.unique(ks, return_counts=True)
+    def codes(values: Any) -> tuple[Any, list[Any]]:  # (a code per row, the values by code): hashing, not sorting
+        seen_: dict[Any, int] = {}
+        return np.fromiter((seen_.setdefault(v, len(seen_)) for v in values.tolist()), np.int64, n), list(seen_)
+
+    ks, names = codes(np.asarray(columns["kernel_source"], dtype=object))
     if len(names) < 2:
         return out
-    cols = {c: np.asarray(columns[c], dtype=object) if c in columns else np.full(n, None, dtype=object)
-            for c in keys}
+    counts = np.bincount(ks, minlength=len(names))
+    cols = {c: np.asarray(columns[c]) if c in columns else np.zeros(n) for c in keys}
     if "window_size" in columns:  # a window as long as the sequence is no window: the shape is the same
         length = np.asarray(columns.get("step" if table == "generation_attention" else "isl", np.zeros(n)))
         raw = np.asarray(columns["window_size"])
         w = np.nan_to_num(raw.astype(float) if raw.dtype.kind in "iuf" else np.asarray(
             [float(x) if isinstance(x, int | float | np.number) and not isinstance(x, bool) else 0.0 for x in raw]))
-        cols["window_size"] = np.where((w > 0) & (w < length), w, 0.0).astype(object)
-    shape = list(zip(*(cols[c].tolist() for c in keys), strict=True))
-    seen: dict[str, set[tuple[Any, ...]]] = {str(s): set() for s in names}
-    for key, s in zip(shape, ks.tolist(), strict=True):
-        seen[s].add(key)
-    main = str(names[int(np.argmax(counts))])
-    for s in seen:
-        if s != main and any(seen[s] & seen[o] for o in seen if o != s):
-            out[ks == s] = f"@{s}"
+        cols["window_size"] = np.where((w > 0) & (w < length), w, 0.0)
+    # each row's shape as one integer: every column's value codes (np.unique) in mixed radix
+    key, span = np.zeros(n, dtype=np.int64), 1
+    for c in keys:
+        if cols[c].dtype.kind in "iufb":
+            uniq, code = np.unique(cols[c], return_inverse=True)
+            width = len(uniq)
+        else:
+            code, values = codes(cols[c])
+            width = len(values)
+        if span * width >= 2**62:  # mixed radix would overflow: renumber the keys so far (each < n)
+            key = np.unique(key, return_inverse=True)[1].reshape(-1)
+            span = n
+        key, span = key * width + code.reshape(-1), span * width
+    seen = [np.unique(key[ks == i]) for i in range(len(names))]
+    main = int(np.argmax(counts))
+    for i, mine in enumerate(seen):
+        if i != main and any(np.intersect1d(mine, other).size for o, other in enumerate(seen) if o != i):
+            out[ks == i] = f"@{names[i]}"
     return out
 
 
