@@ -119,6 +119,55 @@ def test_the_attention_terms_are_recovered() -> None:
     assert got == pytest.approx((0.5, 10e-6, 0.9, 0.6, 100e-9, 50e-9, 2e-6, 0.5), rel=1e-6)
 
 
+def _decode(b: int, h: int, g: int, d: int, mem_us: float) -> Shape:
+    """A decode kernel on 132 SMs (H200): b sequences, h query heads over g K/V heads of width d."""
+    return Shape("generation_attention.bf16", mem_us * 1e-6, 0.0, sms=132, tile_pairs=float(b * g),
+                 heads=float(b * h), memory_s=mem_us * 1e-6, kv_heads=float(b * g), head_dim=d)
+
+
+def test_the_decode_latency_roof_by_hand() -> None:
+    # H200 TRT-LLM decode at KV length 15, b = 1024, h = 16, g = 8, d = 256: measured 419 µs against a 30 µs
+    # DRAM floor (aiconfigurator-core 0.12.0, h200_sxm/attention/trtllm/1.3.0rc20). With λ_g = 3 µs a grouped
+    # block (one a sequence × K/V head) on one SM: L = 3 µs × 1024·8 × (1 + 256/256) / 132 = 372.4 µs, above
+    # M = 30 µs, so t = L / e + t0 = 372.4 / 0.9 + 8 = 421.8 µs (a roof, not a sum: no M added)
+    fit = Fit("generation_attention.bf16", 0.9, 8e-6, 1.0, 1.0, 1, block_latency_s=3e-6, head_latency_s=0.5e-6,
+              max_group=32)
+    grouped = _decode(1024, 16, 8, 256, 30.0)
+    assert fit.latency_s(grouped) == pytest.approx(3e-6 * 1024 * 8 * 2 / 132, rel=1e-12)
+    assert fit.expected_s(grouped) == pytest.approx((3 * 1024 * 8 * 2 / 132 / 0.9 + 8) * 1e-6, rel=1e-12)
+    # MHA (h = g = 8, d = 128) and a group of 64 (beyond max_group) take λ_h per query head:
+    # 0.5 µs × 1024·8 × 1.5 / 132 = 46.5 µs; 0.5 µs × 16·128 × 1.5 / 132 = 11.6 µs
+    assert fit.latency_s(_decode(1024, 8, 8, 128, 1.0)) == pytest.approx(0.5e-6 * 8192 * 1.5 / 132, rel=1e-12)
+    assert fit.latency_s(_decode(16, 128, 2, 128, 1.0)) == pytest.approx(0.5e-6 * 2048 * 1.5 / 132, rel=1e-12)
+    # long KV: the DRAM time (2 ms) is above L, which then adds nothing
+    assert fit.expected_s(_decode(1024, 16, 8, 256, 2000.0)) == pytest.approx((2000 / 0.9 + 8) * 1e-6, rel=1e-12)
+    # a prefill shape (query rows tiled, m > 0) has no latency roof
+    assert fit.latency_s(Shape("context_attention.bf16", 1e-5, 1e-5, m=128, sms=132, heads=8.0, kv_heads=8.0)) == 0.0
+
+
+def test_the_latency_roof_and_the_mha_term_are_recovered() -> None:
+    # decode shapes mixing MHA, groups of 2-32 and of 64: measured = max(M, L)/0.8 + 6 µs + 0.6·M on MHA rows,
+    # L = (2 µs·B_g + 0.5 µs·B_h)·(1 + d/256)/132 with groups beyond 32 per query head: λ_g, λ_h (on the grid
+    # LATENCIES), g_max = 32 and c_1 = 0.6 come back, the MAPE 0
+    # (600 shapes: the latency knobs are searched on fits of at least MIN_LATENCY_ROWS = 500 rows)
+    shapes = []
+    for i in range(600):
+        b, g, group = (16, 256, 1024, 2048)[i % 4], (1, 2, 8)[i % 3], (1, 2, 4, 8, 32, 64)[i % 6]
+        d = (64, 128, 256)[(i // 7) % 3]
+        shapes.append(_decode(b, g * group, g, d, (2 + 37 * (i % 13)) * 1.0))
+
+    def truth(s: Shape) -> float:
+        group, m = s.heads / s.kv_heads, s.memory_s or 0.0
+        wide = group == 1 or group > 32
+        lat = (0.5e-6 * s.heads if wide else 2e-6 * s.kv_heads) * (1 + s.head_dim / 256) / 132
+        return max(m, lat) / 0.8 + 6e-6 + (0.6 * m if group == 1 else 0.0)
+
+    fit = fit_kind("generation_attention.bf16", shapes, [truth(s) for s in shapes], per_tile=True)
+    assert (fit.block_latency_s, fit.head_latency_s, fit.max_group) == pytest.approx((2e-6, 0.5e-6, 32))
+    assert (fit.efficiency, fit.t0_s, fit.single_group_weight) == pytest.approx((0.8, 6e-6, 0.6), rel=1e-6)
+    assert fit.mape == pytest.approx(0.0, abs=1e-9)
+
+
 def test_the_band_is_widened_for_each_class_of_floor() -> None:
     # 20 kernels under 10 µs measured at exactly t (r = 1.0), 20 above measured at 0.8·t (10) and 1.2·t (10).
     # All 40 sorted: 10 × 0.8, 20 × 1.0, 10 × 1.2; type 7: q25 at h = 39·0.25 = 9.75, 0.8 + 0.75·0.2 = 0.95,

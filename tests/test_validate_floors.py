@@ -269,3 +269,31 @@ def test_a_model_term_the_columns_lack_is_scored_by_the_model_itself() -> None:
     fit = Shifted("gemm.bf16", 0.5, 0.0, 1.0, 1.0, 1)
     t, _, _ = expected_columns(fit, split(jt)[0])
     assert t[0] == pytest.approx(2 * 8192**3 / 989.4e12 / 0.5 + 1e-6, rel=1e-12)
+
+
+def test_kernels_timing_the_same_shapes_are_split_into_their_own_kinds() -> None:
+    # SGLang on B200 times some attention shapes on TRT-LLM's kernels and on Triton (the model's backend
+    # chooses, not the shape): a kernel_source that times a shape another also times, other than the one with
+    # the most rows, is its own kind; a kernel the shape selects (no shared shape) stays pooled; a window as
+    # long as the sequence (1024 at isl 512) is the same shape as no window
+    import numpy as np
+
+    from roofline.calibration.tables import kernel_groups
+
+    def cols(sources: list[str], isl: list[int], window: list[int]) -> dict[str, object]:
+        n = len(sources)
+        return {"kernel_source": np.array(sources, dtype=object), "batch_size": np.ones(n), "isl": np.array(isl),
+                "num_heads": np.full(n, 32), "num_key_value_heads": np.full(n, 8), "head_dim": np.full(n, 256),
+                "attn_dtype": np.array(["bfloat16"] * n, dtype=object),
+                "kv_cache_dtype": np.array(["bfloat16"] * n, dtype=object), "window_size": np.array(window)}
+
+    shared = kernel_groups("context_attention", cols(["trtllm_mha", "trtllm_mha", "triton"], [512, 1024, 512],
+                                                     [0, 0, 1024]))
+    assert shared.tolist() == ["", "", "@triton"]
+    apart = kernel_groups("context_attention", cols(["trtllm_mha", "trtllm_mha", "triton"], [512, 1024, 64],
+                                                    [0, 0, 0]))
+    assert apart.tolist() == ["", "", ""]
+    # a real window shorter than the sequence is another shape: not shared
+    windowed = kernel_groups("context_attention", cols(["trtllm_mha", "trtllm_mha", "triton"], [512, 1024, 512],
+                                                       [0, 0, 128]))
+    assert windowed.tolist() == ["", "", ""]

@@ -1,7 +1,9 @@
 """`roofline calibrate --from aiconfigurator`: fit the expected-time model on one GPU × engine's tables.
 
-Per kind (gemm.bf16, context_attention.bf16, ...), the rows of the newest table version are joined
-to our kernels (roofline.calibration.join) and fitted (roofline.calibration.fit). At most
+Per kind (gemm.bf16, context_attention.bf16, ...), the rows of the newest version that has each table
+are joined to our kernels (roofline.calibration.join, as `validate` joins them) and fitted
+(roofline.calibration.fit). (B200 TensorRT-LLM 1.3.0rc23's gemm folder only points back at 1.3.0rc20's
+table: its GEMMs are fitted on 1.3.0rc20's.) At most
 `max_rows` rows a table are used, taken at an even stride through the table (every ⌈n / max_rows⌉-th
 row, in the table's order), so a fit of 100,000 GEMM rows takes seconds; the file records how many
 were used and the stride.
@@ -15,8 +17,8 @@ import math
 from collections.abc import Iterable, Sequence
 
 from roofline.calibration.join import Joined, join
-from roofline.calibration.tables import SYSTEMS, Family, Row, Source, latest_versions, rows, systems
-from roofline.calibration.validate import fit_rows
+from roofline.calibration.tables import SYSTEMS, Family, Row, Source, newest_with, systems, tables
+from roofline.calibration.validate import fit_group, join_any, split
 from roofline.errors import RooflineError
 from roofline.expectation.model import ExpectedTimes
 
@@ -46,15 +48,18 @@ def strided(rs: Sequence[Row], max_rows: int) -> tuple[list[Row], int]:
 def engines_of(source: Source, system: str) -> dict[str, str]:
     """engine -> newest version, over the tables calibrated."""
     out: dict[str, str] = {}
-    for op in ("gemm", "attention"):
-        for engine, version in latest_versions(source, system, op).items():
+    for op, stem in (("gemm", "gemm_perf"), ("attention", "context_attention_perf")):
+        for engine, version in newest_with(source, system, op, stem).items():
             out.setdefault(engine, version)
     return out
 
 
 def calibrate(source: Source, machine: str, engine: str, max_rows: int = DEFAULT_MAX_ROWS,
               families: Sequence[Family] = FAMILIES) -> ExpectedTimes:
-    """The fitted expected times of one catalog machine and engine, with their source."""
+    """The fitted expected times of one catalog machine and engine, with their source: each table of
+    the engine's newest version that has it (tables.tables), at most `max_rows` rows at an even stride,
+    joined as `validate` joins them (join_any: the same kinds, a kernel split off included) and fitted
+    per kind (validate.fit_group)."""
     names = systems(source, machine)
     if not names:
         covered = sorted({SYSTEMS[s] for s in systems(source)})
@@ -64,30 +69,25 @@ def calibrate(source: Source, machine: str, engine: str, max_rows: int = DEFAULT
     if engine not in engines:
         raise RooflineError(f"{source.label} has no {engine} tables for {machine}; engines: {', '.join(engines)}")
     fits = {}
-    tables: list[dict[str, object]] = []
+    used_tables: list[dict[str, object]] = []
     left_out: dict[str, int] = {}
     for family in families:
-        by_table: dict[str, list[Row]] = {}
-        for r in rows(source, system, family, engine):
-            by_table.setdefault(r.table, []).append(r)
-        for table, rs in sorted(by_table.items()):
-            used, stride = strided(rs, max_rows)
-            joined, left = joined_rows(used)
-            for k, v in left.items():
-                left_out[f"{table}: {k}"] = left_out.get(f"{table}: {k}", 0) + v
-            tables.append({"table": table, "version": rs[0].version, "rows": len(rs), "stride": stride,
-                           "used": len(joined)})
-            by_kind: dict[str, list[Joined]] = {}
-            for j in joined:
-                by_kind.setdefault(j.kind, []).append(j)
-            for kind, js in sorted(by_kind.items()):
-                fits[kind] = fit_rows(kind, js)
+        for table in tables(source, system, family, engine):
+            sub = table.every(max_rows)
+            stride = max(1, math.ceil(len(table) / max_rows)) if max_rows > 0 else 1
+            jt = join_any(sub)
+            for k, v in jt.left_out.items():
+                left_out[f"{table.table}: {k}"] = left_out.get(f"{table.table}: {k}", 0) + v
+            used_tables.append({"table": table.table, "version": table.version, "rows": len(table),
+                                "stride": stride, "used": len(jt.keep)})
+            for rows_ in split(jt):
+                fits[rows_.kind] = fit_group(rows_, max(max_rows, len(rows_.measured_s)))[0]
     if not fits:
         raise RooflineError(f"no {engine} rows of {machine} could be joined to a kernel")
     src = {"package": "aiconfigurator-core", "version": source.version, "system": system,
-           "path": f"aiconfigurator_core/systems/data/{system}/<op>/{engine}/<version>/", "tables": tables,
+           "path": f"aiconfigurator_core/systems/data/{system}/<op>/{engine}/<version>/", "tables": used_tables,
            "left_out": left_out}
-    return ExpectedTimes(machine, engine, engines[engine], src, fits)
+    return ExpectedTimes(machine, engine, engines[engine], src, dict(sorted(fits.items())))
 
 
 __all__ = ["DEFAULT_MAX_ROWS", "FAMILIES", "calibrate", "engines_of", "joined_rows", "strided"]

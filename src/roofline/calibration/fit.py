@@ -21,6 +21,8 @@ The terms fitted per kind:
     *_attention.*    x = memory; z = 1, matrix (one column per head width with MIN_HEAD_ROWS rows), exp,
                      tile pairs / SMs, heads / SMs, K/V heads / SMs,
                      and, for decode, (H/G)·memory for groups beyond g_max (g_max among GROUPS, 0: none)
+                     and memory on the rows of one query head per K/V head (MHA; where the rows mix both);
+                     decode's x = max(memory, L), the latency roof L with (λ_g, λ_h) on a grid (LATENCIES)
 
 and around them the knobs, chosen by the smallest mean absolute percentage error (MAPE) of t: a GEMM's
 wave tile among candidates (GEMM_TILES) and ρ on a grid (RATIOS: how much slower than its memory side
@@ -45,7 +47,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from roofline.errors import RooflineError
-from roofline.expectation.model import BAND_SPLIT_S, Fit, Shape
+from roofline.expectation.model import BAND_SPLIT_S, LATENCY_WIDTH, Fit, Shape
 from roofline.measure.calibration import quantile
 
 # tiles the wave term may be counted in: CUTLASS/cuBLAS's common 128×128, 128×256 and 256×128 output tiles
@@ -61,6 +63,14 @@ L1_REFINED = 5  # the knob settings of least squared error refined to least abso
 MIN_HEAD_ROWS = 30  # a head width with fewer rows takes the nearest width's matrix weight
 # the largest group of query heads per K/V head a decode kernel shares one K/V stream over (0: none tried)
 GROUPS = (0, 8, 16, 32, 64)
+# decode's latency roof (roofline.expectation.model, Fit.latency_s): (λ_g, λ_h) per block on one SM, on a grid
+# around what the short-KV rows show (H200 TRT-LLM: 4.8-7.3 µs a grouped block, 1.3-1.6 µs a query head's)
+# The two latency knobs are searched only on fits of at least MIN_LATENCY_ROWS rows: on the 150-row fixtures
+# (tests/fixtures/aiconfigurator) they overfit (H100 TRT-LLM decode bf16, fit on 70 rows: in-sample 17.2% ->
+# 13.9%, out of sample on the other 69 14.6% -> 27.7%); on the tables' 1,500-4,000 rows out of sample tracks
+MIN_LATENCY_ROWS = 500
+LATENCIES = tuple((g * 1e-6, h * 1e-6) for g in (0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0)
+                  for h in (0.0, 0.25, 0.5, 1.0, 1.5, 2.0))
 
 
 def solve(x: Sequence[float], y: Sequence[float], *extra: Sequence[float]) -> tuple[float, ...]:
@@ -237,6 +247,9 @@ def _head_dims(c: _Columns) -> list[int]:
     return [int(w) for w, k in zip(widths, counts, strict=True) if k >= MIN_HEAD_ROWS]
 
 
+_PROBE = Fit("probe", 1.0, 0.0, 1.0, 1.0, 1)
+
+
 def _attention_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.ndarray, n: int) -> list[_Trial]:
     widths = _head_dims(c)
     if len(widths) >= 2:  # the matrix term split by head width: each row to the nearest width fitted
@@ -248,25 +261,43 @@ def _attention_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.nda
     common = int(np.argmax([np.sum(m > 0) for m in matrix]))
     out = []
     # the group limit is a decode kernel's (one block per sequence × K/V head); prefill tiles the queries
-    for group in GROUPS if kind.startswith("generation") else (0,):
+    # decode's MHA column (Fit.single_group_s): only where the rows mix one and several query heads per
+    # K/V head (on MHA rows alone it would be the memory column again)
+    one = np.array([Fit.single_group_s(_PROBE, s) for s in shapes])
+    single = kind.startswith("generation") and bool(np.any(one > 0)) and bool(np.any(one == 0))
+    decode = kind.startswith("generation")
+    grp = np.where(c.kv_heads > 0, c.heads / np.maximum(c.kv_heads, 1e-300), 0.0)
+    width = 1 + c.head_dim / LATENCY_WIDTH
+    for group in GROUPS if decode else (0,):
         probe = Fit(kind, 1.0, 0.0, 1.0, 1.0, 1, max_group=group, regroup_weight=1.0)
         extra = [c.exp, c.tiles, c.heads, c.kv_heads, *matrix]
         if group:
             extra.append(np.array([probe.regrouped_s(s) for s in shapes]))
             if not np.any(extra[-1] > 0):
                 continue
-        cols = np.column_stack([c.memory, np.ones(n), *extra])
+        if single:
+            extra.append(one)
+        # decode's latency roof per block time (Fit.latency_s), blocks per SM (the columns are per SM)
+        wide = (grp == 1) | ((group > 0) & (grp > group))
+        per_head = np.where(decode & (c.kv_heads > 0) & wide, c.heads * width, 0.0)
+        per_block = np.where(decode & (c.kv_heads > 0) & ~wide, c.kv_heads * width, 0.0)
+        for lam_g, lam_h in LATENCIES if decode and n >= MIN_LATENCY_ROWS else ((0.0, 0.0),):
+            roof = np.maximum(c.memory, lam_g * per_block + lam_h * per_head)
+            cols = np.column_stack([roof, np.ones(n), *extra])
 
-        def make(coef: np.ndarray, group: int = group) -> Fit:
-            a, t0, a_exp, c_tile, c_head, c_kv = (float(v) for v in coef[:6])
-            a_mm = [float(v) for v in coef[6:6 + len(matrix)]]
-            c_g = float(coef[6 + len(matrix)]) if group else 0.0
-            by_width = tuple(zip(widths, a_mm, strict=True)) if widths else ()
-            return Fit(kind, 1 / a, t0, 1.0, 1.0, n, None, per_tile_s=c_tile, per_head_s=c_head, per_kv_head_s=c_kv,
-                       compute_ratio=0.0, matrix_weight=a_mm[common], exp_weight=a_exp,
-                       max_group=group if c_g > 0 else 0, regroup_weight=c_g, head_dim_weights=by_width)
+            def make(coef: np.ndarray, group: int = group, lam_g: float = lam_g, lam_h: float = lam_h) -> Fit:
+                a, t0, a_exp, c_tile, c_head, c_kv = (float(v) for v in coef[:6])
+                a_mm = [float(v) for v in coef[6:6 + len(matrix)]]
+                c_g = float(coef[6 + len(matrix)]) if group else 0.0
+                c_1 = float(coef[-1]) if single else 0.0
+                by_width = tuple(zip(widths, a_mm, strict=True)) if widths else ()
+                return Fit(kind, 1 / a, t0, 1.0, 1.0, n, None, per_tile_s=c_tile, per_head_s=c_head,
+                           per_kv_head_s=c_kv, compute_ratio=0.0, matrix_weight=a_mm[common], exp_weight=a_exp,
+                           max_group=group if c_g > 0 or lam_h > 0 else 0, regroup_weight=c_g,
+                           head_dim_weights=by_width, single_group_weight=c_1, block_latency_s=lam_g,
+                           head_latency_s=lam_h)
 
-        out.append(_Trial(cols, make))
+            out.append(_Trial(cols, make))
     return out
 
 

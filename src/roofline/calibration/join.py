@@ -14,6 +14,9 @@
                                            TensorRT-LLM before 1.3.0rc20 timed decode on a K-only
                                            cache: one tensor streamed (K_ONLY_BEFORE)
 
+An attention row timed on another kernel than its table's main one for the same shapes is its own kind,
+`<kind>@<kernel_source>` (roofline.calibration.tables.kernel_groups says which and why).
+
 A row with a sliding window shorter than its length is left out (its pairs are not the causal
 triangle); so is a dtype the catalog machine has no peak for. Each left-out row says why.
 
@@ -33,7 +36,7 @@ from functools import cache
 from typing import Any
 
 from roofline.calibration.floors import FIELDS, Floors, Roofs, attention_floors, gemm_floors, roofs
-from roofline.calibration.tables import Row, Table, version_key
+from roofline.calibration.tables import KERNEL_GROUP, Row, Table, version_key
 from roofline.dtypes import get_dtype
 from roofline.errors import RooflineError
 from roofline.expectation.model import Shape, shape_of
@@ -315,9 +318,10 @@ def _attention_table(t: Table) -> JoinedTable:
     ok &= ~windowed
     qraw = np.asarray(t.column("attn_dtype", "bfloat16"), dtype=object)
     kvraw = np.asarray(t.column("kv_cache_dtype", "bfloat16"), dtype=object)
+    source = np.asarray(t.column(KERNEL_GROUP, ""), dtype=object)  # roofline.calibration.tables.kernel_groups
     parts = []
-    for qn, kvn in sorted({(str(a), str(c)) for a, c in zip(qraw[ok], kvraw[ok], strict=True)}):
-        sel = ok & (qraw == qn) & (kvraw == kvn)
+    for qn, kvn, src in sorted({(str(a), str(c), s) for a, c, s in zip(qraw[ok], kvraw[ok], source[ok], strict=True)}):
+        sel = ok & (qraw == qn) & (kvraw == kvn) & (source == src)
         bad = next((x for x in (qn, kvn) if x not in DTYPES), None)
         if bad is not None:
             count_left(left, f"dtype {bad!r} has no counterpart here", int(sel.sum()))
@@ -327,7 +331,7 @@ def _attention_table(t: Table) -> JoinedTable:
         if r is None:
             continue
         i = np.flatnonzero(sel)
-        kind = f"{t.table}.{_key(kvdt if generation else qdt)}"
+        kind = f"{t.table}.{_key(kvdt if generation else qdt)}{src}"
         dv = np.array([value_width(t.engine, int(x)) for x in d[i]], dtype=float)
         shared = generation and k_only_cache(t.engine, t.version)
         parts.append((i, kind, r, attention_floors(r, generation, qdt, kvdt, b[i], h[i], g[i], d[i], n[i], dv,

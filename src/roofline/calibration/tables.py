@@ -193,14 +193,13 @@ def read_table(path: Path) -> list[dict[str, Any]]:
 
 
 def rows(source: Source, system: str, family: Family, engine: str | None = None) -> Iterator[Row]:
-    """Every measured row of one system and family (the newest version of each engine, or of `engine`)."""
+    """Every measured row of one system and family (of each engine, or of `engine`, the newest version
+    that has the table)."""
     for op, stem, table in TABLES.get(family, ()):
-        for eng, version in latest_versions(source, system, op).items():
+        for eng, version in newest_with(source, system, op, stem).items():  # as `tables` picks them
             if engine is not None and eng != engine:
                 continue
             path = source.root / system / op / eng / version / f"{stem}.parquet"
-            if not path.is_file():
-                continue
             for raw in read_table(path):
                 ms = raw.get("latency")
                 if not isinstance(ms, int | float) or not math.isfinite(ms) or ms <= 0:
@@ -244,6 +243,70 @@ def newest_with(source: Source, system: str, op: str, stem: str) -> dict[str, st
     return out
 
 
+# the columns that make a row's shape, per table (kernel_groups): what a kernel is asked to compute
+SHAPE_COLUMNS: Mapping[str, tuple[str, ...]] = {
+    "gemm": ("gemm_dtype", "m", "n", "k"),
+    "context_attention": ("batch_size", "isl", "num_heads", "num_key_value_heads", "head_dim", "attn_dtype",
+                          "kv_cache_dtype", "window_size"),
+    "generation_attention": ("batch_size", "step", "num_heads", "num_key_value_heads", "head_dim", "attn_dtype",
+                             "kv_cache_dtype", "window_size"),
+}
+KERNEL_GROUP = "kernel_group"  # the column kernel_groups adds: '' or '@<kernel_source>'
+
+
+def kernel_groups(table: str, columns: Mapping[str, Any]) -> Any:
+    """Per row, '' or '@<kernel_source>'. A table may time the same shapes on two kernels: its
+    kernel_source column names them (SGLang's attention on B200: TRT-LLM's kernels, Triton and
+    FlashInfer; on H100/H200: FA3 and Triton; TRT-LLM's on B200: its own and FlashInfer's), the
+    model's backend choosing, not the shape; pooled, one fit averages kernels up to 7x apart at the
+    same shape. The rows of each kernel that times a shape another kernel also times, other than the
+    kernel with the most rows, are marked '@<kernel_source>' and become their own kind
+    (context_attention.bf16@triton). A kernel the shape selects (vLLM's block-scaled FP8 GEMMs: CUTLASS
+    where k is not a multiple of 128, DeepGEMM or FlashInfer by m) times no shape another does, and
+    stays pooled. Decided on the whole table, before any stride, so a subset is grouped the same."""
+    import numpy as np
+
+    n = len(next(iter(columns.values()))) if columns else 0
+    out = np.full(n, "", dtype=object)
+    keys = SHAPE_COLUMNS.get(table)
+    if keys is None or "kernel_source" not in columns or n == 0:
+        return out
+    def codes(values: Any) -> tuple[Any, list[Any]]:  # (a code per row, the values by code): hashing, not sorting
+        seen_: dict[Any, int] = {}
+        return np.fromiter((seen_.setdefault(v, len(seen_)) for v in values.tolist()), np.int64, n), list(seen_)
+
+    ks, names = codes(np.asarray(columns["kernel_source"], dtype=object))
+    if len(names) < 2:
+        return out
+    counts = np.bincount(ks, minlength=len(names))
+    cols = {c: np.asarray(columns[c]) if c in columns else np.zeros(n) for c in keys}
+    if "window_size" in columns:  # a window as long as the sequence is no window: the shape is the same
+        length = np.asarray(columns.get("step" if table == "generation_attention" else "isl", np.zeros(n)))
+        raw = np.asarray(columns["window_size"])
+        w = np.nan_to_num(raw.astype(float) if raw.dtype.kind in "iuf" else np.asarray(
+            [float(x) if isinstance(x, int | float | np.number) and not isinstance(x, bool) else 0.0 for x in raw]))
+        cols["window_size"] = np.where((w > 0) & (w < length), w, 0.0)
+    # each row's shape as one integer: every column's value codes (np.unique) in mixed radix
+    key, span = np.zeros(n, dtype=np.int64), 1
+    for c in keys:
+        if cols[c].dtype.kind in "iufb":
+            uniq, code = np.unique(cols[c], return_inverse=True)
+            width = len(uniq)
+        else:
+            code, values = codes(cols[c])
+            width = len(values)
+        if span * width >= 2**62:  # mixed radix would overflow: renumber the keys so far (each < n)
+            key = np.unique(key, return_inverse=True)[1].reshape(-1)
+            span = n
+        key, span = key * width + code.reshape(-1), span * width
+    seen = [np.unique(key[ks == i]) for i in range(len(names))]
+    main = int(np.argmax(counts))
+    for i, mine in enumerate(seen):
+        if i != main and any(np.intersect1d(mine, other).size for o, other in enumerate(seen) if o != i):
+            out[ks == i] = f"@{names[i]}"
+    return out
+
+
 def tables(source: Source, system: str, family: Family, engine: str | None = None) -> Iterator[Table]:
     """Every measured table of one system and family, read as columns (of each engine, or of `engine`,
     the newest version that has the table): what `rows` yields, a table at a time."""
@@ -252,9 +315,31 @@ def tables(source: Source, system: str, family: Family, engine: str | None = Non
             if engine is not None and eng != engine:
                 continue
             cols, seconds = read_columns(source.root / system / op / eng / version / f"{stem}.parquet")
+            cols[KERNEL_GROUP] = kernel_groups(table, cols)
             yield Table(system, SYSTEMS[system], eng, version, table, cols, seconds)
 
 
-__all__ = ["INSTALL", "PACKAGE", "PINNED", "READ_FAMILIES", "SYSTEMS", "TABLES", "Family", "Row", "Source", "Table",
-           "installed", "latest_versions", "newest_with", "read_columns", "read_table", "rows", "systems", "tables",
-           "version_key"]
+__all__ = [
+    "INSTALL",
+    "KERNEL_GROUP",
+    "PACKAGE",
+    "PINNED",
+    "READ_FAMILIES",
+    "SHAPE_COLUMNS",
+    "SYSTEMS",
+    "TABLES",
+    "Family",
+    "Row",
+    "Source",
+    "Table",
+    "installed",
+    "kernel_groups",
+    "latest_versions",
+    "newest_with",
+    "read_columns",
+    "read_table",
+    "rows",
+    "systems",
+    "tables",
+    "version_key",
+]

@@ -119,8 +119,8 @@ def validate(machine: str | None, engine: str | None, kind: str | None, max_rows
 def calibrate(origin: str, machine: str, engine: str | None, max_rows: int, save: str | None, as_json: bool) -> None:
     """Fit the expected-time model, t = max(DRAM, rho x compute x waves)/e + t0 + the kind's terms (GEMM:
     the activation's quantize pass and the epilogue; attention: matrix and exp time, costs per tile pair,
-    per head and per K/V head), per kind on one GPU x engine's measured tables; the band is the 25th-75th
-    percentile of measured / t."""
+    per head and per K/V head, decode's latency roof and MHA term), per kind on one GPU x engine's
+    measured tables; the band is the 25th-75th percentile of measured / t."""
     import json
 
     from roofline.calibration.calibrate import calibrate as fit
@@ -157,7 +157,8 @@ def calibrate(origin: str, machine: str, engine: str | None, max_rows: int, save
                 ("rho", f.compute_ratio if f.tile or f.compute_ratio != 1 else 0.0), ("c_in", f.per_input),
                 ("c_out", f.per_output), ("a_mm", f.matrix_weight), ("a_exp", f.exp_weight),
                 ("ns a tile", f.per_tile_s * 1e9), ("ns a head", f.per_head_s * 1e9),
-                ("ns a K/V head", f.per_kv_head_s * 1e9), ("c_g", f.regroup_weight)) if v)
+                ("ns a K/V head", f.per_kv_head_s * 1e9), ("c_g", f.regroup_weight), ("c_1", f.single_group_weight),
+                ("us a decode block", f.block_latency_s * 1e6), ("us a decode head", f.head_latency_s * 1e6)) if v)
             click.echo(f"  {kind:<28} e = {f.efficiency:.3f}, t0 = {f.t0_s * 1e6:.1f} us{extra}, "
                        f"waves in {_tile_words(f.tile)}, band x{f.low:.2f}-{f.high:.2f}, "
                        f"{f.rows} rows, MAPE {100 * (f.mape or 0):.1f}%")

@@ -5,10 +5,11 @@ kernels take longer, and the measured tables (aiconfigurator-core's, `roofline.c
 how much and why. Per GPU × engine × kernel kind the model is one sum of named terms, each a time this
 module computes from the placed kernel times a fitted constant ≥ 0:
 
-    t = max(M, ρ·C·q) / e                      the roofline term: the slowest memory level's time M and
+    t = max(M, ρ·C·q, L) / e                   the roofline term: the slowest memory level's time M and
                                                the matrix units' time C, the matrix side ρ times slower
                                                (ρ = e / e_compute: the two efficiencies of one max) and
-                                               stretched by wave quantization q (below); GEMMs
+                                               stretched by wave quantization q (below); GEMMs;
+                                               decode's latency roof L (below)
           + a_mm·C + a_exp·X                   attention: the matrix units' and the exponential units'
                                                times added (FlashAttention's softmax and MMA overlap in
                                                part: a weight below 1 is the share that does not hide);
@@ -30,6 +31,28 @@ module computes from the placed kernel times a fitted constant ≥ 0:
           + c_g·(H/G)·M  if H/G > g_max       attention: a group of query heads per K/V head larger than
                                                the kernel takes (TRT-LLM's decode kernel: 32) falls back to
                                                one block per query head, each streaming the K/V itself
+          + c_1·M  if H = G (decode)               attention: one query head per K/V head (MHA) runs on
+                                                   another kernel than grouped heads: TensorRT-LLM decodes
+                                                   MQA/GQA with its XQA kernels and MHA with its masked
+                                                   multi-head attention kernel (TensorRT-LLM docs,
+                                                   advanced/gpt-attention.md, "XQA Optimization"); the
+                                                   measured tables show it on an FP8 cache (H200 TRT-LLM
+                                                   decode: MHA rows 1.30x the grouped rows' fit, c_1 ≈ 0.6;
+                                                   a BF16 cache c_1 = 0)
+
+Decode's latency roof (Little's law): a decode kernel launches blocks (one per sequence × K/V head for
+a grouped kernel, one per sequence × query head for MHA and for groups beyond g_max), each taking a
+fixed time λ (set up, the query loaded, the split reduced) however short its K/V, SMs at a time:
+
+    L = (λ_g·B_g + λ_h·B_h)·(1 + d/256) / SMs    B_g = sequences × K/V heads where 1 < H/G ≤ g_max
+                                                  (any H/G > 1 when g_max = 0), B_h = sequences ×
+                                                  query heads where H = G or H/G > g_max
+
+It is a roof, not a sum: the blocks' fixed time overlaps the other blocks' streaming. The measured
+tables show it (H200 TRT-LLM 1.3.0rc20 decode, KV length ≤ 63, batches 256-2048): the time is flat in
+the KV length and linear in sequences × K/V heads, 36, 40 and 55 ns a block at head widths 64, 128 and
+256 (1 + d/256 within 10%) for groups of 2-32, 12 ns for MHA's blocks and 9.8 ns a query head for
+groups of 48-128; at long KV the same rows are DRAM-bound.
 
 Wave quantization: an output of `tiles` thread-block tiles runs in ⌈tiles / SMs⌉ waves, each as long
 as one full wave, so the matrix units' term is stretched by
@@ -38,7 +61,7 @@ as one full wave, so the matrix units' term is stretched by
 
 Attention's tile pairs: causal prefill visits ⌈nq/128⌉·(⌈nq/128⌉+1)/2 per sequence and query head;
 decode ⌈kv/128⌉ key tiles per sequence and K/V head. A term whose constant is 0 is absent: a
-GEMM's fit has a_mm = a_exp = c_tile = c_head = c_kv = c_g = 0, an attention fit ρ = c_in = c_out = 0.
+GEMM's fit has a_mm = a_exp = c_tile = c_head = c_kv = c_g = c_1 = 0, an attention fit ρ = c_in = c_out = 0.
 
     band = [t · r25, t · r75], never below the floor
 
@@ -77,7 +100,8 @@ READS = (1, 2)  # version 1 files (e, t0, waves, per tile, per head) read with t
 MODEL = ("t = max(memory, rho x compute x waves) / e + a_mm x matrix + a_exp x exp + t0 "
          "+ c_in x activation read + c_out x output write + per-tile cost x tile pairs / SMs "
          "+ per-head cost x sequences x heads / SMs + per-K/V-head cost x sequences x K/V heads / SMs "
-         "+ c_g x (heads / K/V heads) x memory beyond the largest group; waves = ceil(tiles / SMs) x SMs / tiles; "
+         "+ c_g x (heads / K/V heads) x memory beyond the largest group + c_1 x memory if one head per K/V head; "
+         "waves = ceil(tiles / SMs) x SMs / tiles; "
          "band = t x [25th, 75th percentile of measured / t], widened per class of floor below and above 10 us")
 BAND_SPLIT_S = 10e-6  # the band is measured apart below and above a 10 µs floor (module docstring)
 
@@ -89,6 +113,7 @@ DTYPE_KEY: Mapping[str, str] = {
 GEMM, CONTEXT, GENERATION = "gemm", "context_attention", "generation_attention"
 FALLBACK_MEMORY = f"{GENERATION}.bf16"
 ATTENTION_TILE = 128  # FlashAttention-3's 128 queries × 128 keys (roofline.kernels.ATTENTION_TILE)
+LATENCY_WIDTH = 256  # decode's block latency grows as 1 + d/256 with the head width d (module docstring)
 ACTIVATION_BYTES = 2  # the BF16 activation an engine's quantized GEMM reads before it quantizes it
 
 
@@ -153,6 +178,9 @@ class Fit:
     max_group: int = 0  # attention: the most query heads a block shares one K/V head's stream with (0: no limit)
     regroup_weight: float = 0.0  # c_g: the K/V stream reread per query head beyond max_group
     head_dim_weights: tuple[tuple[int, float], ...] = ()  # attention: a_mm per head width (nearest width used)
+    single_group_weight: float = 0.0  # c_1: decode with one query head per K/V head (MHA), in memory times
+    block_latency_s: float = 0.0  # λ_g: decode's fixed time of a grouped block (a sequence × K/V head) on one SM
+    head_latency_s: float = 0.0  # λ_h: the same of a block of one query head (MHA; groups beyond max_group)
 
     def __post_init__(self) -> None:
         if not 0 < self.efficiency <= 1:
@@ -162,6 +190,8 @@ class Fit:
                  ("compute ratio", self.compute_ratio), ("matrix weight", self.matrix_weight),
                  ("exp weight", self.exp_weight), ("input weight", self.per_input),
                  ("output weight", self.per_output), ("regroup weight", self.regroup_weight),
+                 ("single-group weight", self.single_group_weight), ("block latency", self.block_latency_s),
+                 ("head latency", self.head_latency_s),
                  ("largest group", self.max_group), ("t0", self.t0_s))
         for what, v in terms:
             if v < 0 or not math.isfinite(v):
@@ -173,10 +203,21 @@ class Fit:
                 raise RooflineError(f"{self.kind}: the band needs 0 < low ≤ high, got {low:g}, {high:g}")
 
     def stretched_floor_s(self, shape: Shape) -> float:
-        """max(memory, ρ·compute·q): the roofline term with the last wave's idle SMs counted."""
+        """max(memory, ρ·compute·q, L): the roofline term with the last wave's idle SMs counted and
+        decode's latency roof (latency_s)."""
         memory = shape.floor_s if shape.memory_s is None else shape.memory_s
         q = waves_factor(tiles_of(shape, self.tile), shape.sms) if self.tile is not None else 1.0
-        return max(memory, self.compute_ratio * shape.compute_s * q)
+        return max(memory, self.compute_ratio * shape.compute_s * q, self.latency_s(shape))
+
+    def latency_s(self, shape: Shape) -> float:
+        """Decode's latency roof L = (λ_g·B_g + λ_h·B_h)·(1 + d/256) / SMs (module docstring); 0 for a
+        kernel with query rows (prefill, a GEMM) or without per-SM data."""
+        if not (self.block_latency_s or self.head_latency_s) or shape.m != 0 or shape.kv_heads <= 0 or not shape.sms:
+            return 0.0
+        group = shape.heads / shape.kv_heads
+        wide = group == 1 or (self.max_group > 0 and group > self.max_group)
+        blocks = self.head_latency_s * shape.heads if wide else self.block_latency_s * shape.kv_heads
+        return blocks * (1 + shape.head_dim / LATENCY_WIDTH) / shape.sms
 
     @staticmethod
     def per_sm(shape: Shape) -> tuple[float, float]:
@@ -201,6 +242,12 @@ class Fit:
         group = shape.heads / shape.kv_heads if shape.kv_heads else 0.0
         return group * memory if self.max_group and group > self.max_group else 0.0
 
+    def single_group_s(self, shape: Shape) -> float:
+        """DRAM's time when each K/V head serves one query head (MHA: H = G), decode only; 0 otherwise."""
+        memory = shape.floor_s if shape.memory_s is None else shape.memory_s
+        decode = shape.m == 0 and shape.kv_heads > 0  # no query rows tiled: one query per sequence
+        return memory if decode and shape.heads == shape.kv_heads else 0.0
+
     def terms_s(self, shape: Shape) -> dict[str, float]:
         """Each term of t in seconds, by name (the module docstring's sum)."""
         tiles, heads = self.per_sm(shape)
@@ -209,7 +256,8 @@ class Fit:
                 "launch": self.t0_s, "quantize": self.per_input * shape.input_s,
                 "epilogue": self.per_output * shape.output_s, "tiles": self.per_tile_s * tiles,
                 "heads": self.per_head_s * heads, "kv_heads": self.per_kv_head_s * self.kv_heads_per_sm(shape),
-                "regroup": self.regroup_weight * self.regrouped_s(shape)}
+                "regroup": self.regroup_weight * self.regrouped_s(shape),
+                "single_group": self.single_group_weight * self.single_group_s(shape)}
 
     def expected_s(self, shape: Shape) -> float:
         """t = the sum of the terms."""
@@ -234,6 +282,8 @@ class Fit:
                 "per_output": self.per_output,
                 "per_tile_s": self.per_tile_s, "per_head_s": self.per_head_s, "per_kv_head_s": self.per_kv_head_s,
                 "max_group": self.max_group, "regroup_weight": self.regroup_weight,
+                "single_group_weight": self.single_group_weight, "block_latency_s": self.block_latency_s,
+                "head_latency_s": self.head_latency_s,
                 "head_dim_weights": {str(d): w for d, w in self.head_dim_weights}, "rows": self.rows, "mape": self.mape}
 
 
@@ -393,7 +443,15 @@ def expected_columns(fit: Fit, c: Columns) -> tuple[Any, Any, Any]:
         across = ceil(c.n / fit.tile[1]) if fit.tile[1] > 0 else np.ones_like(c.n, dtype=np.float64)
         tiles = np.where(c.m > 0, ceil(c.m / fit.tile[0]) * np.where(c.n > 0, across, 1.0), 0.0)
         q = np.where(tiles > 0, ceil(tiles / c.sms) * c.sms / np.maximum(tiles, 1.0), 1.0)
-    roofline = np.maximum(c.memory_s, fit.compute_ratio * c.compute_s * q) / fit.efficiency
+    roofline = np.maximum(c.memory_s, fit.compute_ratio * c.compute_s * q)
+    if (fit.block_latency_s or fit.head_latency_s) and c.sms > 0:  # decode's latency roof (Fit.latency_s)
+        kv = np.asarray(c.kv_heads, dtype=np.float64)
+        grp = np.where(kv > 0, c.heads / np.maximum(kv, 1e-300), 0.0)
+        wide = (grp == 1) | ((fit.max_group > 0) & (grp > fit.max_group))
+        blocks = np.where(wide, fit.head_latency_s * c.heads, fit.block_latency_s * kv)
+        lat = np.where((c.m == 0) & (kv > 0), blocks * (1 + c.head_dim / LATENCY_WIDTH) / c.sms, 0.0)
+        roofline = np.maximum(roofline, lat)
+    roofline = roofline / fit.efficiency
     weight: Any
     if fit.head_dim_weights:
         widths = np.array([d for d, _ in fit.head_dim_weights], dtype=np.float64)
@@ -406,9 +464,12 @@ def expected_columns(fit: Fit, c: Columns) -> tuple[Any, Any, Any]:
     per_sm = 1.0 / c.sms if c.sms else 0.0
     group = np.where(c.kv_heads > 0, c.heads / np.maximum(c.kv_heads, 1.0), 0.0)
     regroup = np.where((group > fit.max_group) & (fit.max_group > 0), group * c.memory_s, 0.0)
+    # decode rows (no query rows, K/V heads) with one query head per K/V head (Fit.single_group_s)
+    single = np.where((c.m == 0) & (c.kv_heads > 0) & (c.heads == c.kv_heads), c.memory_s, 0.0)
     t = (roofline + weight * c.compute_s + fit.exp_weight * c.exp_s + fit.t0_s + fit.per_input * c.input_s
          + fit.per_output * c.output_s + per_sm * (fit.per_tile_s * c.tile_pairs + fit.per_head_s * c.heads
-                                                   + fit.per_kv_head_s * c.kv_heads) + fit.regroup_weight * regroup)
+                                                   + fit.per_kv_head_s * c.kv_heads) + fit.regroup_weight * regroup
+         + fit.single_group_weight * single)
     small = fit.small_band if fit.small_band else (fit.low, fit.high)
     below = c.floor_s < BAND_SPLIT_S
     low = np.maximum(c.floor_s, t * np.where(below, small[0], fit.low))

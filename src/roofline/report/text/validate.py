@@ -13,17 +13,22 @@ def _pct(v: float | None) -> str:
 
 
 def validate_text(groups: Sequence[Group], source: str, command: str = "") -> str:
-    head = (f"{'machine':<14}{'engine':<8}{'kind':<28}{'rows':>7}  {'floor/measured p10 med p90':<27}"
+    head = (f"{'machine':<14}{'engine':<8}{'kind':<38}{'rows':>7}  {'floor/measured p10 med p90':<27}"
             f"{'MAPE':>7}{'in band':>8}  {'floor>=10us: rows MAPE in band':<31}{'faster':>7}")
     lines = [f"Measured kernels ({source}) against our floor and expected band", "",
              "share of roof = floor / measured; MAPE = mean |expected - measured| / measured of the expected "
              "time t = max(DRAM, rho x compute x waves)/e + t0 + the kind's terms (GEMM: quantize pass, epilogue; "
-             "attention: matrix, exp, per tile pair, per head, per K/V head; roofline.expectation.model); "
-             "band = t x [25th, 75th percentile of measured / t]", "", head]
+             "attention: matrix, exp, per tile pair, per head, per K/V head, decode's latency roof and MHA term; "
+             "roofline.expectation.model); "
+             "band = t x [25th, 75th percentile of measured / t]",
+             *(["kind@kernel_source: rows the table times on another kernel than its main one for the same "
+                "shapes (the engine's backend choosing, not the shape), fitted and scored apart "
+                "(roofline.calibration.tables.kernel_groups)"] if any("@" in g.kind for g in groups) else []),
+             "", head]
     for g in groups:
         share = f"{g.share_p10:.2f} {g.share_median:.2f} {g.share_p90:.2f}"
         big = f"{g.big_rows:>5} {_pct(g.big_mape):>7} {_pct(g.big_inside):>7}"
-        lines.append(f"{g.machine:<14}{g.engine:<8}{g.kind:<28}{g.rows:>7}  {share:<27}{_pct(g.mape):>7}"
+        lines.append(f"{g.machine:<14}{g.engine:<8}{g.kind:<38}{g.rows:>7}  {share:<27}{_pct(g.mape):>7}"
                      f"{_pct(g.inside):>8}  {big:<31}{len(g.faster):>7}")
     faster = [(g, f) for g in groups for f in g.faster]
     unexplained = [(g, f) for g, f in faster if not f.explained]
