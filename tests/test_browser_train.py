@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from roofline.report.charts.train import write_train_outputs
+from roofline.report.outputs import write_train_outputs
 from roofline.report.points import on_chart
 from roofline.training import TrainSplit, analyze_training, describe_training
 
@@ -35,22 +35,22 @@ def test_train_page_draws_the_kernels_by_pass_and_the_breakdown(open_page: Calla
         assert opened.console_errors == []
         assert opened.requests == [opened.url]  # offline: no request past the file itself
         traces = page.evaluate("""() => document.getElementById('chart').data.map(
-            d => ({name: d.name, n: (d.x || []).length, x: d.x, kernels: d.customdata || []}))""")
-        by = {t["name"]: t for t in traces}
+            d => ({uid: d.uid, name: d.name, x: d.x, kernels: d.customdata || []}))""")
+        by = {t["uid"]: t for t in traces}
         drawn = [x for x in a.placed if on_chart(x.placement) and not x.is_comm]
         for pass_ in ("forward", "backward", "recompute", "optimizer"):
             expect = sorted(x.kernel.kernel.name for x in drawn if str(x.kernel.pass_) == pass_)
             assert expect, pass_
-            assert sorted(by[pass_]["kernels"]) == expect
+            assert sorted(by[f"pass-{pass_}"]["kernels"]) == expect and by[f"pass-{pass_}"]["name"] == pass_
         # one marker a kernel in the rendered SVG (the traces after the roof, in the order plotly draws them)
         points = page.evaluate("() => document.querySelectorAll('#chart .scatterlayer path.point').length")
         assert points == len(drawn)
         # the breakdown: compute + exposed communication + bubble + optimizer = the step, at each end
         parts = ("compute", "exposed communication", "pipeline bubble", "optimizer")
         for i, st in enumerate((a.floor, a.low, a.high)):
-            total = sum(by[p]["x"][i] for p in parts)
+            total = sum(by["part-" + p.replace(" ", "-")]["x"][i] for p in parts)
             assert total == pytest.approx(st.step_s, rel=1e-9)
-        assert by["compute"]["x"][0] == pytest.approx(a.floor.compute_s)
+        assert by["part-compute"]["x"][0] == pytest.approx(a.floor.compute_s)
         assert page.locator("#communication tbody tr").count() == len(a.communication())
         table = page.text_content("#communication") or ""
         assert "dp.grads.all_reduce" in table and "nvls" in table  # the gradients' NVLS all-reduce, named

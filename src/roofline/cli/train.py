@@ -140,7 +140,7 @@ def train_command(model: str, machine: str, seq: str | None, global_batch: str |
 
         write_text(csv_path, rows_csv(csv_rows(a), TRAIN_CSV_COLUMNS))
     if png or html:
-        from roofline.report.charts.train import write_train_outputs
+        from roofline.report.outputs import write_train_outputs
 
         for path in write_train_outputs(a, png=png, html=html):
             wrote(path)

@@ -15,12 +15,10 @@ collectives' table. Artists carry gids ("roofline", "roof", "pass-<pass>",
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from roofline.errors import RooflineError
-from roofline.fileio import atomic_write, check_outputs, writing_together
-from roofline.report.charts.roofline import decade_ceil, decade_floor, figure_bytes, log_axes, new_figure, roof_of
+from roofline.report.charts.roofline import decade_ceil, decade_floor, log_axes, new_figure, roof_of
 from roofline.report.points import on_chart, point_xy
 from roofline.training.analysis import TrainAnalysis
 from roofline.training.step import Pass
@@ -93,24 +91,4 @@ def train_figure(a: TrainAnalysis, *, title: str = "") -> Figure:
     return fig
 
 
-def train_page(a: TrainAnalysis) -> str:
-    """The self-contained interactive page (roofline.report.page.train): the same two panels in plotly,
-    the step's figures and its collectives."""
-    from roofline.report.page.train import train_page as page
-
-    return page(a)
-
-
-def write_train_outputs(a: TrainAnalysis, *, png: str | None = None, html: str | None = None) -> list[Path]:
-    """The chart as PNG and the page as HTML, each rendered in memory and written together."""
-    check_outputs({"png": png, "html": html})
-    written: list[Path] = []
-    with writing_together():
-        if png is not None:
-            written.append(atomic_write(png, figure_bytes(train_figure(a), "png")))
-        if html is not None:
-            written.append(atomic_write(html, train_page(a)))
-    return written
-
-
-__all__ = ["PASS_COLOUR", "train_figure", "train_page", "write_train_outputs"]
+__all__ = ["PART_COLOUR", "PASS_COLOUR", "train_figure"]

@@ -9,11 +9,12 @@ roofline/report/page/train.html, train.css and train.js.
 The data, in `<script type="application/json" id="train-data">`:
     {"title", "subtitle", "summary": [[what, value, note]], "communication": [{name, parallelism, kind,
      message, group, roof, runs, time, algorithm}], "conventions", "warnings", "figure": {"data", "layout"}}
-The figure's traces: "roof" (the matrix roof at the compute dtype, x/y, the left panel), one per pass
-("forward", "backward", "recompute", "optimizer": every kernel with arithmetic at (intensity, FLOPs /
-floor), its area its share of the step's floor, as the PNG draws it; collectives are in the breakdown),
-and one per part of the step ("compute", "exposed communication", "pipeline bubble", "optimizer":
-horizontal bars stacked over the floor and the expected band's two ends, x2/y2, the right panel).
+The figure's traces (by uid): "roof" (the matrix roof at the compute dtype, x/y, the left panel),
+one per pass ("pass-forward", "pass-backward", "pass-recompute", "pass-optimizer": every kernel with
+arithmetic at (intensity, FLOPs / floor), its area its share of the step's floor, as the PNG draws
+it; collectives are in the breakdown), and one per part of the step ("part-compute",
+"part-exposed-communication", "part-pipeline-bubble", "part-optimizer": horizontal bars stacked over
+the floor and the expected band's two ends, x2/y2, the right panel).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def _figure(a: TrainAnalysis) -> dict[str, Any]:
     y_lo = decade_floor(min([*ys, roof.attainable(x_lo)]) / 2)
     ridge = roof.ridge_flop_per_byte
     data: list[dict[str, Any]] = [
-        {"type": "scatter", "mode": "lines", "name": "roof", "x": [x_lo, ridge, x_hi],
+        {"type": "scatter", "mode": "lines", "name": f"{roof.label} roof", "uid": "roof", "x": [x_lo, ridge, x_hi],
          "y": [roof.attainable(x_lo), roof.peak_flop_per_s, roof.peak_flop_per_s], "xaxis": "x", "yaxis": "y",
          "line": {"color": "#222222", "width": 2}, "hoverinfo": "skip", "showlegend": True,
          "legendgroup": "passes", "legendgrouptitle": {"text": "kernels"}}]
@@ -61,7 +62,8 @@ def _figure(a: TrainAnalysis) -> dict[str, Any]:
         hover = [html.escape(f"{k.kernel.kernel.name} ({pass_}) · I {x:.3g} FLOP/B · {y / 1e12:.4g} TFLOP/s · "
                              f"{format_time(k.floor_s)} a run, {s:.1%} of the step's floor · bound "
                              f"{k.placement.bound}") for (x, y, k), s in zip(pts, shares, strict=True)]
-        data.append({"type": "scatter", "mode": "markers", "name": str(pass_), "x": [p[0] for p in pts],
+        data.append({"type": "scatter", "mode": "markers", "name": str(pass_), "uid": f"pass-{pass_}",
+                     "x": [p[0] for p in pts],
                      "y": [p[1] for p in pts], "xaxis": "x", "yaxis": "y", "hovertext": hover,
                      "hovertemplate": "%{hovertext}<extra></extra>", "legendgroup": "passes",
                      "customdata": [k.kernel.kernel.name for _, _, k in pts],
@@ -71,7 +73,8 @@ def _figure(a: TrainAnalysis) -> dict[str, Any]:
     for part in PARTS:
         values = [{"compute": st.compute_s, "exposed communication": st.exposed_comm_s,
                    "pipeline bubble": st.bubble_s, "optimizer": st.optimizer_s}[part] for _, st in ends]
-        data.append({"type": "bar", "orientation": "h", "name": part, "x": values, "y": [e[0] for e in ends],
+        data.append({"type": "bar", "orientation": "h", "name": part, "uid": f"part-{part.replace(' ', '-')}",
+                     "x": values, "y": [e[0] for e in ends],
                      "xaxis": "x2", "yaxis": "y2", "marker": {"color": _hex(PART_COLOUR[part])},
                      "legendgroup": "step", "legendgrouptitle": {"text": "the step"},
                      "hovertext": [html.escape(f"{label}: {part} {format_time(v)}") for (label, _), v
