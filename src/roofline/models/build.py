@@ -172,17 +172,14 @@ class _Builder:
     def collective(self, name: str, kind: Collective, message: Tensor, out: Tensor, group: int, level: Level,
                    count: int = 1) -> str:
         """A collective as a kernel of its own, remembered with its group and roof for the report."""
-        op = collective_op(name, kind, message, out, group, level, count)
         s = out.bytes if kind is Collective.ALL_GATHER else message.bytes  # nccl-tests' size S
         self.collectives[name] = CollectiveCall(kind, group, level, float(s))
-        return self.add(op)
+        return self.add(collective_op(name, kind, message, out, group, level, count))
 
     def reduce(self, name: str, partial: Tensor, out: Tensor, count: int) -> str:
-        """Tensor parallel: the tp devices' partial sums of `out`, all-reduced (Megatron's g operator) by the
-        algorithm engines run for its size (roofline.parallel.algorithms: `--allreduce`, auto by default)."""
-        op, call = all_reduce_op(name, partial, out, self.comm.tp, self.comm.tp_level,
-                                 AllReduceRule(self.cfg.allreduce, self.comm.nvls), count)
-        self.collectives[name] = call
+        """Tensor parallel: the partial sums all-reduced (Megatron's g) by the algorithm run for its size."""
+        rule = AllReduceRule(self.cfg.allreduce, self.comm.nvls)  # --allreduce (auto: roofline.parallel.algorithms)
+        op, self.collectives[name] = all_reduce_op(name, partial, out, self.comm.tp, self.comm.tp_level, rule, count)
         return self.add(op)
 
     def tp_out(self, name: str, out: Tensor) -> Tensor:
@@ -571,13 +568,11 @@ class _Builder:
 def build_graph(cfg: ModelConfig, phase: Phase | str, batch: int, seq: int, dtypes: ModelDtypes | None = None,
                 experts_hit_override: int | None = None, split: Split | None = None,
                 devices_per_node: int | None = None, nvls: bool = False) -> ModelGraph:
-    """The graph of one step: `seq` is the prompt length (prefill) or the context length (decode).
-
-    With a `split`, the graph of one device: its share of the widths (roofline.models.split.shard),
+    """The graph of one step: `seq` is the prompt length (prefill) or the context length (decode); with
+    a `split`, the graph of one device: its share of the widths (roofline.models.split.shard),
     batch / dp sequences, every layer (a pipeline's step time is the sum of its stages'), and the
     split's collectives on the link or the network of nodes of `devices_per_node` devices (default:
-    all of the split's devices in one node); `nvls`: the system's switch reduces (its all-reduces may run
-    NVLink SHARP, `Deployment.nvls`)."""
+    all of the split's devices in one node); `nvls`: the system's switch reduces (`Deployment.nvls`)."""
     phase = as_phase(phase)
     require_positive_int(batch, "batch")
     require_positive_int(seq, "prompt length" if phase is Phase.PREFILL else "context length")
