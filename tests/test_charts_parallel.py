@@ -2,10 +2,12 @@
 I = FLOPs per byte on the link, the per-device breakdown; and the alpha-beta arithmetic in --explain.
 
 Every coordinate is derived here by hand. Llama 3 70B decode, batch 64, TP 8 on a DGX H100: each
-all-reduce's message is the residual, 64 · 8192 · 2 B = 1,048,576 B; a ring all-reduce over n = 8
-sends 2 · 7/8 · 1,048,576 = 1,835,008 B per device over NVLink (450 GB/s per direction, α = 15 µs)
-and adds 7/8 · 64 · 8192 = 458,752 reduction FLOPs, so it sits at I = 458,752 / 1,835,008 = 0.25
-FLOP/B and FLOPs / (15 µs + 1,835,008 / 450e9) = 458,752 / 19.0778 µs = 24.05 GFLOP/s high.
+all-reduce's message is the residual, 64 · 8192 · 2 B = 1,048,576 B; over n = 8 it runs two-shot (vLLM's
+custom all-reduce above 256 KiB, up to 8 MiB: roofline.parallel.algorithms), which like the ring sends
+2 · 7/8 · 1,048,576 = 1,835,008 B per device over NVLink (450 GB/s per direction, α = 2.4 µs: the least
+start-up a measured h100_sxm collective leaves, parallel/data/collectives.json) and adds 7/8 · 64 · 8192 =
+458,752 reduction FLOPs, so it sits at I = 458,752 / 1,835,008 = 0.25 FLOP/B and FLOPs / (2.4 µs +
+1,835,008 / 450e9) = 458,752 / 6.4778 µs = 70.82 GFLOP/s high.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from roofline.vocab import Bound, Level, Plan
 
 PEAK = 989.4e12  # H100 SXM dense bf16
 NVLINK = 450e9  # per direction: NVIDIA's 900 GB/s counts both
-ALPHA = 15e-6
+ALPHA = 2.4e-6  # dgx-h100's node link α: its measured start-up floor (deploy's device machine)
 IB = 50e9  # one 400 Gb/s NDR port per GPU
 
 
@@ -90,7 +92,7 @@ def test_tp8_collectives_sit_under_the_link_roof_at_hand_computed_points(tp8: An
     for name in ("embedding.all_reduce", "attn.all_reduce", "mlp.all_reduce"):
         point = lines[f"kernel-{_number(tp8, name)}"]
         assert point.get_xdata()[0] == pytest.approx(flop / on_link) == pytest.approx(0.25)
-        assert point.get_ydata()[0] == pytest.approx(flop / (ALPHA + on_link / NVLINK)) == pytest.approx(2.4046e10,
+        assert point.get_ydata()[0] == pytest.approx(flop / (ALPHA + on_link / NVLINK)) == pytest.approx(7.0819e10,
                                                                                                         rel=1e-4)
         assert point.get_markerfacecolor() == BOUND_COLOURS[Bound.COMMUNICATION]
         # α puts it below its slope: 450e9 × 0.25 = 112.5 GFLOP/s
@@ -157,7 +159,7 @@ def test_page_data_has_the_link_roof_the_points_and_the_per_device_share(tp8: An
     k = s["kernels"][_number(tp8, "attn.all_reduce") - 1]
     assert k["bound"] == Bound.COMMUNICATION and k["x"] == pytest.approx(0.25)
     assert k["text"]["intensity"] == "0.25 FLOP/B on the link"
-    assert "α 15 µs + 1.84 MB / 450 GB/s" in k["derivation"]
+    assert "α 2.4 µs + 1.84 MB / 450 GB/s" in k["derivation"]
     assert s["kernels"][_number(tp8, "logits.all_gather") - 1]["x"] is None
     assert data["colours"]["communication"] == BOUND_COLOURS[Bound.COMMUNICATION]
     assert "Purple: collectives" in s["link_note"]

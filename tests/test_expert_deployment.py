@@ -138,6 +138,13 @@ def test_serve_decode_with_two_batch_overlap_is_faster(capsys: pytest.CaptureFix
     assert mean_with["floor"] < mean_without["floor"]
     assert mean_with["expected"]["high"] < mean_without["expected"]["high"]
     assert mean_with["floor"] <= mean_with["expected"]["low"]  # the floor stays below its band
+    # the prefill step hides the same all-to-all, floor and band (TTFT at batch 1 of a 1024-token prompt)
+    ttft_with, ttft_without = with_["ttft_s"], without["ttft_s"]
+    assert ttft_with["floor"] < ttft_without["floor"]
+    assert ttft_with["expected"]["high"] < ttft_without["expected"]["high"]
+    assert ttft_with["expected"]["low"] < ttft_without["expected"]["low"]
+    assert ttft_with["floor"] <= ttft_with["expected"]["low"]
+    assert "prefill step (floor and band)" in captured.err
 
 
 @pytest.mark.parametrize(("args", "words"), [

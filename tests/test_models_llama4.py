@@ -14,7 +14,7 @@ import pytest
 
 from roofline.errors import RooflineError
 from roofline.models import StepModel, analyze_model, build_graph, config_from_dict, load_config, model_dtypes
-from roofline.parallel import Split
+from roofline.parallel import Split, deploy
 from roofline.vocab import Unit
 
 CONFIGS = Path(__file__).parent / "fixtures" / "configs"
@@ -87,7 +87,8 @@ def test_rope_runs_on_the_chunked_layers_only() -> None:
 @pytest.mark.parametrize("split", [None, Split(tp=8)])
 def test_step_model_agrees_with_the_graph(phase: str, split: Split | None) -> None:
     cfg, dt = load_config(MAVERICK), model_dtypes()
-    fitted = StepModel.fit(cfg, phase, dt, split=split, devices_per_node=8)  # checks its own fit
+    nvls = deploy("dgx-h100", split).nvls  # its NVSwitch reduces: the graph's all-reduces may run NVLS
+    fitted = StepModel.fit(cfg, phase, dt, split=split, devices_per_node=8, nvls=nvls)  # checks its own fit
     for b, s in ((2, 700), (8, 9000), (16, 20_000)):
         a = analyze_model(cfg, "dgx-h100", phase, b, s, dtypes=dt, split=split)
         r = fitted.evaluate([b], [s], a.machine, a.dtype)

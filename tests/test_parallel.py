@@ -13,7 +13,7 @@ import pytest
 from roofline.cli import main
 from roofline.errors import RooflineError
 from roofline.models import analyze_model
-from roofline.parallel import BUS_FACTOR, Collective, Split
+from roofline.parallel import BUS_FACTOR, Collective, Split, deploy
 from roofline.vocab import Level
 
 GiB = 2**30
@@ -208,7 +208,8 @@ def test_ep_with_tp_graph_path_agrees_with_the_sweep(phase: str) -> None:
     points = [(8, 1000), (64, 4096), (256, 8192)] if phase == "decode" else [(8, 512), (16, 4096)]
     for sp in (MIXTRAL_TP8_EP8, Split(tp=4, dp=2, ep=8), Split(tp=2, pp=2, ep=2)):
         for plan in ("none", "flash", "fused"):
-            fitted = StepModel.fit(cfg, phase, dt, plan, split=sp, devices_per_node=dpn)  # checks its own fit
+            fitted = StepModel.fit(cfg, phase, dt, plan, split=sp, devices_per_node=dpn,
+                                   nvls=deploy("dgx-h100", sp).nvls)  # checks its own fit; NVLS where it runs
             for b, s in points:
                 a = analyze_model(cfg, "dgx-h100", phase, b, s, plan, dt, split=sp)
                 r = fitted.evaluate([b], [s], a.machine, a.dtype)

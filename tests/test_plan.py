@@ -31,7 +31,7 @@ from roofline.models import (
 from roofline.models.search import search_splits
 from roofline.models.stepmodel import find_crossover
 from roofline.models.sweep import SWEPT_RESOURCES
-from roofline.parallel import Split
+from roofline.parallel import Split, deploy
 
 GB, GiB = 1e9, 2**30
 LLAMA = ("llama-3-70b", "dgx-h100", "decode", 64, 8192)
@@ -68,9 +68,13 @@ def test_eight_devices_time_winner_fits_and_tp4_says_why_it_loses() -> None:
     w = s.winner
     assert w is not None and w.split == Split(tp=8) and w.fits and w.rank == 1
     # TP 8 streams (141.1 − 2.1 gathered table + 171.8) / 8 = 38.9 GB: 11.6 ms at 3.35 TB/s, plus 162
-    # collectives (two all-reduces a layer, the embedding's, the logits' all-gather) of at least α = 15 µs each
+    # collectives (two all-reduces a layer, the embedding's, the logits' all-gather). Each all-reduce of
+    # S = 64 · 8192 · 2 B = 1 MiB over 8 GPUs runs two-shot (vLLM's custom all-reduce above 256 KiB up to
+    # 8 MiB): α 2.4 µs (the least start-up a measured h100_sxm collective leaves, parallel/data/collectives.json)
+    # + 2 · 7/8 · 1 MiB / 450 GB/s = 4.08 µs, 6.48 µs each
     assert (141.1 - 2.1 + 171.8) / 8 * GB / 3.35e12 == pytest.approx(11.6e-3, rel=1e-2)
-    assert w.time_s is not None and 11.6e-3 + 162 * 15e-6 < w.time_s < 16.5e-3
+    assert 2.4e-6 + 2 * 7 / 8 * 2**20 / 450e9 == pytest.approx(6.48e-6, rel=1e-3)
+    assert w.time_s is not None and 11.6e-3 + 161 * 6.48e-6 < w.time_s < 16.5e-3
     assert s.row(Split(tp=4)).reason.startswith("does not fit")
     # every fitting split: the fewest tokens per device ... they lose on time, and say by how much
     fitting = [r for r in s.rows if r.fits]
@@ -96,8 +100,8 @@ def test_pruning_by_memory_changes_no_answer() -> None:
 def test_the_objective_changes_the_winner() -> None:
     # throughput: a pipeline of p stages runs p micro-batches of 64/p sequences, so each stage re-reads
     # its weights for every micro-batch: tokens/s = (64/p) / (t(64/p) · (80/p)/80). Decode is bound by the
-    # weight and cache reads, so splitting the batch buys nothing and TP 8 (64 / 15.2 ms / 8 devices =
-    # 528 tokens/s a device) beats every pipeline
+    # weight and cache reads, so splitting the batch buys nothing and TP 8 (64 / 13.1 ms / 8 devices =
+    # 610 tokens/s a device) beats every pipeline
     s = search_splits(*LLAMA, devices=8, objective="throughput")
     w = s.winner
     assert w is not None and w.split == Split(tp=8)
@@ -106,20 +110,20 @@ def test_the_objective_changes_the_winner() -> None:
     pp8 = s.row(Split(pp=8))
     micro = analyze_model("llama-3-70b", "dgx-h100", "decode", 8, 8192, split=Split(pp=8))  # one micro-batch
     assert pp8.tokens_per_s == pytest.approx(8 / (micro.time_s * 10 / 80))  # 10 of the 80 layers a stage
-    # latency: within 30 ms, TP 8 (15.2 ms), TP 4 × DP 2 (19.8 ms) and TP 4 × PP 2 (26.8 ms) qualify;
+    # latency: within 30 ms, TP 8 (13.1 ms), TP 4 × DP 2 (17.7 ms) and TP 4 × PP 2 (24.7 ms) qualify;
     # TP 8 makes the most per device; PP 5 (94 ms a step) is over the target
     s30 = search_splits(*LLAMA, devices=8, objective="latency", latency_target_s=30e-3)
     assert s30.winner is not None and s30.winner.split == Split(tp=8)
     assert s30.row(Split(tp=4, pp=2)).reason.startswith("fewer expected tokens/s per device")
-    assert s30.row(Split(pp=5)).reason.startswith("over the latency target: 93.9 ms > 30 ms")
+    assert s30.row(Split(pp=5)).reason.startswith("over the latency target: 93.8 ms > 30 ms")
     assert s30.row(Split(pp=5)).rank is None
-    # within 20 ms only TP 8 (15.2 ms) and TP 4 × DP 2 (19.8 ms) qualify, and TP 8 makes more per device
+    # within 20 ms only TP 8 (13.1 ms) and TP 4 × DP 2 (17.7 ms) qualify, and TP 8 makes more per device
     s20 = search_splits(*LLAMA, devices=8, objective="latency", latency_target_s=20e-3)
     assert s20.winner is not None and s20.winner.split == Split(tp=8)
     assert [r.split for r in s20.rows if r.rank] == [Split(tp=8), Split(tp=4, dp=2)]
     # a target no split meets
     s5 = search_splits(*LLAMA, devices=8, objective="latency", latency_target_s=5e-3)
-    assert s5.winner is None and "the fastest, TP 8, takes 15.2 ms a step" in s5.problem
+    assert s5.winner is None and "the fastest, TP 8, takes 13.1 ms a step" in s5.problem
 
 
 def test_deepseek_v3_on_one_nvl72_every_split() -> None:
@@ -209,9 +213,9 @@ SPLIT_CASES = [
 @pytest.mark.parametrize("name,system,phase,split", SPLIT_CASES)
 def test_sweep_path_agrees_with_the_graph_path_per_split(name: str, system: str, phase: str, split: Split) -> None:
     cfg = load_config(name)
-    sysm = get_system(system, devices=max(split.devices, 8))
-    m = sysm.device_machine(min(max(split.tp, split.ep), sysm.devices_per_node))
-    fitted = StepModel.fit(cfg, phase, model_dtypes(), "flash", None, split, sysm.devices_per_node)
+    d = deploy(system, split)  # the device with the system's links (its measured α), NVLS where it has it
+    m = d.machine
+    fitted = StepModel.fit(cfg, phase, model_dtypes(), "flash", None, split, d.devices_per_node, d.nvls)
     for b, s in ((16, 1), (32, 700), (64, 4096), (256, 8192)):
         a = analyze_model(cfg, system, phase, b, s, split=split)
         r = fitted.evaluate([b], [s], m, a.dtype)

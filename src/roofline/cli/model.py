@@ -16,6 +16,9 @@ from roofline.cli.options import (
     CALIBRATION_HELP,
     ENGINE_HELP,
     WEIGHTS_DEFAULT_HELP,
+    allreduce_config,
+    allreduce_option,
+    allreduce_system,
     calibration_options,
     expert_config,
     expert_options,
@@ -126,6 +129,7 @@ def _write_rows(rows: list[dict[str, Any]], columns: Sequence[str], fmt: str, as
 @step_options
 @split_options
 @expert_options
+@allreduce_option
 @click.option("--explain", is_flag=True,
               help="Derive the KV cache size, the decode limit and every kernel step by step.")
 @calibration_options
@@ -142,8 +146,8 @@ def model_command(model: str, machine: str, batch: str, prompt: str | None, cont
                   phase: str, fusion: str, act_dtype: str, experts_hit: str | None, overrides: tuple[str, ...],
                   tp: int, pp: int, ep: int, dp: int, devices: int | None, memory_utilization: float, overlap: bool,
                   dispatch_dtype: str | None, dispatch_per_node: bool, redundant_experts: str | None,
-                  two_batch_overlap: bool, explain: bool, engine: str | None, calibration: str | None, as_json: bool,
-                  csv_path: str | None,
+                  two_batch_overlap: bool, allreduce: str, explain: bool, engine: str | None, calibration: str | None,
+                  as_json: bool, csv_path: str | None,
                   png: str | None, svg: str | None, html: str | None, levels_png: str | None) -> None:
     """Every kernel of one forward step of MODEL (a preset: `roofline models` lists them; or a config.json
     path) on a machine: FLOPs and bytes of one run, time of all its runs, and the step's total.
@@ -167,6 +171,8 @@ def model_command(model: str, machine: str, batch: str, prompt: str | None, cont
     one_of(as_json, explain)
     config, changes = expert_config(*_run_options(model, overrides, logits, mla), dispatch_dtype, dispatch_per_node,
                                     redundant_experts, two_batch_overlap)
+    config, changes = allreduce_config(config, changes, allreduce)
+    allreduce_system(machine, allreduce)
     split = split_of(tp, pp, ep, dp, devices, machine)
     expert_split(config, split)
     a = analyze_model(config, machine, phase, parse_positive_int(batch, "--batch"), length(phase, prompt, context),

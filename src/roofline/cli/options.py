@@ -190,6 +190,43 @@ def expert_config(model: Any, overrides: Any, dispatch_dtype: str | None, dispat
                    two_batch_overlap=two_batch_overlap), None
 
 
+ALLREDUCE_CHOICES = ("auto", "ring", "tree", "nvls", "one-shot", "two-shot")
+
+
+def allreduce_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    """`--allreduce`: the algorithm a split's all-reduces run (roofline.parallel.algorithms)."""
+    return click.option(
+        "--allreduce", type=click.Choice(ALLREDUCE_CHOICES), default="auto", show_default=True,
+        help="The algorithm a split's all-reduces run, each with its bytes per device: ring or tree 2(n−1)/n·S, "
+             "nvls S (NVLink SHARP, NVSwitch systems only), one-shot (n−1)·S, two-shot 2(n−1)/n·S. auto: as "
+             "engines pick (vLLM's custom all-reduce up to 8 MiB, one-shot below 256 KiB on 8 GPUs; then NVLS "
+             "where the system has it, else the ring).")(f)
+
+
+def allreduce_config(model: Any, overrides: Any, allreduce: str) -> tuple[Any, Any]:
+    """(model, overrides) with `--allreduce` on the parsed config, or as given for auto."""
+    if allreduce == "auto":
+        return model, overrides
+    from dataclasses import replace
+
+    from roofline.models import load_config
+    from roofline.parallel.algorithms import Algorithm
+    return replace(load_config(model, overrides), allreduce=Algorithm(allreduce)), None
+
+
+def allreduce_system(machine: Any, allreduce: str) -> None:
+    """`--allreduce nvls` on a system without NVLink SHARP: refused in one line."""
+    if allreduce != "nvls":
+        return
+    from roofline.hardware import get_system
+    from roofline.parallel.algorithms import AllReduceRule
+    try:
+        system = get_system(machine)
+    except RooflineError:
+        system = None
+    AllReduceRule.for_system("" if system is None or system.from_device else system.id, allreduce, str(machine))
+
+
 def expert_split(config: Any, split: Split) -> None:
     """The expert options name the expert-parallel group: refused in one line without --ep > 1."""
     from roofline.models.split import require_expert_parallel
@@ -266,6 +303,9 @@ __all__ = [
     "CALIBRATION_HELP",
     "ENGINE_HELP",
     "WEIGHTS_DEFAULT_HELP",
+    "allreduce_config",
+    "allreduce_option",
+    "allreduce_system",
     "calibration_options",
     "expert_config",
     "expert_options",

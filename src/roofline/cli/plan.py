@@ -20,6 +20,9 @@ from roofline.cli.common import (
 )
 from roofline.cli.options import (
     WEIGHTS_DEFAULT_HELP,
+    allreduce_config,
+    allreduce_option,
+    allreduce_system,
     calibration_options,
     expert_config,
     expert_options,
@@ -82,6 +85,7 @@ class _PlanCommand(click.Command):
 @click.option("--overlap", is_flag=True,
               help="Assume communication runs under compute (the step takes the larger of the two).")
 @expert_options
+@allreduce_option
 @click.option("--output", "output_tokens", type=POS, default=None,
               help="Serve a workload (--prompt P, --output O): the cheapest split meeting --itl-slo and --ttft-slo, "
                    "the question `roofline serve` without a split answers, with the same answer.")
@@ -97,7 +101,8 @@ def plan_command(model: str, machine: str, batch: str, prompt: str | None, conte
                  act_dtype: str, experts_hit: str | None, overrides: tuple[str, ...], objective: str | None,
                  latency_target: float | None, devices: int | None, memory_utilization: float, overlap: bool,
                  dispatch_dtype: str | None, dispatch_per_node: bool, redundant_experts: str | None,
-                 two_batch_overlap: bool, output_tokens: int | None, itl_slo: float | None, ttft_slo: float | None,
+                 two_batch_overlap: bool, allreduce: str, output_tokens: int | None, itl_slo: float | None,
+                 ttft_slo: float | None,
                  price_per_device_hour: float | None, engine: str | None, calibration: str | None, as_json: bool,
                  csv_path: str | None, train: bool = False) -> None:
     """Search every valid (tp, pp, ep, dp) split of MODEL's step over a system and rank them.
@@ -123,7 +128,7 @@ def plan_command(model: str, machine: str, batch: str, prompt: str | None, conte
     if output_tokens is not None:
         _serving_question(model, machine, batch, prompt, output_tokens, itl_slo, ttft_slo, price_per_device_hour,
                           weights_dtype, act_dtype, kv_dtype, dtype, fusion, experts_hit, overrides, devices,
-                          memory_utilization, overlap, engine, calibration, as_json, csv_path)
+                          memory_utilization, overlap, engine, calibration, as_json, csv_path, allreduce)
         return
     if any(v is not None for v in (itl_slo, ttft_slo, price_per_device_hour)):
         raise RooflineError("--itl-slo, --ttft-slo and --price-per-device-hour ask a serving question: give --output "
@@ -133,6 +138,8 @@ def plan_command(model: str, machine: str, batch: str, prompt: str | None, conte
         objective = "latency" if latency_target is not None else "time"
     config, changes = expert_config(model, parse_overrides(overrides), dispatch_dtype, dispatch_per_node,
                                     redundant_experts, two_batch_overlap)
+    config, changes = allreduce_config(config, changes, allreduce)
+    allreduce_system(machine, allreduce)
     if two_batch_overlap:
         warn("--two-batch-overlap: every expert-parallel candidate's step takes one micro-batch's MoE all-to-all "
              "under the other's compute (not a default); the others are unchanged")
@@ -159,7 +166,8 @@ def _serving_question(model: str, machine: str, batch: str | None, prompt: str |
                       itl_slo: float | None, ttft_slo: float | None, price: float | None, weights_dtype: str | None,
                       act_dtype: str, kv_dtype: str | None, dtype: str | None, fusion: str, experts_hit: str | None,
                       overrides: tuple[str, ...], devices: int | None, utilization: float, overlap: bool,
-                      engine: str | None, calibration: str | None, as_json: bool, csv_path: str | None) -> None:
+                      engine: str | None, calibration: str | None, as_json: bool, csv_path: str | None,
+                      allreduce: str = "auto") -> None:
     """plan --output: the cheapest split serving the workload within the targets (roofline.serving.splits,
     the function `serve` without a split calls: one question, one answer)."""
     from roofline.models import describe_step, model_dtypes
@@ -172,8 +180,10 @@ def _serving_question(model: str, machine: str, batch: str | None, prompt: str |
     p = 2048 if prompt is None else parse_positive_int(prompt, "--prompt")  # serve's --prompt is required; 2048 here
     b = None if batch is None else parse_positive_int(batch, "--batch")
     _checked_inputs(p, output, price, ttft_slo, itl_slo, utilization)
-    step = describe_step(model, Phase.PREFILL, 1, p, model_dtypes(weights_dtype, act_dtype, kv_dtype, dtype), fusion,
-                         parse_experts_hit(experts_hit), parse_overrides(overrides))
+    config, changes = allreduce_config(model, parse_overrides(overrides), allreduce)
+    allreduce_system(machine, allreduce)
+    step = describe_step(config, Phase.PREFILL, 1, p, model_dtypes(weights_dtype, act_dtype, kv_dtype, dtype), fusion,
+                         parse_experts_hit(experts_hit), changes)
     s = serve_search(step, machine, output=output, batch=b, ttft_slo_s=ttft_slo, itl_slo_s=itl_slo,
                      price_per_device_hour=price, utilization=utilization, overlap=overlap,
                      efficiency=Efficiency(engine, calibration), devices=devices)

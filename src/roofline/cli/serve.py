@@ -26,6 +26,9 @@ from roofline.cli.common import (
 )
 from roofline.cli.options import (
     WEIGHTS_DEFAULT_HELP,
+    allreduce_config,
+    allreduce_option,
+    allreduce_system,
     calibration_options,
     expert_config,
     expert_options,
@@ -98,6 +101,7 @@ def _time_band(text: str | None, label: str) -> tuple[float, float] | None:
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="What-if: override a config.json field.")
 @split_options
 @expert_options
+@allreduce_option
 @calibration_options
 @click.option("--efficiency-comm", default=None, metavar="LOW:HIGH",
               help="--disaggregate's KV transfer: the share of the link it reaches (no measured table applies). "
@@ -130,7 +134,7 @@ def serve_command(model: str, machine: str, prompt: int, output: int, batch: int
                   kv_dtype: str | None, dtype: str | None, act_dtype: str, fusion: str, experts_hit: str | None,
                   overrides: tuple[str, ...], tp: int, pp: int, ep: int, dp: int, devices: int | None,
                   memory_utilization: float, overlap: bool, dispatch_dtype: str | None, dispatch_per_node: bool,
-                  redundant_experts: str | None, two_batch_overlap: bool, engine: str | None,
+                  redundant_experts: str | None, two_batch_overlap: bool, allreduce: str, engine: str | None,
                   efficiency_comm: str | None, step_overhead: str | None,
                   chunk: int | None, disaggregate: str | None, draft: str | None, draft_tokens: int | None,
                   acceptance: float | None, mtp: int | None, explain: bool, as_json: bool, csv_path: str | None,
@@ -162,9 +166,11 @@ def serve_command(model: str, machine: str, prompt: int, output: int, batch: int
                      _time_band(step_overhead, "--step-overhead"))
     config, changes = expert_config(model, parse_overrides(overrides), dispatch_dtype, dispatch_per_node,
                                     redundant_experts, two_batch_overlap)
+    config, changes = allreduce_config(config, changes, allreduce)
+    allreduce_system(machine, allreduce)
     if two_batch_overlap:
-        warn("--two-batch-overlap: decode steps (ITL) and the prefill floor take one micro-batch's MoE all-to-all "
-             "under the other's compute (not a default); the prefill band still counts it in full")
+        warn("--two-batch-overlap: decode steps (ITL) and the prefill step (floor and band) take one micro-batch's "
+             "MoE all-to-all (dispatch and combine) under the other's compute (not a default)")
     options: dict[str, Any] = dict(
         batch=batch, ttft_slo_s=ttft_slo, itl_slo_s=itl_slo, price_per_device_hour=price_per_device_hour,
         dtypes=model_dtypes(weights_dtype, act_dtype, kv_dtype, dtype), plan=fusion, utilization=memory_utilization,

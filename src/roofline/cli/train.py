@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from roofline.cli.common import POS, PositiveNumber, dump, one_of, outputs, warn, wrote
-from roofline.cli.options import parse_overrides, write_text
+from roofline.cli.options import allreduce_option, allreduce_system, parse_overrides, write_text
 from roofline.errors import RooflineError
 from roofline.hardware.catalog import DEFAULT_MACHINE
 from roofline.units import parse_positive_int
@@ -76,6 +76,17 @@ def parse_setup(model: str, seq: str | None, global_batch: str | None, tokens_pe
                              not no_sequence_parallel, fusion, parse_overrides(overrides), virtual_stages, check)
 
 
+def _with_allreduce(setup: Any, machine: str, allreduce: str) -> Any:
+    """The setup with `--allreduce` on its config (auto: as given); NVLS refused where the system has none."""
+    if allreduce == "auto":
+        return setup
+    from dataclasses import replace
+
+    from roofline.parallel.algorithms import Algorithm
+    allreduce_system(machine, allreduce)
+    return replace(setup, config=replace(setup.config, allreduce=Algorithm(allreduce)))
+
+
 @click.command("train")
 @click.argument("model")
 @train_options
@@ -95,13 +106,14 @@ def parse_setup(model: str, seq: str | None, global_batch: str | None, tokens_pe
 @click.option("--png", default=None, metavar="FILE",
               help="Write the chart: the step's kernels on the roofline by pass, and the step's breakdown.")
 @click.option("--html", default=None, metavar="FILE", help="Write the page: the chart and the step's figures.")
+@allreduce_option
 def train_command(model: str, machine: str, seq: str | None, global_batch: str | None, tokens_per_batch: str | None,
                   micro_batch: int, zero: str | None, fsdp: bool, recompute: str, optimizer: str, precision: str,
                   fusion: str, no_sequence_parallel: bool, overlap: bool, memory_utilization: float,
                   overrides: tuple[str, ...], tp: int, pp: int, dp: int, cp: int, ep: int, virtual_stages: int,
                   tokens: str | None,
                   price_per_device_hour: float | None, explain: bool, as_json: bool, csv_path: str | None,
-                  png: str | None, html: str | None) -> None:
+                  png: str | None, html: str | None, allreduce: str = "auto") -> None:
     """One training step of MODEL on a system: forward, backward, recompute and optimizer kernels per
     device, memory per device, collectives, the pipeline bubble, step time (floor and expected band),
     tokens/s, MFU and HFU (model FLOPs 6·N + 12·L·h·s a token, PaLM's convention).
@@ -120,6 +132,7 @@ def train_command(model: str, machine: str, seq: str | None, global_batch: str |
     split = TrainSplit(tp=tp, cp=cp, pp=pp, dp=dp, ep=ep)
     setup = parse_setup(model, seq, global_batch, tokens_per_batch, micro_batch, zero, fsdp, recompute, optimizer,
                         precision, fusion, no_sequence_parallel, overlap, overrides, split, virtual_stages)
+    setup = _with_allreduce(setup, machine, allreduce)
     run = parse_tokens(tokens) if tokens is not None else None
     if price_per_device_hour is not None and run is None:
         warn("--price-per-device-hour without --tokens: no run to price (give --tokens 15T)")
@@ -133,7 +146,7 @@ def train_command(model: str, machine: str, seq: str | None, global_batch: str |
 
         write_text(csv_path, rows_csv(csv_rows(a), TRAIN_CSV_COLUMNS))
     if png or html:
-        from roofline.report.charts.train import write_train_outputs
+        from roofline.report.outputs import write_train_outputs
 
         for path in write_train_outputs(a, png=png, html=html):
             wrote(path)
@@ -158,11 +171,12 @@ def train_command(model: str, machine: str, seq: str | None, global_batch: str |
               help="Interleaved 1F1B chunks a device, for every split with pipeline stages.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--csv", "csv_path", default=None, metavar="FILE", help="Write every candidate as CSV.")
+@allreduce_option
 def plan_train_command(model: str, machine: str, seq: str | None, global_batch: str | None,
                        tokens_per_batch: str | None, micro_batch: int, zero: str | None, fsdp: bool, recompute: str,
                        optimizer: str, precision: str, fusion: str, no_sequence_parallel: bool, overlap: bool,
                        memory_utilization: float, overrides: tuple[str, ...], devices: int | None,
-                       virtual_stages: int, as_json: bool, csv_path: str | None) -> None:
+                       virtual_stages: int, as_json: bool, csv_path: str | None, allreduce: str = "auto") -> None:
     """`roofline plan --train`: every valid (tp, cp, pp, dp, ep) split of MODEL's training step over the
     system's devices, ranked by expected step time, with memory, bubble and communication named for
     each loser.
@@ -178,6 +192,7 @@ def plan_train_command(model: str, machine: str, seq: str | None, global_batch: 
     outputs([("MODEL", model), ("--machine", machine)], csv=csv_path)
     setup = parse_setup(model, seq, global_batch, tokens_per_batch, micro_batch, zero, fsdp, recompute, optimizer,
                         precision, fusion, no_sequence_parallel, overlap, overrides, None, virtual_stages, check=False)
+    setup = _with_allreduce(setup, machine, allreduce)
     found = search_training(setup, machine, devices, memory_utilization)
     if found.winner is None:
         raise RooflineError(found.problem)

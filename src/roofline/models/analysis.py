@@ -339,7 +339,7 @@ class ModelAnalysis(Drawable):
         """The workspace of the step under another split (memory_fit's candidates), on this system."""
         mg = self.model if split == self.split else build_graph(
             self.config, self.phase, self.batch, self.seq, self.model.dtypes, self.model.experts_hit_override,
-            split, self.devices_per_node)
+            split, self.devices_per_node, self.deployment.nvls)
         return workspace_bytes(mg.graph.kernels(mg.plans[self.plan]))
 
     def communication(self) -> dict[str, Any]:
@@ -353,7 +353,8 @@ class ModelAnalysis(Drawable):
             on_link = p.cost.bytes_by_level.get(call.level, 0.0)
             rows.append({"name": p.name, "kind": call.kind, "count": p.count, "bytes": call.message_bytes,
                          "bytes_on_link": on_link, "group_size": call.group, "link": call.level,
-                         "time_s": p.time_s, "total_time_s": p.total_time_s})
+                         "time_s": p.time_s, "total_time_s": p.total_time_s,
+                         **({"algorithm": call.algorithm, "why": call.why} if call.algorithm else {})})
             time_s += p.total_time_s
             moved += on_link * p.count
         return {"time_s": time_s, "bytes_per_device": moved, "overlap": self.overlap, "collectives": rows}
@@ -376,7 +377,8 @@ class ModelAnalysis(Drawable):
             return StepModel.fit(self.config, self.phase, self.model.dtypes, self.plan,
                                  experts_hit_override=self.model.experts_hit_override)
         return StepModel.fit(self.config, self.phase, self.model.dtypes, self.plan,
-                             self.model.experts_hit_override, self.split, self.devices_per_node)
+                             self.model.experts_hit_override, self.split, self.devices_per_node,
+                             self.deployment.nvls)
 
     @cached_property
     def crossover(self) -> Crossover:

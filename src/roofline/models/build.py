@@ -56,7 +56,8 @@ from roofline.models.mamba import mamba2
 from roofline.models.split import Comm, check_moe_rows, check_split, comm_for, sequence_split, shard
 from roofline.models.transformer import SOFTMAX_KINDS, AttentionKind, MlpKind, ModelConfig
 from roofline.models.windows import windowed
-from roofline.parallel import BUS_FACTOR, Collective, CollectiveCall, Split, collective_op
+from roofline.parallel import Collective, CollectiveCall, Split, collective_op
+from roofline.parallel.algorithms import AllReduceRule, all_reduce_op
 from roofline.units import require_positive_int
 from roofline.vocab import Level, Phase, Plan, Role, Unit
 
@@ -171,13 +172,15 @@ class _Builder:
     def collective(self, name: str, kind: Collective, message: Tensor, out: Tensor, group: int, level: Level,
                    count: int = 1) -> str:
         """A collective as a kernel of its own, remembered with its group and roof for the report."""
-        op = collective_op(name, kind, message, out, group, level, count)
-        self.collectives[name] = CollectiveCall(kind, group, level, float(op.traffic[level]) / BUS_FACTOR[kind](group))
-        return self.add(op)
+        s = out.bytes if kind is Collective.ALL_GATHER else message.bytes  # nccl-tests' size S
+        self.collectives[name] = CollectiveCall(kind, group, level, float(s))
+        return self.add(collective_op(name, kind, message, out, group, level, count))
 
     def reduce(self, name: str, partial: Tensor, out: Tensor, count: int) -> str:
-        """Tensor parallel: the tp devices' partial sums of `out`, all-reduced (Megatron's g operator)."""
-        return self.collective(name, Collective.ALL_REDUCE, partial, out, self.comm.tp, self.comm.tp_level, count)
+        """Tensor parallel: the partial sums all-reduced (Megatron's g) by the algorithm run for its size."""
+        rule = AllReduceRule(self.cfg.allreduce, self.comm.nvls)  # --allreduce (auto: roofline.parallel.algorithms)
+        op, self.collectives[name] = all_reduce_op(name, partial, out, self.comm.tp, self.comm.tp_level, rule, count)
+        return self.add(op)
 
     def tp_out(self, name: str, out: Tensor) -> Tensor:
         """Where an op whose result is a tp partial sum writes: `out` itself on one device, else a partial."""
@@ -564,13 +567,12 @@ class _Builder:
 
 def build_graph(cfg: ModelConfig, phase: Phase | str, batch: int, seq: int, dtypes: ModelDtypes | None = None,
                 experts_hit_override: int | None = None, split: Split | None = None,
-                devices_per_node: int | None = None) -> ModelGraph:
-    """The graph of one step: `seq` is the prompt length (prefill) or the context length (decode).
-
-    With a `split`, the graph of one device: its share of the widths (roofline.models.split.shard),
+                devices_per_node: int | None = None, nvls: bool = False) -> ModelGraph:
+    """The graph of one step: `seq` is the prompt length (prefill) or the context length (decode); with
+    a `split`, the graph of one device: its share of the widths (roofline.models.split.shard),
     batch / dp sequences, every layer (a pipeline's step time is the sum of its stages'), and the
     split's collectives on the link or the network of nodes of `devices_per_node` devices (default:
-    all of the split's devices in one node)."""
+    all of the split's devices in one node); `nvls`: the system's switch reduces (`Deployment.nvls`)."""
     phase = as_phase(phase)
     require_positive_int(batch, "batch")
     require_positive_int(seq, "prompt length" if phase is Phase.PREFILL else "context length")
@@ -587,7 +589,7 @@ def build_graph(cfg: ModelConfig, phase: Phase | str, batch: int, seq: int, dtyp
     rows = shape.tokens // sp.tp if sequence_split(sp) else shape.tokens  # the tokens one device routes
     hit = (experts_hit(cfg.num_experts, cfg.experts_per_token, rows * sp.ep, experts_hit_override)
            if cfg.is_moe else None)
-    comm = comm_for(sp, devices_per_node or sp.devices)
+    comm = comm_for(sp, devices_per_node or sp.devices, nvls)
     builder = _Builder(shard(cfg, sp), shape, dt, hit, comm, cfg.vocab_size)
     ops, plans = builder.build()
     graph = Graph(ops, name=f"{cfg.name} {phase}" + (f", {sp} (one device)" if not sp.trivial else ""))

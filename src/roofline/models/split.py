@@ -53,6 +53,7 @@ class Comm:
     pp_link_sends: int = 0  # stage-to-stage sends per step over the node's link
     pp_network_sends: int = 0  # ... and over the network
     devices_per_node: int = 0  # the nodes' devices (0: every device in one node)
+    nvls: bool = False  # the system's switch reduces (NVLink SHARP): its all-reduces may run NVLS
 
     @property
     def tp(self) -> int:
@@ -75,7 +76,7 @@ class Comm:
         return self.ep // self.ep_nodes
 
 
-def comm_for(split: Split, devices_per_node: int) -> Comm:
+def comm_for(split: Split, devices_per_node: int, nvls: bool = False) -> Comm:
     """The roofs of a split's groups on nodes of `devices_per_node` devices (tp innermost, then pp, then dp)."""
     across = stage_boundaries_across_nodes(split, devices_per_node)
     if split.ep == 1 or split.devices <= devices_per_node:
@@ -85,7 +86,7 @@ def comm_for(split: Split, devices_per_node: int) -> Comm:
     else:  # replicas are the outermost placement: an ep group across them spans nodes
         ep_level = Level.NETWORK
     return Comm(split, group_level(split.tp, devices_per_node, split.devices), ep_level, split.pp - 1 - across, across,
-                devices_per_node)
+                devices_per_node, nvls)
 
 
 def check_split(cfg: ModelConfig, split: Split, batch: int) -> list[str]:

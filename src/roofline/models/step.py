@@ -38,7 +38,7 @@ class Step:
     def graph(self, deployment: Deployment) -> ModelGraph:
         """The step's graph on one device of the deployment (its share under the split)."""
         return build_graph(self.config, self.phase, self.batch, self.seq, self.dtypes, self.experts_hit,
-                           deployment.split, deployment.graph_devices_per_node)
+                           deployment.split, deployment.graph_devices_per_node, deployment.nvls)
 
     def with_batch(self, batch: int) -> Step:
         return replace(self, batch=batch)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from roofline.dtypes import DType
@@ -28,7 +28,8 @@ from roofline.models.formulas import experts_hit, experts_read_per_device, windo
 from roofline.models.split import sequence_split
 from roofline.models.stepchip import ChipModel, dims_basis, onchip_bandwidths
 from roofline.models.transformer import AttentionKind, ModelConfig
-from roofline.parallel import Split
+from roofline.parallel import BUS_FACTOR, Collective, Split
+from roofline.parallel.algorithms import Algorithm, AllReduceRule
 from roofline.placement import crossover
 from roofline.units import finite_or_none
 from roofline.vocab import Level, Phase, Plan, Unit
@@ -141,7 +142,11 @@ class StepModel:
     With a split (`split`, on nodes of `devices_per_node`), the kernels are one device's, the batch
     features one replica's (batch / dp), and the collectives' bytes on the node's link and on the
     network are fitted too: a collective's time there is α + bytes / bandwidth (the alpha-beta model
-    `roofline.placement` applies), on a machine with those levels (`System.device_machine`)."""
+    `roofline.placement` applies), on a machine with those levels (`System.device_machine`). The node
+    link's all-reduces are fitted as rings (the bus bytes 2(n−1)/n · S, linear in the features) and
+    evaluated as the algorithm `config.allreduce` and `nvls` run for each point's S
+    (`AllReduceRule.factors`, the graph builder's `AllReduceRule.pick` over numpy arrays), since which
+    algorithm runs changes with the size."""
 
     config: ModelConfig
     phase: Phase
@@ -162,15 +167,19 @@ class StepModel:
     coef_exp: Any = None  # [features, kernels] exponentials, and the vector ops beyond the FLOPs (None: none)
     coef_vector_ops: Any = None
     chip: ChipModel | None = None  # shared-memory and L2 bytes (roofline.models.stepchip)
+    nvls: bool = False  # the system's switch reduces (Deployment.nvls)
+    all_reduces: tuple[tuple[int, int], ...] = ()  # (kernel index, group) of the all-reduces on the node's link
 
     @classmethod
     def fit(cls, cfg: ModelConfig, phase: Phase | str, dtypes: ModelDtypes, plan: Plan = DEFAULT_PLAN,
             experts_hit_override: int | None = None, split: Split | None = None,
-            devices_per_node: int | None = None) -> StepModel:
+            devices_per_node: int | None = None, nvls: bool = False) -> StepModel:
         import numpy as np
 
         phase = as_phase(phase)
         sp = split or Split()
+        ring = cfg if cfg.allreduce is Algorithm.RING else replace(cfg, allreduce=Algorithm.RING)
+        all_reduces: tuple[tuple[int, int], ...] = ()
         unit = batch_unit(sp)  # the sample batches: multiples of dp (× tp under a sequence split)
         points = _sample_points(cfg, phase)
         names: tuple[str, ...] = ()
@@ -178,12 +187,15 @@ class StepModel:
         rows_m, rows_v, rows_b, rows_l, rows_n, rows_e, rows_o = [], [], [], [], [], [], []
         kernels_at: list[list[Kernel]] = []
         for b, s in points:
-            mg = build_graph(cfg, phase, b * unit, s, dtypes, experts_hit_override, sp,
+            mg = build_graph(ring, phase, b * unit, s, dtypes, experts_hit_override, sp,
                              devices_per_node if not sp.trivial else None)
             kernels: list[Kernel] = mg.graph.kernels(mg.plan(plan))
             if not names:
                 names = tuple(k.name for k in kernels)
                 counts = tuple(k.count for k in kernels)
+                all_reduces = tuple((i, c.group) for i, k in enumerate(kernels)
+                                    if (c := mg.collectives.get(k.name)) is not None
+                                    and c.kind is Collective.ALL_REDUCE and c.level is Level.LINK)
             elif tuple(k.name for k in kernels) != names:
                 raise RooflineError(f"{cfg.name}: the kernels of the step change with its shape; cannot sweep")
             kernels_at.append(kernels)
@@ -211,7 +223,8 @@ class StepModel:
                     "network_mask": _traffic_mask(rows_n, cfg.name)}
         chip = ChipModel.fit(cfg, kernels_at, x, dims_basis(cfg, per_replica(batches, sp.dp), seqs), solve)
         return cls(cfg, phase, dtypes, plan, names, counts, coefs[0], coefs[1], coefs[2], experts_hit_override,
-                   sp, devices_per_node, coef_exp=coefs[3], coef_vector_ops=coefs[4], chip=chip, **link)
+                   sp, devices_per_node, coef_exp=coefs[3], coef_vector_ops=coefs[4], chip=chip, nvls=nvls,
+                   all_reduces=all_reduces, **link)
 
     def evaluate(self, batch: Iterable[int], seq: Iterable[int], machine: Machine, dtype: DType) -> dict[str, Any]:
         """Totals for every (batch[i], seq[i]): flop, bytes, time_s (Σ of the kernels' floors),
@@ -286,7 +299,32 @@ class StepModel:
         if lv is None or not lv.bytes_per_s:
             raise RooflineError(f"{machine.id} has no bandwidth for memory level {level!r} (a split's collectives "
                                 f"cross it): give a system, or a device with its [interconnect]")
-        return np.where(mask, lv.latency_s + (x @ coef) / lv.bytes_per_s, 0.0)
+        moved = x @ coef
+        if level is Level.LINK and self.all_reduces:  # each all-reduce's bytes as its algorithm moves them
+            rule = AllReduceRule(self.config.allreduce, self.nvls)
+            for j, n in self.all_reduces:
+                # S is a whole number of bytes: rounded, so the fit's last digits never cross a threshold
+                s = np.rint(moved[:, j] / BUS_FACTOR[Collective.ALL_REDUCE](n))
+                moved[:, j] = rule.factors(s, n, False) * s
+        return np.where(mask, lv.latency_s + moved / lv.bytes_per_s, 0.0)
+
+    def all_reduce_regimes(self, unit: int, most: int, seq: int) -> list[tuple[int, int]]:
+        """The runs [first, last] of n in [1, most] (batches n × unit, at length `seq`) over which every
+        node-link all-reduce runs one algorithm (`AllReduceRule.factors`): within one the step is as
+        linear in the batch as without the choice; [(1, most)] when there is no choice to make."""
+        import numpy as np
+
+        if not self.all_reduces or most < 2 or self.coef_link is None:
+            return [(1, max(most, 1))]
+        n = np.arange(1, most + 1)
+        x = _features(self.config, self.phase, n * unit, np.full(n.size, seq), self.experts_hit_override, self.split)
+        moved = x @ self.coef_link
+        rule = AllReduceRule(self.config.allreduce, self.nvls)
+        codes = np.stack([rule.factors(np.rint(moved[:, j] / BUS_FACTOR[Collective.ALL_REDUCE](g)), g, False)
+                          for j, g in self.all_reduces], axis=1)
+        starts = [0, *(int(i) + 1 for i in np.flatnonzero((codes[1:] != codes[:-1]).any(axis=1)))]
+        ends = [*(s - 1 for s in starts[1:]), most - 1]
+        return [(int(n[a]), int(n[b])) for a, b in zip(starts, ends, strict=True)]
 
     def limit(self, seq: int) -> tuple[float, float, float]:
         """(FLOPs, bytes, FLOP/B) per extra sequence (of a replica, with data parallelism) as the batch

@@ -159,13 +159,13 @@ def sweep(steps: Sequence[Step], deployed: Sequence[Deployment], batches: Sequen
         dt = step.dtypes
         kv = cfg.kv_cache_bytes(flat_b, flat_s, dt.kv_cache.bytes_per_element)
         memory_bytes = dt.weights_bytes(cfg.param_counts().parts) + kv
-        fits: dict[tuple[Split, int | None], StepModel] = {}  # by the split and the devices per node of its graph
+        fits: dict[tuple[Split, int | None, bool], StepModel] = {}  # by the split, the devices per node, NVLS
         for d in deployed:
             sp, m, dpn = d.split, d.machine, d.graph_devices_per_node
             share = stage_share(cfg, sp)
-            if (sp, dpn) not in fits:
-                fits[sp, dpn] = StepModel.fit(cfg, phase, dt, plan, step.experts_hit, sp, dpn)
-            fitted = fits[sp, dpn]
+            if (sp, dpn, d.nvls) not in fits:
+                fits[sp, dpn, d.nvls] = StepModel.fit(cfg, phase, dt, plan, step.experts_hit, sp, dpn, d.nvls)
+            fitted = fits[sp, dpn, d.nvls]
             devices = fewest_devices(cfg, dt, kv, m.memory_capacity_bytes)
             cdt = compute_dtype(dt, m)
             r = fitted.evaluate(flat_b, flat_s, m, cdt)

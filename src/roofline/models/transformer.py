@@ -25,6 +25,7 @@ from roofline.models.formulas import Num, minimum
 from roofline.models.mtp import MTP_PARTS, mtp_parts
 from roofline.models.recurrent import LinearAttention, Mamba2
 from roofline.models.sparse import SparseIndexer
+from roofline.parallel.algorithms import Algorithm
 from roofline.units import require_positive_int
 from roofline.vocab import Logits, MlaForm, Norm
 
@@ -154,6 +155,9 @@ class ModelConfig:
     dispatch_per_node: bool = False
     redundant_experts: int = 0
     two_batch_overlap: bool = False
+    # the all-reduce algorithm asked for (`--allreduce`; None: auto, as engines choose:
+    # roofline.parallel.algorithms.choose)
+    allreduce: Algorithm | None = None
     # node-limited routing (DeepSeek-V3, arXiv 2412.19437 §2.1.2: each token to at most M = 4 nodes;
     # config.json's topk_group of n_group groups); 0: every node may be picked
     routing_node_limit: int = 0

@@ -38,7 +38,7 @@ parallel/data/collectives.json), the 10th–90th percentile of measured / fitted
 Other collectives (all-gather, reduce-scatter, all-to-all) run one algorithm here, the ring's
 (n−1)/n · S (roofline.parallel.collectives).
 
-Layering: imports errors, units, hardware and this room.
+Layering: imports errors, units, vocab, graph, hardware and this room.
 """
 
 from __future__ import annotations
@@ -53,9 +53,11 @@ from importlib import resources
 from typing import Any
 
 from roofline.errors import RooflineError
+from roofline.graph import Op, Tensor
 from roofline.hardware import System, get_system
-from roofline.parallel.collectives import BUS_FACTOR, FORMULA, Collective
+from roofline.parallel.collectives import BUS_FACTOR, FORMULA, Collective, CollectiveCall, collective_op
 from roofline.units import format_bytes, format_time
+from roofline.vocab import Level
 
 CUSTOM_MAX_BYTES = 8 * 2**20  # vLLM CustomAllreduce max_size default: 8 MiB
 CUSTOM_MAX_RANKS = 8  # vLLM's custom all-reduce: world sizes 2, 4, 6, 8
@@ -190,6 +192,16 @@ class CollectiveEstimate:
         return out
 
 
+def all_reduce_op(name: str, message: Tensor, out: Tensor, group: int, level: Level, rule: AllReduceRule,
+                  count: int = 1) -> tuple[Op, CollectiveCall]:
+    """An all-reduce of `message` over `group` devices as the op the rule's algorithm makes of it (its bytes
+    on `level`, per device per direction: ALL_REDUCE_BYTES), with the call a report names it by."""
+    alg, why = rule.pick(message.bytes, group, level is Level.NETWORK)
+    text, factor = ALL_REDUCE_BYTES[alg]
+    op = collective_op(name, Collective.ALL_REDUCE, message, out, group, level, count, (str(alg), text, factor(group)))
+    return op, CollectiveCall(Collective.ALL_REDUCE, group, level, float(message.bytes), str(alg), why)
+
+
 # --- the shipped data ------------------------------------------------------------------------------
 
 @cache
@@ -233,12 +245,75 @@ def available(system: System, group: int, spans_nodes: bool) -> tuple[Algorithm,
     """The all-reduce algorithms that run on `group` devices of `system`: ring and tree always; NVLS
     inside an NVLink domain with third-generation NVSwitch; one-shot and two-shot inside one node of
     peer-to-peer buffers, at most 8 ranks (vLLM's custom all-reduce)."""
+    return _available(has_nvls(system.id), group, spans_nodes)
+
+
+def _available(nvls: bool, group: int, spans_nodes: bool) -> tuple[Algorithm, ...]:
     out = [Algorithm.RING, Algorithm.TREE]
-    if not spans_nodes and has_nvls(system.id):
+    if not spans_nodes and nvls:
         out.append(Algorithm.NVLS)
     if not spans_nodes and group <= CUSTOM_MAX_RANKS:
         out += CUSTOM
     return tuple(out)
+
+
+def _one_shot(message_bytes: Any, group: int) -> Any:
+    """vLLM's one-shot test (custom_all_reduce.cuh), on a number or a numpy array of sizes."""
+    if group == 2:
+        return message_bytes == message_bytes  # every size (an array of True for an array)
+    limit = 512 * 2**10 if group <= 4 else 256 * 2**10
+    return message_bytes < limit
+
+
+@dataclass(frozen=True)
+class AllReduceRule:
+    """How a deployment's all-reduces run (`--allreduce`): the algorithm asked for (None: auto, as engines
+    choose, `choose`) and whether the system's switch reduces (NVLS, `has_nvls`). Where the asked one does
+    not run on a group (NVLS or the custom kernels across nodes, the custom kernels past 8 ranks), the
+    group runs the ring and says so."""
+
+    asked: Algorithm | None = None
+    nvls: bool = False
+
+    @classmethod
+    def for_system(cls, system: str, asked: Algorithm | str | None = None, name: str = "") -> AllReduceRule:
+        """The rule on a catalog system (`system` its id; "" for no system); asking for NVLS on a system
+        without NVLink SHARP is refused in one line."""
+        alg = None if asked is None or str(asked) == "auto" else _algorithm(asked)
+        nvls = bool(system) and has_nvls(system)
+        if alg is Algorithm.NVLS and not nvls:
+            have = ", ".join(sorted(_data()["nvls"]))
+            raise RooflineError(f"--allreduce nvls: {system or name or 'this device'} has no NVLink SHARP "
+                                f"(third-generation NVSwitch); systems with it: {have}; use ring, tree, one-shot, "
+                                "two-shot or auto")
+        return cls(alg, nvls)
+
+    def pick(self, message_bytes: float, group: int, spans_nodes: bool) -> tuple[Algorithm, str]:
+        """The algorithm an all-reduce of `message_bytes` over `group` devices runs, and why."""
+        algs = _available(self.nvls, group, spans_nodes)
+        if self.asked is None:
+            return choose(message_bytes, group, algs, spans_nodes)
+        if self.asked in algs:
+            return self.asked, "asked for (--allreduce)"
+        where = "spans nodes" if spans_nodes else f"has {group} devices, past the custom kernels' {CUSTOM_MAX_RANKS}"
+        return Algorithm.RING, f"--allreduce {self.asked} does not run here (the group {where}): the ring"
+
+    def factors(self, message_bytes: Any, group: int, spans_nodes: bool) -> Any:
+        """`pick`'s bytes per device per byte of S, over a numpy array of sizes (the step model's grids)."""
+        import numpy as np
+
+        s = np.asarray(message_bytes, dtype=np.float64)
+        algs = _available(self.nvls, group, spans_nodes)
+        if self.asked is not None:
+            alg = self.asked if self.asked in algs else Algorithm.RING
+            return np.full(s.shape, ALL_REDUCE_BYTES[alg][1](group))
+        out = np.full(s.shape, ALL_REDUCE_BYTES[Algorithm.RING][1](group))  # the ring's and two-shot's
+        if Algorithm.NVLS in algs:
+            nvls = s > CUSTOM_MAX_BYTES if Algorithm.ONE_SHOT in algs else np.ones(s.shape, dtype=bool)
+            out = np.where(nvls, 1.0, out)
+        if Algorithm.ONE_SHOT in algs:
+            out = np.where((s <= CUSTOM_MAX_BYTES) & _one_shot(s, group), float(group - 1), out)
+        return out
 
 
 def choose(message_bytes: float, group: int, algorithms: tuple[Algorithm, ...],
@@ -246,7 +321,7 @@ def choose(message_bytes: float, group: int, algorithms: tuple[Algorithm, ...],
     """The algorithm engines run for an all-reduce of S bytes over n devices, and why (module docstring)."""
     kib = message_bytes / 2**10
     if Algorithm.ONE_SHOT in algorithms and message_bytes <= CUSTOM_MAX_BYTES:
-        if group == 2 or (group <= 4 and message_bytes < 512 * 2**10) or (group <= 8 and message_bytes < 256 * 2**10):
+        if _one_shot(message_bytes, group):
             return Algorithm.ONE_SHOT, (f"the engines' custom all-reduce runs one-shot for {kib:.6g} KiB on {group} "
                                         "devices (vLLM custom_all_reduce.cuh: n = 2, or n ≤ 4 and S < 512 KiB, or "
                                         "n ≤ 8 and S < 256 KiB)")
@@ -364,6 +439,21 @@ def _expected(data: SystemCollectives | None, kind: Collective, chosen: Algorith
     return t, (t * g.low, t * g.high), origin
 
 
-__all__ = ["ALL_REDUCE_BYTES", "Algorithm", "AlgorithmFloor", "CollectiveEstimate", "GroupFit", "PathFit",
-           "SystemCollectives", "all_reduce_bytes", "available", "choose", "estimate", "has_nvls", "shipped_source",
-           "system_collectives"]
+__all__ = [
+    "ALL_REDUCE_BYTES",
+    "Algorithm",
+    "AlgorithmFloor",
+    "AllReduceRule",
+    "CollectiveEstimate",
+    "GroupFit",
+    "PathFit",
+    "SystemCollectives",
+    "all_reduce_bytes",
+    "all_reduce_op",
+    "available",
+    "choose",
+    "estimate",
+    "has_nvls",
+    "shipped_source",
+    "system_collectives",
+]

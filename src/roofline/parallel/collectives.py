@@ -59,6 +59,8 @@ class CollectiveCall:
     group: int
     level: Level
     message_bytes: float
+    algorithm: str = ""  # an all-reduce's algorithm (roofline.parallel.algorithms), and why it runs
+    why: str = ""
 
 
 def bus_bytes(kind: Collective, message_bytes: float, group: int) -> float:
@@ -69,16 +71,21 @@ def bus_bytes(kind: Collective, message_bytes: float, group: int) -> float:
 
 
 def collective_op(name: str, kind: Collective, message: Tensor, out: Tensor, group: int, level: Level,
-                  count: int = 1) -> Op:
+                  count: int = 1, algorithm: tuple[str, str, float] | None = None) -> Op:
     """One collective over `group` devices as an Op: reads `message` from memory, writes `out`, moves
-    factor(n)·S bytes over `level` (Level.LINK inside a node, Level.NETWORK across nodes)."""
+    factor(n)·S bytes over `level` (Level.LINK inside a node, Level.NETWORK across nodes). `algorithm`
+    (name, its bytes' formula, its factor): an all-reduce's algorithm (roofline.parallel.algorithms) in
+    place of the bus factor."""
     if level not in (Level.LINK, Level.NETWORK):
         raise RooflineError(f"{name}: a collective crosses a link or the network, not {level}")
     s = out.bytes if kind is Collective.ALL_GATHER else message.bytes  # nccl-tests' size: the whole buffer
     moved = bus_bytes(kind, s, group)
+    text = f"{FORMULA[kind]} · S"
+    if algorithm is not None:
+        text, moved = f"{algorithm[0]}: {algorithm[1]}", algorithm[2] * s
     reduces = kind in (Collective.ALL_REDUCE, Collective.REDUCE_SCATTER)
     flop = (group - 1) / group * message.elements if reduces else 0.0
-    formula = (f"{kind}: {FORMULA[kind]} · S with n = {group}, S = {s:.6g} B → {moved:.6g} B on the {level}"
+    formula = (f"{kind}: {text} with n = {group}, S = {s:.6g} B → {moved:.6g} B on the {level}"
                + (f"; reduction (n−1)/n · elements = {flop:.6g} FLOP" if reduces else ""))
     return Op(name, str(kind), (message,), (out,), {Unit.VECTOR: flop} if flop else {}, count, formula=formula,
               traffic={level: moved})

@@ -14,18 +14,23 @@ link" takes this value; nothing else resolves them):
     a Machine object                                  that machine as given, no system and no links
 
 The device machine is the system's device with its link and network roofs, the node link narrowed to
-the group a collective spans (max(tp, ep) devices within a node). A split search on a bare device looks
+the group a collective spans (max(tp, ep) devices within a node). Its node link's start-up α is the
+system's measured floor where the shipped collective tables cover it (`algorithms.system_collectives`:
+the least start-up any measured collective on it leaves, 2.2 µs on HGX H200), so that no measured
+collective is faster than a graph's collective; elsewhere the system file's α. A split search on a bare device looks
 at most MOST_DEVICES devices far for a split that fits.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from roofline.errors import RooflineError
 from roofline.hardware import Machine, System, get_machine, get_system
 from roofline.hardware.system_file import DEFAULT_DEVICES, NoLinkError
+from roofline.parallel.algorithms import has_nvls, shipped_source, system_collectives
 from roofline.parallel.split import Split
+from roofline.vocab import Level
 
 NODE_DEVICES = DEFAULT_DEVICES  # a bare device is one node of this many (an HGX board of 8)
 MOST_DEVICES = 64  # the most devices a bare device's memory fit and split search look at
@@ -60,6 +65,11 @@ class Deployment:
         return self.system.devices_per_node if self.system is not None else 1
 
     @property
+    def nvls(self) -> bool:
+        """Whether this system's switch reduces (NVLink SHARP): its all-reduces may run NVLS."""
+        return self.system is not None and not self.system.from_device and has_nvls(self.system.id)
+
+    @property
     def bare(self) -> bool:
         """A bare device made a node (or used alone), not a system from the catalog or a file."""
         return self.system is None or self.system.from_device
@@ -86,8 +96,25 @@ def deploy(machine: str | Machine | System, split: Split | None = None) -> Deplo
                             devices=max(sp.devices, NODE_DEVICES))
     if sp.devices > system.max_devices:
         raise RooflineError(f"the split {sp} needs {sp.devices} devices; {system.id} has {system.max_devices}")
-    device = system.device_machine(min(max(sp.tp, sp.ep), system.devices_per_node))
+    device = measured_alpha(system.device_machine(min(max(sp.tp, sp.ep), system.devices_per_node)), system)
     return Deployment(device, sp, system, system.devices_per_node, system.max_devices, machine)
+
+
+def measured_alpha(device: Machine, system: System) -> Machine:
+    """`device` with its node link's α the system's measured start-up floor (the module docstring), where
+    the shipped collective tables have one below the system file's."""
+    data = None if system.from_device else system_collectives(system.id)
+    link = device.memory.get(Level.LINK)
+    if data is None or link is None or not data.alpha_floor_s < link.latency_s:
+        return device
+    memory = dict(device.memory)
+    memory[Level.LINK] = replace(link, latency_s=data.alpha_floor_s)
+    notes = (*device.notes, f"node link α {data.alpha_floor_s * 1e6:.3g} µs: {data.alpha_floor_from} "
+                            f"({shipped_source()}); the system file's {link.latency_s * 1e6:.3g} µs otherwise")
+    sources = dict(device.sources)
+    sources["memory.link"] = (f"{sources.get('memory.link', link.source)}; α {data.alpha_floor_s * 1e6:.3g} µs "
+                              f"measured: {data.alpha_floor_from} ({shipped_source()})")
+    return replace(device, memory=memory, notes=notes, sources=sources)
 
 
 class UnevenDevices(RooflineError):
@@ -109,4 +136,5 @@ def split_for_devices(devices: int, machine: str | Machine | System) -> Split:
     return Split(tp=tp, pp=devices // tp)
 
 
-__all__ = ["MOST_DEVICES", "NODE_DEVICES", "Deployment", "UnevenDevices", "deploy", "split_for_devices"]
+__all__ = ["MOST_DEVICES", "NODE_DEVICES", "Deployment", "UnevenDevices", "deploy", "measured_alpha",
+           "split_for_devices"]

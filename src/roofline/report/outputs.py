@@ -180,6 +180,25 @@ def notebook_html(scenarios: Sequence[Scenario], *, title: str = "", height_px: 
             f'sandbox="allow-scripts"></iframe>')
 
 
+def write_train_outputs(a: Any, *, png: str | None = None, html: str | None = None) -> list[Path]:
+    """A training step's chart (roofline.report.charts.train: its kernels on the roofline by pass, the
+    step's breakdown) as PNG, and its interactive page (roofline.report.page.train) as HTML; each
+    rendered in memory and written together. `a` is a `roofline.training.TrainAnalysis`."""
+    _paths(png, None, html)
+    written: list[Path] = []
+    with writing_together():
+        if png is not None:
+            from roofline.report.charts.roofline import figure_bytes
+            from roofline.report.charts.train import train_figure
+
+            written.append(atomic_write(png, figure_bytes(train_figure(a), "png")))
+        if html is not None:
+            from roofline.report.page.train import train_page
+
+            written.append(atomic_write(html, train_page(a)))
+    return written
+
+
 def write_serve_outputs(report: Any, *, png: str | None = None, svg: str | None = None,
                         html: str | None = None) -> list[Path]:
     """The serving report's throughput-against-latency chart (one point per batch, the knee, the memory

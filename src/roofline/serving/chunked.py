@@ -31,7 +31,7 @@ from typing import Any
 from roofline.errors import T
 from roofline.graph import FusionPlan, Graph, tensor
 from roofline.kernels import attention_ops, attention_plans
-from roofline.models.analysis import COLLECTIVES, ModelAnalysis, analyze
+from roofline.models.analysis import ALL_TO_ALL, COLLECTIVES, ModelAnalysis, analyze
 from roofline.models.split import shard
 from roofline.models.transformer import SOFTMAX_KINDS
 from roofline.placement import analyze_graph
@@ -42,23 +42,30 @@ from roofline.vocab import Phase, Plan, Role
 ZERO = Band(0.0, 0.0, 0.0)
 
 
-def step_band(placements: Any, eff: Efficiency, overlap: bool, overhead: bool = True) -> Band:
+def step_band(placements: Any, eff: Efficiency, overlap: bool, overhead: bool = True,
+              two_batch: bool = False) -> Band:
     """Σ kernel floors (the floor) and Σ runs × each kernel's calibrated band (Efficiency.band, as
     `roofline model` gives it), with the per-step overhead; with `overlap` the collectives run under
-    the rest (the larger sum)."""
-    floor = {"comm": 0.0, "rest": 0.0}
-    fast = {"comm": 0.0, "rest": 0.0}
-    slow = {"comm": 0.0, "rest": 0.0}
+    the rest (the larger sum); with `two_batch` (--two-batch-overlap, without --overlap) the MoE
+    all-to-all of one micro-batch runs under the other's compute, max(rest, all-to-all) + the other
+    collectives, as ModelAnalysis.step_time_s has it, at each end of the band."""
+    floor = {"a2a": 0.0, "comm": 0.0, "rest": 0.0}
+    fast = {"a2a": 0.0, "comm": 0.0, "rest": 0.0}
+    slow = {"a2a": 0.0, "comm": 0.0, "rest": 0.0}
     for p in placements:
         band = eff.band(p)
-        key = "comm" if p.kind in COLLECTIVES else "rest"
+        key = ("a2a" if two_batch and p.kind == ALL_TO_ALL else "comm") if p.kind in COLLECTIVES else "rest"
         floor[key] += p.total_time_s
         fast[key] += p.count * band.low_s
         slow[key] += p.count * band.high_s
     oh_lo, oh_hi = eff.overhead if overhead else (0.0, 0.0)
-    if overlap:
-        return Band(max(floor.values()), max(fast.values()) + oh_lo, max(slow.values()) + oh_hi)
-    return Band(sum(floor.values()), sum(fast.values()) + oh_lo, sum(slow.values()) + oh_hi)
+
+    def total(t: dict[str, float]) -> float:
+        if overlap:
+            return max(t["rest"], t["comm"] + t["a2a"])
+        return t["comm"] + max(t["rest"], t["a2a"])  # comm + rest without two-batch overlap (a2a is 0)
+
+    return Band(total(floor), total(fast) + oh_lo, total(slow) + oh_hi)
 
 
 def _plus(*bands: Band) -> Band:
@@ -120,10 +127,12 @@ def earlier_attention(r: Any, batch: int, tokens: int, earlier: int) -> tuple[Ba
 
 
 def prefill_step(r: Any, batch: int, tokens: int) -> tuple[Band, ModelAnalysis]:
-    """analyze_model's prefill step of `tokens` tokens at `batch` on the report's model, machine and split."""
+    """analyze_model's prefill step of `tokens` tokens at `batch` on the report's model, machine and split
+    (its floor analyze_model's time, exactly, as serve's TTFT has it)."""
     a = analyze(replace(r.prefill.step, phase=Phase.PREFILL, batch=batch, seq=tokens), r.prefill.deployment,
                 r.utilization, r.overlap)
-    return step_band(a.placements, r.efficiency, r.overlap), a
+    b = step_band(a.placements, r.efficiency, r.overlap, two_batch=a.two_batch_overlap)
+    return Band(a.time_s, b.low, b.high), a
 
 
 def chunk_step(r: Any, batch: int, tokens: int, earlier: int) -> ChunkStep:

@@ -117,7 +117,17 @@ def workload_rate(decode: Rate, prefill: Band, output: int, dp: int, share: floa
     Continuous batching keeps the batch full: as each sequence finishes its O output tokens, a new
     request takes its slot, and its P-token prompt is prefilled on the same devices, in chunks that
     ride the decode steps (chunked prefill: vLLM's and SGLang's default scheduler, TensorRT-LLM's
-    enable_chunked_context), so the chunk's time is added to the steps it shares. One period of the
+    enable_chunked_context), so the chunk's time is added to the steps it shares. The engines' own
+    documents of that schedule:
+      vLLM      https://docs.vllm.ai/en/latest/configuration/optimization.html (chunked prefill: every
+                pending decode is batched first, then prefills up to max_num_batched_tokens, the last
+                one chunked; first written at https://docs.vllm.ai/en/v0.4.2/models/performance.html)
+      SGLang    https://docs.sglang.io/docs/advanced_features/server_arguments (--chunked-prefill-size:
+                a longer prompt is prefilled in chunks of that many tokens; -1 turns it off)
+      TRT-LLM   https://nvidia.github.io/TensorRT-LLM/features/long-sequence.html (chunked context:
+                the input split into chunks batched with the decode requests) and
+                https://nvidia.github.io/TensorRT-LLM/features/paged-attention-ifb-scheduler.html
+                (in-flight batching: context and generation sequences in one step) One period of the
     steady state is one generation: each replica decodes its B/dp sequences O times and prefills B/dp
     new prompts, so
 
@@ -136,15 +146,31 @@ def largest_meeting(dec: Decode, unit: int, most: int, target: float,
                      known: Mapping[int, tuple[float, float, float]]) -> list[int | None]:
     """The largest n in [1, most] whose batch n × unit has ITL mean ≤ target, for the floor, the
     expected high and the expected low times. `known`: n → (floor, low, high) means already evaluated
-    (the curve's), which bracket each search. ITL mean is increasing and convex in the batch (each
-    kernel's time is the larger of two linear functions of it), so the chord across a bracket crosses
-    the target at or below the answer: each round tries that crossing, the next n and the midpoint of
-    every search in one numpy call; exact, and a round or two in practice."""
+    (the curve's), which bracket each search. Within one regime of the all-reduce algorithms (the
+    batches over which every all-reduce runs the same one, `StepModel.all_reduce_regimes`) ITL mean is
+    increasing and convex in the batch (each kernel's time is the larger of two linear functions of
+    it); across regimes it may fall (past 8 MiB an NVSwitch system's all-reduce runs NVLS, S once
+    instead of the two-shot's 2(n−1)/n · S), so each regime is searched on its own, the highest first."""
+    out: list[int | None] = [None, None, None]
+    for first, last in reversed(dec.sm.all_reduce_regimes(unit, most, int(dec.contexts[0]))):
+        inside = {n: v for n, v in known.items() if first <= n <= last}
+        got = _largest_in(dec, unit, first, last, target, inside)
+        out = [o if o is not None else g for o, g in zip(out, got, strict=True)]
+        if all(o is not None for o in out):
+            break
+    return out
+
+
+def _largest_in(dec: Decode, unit: int, first: int, most: int, target: float,
+                known: Mapping[int, tuple[float, float, float]]) -> list[int | None]:
+    """`largest_meeting` inside one regime [first, most]: the chord across a bracket crosses the target
+    at or below the answer, so each round tries that crossing, the next n and the midpoint of every
+    search in one numpy call; exact, and a round or two in practice."""
     import numpy as np
 
     order = (0, 2, 1)  # floor, expected high, expected low
     seen = [{n: v[k] for n, v in known.items()} for k in order]
-    lo = [max((n for n, t in sn.items() if n <= most and t <= target), default=0) for sn in seen]
+    lo = [max((n for n, t in sn.items() if n <= most and t <= target), default=first - 1) for sn in seen]
     hi = [min([most, *(n - 1 for n, t in sn.items() if t > target)]) for sn in seen]
     while any(h > lo_ for lo_, h in zip(lo, hi, strict=True)):
         picks: list[set[int]] = []
@@ -167,7 +193,7 @@ def largest_meeting(dec: Decode, unit: int, most: int, target: float,
                     lo[which] = max(lo[which], n)
                 else:
                     hi[which] = min(hi[which], n - 1)
-    return [n or None for n in lo]
+    return [n if n >= first and n > 0 else None for n in lo]
 
 
 __all__ = ["Decode", "kernel_bands", "largest_meeting", "throughputs", "workload_rate"]

@@ -262,8 +262,9 @@ class ServingReport:
 
 def _prefill_band(a: ModelAnalysis, eff: Efficiency) -> Band:
     """The prefill step's floor (analyze_model's time, exactly) and band: Σ runs × each kernel's
-    calibrated band + the per-step overhead (chunked.step_band, the one place that sum is written)."""
-    b = step_band(a.placements, eff, a.overlap)
+    calibrated band + the per-step overhead (chunked.step_band, the one place that sum is written);
+    --two-batch-overlap hides the MoE all-to-all under compute in both, as in the decode steps."""
+    b = step_band(a.placements, eff, a.overlap, two_batch=a.two_batch_overlap)
     host = eff.prefill_dispatch_per_layer_s * a.config.num_layers  # the engine's prefill dispatch (vLLM's)
     return Band(a.time_s, b.low + host, b.high + host)
 
@@ -491,7 +492,8 @@ def _serve_step(step: Step, d: Deployment, output: int, batch: int | None,
     max_mem = mem.max_batch
 
     # decode: the step model once, every batch and context with numpy
-    sm = StepModel.fit(cfg, Phase.DECODE, step.dtypes, step.plan, step.experts_hit, sp, d.graph_devices_per_node)
+    sm = StepModel.fit(cfg, Phase.DECODE, step.dtypes, step.plan, step.experts_hit, sp, d.graph_devices_per_node,
+                       d.nvls)
     dec = Decode(sm, m, pre.dtype, eff, overlap, prompt, output)
     top = max(CURVE_MAX_BATCH, unit)
     curve_b = [unit << k for k in range(64) if unit << k <= top]

@@ -204,7 +204,7 @@ class TrainAnalysis:
             rows.append({"name": x.kernel.name, "parallelism": str(c.family), "kind": str(c.kind),
                          "bytes": c.message_bytes, "group_size": c.group, "link": str(c.level),
                          "pass": str(x.kernel.pass_), "runs_per_step": runs, "time_s": x.floor_s * runs,
-                         "overlapped": self.setup.overlap})
+                         "overlapped": self.setup.overlap, **({"algorithm": c.algorithm} if c.algorithm else {})})
         return rows
 
     # --- what to train -------------------------------------------------------------------------
@@ -308,15 +308,15 @@ def analyze_training(setup: TrainSetup, machine: str | Any, times: ExpectedTimes
     cdt = compute_dtype(_dtypes(setup), d.machine)
     fit = times or for_machine(d.machine.id)
     fp8 = cdt if setup.precision is Precision.FP8 else None
-    key = (*micro_key(setup, d.devices_per_node), d.machine.id, fit.file)
+    key = (*micro_key(setup, d.devices_per_node, d.nvls), d.machine.id, d.system_id, fit.file)
     hit = cache.get(key) if cache is not None else None
     if hit is None:
-        micro = build_step(setup, d.devices_per_node, fp8, once=False)
+        micro = build_step(setup, d.devices_per_node, fp8, once=False, nvls=d.nvls)
         hit = (micro, tuple(_placed(k.kernel, d.machine, _dtype_of(k.kernel, cdt), fit) for k in micro.kernels))
         if cache is not None:
             cache[key] = hit
     micro, bands = hit
-    once = step_kernels(setup, d.devices_per_node)
+    once = step_kernels(setup, d.devices_per_node, d.nvls)
     step = replace(micro, setup=setup, kernels=(*micro.kernels, *once))
     bands = (*bands, *(_placed(k.kernel, d.machine, cdt, fit) for k in once))
     share = stage_layers(setup.config, setup.split.inference_split()) / setup.config.num_layers

@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping
 from roofline.dtypes import DType, get_dtype
 from roofline.graph import OnChip, Op, Tensor
 from roofline.parallel import Collective, CollectiveCall, collective_op
+from roofline.parallel.algorithms import AllReduceRule, all_reduce_op
 from roofline.vocab import Level, Role, Unit
 
 FLASH_BACKWARD_FACTOR = 2.5  # FlashAttention-2, section 3.2: 5 matmuls in the backward, 2 in the forward
@@ -118,17 +119,20 @@ def elementwise_backward(op: Op, dtype: DType) -> Op:
               "the gradient's bytes, no FLOPs", onchip=OnChip(exps) if exps else None)
 
 
-def collective_backward(op: Op, call: CollectiveCall, dtype: DType) -> Op | None:
-    """The conjugate collective over the same group and roof (module docstring)."""
+def collective_backward(op: Op, call: CollectiveCall, dtype: DType, rule: AllReduceRule | None = None) -> Op | None:
+    """The conjugate collective over the same group and roof (module docstring); an all-reduce's by the
+    algorithm `rule` runs for its size (roofline.parallel.algorithms), as the forward's."""
     if not op.outputs:
         return None
     kind = CONJUGATE[call.kind]
     message, out = grad(op.outputs[0], dtype), grad(op.inputs[0], dtype)
+    if kind is Collective.ALL_REDUCE and rule is not None:
+        return all_reduce_op(f"{op.name}.backward", message, out, call.group, call.level, rule, op.count)[0]
     return collective_op(f"{op.name}.backward", kind, message, out, call.group, call.level, op.count)
 
 
 def backward_ops(ops: Iterable[Op], collectives: Mapping[str, CollectiveCall], attention: Mapping[str, tuple[Op, ...]],
-                 dtype: DType) -> list[tuple[str, Op]]:
+                 dtype: DType, rule: AllReduceRule | None = None) -> list[tuple[str, Op]]:
     """(the forward op's name, its backward op) in backward order (the forward's reversed); an
     attention group named in `attention` (prefix -> its qk, softmax and pv ops) is one FlashAttention
     backward kernel, attributed to its qk op."""
@@ -144,7 +148,7 @@ def backward_ops(ops: Iterable[Op], collectives: Mapping[str, CollectiveCall], a
                 out.append((qk.name, flash_backward(prefix, qk, sm, pv, dtype)))
             continue
         if op.name in collectives:
-            b = collective_backward(op, collectives[op.name], dtype)
+            b = collective_backward(op, collectives[op.name], dtype, rule)
             if b is not None:
                 out.append((op.name, b))
         elif op.flop_by_unit.get(Unit.MATRIX):

@@ -39,6 +39,7 @@ from roofline.graph import FusionPlan, Graph, Kernel, OnChip, Op, Tensor
 from roofline.models.build import build_graph
 from roofline.models.dtypes import model_dtypes
 from roofline.parallel import Collective, CollectiveCall, collective_op
+from roofline.parallel.algorithms import AllReduceRule, all_reduce_op
 from roofline.training.backward import backward_ops
 from roofline.training.setup import Optimizer, Recompute, TrainSetup, TrainSplit, Zero, group_level
 from roofline.vocab import Level, Phase, Plan, Role, Unit
@@ -91,6 +92,7 @@ class Comm:
     group: int
     level: Level
     message_bytes: float
+    algorithm: str = ""  # an all-reduce's algorithm (roofline.parallel.algorithms)
 
 
 @dataclass(frozen=True)
@@ -159,7 +161,7 @@ def _levels(split: TrainSplit, devices_per_node: int) -> dict[Family, Level]:
             Family.NORM: group_level(1, split.devices, devices_per_node)}
 
 
-def forward_ops(setup: TrainSetup, devices_per_node: int, dtypes_compute: DType | None
+def forward_ops(setup: TrainSetup, devices_per_node: int, dtypes_compute: DType | None, nvls: bool = False
                 ) -> tuple[list[Op], dict[str, Comm], dict[str, tuple[str, ...]], FusionPlan, tuple[str, ...]]:
     """One micro-batch's forward on one device: ops, their collectives, the attention groups, the plan."""
     sp, cfg = setup.split, setup.config
@@ -167,8 +169,9 @@ def forward_ops(setup: TrainSetup, devices_per_node: int, dtypes_compute: DType 
     s_local = setup.seq // sp.cp
     dtypes = model_dtypes("bf16", "bf16", "bf16", dtypes_compute)
     mg = build_graph(cfg, Phase.PREFILL, setup.micro_batch * dpe, s_local, dtypes, None,
-                     replace(sp.inference_split(), pp=1), devices_per_node)
+                     replace(sp.inference_split(), pp=1), devices_per_node, nvls)
     levels = _levels(sp, devices_per_node)
+    rule = AllReduceRule(cfg.allreduce, nvls)
     ops: list[Op] = []
     comms: dict[str, Comm] = {}
     pairs_all = setup.seq * (setup.seq + 1) / 2
@@ -189,7 +192,7 @@ def forward_ops(setup: TrainSetup, devices_per_node: int, dtypes_compute: DType 
                     comms[piece.name] = Comm(Family.TP, c.kind, c.group, c.level, c.message_bytes)
                 continue
             ops.append(op)
-            comms[op.name] = Comm(fam, call.kind, call.group, level, call.message_bytes)
+            comms[op.name] = Comm(fam, call.kind, call.group, level, call.message_bytes, call.algorithm)
             continue
         if sp.cp > 1 and op.kind in ATTENTION_KINDS:
             op = _cp_scale(op, factor)
@@ -201,9 +204,11 @@ def forward_ops(setup: TrainSetup, devices_per_node: int, dtypes_compute: DType 
                   onchip=OnChip({Unit.EXP: float(logits.elements)})))
     if sp.tp > 1:
         stats = Tensor("loss.stats", (logits.shape[0], 2), get_dtype("fp32"))
-        ops.append(collective_op("loss.all_reduce", Collective.ALL_REDUCE, stats, Tensor("loss.stats.sum",
-                                 stats.shape, stats.dtype), sp.tp, levels[Family.TP]))
-        comms["loss.all_reduce"] = Comm(Family.TP, Collective.ALL_REDUCE, sp.tp, levels[Family.TP], stats.bytes)
+        loss_op, loss_call = all_reduce_op("loss.all_reduce", stats, Tensor("loss.stats.sum", stats.shape, stats.dtype),
+                                           sp.tp, levels[Family.TP], rule)
+        ops.append(loss_op)
+        comms["loss.all_reduce"] = Comm(Family.TP, Collective.ALL_REDUCE, sp.tp, levels[Family.TP], stats.bytes,
+                                        loss_call.algorithm)
     if sp.cp > 1:
         for op in list(ops):
             if op.kind != "attention_qk":
@@ -232,19 +237,21 @@ def _kernels(ops: Iterable[Op], plan: FusionPlan, pass_: Pass, comms: Mapping[st
     return [TrainKernel(k, pass_, scope_of(k), comms.get(k.ops[0].name) if len(k.ops) == 1 else None) for k in ks]
 
 
-def micro_key(setup: TrainSetup, devices_per_node: int) -> tuple[object, ...]:
+def micro_key(setup: TrainSetup, devices_per_node: int, nvls: bool = False) -> tuple[object, ...]:
     """What one micro-batch's kernels depend on: two setups with the same key run the same forward,
     recompute and backward kernels (a split search builds each once)."""
     sp, lv = setup.split, _levels(setup.split, devices_per_node)
     return (setup.config, setup.seq, setup.micro_batch, setup.recompute, setup.precision, setup.plan, setup.sp,
-            sp.tp, sp.cp, sp.ep, lv[Family.TP], lv[Family.CP], lv[Family.EP], devices_per_node)
+            sp.tp, sp.cp, sp.ep, lv[Family.TP], lv[Family.CP], lv[Family.EP], devices_per_node, nvls)
 
 
-def build_step(setup: TrainSetup, devices_per_node: int, compute: DType | None, once: bool = True) -> TrainStep:
+def build_step(setup: TrainSetup, devices_per_node: int, compute: DType | None, once: bool = True,
+               nvls: bool = False) -> TrainStep:
     """The kernels of the module docstring, in the order they run on the fullest stage (without
-    `once`: only the micro-batch's, the forward, recompute and backward)."""
+    `once`: only the micro-batch's, the forward, recompute and backward). `nvls`: the system's switch
+    reduces (its all-reduces may run NVLink SHARP; roofline.parallel.algorithms)."""
     plan = setup.plan
-    fwd, comms, groups, fplan, warnings = forward_ops(setup, devices_per_node, compute)
+    fwd, comms, groups, fplan, warnings = forward_ops(setup, devices_per_node, compute, nvls)
     act = get_dtype("bf16")
     flash = plan is not Plan.NONE
     by_name = {op.name: op for op in fwd}
@@ -265,28 +272,31 @@ def build_step(setup: TrainSetup, devices_per_node: int, compute: DType | None, 
     bwd: list[Op] = []
     bcomms: dict[str, Comm] = {}
     for base, op in backward_ops(fwd, {n: CollectiveCall(c.kind, c.group, c.level, c.message_bytes)
-                                       for n, c in comms.items()}, attention, act):
+                                       for n, c in comms.items()}, attention, act,
+                                AllReduceRule(setup.config.allreduce, nvls)):
         origin[op.name] = base
         bwd.append(op)
         if base in comms:
             c = comms[base]
             kind = Collective(op.kind)
             factor = 2.0 if c.family is Family.CP else 1.0  # K, V and their gradients around the ring
-            bcomms[op.name] = replace(c, kind=kind, message_bytes=c.message_bytes * factor)
+            bcomms[op.name] = replace(c, kind=kind, message_bytes=c.message_bytes * factor,
+                                      algorithm=c.algorithm if kind is Collective.ALL_REDUCE else "")
             if factor != 1.0:
                 bwd[-1] = replace(op, traffic={lv: b * factor for lv, b in op.traffic.items()})
     out += _kernels(bwd, FusionPlan(Plan.NONE), Pass.BACKWARD, bcomms, scope_of)
     if once:
-        out += step_kernels(setup, devices_per_node)
+        out += step_kernels(setup, devices_per_node, nvls)
     return TrainStep(setup, tuple(out), plan, not flash, tuple(warnings))
 
 
-def step_kernels(setup: TrainSetup, devices_per_node: int) -> list[TrainKernel]:
+def step_kernels(setup: TrainSetup, devices_per_node: int, nvls: bool = False) -> list[TrainKernel]:
     """Pipeline sends, FSDP's gathers, the data-parallel reduction, the gradient norm and the optimizer."""
     from roofline.training.memory import device_params
 
     sp = setup.split
     levels = _levels(sp, devices_per_node)
+    rule = AllReduceRule(setup.config.allreduce, nvls)
     psi = device_params(setup)
     nd = sp.data_ranks
     bf16, fp32 = get_dtype("bf16"), get_dtype("fp32")
@@ -294,11 +304,16 @@ def step_kernels(setup: TrainSetup, devices_per_node: int) -> list[TrainKernel]:
 
     def coll(name: str, kind: Collective, message: Tensor, result: Tensor, group: int, fam: Family, scope: Scope,
              count: int = 1) -> None:
-        op = collective_op(name, kind, message, result, group, levels[fam], count)
+        algorithm = ""
+        if kind is Collective.ALL_REDUCE:
+            op, call = all_reduce_op(name, message, result, group, levels[fam], rule, count)
+            algorithm = call.algorithm
+        else:
+            op = collective_op(name, kind, message, result, group, levels[fam], count)
         k = Graph([op], name=name).kernels()[0]
         size = result.bytes if kind is Collective.ALL_GATHER else message.bytes
         out.append(TrainKernel(k, Pass.BACKWARD if fam in (Family.DP, Family.NORM) else Pass.FORWARD, scope,
-                               Comm(fam, kind, group, levels[fam], size)))
+                               Comm(fam, kind, group, levels[fam], size, algorithm)))
 
     if sp.pp > 1:  # one activation forward and one gradient back per micro-batch, each stage boundary
         rows = setup.micro_batch * setup.seq // sp.cp // (sp.tp if setup.sp else 1)

@@ -6,21 +6,19 @@ matrix roof at the compute dtype; forward blue, backward orange, recompute purpl
 share of the step. Right: the step as stacked bars, floor and the expected band's two ends, split into
 compute, exposed communication, pipeline bubble and optimizer, with MFU written on each.
 
-The page (--html) is the same chart as inline SVG beside the step's figures and the collectives'
-table: self-contained, no script. Artists carry gids ("roofline", "roof", "pass-<pass>",
+The page (--html) is the same two panels drawn by plotly (roofline.report.page.train: hover, legend
+toggles, offline, the other pages' Content-Security-Policy) beside the step's figures and the
+collectives' table. Artists carry gids ("roofline", "roof", "pass-<pass>",
 "breakdown", "bar-<which>-<part>", "title") for tests and the SVG.
 """
 
 from __future__ import annotations
 
-import html as _html
 import math
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from roofline.errors import RooflineError
-from roofline.fileio import atomic_write, check_outputs, writing_together
-from roofline.report.charts.roofline import decade_ceil, decade_floor, figure_bytes, log_axes, new_figure, roof_of
+from roofline.report.charts.roofline import decade_ceil, decade_floor, log_axes, new_figure, roof_of
 from roofline.report.points import on_chart, point_xy
 from roofline.training.analysis import TrainAnalysis
 from roofline.training.step import Pass
@@ -93,41 +91,4 @@ def train_figure(a: TrainAnalysis, *, title: str = "") -> Figure:
     return fig
 
 
-def train_page(a: TrainAnalysis) -> str:
-    """The self-contained page: the chart as inline SVG, the figures and the collectives."""
-    svg = figure_bytes(train_figure(a), "svg").decode("utf-8")
-    svg = svg[svg.find("<svg"):]
-    d = a.to_dict()
-    rows = "".join(f"<tr><td>{_html.escape(c['name'])}</td><td>{c['parallelism']}</td><td>{c['kind']}</td>"
-                   f"<td>{format_bytes(c['bytes'])}</td><td>{c['group_size']}</td><td>{c['link']}</td>"
-                   f"<td>{c['runs_per_step']:,.4g}</td><td>{format_time(c['time_s'])}</td></tr>"
-                   for c in d["communication"])
-    st, mfu = d["step_time_s"], d["mfu"]
-    facts = [("step time", f"{format_time(st['floor'])} floor, {format_time(st['expected']['low'])}–"
-                           f"{format_time(st['expected']['high'])} expected"),
-             ("MFU", f"{mfu['floor']:.1%} floor, {mfu['expected']['low']:.1%}–{mfu['expected']['high']:.1%} expected"),
-             ("tokens/s", f"{d['tokens_per_s']:,.0f}"), ("pipeline bubble", f"{d['pipeline_bubble']:.1%}"),
-             ("memory a device", a.memory.summary())]
-    facts_html = "".join(f"<tr><th>{k}</th><td>{_html.escape(v)}</td></tr>" for k, v in facts)
-    return ("<!doctype html><html><head><meta charset='utf-8'><title>" + _html.escape(a.title) + "</title>"
-            "<style>body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse;margin:1em 0}"
-            "td,th{border:1px solid #ddd;padding:3px 8px;text-align:left}svg{max-width:100%;height:auto}</style>"
-            "</head><body><h1>" + _html.escape(a.title) + "</h1>" + svg + "<table>" + facts_html + "</table>"
-            "<h2>communication</h2><table><tr><th>collective</th><th>parallelism</th><th>kind</th><th>message</th>"
-            "<th>group</th><th>roof</th><th>runs a step</th><th>time a step</th></tr>" + rows + "</table>"
-            "<p>" + _html.escape("; ".join(f"{k}: {v}" for k, v in d["conventions"].items())) + "</p></body></html>")
-
-
-def write_train_outputs(a: TrainAnalysis, *, png: str | None = None, html: str | None = None) -> list[Path]:
-    """The chart as PNG and the page as HTML, each rendered in memory and written together."""
-    check_outputs({"png": png, "html": html})
-    written: list[Path] = []
-    with writing_together():
-        if png is not None:
-            written.append(atomic_write(png, figure_bytes(train_figure(a), "png")))
-        if html is not None:
-            written.append(atomic_write(html, train_page(a)))
-    return written
-
-
-__all__ = ["PASS_COLOUR", "train_figure", "train_page", "write_train_outputs"]
+__all__ = ["PART_COLOUR", "PASS_COLOUR", "train_figure"]

@@ -135,12 +135,18 @@ def model_text(a: Any) -> str:
     if not a.split.trivial:
         c = a.communication()
         kinds: dict[str, int] = {}
+        algorithms: dict[str, str] = {}  # each all-reduce algorithm that runs, and why (the first reason met)
         for r in c["collectives"]:
-            kinds[f"{r['kind']} ({r['link']})"] = kinds.get(f"{r['kind']} ({r['link']})", 0) + r["count"]
+            key = f"{r['kind']} ({r['link']}{', ' + r['algorithm'] if r.get('algorithm') else ''})"
+            kinds[key] = kinds.get(key, 0) + r["count"]
+            if r.get("algorithm"):
+                algorithms.setdefault(r["algorithm"], r["why"])
         lines.append(f"split {a.split} on {a.system or a.machine.id}: {sum(kinds.values())} collectives per step "
                      f"({', '.join(f'{n} {k}' for k, n in kinds.items())}), {format_time(c['time_s'])} = "
                      f"{c['time_s'] / a.time_s:.0%} of the step"
                      + f"; {format_bytes(c['bytes_per_device'])} per device on the links")
+        for alg, why in algorithms.items():
+            lines.append(f"all-reduce {alg}: {why} (--allreduce; roofline collective all-reduce SIZE for its band)")
         if (hid := a.overlap_summary()) is not None:
             lines.append(f"{hid['option']} hides {hid['hides']}: {format_time(hid['hidden_collectives_s'])} under "
                          f"compute {format_time(hid['compute_s'])}; step floor {format_time(hid['time_with_s'])} with "

@@ -180,13 +180,16 @@ def _speculative(r: ServingReport, s: Speculative) -> list[str]:
 def _curve(r: ServingReport) -> str:
     head = ("batch", "ITL mean", "expected", "tokens/s", "expected", "tokens/s/device", "fits", "")
     table: list[tuple[str, ...]] = []
+    # the SLO's mark on the largest batch of the curve meeting it at or below the limit (the ITL can fall
+    # past a batch that misses: the all-reduce's algorithm changes with its size)
+    slo_row = max((p.batch for p in r.curve if p.meets_slo and p.batch <= (r.max_batch_slo or 0)), default=None)
     for p in r.curve:
         marks = []
         if p.batch == r.knee_batch:
             marks.append(f"knee (doubling past it gains < {KNEE_GAIN:.0%})")
         if r.max_batch_memory is not None and p.fits and p.batch * 2 > r.max_batch_memory:
             marks.append(f"memory limit at {r.max_batch_memory}")
-        if p.meets_slo and (p.batch * 2 > (r.max_batch_slo or 0)):
+        if p.meets_slo and p.batch == slo_row:
             marks.append(f"ITL SLO limit at {r.max_batch_slo}")
         if p.batch == r.batch:
             marks.append("← batch")
