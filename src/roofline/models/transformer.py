@@ -283,7 +283,7 @@ class ModelConfig:
         names = {AttentionKind.GLOBAL: mla if self.is_mla else
                  "gated full attention" if self.attn_output_gate else "full attention",
                  AttentionKind.LOCAL: f"{'chunked' if self.attention_chunked else 'window'} {self.sliding_window}",
-                 AttentionKind.LINEAR: "Gated DeltaNet",
+                 AttentionKind.LINEAR: self.linear_attention.name if self.linear_attention else "Gated DeltaNet",
                  AttentionKind.MAMBA: "Mamba2"}
         if self.nope or not self.rope_global:
             names[AttentionKind.GLOBAL] += " (no RoPE)"
@@ -433,7 +433,8 @@ def _param_counts(c: ModelConfig) -> ParamCounts:
         q = (h * c.q_lora_rank + c.q_lora_rank * H * (dn + dr)) if c.q_lora_rank else h * H * (dn + dr)
         kv = h * (c.kv_lora_rank + dr) + c.kv_lora_rank * H * (dn + dv)
         attn = q + kv + H * dv * h
-        norms += L * (c.kv_lora_rank + (c.q_lora_rank or 0))  # q_a_layernorm, kv_a_layernorm
+        # q_a_layernorm, kv_a_layernorm; on the MLA layers only (Kimi Linear's others are KDA)
+        norms += c.kv_layers * (c.kv_lora_rank + (c.q_lora_rank or 0))
     else:
         H, G, d = c.num_heads, c.num_kv_heads, c.head_dim
         A = c.kv_layers  # layers with softmax attention; the rest are linear attention
@@ -445,7 +446,7 @@ def _param_counts(c: ModelConfig) -> ParamCounts:
             biases += A * h
         if c.qk_norm:
             norms += A * ((H + G) * d if c.qk_norm_per_layer else 2 * d)
-    counts["attention"] = (L if c.is_mla else c.kv_layers) * attn
+    counts["attention"] = c.kv_layers * attn
     if c.indexer is not None:
         counts["indexer"] = c.indexer_layers * c.indexer.linear_params(h, c.q_lora_rank)
         norms += c.indexer_layers * 2 * c.indexer.head_dim  # k_norm, a LayerNorm: gain and bias
@@ -494,9 +495,7 @@ def _param_counts(c: ModelConfig) -> ParamCounts:
     tied_head = c.vocab_size * h if c.tie_word_embeddings else 0
     added = counts.get("sinks", 0) + active.get("expert_biases", 0)  # added to sums, not multiplied
     if c.linear_attention is not None:  # the conv taps, dt_bias, A_log and the gated norm's gain: not a matmul
-        la = c.linear_attention
-        added += c.attention_layers(AttentionKind.LINEAR) * (la.conv_channels * la.conv_kernel + 2 * la.value_heads
-                                                             + la.value_dim)
+        added += c.attention_layers(AttentionKind.LINEAR) * c.linear_attention.vector_params
     added += counts.get("mamba_conv_and_gains", 0)  # the conv taps, dt_bias, A_log, D and gain: not a matmul
     if c.mamba is not None and c.mamba.proj_bias:
         added += c.attention_layers(AttentionKind.MAMBA) * (c.mamba.in_width + h)

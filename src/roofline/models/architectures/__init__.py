@@ -22,6 +22,7 @@ from roofline.models.architectures import (
     gpt2,
     gpt_oss,
     kimi,
+    kimi_linear,  # issue 22, third part
     llama,
     llama4,
     minimax,  # issue 22, second part
@@ -42,6 +43,7 @@ from roofline.models.transformer import ModelConfig
 _FAMILIES: tuple[ModuleType, ...] = (llama, llama4, mistral, qwen, qwen3_next, deepseek, glm, kimi, gemma, gpt2,
                                      gpt_oss, nemotron_h)
 _FAMILIES += (qwen3_vl, minimax, phi3, olmo2, gemma4)  # issue 22, second part
+_FAMILIES += (kimi_linear,)  # issue 22, third part
 
 
 def _registry() -> Mapping[str, Parser]:
