@@ -428,7 +428,7 @@ class _Builder:
                 self.fuse(last, res)
 
     def dense(self, x: Tensor, out: Tensor, count: int, p: str, norm: str) -> str:
-        cfg, n, h, f = self.cfg, self.n, self.cfg.hidden_size, self.cfg.intermediate_size
+        cfg, n, h, f = self.cfg, self.n, self.cfg.hidden_size, self.ffn
         a = self.act(f"{p}act.out", (n, f))
         if cfg.gated:
             gu = self.act(f"{p}gate_up", (n, 2 * f))
@@ -547,10 +547,8 @@ class _Builder:
         else:
             self.embedding(resid)
         self.attention_block(resid, hidden)
-        groups = [(MlpKind.DENSE, cfg.dense_layers), (MlpKind.MOE, cfg.moe_layers)]
-        groups = [(kind, c) for kind, c in groups if c]
-        for kind, count in groups:
-            prefix = f"{kind}." if len(groups) > 1 else ""
+        for kind, count, width, prefix in cfg.mlp_groups():
+            self.ffn = width  # the dense MLP's width in this group (NAS blocks: a group per width)
             self.mlp_block(hidden, resid, kind, count, prefix)
         for level, sends in ((Level.LINK, self.comm.pp_link_sends), (Level.NETWORK, self.comm.pp_network_sends)):
             if sends:  # pipeline: each stage hands its [N, h] output to the next

@@ -28,6 +28,7 @@ from roofline.models.architectures import (
     minimax,  # issue 22, second part
     mistral,
     nemotron_h,
+    nemotron_nas,  # issue 22, third part
     olmo2,  # issue 22, second part
     phi3,  # issue 22, second part
     qwen,
@@ -43,7 +44,7 @@ from roofline.models.transformer import ModelConfig
 _FAMILIES: tuple[ModuleType, ...] = (llama, llama4, mistral, qwen, qwen3_next, deepseek, glm, kimi, gemma, gpt2,
                                      gpt_oss, nemotron_h)
 _FAMILIES += (qwen3_vl, minimax, phi3, olmo2, gemma4)  # issue 22, second part
-_FAMILIES += (kimi_linear,)  # issue 22, third part
+_FAMILIES += (kimi_linear, nemotron_nas)  # issue 22, third part
 
 
 def _registry() -> Mapping[str, Parser]:
