@@ -188,8 +188,9 @@ def shard(cfg: ModelConfig, split: Split) -> ModelConfig:
         return cfg
     la = cfg.linear_attention
     if la is not None and (la.key_heads % tp or la.value_heads % tp):
-        raise RooflineError(f"{T.tp} {tp} does not divide {cfg.name}'s linear-attention heads "
-                            f"(linear_num_key_heads {la.key_heads}, linear_num_value_heads {la.value_heads})")
+        heads = (f"linear_attn_config num_heads {la.key_heads}" if la.name == "KDA" else
+                 f"linear_num_key_heads {la.key_heads}, linear_num_value_heads {la.value_heads}")
+        raise RooflineError(f"{T.tp} {tp} does not divide {cfg.name}'s linear-attention heads ({heads})")
     mb = cfg.mamba
     if mb is not None and (mb.heads % tp or mb.groups % tp):  # vLLM's MambaMixer2 shards heads and groups
         raise RooflineError(f"{T.tp} {tp} does not divide {cfg.name}'s Mamba2 heads and groups "
