@@ -95,8 +95,11 @@ def test_tensor_parallel_shards_the_kda_heads() -> None:
     cfg = load_config(KIMI)
     one, eight = _delta(cfg, "decode", 8, 1024), _delta(cfg, "decode", 8, 1024, Split(tp=8))
     assert sum(eight.flop_by_unit.values()) * 8 == sum(one.flop_by_unit.values())  # 32/8 heads a device
-    with pytest.raises(RooflineError, match=r"^tp 64 does not divide .*\(linear_attn_config num_heads 32\)"):
+    with pytest.raises(RooflineError, match=r"^tp 64 does not divide .*32 query heads"):
         build_graph(cfg, "decode", 8, 1024, split=Split(tp=64))
+    tiny = config_from_dict(copy.deepcopy(TINY))  # 4 MLA heads, 2 KDA heads: tp 4 divides the first only
+    with pytest.raises(RooflineError, match=r"^tp 4 does not divide .*\(linear_attn_config num_heads 2\)"):
+        build_graph(tiny, "decode", 8, 1024, split=Split(tp=4))
 
 
 def test_mla_runs_no_rope_with_mla_use_nope() -> None:
