@@ -19,6 +19,9 @@ of d = dk = dv (roofline.models.recurrent.KimiDelta):
                     Gated DeltaNet's, per token and head 2·C·(3·dk + 2·dv) + 6·dk·dv; on the vector lanes the
                     triangular solve C²/3, the gate KDA_GATE_FLOP·dk and the decay's folding
                     KDA_CHUNK_DECAY_FLOP·dk. Linear in tokens: no term grows with the context.
+                    The two C × C products (K·Kᵀ, Q·Kᵀ) are counted whole, as Gated DeltaNet's; fla's
+                    chunk_kda computes only their causal lower triangle, the 16-token diagonal sub-blocks
+                    elementwise (chunk_kda_fwd_kernel_intra_sub_intra), so this is an upper bound on them.
     o_norm          RMSNorm over d times sigmoid(gate): (6 + 4 + 1)·N·H·d (a sigmoid: negate, exp, add, divide)
     o_proj          H·d -> h, then the residual add (roofline.models.deltanet.out_projection)
 
