@@ -177,3 +177,17 @@ def test_the_cli_refuses_kimi_k3_in_one_line() -> None:
     out = subprocess.run([sys.executable, "-m", "roofline.cli", "model", str(CONFIGS / "Kimi-K3")],
                          capture_output=True, text=True, check=False)
     assert out.returncode == 2 and "attn_res_block_size" in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+def test_an_fp8_kimi_linear_keeps_every_self_attn_module_in_bf16() -> None:
+    # Kimi Linear names both its MLA and its KDA layers' modules self_attn (transformers KimiLinearDecoderLayer):
+    # modules_to_not_convert "self_attn" keeps both parts in 16 bits, not the MLA layers' alone
+    q = {"quant_method": "fp8", "weight_block_size": [128, 128],
+         "modules_to_not_convert": ["lm_head", "model.layers.*.self_attn"]}
+    cfg = config_from_dict({**raw(), "quantization_config": q})
+    kept = dict(cfg.unquantized)
+    assert kept["attention"] == kept["linear_attention"] == kept["lm_head"] == 1.0
+    # one projection of a KDA layer is not read: said, not silently quantized
+    one = {**q, "modules_to_not_convert": ["model.layers.0.self_attn.q_proj"]}
+    cfg = config_from_dict({**raw(), "quantization_config": one})
+    assert any("not read (model.layers.0.self_attn.q_proj" in w for w in cfg.load_warnings)
