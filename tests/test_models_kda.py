@@ -191,3 +191,10 @@ def test_an_fp8_kimi_linear_keeps_every_self_attn_module_in_bf16() -> None:
     one = {**q, "modules_to_not_convert": ["model.layers.0.self_attn.q_proj"]}
     cfg = config_from_dict({**raw(), "quantization_config": one})
     assert any("not read (model.layers.0.self_attn.q_proj" in w for w in cfg.load_warnings)
+
+
+def test_the_text_names_the_recurrent_state_kda() -> None:
+    out = subprocess.run([sys.executable, "-m", "roofline.cli", "model", KIMI, "--machine", "h200", "--phase", "decode",
+                          "--batch", "8", "--context", "8192"], capture_output=True, text=True, check=True).stdout
+    # 20 KDA layers' state, 43,417,600 B a sequence (test_kv_cache_per_token_and_state_per_sequence_by_hand)
+    assert "+ recurrent state (KDA layers) 43,417,600 B" in out
