@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from roofline.explain.placement import explain_placements
 from roofline.models import AttentionKind, DecodeLimit, ModelAnalysis, ModelConfig, expected_experts_hit
-from roofline.models.recurrent import LinearAttention, Mamba2
+from roofline.models.recurrent import KDA_GATE_FLOP, KimiDelta, LinearAttention, Mamba2
 from roofline.units import format_bytes, format_count, format_flop, format_intensity, format_time
 from roofline.vocab import Phase, Role
 
@@ -30,7 +30,11 @@ def _recurrent_limit(cfg: ModelConfig, lim: DecodeLimit) -> list[str]:
     out = ["    recurrent layers keep a fixed state per sequence, read and written every step: "
            "I → (2·P + attention + R) / (L · KV bytes per token + 2·S)"]
     la, mb = cfg.linear_attention, cfg.mamba
-    if la is not None:
+    if isinstance(la, KimiDelta):  # the channel-wise gate on top of the delta rule
+        out.append(f"    R (KDA) = (7·dk·dv + {KDA_GATE_FLOP}·dk)·H = (7·{la.key_dim}·{la.value_dim} + "
+                   f"{KDA_GATE_FLOP}·{la.key_dim})·{la.value_heads} × "
+                   f"{cfg.attention_layers(AttentionKind.LINEAR)} layers")
+    elif la is not None:
         out.append(f"    R (Gated DeltaNet) = 7·dk·dv·Hv = 7·{la.key_dim}·{la.value_dim}·{la.value_heads} × "
                    f"{cfg.attention_layers(AttentionKind.LINEAR)} layers")
     if mb is not None:
@@ -86,7 +90,7 @@ def explain_kv(cfg: ModelConfig, bytes_per_element: float, dtype_name: str, leng
     la, mb = cfg.linear_attention, cfg.mamba
     mixers: list[tuple[str, AttentionKind, LinearAttention | Mamba2, str]] = []
     if la is not None:
-        mixers.append(("Gated DeltaNet", AttentionKind.LINEAR, la,
+        mixers.append((la.name, AttentionKind.LINEAR, la,
                        f"recurrent: value heads × dk × dv × {la.state_bytes} B = {la.value_heads} × {la.key_dim} × "
                        f"{la.value_dim} × {la.state_bytes}"))
     if mb is not None:

@@ -45,12 +45,12 @@ from types import MappingProxyType
 from roofline.errors import RooflineError, T
 from roofline.graph import FusionPlan, Graph, Op, Tensor
 from roofline.kernels import FLOP_PER_ELEMENT, attention_ops, elementwise_op, matmul_op, norm_op
-from roofline.models.deltanet import gated_deltanet
 from roofline.models.draft import mtp_input
 from roofline.models.dsa import lightning_indexer
 from roofline.models.dtypes import ModelDtypes, for_checkpoint, model_dtypes, weight_part
 from roofline.models.experts import combine_ops, dispatch_ops, shared_experts
 from roofline.models.formulas import experts_hit, experts_read_per_device
+from roofline.models.kda import linear_mixer
 from roofline.models.latent import latent_in, latent_out
 from roofline.models.mamba import mamba2
 from roofline.models.split import Comm, check_moe_rows, check_split, comm_for, sequence_split, shard
@@ -209,9 +209,9 @@ class _Builder:
             self.reduce("embedding.all_reduce", partial, resid, 1)
 
     def attention_block(self, resid: Tensor, hidden: Tensor) -> None:
-        """The token mixers: softmax attention on its layers, Gated DeltaNet and Mamba2 on theirs."""
+        """The token mixers: softmax attention on its layers, Gated DeltaNet (or KDA) and Mamba2 on theirs."""
         if linear := self.cfg.attention_layers(AttentionKind.LINEAR):
-            gated_deltanet(self, resid, hidden, linear)
+            linear_mixer(self, resid, hidden, linear)
         if ssm := self.cfg.attention_layers(AttentionKind.MAMBA):
             mamba2(self, resid, hidden, ssm)
         self.layers = self.cfg.kv_layers  # the softmax-attention ops run on these layers only
@@ -321,7 +321,8 @@ class _Builder:
         proj = self.add(matmul_op("qkv_a_proj", x, self.weight("qkv_a_proj.weight", (h, a_width)), qkv_a, layers))
         self.fuse(norm, proj)
         latent_new = Tensor("kv_latent.new", (b, 1, t, latent_width), self.dt.kv_cache, Role.KV_CACHE, persistent=True)
-        per, rope = FLOP_PER_ELEMENT["rmsnorm"], FLOP_PER_ELEMENT["rope"]
+        # Kimi Linear's MLA runs no RoPE (mla_use_nope): its rope key is shared but never rotated
+        per, rope = FLOP_PER_ELEMENT["rmsnorm"], 0 if cfg.nope else FLOP_PER_ELEMENT["rope"]
         gains: tuple[Tensor, ...] = (Tensor("kv_a_norm.weight", (r,), self.dt.activations, Role.WEIGHT),)
         outs: tuple[Tensor, ...] = (latent_new,)
         q_in = x
@@ -430,7 +431,7 @@ class _Builder:
                 self.fuse(last, res)
 
     def dense(self, x: Tensor, out: Tensor, count: int, p: str, norm: str) -> str:
-        cfg, n, h, f = self.cfg, self.n, self.cfg.hidden_size, self.cfg.intermediate_size
+        cfg, n, h, f = self.cfg, self.n, self.cfg.hidden_size, self.ffn
         a = self.act(f"{p}act.out", (n, f))
         if cfg.gated:
             gu = self.act(f"{p}gate_up", (n, 2 * f))
@@ -549,10 +550,8 @@ class _Builder:
         else:
             self.embedding(resid)
         self.attention_block(resid, hidden)
-        groups = [(MlpKind.DENSE, cfg.dense_layers), (MlpKind.MOE, cfg.moe_layers)]
-        groups = [(kind, c) for kind, c in groups if c]
-        for kind, count in groups:
-            prefix = f"{kind}." if len(groups) > 1 else ""
+        for kind, count, width, prefix in cfg.mlp_groups():
+            self.ffn = width  # the dense MLP's width in this group (NAS blocks: a group per width)
             self.mlp_block(hidden, resid, kind, count, prefix)
         for level, sends in ((Level.LINK, self.comm.pp_link_sends), (Level.NETWORK, self.comm.pp_network_sends)):
             if sends:  # pipeline: each stage hands its [N, h] output to the next

@@ -16,6 +16,7 @@ from roofline.dtypes import DTYPES, DType
 from roofline.errors import RooflineError, shown
 from roofline.models.fields import MAX_SIZE, is_int
 from roofline.models.mtp import mtp_components
+from roofline.models.recurrent import KimiDelta
 from roofline.models.transformer import SOFTMAX_KINDS, AttentionKind, MlpKind, ModelConfig
 
 _FP16_SCALE_BITS = 16  # GPTQ, AWQ and compressed-tensors store group scales in FP16/BF16
@@ -452,6 +453,7 @@ def unquantized_parts(cfg: ModelConfig, modules: tuple[str, ...], where: str, ex
         mtp_kept.update({(layers + i, "router"): ("mtp", float(cfg.hidden_size * cfg.num_experts))
                          for i in range(cfg.mtp_layers)})
     unread: list[str] = []
+    kimi = isinstance(cfg.linear_attention, KimiDelta)
     for name in _expand_patterns(cfg, modules):
         if cfg.mtp_layers and (qwen := _QWEN_MTP.match(name)):  # Qwen3-Next/3.5's mtp.* module
             if not _qwen_mtp_kept(cfg, qwen.group(1), mtp_kept):
@@ -487,6 +489,8 @@ def unquantized_parts(cfg: ModelConfig, modules: tuple[str, ...], where: str, ex
         if parts is None:
             unread.append(name)
             continue
+        if kimi and "attention" in parts:  # Kimi Linear names its KDA layers' modules self_attn too
+            parts = (*parts, "linear_attention")
         if index == "*":
             chosen = set(range(layers))
         elif int(index) < layers:
@@ -507,7 +511,7 @@ def unquantized_parts(cfg: ModelConfig, modules: tuple[str, ...], where: str, ex
                 continue
             if p.startswith("attention."):
                 one = _projection_share(cfg, p.split(".", 1)[1])
-                if one is None:
+                if one is None or (kimi and chosen & having["linear_attention"]):  # one KDA projection: not read
                     unread.append(name)
                     continue
                 p, share = "attention", one

@@ -1,6 +1,6 @@
-"""The recurrent token mixers' shapes: Gated DeltaNet's and Mamba2's, each with its weights, its state per
-sequence and its decode FLOPs per token (the layer kinds that keep a fixed state instead of a KV cache;
-their step graphs are roofline.models.deltanet and roofline.models.mamba)."""
+"""The recurrent token mixers' shapes: Gated DeltaNet's, KDA's and Mamba2's, each with its weights, its state
+per sequence and its decode FLOPs per token (the layer kinds that keep a fixed state instead of a KV cache;
+their step graphs are roofline.models.deltanet, roofline.models.kda and roofline.models.mamba)."""
 
 from __future__ import annotations
 
@@ -23,6 +23,8 @@ class LinearAttention:
     state_bytes: int = 4
     chunk: int = 64  # the chunked prefill's block (fla chunk_gated_delta_rule, transformers' chunk_size 64)
 
+    name = "Gated DeltaNet"  # the layer kind, as `roofline models` and --explain name it (not a field)
+
     @property
     def conv_channels(self) -> int:
         """Channels the conv runs over: q and k (key_heads·key_dim each) and v (value_heads·value_dim)."""
@@ -42,6 +44,12 @@ class LinearAttention:
             + self.value_dim + v * hidden
 
     @property
+    def vector_params(self) -> int:
+        """What a token does not multiply in a matmul: the conv taps, dt_bias and A_log (one each per value
+        head) and the gated norm's gain."""
+        return self.conv_channels * self.conv_kernel + 2 * self.value_heads + self.value_dim
+
+    @property
     def decode_flop_per_token(self) -> int:
         """One layer's recurrent update for one token: per value head decay dk·dv, Sᵀk 2·dk·dv, the rank-1
         update 2·dk·dv and the readout Sᵀq 2·dk·dv = 7·dk·dv (roofline.models.deltanet)."""
@@ -52,6 +60,56 @@ class LinearAttention:
         state_bytes, and the conv's last conv_kernel − 1 inputs per channel in the activation dtype."""
         return (self.value_heads * self.key_dim * self.value_dim * self.state_bytes
                 + self.conv_channels * (self.conv_kernel - 1) * activation_bytes)
+
+
+# FLOPs per channel of KDA's forget gate: the bias add, softplus (exp, add, log), the multiply by −exp(A_log) and
+# the exp that turns the log-decay into the decay (transformers KimiLinearForgetGate, fla's kda gate)
+KDA_GATE_FLOP = 6
+# FLOPs per channel the chunked prefill spends on the channel-wise decay: its cumulative sum in the chunk (1),
+# the decay folded into q, k and the state update's k (exp(g)·q, exp(−g)·k, exp(g_C − g)·k: 3 exps, 3
+# multiplies, 1 subtract) = 8
+KDA_CHUNK_DECAY_FLOP = 8
+
+
+@dataclass(frozen=True)
+class KimiDelta(LinearAttention):
+    """Kimi Delta Attention (Kimi Linear, arXiv 2510.26692; transformers models/kimi_linear
+    KimiLinearDeltaAttention, fla ops/kda): Gated DeltaNet's delta rule with a decay per channel instead of
+    one per head. `key_heads` = `value_heads` = H heads of `key_dim` = `value_dim` = d
+    (linear_attn_config num_heads, head_dim). Per layer:
+
+        q_proj, k_proj, v_proj   h -> H·d each; a depthwise causal conv of K taps (no bias) + SiLU over the
+                                 3·H·d channels
+        forget gate              f_a_proj h -> d, f_b_proj d -> H·d (low rank), dt_bias H·d, A_log H: the
+                                 log-decay g = −exp(A_log)·softplus(f + dt_bias), one per channel
+        beta                     b_proj h -> H, sigmoid
+        output gate              g_a_proj h -> d, g_b_proj d -> H·d (low rank); o_norm: RMSNorm over d times
+                                 sigmoid(gate), one gain of d
+        o_proj                   H·d -> h
+
+    The state is Gated DeltaNet's (H·d·d values per sequence, float32 in transformers and vLLM) and the conv
+    state the last K − 1 inputs of the 3·H·d channels."""
+
+    name = "KDA"
+
+    def layer_params(self, hidden: int) -> int:
+        """q, k, v 3·h·H·d; conv 3·H·d·K; f_a, g_a h·d each; f_b, g_b d·H·d each; dt_bias H·d; A_log H; b_proj
+        h·H; o_norm d; o_proj H·d·h."""
+        hd, d, heads = self.value_heads * self.value_dim, self.value_dim, self.value_heads
+        return (3 * hidden * hd + 3 * hd * self.conv_kernel + 2 * (hidden * d + d * hd) + hd + heads
+                + hidden * heads + d + hd * hidden)
+
+    @property
+    def vector_params(self) -> int:
+        """The conv taps 3·H·d·K, dt_bias H·d, A_log H and o_norm's gain d."""
+        hd = self.value_heads * self.value_dim
+        return 3 * hd * self.conv_kernel + hd + self.value_heads + self.value_dim
+
+    @property
+    def decode_flop_per_token(self) -> int:
+        """One layer's recurrent update for one token: per head Gated DeltaNet's 7·dk·dv (the decay now a
+        multiply per channel row of S, the same dk·dv) and the gate KDA_GATE_FLOP·dk."""
+        return (7 * self.key_dim * self.value_dim + KDA_GATE_FLOP * self.key_dim) * self.value_heads
 
 
 @dataclass(frozen=True)
@@ -112,4 +170,4 @@ class Mamba2:
                 + self.conv_channels * (self.conv_kernel - 1) * activation_bytes)
 
 
-__all__ = ["LinearAttention", "Mamba2"]
+__all__ = ["KDA_CHUNK_DECAY_FLOP", "KDA_GATE_FLOP", "KimiDelta", "LinearAttention", "Mamba2"]

@@ -104,8 +104,9 @@ def check_split(cfg: ModelConfig, split: Split, batch: int) -> list[str]:
                         f"(as vLLM does); the KV cache per device does not shrink past tp = {G}")
     elif not cfg.is_mla and G % tp:
         raise RooflineError(f"{T.tp} {tp} does not divide {cfg.name}'s {G} key/value heads")
-    if cfg.dense_layers and cfg.intermediate_size % tp:
-        raise RooflineError(f"{T.tp} {tp} does not divide the MLP width {cfg.intermediate_size}")
+    for width in sorted({w for w in cfg.ffn_widths if w} or ({cfg.intermediate_size} if cfg.dense_layers else set())):
+        if width % tp:
+            raise RooflineError(f"{T.tp} {tp} does not divide the MLP width {width}")
     if cfg.is_moe:
         check_expert_slots(cfg, split.ep)
         if split.ep == 1 and cfg.moe_intermediate_size % tp:
@@ -188,8 +189,9 @@ def shard(cfg: ModelConfig, split: Split) -> ModelConfig:
         return cfg
     la = cfg.linear_attention
     if la is not None and (la.key_heads % tp or la.value_heads % tp):
-        raise RooflineError(f"{T.tp} {tp} does not divide {cfg.name}'s linear-attention heads "
-                            f"(linear_num_key_heads {la.key_heads}, linear_num_value_heads {la.value_heads})")
+        heads = (f"linear_attn_config num_heads {la.key_heads}" if la.name == "KDA" else
+                 f"linear_num_key_heads {la.key_heads}, linear_num_value_heads {la.value_heads}")
+        raise RooflineError(f"{T.tp} {tp} does not divide {cfg.name}'s linear-attention heads ({heads})")
     mb = cfg.mamba
     if mb is not None and (mb.heads % tp or mb.groups % tp):  # vLLM's MambaMixer2 shards heads and groups
         raise RooflineError(f"{T.tp} {tp} does not divide {cfg.name}'s Mamba2 heads and groups "
@@ -203,6 +205,7 @@ def shard(cfg: ModelConfig, split: Split) -> ModelConfig:
         # MLA's key/value "heads" go with the query heads; its cache is the shared latent, replicated
         num_kv_heads=cfg.num_kv_heads // tp if cfg.is_mla else max(1, cfg.num_kv_heads // tp),
         intermediate_size=cfg.intermediate_size // tp,
+        ffn_widths=tuple(w // tp for w in cfg.ffn_widths),
         moe_intermediate_size=cfg.moe_intermediate_size // tp if split.ep == 1 else cfg.moe_intermediate_size,
         vocab_size=math.ceil(cfg.vocab_size / tp),
     )

@@ -128,6 +128,9 @@ class ModelConfig:
     indexer: SparseIndexer | None = None  # DeepSeek-V3.2: MLA attends the indexer's top-k tokens
     # per layer DENSE, MOE or NONE; empty: MOE after first_dense_layers when there are experts, else DENSE
     layer_mlp: tuple[MlpKind, ...] = ()
+    # per layer the dense FFN's own width, 0 where the layer runs none (DeciLM's NAS blocks: ffn_mult per
+    # layer); empty: intermediate_size on every dense layer
+    ffn_widths: tuple[int, ...] = ()
     nope: bool = False  # Nemotron-H: no positional encoding on its attention layers (no RoPE op)
     attn_output_gate: bool = False  # Qwen3-Next/3.5: q_proj also gives a sigmoid gate on the attention output
     shared_expert_gate: bool = False  # Qwen3-Next/3.5: a sigmoid gate (h -> 1) on the shared expert's output
@@ -206,6 +209,10 @@ class ModelConfig:
             raise RooflineError(f"model {self.name}: layer_mlp must give an MLP kind for each of the "
                                 f"{self.num_layers} layers")
         object.__setattr__(self, "layer_mlp", tuple(MlpKind(k) for k in self.layer_mlp))
+        if self.ffn_widths and (len(self.ffn_widths) != self.num_layers or any(
+                (w > 0) != (k == MlpKind.DENSE) for w, k in zip(self.ffn_widths, self.mlp_kinds, strict=False))):
+            raise RooflineError(f"model {self.name}: ffn_widths must give each of the {self.num_layers} layers its "
+                                f"dense width, 0 on the layers without a dense MLP")
         if isinstance(self.redundant_experts, bool) or not isinstance(self.redundant_experts, int) \
                 or self.redundant_experts < 0:
             raise RooflineError(f"model {self.name}: redundant_experts must be a whole number, 0 or more, got "
@@ -270,6 +277,19 @@ class ModelConfig:
         return (sum(1 for k in self.layer_kinds if k != AttentionKind.NONE)
                 + sum(1 for k in self.mlp_kinds if k != MlpKind.NONE))
 
+    def mlp_groups(self) -> tuple[tuple[MlpKind, int, int, str], ...]:
+        """The step's MLP groups, each one set of ops run on its layers: (kind, layers, dense width, op-name
+        prefix). The dense layers (one group per width for NAS blocks, `ffn_widths`), then the MoE layers;
+        a prefix names each group when there are several ("dense.", "moe.", "ffn5632.")."""
+        widths: dict[int, int] = {}
+        for w in self.ffn_widths or (self.intermediate_size,) * self.dense_layers:
+            if w:
+                widths[w] = widths.get(w, 0) + 1
+        dense = [(MlpKind.DENSE, c, w) for w, c in widths.items()]
+        groups = [*dense, *([(MlpKind.MOE, self.moe_layers, 0)] if self.moe_layers else [])]
+        return tuple((kind, c, w, "" if len(groups) == 1 else f"ffn{w}." if len(dense) > 1 and kind == MlpKind.DENSE
+                      else f"{kind}.") for kind, c, w in groups)
+
     def layer_counts(self) -> dict[tuple[AttentionKind, MlpKind], int]:
         """How many layers of each (attention kind, MLP kind): layers are counted, not repeated."""
         out: dict[tuple[AttentionKind, MlpKind], int] = {}
@@ -287,7 +307,7 @@ class ModelConfig:
         names = {AttentionKind.GLOBAL: mla if self.is_mla else
                  "gated full attention" if self.attn_output_gate else "full attention",
                  AttentionKind.LOCAL: f"{'chunked' if self.attention_chunked else 'window'} {self.sliding_window}",
-                 AttentionKind.LINEAR: "Gated DeltaNet",
+                 AttentionKind.LINEAR: self.linear_attention.name if self.linear_attention else "Gated DeltaNet",
                  AttentionKind.MAMBA: "Mamba2"}
         if self.nope or not self.rope_global:
             names[AttentionKind.GLOBAL] += " (no RoPE)"
@@ -437,7 +457,8 @@ def _param_counts(c: ModelConfig) -> ParamCounts:
         q = (h * c.q_lora_rank + c.q_lora_rank * H * (dn + dr)) if c.q_lora_rank else h * H * (dn + dr)
         kv = h * (c.kv_lora_rank + dr) + c.kv_lora_rank * H * (dn + dv)
         attn = q + kv + H * dv * h
-        norms += L * (c.kv_lora_rank + (c.q_lora_rank or 0))  # q_a_layernorm, kv_a_layernorm
+        # q_a_layernorm, kv_a_layernorm; on the MLA layers only (Kimi Linear's others are KDA)
+        norms += c.kv_layers * (c.kv_lora_rank + (c.q_lora_rank or 0))
     else:
         H, G, d = c.num_heads, c.num_kv_heads, c.head_dim
         A = c.kv_layers  # layers with softmax attention; the rest are linear attention
@@ -449,7 +470,7 @@ def _param_counts(c: ModelConfig) -> ParamCounts:
             biases += A * h
         if c.qk_norm:
             norms += A * ((H + G) * d if c.qk_norm_per_layer else 2 * d)
-    counts["attention"] = (L if c.is_mla else c.kv_layers) * attn
+    counts["attention"] = c.kv_layers * attn
     if c.indexer is not None:
         counts["indexer"] = c.indexer_layers * c.indexer.linear_params(h, c.q_lora_rank)
         norms += c.indexer_layers * 2 * c.indexer.head_dim  # k_norm, a LayerNorm: gain and bias
@@ -459,9 +480,10 @@ def _param_counts(c: ModelConfig) -> ParamCounts:
         counts["mamba"] = c.attention_layers(AttentionKind.MAMBA) * c.mamba.linear_params(h)
         counts["mamba_conv_and_gains"] = c.attention_layers(AttentionKind.MAMBA) * c.mamba.other_params
     mlp_mats = 3 if c.gated else 2
-    counts["mlp"] = c.dense_layers * mlp_mats * h * c.intermediate_size
+    dense_width = sum(c.ffn_widths) if c.ffn_widths else c.dense_layers * c.intermediate_size  # NAS: each its own
+    counts["mlp"] = mlp_mats * h * dense_width
     if c.linear_bias:
-        biases += c.dense_layers * (c.intermediate_size + h)
+        biases += dense_width + c.dense_layers * h
     if c.is_moe:
         per_expert = mlp_mats * (c.moe_latent_size or h) * c.moe_intermediate_size  # LatentMoE: in the latent
         counts["router"] = c.moe_layers * h * (c.num_experts + (1 if c.shared_expert_gate else 0))
@@ -498,9 +520,7 @@ def _param_counts(c: ModelConfig) -> ParamCounts:
     tied_head = c.vocab_size * h if c.tie_word_embeddings else 0
     added = counts.get("sinks", 0) + active.get("expert_biases", 0)  # added to sums, not multiplied
     if c.linear_attention is not None:  # the conv taps, dt_bias, A_log and the gated norm's gain: not a matmul
-        la = c.linear_attention
-        added += c.attention_layers(AttentionKind.LINEAR) * (la.conv_channels * la.conv_kernel + 2 * la.value_heads
-                                                             + la.value_dim)
+        added += c.attention_layers(AttentionKind.LINEAR) * c.linear_attention.vector_params
     added += counts.get("mamba_conv_and_gains", 0)  # the conv taps, dt_bias, A_log, D and gain: not a matmul
     if c.mamba is not None and c.mamba.proj_bias:
         added += c.attention_layers(AttentionKind.MAMBA) * (c.mamba.in_width + h)

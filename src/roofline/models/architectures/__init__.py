@@ -22,11 +22,14 @@ from roofline.models.architectures import (
     gpt2,
     gpt_oss,
     kimi,
+    kimi_linear,  # issue 22, third part
     llama,
     llama4,
     minimax,  # issue 22, second part
+    minimax_m3,  # issue 22, third part
     mistral,
     nemotron_h,
+    nemotron_nas,  # issue 22, third part
     olmo2,  # issue 22, second part
     phi3,  # issue 22, second part
     qwen,
@@ -42,6 +45,7 @@ from roofline.models.transformer import ModelConfig
 _FAMILIES: tuple[ModuleType, ...] = (llama, llama4, mistral, qwen, qwen3_next, deepseek, glm, kimi, gemma, gpt2,
                                      gpt_oss, nemotron_h)
 _FAMILIES += (qwen3_vl, minimax, phi3, olmo2, gemma4)  # issue 22, second part
+_FAMILIES += (kimi_linear, nemotron_nas, minimax_m3)  # issue 22, third part
 
 
 def _registry() -> Mapping[str, Parser]:

@@ -67,7 +67,9 @@ def _kv_line(a: Any) -> list[str]:
                    f"{kv['bytes_per_token_at_length']:,.0f} B per token (windowed layers capped at "
                    f"{kv['window_tokens']:,} tokens)")
     if kv["state_bytes_per_sequence"]:
-        out.append(f"  + recurrent state (Gated DeltaNet, Mamba2 layers) {kv['state_bytes_per_sequence']:,.0f} B "
+        la, mb = a.config.linear_attention, a.config.mamba  # the recurrent kinds this model runs, by name
+        kinds = ", ".join([*([la.name] if la else []), *(["Mamba2"] if mb else [])])
+        out.append(f"  + recurrent state ({kinds} layers) {kv['state_bytes_per_sequence']:,.0f} B "
                    f"({format_bytes(kv['state_bytes_per_sequence'], 4, binary=True)}) per sequence, whatever "
                    f"its length (recurrent and conv state)")
     return out
