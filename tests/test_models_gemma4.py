@@ -130,6 +130,19 @@ def test_gemma_4_31b_nvfp4_keeps_its_attention_in_bf16() -> None:
     assert kept["attention"] == 1.0 and kept["vision"] == 1.0 and kept.get("mlp", 0.0) == 0.0
 
 
+def test_gemma_4_26b_a4b_nvfp4_quantizes_its_experts_only() -> None:
+    # nvidia/Gemma-4-26B-A4B-NVFP4 ignores every layer's mlp* (the dense MLP beside the experts: transformers'
+    # Gemma4TextDecoderLayer holds mlp, router and experts side by side), router* and self_attn*, and the
+    # vision tower: the 128 experts alone are NVFP4, 16 E2M1 values sharing one FP8 scale (4.5 bits)
+    cfg = load_config(str(CONFIGS / "Gemma-4-26B-A4B-NVFP4"))
+    kept = dict(cfg.unquantized)
+    assert "experts" not in kept
+    assert kept["shared_experts"] == kept["router"] == kept["attention"] == kept["vision"] == 1.0
+    experts = 30 * 128 * 3 * 2816 * 704
+    a = analyze_model(str(CONFIGS / "Gemma-4-26B-A4B-NVFP4"), "h200", "decode", 1, 1024)
+    assert a.memory.weights_bytes == pytest.approx(experts * 4.5 / 8 + (cfg.total_params - experts) * 2, rel=1e-9)
+
+
 def test_one_excluded_full_layer_counts_by_its_own_shape() -> None:
     # only layer 5 (a full layer) left in BF16: its share of the attention weights is FULL / (50·SLIDING + 10·FULL)
     bad = raw("Gemma-4-31B-IT-NVFP4")
@@ -195,3 +208,13 @@ def test_a_last_sliding_layer_is_forced_to_full_as_transformers_does() -> None:
     tiny["layer_types"] = ["sliding_attention", "full_attention", "full_attention", "sliding_attention"]
     cfg = config_from_dict(tiny)
     assert cfg.layer_kinds[-1] == "global" and any("forces the last layer" in w for w in cfg.load_warnings)
+
+
+def test_models_lists_each_layer_kind_at_its_shape(capsys: pytest.CaptureFixture[str]) -> None:
+    from roofline.cli import main
+
+    assert main(["models", "--json"]) == 0
+    row = {r["id"]: r for r in json.loads(capsys.readouterr().out)}["gemma-4-31b"]
+    # layer_types: 50 sliding layers of 1024, 10 full ones at their own shape; every layer a dense GeGLU
+    assert row["layer_kinds"] == "50 window 1024 + 10 full attention (GQA 32/4 × 512, K=V) + 60 dense MLP"
+    assert row["attention"] == "GQA 32/16 × 256, window 1,024 on 50 of 60 layers; full: GQA 32/4 × 512, K=V"

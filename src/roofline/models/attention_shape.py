@@ -25,7 +25,7 @@ class AttentionShape:
     """H query heads of `head_dim`, G K/V heads; values `v_head_dim` wide (MLA decompressed: 128 beside
     the keys' 192); `k_eq_v`: one projection gives K and V (Gemma 4's full layers); `rotary_dims`: dims of
     each q/k head RoPE rotates (0: all of head_dim); `output_gate`: q_proj also gives a sigmoid gate of
-    H·d_v on the attention output (Qwen3-Next)."""
+    H·d_v on the attention output (Qwen3-Next); `sinks`: a learned logit per query head (H parameters)."""
 
     heads: int
     kv_heads: int
@@ -34,6 +34,7 @@ class AttentionShape:
     k_eq_v: bool = False
     rotary_dims: int = 0
     output_gate: bool = False
+    sinks: bool = False  # one learned sink logit per query head in every softmax's sum (gpt-oss; MiMo's SWA layers)
 
     def __post_init__(self) -> None:
         for label in ("heads", "kv_heads", "head_dim", "v_head_dim"):
@@ -91,7 +92,7 @@ class AttentionShape:
     def sharded(self, tp: int) -> AttentionShape:
         """One of `tp` devices' share: H/tp query heads, G/tp K/V heads (one, replicated, when tp > G)."""
         return AttentionShape(self.heads // tp, max(1, self.kv_heads // tp), self.head_dim, self.v_head_dim,
-                              self.k_eq_v, self.rotary_dims, self.output_gate)
+                              self.k_eq_v, self.rotary_dims, self.output_gate, self.sinks)
 
     def describe(self) -> str:
         """'GQA 32/4 × 512, K=V' (query heads / K-V heads × head dim)."""

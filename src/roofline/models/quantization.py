@@ -328,8 +328,8 @@ def _layer_parts(rest: str) -> tuple[str, ...] | None:
         return ("router",)
     if r.startswith(("mlp.shared_expert", "block_sparse_moe.shared_expert")):
         return ("shared_experts",)
-    if r.startswith(("mlp.experts", "block_sparse_moe.experts")):
-        return ("experts",)
+    if r.startswith(("mlp.experts", "block_sparse_moe.experts")) or r == "experts" or r.startswith("experts."):
+        return ("experts",)  # Gemma 4's layers.i.experts: beside its mlp, not in it
     if r == "mlp" or r == "block_sparse_moe" or (rest.endswith("*") and r in ("mlp", "block_sparse_moe")):
         return _MLP_PARTS
     if r.startswith("mlp.") and r.split(".")[1] in ("gate_proj", "up_proj", "down_proj", "gate_up_proj"):
@@ -453,6 +453,9 @@ def unquantized_parts(cfg: ModelConfig, modules: tuple[str, ...], where: str, ex
         mtp_kept.update({(layers + i, "router"): ("mtp", float(cfg.hidden_size * cfg.num_experts))
                          for i in range(cfg.mtp_layers)})
     unread: list[str] = []
+    # Gemma 4's MoE layers hold the dense MLP (read as shared experts), the router and the experts side by side
+    # (transformers' Gemma4TextDecoderLayer: mlp, router, experts), so its `mlp` is not the whole MoE block
+    siblings = cfg.architecture.startswith("gemma4") and cfg.is_moe
     for name in _expand_patterns(cfg, modules):
         if cfg.mtp_layers and (qwen := _QWEN_MTP.match(name)):  # Qwen3-Next/3.5's mtp.* module
             if not _qwen_mtp_kept(cfg, qwen.group(1), mtp_kept):
@@ -485,6 +488,8 @@ def unquantized_parts(cfg: ModelConfig, modules: tuple[str, ...], where: str, ex
                 unread.append(name)
             continue
         parts = _layer_parts(rest)
+        if parts == _MLP_PARTS and siblings and rest.strip(".*") == "mlp":
+            parts = ("shared_experts",)  # Gemma 4: layers.i.mlp is the dense MLP alone, beside router and experts
         if parts is None:
             unread.append(name)
             continue

@@ -228,7 +228,7 @@ class ModelConfig:
             return self.global_attention
         return AttentionShape(self.num_heads, self.num_kv_heads, self.qk_head_dim, self.v_dim,
                               rotary_dims=0 if self.is_mla else self.rotary_dims,
-                              output_gate=self.attn_output_gate)
+                              output_gate=self.attn_output_gate, sinks=self.attention_sinks)
 
     @property
     def softmax_layer_kinds(self) -> tuple[tuple[AttentionKind, int], ...]:
@@ -277,7 +277,8 @@ class ModelConfig:
 
     @property
     def v_dim(self) -> int:
-        return self.v_head_dim if self.is_mla else self.head_dim
+        """Width of one value head: head_dim, or v_head_dim where given (MLA; MiMo-V2-Flash's 128 beside 192)."""
+        return self.v_head_dim if self.is_mla or self.v_head_dim else self.head_dim
 
     @property
     def moe_layers(self) -> int:
@@ -524,16 +525,18 @@ def _param_counts(c: ModelConfig) -> ParamCounts:
         counts["experts"] = c.moe_layers * c.num_experts * per_expert
     counts["norms"] = norms
     counts["biases"] = biases
-    if c.attention_sinks:
-        counts["sinks"] = L * c.num_heads
+    sinks = sum(n * c.attention_shape(k).heads for k, n in c.softmax_layer_kinds if c.attention_shape(k).sinks)
+    if sinks:  # per layer kind: MiMo-V2-Flash's sliding layers have them, its full layers not
+        counts["sinks"] = sinks
     if c.expert_bias:
         counts["expert_biases"] = c.moe_layers * c.num_experts * (2 * c.moe_intermediate_size + h)
     if c.vision_params:
         counts["vision"] = c.vision_params
     if c.mtp_layers:
-        if not (c.is_mla and c.is_moe) and c.linear_attention is None:
-            raise RooflineError(f"model {c.name}: multi-token-prediction layers are read for DeepSeek-V3's, GLM-5's "
-                                f"and Qwen3-Next's layouts only")
+        dense_gqa = not (c.is_mla or c.is_moe) and c.kv_layers == c.num_layers and c.uniform_attention  # MiMo-7B
+        if not (c.is_mla and c.is_moe) and c.linear_attention is None and not dense_gqa:
+            raise RooflineError(f"model {c.name}: multi-token-prediction layers are read for DeepSeek-V3's, GLM-5's, "
+                                f"Qwen3-Next's and a dense GQA stack's (MiMo's) layouts only")
         counts.update(mtp_parts(c, attn))
     active = dict(counts)
     for part in MTP_PARTS:

@@ -24,6 +24,8 @@ from roofline.models.architectures import (
     kimi,
     llama,
     llama4,
+    mimo,  # issue 22, third part
+    mimo_v2_flash,  # issue 22, third part
     minimax,  # issue 22, second part
     mistral,
     nemotron_h,
@@ -32,6 +34,7 @@ from roofline.models.architectures import (
     qwen,
     qwen3_next,
     qwen3_vl,  # issue 22, second part
+    step3p7,  # issue 22, third part
 )
 from roofline.models.architectures.common import Parser
 from roofline.models.fields import Fields
@@ -42,6 +45,7 @@ from roofline.models.transformer import ModelConfig
 _FAMILIES: tuple[ModuleType, ...] = (llama, llama4, mistral, qwen, qwen3_next, deepseek, glm, kimi, gemma, gpt2,
                                      gpt_oss, nemotron_h)
 _FAMILIES += (qwen3_vl, minimax, phi3, olmo2, gemma4)  # issue 22, second part
+_FAMILIES += (mimo, mimo_v2_flash, step3p7)  # issue 22, third part
 
 
 def _registry() -> Mapping[str, Parser]:
