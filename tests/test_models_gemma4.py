@@ -218,3 +218,20 @@ def test_models_lists_each_layer_kind_at_its_shape(capsys: pytest.CaptureFixture
     # layer_types: 50 sliding layers of 1024, 10 full ones at their own shape; every layer a dense GeGLU
     assert row["layer_kinds"] == "50 window 1024 + 10 full attention (GQA 32/4 × 512, K=V) + 60 dense MLP"
     assert row["attention"] == "GQA 32/16 × 256, window 1,024 on 50 of 60 layers; full: GQA 32/4 × 512, K=V"
+
+
+def test_mixed_precision_counts_each_listed_projection_at_its_layers_shape() -> None:
+    # a MIXED_PRECISION export of Gemma 4 31B listing every MLP projection in NVFP4 and, of the attention, only
+    # the 10 full layers' q_proj in FP8: those weigh 5376·32·512 each, not the sliding layers' 5376·32·256
+    bare = {k: v for k, v in raw("Gemma-4-31B-IT-NVFP4").items() if k != "quantization_config"}
+    listed: dict[str, dict[str, str]] = {}
+    for i in range(60):
+        for p in ("gate_proj", "up_proj", "down_proj"):
+            listed[f"model.language_model.layers.{i}.mlp.{p}"] = {"quant_algo": "NVFP4"}
+        if i % 6 == 5:  # the full layers
+            listed[f"model.language_model.layers.{i}.self_attn.q_proj"] = {"quant_algo": "FP8"}
+    cfg = config_from_dict({**bare, "quantization_config": {"quant_algo": "MIXED_PRECISION",
+                                                            "quantized_layers": listed}})
+    mixed = {(part, d.name): f for part, d, f in cfg.mixed_weights}
+    q_full = 10 * H31 * 32 * 512
+    assert mixed[("attention", "fp8_e4m3")] == pytest.approx(q_full / (50 * SLIDING_31 + 10 * FULL_31), rel=1e-12)
