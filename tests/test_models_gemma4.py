@@ -235,3 +235,13 @@ def test_mixed_precision_counts_each_listed_projection_at_its_layers_shape() -> 
     mixed = {(part, d.name): f for part, d, f in cfg.mixed_weights}
     q_full = 10 * H31 * 32 * 512
     assert mixed[("attention", "fp8_e4m3")] == pytest.approx(q_full / (50 * SLIDING_31 + 10 * FULL_31), rel=1e-12)
+
+
+def test_the_full_layers_shape_defaults_as_transformers_sets_it() -> None:
+    # Gemma4TextConfig.__post_init__: global_head_dim 512 when absent; num_global_key_value_heads read only under
+    # attention_k_eq_v (without it the full layers keep num_key_value_heads, and their own v_proj)
+    tiny = {k: v for k, v in TINY.items() if k not in ("global_head_dim", "attention_k_eq_v")}
+    cfg = config_from_dict(tiny)
+    assert cfg.attention_shape("global") == AttentionShape(4, 2, 512, 512, rotary_dims=128)
+    # 2 sliding layers of 2·2·16 values a token, 2 full ones of 2·2·512
+    assert cfg.kv_elements_per_token() == 2 * 2 * 2 * 16 + 2 * 2 * 2 * 512
