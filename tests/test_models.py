@@ -96,6 +96,9 @@ PUBLISHED: dict[str, tuple[float, ...]] = {
     "nemotron-3-super": (120, 12 + 1.07, 1),
     # Nemotron-H (arXiv 2504.03624): Nemotron-H-56B, whole billions (dense: every parameter active)
     "nemotron-h-56b": (56, 56, 0.5),
+    # google/gemma-4-31B-it's model card (and NVIDIA's NIM card): 30.7B parameters and a ~550M vision encoder,
+    # which ours counts in memory (not in a text token's active parameters)
+    "gemma-4-31b": (30.7 + 0.55, 30.7, 0.05),
     # meta-llama/Llama-4-Maverick-17B-128E-Instruct model card: "17B (Activated) 400B (Total)", whole
     # hundreds of billions for the total (which also holds the vision encoder this config leaves out)
     "llama-4-maverick": (400, 17, 1),

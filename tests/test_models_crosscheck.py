@@ -44,13 +44,17 @@ def linear_params_per_token(c: ModelConfig) -> tuple[int, int]:
                                 c.kv_lora_rank, c.q_lora_rank)
         # q_a (h·q_lora) + q_b (q_lora·H·(nope+rope)) + kv_a (h·(kv_lora+rope)) + kv_b (kv_lora·H·(nope+v)) + o
         attn = h * qr + qr * H * (dn + dr) + h * (r + dr) + r * H * (dn + dv) + H * dv * h
-    else:
-        H, G, d = c.num_heads, c.num_kv_heads, c.head_dim
-        q = 2 * H if c.attn_output_gate else H  # Qwen3-Next/3.5: q_proj gives the query and its output gate
-        attn = h * q * d + 2 * h * G * d + H * d * h  # q, k, v, o
     mats = 3 if c.gated else 2  # gate, up, down (GPT-2: up, down)
     dense = mats * h * c.intermediate_size
-    body = (c.num_layers if c.is_mla else c.kv_layers) * attn + c.dense_layers * dense
+    body = c.num_layers * attn if c.is_mla else 0
+    if not c.is_mla:  # each softmax layer kind at its own shape (Gemma 4's full layers: 512 wide, K=V)
+        for kind in SOFTMAX_KINDS:
+            s = c.attention_shape(kind)
+            q = 2 * s.heads if c.attn_output_gate else s.heads  # Qwen3-Next/3.5: q_proj gives query and gate
+            v = 0 if s.k_eq_v else h * s.kv_heads * s.v_head_dim  # K=V: no v_proj
+            body += c.attention_layers(kind) * (h * q * s.head_dim + h * s.kv_heads * s.head_dim + v
+                                                + s.heads * s.v_head_dim * h)  # q, k, v, o
+    body += c.dense_layers * dense
     la = c.linear_attention
     if la is not None:  # Gated DeltaNet: in_proj to q, k, v, z, β, a and out_proj (its conv is not a matmul)
         v = la.value_heads * la.value_dim
@@ -107,7 +111,7 @@ def causal_pairs(n: int, window: int | None) -> int:
     return sum(min(i, window) if window else i for i in range(1, n + 1))
 
 
-def attention_matrix_flop_per_pair(c: ModelConfig, phase: str) -> int:
+def attention_matrix_flop_per_pair(c: ModelConfig, phase: str, kind: AttentionKind = AttentionKind.GLOBAL) -> int:
     """2·d_qk + 2·d_v per head per (query, key) pair: the seed's 4·d when d_qk = d_v = d.
     MLA: prefill decompresses K (nope + rope = 192) and V (128); decode runs the absorbed form over the
     latent, q·c over kv_lora + rope = 512 + 64 dims and p·c over kv_lora = 512 (DeepSeek-V2 paper §2.1.3,
@@ -116,7 +120,8 @@ def attention_matrix_flop_per_pair(c: ModelConfig, phase: str) -> int:
         if phase == "prefill":
             return c.num_heads * (2 * (c.qk_nope_head_dim + c.qk_rope_head_dim) + 2 * c.v_head_dim)
         return c.num_heads * (2 * (c.kv_lora_rank + c.qk_rope_head_dim) + 2 * c.kv_lora_rank)
-    return c.num_heads * 4 * c.head_dim
+    s = c.attention_shape(kind)  # the layer kind's own heads and widths
+    return s.heads * 2 * (s.head_dim + s.v_head_dim)
 
 
 def matrix_flop(mg: ModelGraph) -> float:
@@ -154,7 +159,7 @@ def test_prefill_matrix_flops_are_2_params_tokens_plus_attention(name: str) -> N
                                                    + mamba_matrix_flop_per_token(c)) * PROMPT
     for kind in SOFTMAX_KINDS:
         window = c.sliding_window if kind == AttentionKind.LOCAL else None
-        expected += c.attention_layers(kind) * attention_matrix_flop_per_pair(c, "prefill") \
+        expected += c.attention_layers(kind) * attention_matrix_flop_per_pair(c, "prefill", kind) \
             * causal_pairs(PROMPT, window)
     # the indexer scores every causal pair; MLA then attends min(i, top-k) of them: all of them at 2048
     expected += indexer_matrix_flop(c, causal_pairs(PROMPT, None))
@@ -171,7 +176,7 @@ def test_decode_matrix_flops_are_2_params_per_sequence_plus_attention(name: str)
         # one query against the L cached tokens (its own included), min(L, W) on a windowed layer
         keys = min(L, c.sliding_window) if kind == AttentionKind.LOCAL and c.sliding_window else L
         keys = min(keys, c.indexer.topk) if c.indexer is not None else keys  # DSA: MLA reads the top-k rows
-        expected += c.attention_layers(kind) * attention_matrix_flop_per_pair(c, "decode") * b * keys
+        expected += c.attention_layers(kind) * attention_matrix_flop_per_pair(c, "decode", kind) * b * keys
     expected += indexer_matrix_flop(c, b * L)  # ... which the indexer picks by scoring all L
     assert matrix_flop(build_graph(c, "decode", b, L)) == pytest.approx(expected, rel=1e-3)
 

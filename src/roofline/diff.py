@@ -273,10 +273,11 @@ def _unfused(t: Trace, mg: ModelGraph) -> list[Difference]:
 
 def _cat_cache(t: Trace, mg: ModelGraph) -> Difference | None:
     cfg = mg.config
-    heads = cfg.num_heads if cfg.is_mla else cfg.num_kv_heads
-    dims = {cfg.head_dim, cfg.qk_head_dim, cfg.v_dim}
+    shapes = [cfg.attention_shape(k) for k, _ in cfg.softmax_layer_kinds]  # each layer kind's own
+    heads = {cfg.num_heads} if cfg.is_mla else {cfg.num_kv_heads, *(s.kv_heads for s in shapes)}
+    dims = {cfg.head_dim, cfg.qk_head_dim, cfg.v_dim, *(s.head_dim for s in shapes), *(s.v_head_dim for s in shapes)}
     grown = [op for op in t.ops if op.kind == "copy" and op.name.split(".")[-1].split("#")[0] == "cat"
-             and op.outputs and len(op.outputs[0].shape) == 4 and op.outputs[0].shape[1] == heads
+             and op.outputs and len(op.outputs[0].shape) == 4 and op.outputs[0].shape[1] in heads
              and op.outputs[0].shape[-1] in dims and op.outputs[0].shape[-2] > mg.shape.tokens_per_sequence]
     if not grown:
         return None

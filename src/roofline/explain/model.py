@@ -72,6 +72,14 @@ def explain_kv(cfg: ModelConfig, bytes_per_element: float, dtype_name: str, leng
         lines.append(f"    (decompressed K and V would be H·(d_qk + d_v) = "
                      f"{cfg.num_heads}·({cfg.qk_head_dim} + {cfg.v_dim}) per layer: {_sized(mha)}, "
                      f"{mha / per:.0f}× more)")
+    elif not cfg.uniform_attention:  # each layer kind at its own shape (Gemma 4's full layers)
+        for kind, n in cfg.softmax_layer_kinds:
+            sh = cfg.attention_shape(kind)
+            both = "; K=V: one projection, K and V both cached" if sh.k_eq_v else ""
+            lines.append(f"    {kind} layers: G × (d_k + d_v) × layers × bytes = {sh.kv_heads} × ({sh.head_dim} + "
+                         f"{sh.v_head_dim}) × {n} × {bytes_per_element:g} ({dtype_name}) = "
+                         f"{_sized(sh.kv_elements * n * bytes_per_element)}{both}")
+        lines.append(f"    sum over the layer kinds = {_sized(per)}")
     else:
         g, d = cfg.num_kv_heads, cfg.head_dim
         lines.append(f"    2 (K and V) × G × d × layers × bytes = 2 × {g} × {d} × {layers} × {bytes_per_element:g} "
@@ -84,7 +92,7 @@ def explain_kv(cfg: ModelConfig, bytes_per_element: float, dtype_name: str, leng
         lines.append(f"    sliding window {cfg.sliding_window}: {cfg.attention_layers(LOCAL)} of {layers} layers keep "
                      f"only the last {cfg.sliding_window} tokens")
         if length:
-            at = cfg.kv_elements_per_token_per_layer() * bytes_per_element * cfg.attended_tokens(length) / length
+            at = bytes_per_element * cfg.kv_elements_cached(length) / length  # each kind at its shape
             lines.append(f"    the figure above is uncapped (every layer, every token); at {length:,} tokens: "
                          f"per-layer bytes × (global layers × L + windowed layers × min(L, W)) / L = {_sized(at)}")
     la, mb = cfg.linear_attention, cfg.mamba
@@ -144,8 +152,7 @@ def explain_model(a: ModelAnalysis) -> str:
                      f"per layer, × {cfg.moe_layers} layers")
     lines.append("")
     lines += explain_kv(cfg, kv_bpe, dt.kv_cache.name, a.seq)
-    kv_seq = (cfg.kv_elements_per_token_per_layer() * kv_bpe * cfg.attended_tokens(a.seq)
-              + cfg.index_bytes_per_token * a.seq)
+    kv_seq = cfg.kv_elements_cached(a.seq) * kv_bpe + cfg.index_bytes_per_token * a.seq
     state = cfg.state_bytes_per_sequence(kv_bpe)
     with_state = f" + state {_sized(state)}" if state else ""
     lines.append(f"    one sequence at {a.seq} tokens: {_sized(kv_seq)}{with_state}; × batch {a.batch} = "
@@ -188,7 +195,14 @@ def explain_model(a: ModelAnalysis) -> str:
             tokens_text = f"min({a.seq}, top-k {cfg.indexer.topk}) × {cfg.num_layers} layers"
         else:
             tokens_text = f"{a.seq} × {cfg.kv_layers} layers"
-        lines.append(f"    attention = {what} = {per_pair:.6g} FLOP per (query, key) pair per layer")
+        if not cfg.is_mla and not cfg.uniform_attention:  # each layer kind at its own shape
+            kinds = cfg.softmax_layer_kinds
+            shapes = [(k, cfg.attention_shape(k)) for k, _ in kinds]
+            what = " and ".join(f"{k} 2·H·(d + d_v) = 2·{sh.heads}·({sh.head_dim} + {sh.v_head_dim}) = "
+                                f"{sh.flop_per_pair:.6g}" for k, sh in shapes)
+            lines.append(f"    attention = {what} FLOP per (query, key) pair per layer")
+        else:
+            lines.append(f"    attention = {what} = {per_pair:.6g} FLOP per (query, key) pair per layer")
         if cfg.indexer is not None:
             ix = cfg.indexer
             tokens_text += (f" + the DSA indexer (2·d_I + 3)·H_I = {(2 * ix.head_dim + 3) * ix.heads} per cached token "

@@ -54,7 +54,7 @@ from roofline.models.kda import linear_mixer
 from roofline.models.latent import latent_in, latent_out
 from roofline.models.mamba import mamba2
 from roofline.models.split import Comm, check_moe_rows, check_split, comm_for, sequence_split, shard
-from roofline.models.transformer import SOFTMAX_KINDS, AttentionKind, MlpKind, ModelConfig
+from roofline.models.transformer import AttentionKind, MlpKind, ModelConfig
 from roofline.models.windows import windowed
 from roofline.parallel import Collective, CollectiveCall, Split, collective_op
 from roofline.parallel.algorithms import AllReduceRule, all_reduce_op
@@ -209,67 +209,82 @@ class _Builder:
             self.reduce("embedding.all_reduce", partial, resid, 1)
 
     def attention_block(self, resid: Tensor, hidden: Tensor) -> None:
-        """The token mixers: softmax attention on its layers, Gated DeltaNet (or KDA) and Mamba2 on theirs."""
-        if linear := self.cfg.attention_layers(AttentionKind.LINEAR):
+        """The token mixers: softmax attention on its layers, Gated DeltaNet (or KDA) and Mamba2 on theirs. Softmax
+        layers of one shape share their ops (count = their layers); where a layer kind has a shape of its
+        own (Gemma 4's full layers), each kind runs its own norm, projections, attention and residual."""
+        cfg = self.cfg
+        if linear := cfg.attention_layers(AttentionKind.LINEAR):
             linear_mixer(self, resid, hidden, linear)
-        if ssm := self.cfg.attention_layers(AttentionKind.MAMBA):
+        if ssm := cfg.attention_layers(AttentionKind.MAMBA):
             mamba2(self, resid, hidden, ssm)
-        self.layers = self.cfg.kv_layers  # the softmax-attention ops run on these layers only
-        if self.layers:
-            self.softmax_attention(resid, hidden)
-        self.layers = self.cfg.num_layers
+        groups = cfg.softmax_layer_kinds
+        if groups and (cfg.is_mla or cfg.uniform_attention):
+            self.layers = cfg.kv_layers  # the softmax-attention ops run on these layers only
+            self.softmax_attention(resid, hidden, tuple(k for k, _ in groups), "")
+        elif groups:
+            for kind, count in groups:
+                self.layers = count
+                self.softmax_attention(resid, hidden, (kind,), f"{kind}.")
+        self.layers = cfg.num_layers
 
-    def softmax_attention(self, resid: Tensor, hidden: Tensor) -> None:
+    def softmax_attention(self, resid: Tensor, hidden: Tensor, kinds: tuple[AttentionKind, ...], p: str) -> None:
+        """Softmax attention on the layers of `kinds`, at their one shape; `p` prefixes every name
+        (empty when all softmax layers share one shape)."""
         cfg, n, h, layers = self.cfg, self.n, self.cfg.hidden_size, self.layers
-        x = self.act("attn_norm.out", (n, h))
-        norm = self.norm("attn_norm", resid, x, layers)
-        attn_out = self.act("attn.out", (n, cfg.num_heads * cfg.v_dim))
+        shape = cfg.attention_shape(kinds[0])
+        x = self.act(f"{p}attn_norm.out", (n, h))
+        norm = self.norm(f"{p}attn_norm", resid, x, layers)
+        attn_out = self.act(f"{p}attn.out", (n, shape.out_width))
         if cfg.is_mla:
             self.mla(x, attn_out, norm)
         else:
-            self.gqa(x, attn_out, norm)
+            self.gqa(x, attn_out, norm, kinds, p)
         if cfg.attn_output_gate:  # Qwen3-Next/3.5: out · sigmoid(gate), the gate from q_proj's second half
-            gated = self.act("attn.gated", attn_out.shape)
+            gated = self.act(f"{p}attn.gated", attn_out.shape)
             per = FLOP_PER_ELEMENT["silu"] + FLOP_PER_ELEMENT["mul"]
             width = attn_out.shape[-1]
-            self.add(Op("attn.output_gate", "sigmoid_gate", (attn_out, self.act("attn.gate", (n, width))), (gated,),
-                        {Unit.VECTOR: float(per * n * width)}, layers,
+            self.add(Op(f"{p}attn.output_gate", "sigmoid_gate", (attn_out, self.act(f"{p}attn.gate", (n, width))),
+                        (gated,), {Unit.VECTOR: float(per * n * width)}, layers,
                         formula=f"out · sigmoid(gate): {per:g}·N·H·d = {per:g}·{n}·{width}"))
             attn_out = gated
-        o = self.act("o_proj.out", (n, h))
-        o_part = self.tp_out("o_proj", o)
-        o_proj = self.add(matmul_op("o_proj", attn_out, self.weight("o_proj.weight", (cfg.num_heads * cfg.v_dim, h)),
-                                    o_part, layers, extra_inputs=self.bias("o_proj", h, cfg.linear_bias or cfg.o_bias)))
+        o = self.act(f"{p}o_proj.out", (n, h))
+        o_part = self.tp_out(f"{p}o_proj", o)
+        o_proj = self.add(matmul_op(f"{p}o_proj", attn_out, self.weight(f"{p}o_proj.weight", (shape.out_width, h)),
+                                    o_part, layers,
+                                    extra_inputs=self.bias(f"{p}o_proj", h, cfg.linear_bias or cfg.o_bias)))
         if o_part is not o:
-            o_proj = self.reduce("attn.all_reduce", o_part, o, layers)  # the residual add can't enter the GEMM
+            o_proj = self.reduce(f"{p}attn.all_reduce", o_part, o, layers)  # the residual add can't enter the GEMM
         if cfg.sandwich_norm:
-            o_n = self.act("post_attn_norm.out", (n, h))
-            post = self.norm("post_attn_norm", o, o_n, layers)
-            res = self.add(elementwise_op("attn_residual", "add", (resid, o_n), hidden, layers))
+            o_n = self.act(f"{p}post_attn_norm.out", (n, h))
+            post = self.norm(f"{p}post_attn_norm", o, o_n, layers)
+            res = self.add(elementwise_op(f"{p}attn_residual", "add", (resid, o_n), hidden, layers))
             self.fuse(post, res)  # a norm after a matmul reduces whole rows: fused with the add, not the GEMM
         else:
-            res = self.add(elementwise_op("attn_residual", "add", (resid, o), hidden, layers))
+            res = self.add(elementwise_op(f"{p}attn_residual", "add", (resid, o), hidden, layers))
             if o_part is o:  # after an all-reduce the add stays a kernel of its own
                 self.fuse(o_proj, res)
 
-    def gqa(self, x: Tensor, attn_out: Tensor, norm: str) -> str:
+    def gqa(self, x: Tensor, attn_out: Tensor, norm: str, kinds: tuple[AttentionKind, ...], p: str) -> str:
         cfg, n, b, t, layers = self.cfg, self.n, self.b, self.t, self.layers
-        H, G, d = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
-        width = ((2 * H if cfg.attn_output_gate else H) + 2 * G) * d  # a gated q_proj gives query and gate
-        qkv = self.act("qkv", (n, width))
-        proj = self.add(matmul_op("qkv_proj", x, self.weight("qkv_proj.weight", (cfg.hidden_size, width)), qkv,
-                                  layers, extra_inputs=self.bias("qkv_proj", width, cfg.qkv_bias or cfg.linear_bias)))
+        s = cfg.attention_shape(kinds[0])  # every kind of this group runs it (ModelConfig.uniform_attention)
+        H, G, d, dv = s.heads, s.kv_heads, s.head_dim, s.v_head_dim
+        width = s.qkv_width  # a gated q_proj gives query and gate; K=V: one projection gives K and V
+        qkv = self.act(f"{p}qkv", (n, width))
+        proj = self.add(matmul_op(f"{p}qkv_proj", x, self.weight(f"{p}qkv_proj.weight", (cfg.hidden_size, width)),
+                                  qkv, layers,
+                                  extra_inputs=self.bias(f"{p}qkv_proj", width, cfg.qkv_bias or cfg.linear_bias)))
         self.fuse(norm, proj)
-        q = self.act("q", (b, H, t, d))
-        k_new = Tensor("k.new", (b, G, t, d), self.dt.kv_cache, Role.KV_CACHE, persistent=True)
-        v_new = Tensor("v.new", (b, G, t, d), self.dt.kv_cache, Role.KV_CACHE, persistent=True)
+        q = self.act(f"{p}q", (b, H, t, d))
+        k_new = Tensor(f"{p}k.new", (b, G, t, d), self.dt.kv_cache, Role.KV_CACHE, persistent=True)
+        v_new = Tensor(f"{p}v.new", (b, G, t, dv), self.dt.kv_cache, Role.KV_CACHE, persistent=True)
         inputs: tuple[Tensor, ...] = (qkv,)
         if cfg.learned_positions or cfg.nope:  # GPT-2's positions are in the embedding; Nemotron-H has none
-            self.add(Op("kv_write", "kv_write", inputs, (q, k_new, v_new), {}, layers,
+            self.add(Op(f"{p}kv_write", "kv_write", inputs, (q, k_new, v_new), {}, layers,
                         formula="split q, k, v and write k, v into the cache: no FLOPs"))
         else:
-            rope, rd = FLOP_PER_ELEMENT["rope"], cfg.rotary_dims or d  # partial rotary: the first rd dims
-            roped = layers if cfg.rope_global else cfg.attention_layers(AttentionKind.LOCAL)  # Llama 4: NoPE
+            rope, rd = FLOP_PER_ELEMENT["rope"], s.rotated  # partial rotary: the first rd dims
+            roped = sum(c for k, c in cfg.softmax_layer_kinds if k in kinds
+                        and (cfg.rope_global or k != AttentionKind.GLOBAL))  # Llama 4: NoPE
             flop = rope * n * (H + G) * rd * roped / layers
             formula = f"{rope:g}·N·(H+G)·{'d' if rd == d else 'rotary_dims'} = {rope:g}·{n}·{H + G}·{rd}"
             if roped != layers:
@@ -280,16 +295,18 @@ class _Builder:
                 flop += per * n * (H + G) * d
                 formula = f"RMSNorm {per:g}·N·(H+G)·d + RoPE {formula}"
                 qn, kn = (H * d, G * d) if cfg.qk_norm_per_layer else (d, d)  # MiniMax-M2: over the whole q, k
-                inputs += (Tensor("q_norm.weight", (qn,), self.dt.activations, Role.WEIGHT),
-                           Tensor("k_norm.weight", (kn,), self.dt.activations, Role.WEIGHT))
+                inputs += (Tensor(f"{p}q_norm.weight", (qn,), self.dt.activations, Role.WEIGHT),
+                           Tensor(f"{p}k_norm.weight", (kn,), self.dt.activations, Role.WEIGHT))
                 name, kind = "qk_norm_rope", "qk_norm+rope"
-            self.add(Op(name, kind, inputs, (q, k_new, v_new), {Unit.VECTOR: float(flop)}, layers,
+            if cfg.v_norm:  # Gemma 4: V normed without a gain
+                vn = FLOP_PER_ELEMENT["rmsnorm"]
+                flop += vn * n * G * dv
+                formula += f" + v_norm {vn:g}·N·G·d_v = {vn:g}·{n}·{G}·{dv}"
+            self.add(Op(f"{p}{name}", kind, inputs, (q, k_new, v_new), {Unit.VECTOR: float(flop)}, layers,
                         formula=formula + "; writes the new K and V into the cache"))
-        for kind in SOFTMAX_KINDS:
+        for kind in kinds:
             count = cfg.attention_layers(kind)
-            if not count:
-                continue
-            prefix = self.attn_prefix(kind)
+            prefix = p + self.attn_prefix(kind, kinds)
             window = cfg.sliding_window if kind == AttentionKind.LOCAL else None
             if self.shape.phase == Phase.PREFILL:
                 ops = attention_ops(prefix, q, k_new, v_new, attn_out, causal=True, count=count,
@@ -298,7 +315,7 @@ class _Builder:
             else:
                 cached = cfg.read_tokens(kind, self.shape.seq)  # chunked: the new token's own chunk
                 kc = Tensor(f"{prefix}.k_cache", (b, G, cached, d), self.dt.kv_cache, Role.KV_CACHE)
-                vc = Tensor(f"{prefix}.v_cache", (b, G, cached, d), self.dt.kv_cache, Role.KV_CACHE)
+                vc = Tensor(f"{prefix}.v_cache", (b, G, cached, dv), self.dt.kv_cache, Role.KV_CACHE)
                 ops = attention_ops(prefix, q, kc, vc, attn_out, causal=True, count=count,
                                     scores_dtype=self.dt.activations)
             for op in ops:
@@ -306,9 +323,8 @@ class _Builder:
             self.flash[prefix] = tuple(op.name for op in ops)
         return proj
 
-    def attn_prefix(self, kind: AttentionKind) -> str:
-        both = all(self.cfg.attention_layers(k) for k in SOFTMAX_KINDS)
-        return f"attn.{kind}" if both else "attn"
+    def attn_prefix(self, kind: AttentionKind, kinds: tuple[AttentionKind, ...]) -> str:
+        return f"attn.{kind}" if len(kinds) > 1 else "attn"
 
     def mla(self, x: Tensor, attn_out: Tensor, norm: str) -> str:
         """DeepSeek-V3 attention: decode absorbed over the latent cache, prefill decompressed."""

@@ -53,12 +53,12 @@ def _linear_attention_share(cfg: ModelConfig, proj: str) -> float | None:
     return sizes[proj] / la.layer_params(h) if proj in sizes else None
 
 
-def module_share(cfg: ModelConfig, rest: str) -> tuple[str, float] | None:
+def module_share(cfg: ModelConfig, rest: str, kind: AttentionKind = AttentionKind.GLOBAL) -> tuple[str, float] | None:
     """The parameter part one layer's module (the name after `layers.i.`) belongs to, and its share
-    of that part in the layer; None when the name is not read."""
+    of that part in the layer (its attention at the `kind` layer's own shape); None when not read."""
     head, _, proj = rest.rpartition(".")
     if head in ("self_attn", "mixer") and proj in ("q_proj", "k_proj", "v_proj", "o_proj"):
-        share = _projection_share(cfg, proj)
+        share = _projection_share(cfg, proj, kind)
         return None if share is None else ("attention", share)
     if head == "linear_attn":
         share = _linear_attention_share(cfg, proj)
@@ -111,7 +111,9 @@ def mixed_precision(cfg: ModelConfig, q: Mapping[str, Any], where: str
             whole[(dtype, "lm_head")] = 1.0
             continue
         m = _MODULE.match(name)
-        found = None if m is None else module_share(cfg, m.group(2))
+        kind = cfg.layer_kinds[int(m.group(1))] if m is not None and int(m.group(1)) < cfg.num_layers \
+            else AttentionKind.GLOBAL
+        found = None if m is None else module_share(cfg, m.group(2), kind)
         if m is None or found is None or int(m.group(1)) not in having.get(found[0], set()):
             raise RooflineError(f"config {where}: quantization_config 'quantized_layers' module {shown(name)} is not "
                                 f"read: MIXED_PRECISION is applied per module exactly or not at all")
@@ -119,8 +121,15 @@ def mixed_precision(cfg: ModelConfig, q: Mapping[str, Any], where: str
         layer = shares.setdefault((dtype, part), {})
         layer[int(m.group(1))] = layer.get(int(m.group(1)), 0.0) + share
     fractions: dict[tuple[str, str], float] = dict(whole)
+    # a layer's share of a part weighs by that layer's parameters in it: attention at each layer kind's shape
+    weight = {i: float(cfg.attention_shape(k).linear_params(cfg.hidden_size)) if k in SOFTMAX_KINDS else 1.0
+              for i, k in enumerate(cfg.layer_kinds)}
     for (dtype, part), by_layer in shares.items():
-        fractions[(dtype, part)] = sum(by_layer.values()) / len(having[part])
+        if part == "attention" and not cfg.is_mla:
+            fractions[(dtype, part)] = (sum(v * weight[i] for i, v in by_layer.items())
+                                        / sum(weight[i] for i in having[part]))
+        else:
+            fractions[(dtype, part)] = sum(by_layer.values()) / len(having[part])
     parts = cfg.param_counts().parts
     total_by_part: dict[str, float] = {}
     for (_, part), f in fractions.items():

@@ -20,6 +20,10 @@ qwen3_next_mtp.py loads with the main model's embed_tokens and lm_head, store no
 Qwen3-Next/3.5 (`mtp_num_hidden_layers`): mtp.fc 2h -> h, pre_fc_norm_embedding and pre_fc_norm_hidden,
 full-attention decoder layers as the main stack's (gated attention, q/k norms, the MoE with its shared
 expert and gate, or the dense MLP), a final norm; the draft's step idx picks layer idx mod their count.
+
+MiMo-7B (`num_nextn_predict_layers`; vLLM mimo_mtp.py MiMoMultiTokenPredictorLayer): token_layernorm and
+hidden_layernorm, input_proj 2h -> h (eh_proj here), one Qwen2 decoder layer (q/k/v biases, the dense MLP),
+final_layernorm; the main model's embedding and head.
 """
 
 from __future__ import annotations
@@ -55,6 +59,12 @@ class ModelConfig(Protocol):
     def intermediate_size(self) -> int: ...
     @property
     def head_dim(self) -> int: ...
+    @property
+    def num_heads(self) -> int: ...
+    @property
+    def num_kv_heads(self) -> int: ...
+    @property
+    def qkv_bias(self) -> bool: ...
     @property
     def qk_norm(self) -> bool: ...
     @property
@@ -99,6 +109,8 @@ def mtp_parts(c: ModelConfig, attention: int) -> dict[str, int]:
         norms += 2 * c.indexer.head_dim  # the indexer's k_norm, a LayerNorm
     if c.router_bias:
         norms += c.num_experts  # e_score_correction_bias: added, not multiplied
+    if c.qkv_bias and not c.is_mla:  # MiMo-7B's Qwen2 block: biases on q, k and v, added, not multiplied
+        norms += (c.num_heads + 2 * c.num_kv_heads) * c.head_dim
     out = {"mtp": n * sum(mtp_components(c, attention).values()),
            "mtp_experts": n * c.num_experts * 3 * h * c.moe_intermediate_size if c.is_moe else 0,
            "mtp_norms": n * norms,

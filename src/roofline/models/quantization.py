@@ -329,8 +329,8 @@ def _layer_parts(rest: str) -> tuple[str, ...] | None:
         return ("router",)
     if r.startswith(("mlp.shared_expert", "block_sparse_moe.shared_expert")):
         return ("shared_experts",)
-    if r.startswith(("mlp.experts", "block_sparse_moe.experts")):
-        return ("experts",)
+    if r.startswith(("mlp.experts", "block_sparse_moe.experts")) or r == "experts" or r.startswith("experts."):
+        return ("experts",)  # Gemma 4's layers.i.experts: beside its mlp, not in it
     if r == "mlp" or r == "block_sparse_moe" or (rest.endswith("*") and r in ("mlp", "block_sparse_moe")):
         return _MLP_PARTS
     if r.startswith("mlp.") and r.split(".")[1] in ("gate_proj", "up_proj", "down_proj", "gate_up_proj"):
@@ -338,18 +338,19 @@ def _layer_parts(rest: str) -> tuple[str, ...] | None:
     return None
 
 
-def _projection_share(cfg: ModelConfig, proj: str) -> float | None:
-    """The share of one layer's attention parameters in projection `proj` (q_proj, kv_b_proj, ...)."""
-    h, H, G, d = cfg.hidden_size, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
+def _projection_share(cfg: ModelConfig, proj: str, kind: AttentionKind = AttentionKind.GLOBAL) -> float | None:
+    """The share of one `kind` layer's attention parameters in projection `proj` (q_proj, kv_b_proj, ...),
+    at that kind's shape (ModelConfig.attention_shape; K=V: no v_proj)."""
+    s = cfg.attention_shape(kind)
+    h, H, G, d = cfg.hidden_size, s.heads, s.kv_heads, s.head_dim
     if cfg.is_mla:
         dn, dr, dv, r, qr = (cfg.qk_nope_head_dim, cfg.qk_rope_head_dim, cfg.v_head_dim, cfg.kv_lora_rank,
                              cfg.q_lora_rank)
         sizes = {"q_a_proj": h * qr, "q_b_proj": qr * H * (dn + dr), "q_proj": 0 if qr else h * H * (dn + dr),
                  "kv_a_proj_with_mqa": h * (r + dr), "kv_b_proj": r * H * (dn + dv), "o_proj": H * dv * h}
     else:
-        q = 2 * H if cfg.attn_output_gate else H
-        sizes = {"q_proj": h * q * d, "k_proj": h * G * d, "v_proj": h * G * d, "o_proj": H * d * h,
-                 "qkv_proj": h * (q + 2 * G) * d}
+        sizes = {"q_proj": h * s.query_width, "k_proj": h * G * d, "v_proj": 0 if s.k_eq_v else h * G * s.v_head_dim,
+                 "o_proj": s.out_width * h, "qkv_proj": h * s.qkv_width}
     name = proj.rstrip("*").rstrip(".")
     if name not in sizes:
         return None
@@ -454,6 +455,9 @@ def unquantized_parts(cfg: ModelConfig, modules: tuple[str, ...], where: str, ex
                          for i in range(cfg.mtp_layers)})
     unread: list[str] = []
     kimi = isinstance(cfg.linear_attention, KimiDelta)
+    # Gemma 4's MoE layers hold the dense MLP (read as shared experts), the router and the experts side by side
+    # (transformers' Gemma4TextDecoderLayer: mlp, router, experts), so its `mlp` is not the whole MoE block
+    siblings = cfg.architecture.startswith("gemma4") and cfg.is_moe
     for name in _expand_patterns(cfg, modules):
         if cfg.mtp_layers and (qwen := _QWEN_MTP.match(name)):  # Qwen3-Next/3.5's mtp.* module
             if not _qwen_mtp_kept(cfg, qwen.group(1), mtp_kept):
@@ -486,6 +490,8 @@ def unquantized_parts(cfg: ModelConfig, modules: tuple[str, ...], where: str, ex
                 unread.append(name)
             continue
         parts = _layer_parts(rest)
+        if parts == _MLP_PARTS and siblings and rest.strip(".*") == "mlp":
+            parts = ("shared_experts",)  # Gemma 4: layers.i.mlp is the dense MLP alone, beside router and experts
         if parts is None:
             unread.append(name)
             continue
@@ -510,15 +516,22 @@ def unquantized_parts(cfg: ModelConfig, modules: tuple[str, ...], where: str, ex
             if p == "indexer.weights_proj":  # always kept (below): listing it adds nothing
                 continue
             if p.startswith("attention."):
-                one = _projection_share(cfg, p.split(".", 1)[1])
-                if one is None or (kimi and chosen & having["linear_attention"]):  # one KDA projection: not read
+                projection = p.split(".", 1)[1]
+                if _projection_share(cfg, projection) is None or (kimi and chosen & having["linear_attention"]):
                     unread.append(name)
                     continue
-                p, share = "attention", one
+                for i in chosen & having["attention"]:  # each layer at its kind's shape
+                    one = _projection_share(cfg, projection, cfg.layer_kinds[i]) or 0.0
+                    matched["attention"][i] = min(1.0, matched["attention"].get(i, 0.0) + one)
+                continue
             for i in chosen & having[p]:
                 matched[p][i] = min(1.0, matched[p].get(i, 0.0) + share)
+    weight = {i: float(cfg.attention_shape(kind).linear_params(cfg.hidden_size))
+              for i, kind in enumerate(cfg.layer_kinds) if kind in SOFTMAX_KINDS}  # a layer's attention weights
     for p, done in matched.items():
-        if done and having[p]:
+        if done and having[p] and p == "attention" and not cfg.is_mla:
+            fraction[p] = sum(v * weight[i] for i, v in done.items()) / sum(weight[i] for i in having[p])
+        elif done and having[p]:
             fraction[p] = sum(done.values()) / len(having[p])
     counts = cfg.param_counts().parts
     for part in ("mtp", "mtp_experts"):

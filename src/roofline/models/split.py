@@ -92,18 +92,21 @@ def comm_for(split: Split, devices_per_node: int, nvls: bool = False) -> Comm:
 def check_split(cfg: ModelConfig, split: Split, batch: int) -> list[str]:
     """Errors for a split the model cannot run; warnings (returned) for what engines do about the rest."""
     warnings: list[str] = []
-    tp, H, G = split.tp, cfg.num_heads, cfg.num_kv_heads
-    if H % tp:
-        raise RooflineError(f"{T.tp} {tp} does not divide {cfg.name}'s {H} query heads; try one of "
-                            f"{', '.join(str(d) for d in divisors(H, 64))}")
-    if not cfg.is_mla and tp > G:
-        if tp % G:
-            raise RooflineError(f"{T.tp} {tp} exceeds {cfg.name}'s {G} key/value heads and is not a multiple of "
-                                f"them, so they cannot be replicated evenly")
-        warnings.append(f"--tp {tp} exceeds the {G} key/value heads: each device holds one, replicated {tp // G}× "
-                        f"(as vLLM does); the KV cache per device does not shrink past tp = {G}")
-    elif not cfg.is_mla and G % tp:
-        raise RooflineError(f"{T.tp} {tp} does not divide {cfg.name}'s {G} key/value heads")
+    tp = split.tp
+    # each softmax layer kind at its own shape (ModelConfig.attention_shape): Gemma 4's full layers have 4 K/V heads
+    shapes = {cfg.attention_shape(k) for k, _ in cfg.softmax_layer_kinds} or {cfg.attention_shape()}
+    for H, G in sorted({(s.heads, s.kv_heads) for s in shapes}, key=lambda hg: hg[1], reverse=True):
+        if H % tp:
+            raise RooflineError(f"{T.tp} {tp} does not divide {cfg.name}'s {H} query heads; try one of "
+                                f"{', '.join(str(d) for d in divisors(H, 64))}")
+        if not cfg.is_mla and tp > G:
+            if tp % G:
+                raise RooflineError(f"{T.tp} {tp} exceeds {cfg.name}'s {G} key/value heads and is not a multiple "
+                                    f"of them, so they cannot be replicated evenly")
+            warnings.append(f"--tp {tp} exceeds the {G} key/value heads: each device holds one, replicated "
+                            f"{tp // G}× (as vLLM does); the KV cache per device does not shrink past tp = {G}")
+        elif not cfg.is_mla and G % tp:
+            raise RooflineError(f"{T.tp} {tp} does not divide {cfg.name}'s {G} key/value heads")
     for width in sorted({w for w in cfg.ffn_widths if w} or ({cfg.intermediate_size} if cfg.dense_layers else set())):
         if width % tp:
             raise RooflineError(f"{T.tp} {tp} does not divide the MLP width {width}")
@@ -202,6 +205,7 @@ def shard(cfg: ModelConfig, split: Split) -> ModelConfig:
                                                          value_heads=la.value_heads // tp),
         mamba=None if mb is None else replace(mb, heads=mb.heads // tp, groups=mb.groups // tp),
         num_heads=cfg.num_heads // tp,
+        global_attention=None if cfg.global_attention is None else cfg.global_attention.sharded(tp),
         # MLA's key/value "heads" go with the query heads; its cache is the shared latent, replicated
         num_kv_heads=cfg.num_kv_heads // tp if cfg.is_mla else max(1, cfg.num_kv_heads // tp),
         intermediate_size=cfg.intermediate_size // tp,

@@ -87,17 +87,20 @@ def check_splits(cfg: ModelConfig, splits: Sequence[Split], batches: Sequence[in
 
 
 def fewest_devices(cfg: ModelConfig, dtypes: ModelDtypes, kv_bytes: Any, capacity_bytes: float | None,
-                   utilization: float = DEFAULT_UTILIZATION) -> Any:
+                   seq: Any, utilization: float = DEFAULT_UTILIZATION) -> Any:
     """Per point, the devices of the smallest valid split whose weights + KV cache per device fit
-    (roofline.models.memory's search, vectorised; the activation workspace is left out here); 0: none."""
+    (roofline.models.memory's search, vectorised; the activation workspace is left out here); 0: none.
+    A device's share of the cache is its KV values over the model's at each point's length `seq` (each
+    layer kind at its own shape: Gemma 4's 4 full-layer K/V heads stop shrinking at tp 4)."""
     import numpy as np
 
     out = np.zeros(np.shape(kv_bytes), dtype=np.int64)
     if capacity_bytes is None:
         return out
-    per_layer = cfg.kv_elements_per_token_per_layer()
+    whole = np.asarray(cfg.kv_elements_cached(seq), dtype=np.float64)
     for split in candidate_splits(cfg, NODE_DEVICES, MOST_DEVICES):
-        share = shard(cfg, split).kv_elements_per_token_per_layer() / per_layer * stage_share(cfg, split)
+        part = np.asarray(shard(cfg, split).kv_elements_cached(seq), dtype=np.float64)
+        share = np.divide(part, whole, out=np.ones_like(whole), where=whole > 0) * stage_share(cfg, split)
         fits = device_weights_bytes(cfg, split, dtypes) + kv_bytes * share <= capacity_bytes * utilization
         out = np.where((out == 0) & fits, split.devices, out)
     return out
@@ -166,7 +169,7 @@ def sweep(steps: Sequence[Step], deployed: Sequence[Deployment], batches: Sequen
             if (sp, dpn, d.nvls) not in fits:
                 fits[sp, dpn, d.nvls] = StepModel.fit(cfg, phase, dt, plan, step.experts_hit, sp, dpn, d.nvls)
             fitted = fits[sp, dpn, d.nvls]
-            devices = fewest_devices(cfg, dt, kv, m.memory_capacity_bytes)
+            devices = fewest_devices(cfg, dt, kv, m.memory_capacity_bytes, flat_s)
             cdt = compute_dtype(dt, m)
             r = fitted.evaluate(flat_b, flat_s, m, cdt)
             model = (expected or for_machine)(m.id)

@@ -21,6 +21,7 @@ from typing import Any
 
 from roofline.dtypes import DType
 from roofline.errors import RooflineError
+from roofline.models.attention_shape import AttentionShape
 from roofline.models.formulas import Num, minimum
 from roofline.models.mtp import MTP_PARTS, mtp_parts
 from roofline.models.recurrent import LinearAttention, Mamba2
@@ -105,6 +106,10 @@ class ModelConfig:
     # token its chunk's earlier tokens), not a sliding window; their cache is capped at the chunk alike
     attention_chunked: bool = False
     rope_global: bool = True  # False: the GLOBAL layers run no RoPE (Llama 4's NoPE layers)
+    # the GLOBAL layers' own attention shape where it is not the LOCAL layers' (Gemma 4's global_head_dim,
+    # num_global_key_value_heads, attention_k_eq_v); None: every softmax layer at the model's (attention_shape)
+    global_attention: AttentionShape | None = None
+    v_norm: bool = False  # Gemma 4: an RMSNorm without a gain over each V head (FLOPs, no parameters)
     # per layer GLOBAL or LOCAL; empty: every layer alike (LOCAL if there is a window). See layer_kinds.
     layer_attention: tuple[AttentionKind, ...] = ()
     # mixture of experts
@@ -114,6 +119,7 @@ class ModelConfig:
     num_shared_experts: int = 0  # each of moe_intermediate_size width
     moe_latent_size: int = 0  # LatentMoE (Nemotron 3 Super/Ultra): the routed experts run in this width (models/latent)
     first_dense_layers: int = 0  # DeepSeek-V3: the first k layers have a dense MLP
+    moe_gains: int = 0  # per MoE layer, norm gains and scales beyond the block's (Gemma 4: 3 norms, router scales)
     router_bias: bool = False  # DeepSeek-V3: e_score_correction_bias; gpt-oss: the router's bias
     expert_bias: bool = False  # gpt-oss: biases on every expert's gate_up (2f) and down (h) projections
     attention_sinks: bool = False  # gpt-oss: one learned sink logit per head, in every softmax's sum
@@ -219,6 +225,32 @@ class ModelConfig:
                                 f"{self.redundant_experts!r}")
         if self.sliding_window is not None and self.sliding_window < 1:
             raise RooflineError(f"model {self.name}: sliding_window must be positive, got {self.sliding_window}")
+        ga = self.global_attention
+        if ga is not None and (self.is_mla or ga.output_gate != self.attn_output_gate):
+            raise RooflineError(f"model {self.name}: a full-attention shape of its own is read for GQA layers "
+                                f"alike in their output gate, not for MLA")
+
+    # --- the attention shape each layer kind runs --------------------------------------------------
+    def attention_shape(self, kind: AttentionKind = AttentionKind.GLOBAL) -> AttentionShape:
+        """The shape a softmax layer of `kind` runs at: the GLOBAL layers' own (global_attention) where
+        given, else the model's H × d_qk against G K/V heads, values d_v wide (MLA: its decompressed
+        heads, 192 and 128 for DeepSeek-V3)."""
+        if kind == AttentionKind.GLOBAL and self.global_attention is not None:
+            return self.global_attention
+        return AttentionShape(self.num_heads, self.num_kv_heads, self.qk_head_dim, self.v_dim,
+                              rotary_dims=0 if self.is_mla else self.rotary_dims,
+                              output_gate=self.attn_output_gate, sinks=self.attention_sinks)
+
+    @property
+    def softmax_layer_kinds(self) -> tuple[tuple[AttentionKind, int], ...]:
+        """(kind, layers) for each softmax kind the model runs (GLOBAL, then LOCAL), layers > 0."""
+        return tuple((k, n) for k in SOFTMAX_KINDS if (n := self.attention_layers(k)))
+
+    @property
+    def uniform_attention(self) -> bool:
+        """True when every softmax layer runs one shape (one qkv_proj, one o_proj for all of them)."""
+        return self.global_attention is None or not self.attention_layers(AttentionKind.LOCAL) \
+            or self.global_attention == self.attention_shape(AttentionKind.LOCAL)
 
     # --- derived shape ---------------------------------------------------------------------------
     @property
@@ -256,7 +288,8 @@ class ModelConfig:
 
     @property
     def v_dim(self) -> int:
-        return self.v_head_dim if self.is_mla else self.head_dim
+        """Width of one value head: head_dim, or v_head_dim where given (MLA; MiMo-V2-Flash's 128 beside 192)."""
+        return self.v_head_dim if self.is_mla or self.v_head_dim else self.head_dim
 
     @property
     def moe_layers(self) -> int:
@@ -311,6 +344,8 @@ class ModelConfig:
                  AttentionKind.MAMBA: "Mamba2"}
         if self.nope or not self.rope_global:
             names[AttentionKind.GLOBAL] += " (no RoPE)"
+        if not self.is_mla and not self.uniform_attention:  # Gemma 4: the full layers' own shape
+            names[AttentionKind.GLOBAL] += f" ({self.attention_shape(AttentionKind.GLOBAL).describe()})"
         out: dict[str, int] = {}
         for kind in self.layer_kinds:
             if kind == AttentionKind.NONE:
@@ -337,23 +372,43 @@ class ModelConfig:
         return linear + (0.0 if mb is None else self.attention_layers(AttentionKind.MAMBA)
                          * mb.state_bytes_per_sequence(activation_bytes))
 
-    def kv_elements_per_token_per_layer(self) -> int:
-        """Values cached per token per layer: 2·G·d for K and V, or kv_lora_rank + qk_rope_head_dim for
-        MLA's compressed latent (512 + 64 = 576 for DeepSeek-V3)."""
+    def kv_elements_per_token_per_layer(self, kind: AttentionKind = AttentionKind.GLOBAL) -> int:
+        """Values cached per token by one layer of `kind`: G·(d + d_v) for K and V (its attention_shape),
+        or kv_lora_rank + qk_rope_head_dim for MLA's compressed latent (512 + 64 = 576 for DeepSeek-V3)."""
         if self.is_mla and self.mla == "expanded":  # per-head K (nope + rope) and V, as HF caches them
             return self.num_heads * (self.qk_head_dim + self.v_head_dim)
         if self.is_mla:
             return self.kv_lora_rank + self.qk_rope_head_dim
-        return 2 * self.num_kv_heads * self.head_dim
+        return self.attention_shape(kind).kv_elements
+
+    def kv_elements_per_token(self) -> int:
+        """Values one token adds to the cache, all KV layers, uncapped: Σ_kind layers · G·(d + d_v)."""
+        return sum(n * self.kv_elements_per_token_per_layer(k) for k, n in self.softmax_layer_kinds)
+
+    def kv_elements_cached(self, context: Num) -> Num:
+        """Values one sequence's KV layers keep at `context`: Σ_kind layers · values a token · cached
+        tokens (min(L, W) on a windowed layer). An int for an int, a numpy array for an array."""
+        return sum((n * self.kv_elements_per_token_per_layer(k) * self.cached_tokens(k, context)
+                    for k, n in self.softmax_layer_kinds), 0 * context)
+
+    def kv_elements_read(self, context: Num) -> Num:
+        """Values one decode query reads at `context`: Σ_kind layers · values a token · read_tokens."""
+        return sum((n * self.kv_elements_per_token_per_layer(k) * self.read_tokens(k, context)
+                    for k, n in self.softmax_layer_kinds), 0 * context)
+
+    def attention_flop_read(self, context: Num) -> Any:
+        """FLOPs of one decode query's attention at `context`: Σ_kind layers · flop_per_pair · read_tokens."""
+        return sum((n * self.attention_flop_per_pair(k) * self.read_tokens(k, context)
+                    for k, n in self.softmax_layer_kinds), 0.0 * context)
 
     def kv_cache_bytes_per_token(self, bytes_per_element: float = 2.0) -> float:
-        """Bytes of KV cache one token of context adds, all layers: 2·G·d·layers·bytes.
+        """Bytes of KV cache one token of context adds, all layers: 2·G·d·layers·bytes (Σ over the layer
+        kinds where their shapes differ).
 
         Llama 3 70B in BF16: 2·8·128·80·2 = 327,680 B = 320 KiB, the published figure. Uncapped: a
         windowed layer counts every token here (`kv_cache_bytes` caps it at the window); linear-attention
         layers keep no KV cache (their state is per sequence: `state_bytes_per_sequence`)."""
-        return (self.kv_elements_per_token_per_layer() * self.kv_layers * bytes_per_element
-                + self.index_bytes_per_token)
+        return self.kv_elements_per_token() * bytes_per_element + self.index_bytes_per_token
 
     @property
     def index_bytes_per_token(self) -> int:
@@ -399,10 +454,10 @@ class ModelConfig:
         """KV cache for `batch` sequences of `context` tokens, windowed layers capped at the window
         (ints, or numpy arrays of them), plus each sequence's linear-attention state (its recurrent
         state in its own dtype, its conv state at `bytes_per_element`)."""
-        per_layer = self.kv_elements_per_token_per_layer() * bytes_per_element
         state = self.state_bytes_per_sequence(bytes_per_element)
         index = batch * self.index_bytes_per_token * context if self.indexer is not None else 0
-        return batch * per_layer * self.attended_tokens(context) + (batch * state if state else 0) + index
+        return (batch * bytes_per_element * self.kv_elements_cached(context) + (batch * state if state else 0)
+                + index)
 
     @property
     def default_length(self) -> int:
@@ -433,17 +488,17 @@ class ModelConfig:
         multiplied), norm gains and biases. 2 × this is a token's matmul FLOPs outside attention."""
         return self.param_counts().matmul
 
-    def attention_flop_per_pair(self) -> float:
-        """FLOPs per (query, key) pair per layer: 2·H·(d_qk + d_v) for the two matmuls, the textbook
-        4·h when d_qk = d_v and H·d = h. Under MLA as run in decode the query and key are the latent
-        (kv_lora_rank + rope = 576 wide) and the values the latent (512): 2·128·(576 + 512)."""
+    def attention_flop_per_pair(self, kind: AttentionKind = AttentionKind.GLOBAL) -> float:
+        """FLOPs per (query, key) pair per layer of `kind`: 2·H·(d_qk + d_v) for the two matmuls, the
+        textbook 4·h when d_qk = d_v and H·d = h. Under MLA as run in decode the query and key are the
+        latent (kv_lora_rank + rope = 576 wide) and the values the latent (512): 2·128·(576 + 512)."""
         if self.is_mla and self.mla != "expanded":
             return 2.0 * self.num_heads * (self.kv_lora_rank + self.qk_rope_head_dim + self.kv_lora_rank)
-        return 2.0 * self.num_heads * (self.qk_head_dim + self.v_dim)
+        return self.attention_shape(kind).flop_per_pair
 
 
 def _param_counts(c: ModelConfig) -> ParamCounts:
-    h, L = c.hidden_size, c.num_layers
+    h = c.hidden_size
     counts: dict[str, int] = {}
     counts["embedding"] = c.vocab_size * h
     if c.learned_positions:
@@ -459,18 +514,18 @@ def _param_counts(c: ModelConfig) -> ParamCounts:
         attn = q + kv + H * dv * h
         # q_a_layernorm, kv_a_layernorm; on the MLA layers only (Kimi Linear's others are KDA)
         norms += c.kv_layers * (c.kv_lora_rank + (c.q_lora_rank or 0))
-    else:
-        H, G, d = c.num_heads, c.num_kv_heads, c.head_dim
-        A = c.kv_layers  # layers with softmax attention; the rest are linear attention
-        q = 2 * H if c.attn_output_gate else H  # a gated q_proj gives the query and the gate
-        attn = h * (q + 2 * G) * d + H * d * h
-        if c.qkv_bias or c.linear_bias:
-            biases += A * (q + 2 * G) * d
-        if c.linear_bias or c.o_bias:
-            biases += A * h
-        if c.qk_norm:
-            norms += A * ((H + G) * d if c.qk_norm_per_layer else 2 * d)
-    counts["attention"] = c.kv_layers * attn
+    else:  # per softmax layer kind, at its own shape (a gated q_proj gives the query and the gate)
+        attn = c.attention_shape(AttentionKind.GLOBAL).linear_params(h)  # one full layer's, for MTP's
+        for kind, A in c.softmax_layer_kinds:
+            s = c.attention_shape(kind)
+            if c.qkv_bias or c.linear_bias:
+                biases += A * s.qkv_width
+            if c.linear_bias or c.o_bias:
+                biases += A * h
+            if c.qk_norm:
+                norms += A * ((s.heads + s.kv_heads) * s.head_dim if c.qk_norm_per_layer else 2 * s.head_dim)
+    counts["attention"] = c.kv_layers * attn if c.is_mla else sum(A * c.attention_shape(k).linear_params(h)
+                                                        for k, A in c.softmax_layer_kinds)
     if c.indexer is not None:
         counts["indexer"] = c.indexer_layers * c.indexer.linear_params(h, c.q_lora_rank)
         norms += c.indexer_layers * 2 * c.indexer.head_dim  # k_norm, a LayerNorm: gain and bias
@@ -487,6 +542,7 @@ def _param_counts(c: ModelConfig) -> ParamCounts:
     if c.is_moe:
         per_expert = mlp_mats * (c.moe_latent_size or h) * c.moe_intermediate_size  # LatentMoE: in the latent
         counts["router"] = c.moe_layers * h * (c.num_experts + (1 if c.shared_expert_gate else 0))
+        norms += c.moe_layers * c.moe_gains  # gains and scales: not multiplied
         # DeepSeek-V3's e_score_correction_bias: added to the scores to pick experts, not multiplied
         biases += c.moe_layers * c.num_experts if c.router_bias else 0
         counts["shared_experts"] = c.moe_layers * c.num_shared_experts * mlp_mats * h * c.moe_intermediate_size
@@ -495,16 +551,18 @@ def _param_counts(c: ModelConfig) -> ParamCounts:
         counts["experts"] = c.moe_layers * c.num_experts * per_expert
     counts["norms"] = norms
     counts["biases"] = biases
-    if c.attention_sinks:
-        counts["sinks"] = L * c.num_heads
+    sinks = sum(n * c.attention_shape(k).heads for k, n in c.softmax_layer_kinds if c.attention_shape(k).sinks)
+    if sinks:  # per layer kind: MiMo-V2-Flash's sliding layers have them, its full layers not
+        counts["sinks"] = sinks
     if c.expert_bias:
         counts["expert_biases"] = c.moe_layers * c.num_experts * (2 * c.moe_intermediate_size + h)
     if c.vision_params:
         counts["vision"] = c.vision_params
     if c.mtp_layers:
-        if not (c.is_mla and c.is_moe) and c.linear_attention is None:
-            raise RooflineError(f"model {c.name}: multi-token-prediction layers are read for DeepSeek-V3's, GLM-5's "
-                                f"and Qwen3-Next's layouts only")
+        dense_gqa = not (c.is_mla or c.is_moe) and c.kv_layers == c.num_layers and c.uniform_attention  # MiMo-7B
+        if not (c.is_mla and c.is_moe) and c.linear_attention is None and not dense_gqa:
+            raise RooflineError(f"model {c.name}: multi-token-prediction layers are read for DeepSeek-V3's, GLM-5's, "
+                                f"Qwen3-Next's and a dense GQA stack's (MiMo's) layouts only")
         counts.update(mtp_parts(c, attn))
     active = dict(counts)
     for part in MTP_PARTS:

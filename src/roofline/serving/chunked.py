@@ -111,10 +111,11 @@ def earlier_attention(r: Any, batch: int, tokens: int, earlier: int) -> tuple[Ba
             continue
         cached = int(r.config.cached_tokens(kind, earlier))
         prefix = f"earlier_{kind}"
-        q = tensor(f"{prefix}.q", (b, cfg.num_heads, tokens, cfg.qk_head_dim), act)
-        k = tensor(f"{prefix}.k", (b, cfg.num_kv_heads, cached, cfg.qk_head_dim), kv, Role.KV_CACHE)
-        v = tensor(f"{prefix}.v", (b, cfg.num_kv_heads, cached, cfg.v_dim), kv, Role.KV_CACHE)
-        o = tensor(f"{prefix}.o", (b, cfg.num_heads, tokens, cfg.v_dim), act)
+        s = cfg.attention_shape(kind)  # this device's share of the kind's own shape
+        q = tensor(f"{prefix}.q", (b, s.heads, tokens, s.head_dim), act)
+        k = tensor(f"{prefix}.k", (b, s.kv_heads, cached, s.head_dim), kv, Role.KV_CACHE)
+        v = tensor(f"{prefix}.v", (b, s.kv_heads, cached, s.v_head_dim), kv, Role.KV_CACHE)
+        o = tensor(f"{prefix}.o", (b, s.heads, tokens, s.v_head_dim), act)
         ops += [(prefix, op) for op in attention_ops(prefix, q, k, v, o, causal=False, count=layers)]
     # one flash kernel per layer kind: q·kᵀ, softmax and p·v fused, only q, k, v and out cross memory
     groups: dict[str, tuple[str, ...]] = {}

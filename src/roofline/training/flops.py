@@ -28,8 +28,9 @@ from roofline.models.transformer import ModelConfig
 
 def attention_model_flop_per_token(cfg: ModelConfig, seq: int) -> float:
     """3 · Σ_layers 2·H·(d_qk + d_v)·T_attended: 12·L·H·Q·T for Llama (module docstring)."""
-    per_pair = 2.0 * cfg.num_heads * (cfg.qk_head_dim + cfg.v_dim)
-    return 3.0 * per_pair * float(cfg.decode_read_tokens(seq))
+    if cfg.is_mla:  # trained decompressed: per-head K and V, 2·H·(192 + 128) a pair for DeepSeek-V3
+        return 3.0 * 2.0 * cfg.num_heads * (cfg.qk_head_dim + cfg.v_dim) * float(cfg.decode_read_tokens(seq))
+    return 3.0 * float(cfg.attention_flop_read(seq))  # each layer kind at its own shape
 
 
 def model_flop_per_token(cfg: ModelConfig, seq: int) -> float:

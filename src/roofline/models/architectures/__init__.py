@@ -25,6 +25,8 @@ from roofline.models.architectures import (
     kimi_linear,  # issue 22, third part
     llama,
     llama4,
+    mimo,  # issue 22, third part
+    mimo_v2_flash,  # issue 22, third part
     minimax,  # issue 22, second part
     minimax_m3,  # issue 22, third part
     mistral,
@@ -35,6 +37,7 @@ from roofline.models.architectures import (
     qwen,
     qwen3_next,
     qwen3_vl,  # issue 22, second part
+    step3p7,  # issue 22, third part
 )
 from roofline.models.architectures.common import Parser
 from roofline.models.fields import Fields
@@ -46,6 +49,7 @@ _FAMILIES: tuple[ModuleType, ...] = (llama, llama4, mistral, qwen, qwen3_next, d
                                      gpt_oss, nemotron_h)
 _FAMILIES += (qwen3_vl, minimax, phi3, olmo2, gemma4)  # issue 22, second part
 _FAMILIES += (kimi_linear, nemotron_nas, minimax_m3)  # issue 22, third part
+_FAMILIES += (mimo, mimo_v2_flash, step3p7)  # issue 22, third part
 
 
 def _registry() -> Mapping[str, Parser]:

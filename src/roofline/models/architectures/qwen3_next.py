@@ -84,6 +84,13 @@ def _text(f: Fields, name: str, model_type: str, tie: bool, vision: int) -> Mode
     kw["qkv_bias"] = kw["o_bias"] = f.flag("attention_bias", False)
     # Qwen3-Next's attention is always gated; Qwen3.5 says so in attn_output_gate
     kw["attn_output_gate"] = f.flag("attn_output_gate", True)
+    # Qwen3.6's output_gate_type "swish": the activation of the Gated DeltaNet's gated RMSNorm, SiLU (= swish) in
+    # transformers' Qwen3_5RMSNormGated (its qwen4_exp reads the field as that activation); the attention output
+    # gate is a sigmoid whatever it says (Qwen3_5Attention: attn_output · sigmoid(gate))
+    gate = f.text("output_gate_type", "silu")
+    if gate not in ("silu", "swish"):
+        raise f.refuse("output_gate_type", f"{gate!r} is not read: the Gated DeltaNet's output gate is SiLU (swish) "
+                                           f"as transformers' Qwen3.5 runs it")
     kw["vision_params"] = vision
     kw["rotary_dims"] = _rotary_dims(f, kw["head_dim"])
     if "num_experts" in f.raw:
