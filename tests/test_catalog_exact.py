@@ -50,3 +50,9 @@ def test_h100_pcie_bandwidth_is_the_physical_figure() -> None:
 def test_l40s_bandwidth_is_exact() -> None:
     # 384 bits x 18 Gb/s a pin / 8 = 864 GB/s: the product page's figure, unrounded
     assert get_machine("l40s").memory_bytes_per_s == 384 * 18e9 / 8 == 864e9
+
+
+def test_the_b300_l2_is_the_drivers_126_5_mib() -> None:
+    # cudaGetDeviceProperties on a B300 SXM6 AC: l2CacheSize = 132,644,864 B (ademeure/QuickRunCUDA,
+    # b300_clean/03_caches.md); the B200's driver reports the same 126.50 MB (pytorch/ao PR #4002)
+    assert l2("b300") == 126.5 * MIB == 132_644_864
