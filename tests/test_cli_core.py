@@ -72,14 +72,15 @@ def test_machines_json(capsys: pytest.CaptureFixture[str]) -> None:
     rows = {r["name"]: r for r in json.loads(out)}
     b200 = rows["b200"]
     assert b200["peak_flop_per_s"]["bf16"] == 2.25e15
-    assert b200["memory_bytes_per_s"] == 8e12
-    assert b200["ridge_flop_per_byte"]["fp4"] == 9e15 / 8e12  # 1125
+    # the physical 7680 bits x 2 x 3996 MHz / 8 (the driver's bus and memory clock, b200.toml)
+    assert b200["memory_bytes_per_s"] == 7680 * 2 * 3996e6 / 8
+    assert b200["ridge_flop_per_byte"]["fp4"] == 9e15 / (7680 * 2 * 3996e6 / 8)  # 1173
 
 
 def test_machine_detail_lists_sources(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "machine", "b200")
     assert code == 0
-    assert "2.25 PFLOP/s" in out and "8 TB/s" in out and "nvidia" in out.lower()
+    assert "2.25 PFLOP/s" in out and "7.672 TB/s" in out and "nvidia" in out.lower()
 
 
 @pytest.mark.parametrize(("argv", "message"), [
@@ -124,10 +125,11 @@ def test_console_script_entry_point() -> None:
 def test_machine_explain_derives_each_ridge(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "machine", "b200", "--explain")
     assert code == 0
-    # the seed: 281, 562, 1125 for BF16, FP8, FP4 over the same 8 TB/s
-    assert "bf16  I* = peak / BW = 2.25e+15 / 8e+12 = 281.25 FLOP/B" in out
-    assert "fp8   I* = peak / BW = 4.5e+15 / 8e+12 = 562.50 FLOP/B" in out
-    assert "fp4   I* = peak / BW = 9e+15 / 8e+12 = 1125.00 FLOP/B" in out
+    # 2.25, 4.5 and 9 PFLOP/s over the physical 7680 bits x 2 x 3996 MHz / 8 = 7.67232 TB/s: 293.26, 586.52,
+    # 1173.05 (the seed's 281, 562, 1125 divide by DGX B200's 8 TB/s)
+    assert "bf16  I* = peak / BW = 2.25e+15 / 7.67232e+12 = 293.26 FLOP/B" in out
+    assert "fp8   I* = peak / BW = 4.5e+15 / 7.67232e+12 = 586.52 FLOP/B" in out
+    assert "fp4   I* = peak / BW = 9e+15 / 7.67232e+12 = 1173.05 FLOP/B" in out
     assert "never used by the analyses" in out
 
 

@@ -23,8 +23,9 @@ def test_machines_png_and_svg_draw_one_roof_per_machine(tmp_path: Path, capsys: 
     for i in (1, 2, 3):
         assert f'id="roof-{i}"' in text  # one roof line per machine
     assert 'id="roof-4"' not in text
-    # the legend names each roof with its ridge: 312/2.039 = 153, 989.4/3.35 = 295, 2250/8 = 281
-    for ridge in ("153 FLOP/B", "295 FLOP/B", "281 FLOP/B"):
+    # the legend names each roof with its ridge: 312/2.039 = 153, 989.4/3.35 = 295, 2250/7.672 = 293 (B200's
+    # physical 7680 bits x 2 x 3996 MHz / 8 = 7.672 TB/s, tests/test_catalog_exact.py)
+    for ridge in ("153 FLOP/B", "295 FLOP/B", "293 FLOP/B"):
         assert ridge in text
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert f"wrote {svg}" in capsys.readouterr().err
@@ -34,8 +35,8 @@ def test_machines_chart_of_precisions(tmp_path: Path) -> None:
     svg = tmp_path / "b200.svg"
     assert main(["machines", "b200", "--dtype", "bf16,fp8,fp4", "--svg", str(svg)]) == 0
     text = _svg_text(svg)
-    # each halving of precision doubles the ridge: 2250/8, 4500/8, 9000/8
-    for ridge in ("281 FLOP/B", "562 FLOP/B", "1,125 FLOP/B"):
+    # each halving of precision doubles the ridge: 2250/7.672, 4500/7.672, 9000/7.672
+    for ridge in ("293 FLOP/B", "587 FLOP/B", "1,173 FLOP/B"):
         assert ridge in text, ridge
 
 

@@ -30,7 +30,14 @@ reshaping made on purpose, each listed here:
   FP8 figures);
 - an exact catalog (issue 20): the H100 PCIe's DRAM bandwidth is the physical 5120 bits × 2 × 1593 MHz
   = 2,039 GB/s, not the datasheet's rounded 2 TB/s, so its `memory_bytes_per_s` and ridges in
-  `machines` changed (tests/test_expectation.py derives the figure);
+  `machines` changed (tests/test_expectation.py derives the figure); so are the B200's (the driver's
+  7680 bits × 2 × 3996 MHz / 8 = 7,672.32 GB/s, not DGX B200's 8 TB/s) and the MI300X's (AMD's footnote
+  MI300-05A, 8192 bits × 5.2 Gb/s / 8 = 5,324.8 GB/s, not the headline 5.3 TB/s): every recorded figure
+  of a command on those machines that divides by the bandwidth is checked as the recorded value times
+  old / new bandwidth (ridges, memory times, and a memory-bound kernel's time; its attainable FLOP/s and
+  fraction of peak times new / old), everything else unchanged (tests/test_catalog_exact.py derives
+  both); the catalog gained `gb300` (the GB300 NVL72 rack's Blackwell Ultra, the figures `b300` had:
+  `b300` is now the HGX B300 the measured tables were timed on);
 - today's models (issue 22): DeepSeek-V3's checkpoint holds its multi-token-prediction layer
   (model.layers.61, with its own embedding and head copies: the hub's 685B), so the deepseek-v3
   command's `params.total` grows by exactly the MTP parameters and its `memory.weights_bytes` by them at
@@ -57,9 +64,12 @@ SPELLING = {"--impl naive": "--fusion none", "--impl fused": "--fusion flash",
             "model deepseek-v3 ": "model deepseek-v3 --weights-dtype bf16 "}
 ATTENTION_VALUES = {"naive": "none", "fused": "flash"}
 DROPPED = {"kernel custom --flop 4.4e11 --bytes 268MB --machine mi300x.bytes_by_role"}
-ADDED_MACHINES = {"b300"}
+ADDED_MACHINES = {"b300", "gb300"}
 REL_TOL = 1e-9  # see the docstring: summation-order drift between numpy releases, far below any real change
-EXACT_BANDWIDTH = {"h100-pcie"}  # machines whose DRAM bandwidth became the physical figure (and its sources)
+EXACT_BANDWIDTH = {"h100-pcie", "b200", "mi300x"}  # machines whose DRAM bandwidth became the physical figure
+# recorded bandwidth -> the physical one (issue 20 item 4; tests/test_catalog_exact.py derives each)
+PHYSICAL = {"b200": (8e12, 7680 * 2 * 3996e6 / 8), "mi300x": (5.3e12, 8192 * 5.2e9 / 8)}
+OVER_BANDWIDTH = ("ridge_flop_per_byte", "memory_time_s")  # each ∝ 1 / bandwidth
 EXACT_KEYS = ("memory_bytes_per_s", "ridge_flop_per_byte", "sources")
 FIT_CHANGED = (".memory.devices", ".memory.total_bytes", ".memory.warning", "].devices", "].memory_bytes")
 
@@ -68,6 +78,36 @@ def _fit_changed(where: str, old: Any) -> bool:
     if isinstance(old, str) and old.startswith("does not fit on"):
         return True  # the fit's warning, in any list of warnings
     return where.endswith(FIT_CHANGED) and not (where.startswith("sweep") and where.endswith("memory_bytes"))
+
+
+def _physical(old: Any, was: float, now: float, memory_bound: bool) -> Any:
+    """A recorded output on a machine whose bandwidth went from `was` to `now`: the bandwidth, each figure
+    that divides by it (× was / now) and, for a memory-bound kernel, its time (× was / now) and attainable
+    FLOP/s and fraction of peak (× now / was); the DRAM source line is the new one's."""
+    if isinstance(old, list):
+        return [_physical(v, was, now, memory_bound) for v in old]
+    if not isinstance(old, dict):
+        return old
+    out: dict[str, Any] = {}
+    for key, value in old.items():
+        if key == "memory_bytes_per_s":
+            value = now
+        elif key.endswith(OVER_BANDWIDTH) or (memory_bound and key in ("time_s", "total_time_s")):
+            value = _scaled(value, was / now)
+        elif memory_bound and key in ("attainable_flop_per_s", "fraction_of_peak"):
+            value = _scaled(value, now / was)
+        elif key == "sources" and isinstance(value, dict):
+            value = {k: v for k, v in value.items() if k != "memory.dram"}
+        else:
+            value = _physical(value, was, now, memory_bound)
+        out[key] = value
+    return out
+
+
+def _scaled(value: Any, factor: float) -> Any:
+    if isinstance(value, dict):
+        return {k: _scaled(v, factor) for k, v in value.items()}
+    return value * factor if isinstance(value, float) else value
 
 
 def _new_key(key: str) -> str:
@@ -111,13 +151,21 @@ def test_readme_command_prints_what_it_printed(recorded: str) -> None:
         now = [m for m in now if m["name"] not in ADDED_MACHINES]
         old = [m if m["name"] not in EXACT_BANDWIDTH else {k: v for k, v in m.items() if k not in EXACT_KEYS}
                for m in RECORDED[recorded]]
-        [pcie] = [m for m in now if m["name"] in EXACT_BANDWIDTH]
-        assert pcie["memory_bytes_per_s"] == 2039e9  # 5120 bits × 2 × 1593 MHz / 8
+        exact = {m["name"]: m["memory_bytes_per_s"] for m in now if m["name"] in EXACT_BANDWIDTH}
+        assert exact["h100-pcie"] == 2039e9  # 5120 bits × 2 × 1593 MHz / 8
+        assert exact["b200"] == 7680 * 2 * 3996e6 / 8 and exact["mi300x"] == 8192 * 5.2e9 / 8
         differences = _same(old, now, recorded, {})
         assert not differences, "\n".join(differences[:20])
         return
     values = ATTENTION_VALUES if command.startswith("kernel attention") else {}
     before = RECORDED[recorded]
+    words = command.split()
+    on = words[words.index("--machine") + 1] if "--machine" in words else words[1] if words[0] == "machine" else ""
+    if on in PHYSICAL:
+        memory_bound = isinstance(before, dict) and before.get("bound") == "memory"
+        before = _physical(before, *PHYSICAL[on], memory_bound)
+        if "sources" in now:  # the DRAM source line names the physical figure's derivation now
+            now = {**now, "sources": {k: v for k, v in now["sources"].items() if k != "memory.dram"}}
     if command.startswith("model deepseek-v3 "):  # + the MTP layer, exactly (see the docstring)
         from roofline.models import load_config
 

@@ -12,14 +12,23 @@ from roofline.placement import analyze_graph, place
 @pytest.mark.parametrize(("machine", "dtype", "seed_ridge"), [
     ("a100", "bf16", 153),  # seed table: 312 TFLOP/s / 2.04 TB/s
     ("h100", "bf16", 295),  # seed table: 989 TFLOP/s / 3.35 TB/s
-    ("b200", "bf16", 281),  # seed table: 2.25 PFLOP/s / 8 TB/s
-    ("b200", "fp8", 562),  # seed: "the ridge doubles each step: 281, 562, 1125"
-    ("b200", "fp4", 1125),
+    # the seed's B200 ridges (281, 562, 1125: "the ridge doubles each step") divide by DGX B200's 8 TB/s; the
+    # catalog's B200 bandwidth is now the physical 7680 bits x 2 x 3996 MHz / 8 = 7.672 TB/s (issue 20 item 4,
+    # tests/test_catalog_exact.py), so its ridges are 2250/7.672 = 293.3, 586.5 and 1173.1
+    ("b200", "bf16", 293),
+    ("b200", "fp8", 587),
+    ("b200", "fp4", 1173),
 ])
 def test_ridge_points(machine: str, dtype: str, seed_ridge: int) -> None:
-    # the seed rounds to whole FLOP/byte: 312/2.039 = 153.0, 989.4/3.35 = 295.3, 2250/8 = 281.25,
-    # 4500/8 = 562.5, 9000/8 = 1125
+    # the seed rounds to whole FLOP/byte: 312/2.039 = 153.0, 989.4/3.35 = 295.3; B200 as above
     assert get_machine(machine).ridge_flop_per_byte(dtype) == pytest.approx(seed_ridge, abs=0.6)
+
+
+def test_the_seeds_b200_ridge_was_the_8_tb_s_figure() -> None:
+    # 2.25 PFLOP/s / 8 TB/s = 281.25, the seed's 281; the physical bandwidth moves it by 8 / 7.672 = 1.0428
+    physical = 7680 * 2 * 3996e6 / 8
+    assert 2.25e15 / 8e12 == 281.25
+    assert get_machine("b200").ridge_flop_per_byte("bf16") == pytest.approx(281.25 * 8e12 / physical, rel=1e-9)
 
 
 def test_ridge_doubles_with_each_halving_of_precision() -> None:
@@ -166,16 +175,17 @@ def test_fp8_math_over_bf16_bytes_is_more_memory_bound_on_b200() -> None:
     fp8 = place(g.kernels()[0], "b200", "fp8")
     assert fp8.flop_per_byte == bf16.flop_per_byte
     assert fp8.ridge_flop_per_byte == 2 * bf16.ridge_flop_per_byte
-    assert bf16.bound_class == "compute" and fp8.bound_class == "memory"  # I ≈ 391: right of 281, left of 562
+    assert bf16.bound_class == "compute" and fp8.bound_class == "memory"  # I ≈ 391: right of 293, left of 587
 
 
 @pytest.mark.parametrize(("dtype", "ridge_dtype"), [("bf16", "bf16"), ("fp8", "fp8"), ("fp4", "fp4")])
-def test_crossover_batch_stays_near_281_when_bytes_shrink_with_precision(dtype: str, ridge_dtype: str) -> None:
+def test_crossover_batch_stays_near_the_ridge_when_bytes_shrink_with_precision(dtype: str, ridge_dtype: str) -> None:
     b200 = get_machine("b200")
 
     def intensity(t: int) -> float:
         return place(matmul_graph(t, 28672, 8192, dtype=dtype).kernels()[0], b200, dtype).flop_per_byte
 
     t = crossover(intensity, b200.ridge_flop_per_byte(ridge_dtype))
-    # bytes per element 2, 1, 0.5 while the ridge goes 281, 562, 1125: I ≈ T·2/bytes, so T* ≈ 281·(1 + small)
-    assert t is not None and 281 <= t <= 300
+    # bytes per element 2, 1, 0.5 while the ridge goes 293, 587, 1173 (the seed's 281, 562, 1125 at 8 TB/s):
+    # I ≈ T·2/bytes, so T* ≈ 293·(1 + small)
+    assert t is not None and 293 <= t <= 313

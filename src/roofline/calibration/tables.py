@@ -48,9 +48,12 @@ PACKAGE = "aiconfigurator-core"
 PINNED = "0.12.0"
 INSTALL = f"pip install 'roofline[calibration]'  (or: pip install {PACKAGE}=={PINNED})"
 
-# aiconfigurator's system names -> our catalog ids (roofline.hardware: hardware/data/*.toml). Systems
-# without a catalog machine (gb300, a30, a100_pcie, l4 PCIe variants, b60, rtx_pro_6000_server) are not
-# joined: a floor needs our machine.
+# aiconfigurator's system names -> our catalog ids (roofline.hardware: hardware/data/*.toml). b300_sxm is
+# the HGX B300 board's GPU (its system file: 2.25 PF BF16, 7.75 TB/s; the driver: 148 SMs), which is our
+# b300, not the GB300 rack's gb300. Systems without a catalog machine (a30, a100_pcie, l4 PCIe variants,
+# b60, rtx_pro_6000_server) are not joined: a floor needs our machine. gb300 has one but is not joined
+# yet: no L2 size or SM count of a GB300 has been read off a driver, so its faster-than-floor points
+# could not be checked.
 SYSTEMS: Mapping[str, str] = {
     "h100_sxm": "h100-sxm", "h200_sxm": "h200", "b200_sxm": "b200", "b300_sxm": "b300", "gb200": "gb200",
     "a100_sxm": "a100-sxm-80gb", "l40s": "l40s", "h100_pcie": "h100-pcie", "l4": "l4",

@@ -28,6 +28,7 @@ NEAREST: Mapping[str, str] = {
     "h100-pcie": "h100-sxm",  # the same GH100 die, fewer SMs and HBM2e
     "gb200": "b200",  # the same Blackwell GPU, on a Grace board
     "b300": "b200",
+    "gb300": "b300",  # the same Blackwell Ultra GPU, on a Grace board
     "l4": "l40s",  # Ada
     "rtx-4090": "l40s",  # Ada
     "mi300x": "h200",  # HBM3-class accelerators of the same year: no AMD tables exist
