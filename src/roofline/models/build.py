@@ -45,6 +45,7 @@ from types import MappingProxyType
 from roofline.errors import RooflineError, T
 from roofline.graph import FusionPlan, Graph, Op, Tensor
 from roofline.kernels import FLOP_PER_ELEMENT, attention_ops, elementwise_op, matmul_op, norm_op
+from roofline.models.compressed_ops import mhc_head, streams_step
 from roofline.models.deltanet import gated_deltanet
 from roofline.models.draft import mtp_input
 from roofline.models.dsa import lightning_indexer
@@ -524,6 +525,8 @@ class _Builder:
         every = self.shape.phase == Phase.DECODE or cfg.logits == "all"
         rows = self.n if every else b
         x = resid if every else self.act("resid.last", (b, h))
+        if cfg.compressed is not None:  # DeepSeek-V4: hc_head collapses the streams first
+            x = mhc_head(self, resid, rows)
         y = self.act("final_norm.out", (rows, h))
         norm = self.norm("final_norm", x, y, 1)
         head = "embed_tokens.weight" if cfg.tie_word_embeddings else "lm_head.weight"
@@ -532,8 +535,7 @@ class _Builder:
         self.fuse(norm, mm)
         if self.comm.tp > 1:  # vocab-parallel LM head: every device's slice of the logits, gathered
             self.collective("logits.all_gather", Collective.ALL_GATHER, logits,
-                                   self.act("logits.gathered", (rows, self.full_vocab)), self.comm.tp,
-                                   self.comm.tp_level)
+                            self.act("logits.gathered", (rows, self.full_vocab)), self.comm.tp, self.comm.tp_level)
 
     def build(self) -> tuple[list[Op], dict[Plan, FusionPlan]]:
         """The step's ops in execution order and its fusion plans (self.collectives fills as it goes)."""
@@ -545,17 +547,20 @@ class _Builder:
             mtp_input(self, embedded, resid)
         else:
             self.embedding(resid)
-        self.attention_block(resid, hidden)
+        if cfg.compressed is not None:
+            resid = streams_step(self, resid)  # DeepSeek-V4: the residual is mHC's n streams
+        else:
+            self.attention_block(resid, hidden)
         groups = [(MlpKind.DENSE, cfg.dense_layers), (MlpKind.MOE, cfg.moe_layers)]
-        groups = [(kind, c) for kind, c in groups if c]
+        groups = [(kind, c) for kind, c in groups if c and cfg.compressed is None]
         for kind, count in groups:
             prefix = f"{kind}." if len(groups) > 1 else ""
             self.mlp_block(hidden, resid, kind, count, prefix)
         for level, sends in ((Level.LINK, self.comm.pp_link_sends), (Level.NETWORK, self.comm.pp_network_sends)):
             if sends:  # pipeline: each stage hands its [N, h] output to the next
                 name = "pp.send_recv" + ("" if level is Level.LINK else ".network")
-                self.collective(name, Collective.SEND_RECV, resid, self.act(f"{name}.received", (n, h)), 1,
-                                       level, sends)
+                self.collective(name, Collective.SEND_RECV, resid, self.act(f"{name}.received", resid.shape), 1,
+                                level, sends)
         self.final(resid)
         flash = FusionPlan(Plan.FLASH, self.flash)
         fused = FusionPlan(Plan.FUSED, {**self.flash, **self.fused})

@@ -193,8 +193,13 @@ def shard(cfg: ModelConfig, split: Split) -> ModelConfig:
     if mb is not None and (mb.heads % tp or mb.groups % tp):  # vLLM's MambaMixer2 shards heads and groups
         raise RooflineError(f"{T.tp} {tp} does not divide {cfg.name}'s Mamba2 heads and groups "
                             f"(mamba_num_heads {mb.heads}, n_groups {mb.groups})")
+    cp = cfg.compressed
+    if cp is not None and cp.o_groups % tp:
+        raise RooflineError(f"{T.tp} {tp} does not divide {cfg.name}'s output-projection groups (o_groups "
+                            f"{cp.o_groups}): each device runs whole groups of its query heads")
     return replace(
         cfg,
+        compressed=None if cp is None else replace(cp, o_groups=cp.o_groups // tp),  # the KV head stays whole
         linear_attention=None if la is None else replace(la, key_heads=la.key_heads // tp,
                                                          value_heads=la.value_heads // tp),
         mamba=None if mb is None else replace(mb, heads=mb.heads // tp, groups=mb.groups // tp),
