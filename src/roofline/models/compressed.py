@@ -80,6 +80,14 @@ class CompressedAttention:
     def kind(self, ratio: int) -> str:
         return CSA if ratio == self.csa else HCA
 
+    def layer_name(self, ratio: int) -> str:
+        """A layer's kind by its ratio, as `roofline models` lists it."""
+        if ratio == 0:
+            return f"window {self.window} (K = V)"
+        if ratio == self.csa:
+            return f"window {self.window} + CSA 1/{ratio} top-{self.topk}"
+        return f"window {self.window} + HCA 1/{ratio}"
+
     @property
     def kinds(self) -> tuple[int, ...]:
         """The compressed layers' ratios present, CSA first."""

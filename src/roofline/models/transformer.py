@@ -294,12 +294,18 @@ class ModelConfig:
         if self.nope or not self.rope_global:
             names[AttentionKind.GLOBAL] += " (no RoPE)"
         out: dict[str, int] = {}
-        for kind in self.layer_kinds:
+        cp = self.compressed
+        for i, kind in enumerate(self.layer_kinds):
             if kind == AttentionKind.NONE:
                 continue
-            out[names[kind]] = out.get(names[kind], 0) + 1
+            name = names[kind] if cp is None else cp.layer_name(cp.ratios[i])  # DeepSeek-V4: by compress ratio
+            out[name] = out.get(name, 0) + 1
+        if cp is not None and cp.hc_mult > 1:
+            out[f"mHC ({cp.hc_mult} streams)"] = self.num_layers
         dense = "ReLU² MLP" if self.activation == "relu2" else "dense MLP"
         moe = f"LatentMoE ({self.moe_latent_size})" if self.moe_latent_size else "MoE"
+        if self.hash_layers:
+            moe += f" ({self.hash_layers} hash-routed)"
         for label, count in ((dense, self.dense_layers), (moe, self.moe_layers), ("MTP", self.mtp_layers)):
             if count:  # MTP: multi-token-prediction layers, in memory and not in the step (roofline.models.mtp)
                 out[label] = count

@@ -92,6 +92,9 @@ def mtp_draft(cfg: ModelConfig, mtp: int, draft: object, draft_tokens: int | Non
     if draft is not None or draft_tokens is not None:
         raise RooflineError(f"{T.mtp} drafts with the model's own multi-token-prediction layers: give it or "
                             f"{T.draft} MODEL ({T.draft_tokens}), not both")
+    if not cfg.mtp_layers and cfg.compressed is not None:  # DeepSeek-V4: its MTP layer is not read
+        raise RooflineError(f"{T.mtp}: {cfg.name}'s multi-token-prediction layer is not read (DeepSeek-V4's MTP "
+                            f"layout is not pinned here); give {T.draft} MODEL for a separate draft model")
     if not cfg.mtp_layers:
         raise RooflineError(f"{cfg.name} has no multi-token-prediction layers (num_nextn_predict_layers is 0 or "
                             f"absent): {T.mtp} needs them; give {T.draft} MODEL for a separate draft model")
