@@ -167,7 +167,7 @@ def test_hostile_field_is_refused_naming_it(changes: dict[str, Any], field: str)
 def test_nvfp4_export_is_refused_naming_its_quantization_config() -> None:
     raw = _mutated(quantization_config={"quant_method": "fp8", "quant_algo": "MIXED_PRECISION",
                                         "quantized_layers": {"layers.0.ffn.experts": {"quant_algo": "NVFP4"}}})
-    with pytest.raises(RooflineError, match="quantization_config.*MIXED_PRECISION.*not pinned"):
+    with pytest.raises(RooflineError, match=r"quantization_config.*MIXED_PRECISION.*not pinned"):
         config_from_dict(raw, "v4")
 
 

@@ -44,7 +44,8 @@ FLOP_PER_ELEMENT: dict[str, float] = {
 # Exponentials per output element, evaluated on the exp units (MUFU.EX2 on NVIDIA). Each is also one
 # of FLOP_PER_ELEMENT's FLOPs on the vector lanes: the multiply by log2(e) that precedes MUFU.EX2.
 # GELU's tanh is one MUFU op (tanh.approx) as well.
-EXP_PER_ELEMENT: dict[str, float] = {"silu": 1, "swiglu": 1, "swiglu_clamped": 1, "swiglu_limited": 1, "gelu": 1, "geglu": 1,
+EXP_PER_ELEMENT: dict[str, float] = {"silu": 1, "swiglu": 1, "swiglu_clamped": 1, "swiglu_limited": 1,
+                                     "gelu": 1, "geglu": 1,
                                      "softmax": 1}
 
 # --- tiling: bytes through shared memory and L2 ----------------------------------------------

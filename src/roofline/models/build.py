@@ -22,9 +22,8 @@ per token per layer (one shared "head" of 576). Prefill decompresses K and V (kv
 ordinary multi-head attention, as DeepSeek's prefill does. ModelConfig.mla "expanded" runs decode as
 Hugging Face's DeepseekV3Attention does: the new token's latent decompressed by kv_b_proj and K, V
 cached and read per head (H·(d_nope + d_rope + d_v) values per token per layer instead of 576).
-Gated DeltaNet (roofline.models.deltanet) and Mamba2 (roofline.models.mamba) are layer kinds of their own.
-
-MoE weight traffic depends on how many distinct experts the step's tokens hit. Default: the
+Gated DeltaNet (roofline.models.deltanet), Mamba2 (roofline.models.mamba) and DeepSeek-V4's compressed
+attention with mHC (roofline.models.compressed_ops) are layer kinds of their own. MoE weight traffic depends on how many distinct experts the step's tokens hit. Default: the
 expectation when each of the N tokens picks k of E experts uniformly at random and independently,
 E·(1 − (1 − k/E)^N), rounded to a whole expert and at least k (`roofline.models.formulas`, shared
 with the numpy step model, as is the windowed pair count). Real routers are not uniform (some
@@ -525,8 +524,7 @@ class _Builder:
         every = self.shape.phase == Phase.DECODE or cfg.logits == "all"
         rows = self.n if every else b
         x = resid if every else self.act("resid.last", (b, h))
-        if cfg.compressed is not None:  # DeepSeek-V4: hc_head collapses the streams first
-            x = mhc_head(self, resid, rows)
+        x = mhc_head(self, resid, rows) if cfg.compressed is not None else x  # DeepSeek-V4: hc_head collapses first
         y = self.act("final_norm.out", (rows, h))
         norm = self.norm("final_norm", x, y, 1)
         head = "embed_tokens.weight" if cfg.tie_word_embeddings else "lm_head.weight"
@@ -547,10 +545,9 @@ class _Builder:
             mtp_input(self, embedded, resid)
         else:
             self.embedding(resid)
-        if cfg.compressed is not None:
-            resid = streams_step(self, resid)  # DeepSeek-V4: the residual is mHC's n streams
-        else:
+        if cfg.compressed is None:
             self.attention_block(resid, hidden)
+        resid = resid if cfg.compressed is None else streams_step(self, resid)  # DeepSeek-V4: mHC's n streams
         groups = [(MlpKind.DENSE, cfg.dense_layers), (MlpKind.MOE, cfg.moe_layers)]
         groups = [(kind, c) for kind, c in groups if c and cfg.compressed is None]
         for kind, count in groups:

@@ -97,7 +97,8 @@ class CompressedAttention:
         """Bytes a token of context adds, uncapped, all layers: d per layer (the window's K = V row), d/m
         per compressed layer, d_I/4 per CSA layer (the indexer's compressed key)."""
         d, n = self.head_dim, len(self.ratios)
-        per = n * d + sum(self.layers(m) * d / m for m in self.kinds) + self.layers(self.csa) * self.index_dim / self.csa
+        per = (n * d + sum(self.layers(m) * d / m for m in self.kinds)
+               + self.layers(self.csa) * self.index_dim / self.csa)
         return per * bytes_per_element
 
     def cache_bytes(self, context: Num, bytes_per_element: float) -> Num:

@@ -33,7 +33,7 @@ from roofline.kernels import FLOP_PER_ELEMENT, attention_ops, matmul_op
 from roofline.models.compressed import CSA, CompressedAttention, compressed_pairs, entries
 from roofline.models.deltanet import StepBuilder
 from roofline.models.formulas import windowed_pairs
-from roofline.vocab import Level, Phase, Role, Unit
+from roofline.vocab import Phase, Role, Unit
 
 SINKHORN_FLOP = 4  # per entry of the n×n mix an iteration: a row sum and divide, a column sum and divide
 
@@ -66,7 +66,8 @@ def mhc_pre(bd: StepBuilder, name: str, streams: Tensor, count: int) -> Tensor:
     bd.add(Op(f"mhc.{name}.pre", "hyper_connection", (streams, fn), (out, weights),
               {Unit.MATRIX: 2.0 * n * hc * h * mix, Unit.VECTOR: float(vector)}, count,
               formula=f"fn 2·N·n·h·(2+n)·n = 2·{n}·{hc}·{h}·{mix} on the matrix units; RMSNorm {rms:g}·N·n·h, "
-                      f"sigmoids and softmax {sm:g}·N·(2+n)·n, Sinkhorn {SINKHORN_FLOP}·t_max·n² (t_max {cp.sinkhorn_iters}), "
+                      f"sigmoids and softmax {sm:g}·N·(2+n)·n, Sinkhorn {SINKHORN_FLOP}·t_max·n² "
+                      f"(t_max {cp.sinkhorn_iters}), "
                       f"collapse 2·N·n·h on the vector lanes"))
     return out
 
@@ -105,7 +106,7 @@ def _scaled(ops: list[Op], ratio: float, text: str) -> list[Op]:
                     formula=f"{op.formula}; {text}", note=text) for op in ops]
 
 
-def _compressor(bd: StepBuilder, x: Tensor, m: int, width: int, head: int, prefix: str, count: int) -> Tensor:
+def _compressor(bd: StepBuilder, x: Tensor, m: int, width: int, prefix: str, count: int) -> Tensor:
     """One compressor's projections and pooling (width: one series; CSA's two series are 2·width)."""
     cp, b, t, n, h = _shape(bd), bd.b, bd.shape.tokens_per_sequence, bd.n, bd.cfg.hidden_size
     series = 2 if m == cp.csa else 1
@@ -131,8 +132,7 @@ def _compressor(bd: StepBuilder, x: Tensor, m: int, width: int, head: int, prefi
               formula=f"per entry: softmax-gated sum over {slots} slots of {width} ({sm:g} + 2 a value) + kv_norm "
                       f"{rms:g}·{width} + RoPE {rope:g}·rope_dim = {per_entry:g}; {what}",
               note=f"ratio {m}: one entry of {width} values per {m} tokens"
-                   + ("" if head == width else "") + ("; the open window is the compressor's state"
-                                                      if bd.shape.phase == Phase.DECODE else "")))
+                   + ("; the open window is the compressor's state" if bd.shape.phase == Phase.DECODE else "")))
     return out
 
 
@@ -141,7 +141,7 @@ def _indexer(bd: StepBuilder, x: Tensor, q_latent: Tensor, count: int) -> None:
     cp, b, t, n, h = _shape(bd), bd.b, bd.shape.tokens_per_sequence, bd.n, bd.cfg.hidden_size
     hi, di, m = cp.index_heads, cp.index_dim, cp.csa
     p = "compressor.CSA.indexer"
-    keys_new = _compressor(bd, x, m, di, di, p, count)
+    keys_new = _compressor(bd, x, m, di, p, count)
     q = bd.act("index_q.q", (n, hi * di))
     bd.add(matmul_op("index_q.q_b_proj", q_latent, bd.weight("index_q.q_b_proj.weight", (cp.q_lora, hi * di)), q,
                      count))
@@ -200,7 +200,7 @@ def compressed_attention(bd: StepBuilder, streams: Tensor, count: int) -> Tensor
               count, formula=f"unweighted RMSNorm {rms:g}·N·H·d + RoPE {rope:g}·N·H·rope_dim = "
                              f"{rms:g}·{n}·{H * d} + {rope:g}·{n}·{H}·{dr}"))
     for mm in cp.kinds:
-        _compressor(bd, x, mm, d, d, f"compressor.{cp.kind(mm)}", cp.layers(mm))
+        _compressor(bd, x, mm, d, f"compressor.{cp.kind(mm)}", cp.layers(mm))
     if cp.layers(cp.csa):
         _indexer(bd, x, q_lat, cp.layers(cp.csa))
     out = bd.act("attn.out", (b, H, t, d))
@@ -263,4 +263,4 @@ def streams_step(bd: Any, resid: Tensor) -> Tensor:
     return mhc_post(bd, "ffn", mid, out, layers)
 
 
-__all__ = ["CSA", "compressed_attention", "streams_step", "mhc_expand", "mhc_head", "mhc_post", "mhc_pre"]
+__all__ = ["CSA", "compressed_attention", "mhc_expand", "mhc_head", "mhc_post", "mhc_pre", "streams_step"]

@@ -381,8 +381,9 @@ class ModelConfig:
         out = (self.attention_layers(AttentionKind.GLOBAL) * self.read_tokens(AttentionKind.GLOBAL, context)
                + self.attention_layers(AttentionKind.LOCAL) * self.read_tokens(AttentionKind.LOCAL, context))
         cp = self.compressed
-        for m in () if cp is None else cp.kinds:  # DeepSeek-V4: + the compressed entries attended
-            out = out + cp.layers(m) * cp.read_entries(m, context)
+        if cp is not None:  # DeepSeek-V4: + the compressed entries attended
+            for m in cp.kinds:
+                out = out + cp.layers(m) * cp.read_entries(m, context)
         return out
 
     def attended_tokens(self, context: Num) -> Num:
@@ -393,8 +394,9 @@ class ModelConfig:
         out = (self.attention_layers(AttentionKind.GLOBAL) * context
                + self.attention_layers(AttentionKind.LOCAL) * self.cached_tokens(AttentionKind.LOCAL, context))
         cp = self.compressed
-        for m in () if cp is None else cp.kinds:  # DeepSeek-V4: + the compressed entries kept, d wide each
-            out = out + cp.layers(m) * (context // m)
+        if cp is not None:  # DeepSeek-V4: + the compressed entries kept, d wide each
+            for m in cp.kinds:
+                out = out + cp.layers(m) * (context // m)
         return out
 
     def kv_cache_bytes(self, batch: Num, context: Num, bytes_per_element: float = 2.0) -> Any:

@@ -96,8 +96,9 @@ def _weights(f: Fields, cfg: dict[str, Any]) -> dict[str, Any]:
                                               "not pinned by the config")
     dtype, notes = checkpoint_weights(f.raw, f.where)
     if dtype is None or not isinstance(q, dict) or str(q.get("quant_method")).lower() != "fp8":
-        raise f.refuse("quantization_config", f"quant_method {shown(q.get('quant_method') if isinstance(q, dict) else q)}"
-                                              f" is not read for DeepSeek-V4 (read: 'fp8' with weight_block_size)")
+        method = q.get("quant_method") if isinstance(q, dict) else q
+        raise f.refuse("quantization_config", f"quant_method {shown(method)} is not read for DeepSeek-V4 (read: "
+                                              f"'fp8' with weight_block_size)")
     if expert not in (None, "fp8", "fp4"):
         raise f.bad("expert_dtype", "'fp4' or 'fp8'", expert)
     kept = {p: 1.0 for p in _NEVER_QUANTIZED}
