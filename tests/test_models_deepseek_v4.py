@@ -164,8 +164,21 @@ def test_hostile_field_is_refused_naming_it(changes: dict[str, Any], field: str)
         config_from_dict(_mutated(**changes), "v4")
 
 
-def test_nvfp4_export_is_refused_naming_its_quantization_config() -> None:
+def test_nvidia_nvfp4_export_is_an_expert_only_requant() -> None:
+    # nvidia/DeepSeek-V4-Flash-NVFP4: quantized_layers lists layers.0..42.ffn.experts NVFP4 (group 16) beside the
+    # base checkpoint's quant_method fp8 with 128x128 blocks, which stays the non-expert weights' (as
+    # aiconfigurator-core 0.12.0 reads these expert-only requants)
+    cfg = load_config(str(CONFIGS / "DeepSeek-V4-Flash-NVFP4" / "config.json"))
+    parts = cfg.param_counts().parts
+    dt = for_checkpoint(model_dtypes(), cfg.weights_dtype, cfg.unquantized, cfg.mixed_weights)
+    native = load_config(str(FLASH))
+    dt_native = for_checkpoint(model_dtypes(), native.weights_dtype, native.unquantized, native.mixed_weights)
+    # only the experts differ: E2M1 with one E4M3 scale per 16 (4.5 bits) against one UE8M0 per 32 (4.25 bits)
+    difference = parts["experts"] * ((4 + 8 / 16) - (4 + 8 / 32)) / 8
+    assert dt.weights_bytes(parts) - dt_native.weights_bytes(parts) == pytest.approx(difference, rel=1e-9)
+    # any other MIXED_PRECISION is refused naming the field
     raw = _mutated(quantization_config={"quant_method": "fp8", "quant_algo": "MIXED_PRECISION",
+                                        "weight_block_size": [128, 128],
                                         "quantized_layers": {"layers.0.ffn.experts": {"quant_algo": "NVFP4"}}})
     with pytest.raises(RooflineError, match=r"quantization_config.*MIXED_PRECISION.*not pinned"):
         config_from_dict(raw, "v4")

@@ -22,12 +22,12 @@ per token per layer (one shared "head" of 576). Prefill decompresses K and V (kv
 ordinary multi-head attention, as DeepSeek's prefill does. ModelConfig.mla "expanded" runs decode as
 Hugging Face's DeepseekV3Attention does: the new token's latent decompressed by kv_b_proj and K, V
 cached and read per head (H·(d_nope + d_rope + d_v) values per token per layer instead of 576).
-Gated DeltaNet (roofline.models.deltanet), Mamba2 (roofline.models.mamba) and DeepSeek-V4's compressed
-attention with mHC (roofline.models.compressed_ops) are layer kinds of their own. MoE weight traffic depends on how many distinct experts the step's tokens hit. Default: the
-expectation when each of the N tokens picks k of E experts uniformly at random and independently,
-E·(1 − (1 − k/E)^N), rounded to a whole expert and at least k (`roofline.models.formulas`, shared
-with the numpy step model, as is the windowed pair count). Real routers are not uniform (some
-experts are hot), so the default is a stated assumption; `experts_hit` overrides it.
+Gated DeltaNet (roofline.models.deltanet), Mamba2 (roofline.models.mamba), DeepSeek-V4's attention and mHC
+(roofline.models.compressed_ops) are layer kinds of their own. MoE weight traffic depends on how many
+distinct experts the step's tokens hit. Default: the expectation when each of the N tokens picks k of E
+experts uniformly at random and independently, E·(1 − (1 − k/E)^N), rounded to a whole expert and at
+least k (`roofline.models.formulas`, shared with the numpy step model, as is the windowed pair count).
+Real routers are not uniform (hot experts): the default is a stated assumption; `experts_hit` overrides it.
 Fusion plans over the same graph (same FLOPs, fewer bytes):
   none   every op its own kernel; attention naive (scores and probabilities through memory)
   flash  attention's three ops one kernel (FlashAttention), the default, as serving engines run it

@@ -18,8 +18,8 @@ The model, every term from the same graph and placement as the rest of `serve`:
                  positions are within a step's workspace); a batch above it is flagged, not refused
     verify step  the target's step over k + 1 tokens per sequence: a prefill of k + 1 tokens at the batch
                  (analyze_model, phase prefill, prompt k + 1) + the attention of those k + 1 queries to
-                 the s cached tokens (one flash kernel per layer, as the chunked prefill's), at the
-                 generation's middle context s = prompt + ⌊output / 2⌋
+                 the s cached tokens (one flash kernel per layer, as the chunked prefill's; MLA absorbed over
+                 its latent cache, as its decode runs), at the generation's middle context s = prompt + ⌊output / 2⌋
     net ITL      (k × draft step + verify step) / E[tokens per step]; throughput = batch / net ITL;
                  speed-up = ITL mean / net ITL
 
@@ -186,7 +186,7 @@ def speculative(r: Any, draft_name: str, k: int, a: float, run_draft: Callable[[
         advice = f"draft at most {context - 1} tokens" if context > 1 else "too short a request to draft for"
         raise RooflineError(f"{T.draft_tokens} {k}: the verify step checks k + 1 = {k + 1} tokens at the "
                             f"mid-generation context of {context} (prompt + output/2); {advice}")
-    verify = chunk_step(r, r.batch, k + 1, context)
+    verify = chunk_step(r, r.batch, k + 1, context, latent=True)  # MLA absorbed, as decode
     return Speculative(dr.config.name if dr.config.name else draft_name, k, a, r.batch, dr.itl_mean, verify,
                        r.itl_mean, weights, dr.kv_bytes_per_sequence, _max_batch(r, dr, weights),
                        max(r.workspace_bytes, dr.workspace_bytes), shares_weights)

@@ -19,8 +19,8 @@ Read as transformers reads it:
 
 Refused, each naming its field: an MTP layer (`num_nextn_predict_layers` > 0) is counted in no part:
 transformers skips `mtp.*` on load and no reference here pins its layout, so the memory says it is left
-out (a warning), and `serve --mtp` is refused. NVIDIA's NVFP4 exports (quant_algo MIXED_PRECISION over
-the FP8 blocks) are refused: whether the modules they leave out stay FP8 blocks or 16 bits is not pinned.
+out (a warning), and `serve --mtp` is refused. NVIDIA's NVFP4 exports (quant_algo MIXED_PRECISION over the
+FP8 blocks) are read as expert-only requants (`_expert_only_requant`); any other MIXED_PRECISION is refused.
 """
 
 from __future__ import annotations
@@ -80,6 +80,27 @@ def _hash_layers(f: Fields, layers: int) -> int:
     return types.count("hash_moe")
 
 
+_BASE = ("quant_method", "fmt", "scale_fmt", "weight_block_size", "activation_scheme")
+
+
+def _expert_only_requant(f: Fields, q: dict[str, Any], layers: int) -> str:
+    """NVIDIA's NVFP4 exports (producer dsv4-nvfp4-experts): quant_algo MIXED_PRECISION whose quantized_layers
+    are every layer's ffn.experts in NVFP4, beside the base checkpoint's FP8-block description, which stays the
+    non-expert weights' (aiconfigurator-core 0.12.0 reads it so: "expert-only requants retain the base
+    checkpoint's non-expert lane in the mixed-precision header"). Anything else is refused."""
+    listed = q.get("quantized_layers")
+    want = {f"layers.{i}.ffn.experts" for i in range(layers)}
+    if (not isinstance(listed, dict) or set(listed) != want or str(q.get("quant_method")).lower() != "fp8"
+            or not q.get("weight_block_size")
+            or any(not isinstance(v, dict) or v.get("quant_algo") != "NVFP4" or v.get("group_size", 16) != 16
+                   for v in listed.values())):
+        raise f.refuse("quantization_config", "gives quant_algo MIXED_PRECISION, read for DeepSeek-V4 only as "
+                                              "NVIDIA's expert-only requant (every layer's ffn.experts NVFP4 of "
+                                              "group 16 beside quant_method fp8 with weight_block_size): what "
+                                              "else it leaves in which dtype is not pinned by the config")
+    return "nvfp4"
+
+
 def _weights(f: Fields, cfg: dict[str, Any]) -> dict[str, Any]:
     """The checkpoint's dtypes by part (see the module docstring); {} without a quantization_config."""
     q = f.raw.get("quantization_config")
@@ -89,23 +110,22 @@ def _weights(f: Fields, cfg: dict[str, Any]) -> dict[str, Any]:
             raise f.refuse("expert_dtype", f"({shown(expert)}) is given without a quantization_config: the "
                                            f"other weights' dtype is not stated")
         return {}
+    raw = f.raw
     if isinstance(q, dict) and q.get("quant_algo") == "MIXED_PRECISION":
-        raise f.refuse("quantization_config", "gives quant_algo MIXED_PRECISION over DeepSeek-V4's FP8 blocks "
-                                              "(NVIDIA's NVFP4-experts export): whether the modules it leaves out "
-                                              "(*.attn.*, the shared experts, head) stay FP8 blocks or 16 bits is "
-                                              "not pinned by the config")
-    dtype, notes = checkpoint_weights(f.raw, f.where)
+        expert = _expert_only_requant(f, q, cfg["num_layers"])
+        raw = {"quantization_config": {k: v for k, v in q.items() if k in _BASE}}
+    dtype, notes = checkpoint_weights(raw, f.where)
     if dtype is None or not isinstance(q, dict) or str(q.get("quant_method")).lower() != "fp8":
         method = q.get("quant_method") if isinstance(q, dict) else q
         raise f.refuse("quantization_config", f"quant_method {shown(method)} is not read for DeepSeek-V4 (read: "
                                               f"'fp8' with weight_block_size)")
-    if expert not in (None, "fp8", "fp4"):
+    if expert not in (None, "fp8", "fp4", "nvfp4"):
         raise f.bad("expert_dtype", "'fp4' or 'fp8'", expert)
     kept = {p: 1.0 for p in _NEVER_QUANTIZED}
     kept.update({"router": 1.0, "lm_head": 1.0, "compressor": 1.0})
     mixed = [("mhc", DTYPES["fp32"], 1.0)]
-    if expert == "fp4":
-        mixed.append(("experts", DTYPES["mxfp4"], 1.0))
+    if expert in ("fp4", "nvfp4"):
+        mixed.append(("experts", DTYPES["mxfp4" if expert == "fp4" else "nvfp4"], 1.0))
     return {"weights_dtype": dtype, "unquantized": tuple(sorted(kept.items())), "mixed_weights": tuple(sorted(
         mixed, key=lambda m: m[0])), "load_warnings": (*cfg.get("load_warnings", ()), *notes)}
 
