@@ -8,7 +8,9 @@ Read as transformers reads it:
 - `compress_ratios` has one entry a layer, or one more per MTP layer (the hub's configs give 44 for 43
   layers; transformers keeps the first num_hidden_layers). `layer_types` (the three names) and
   `compress_rates` ({"compressed_sparse_attention": 4, "heavily_compressed_attention": 128}) likewise.
-- `mlp_layer_types` ("hash_moe" / "moe") or `num_hash_layers` (3 where absent).
+- `mlp_layer_types` ("hash_moe" / "moe") or `num_hash_layers` (3 where absent). A hash layer's router still
+  scores every expert (DeepseekV4HashRouter: its logits, then the tid2eid lookup picks the k): its FLOPs are
+  the learned routers'; tid2eid (vocab × k token ids, a buffer) is not counted in memory (9.3 MB at int32).
 - The checkpoint's weights (quantization_config quant_method fp8, 128x128 blocks with a UE8M0 scale): FP8
   blocks for the attention, the indexer's query and the shared experts; `expert_dtype` "fp4" experts in
   E2M1 with a UE8M0 scale per 32 (transformers' FP8Experts: MXFP4's 4.25 bits), "fp8" (or absent:
