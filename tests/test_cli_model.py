@@ -197,7 +197,11 @@ def test_models_lists_every_preset(capsys: pytest.CaptureFixture[str], wide: Non
     code, out, _ = run(capsys, "models", "--json")
     assert code == 0
     rows = {r["id"]: r for r in json.loads(out)}
-    assert sorted(rows) == preset_names() and len(rows) == 25
+    assert sorted(rows) == preset_names() and len(rows) == 26
+    # DeepSeek-V4-Flash's compress_ratios: 2 window-only layers, 21 CSA at 4 (top-512), 20 HCA at 128; mHC on all
+    assert rows["deepseek-v4-flash"]["layer_kinds"] == (
+        "2 window 128 (K = V) + 21 window 128 + CSA 1/4 top-512 + 20 window 128 + HCA 1/128 + 43 mHC (4 streams) "
+        "+ 43 MoE (3 hash-routed)")
     # GLM-5: DSA on its 78 layers, 3 dense, 75 MoE, and its multi-token-prediction layer (in memory only)
     assert rows["glm-5"]["layer_kinds"] == "78 MLA + DSA top-2048 + 3 dense MLP + 75 MoE + 1 MTP"
     # Nemotron 3 Nano's hybrid_override_pattern MEMEM*E...: 23 M, 6 *, 23 E blocks

@@ -102,6 +102,10 @@ PUBLISHED: dict[str, tuple[float, ...]] = {
     # meta-llama/Llama-4-Maverick-17B-128E-Instruct model card: "17B (Activated) 400B (Total)", whole
     # hundreds of billions for the total (which also holds the vision encoder this config leaves out)
     "llama-4-maverick": (400, 17, 1),
+    # deepseek-ai/DeepSeek-V4-Flash model card: "284B total parameters (13B activated)" (its MTP layer is not
+    # counted here: roofline.models.architectures.deepseek_v4); the activated figure leaves out the embedding
+    # table (129,280 · 4,096 = 0.53B), which ours includes: 13 + 0.53, whole billions
+    "deepseek-v4-flash": (284, 13 + 0.53, 1),
 }
 
 

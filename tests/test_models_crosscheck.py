@@ -75,6 +75,16 @@ def linear_params_per_token(c: ModelConfig) -> tuple[int, int]:
     ix = c.indexer
     if ix is not None:  # DSA's lightning indexer where a layer runs one: wq_b, wk, weights_proj
         body += c.indexer_layers * (c.q_lora_rank * ix.heads * ix.head_dim + h * ix.head_dim + h * ix.heads)
+    cp = c.compressed
+    if cp is not None:  # DeepSeek-V4 (transformers DeepseekV4Attention): its own attention, not q, k, v, o
+        H, d, ql, g, ol, n = c.num_heads, cp.head_dim, cp.q_lora, cp.o_groups, cp.o_lora, cp.hc_mult
+        csa, hca = cp.layers(cp.csa), cp.layers(cp.hca)
+        body -= c.kv_layers * attn
+        body += c.num_layers * (h * ql + ql * H * d + h * d + H * d * ol + g * ol * h)  # q_a, q_b, kv, o_a, o_b
+        body += csa * (2 * h * 2 * d + 2 * h * 2 * cp.index_dim + h * cp.index_heads  # compressor, indexer
+                       + ql * cp.index_heads * cp.index_dim) + hca * 2 * h * d
+        body += 2 * c.num_layers * (2 + n) * n * n * h  # mHC's fn, two a layer
+        return body, c.vocab_size * h + n * n * h  # hc_head runs on the rows the head projects
     return body, c.vocab_size * h
 
 
@@ -82,6 +92,23 @@ def indexer_matrix_flop(c: ModelConfig, pairs: int) -> float:
     """DSA: 2·H_I·d_I per scored (query, key) pair on each indexer layer (roofline.models.dsa)."""
     ix = c.indexer
     return 0.0 if ix is None else c.indexer_layers * 2.0 * ix.heads * ix.head_dim * pairs
+
+
+def compressed_matrix_flop(c: ModelConfig, phase: str, b: int, n: int) -> float:
+    """DeepSeek-V4: each CSA/HCA layer's queries also attend its compressed entries (2·H·2d a pair, one K = V
+    head), and CSA's indexer scores the ⌊i/4⌋ index keys (2·H_I·d_I a pair). Prefill, query i (1-based) sees
+    ⌊i/m⌋ entries, CSA at most top-k; decode, one query sees ⌊L/m⌋ (CSA: min(⌊L/4⌋, k))."""
+    cp = c.compressed
+    if cp is None:
+        return 0.0
+    out = 0.0
+    for m, k in ((cp.csa, cp.topk), (cp.hca, None)):
+        seen = [i // m for i in range(1, n + 1)] if phase == "prefill" else [n // m]
+        attended = sum(min(s, k) if k else s for s in seen)
+        out += cp.layers(m) * b * c.num_heads * 4 * cp.head_dim * attended
+        if m == cp.csa:
+            out += cp.layers(m) * b * 2 * cp.index_heads * cp.index_dim * sum(seen)
+    return out
 
 
 def deltanet_matrix_flop_per_token(c: ModelConfig) -> float:
@@ -162,7 +189,7 @@ def test_prefill_matrix_flops_are_2_params_tokens_plus_attention(name: str) -> N
         expected += c.attention_layers(kind) * attention_matrix_flop_per_pair(c, "prefill", kind) \
             * causal_pairs(PROMPT, window)
     # the indexer scores every causal pair; MLA then attends min(i, top-k) of them: all of them at 2048
-    expected += indexer_matrix_flop(c, causal_pairs(PROMPT, None))
+    expected += indexer_matrix_flop(c, causal_pairs(PROMPT, None)) + compressed_matrix_flop(c, "prefill", 1, PROMPT)
     assert matrix_flop(build_graph(c, "prefill", 1, PROMPT)) == pytest.approx(expected, rel=1e-3)
 
 
@@ -178,6 +205,7 @@ def test_decode_matrix_flops_are_2_params_per_sequence_plus_attention(name: str)
         keys = min(keys, c.indexer.topk) if c.indexer is not None else keys  # DSA: MLA reads the top-k rows
         expected += c.attention_layers(kind) * attention_matrix_flop_per_pair(c, "decode", kind) * b * keys
     expected += indexer_matrix_flop(c, b * L)  # ... which the indexer picks by scoring all L
+    expected += compressed_matrix_flop(c, "decode", b, L)
     assert matrix_flop(build_graph(c, "decode", b, L)) == pytest.approx(expected, rel=1e-3)
 
 
@@ -340,6 +368,13 @@ def test_plans_same_flops_and_naive_costs_exactly_the_scores(name: str, phase: s
         # naive, the pv kernel reads the latent rows it attends a second time (the boundary rule)
         rows = c.read_tokens(AttentionKind.GLOBAL, seq)
         extra = c.num_layers * batch * rows * (c.kv_lora_rank + c.qk_rope_head_dim) * 2
+    cp = c.compressed
+    if cp is not None:  # DeepSeek-V4: one K = V tensor, read by qk and again by pv when naive
+        scores = extra = 0
+        for m in (0, cp.csa, cp.hca):
+            keys = seq if phase == "prefill" else min(seq, cp.window) + (cp.read_entries(m, seq) if m else 0)
+            scores += cp.layers(m) * 4 * batch * H * nq * keys * 2
+            extra += cp.layers(m) * batch * (seq if phase == "prefill" else keys) * cp.head_dim * 2
     assert b0 - b1 == scores + extra
 
 

@@ -131,14 +131,6 @@ def test_decode_limit_counts_the_indexer() -> None:
     assert a.decode_limit.flop_per_byte == pytest.approx(flop / kv, rel=1e-12)
 
 
-def test_deepseek_v4_is_refused_naming_its_compressed_attention() -> None:
-    # DeepSeek-V4-Flash's config.json: compress_ratios per layer (0 sliding window, 4 CSA, 128 HCA), hc_mult 4;
-    # read as V3.2 it would drop the compressors and the mHC streams: refused by the field, in one line
-    with pytest.raises(RooflineError, match=r"field 'compress_ratios' \(DeepSeek-V4's compressed attention.*"
-                                            r"is not read yet"):
-        load_config(str(CONFIGS / "DeepSeek-V4-Flash"))
-
-
 def test_fp8_checkpoint_keeps_the_indexer_weights_proj_in_bf16() -> None:
     # DeepSeek-V3.2's inference code builds weights_proj (h -> 64) in the default dtype, and vLLM's loader
     # notes FP8 checkpoints store it in BF16 beside an FP8 wk: its share of each layer's indexer stays 16-bit

@@ -84,3 +84,21 @@ def test_an_mtp_draft_runs_on_the_last_stage_and_names_what_it_cannot_pin() -> N
     assert any("index_share_for_mtp_iteration" in w and "upper bound" in w for w in r.warnings)
     draft, _ = mtp_draft(load_config(glm), 2, None, None, 0.8)
     assert draft.indexer is not None and draft.indexer_layers == 1
+
+
+def test_the_verify_step_attends_the_latent_cache_absorbed() -> None:
+    # the verify step's k + 1 = 2 queries a sequence attend the cached context as MLA's decode does (issue 22):
+    # queries in the latent, q·kᵀ over 512 + 64 and p·v over the 512 latent of one shared row a token, read
+    # once; not per-head K and V (128 · (192 + 128) values a token, 71× the bytes: --mtp 1 was ×0.99)
+    r = serve("deepseek-v3", "dgx-h200", Split(tp=8), prompt=2048, output=256, batch=32, mtp=1, acceptance=0.85)
+    s = r.speculative
+    assert s is not None
+    v = s.verify
+    context, b, heads = 2048 + 256 // 2, 32, 128 // 8  # the generation's middle context; 16 heads a device
+    pairs = b * heads * 2 * context
+    assert v.earlier == context
+    assert v.earlier_attention_flop == 61 * (2 * pairs * 576 + 5 * pairs + 2 * pairs * 512)  # qk, softmax, pv
+    # the BF16 latent rows once, the 2 queries and their outputs in the 576-wide latent
+    assert v.earlier_attention_bytes == 61 * (b * context * 576 * 2 + 2 * b * heads * 2 * 576 * 2)
+    # the published MTP gain (DeepSeek-V3 report §5.4.3: 1.8× TPS at 85–90% acceptance) is above 1
+    assert s.to_dict()["speedup"] > 1.3

@@ -28,6 +28,9 @@ FLOP_PER_ELEMENT: dict[str, float] = {
     # gpt-oss's clamped SwiGLU (transformers GptOssExperts): gate.clamp(max=l) 1, up.clamp(-l, l) 2,
     # gate·sigmoid(1.702·gate) 1 + 4 + 1, (up + 1)·glu 2
     "swiglu_clamped": 11,
+    # DeepSeek-V4's swiglu_limit (transformers DeepseekV4Experts._apply_gate): gate.clamp(max=l) 1,
+    # up.clamp(-l, l) 2, silu(gate) 4, · up 1
+    "swiglu_limited": 8,
     "rope": 3,  # x * cos + rotate_half(x) * sin: 2 multiplies, 1 add
     # RMSNorm: the textbook "about six FLOPs per element": square, accumulate, multiply by 1/rms,
     # multiply by the gain, plus the conversions to fp32 and back (per-row rsqrt is amortised)
@@ -41,7 +44,8 @@ FLOP_PER_ELEMENT: dict[str, float] = {
 # Exponentials per output element, evaluated on the exp units (MUFU.EX2 on NVIDIA). Each is also one
 # of FLOP_PER_ELEMENT's FLOPs on the vector lanes: the multiply by log2(e) that precedes MUFU.EX2.
 # GELU's tanh is one MUFU op (tanh.approx) as well.
-EXP_PER_ELEMENT: dict[str, float] = {"silu": 1, "swiglu": 1, "swiglu_clamped": 1, "gelu": 1, "geglu": 1,
+EXP_PER_ELEMENT: dict[str, float] = {"silu": 1, "swiglu": 1, "swiglu_clamped": 1, "swiglu_limited": 1,
+                                     "gelu": 1, "geglu": 1,
                                      "softmax": 1}
 
 # --- tiling: bytes through shared memory and L2 ----------------------------------------------

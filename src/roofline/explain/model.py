@@ -57,6 +57,8 @@ def explain_kv(cfg: ModelConfig, bytes_per_element: float, dtype_name: str, leng
     lines = ["KV cache per token"]
     layers = cfg.kv_layers  # linear-attention layers keep a state per sequence instead
     per = cfg.kv_cache_bytes_per_token(bytes_per_element)
+    if cfg.compressed is not None:  # DeepSeek-V4 (roofline.models.compressed)
+        return [*lines, *cfg.compressed.explain(bytes_per_element, dtype_name, length)]
     if cfg.is_mla:
         lines.append(f"    MLA caches one compressed latent per token per layer: kv_lora_rank + qk_rope_head_dim "
                      f"= {cfg.kv_lora_rank} + {cfg.qk_rope_head_dim} = {cfg.kv_elements_per_token_per_layer()} values")
@@ -152,8 +154,8 @@ def explain_model(a: ModelAnalysis) -> str:
                      f"per layer, × {cfg.moe_layers} layers")
     lines.append("")
     lines += explain_kv(cfg, kv_bpe, dt.kv_cache.name, a.seq)
-    kv_seq = cfg.kv_elements_cached(a.seq) * kv_bpe + cfg.index_bytes_per_token * a.seq
     state = cfg.state_bytes_per_sequence(kv_bpe)
+    kv_seq = cfg.kv_cache_bytes(1, a.seq, kv_bpe) - state  # ModelConfig.kv_cache_bytes: the cache and the state
     with_state = f" + state {_sized(state)}" if state else ""
     lines.append(f"    one sequence at {a.seq} tokens: {_sized(kv_seq)}{with_state}; × batch {a.batch} = "
                  f"{_sized((kv_seq + state) * a.batch)}")

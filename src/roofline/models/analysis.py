@@ -78,14 +78,28 @@ class DecodeLimit:
         (2·d_I + 3)·H_I per cached token and layer (roofline.models.dsa)."""
         ix = self.config.indexer
         index = 0.0 if ix is None else (2 * ix.head_dim + 3) * ix.heads * self.context * self.config.indexer_layers
+        cp = self.config.compressed  # DeepSeek-V4: CSA's indexer over its ⌊L/4⌋ index keys
+        if cp is not None:
+            index += (2 * cp.index_dim + 3) * cp.index_heads * (self.context // cp.csa) * cp.layers(cp.csa)
+            return self.config.attention_flop_per_pair() * self.attended_tokens + index
         return float(self.config.attention_flop_read(self.context)) + index  # per layer kind at its shape
 
     @property
     def kv_bytes_per_sequence(self) -> float:
         """L · KV bytes per token (windowed layers read min(L, W)); DeepSeek-V3.2's indexer reads its
         whole key cache, L · index bytes per token."""
+        if self.config.compressed is not None:
+            return (self.config.kv_elements_per_token_per_layer() * self.kv_bytes_per_element * self.attended_tokens
+                    + self._compressed_index_bytes)
         return (self.config.kv_elements_read(self.context) * self.kv_bytes_per_element
                 + self.config.index_bytes_per_token * self.context)
+
+    @property
+    def _compressed_index_bytes(self) -> float:
+        """DeepSeek-V4: the CSA layers' ⌊L/4⌋ index keys of d_I, read by the indexer every step."""
+        cp = self.config.compressed
+        return 0.0 if cp is None else cp.layers(cp.csa) * (self.context // cp.csa) * cp.index_dim * \
+            self.kv_bytes_per_element
 
     @property
     def recurrent_flop_per_token(self) -> float:
@@ -317,9 +331,10 @@ class ModelAnalysis(Drawable):
         layers capped at their window (what one sequence's cache holds ÷ its length); the fixed state
         one sequence keeps (linear attention), whatever its length."""
         cfg, bpe = self.config, self.model.dtypes.kv_cache.bytes_per_element
+        at = (bpe * cfg.kv_elements_cached(self.seq) / self.seq + cfg.index_bytes_per_token
+              if cfg.compressed is None else cfg.compressed.cache_bytes(self.seq, bpe) / self.seq)
         return {"bytes_per_token_uncapped": self.kv_cache_bytes_per_token,
-                "bytes_per_token_at_length": float(bpe * cfg.kv_elements_cached(self.seq) / self.seq
-                                                   + cfg.index_bytes_per_token),
+                "bytes_per_token_at_length": float(at),
                 "window_tokens": cfg.sliding_window if cfg.attention_layers(AttentionKind.LOCAL) else None,
                 "state_bytes_per_sequence": cfg.state_bytes_per_sequence(bpe)}
 

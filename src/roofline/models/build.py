@@ -22,13 +22,12 @@ per token per layer (one shared "head" of 576). Prefill decompresses K and V (kv
 ordinary multi-head attention, as DeepSeek's prefill does. ModelConfig.mla "expanded" runs decode as
 Hugging Face's DeepseekV3Attention does: the new token's latent decompressed by kv_b_proj and K, V
 cached and read per head (H·(d_nope + d_rope + d_v) values per token per layer instead of 576).
-Gated DeltaNet (roofline.models.deltanet) and Mamba2 (roofline.models.mamba) are layer kinds of their own.
-
-MoE weight traffic depends on how many distinct experts the step's tokens hit. Default: the
-expectation when each of the N tokens picks k of E experts uniformly at random and independently,
-E·(1 − (1 − k/E)^N), rounded to a whole expert and at least k (`roofline.models.formulas`, shared
-with the numpy step model, as is the windowed pair count). Real routers are not uniform (some
-experts are hot), so the default is a stated assumption; `experts_hit` overrides it.
+Gated DeltaNet (roofline.models.deltanet), Mamba2 (roofline.models.mamba), DeepSeek-V4's attention and mHC
+(roofline.models.compressed_ops) are layer kinds of their own. MoE weight traffic depends on how many
+distinct experts the step's tokens hit. Default: the expectation when each of the N tokens picks k of E
+experts uniformly at random and independently, E·(1 − (1 − k/E)^N), rounded to a whole expert and at
+least k (`roofline.models.formulas`, shared with the numpy step model, as is the windowed pair count).
+Real routers are not uniform (hot experts): the default is a stated assumption; `experts_hit` overrides it.
 Fusion plans over the same graph (same FLOPs, fewer bytes):
   none   every op its own kernel; attention naive (scores and probabilities through memory)
   flash  attention's three ops one kernel (FlashAttention), the default, as serving engines run it
@@ -45,6 +44,7 @@ from types import MappingProxyType
 from roofline.errors import RooflineError, T
 from roofline.graph import FusionPlan, Graph, Op, Tensor
 from roofline.kernels import FLOP_PER_ELEMENT, attention_ops, elementwise_op, matmul_op, norm_op
+from roofline.models.compressed_ops import mhc_head, streams_step
 from roofline.models.draft import mtp_input
 from roofline.models.dsa import lightning_indexer
 from roofline.models.dtypes import ModelDtypes, for_checkpoint, model_dtypes, weight_part
@@ -544,6 +544,7 @@ class _Builder:
         every = self.shape.phase == Phase.DECODE or cfg.logits == "all"
         rows = self.n if every else b
         x = resid if every else self.act("resid.last", (b, h))
+        x = mhc_head(self, resid, rows) if cfg.compressed is not None else x  # DeepSeek-V4: hc_head collapses first
         y = self.act("final_norm.out", (rows, h))
         norm = self.norm("final_norm", x, y, 1)
         head = "embed_tokens.weight" if cfg.tie_word_embeddings else "lm_head.weight"
@@ -552,8 +553,7 @@ class _Builder:
         self.fuse(norm, mm)
         if self.comm.tp > 1:  # vocab-parallel LM head: every device's slice of the logits, gathered
             self.collective("logits.all_gather", Collective.ALL_GATHER, logits,
-                                   self.act("logits.gathered", (rows, self.full_vocab)), self.comm.tp,
-                                   self.comm.tp_level)
+                            self.act("logits.gathered", (rows, self.full_vocab)), self.comm.tp, self.comm.tp_level)
 
     def build(self) -> tuple[list[Op], dict[Plan, FusionPlan]]:
         """The step's ops in execution order and its fusion plans (self.collectives fills as it goes)."""
@@ -565,15 +565,17 @@ class _Builder:
             mtp_input(self, embedded, resid)
         else:
             self.embedding(resid)
-        self.attention_block(resid, hidden)
-        for kind, count, width, prefix in cfg.mlp_groups():
+        if cfg.compressed is None:
+            self.attention_block(resid, hidden)
+        resid = resid if cfg.compressed is None else streams_step(self, resid)  # DeepSeek-V4: mHC's n streams
+        for kind, count, width, prefix in (cfg.mlp_groups() if cfg.compressed is None else ()):
             self.ffn = width  # the dense MLP's width in this group (NAS blocks: a group per width)
             self.mlp_block(hidden, resid, kind, count, prefix)
         for level, sends in ((Level.LINK, self.comm.pp_link_sends), (Level.NETWORK, self.comm.pp_network_sends)):
             if sends:  # pipeline: each stage hands its [N, h] output to the next
                 name = "pp.send_recv" + ("" if level is Level.LINK else ".network")
-                self.collective(name, Collective.SEND_RECV, resid, self.act(f"{name}.received", (n, h)), 1,
-                                       level, sends)
+                self.collective(name, Collective.SEND_RECV, resid, self.act(f"{name}.received", resid.shape), 1,
+                                level, sends)
         self.final(resid)
         flash = FusionPlan(Plan.FLASH, self.flash)
         fused = FusionPlan(Plan.FUSED, {**self.flash, **self.fused})

@@ -96,7 +96,8 @@ def compute_dtype(dtypes: ModelDtypes, machine: Machine) -> DType:
 
 def weight_part(weight: str) -> str:
     """The parameter part (ModelConfig.param_counts) a weight tensor of the step graph belongs to, by its name."""
-    for key, part in (("latent_proj.", "latent_proj"), ("linear_attn.", "linear_attention"), ("mamba.", "mamba"),
+    for key, part in (("index_q.", "index_query"), ("compressor.", "compressor"), ("mhc.", "mhc"),  # DeepSeek-V4
+                      ("latent_proj.", "latent_proj"), ("linear_attn.", "linear_attention"), ("mamba.", "mamba"),
                       ("indexer.", "indexer"),
                       ("embed_tokens", "embedding"), ("position_embeddings", "position_embedding"),
                       ("lm_head", "lm_head"), ("router.", "router"), ("shared.", "shared_experts"),

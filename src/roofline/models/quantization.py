@@ -75,7 +75,11 @@ def _fp8(q: Mapping[str, Any], where: str) -> DType:
             or not all(is_int(b) and 1 <= b <= MAX_SIZE for b in block)):
         raise RooflineError(f"config {where}: quantization_config 'weight_block_size' must be two positive "
                             f"integers like [128, 128], got {shown(block)}")
-    return _fp8_blocks(fmt, block[0], block[1], _FP32_SCALE_BITS, "quant_method fp8")
+    scale = q.get("scale_fmt")  # DeepSeek-V4 writes "ue8m0": a power-of-two scale, one byte (E8M0)
+    if scale not in (None, "float", "ue8m0"):
+        raise RooflineError(f"config {where}: quantization_config 'scale_fmt' must be 'float' or 'ue8m0', got "
+                            f"{shown(scale)}")
+    return _fp8_blocks(fmt, block[0], block[1], 8 if scale == "ue8m0" else _FP32_SCALE_BITS, "quant_method fp8")
 
 
 def _gptq_awq(q: Mapping[str, Any], method: str, where: str) -> DType:

@@ -107,6 +107,9 @@ def check_split(cfg: ModelConfig, split: Split, batch: int) -> list[str]:
                             f"{tp // G}× (as vLLM does); the KV cache per device does not shrink past tp = {G}")
         elif not cfg.is_mla and G % tp:
             raise RooflineError(f"{T.tp} {tp} does not divide {cfg.name}'s {G} key/value heads")
+    if cfg.compressed is not None and cfg.compressed.o_groups % tp:  # DeepSeek-V4's grouped output projection
+        raise RooflineError(f"{T.tp} {tp} does not divide {cfg.name}'s output-projection groups (o_groups "
+                            f"{cfg.compressed.o_groups}): each device runs whole groups of its query heads")
     for width in sorted({w for w in cfg.ffn_widths if w} or ({cfg.intermediate_size} if cfg.dense_layers else set())):
         if width % tp:
             raise RooflineError(f"{T.tp} {tp} does not divide the MLP width {width}")
@@ -199,8 +202,10 @@ def shard(cfg: ModelConfig, split: Split) -> ModelConfig:
     if mb is not None and (mb.heads % tp or mb.groups % tp):  # vLLM's MambaMixer2 shards heads and groups
         raise RooflineError(f"{T.tp} {tp} does not divide {cfg.name}'s Mamba2 heads and groups "
                             f"(mamba_num_heads {mb.heads}, n_groups {mb.groups})")
+    cp = cfg.compressed  # check_split has held tp to its o_groups
     return replace(
         cfg,
+        compressed=None if cp is None else replace(cp, o_groups=cp.o_groups // tp),  # the KV head stays whole
         linear_attention=None if la is None else replace(la, key_heads=la.key_heads // tp,
                                                          value_heads=la.value_heads // tp),
         mamba=None if mb is None else replace(mb, heads=mb.heads // tp, groups=mb.groups // tp),

@@ -48,6 +48,10 @@ def dims_basis(cfg: ModelConfig, batch: Any, seq: Any) -> Any:
         cols.append(np.asarray(cfg.read_tokens(AttentionKind.LOCAL, s), dtype=np.float64))
     if cfg.indexer is not None:
         cols.append(np.asarray(cfg.read_tokens(AttentionKind.GLOBAL, s), dtype=np.float64))
+    cp = cfg.compressed
+    if cp is not None:  # DeepSeek-V4: the entries a decode query reads, and the index keys
+        for m in cp.kinds:
+            cols.extend([np.asarray(cp.read_entries(m, s), dtype=np.float64), s // m, b * (s // m)])
     return np.stack(cols, axis=1)
 
 

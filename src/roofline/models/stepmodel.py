@@ -23,6 +23,7 @@ from roofline.errors import RooflineError, T
 from roofline.graph import Kernel
 from roofline.hardware import Machine
 from roofline.models.build import DEFAULT_PLAN, as_phase, build_graph
+from roofline.models.compressed import compressed_features
 from roofline.models.dtypes import ModelDtypes
 from roofline.models.formulas import experts_hit, experts_read_per_device, windowed_pairs
 from roofline.models.split import sequence_split
@@ -108,6 +109,8 @@ def _features(cfg: ModelConfig, phase: Phase, batch: np.ndarray, seq: np.ndarray
         topk = cfg.indexer.topk
         cols.append(b * (windowed_pairs(s, topk) if phase == Phase.PREFILL
                          else cfg.read_tokens(AttentionKind.GLOBAL, s)))
+    if cfg.compressed is not None:  # DeepSeek-V4's compressed entries (roofline.models.compressed)
+        cols.extend(compressed_features(cfg.compressed, phase == Phase.PREFILL, b, s))
     if cfg.is_moe:
         tokens = b * (s if phase == Phase.PREFILL else 1.0)
         if sequence_split(sp):
@@ -129,6 +132,10 @@ def _sample_points(cfg: ModelConfig, phase: Phase) -> list[tuple[int, int]]:
     if cfg.indexer is not None:
         k = cfg.indexer.topk
         lengths |= {k // 2, k + 1, k + 7, 2 * k + 3}
+    if cfg.compressed is not None:  # both sides of each ratio, and of the top-k's k·m
+        cp = cfg.compressed
+        lengths |= {cp.csa, cp.csa + 3, 3 * cp.hca + 5, cp.hca - 1, cp.topk * cp.csa + 9, 2 * cp.topk * cp.csa + 1,
+                    cp.hca + 1, 7 * cp.csa + 2}
     # top-1 routing over many experts (Llama 4: 1 of 128) hits one expert a token up to batch 8: the
     # experts column equals the batch's there, so larger batches separate them
     batches = (1, 2, 3, 5, 8, 32, 100) if cfg.is_moe and cfg.experts_per_token == 1 else (1, 2, 3, 5, 8)

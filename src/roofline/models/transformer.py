@@ -22,6 +22,7 @@ from typing import Any
 from roofline.dtypes import DType
 from roofline.errors import RooflineError
 from roofline.models.attention_shape import AttentionShape
+from roofline.models.compressed import CompressedAttention
 from roofline.models.formulas import Num, minimum
 from roofline.models.mtp import MTP_PARTS, mtp_parts
 from roofline.models.recurrent import LinearAttention, Mamba2
@@ -93,6 +94,7 @@ class ModelConfig:
     tie_word_embeddings: bool = False
     norm: Norm = Norm.RMSNORM  # LayerNorm has a bias too
     # "swiglu" | "geglu" | "swiglu_clamped" (gated; gpt-oss clamps gate and up) | "gelu" (GPT-2: up, gelu, down)
+    # | "swiglu_limited" (DeepSeek-V4: silu(gate.clamp(max=l)) · up.clamp(-l, l))
     activation: str = "swiglu"
     qkv_bias: bool = False  # Qwen2: biases on q, k, v
     o_bias: bool = False  # Llama/Qwen3 attention_bias: a bias on o_proj as well as on q, k, v
@@ -132,6 +134,10 @@ class ModelConfig:
     linear_attention: LinearAttention | None = None  # the LINEAR layers' shape (Qwen3-Next, Qwen3.5)
     mamba: Mamba2 | None = None  # the MAMBA layers' shape (Nemotron-H)
     indexer: SparseIndexer | None = None  # DeepSeek-V3.2: MLA attends the indexer's top-k tokens
+    # DeepSeek-V4: every layer LOCAL (shared-KV MQA over the window, K = V) plus its compressed branch
+    # (roofline.models.compressed), mHC's hc_mult residual streams, the first hash_layers MoE layers hash-routed
+    compressed: CompressedAttention | None = None
+    hash_layers: int = 0
     # per layer DENSE, MOE or NONE; empty: MOE after first_dense_layers when there are experts, else DENSE
     layer_mlp: tuple[MlpKind, ...] = ()
     # per layer the dense FFN's own width, 0 where the layer runs none (DeciLM's NAS blocks: ffn_mult per
@@ -271,7 +277,7 @@ class ModelConfig:
 
     @property
     def gated(self) -> bool:
-        return self.activation in ("swiglu", "geglu", "swiglu_clamped")
+        return self.activation in ("swiglu", "geglu", "swiglu_clamped", "swiglu_limited")
 
     @property
     def mlp_kinds(self) -> tuple[MlpKind, ...]:
@@ -347,12 +353,18 @@ class ModelConfig:
         if not self.is_mla and not self.uniform_attention:  # Gemma 4: the full layers' own shape
             names[AttentionKind.GLOBAL] += f" ({self.attention_shape(AttentionKind.GLOBAL).describe()})"
         out: dict[str, int] = {}
-        for kind in self.layer_kinds:
+        cp = self.compressed
+        for i, kind in enumerate(self.layer_kinds):
             if kind == AttentionKind.NONE:
                 continue
-            out[names[kind]] = out.get(names[kind], 0) + 1
+            name = names[kind] if cp is None else cp.layer_name(cp.ratios[i])  # DeepSeek-V4: by compress ratio
+            out[name] = out.get(name, 0) + 1
+        if cp is not None and cp.hc_mult > 1:
+            out[f"mHC ({cp.hc_mult} streams)"] = self.num_layers
         dense = "ReLU² MLP" if self.activation == "relu2" else "dense MLP"
         moe = f"LatentMoE ({self.moe_latent_size})" if self.moe_latent_size else "MoE"
+        if self.hash_layers:
+            moe += f" ({self.hash_layers} hash-routed)"
         for label, count in ((dense, self.dense_layers), (moe, self.moe_layers), ("MTP", self.mtp_layers)):
             if count:  # MTP: multi-token-prediction layers, in memory and not in the step (roofline.models.mtp)
                 out[label] = count
@@ -369,8 +381,9 @@ class ModelConfig:
         la, mb = self.linear_attention, self.mamba
         linear = 0.0 if la is None else self.attention_layers(AttentionKind.LINEAR) * la.state_bytes_per_sequence(
             activation_bytes)
-        return linear + (0.0 if mb is None else self.attention_layers(AttentionKind.MAMBA)
-                         * mb.state_bytes_per_sequence(activation_bytes))
+        cp = 0.0 if self.compressed is None else self.compressed.state_bytes_per_sequence(activation_bytes)
+        return cp + linear + (0.0 if mb is None else self.attention_layers(AttentionKind.MAMBA)
+                              * mb.state_bytes_per_sequence(activation_bytes))
 
     def kv_elements_per_token_per_layer(self, kind: AttentionKind = AttentionKind.GLOBAL) -> int:
         """Values cached per token by one layer of `kind`: G·(d + d_v) for K and V (its attention_shape),
@@ -379,6 +392,8 @@ class ModelConfig:
             return self.num_heads * (self.qk_head_dim + self.v_head_dim)
         if self.is_mla:
             return self.kv_lora_rank + self.qk_rope_head_dim
+        if self.compressed is not None:  # DeepSeek-V4: one head that is both the key and the value
+            return self.num_kv_heads * self.head_dim
         return self.attention_shape(kind).kv_elements
 
     def kv_elements_per_token(self) -> int:
@@ -407,7 +422,10 @@ class ModelConfig:
 
         Llama 3 70B in BF16: 2·8·128·80·2 = 327,680 B = 320 KiB, the published figure. Uncapped: a
         windowed layer counts every token here (`kv_cache_bytes` caps it at the window); linear-attention
-        layers keep no KV cache (their state is per sequence: `state_bytes_per_sequence`)."""
+        layers keep no KV cache (their state is per sequence: `state_bytes_per_sequence`). DeepSeek-V4:
+        CompressedAttention.cache_elements_per_token (the window's row, the compressed entries, index keys)."""
+        if self.compressed is not None:
+            return self.compressed.cache_elements_per_token(bytes_per_element)
         return self.kv_elements_per_token() * bytes_per_element + self.index_bytes_per_token
 
     @property
@@ -439,16 +457,26 @@ class ModelConfig:
 
     def decode_read_tokens(self, context: Num) -> Num:
         """Keys one decode query reads at `context`, summed over the KV layers (read_tokens per kind)."""
-        return (self.attention_layers(AttentionKind.GLOBAL) * self.read_tokens(AttentionKind.GLOBAL, context)
-                + self.attention_layers(AttentionKind.LOCAL) * self.read_tokens(AttentionKind.LOCAL, context))
+        out = (self.attention_layers(AttentionKind.GLOBAL) * self.read_tokens(AttentionKind.GLOBAL, context)
+               + self.attention_layers(AttentionKind.LOCAL) * self.read_tokens(AttentionKind.LOCAL, context))
+        cp = self.compressed
+        if cp is not None:  # DeepSeek-V4: + the compressed entries attended
+            for m in cp.kinds:
+                out = out + cp.layers(m) * cp.read_entries(m, context)
+        return out
 
     def attended_tokens(self, context: Num) -> Num:
         """Tokens one sequence's layers keep and read at `context`, summed over layers: L per global
         layer, min(L, W) per windowed one. An int for an int, a numpy array for an array of lengths.
 
         Gemma 2 9B (21 global and 21 local layers, W = 4096) at 8192: 21·8192 + 21·4096."""
-        return (self.attention_layers(AttentionKind.GLOBAL) * context
-                + self.attention_layers(AttentionKind.LOCAL) * self.cached_tokens(AttentionKind.LOCAL, context))
+        out = (self.attention_layers(AttentionKind.GLOBAL) * context
+               + self.attention_layers(AttentionKind.LOCAL) * self.cached_tokens(AttentionKind.LOCAL, context))
+        cp = self.compressed
+        if cp is not None:  # DeepSeek-V4: + the compressed entries kept, d wide each
+            for m in cp.kinds:
+                out = out + cp.layers(m) * (context // m)
+        return out
 
     def kv_cache_bytes(self, batch: Num, context: Num, bytes_per_element: float = 2.0) -> Any:
         """KV cache for `batch` sequences of `context` tokens, windowed layers capped at the window
@@ -456,6 +484,8 @@ class ModelConfig:
         state in its own dtype, its conv state at `bytes_per_element`)."""
         state = self.state_bytes_per_sequence(bytes_per_element)
         index = batch * self.index_bytes_per_token * context if self.indexer is not None else 0
+        if self.compressed is not None:  # DeepSeek-V4: the window, the compressed entries and index keys
+            return batch * self.compressed.cache_bytes(context, bytes_per_element) + (batch * state if state else 0)
         return (batch * bytes_per_element * self.kv_elements_cached(context) + (batch * state if state else 0)
                 + index)
 
@@ -524,8 +554,18 @@ def _param_counts(c: ModelConfig) -> ParamCounts:
                 biases += A * h
             if c.qk_norm:
                 norms += A * ((s.heads + s.kv_heads) * s.head_dim if c.qk_norm_per_layer else 2 * s.head_dim)
-    counts["attention"] = c.kv_layers * attn if c.is_mla else sum(A * c.attention_shape(k).linear_params(h)
-                                                        for k, A in c.softmax_layer_kinds)
+    cp = c.compressed
+    if cp is not None:  # DeepSeek-V4 (roofline.models.compressed): q_a_norm and kv_norm (q_b_norm has no gain)
+        attn = cp.attention_params(h, c.num_heads)
+        norms += c.num_layers * (cp.q_lora + cp.head_dim)
+    counts["attention"] = (c.kv_layers * attn if c.is_mla or cp is not None
+                           else sum(A * c.attention_shape(k).linear_params(h) for k, A in c.softmax_layer_kinds))
+    if cp is not None:
+        counts["compressor"] = sum(cp.layers(m) * cp.compressor_params(h, m) for m in cp.kinds)
+        counts["index_query"] = cp.layers(cp.csa) * cp.index_query_params
+        norms += sum(cp.layers(m) * cp.compressor_other(m) for m in cp.kinds)  # position_bias, kv_norm
+        counts["mhc"], mhc_rest = cp.mhc_params(h)
+        norms += mhc_rest  # mHC's base and scale: added and multiplied by, not a matmul
     if c.indexer is not None:
         counts["indexer"] = c.indexer_layers * c.indexer.linear_params(h, c.q_lora_rank)
         norms += c.indexer_layers * 2 * c.indexer.head_dim  # k_norm, a LayerNorm: gain and bias
@@ -544,7 +584,7 @@ def _param_counts(c: ModelConfig) -> ParamCounts:
         counts["router"] = c.moe_layers * h * (c.num_experts + (1 if c.shared_expert_gate else 0))
         norms += c.moe_layers * c.moe_gains  # gains and scales: not multiplied
         # DeepSeek-V3's e_score_correction_bias: added to the scores to pick experts, not multiplied
-        biases += c.moe_layers * c.num_experts if c.router_bias else 0
+        biases += (c.moe_layers - c.hash_layers) * c.num_experts if c.router_bias else 0  # hash routers: none
         counts["shared_experts"] = c.moe_layers * c.num_shared_experts * mlp_mats * h * c.moe_intermediate_size
         if c.moe_latent_size:  # fc1_latent_proj h -> ℓ and fc2_latent_proj ℓ -> h, once a token
             counts["latent_proj"] = c.moe_layers * 2 * h * c.moe_latent_size

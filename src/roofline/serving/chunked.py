@@ -20,7 +20,11 @@ Approximations, stated: the chunk's prefill and the decode step are counted as t
 read by each; an engine fusing them into one step reads them once, so a step carrying a chunk is
 overstated by at most the weights' read time); the split attention re-reads the chunk's queries and
 rewrites its output once (flash-decoding's split-KV merge); multi-head latent attention is taken as its
-per-head keys and values.
+per-head keys and values in a chunk (vLLM's chunked MLA prefill decompresses the cached latent), and runs
+absorbed over the latent cache in speculative decoding's verify step, as its decode does (the up-projection
+of the k + 1 latent outputs, H·r·d_v a token, is left out); DeepSeek-V4's queries read the window and the
+compressed entries a decode query reads, and the indexer's scores of the chunk's queries against the
+earlier index keys are left out.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from roofline.models.transformer import SOFTMAX_KINDS
 from roofline.placement import analyze_graph
 from roofline.serving.efficiency import Band, Efficiency
 from roofline.units import require_positive_int
-from roofline.vocab import Phase, Plan, Role
+from roofline.vocab import Phase, Plan, Role, Unit
 
 ZERO = Band(0.0, 0.0, 0.0)
 
@@ -95,7 +99,8 @@ class ChunkStep:
                 "earlier_attention_flop": self.earlier_attention_flop, "step_s": self.time.to_dict()}
 
 
-def earlier_attention(r: Any, batch: int, tokens: int, earlier: int) -> tuple[Band, float, float]:
+def earlier_attention(r: Any, batch: int, tokens: int, earlier: int, latent: bool = False
+                      ) -> tuple[Band, float, float]:
     """The attention of `tokens` new queries per sequence (batch / dp sequences on a device) to
     `earlier` cached tokens: one flash kernel per attention layer on the report's device, its band
     without a step overhead (it runs inside the step). (band, FLOPs, bytes) per device."""
@@ -104,8 +109,8 @@ def earlier_attention(r: Any, batch: int, tokens: int, earlier: int) -> tuple[Ba
     cfg = shard(r.config, r.split)
     b = batch // r.split.dp
     act, kv = r.dtypes.activations, r.dtypes.kv_cache
-    ops = []
-    for kind in SOFTMAX_KINDS:
+    ops = _latent_attention(r.config, cfg, b, tokens, earlier, act, kv, latent)
+    for kind in SOFTMAX_KINDS if not ops else ():
         layers = r.config.attention_layers(kind)
         if not layers:
             continue
@@ -127,6 +132,35 @@ def earlier_attention(r: Any, batch: int, tokens: int, earlier: int) -> tuple[Ba
     return band, a.flop, a.bytes
 
 
+def _latent_attention(full: Any, cfg: Any, b: int, tokens: int, earlier: int, act: Any, kv: Any,
+                      latent: bool) -> list[Any]:
+    """The earlier tokens' attention where the cache is not per-head K and V (empty list otherwise): MLA
+    absorbed, as its decode runs (queries in the latent, q·kᵀ over kv_lora_rank + rope and p·v over the
+    kv_lora_rank latent of the one shared latent row a token, read once; DSA's top-k rows), and DeepSeek-V4's
+    one K = V row a token over the window plus its compressed entries (roofline.models.compressed)."""
+    out: list[Any] = []
+    if latent and cfg.is_mla and full.mla != "expanded":
+        width, r_ = cfg.kv_lora_rank + cfg.qk_rope_head_dim, cfg.kv_lora_rank
+        cached = earlier if full.indexer is None else min(earlier, full.indexer.topk)
+        lat = tensor("earlier_mla.latent", (b, 1, cached, width), kv, Role.KV_CACHE)
+        q = tensor("earlier_mla.q", (b, cfg.num_heads, tokens, width), act)
+        o = tensor("earlier_mla.o", (b, cfg.num_heads, tokens, width), act)
+        qk, sm, pv = attention_ops("earlier_mla", q, lat, lat, o, causal=False, count=full.num_layers)
+        pairs = b * cfg.num_heads * tokens * cached
+        out = [("earlier_mla", op) for op in (qk, sm, replace(pv, flop_by_unit={Unit.MATRIX: 2.0 * pairs * r_}))]
+    cp = cfg.compressed
+    if cp is not None:
+        for m in (0, *cp.kinds):
+            cached = min(earlier, cp.window) + (int(cp.read_entries(m, earlier)) if m else 0)
+            prefix = f"earlier_v4_{m}"
+            rows = tensor(f"{prefix}.rows", (b, 1, cached, cp.head_dim), kv, Role.KV_CACHE)
+            q = tensor(f"{prefix}.q", (b, cfg.num_heads, tokens, cp.head_dim), act)
+            o = tensor(f"{prefix}.o", (b, cfg.num_heads, tokens, cp.head_dim), act)
+            out += [(prefix, op) for op in attention_ops(prefix, q, rows, rows, o, causal=False, count=cp.layers(m))
+                    if cp.layers(m)]
+    return out
+
+
 def prefill_step(r: Any, batch: int, tokens: int) -> tuple[Band, ModelAnalysis]:
     """analyze_model's prefill step of `tokens` tokens at `batch` on the report's model, machine and split
     (its floor analyze_model's time, exactly, as serve's TTFT has it)."""
@@ -136,9 +170,10 @@ def prefill_step(r: Any, batch: int, tokens: int) -> tuple[Band, ModelAnalysis]:
     return Band(a.time_s, b.low, b.high), a
 
 
-def chunk_step(r: Any, batch: int, tokens: int, earlier: int) -> ChunkStep:
+def chunk_step(r: Any, batch: int, tokens: int, earlier: int, latent: bool = False) -> ChunkStep:
+    """`latent`: MLA's earlier tokens attended absorbed, as its decode runs them (the verify step)."""
     pre = r.ttft if (batch, tokens) == (r.requests_prefilled, r.prompt) else prefill_step(r, batch, tokens)[0]
-    att, flop, byt = earlier_attention(r, batch, tokens, earlier)
+    att, flop, byt = earlier_attention(r, batch, tokens, earlier, latent)
     return ChunkStep(tokens, earlier, pre, att, byt, flop)
 
 

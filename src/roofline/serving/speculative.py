@@ -18,8 +18,8 @@ The model, every term from the same graph and placement as the rest of `serve`:
                  positions are within a step's workspace); a batch above it is flagged, not refused
     verify step  the target's step over k + 1 tokens per sequence: a prefill of k + 1 tokens at the batch
                  (analyze_model, phase prefill, prompt k + 1) + the attention of those k + 1 queries to
-                 the s cached tokens (one flash kernel per layer, as the chunked prefill's), at the
-                 generation's middle context s = prompt + ⌊output / 2⌋
+                 the s cached tokens (one flash kernel per layer, as the chunked prefill's; MLA absorbed over
+                 its latent cache, as its decode runs), at the generation's middle context s = prompt + ⌊output / 2⌋
     net ITL      (k × draft step + verify step) / E[tokens per step]; throughput = batch / net ITL;
                  speed-up = ITL mean / net ITL
 
@@ -92,6 +92,9 @@ def mtp_draft(cfg: ModelConfig, mtp: int, draft: object, draft_tokens: int | Non
     if draft is not None or draft_tokens is not None:
         raise RooflineError(f"{T.mtp} drafts with the model's own multi-token-prediction layers: give it or "
                             f"{T.draft} MODEL ({T.draft_tokens}), not both")
+    if not cfg.mtp_layers and cfg.compressed is not None:  # DeepSeek-V4: its MTP layer is not read
+        raise RooflineError(f"{T.mtp}: {cfg.name}'s multi-token-prediction layer is not read (DeepSeek-V4's MTP "
+                            f"layout is not pinned here); give {T.draft} MODEL for a separate draft model")
     if not cfg.mtp_layers:
         raise RooflineError(f"{cfg.name} has no multi-token-prediction layers (num_nextn_predict_layers is 0 or "
                             f"absent): {T.mtp} needs them; give {T.draft} MODEL for a separate draft model")
@@ -183,7 +186,7 @@ def speculative(r: Any, draft_name: str, k: int, a: float, run_draft: Callable[[
         advice = f"draft at most {context - 1} tokens" if context > 1 else "too short a request to draft for"
         raise RooflineError(f"{T.draft_tokens} {k}: the verify step checks k + 1 = {k + 1} tokens at the "
                             f"mid-generation context of {context} (prompt + output/2); {advice}")
-    verify = chunk_step(r, r.batch, k + 1, context)
+    verify = chunk_step(r, r.batch, k + 1, context, latent=True)  # MLA absorbed, as decode
     return Speculative(dr.config.name if dr.config.name else draft_name, k, a, r.batch, dr.itl_mean, verify,
                        r.itl_mean, weights, dr.kv_bytes_per_sequence, _max_batch(r, dr, weights),
                        max(r.workspace_bytes, dr.workspace_bytes), shares_weights)

@@ -16,6 +16,7 @@ from typing import Any
 from roofline.errors import RooflineError, shown
 from roofline.models.architectures import (
     deepseek,
+    deepseek_v4,  # issue 22, third part
     gemma,
     gemma4,  # issue 22, second part
     glm,
@@ -50,6 +51,7 @@ _FAMILIES: tuple[ModuleType, ...] = (llama, llama4, mistral, qwen, qwen3_next, d
 _FAMILIES += (qwen3_vl, minimax, phi3, olmo2, gemma4)  # issue 22, second part
 _FAMILIES += (kimi_linear, nemotron_nas, minimax_m3)  # issue 22, third part
 _FAMILIES += (mimo, mimo_v2_flash, step3p7)  # issue 22, third part
+_FAMILIES += (deepseek_v4,)  # issue 22, third part
 
 
 def _registry() -> Mapping[str, Parser]:
@@ -72,6 +74,8 @@ def config_from_dict(raw: Mapping[str, Any], name: str = "model", where: str = "
     where = where or name
     if not isinstance(raw, Mapping):
         raise RooflineError(f"config {where}: expected a JSON object at the top level")
+    if raw.get("model_type") in deepseek_v4.PARSERS:  # two quantized dtypes: it reads its quantization_config
+        return deepseek_v4.PARSERS[raw["model_type"]](Fields(raw, where), name, raw["model_type"])
     q = raw.get("quantization_config")
     if isinstance(q, Mapping) and q.get("quant_algo") == "MIXED_PRECISION":  # a quant_algo per module
         plain = config_from_dict({k: v for k, v in raw.items() if k != "quantization_config"}, name, where)

@@ -58,16 +58,8 @@ def deepseek(f: Fields, name: str, model_type: str) -> ModelConfig:
     return ModelConfig(**kw)
 
 
-def deepseek_v4(f: Fields, name: str, model_type: str) -> ModelConfig:
-    """DeepSeek-V4 (transformers models/deepseek_v4; sgl-project's exports name it deepseek_ref): refused by
-    the first field it cannot read yet, never mapped onto V3's layers."""
-    raise f.refuse("compress_ratios", "(DeepSeek-V4's compressed attention: per layer the sliding window only, "
-                                      "CSA at 4 with its indexer, or HCA at 128, each with its compressor state; "
-                                      "with hc_mult's mHC residual streams) is not read yet")
-
-
 # Kimi K2 (moonshotai, model_type kimi_k2) is DeepSeek-V3's architecture: its config names DeepseekV3ForCausalLM
 # DeepSeek-V3.2 (deepseek_v32) is V3 with DeepSeek Sparse Attention (index_n_heads, index_head_dim,
 # index_topk; roofline.models.dsa)
 PARSERS: dict[str, Parser] = {"deepseek_v3": deepseek, "deepseek_v2": deepseek, "kimi_k2": deepseek,
-                              "deepseek_v32": deepseek, "deepseek_v4": deepseek_v4, "deepseek_ref": deepseek_v4}
+                              "deepseek_v32": deepseek}
