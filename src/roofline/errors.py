@@ -5,7 +5,6 @@ A missing optional dependency is one of them: `need_torch` imports torch or says
 
 from __future__ import annotations
 
-import difflib
 import sys
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -75,6 +74,8 @@ def close_matches(word: str, choices: Iterable[str], n: int = 3) -> list[str]:
     """Names close to `word`, best first; substring matches count as close too."""
     pool = sorted(set(choices))
     lowered = word.lower()
+    import difflib  # here, not at import: only a refused name needs it
+
     near = difflib.get_close_matches(lowered, pool, n=n, cutoff=0.5)
     for name in pool:
         if len(near) >= n:

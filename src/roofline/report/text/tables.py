@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import os
-import shutil
 import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -28,6 +27,8 @@ def output_width() -> int | None:
         return int(text)
     try:
         if sys.stdout.isatty():
+            import shutil  # only on a terminal: a pipe or a file never needs it
+
             return shutil.get_terminal_size().columns
     except (AttributeError, ValueError):  # a closed or replaced stdout
         pass
