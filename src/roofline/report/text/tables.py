@@ -196,9 +196,9 @@ KERNEL_DROP = ("share", "bytes/run", "FLOPs/run")
 
 def intensity_cell(p: Placement) -> str:
     """A kernel's FLOP/B as the chart places it: per DRAM byte, or for a collective per byte on its
-    link (report.points.intensity; LINK_NOTE under the table says so): one figure in the table, the
+    link (report.intensity; LINK_NOTE under the table says so): one figure in the table, the
     CSV's flop_per_link_byte, the PNG and the page."""
-    from roofline.report.points import intensity
+    from roofline.report.intensity import intensity
 
     return u.format_intensity(intensity(p))
 
@@ -225,7 +225,7 @@ def placements_table(placements: Sequence[Placement], title: str = "", total_tim
         moved = sum(p.bytes * p.count for p in placements)
         t.add_row("total (Σ × runs)", "", u.format_flop(flop), u.format_bytes(moved),
                   u.format_intensity(flop / moved) if moved else "—", "", u.format_time(total), "100.0%")
-    from roofline.report.points import link_bytes
+    from roofline.report.intensity import link_bytes
 
     return render(t, drop=KERNEL_DROP) + (f"\n{LINK_NOTE}" if any(link_bytes(p) for p in placements) else "")
 
