@@ -53,6 +53,8 @@ def printable(text: str) -> str:
     `\\n`, ESC as `\\x1b`, NUL as `\\x00`, the right-to-left override U+202E as `\\u202e`): a newline in a
     file name keeps a message one line, and an escape sequence in a trace's op name is shown, not run
     by the terminal."""
+    if text.isprintable():  # nearly every line: checked at C speed, not a character at a time
+        return text
     return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
 
 

@@ -1,31 +1,31 @@
 """Machines: their ceilings, the datasheet catalog, and machine files; systems: devices and the links between them.
 
-Each name loads its module on first use (PEP 562): a kernel query on one machine reads the catalog and
-never pays for the system modules (their dataclasses and enums cost the start-up ~10 ms).
+The system names load their modules on first use (PEP 562): a kernel query on one machine reads the
+catalog and never pays for the system modules (their dataclasses and enums cost the start-up ~10 ms).
+The catalog's names are imported here: `catalog` is also its submodule's name, which a lazy name
+cannot shadow reliably (once `roofline.hardware.catalog` is imported, the package's attribute is the
+module).
 """
 
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from roofline.hardware.catalog import (
+    DEFAULT_MACHINE,
+    catalog,
+    get_machine,
+    load_machine_file,
+    machine_to_toml,
+    parse_machine,
+)
+from roofline.hardware.machine import Machine, MemoryLevel
+
 if TYPE_CHECKING:
-    from roofline.hardware.catalog import (
-        DEFAULT_MACHINE,
-        catalog,
-        get_machine,
-        load_machine_file,
-        machine_to_toml,
-        parse_machine,
-    )
-    from roofline.hardware.machine import Machine, MemoryLevel
     from roofline.hardware.system import Link, System, Topology
     from roofline.hardware.system_file import get_system, load_system_file, lookup, system_catalog
 
-_NAMES = {
-    "DEFAULT_MACHINE": "catalog", "catalog": "catalog", "get_machine": "catalog", "load_machine_file": "catalog",
-    "machine_to_toml": "catalog", "parse_machine": "catalog", "Machine": "machine", "MemoryLevel": "machine",
-    "Link": "system", "System": "system", "Topology": "system", "get_system": "system_file",
-    "load_system_file": "system_file", "lookup": "system_file", "system_catalog": "system_file",
-}
+_NAMES = {"Link": "system", "System": "system", "Topology": "system", "get_system": "system_file",
+          "load_system_file": "system_file", "lookup": "system_file", "system_catalog": "system_file"}
 
 
 def __getattr__(name: str) -> Any:
