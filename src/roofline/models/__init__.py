@@ -16,64 +16,32 @@ Modules, by concern:
     sweep        sweeps over batch × length × dtype × machine × split, and model comparisons
     step         the step description (model, phase, batch, length, dtypes, fusion plan): describe_step
     search       the split search: every valid split of a step over a system's devices, ranked (search_splits)
-
-Each name loads its module on first use (PEP 562): one analysis never loads the sweep or the split
-search (their modules and dataclasses cost the start-up). `roofline.models.search` and `.sweep` are
-the modules (a lazy name cannot shadow a submodule reliably): their functions are
-`roofline.models.search.search` and `roofline.models.sweep.sweep`.
 """
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from roofline.models.analysis import (
-        Crossover,
-        DecodeLimit,
-        MemoryFit,
-        ModelAnalysis,
-        analyze,
-        analyze_model,
-        decode_limit,
-        memory_fit,
-    )
-    from roofline.models.build import DEFAULT_PLAN, PLANS, ModelGraph, build_graph
-    from roofline.models.config import SUPPORTED, config_from_dict, load_config, preset_dict, preset_names
-    from roofline.models.dtypes import ModelDtypes, compute_dtype, model_dtypes
-    from roofline.models.formulas import expected_experts_hit, experts_hit, windowed_pairs
-    from roofline.models.search import OBJECTIVES, SplitRow, SplitSearch, search_splits
-    from roofline.models.step import Step, describe_step
-    from roofline.models.stepmodel import StepModel
-    from roofline.models.sweep import SPLIT_COLUMNS, SWEEP_COLUMNS, compare, deployments, dtype_steps, sweep_arrays
-    from roofline.models.transformer import DEFAULT_LENGTH, AttentionKind, MlpKind, ModelConfig, ParamCounts
-
-_NAMES = {
-    "Crossover": "analysis", "DecodeLimit": "analysis", "MemoryFit": "analysis", "ModelAnalysis": "analysis",
-    "analyze": "analysis", "analyze_model": "analysis", "decode_limit": "analysis", "memory_fit": "analysis",
-    "DEFAULT_PLAN": "build", "PLANS": "build", "ModelGraph": "build", "build_graph": "build", "SUPPORTED": "config",
-    "config_from_dict": "config", "load_config": "config", "preset_dict": "config", "preset_names": "config",
-    "ModelDtypes": "dtypes", "compute_dtype": "dtypes", "model_dtypes": "dtypes", "expected_experts_hit": "formulas",
-    "experts_hit": "formulas", "windowed_pairs": "formulas", "OBJECTIVES": "search", "SplitRow": "search",
-    "SplitSearch": "search", "search_splits": "search", "Step": "step", "describe_step": "step",
-    "StepModel": "stepmodel", "SPLIT_COLUMNS": "sweep", "SWEEP_COLUMNS": "sweep", "compare": "sweep",
-    "deployments": "sweep", "dtype_steps": "sweep", "sweep_arrays": "sweep",
-    "DEFAULT_LENGTH": "transformer", "AttentionKind": "transformer", "MlpKind": "transformer",
-    "ModelConfig": "transformer", "ParamCounts": "transformer",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _NAMES:
-        value = getattr(import_module(f"roofline.models.{_NAMES[name]}"), name)
-        globals()[name] = value  # once: later lookups find it without this hook
-        return value
-    raise AttributeError(f"module 'roofline.models' has no attribute {name!r}")
-
+from roofline.models.analysis import (
+    Crossover,
+    DecodeLimit,
+    MemoryFit,
+    ModelAnalysis,
+    analyze,
+    analyze_model,
+    decode_limit,
+    memory_fit,
+)
+from roofline.models.build import DEFAULT_PLAN, PLANS, ModelGraph, build_graph
+from roofline.models.config import SUPPORTED, config_from_dict, load_config, preset_dict, preset_names
+from roofline.models.dtypes import ModelDtypes, compute_dtype, model_dtypes
+from roofline.models.formulas import expected_experts_hit, experts_hit, windowed_pairs
+from roofline.models.search import OBJECTIVES, SplitRow, SplitSearch, search, search_splits
+from roofline.models.step import Step, describe_step
+from roofline.models.stepmodel import StepModel
+from roofline.models.sweep import SPLIT_COLUMNS, SWEEP_COLUMNS, compare, deployments, dtype_steps, sweep, sweep_arrays
+from roofline.models.transformer import DEFAULT_LENGTH, AttentionKind, MlpKind, ModelConfig, ParamCounts
 
 __all__ = ["DEFAULT_LENGTH", "DEFAULT_PLAN", "OBJECTIVES", "PLANS", "SPLIT_COLUMNS", "SUPPORTED", "SWEEP_COLUMNS",
            "AttentionKind", "Crossover", "DecodeLimit", "MemoryFit", "MlpKind", "ModelAnalysis", "ModelConfig",
            "ModelDtypes", "ModelGraph", "ParamCounts", "SplitRow", "SplitSearch", "Step", "StepModel", "analyze",
            "analyze_model", "build_graph", "compare", "compute_dtype", "config_from_dict", "decode_limit",
            "deployments", "describe_step", "dtype_steps", "expected_experts_hit", "experts_hit", "load_config",
-           "memory_fit", "model_dtypes", "preset_dict", "preset_names", "search_splits", "sweep_arrays",
-           "windowed_pairs"]
+           "memory_fit", "model_dtypes", "preset_dict", "preset_names", "search", "search_splits", "sweep",
+           "sweep_arrays", "windowed_pairs"]
