@@ -89,10 +89,11 @@ def instructions(argv: list[str]) -> int:
 def instruction_rows(cmds: dict[str, list[str]], bare: str | None) -> tuple[list[str], dict[str, int]]:
     """Each command's instruction count, and (for the rows other than `bare`) its count above bare."""
     counts = {name: instructions(argv) for name, argv in cmds.items()}
-    rows = [f"{'command':<26}{'instructions':>16}{'- bare':>14}"]
+    width = max(26, *(len(name) + 2 for name in counts))
+    rows = [f"{'command':<{width}}{'instructions':>16}{'- bare':>14}"]
     for name, n in counts.items():
         extra = f"{(n - counts[bare]) / 1e6:>12.0f} M" if bare and name != bare else ""
-        rows.append(f"{name:<26}{n / 1e6:>14.0f} M{extra}")
+        rows.append(f"{name:<{width}}{n / 1e6:>14.0f} M{extra}")
     return rows, counts
 
 
