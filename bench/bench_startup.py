@@ -8,7 +8,11 @@ most 1.5× servcalc's (issue 24). The runs are interleaved (bare, help, query, b
 machine's noise hits all alike; we report min and median of each, the medians' differences and the
 ratios of the medians. Both run from compiled bytecode (the package is compiled first and
 PYTHONDONTWRITEBYTECODE is dropped for the runs: a pip-installed wheel is compiled at install).
-Usage: python bench/bench_startup.py [--runs N] [--servcalc PATH] [--out FILE]
+With --instructions (valgrind installed), each command also runs once under valgrind's callgrind and
+its instruction count is reported: a count does not move with the machine's load the way wall times
+do (under a load of 8 on 2 CPUs a median moves by ±20% between runs), so its ratios are the
+load-free check of the same targets; the time targets stay the verdict.
+Usage: python bench/bench_startup.py [--runs N] [--servcalc PATH] [--instructions] [--out FILE]
 """
 
 from __future__ import annotations
@@ -72,6 +76,27 @@ def peer_commands(servcalc: str, folder: Path) -> dict[str, list[str]]:
     }
 
 
+def instructions(argv: list[str]) -> int:
+    """The instructions one run of `argv` executes (valgrind --tool=callgrind's Ir; PYTHONMALLOC=malloc
+    so that valgrind sees Python's allocations), from compiled bytecode as the timed runs."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | {"PYTHONMALLOC": "malloc"}
+    done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, check=True)
+    line = next(ln for ln in done.stderr.splitlines() if "Collected" in ln)
+    return int(line.split()[-1])
+
+
+def instruction_rows(cmds: dict[str, list[str]], bare: str | None) -> tuple[list[str], dict[str, int]]:
+    """Each command's instruction count, and (for the rows other than `bare`) its count above bare."""
+    counts = {name: instructions(argv) for name, argv in cmds.items()}
+    width = max(26, *(len(name) + 2 for name in counts))
+    rows = [f"{'command':<{width}}{'instructions':>16}{'- bare':>14}"]
+    for name, n in counts.items():
+        extra = f"{(n - counts[bare]) / 1e6:>12.0f} M" if bare and name != bare else ""
+        rows.append(f"{name:<{width}}{n / 1e6:>14.0f} M{extra}")
+    return rows, counts
+
+
 def ratios(times: dict[str, list[float]]) -> tuple[list[str], bool]:
     """roofline's median over servcalc's, for --help and for one analysis, each against its target."""
     med = {k: statistics.median(v) for k, v in times.items()}
@@ -105,15 +130,26 @@ def table(times: dict[str, list[float]], ref: str, judged: Callable[[str], bool]
     return rows, ok
 
 
+def _uptime() -> str:
+    """`uptime`'s line (other work on the machine: its load average), or the load alone without it."""
+    try:
+        return subprocess.run(["uptime"], capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--servcalc", default=shutil.which("servcalc"), help="servcalc's command (default: on PATH)")
+    ap.add_argument("--instructions", action="store_true", help="also count each command's instructions "
+                    "(valgrind callgrind, one run each): ratios the machine's load does not move")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "src/roofline")], check=True,
                    stdout=subprocess.DEVNULL, env={k: v for k, v in os.environ.items()
                                                   if k != "PYTHONDONTWRITEBYTECODE"})
+    uptime = [_uptime()]
     times = interleaved(commands(), args.runs)
     rows, ok = table(times, "python -c pass", lambda name: name != "python -c pass", TARGET_S, True, 26)
     lines = [f"# bench_startup: {args.runs} interleaved runs each, {os.cpu_count()} CPUs, "
@@ -128,6 +164,18 @@ def main() -> int:
                   *peer_rows, *ratio_rows]
     else:
         lines += ["", "# servcalc not found (pip install servcalc==0.1.0, or --servcalc PATH): no peer ratios"]
+    if args.instructions and shutil.which("valgrind"):
+        rows_i, _ = instruction_rows(commands(), "python -c pass")
+        lines += ["", "# instructions, one run each under valgrind --tool=callgrind (load-independent)", *rows_i]
+        if args.servcalc:
+            with tempfile.TemporaryDirectory() as folder:
+                rows_p, n = instruction_rows(peer_commands(args.servcalc, Path(folder)), None)
+            help_ratio = n["roofline --help"] / n["servcalc --help"]
+            analysis_ratio = n["roofline model (decode)"] / n["servcalc estimate"]
+            lines += [*rows_p[1:], f"roofline --help / servcalc --help: {help_ratio:.2f}x in instructions",
+                      f"roofline model (decode) / servcalc estimate: {analysis_ratio:.2f}x in instructions"]
+    uptime.append(_uptime())
+    lines += ["", f"# uptime at the start: {uptime[0]}", f"# uptime at the end:   {uptime[1]}"]
     text = "\n".join(lines)
     print(text)
     if args.out:

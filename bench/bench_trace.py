@@ -5,6 +5,11 @@ we report min and median of each, the ratio of the medians (traced / untraced) a
 ATen op the tracer recorded ((traced − untraced) / ops). The model: transformers' LlamaForCausalLM,
 random weights, fp32 on CPU, a 32-token prompt already in the cache, one new token per step.
 
+The row "dispatch mode only" runs the step under a TorchDispatchMode that records nothing (each op
+called through as it came): the floor any tracer built on a dispatch mode, as ours is, pays before it
+records a thing. Its ratio says what part of the target (at most 1.5x, issue 24 item 12) the
+interception itself takes.
+
 With --baseline REF (a git revision, e.g. HEAD) the tracer as it was at REF (its recorder.py, or
 tracer.py before the split, run against today's registry) is timed in the same rounds: before and
 after under the same load.
@@ -97,7 +102,20 @@ def main() -> int:
                 step(model, cache, token)
         return run
 
-    runs = {"untraced": untraced, **{k: traced_with(v) for k, v in tracers.items()}}
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class CallThrough(TorchDispatchMode):  # type: ignore[misc]
+        """Each op called as it came: the interception alone, nothing recorded."""
+
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            return func(*args, **(kwargs or {}))
+
+    def dispatch_only() -> None:
+        with CallThrough():
+            step(model, cache, token)
+
+    runs = {"untraced": untraced, "dispatch mode only": dispatch_only,
+            **{k: traced_with(v) for k, v in tracers.items()}}
     for _ in range(3):  # warm up every path
         for fn in runs.values():
             fn()
@@ -111,17 +129,20 @@ def main() -> int:
             fn()
             times[name].append(time.perf_counter() - t0)
     p = statistics.median(times["untraced"])
-    lines = [f"# bench_trace: {args.runs} interleaved runs each, {os.cpu_count()} CPUs, 1 torch thread, "
+    uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    lines = [f"# uptime: {uptime}",
+             f"# bench_trace: {args.runs} interleaved runs each, {os.cpu_count()} CPUs, 1 torch thread, "
              f"Python {sys.version.split()[0]}, torch {torch.__version__}, load average "
              f"{os.getloadavg()[0]:.1f}",
              f"# decode step of LlamaForCausalLM ({args.layers} layers, hidden {args.hidden}, fp32, CPU), "
              f"context 32; {ops} ops recorded per step",
-             f"{'run':<16}{'min':>10}{'median':>10}{'ratio':>8}{'per op':>10}"]
+             f"{'run':<20}{'min':>10}{'median':>10}{'ratio':>8}{'per op':>10}"]
     for name, ts in times.items():
         q = statistics.median(ts)
         per_op = f"{(q - p) / ops * 1e6:>7.0f} µs" if name != "untraced" else ""
-        lines.append(f"{name:<16}{min(ts) * 1e3:>8.2f}ms{q * 1e3:>8.2f}ms{q / p:>7.2f}x{per_op:>10}")
-    lines.append("ratio: median traced / median untraced; per op: (traced − untraced) / ops recorded")
+        lines.append(f"{name:<20}{min(ts) * 1e3:>8.2f}ms{q * 1e3:>8.2f}ms{q / p:>7.2f}x{per_op:>10}")
+    lines.append("ratio: median traced / median untraced; per op: (traced − untraced) / ops recorded; "
+                 "dispatch mode only: every op called through a TorchDispatchMode that records nothing")
     text = "\n".join(lines)
     print(text)
     if args.out:

@@ -12,8 +12,9 @@ import pytest
 
 from roofline.calibration.choose import choose, total
 from roofline.cli import main
-from roofline.models import analyze_model, compare, deployments, dtype_steps, sweep
+from roofline.models import analyze_model, compare, deployments, dtype_steps
 from roofline.models.search import search_splits
+from roofline.models.sweep import sweep
 from roofline.parallel import Split
 from test_serving import _flat_fit  # every kind t = floor / e + t0, the band t × [1, 1]
 

@@ -201,7 +201,8 @@ def test_mixtral_tp8_ep8_decode_by_hand() -> None:
 @pytest.mark.parametrize("phase", ["decode", "prefill"])
 def test_ep_with_tp_graph_path_agrees_with_the_sweep(phase: str) -> None:
     from roofline.hardware import get_system
-    from roofline.models import StepModel, deployments, dtype_steps, load_config, model_dtypes, sweep
+    from roofline.models import StepModel, deployments, dtype_steps, load_config, model_dtypes
+    from roofline.models.sweep import sweep
 
     cfg, dt = load_config("mixtral-8x7b"), model_dtypes()
     dpn = get_system("dgx-h100").devices_per_node
@@ -224,7 +225,8 @@ def test_ep_with_tp_graph_path_agrees_with_the_sweep(phase: str) -> None:
 
 
 def test_ep_with_tp_needs_whole_token_shares(capsys: pytest.CaptureFixture[str]) -> None:
-    from roofline.models import deployments, dtype_steps, sweep
+    from roofline.models import deployments, dtype_steps
+    from roofline.models.sweep import sweep
 
     # decode: N = batch / dp = 4 tokens cannot be split over 8 tp ranks; prefill: 1 × 1001 neither
     with pytest.raises(RooflineError, match=r"ep 8 with tp 8: .* multiple of 8 \(decode: batch / dp = 4\)"):

@@ -5,7 +5,6 @@ A missing optional dependency is one of them: `need_torch` imports torch or says
 
 from __future__ import annotations
 
-import difflib
 import sys
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -54,6 +53,8 @@ def printable(text: str) -> str:
     `\\n`, ESC as `\\x1b`, NUL as `\\x00`, the right-to-left override U+202E as `\\u202e`): a newline in a
     file name keeps a message one line, and an escape sequence in a trace's op name is shown, not run
     by the terminal."""
+    if text.isprintable():  # nearly every line: checked at C speed, not a character at a time
+        return text
     return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
 
 
@@ -75,6 +76,8 @@ def close_matches(word: str, choices: Iterable[str], n: int = 3) -> list[str]:
     """Names close to `word`, best first; substring matches count as close too."""
     pool = sorted(set(choices))
     lowered = word.lower()
+    import difflib  # here, not at import: only a refused name needs it
+
     near = difflib.get_close_matches(lowered, pool, n=n, cutoff=0.5)
     for name in pool:
         if len(near) >= n:

@@ -308,7 +308,8 @@ def sweep_command(model: str, machine: str, weights_dtype: str | None, kv_dtype:
       roofline sweep mixtral-8x7b --machine h100,b200 --batch 1:256 --png sweep.png
       roofline sweep llama-3-70b --machine dgx-h100 --tp 1,2,4,8 --batch 8:64:8 --context 8192
     """
-    from roofline.models import SWEEP_COLUMNS, deployments, dtype_steps, sweep
+    from roofline.models import SWEEP_COLUMNS, deployments, dtype_steps
+    from roofline.models.sweep import sweep
     from roofline.report.text.model import sweep_text
     from roofline.report.text.split_search import split_sweep_text
 

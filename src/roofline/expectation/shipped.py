@@ -16,7 +16,6 @@ import json
 import os
 from collections.abc import Mapping
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -39,14 +38,15 @@ DEFAULT_NEAREST = "h100-sxm"
 ENGINES = ("trtllm", "vllm", "sglang")
 
 
-def _data() -> Any:
-    return resources.files("roofline.expectation") / "data"
+# the shipped files sit beside this module: read as plain files (importlib.resources would cost the
+# start-up ~20 ms of imports, zipfile and tempfile among them, for a package always installed as files)
+DATA = Path(__file__).parent / "data"
 
 
 @cache
 def shipped_files() -> tuple[tuple[str, str], ...]:
     """(machine, engine) of every shipped file, from the file names alone (nothing read)."""
-    names = [e.name[:-5].rpartition(".") for e in _data().iterdir() if e.name.endswith(".json")]
+    names = [name[:-5].rpartition(".") for name in os.listdir(DATA) if name.endswith(".json")]
     return tuple(sorted((machine, engine) for machine, _, engine in names))
 
 
@@ -92,7 +92,7 @@ def parse(raw: Any, where: str) -> ExpectedTimes:
 @cache
 def shipped(machine: str, engine: str) -> ExpectedTimes:
     """The shipped file of one catalog machine and engine."""
-    entry = _data() / f"{machine}.{engine}.json"
+    entry = DATA / f"{machine}.{engine}.json"
     if not entry.is_file():
         have = ", ".join(f"{m}/{e}" for m, e in shipped_files())
         raise RooflineError(f"no shipped fit for {machine} with {engine}; shipped: {have}")

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from roofline import units as u
 from roofline.placement import GraphAnalysis, Placement
+from roofline.report.intensity import intensity, link_bytes, link_level
 from roofline.vocab import LINKS, Bound, Level, Plan, Unit
 
 # one colour per bound class, on the static charts and the page alike
@@ -64,32 +65,11 @@ class Scenario:
     device: DeviceShare | None = field(default=None, compare=False)
 
 
-def link_level(p: Placement) -> Level | None:
-    """The link a collective crosses (Level.LINK or Level.NETWORK, the one with the larger time if
-    both), or None for a kernel that moves no bytes between devices."""
-    times = {lv: t for lv, t in p.level_times_s.items() if lv in LINKS and p.cost.bytes_by_level.get(lv)}
-    return max(times, key=lambda lv: times[lv]) if times else None
-
-
-def link_bytes(p: Placement) -> float:
-    """Bytes one device sends over its collective's link (0 for any other kernel)."""
-    lv = link_level(p)
-    return float(p.cost.bytes_by_level[lv]) if lv is not None else 0.0
-
-
 def link_name(p: Placement, level: Level) -> str:
     """The link's own name, short ("NVLink 4 through NVSwitch", "InfiniBand NDR"), or the level's."""
     ml = p.machine.memory.get(level)
     name = (ml.technology if ml is not None else "").split(",")[0].strip()
     return name or str(level)
-
-
-def intensity(p: Placement) -> float:
-    """The x of a kernel's point: FLOPs per DRAM byte, or per byte on the link for a collective."""
-    lb = link_bytes(p)
-    if lb:
-        return p.flop / lb
-    return p.flop_per_byte
 
 
 def on_chart(p: Placement) -> bool:

@@ -1,2 +1,3 @@
-"""Text reports: rich tables and text blocks, one module per subject (tables.py: the table renderer
-and the placement and machine tables every other module builds on). rich is imported inside functions."""
+"""Text reports: tables and text blocks, one module per subject (tables.py: the table renderer and the
+placement and machine tables every other module builds on; grid.py: tables drawn without rich where they
+fit unwrapped). rich is imported inside functions, only where a table must wrap."""

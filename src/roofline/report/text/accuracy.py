@@ -19,7 +19,7 @@ def accuracy_table(placements: Sequence[Placement], title: str = "") -> str:
 
     "achieved" is what the kernel's binding class moved: bytes/s for a memory-bound kernel, FLOP/s
     for a compute-bound one."""
-    from rich.table import Table
+    from roofline.report.text.grid import Table
 
     t = Table(title=title, title_justify="left")
     for col, just in (("kernel", "left"), ("FLOP/B", "right"), ("bound", "left"), ("floor", "right"),

@@ -30,7 +30,7 @@ def noise_lines(c: Any) -> list[str]:
 
 def ceilings_text(c: Any) -> str:
     """The runs as a table, then the ceilings, the datasheet comparison and the environment."""
-    from rich.table import Table
+    from roofline.report.text.grid import Table
 
 
     t = Table(title=f"Measured ceilings: {c.environment.device_name} ({c.device})", title_justify="left")

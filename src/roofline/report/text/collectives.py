@@ -11,7 +11,7 @@ from roofline.units import format_bytes, format_bytes_per_s, format_time
 
 def collectives_text(c: Collectives) -> str:
     """The sizes as a table, then the fits (α latency, β bandwidth per direction on the busiest link)."""
-    from rich.table import Table
+    from roofline.report.text.grid import Table
 
     t = Table(title=f"Collectives: {c.ranks} × {c.device_name} ({c.backend})", title_justify="left")
     for col, just in (("collective", "left"), ("size", "right"), ("time", "right"), ("algbw", "right"),

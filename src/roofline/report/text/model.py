@@ -39,7 +39,7 @@ ROWS_DROP = ("devices to fit", "weights+KV", "active", "ridge", "compute", "cros
 
 
 def rows_table(rows: list[dict[str, Any]], columns: Sequence[tuple[str, str, Callable[[Any], str]]], title: str) -> str:
-    from rich.table import Table
+    from roofline.report.text.grid import Table
 
     t = Table(title=title, title_justify="left")
     for _, header, _fmt in columns:
@@ -303,7 +303,7 @@ def preset_rows() -> list[dict[str, Any]]:
 
 
 def presets_text(rows: list[dict[str, Any]]) -> str:
-    from rich.table import Table
+    from roofline.report.text.grid import Table
 
     t = Table(title="model presets (offline; a local config.json works as well): roofline model ID",
               title_justify="left")

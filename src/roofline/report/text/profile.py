@@ -61,7 +61,7 @@ def profile_text(rows: list[dict[str, Any]], p: Profile, a: GraphAnalysis, title
                  stand_in: bool = False) -> str:
     """The slowest `top` kernels (0: all) as a table, then the totals, time by verdict and the notes;
     `stand_in`: a CPU run on the default machine (the command warned; the note says it again, shorter)."""
-    from rich.table import Table
+    from roofline.report.text.grid import Table
 
     timed = [r for r in rows if r["measured_time_s"] is not None]
     shown = sorted(timed, key=lambda r: -r["measured_time_s"])
@@ -132,7 +132,7 @@ def profile_text(rows: list[dict[str, Any]], p: Profile, a: GraphAnalysis, title
 
 def diff_text(d: Diff) -> str:
     """The program beside the model, family by family, then each named difference."""
-    from rich.table import Table
+    from roofline.report.text.grid import Table
 
     s = d.model.shape
     title = (f"{d.program} against the model of {d.model.config.name} ({s.phase}, batch {s.batch}, "

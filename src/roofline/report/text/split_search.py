@@ -43,7 +43,7 @@ def _fits(r: SplitRow) -> str:
 
 def split_search_text(s: SplitSearch) -> str:
     """The candidates as one table (winner first), then the winner in a sentence and how to read it."""
-    from rich.table import Table
+    from roofline.report.text.grid import Table
 
     what = "prompt" if s.phase == Phase.PREFILL else "context"
     goal = {"time": "the lowest expected step time", "throughput": "the most expected tokens/s per device",

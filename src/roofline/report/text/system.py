@@ -26,7 +26,7 @@ def _link_row(which: str, link: Link) -> list[str]:
 def system_text(s: System) -> str:
     """The system as a table: device, devices per node, nodes, and each link with its bandwidth per
     direction, latency, topology and source; the notes under it."""
-    from rich.table import Table
+    from roofline.report.text.grid import Table
 
     head = Table(title=f"{s.name} ({s.id})", title_justify="left", show_header=False)
     head.add_column("what")
@@ -58,7 +58,7 @@ def system_text(s: System) -> str:
 
 def systems_text(systems: Iterable[System]) -> str:
     """One line per system: id, device, devices per node x nodes, node link and network link."""
-    from rich.table import Table
+    from roofline.report.text.grid import Table
 
     t = Table(title="systems (link figures per device, per direction)", title_justify="left")
     for col, justify in (("system", "left"), ("device", "left"), ("devices", "right"), ("node link", "left"),

@@ -1,10 +1,10 @@
-"""Human-readable tables (rich) for placements and machines. Numbers always carry their units."""
+"""Human-readable tables (report.text.grid; rich only where one must wrap) for placements and machines.
+Numbers always carry their units."""
 
 from __future__ import annotations
 
 import io
 import os
-import shutil
 import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -27,6 +27,8 @@ def output_width() -> int | None:
         return int(text)
     try:
         if sys.stdout.isatty():
+            import shutil  # only on a terminal: a pipe or a file never needs it
+
             return shutil.get_terminal_size().columns
     except (AttributeError, ValueError):  # a closed or replaced stdout
         pass
@@ -40,7 +42,7 @@ def _width_at(table: Any, text_width: int) -> int:
     """The table's width with each right-justified (number) column at its widest cell and each text
     column at most `text_width` wide (at least its longest word, up to 24 characters: a URL folds),
     plus the padding and the borders; with text_width 0, the narrowest width that cuts no number."""
-    from rich.cells import cell_len
+    from roofline.report.text.grid import cell_len
 
     total = table._extra_width  # borders
     for i, column in enumerate(table.columns):
@@ -73,44 +75,68 @@ def plain_table(table: Any) -> None:
         column._cells = [_plain(c) for c in column._cells]
 
 
+def _fit(table: Any, target: int | None, drop: Sequence[str]) -> tuple[int | None, list[str]]:
+    """Prepare a table for a `target`-column output (None: a pipe): long words fold, numbers never
+    wrap, and the columns named in `drop` go (least important first) until it fits with its text
+    columns at most TEXT_WRAP wide. Returns the console width to draw it at (None: keep the
+    console's) and the headers left out."""
+    dropped: list[str] = []
+    for column in table.columns:
+        column.overflow = "fold"  # a long word (a kernel name, a URL) wraps; never "…"
+        if column.justify == "right":
+            column.no_wrap = True
+    for header in drop:
+        if target is None or _width_at(table, TEXT_WRAP) <= target:
+            break
+        index = next((i for i, c in enumerate(table.columns) if str(c.header) == header), None)
+        if index is not None and len(table.columns) > 1:
+            del table.columns[index]
+            dropped.append(header)
+    return (max(target, _width_at(table, 0)) if target is not None else None), dropped
+
+
 def render(table: Any, width: int | None = None, drop: Sequence[str] = ()) -> str:
-    """A rich renderable as plain text, fitted to `width` (default: output_width()).
+    """A table (report.text.grid's, or any rich renderable) as plain text, fitted to `width` (default:
+    output_width()).
 
     A table wider than that loses the columns named in `drop` (headers, least important first) until
     it fits with its text columns at most TEXT_WRAP wide, and says which; then its text columns wrap.
     A number is never cut: right-justified columns never wrap, and a table that still cannot fit is
-    printed at its narrowest whole width.
+    printed at its narrowest whole width. A grid table that fits unwrapped is drawn without rich
+    (grid.Table.text, rich's drawing byte for byte); any other goes through rich.
     """
-    from rich.console import Console
-    from rich.table import Table
+    from roofline.report.text.grid import Table as Grid
 
     target = width if width is not None else output_width()
-    buf = io.StringIO()
-    console = Console(file=buf, width=PIPE_WIDTH, no_color=True, highlight=False, soft_wrap=False)
     dropped: list[str] = []
-    if isinstance(table, Table):
-        plain_table(table)
-        for column in table.columns:
-            column.overflow = "fold"  # a long word (a kernel name, a URL) wraps; never "…"
-            if column.justify == "right":
-                column.no_wrap = True
-        for header in drop:
-            if target is None or _width_at(table, TEXT_WRAP) <= target:
-                break
-            index = next((i for i, c in enumerate(table.columns) if str(c.header) == header), None)
-            if index is not None and len(table.columns) > 1:
-                del table.columns[index]
-                dropped.append(header)
-        if target is not None:
-            console.width = max(target, _width_at(table, 0))
-    elif target is not None:
-        console.width = target
-    console.print(_plain(table))
-    text = buf.getvalue().rstrip("\n")
+    if isinstance(table, Grid):
+        table.map_cells(printable_lines)
+        console_width, dropped = _fit(table, target, drop)
+        text = table.text(console_width or PIPE_WIDTH)
+        if text is None:
+            text = _rich_text(table.to_rich(), console_width)
+    else:
+        from roofline.report.text.grid import Table
+
+        console_width = target
+        if isinstance(table, Table):
+            plain_table(table)
+            console_width, dropped = _fit(table, target, drop)
+        text = _rich_text(_plain(table), console_width)
     if dropped:
         text += (f"\n(to fit {target} columns this table leaves out: {', '.join(dropped)}; a wider terminal, "
                  f"COLUMNS=200 or a pipe shows every column)")
     return text
+
+
+def _rich_text(renderable: Any, width: int | None) -> str:
+    """A rich renderable drawn on a plain console `width` wide (None: PIPE_WIDTH)."""
+    from rich.console import Console
+
+    buf = io.StringIO()
+    console = Console(file=buf, width=width or PIPE_WIDTH, no_color=True, highlight=False, soft_wrap=False)
+    console.print(renderable)
+    return buf.getvalue().rstrip("\n")
 
 
 def attainable_how(p: Placement) -> str:
@@ -131,7 +157,7 @@ def attainable_how(p: Placement) -> str:
 
 
 def placement_text(p: Placement, title: str = "") -> str:
-    from rich.table import Table
+    from roofline.report.text.grid import Table
 
     t = Table(title=title or f"{p.name} on {p.machine.name} ({p.dtype.name})", show_header=False,
               box=None, title_justify="left", pad_edge=False)
@@ -170,9 +196,9 @@ KERNEL_DROP = ("share", "bytes/run", "FLOPs/run")
 
 def intensity_cell(p: Placement) -> str:
     """A kernel's FLOP/B as the chart places it: per DRAM byte, or for a collective per byte on its
-    link (report.points.intensity; LINK_NOTE under the table says so): one figure in the table, the
+    link (report.intensity; LINK_NOTE under the table says so): one figure in the table, the
     CSV's flop_per_link_byte, the PNG and the page."""
-    from roofline.report.points import intensity
+    from roofline.report.intensity import intensity
 
     return u.format_intensity(intensity(p))
 
@@ -183,7 +209,7 @@ LINK_NOTE = "FLOP/B of a communication kernel: per byte on its link, as the char
 def placements_table(placements: Sequence[Placement], title: str = "", total_time_s: float | None = None) -> str:
     """One row per kernel: FLOPs and bytes of one run, time floor and share of all its runs (× count),
     and a last row that sums every kernel × its runs."""
-    from rich.table import Table
+    from roofline.report.text.grid import Table
 
     t = Table(title=title, title_justify="left")
     for col, just in KERNEL_COLUMNS:
@@ -199,7 +225,7 @@ def placements_table(placements: Sequence[Placement], title: str = "", total_tim
         moved = sum(p.bytes * p.count for p in placements)
         t.add_row("total (Σ × runs)", "", u.format_flop(flop), u.format_bytes(moved),
                   u.format_intensity(flop / moved) if moved else "—", "", u.format_time(total), "100.0%")
-    from roofline.report.points import link_bytes
+    from roofline.report.intensity import link_bytes
 
     return render(t, drop=KERNEL_DROP) + (f"\n{LINK_NOTE}" if any(link_bytes(p) for p in placements) else "")
 
@@ -212,7 +238,7 @@ def analysis_text(a: GraphAnalysis, title: str) -> str:
 
 
 def machines_table(machines: Iterable[Machine], dtypes: Sequence[str] = ("bf16", "fp8", "fp4")) -> str:
-    from rich.table import Table
+    from roofline.report.text.grid import Table
 
     t = Table(title="Machines (dense peaks; ridge = peak / DRAM bandwidth)", title_justify="left")
     t.add_column("id")
@@ -236,9 +262,8 @@ def machines_table(machines: Iterable[Machine], dtypes: Sequence[str] = ("bf16",
 
 def machine_text(m: Machine) -> str:
     """Every ceiling with its ridge point; each source cited as [n] and listed once under the table."""
-    from rich.table import Table
-
     from roofline.explain.placement import Sources
+    from roofline.report.text.grid import Table
 
     sources = Sources()
 

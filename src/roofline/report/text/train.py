@@ -30,8 +30,7 @@ def _pct(x: float) -> str:
 
 def train_text(a: TrainAnalysis) -> str:
     """The kernels grouped by pass (one row each, their time a step), then the step and its figures."""
-    from rich.table import Table
-
+    from roofline.report.text.grid import Table
     from roofline.report.text.tables import render
 
     s, m = a.setup, a.setup.micro_batches
@@ -157,8 +156,7 @@ def plan_rows(found: Any) -> list[dict[str, Any]]:
 
 def plan_text(found: Any) -> str:
     """The candidates ranked (winner first), then the winner and its `roofline train` line."""
-    from rich.table import Table
-
+    from roofline.report.text.grid import Table
     from roofline.report.text.tables import render
 
     s = found.setup

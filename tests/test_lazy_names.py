@@ -1,0 +1,56 @@
+"""The packages that load their names on first use (PEP 562: roofline, roofline.hardware) give the
+same object an eager import would, whatever was imported before.
+
+The trap: a lazy name that is also a submodule's name (`roofline.hardware.catalog`, the function, and
+the module of the same name) is the module once that submodule has been imported anywhere, because
+the import system sets the package's attribute to the module. So no lazy name may be a submodule's
+(roofline.models stays eager for that reason: its `search` and `sweep` are functions named as their
+modules)."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import subprocess
+import sys
+
+import pytest
+
+LAZY = {"roofline": "_FACADE", "roofline.hardware": "_NAMES"}
+
+
+@pytest.mark.parametrize("package", sorted(LAZY))
+def test_no_lazy_name_is_a_submodule(package: str) -> None:
+    pkg = importlib.import_module(package)
+    names = getattr(pkg, LAZY[package])
+    submodules = {m.name for m in pkgutil.iter_modules(pkg.__path__)}
+    assert not set(names) & submodules
+
+
+@pytest.mark.parametrize("package", sorted(LAZY))
+def test_every_lazy_name_is_its_modules_object_after_every_submodule_is_imported(package: str) -> None:
+    # in a fresh interpreter: import every submodule first (as a long test run or a program may), then
+    # each name must still be the object its module defines, not a module
+    code = (f"import importlib, pkgutil, types\nimport {package} as pkg\n"
+            "for m in pkgutil.iter_modules(pkg.__path__):\n    importlib.import_module(pkg.__name__ + '.' + m.name)\n"
+            f"names = pkg.{LAZY[package]}\n"
+            "def own(n, mod):\n    return getattr(importlib.import_module(pkg.__name__ + '.' + mod), n)\n"
+            "wrong = [n for n, mod in names.items()\n"
+            "         if getattr(pkg, n) is not own(n, mod) or isinstance(getattr(pkg, n), types.ModuleType)]\n"
+            "print(wrong)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_a_kernel_query_loads_no_system_module_and_one_analysis_no_rich() -> None:
+    # what the lazy names are for: the start-up of `roofline kernel` and of one `roofline model`
+    code = ("import sys, io, contextlib\nfrom roofline.cli import main\n"
+            "def loaded(*heads):\n    return sorted(m for m in sys.modules if m.startswith(heads))\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    assert main(['kernel', 'matmul', '64', '64', '64', '--machine', 'h100']) == 0\n"
+            "print(loaded('roofline.hardware.system', 'rich', 'importlib.resources', 'roofline.report.points'))\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    assert main(['model', 'llama-3-8b', '--phase', 'decode', '--batch', '8', '--context', '2048']) == 0\n"
+            "print(loaded('rich', 'roofline.report.points', 'importlib.resources'))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["[]", "[]"]
