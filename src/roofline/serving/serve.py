@@ -28,8 +28,9 @@ Built only on roofline.models, so every number is the same graph and placement a
                 times at theirs (0 where TTFT at that end of the band misses its target)
     cost        output: price/3600 × devices / output tokens/s × 1e6 per million output tokens;
                 input:  price/3600 × devices × TTFT / (prompt × requests prefilled at once) × 1e6
-    knee        the smallest batch b of the curve (1, 2, 4, ... 1024) whose doubling gains < 10% of
-                throughput: T(2b) < 1.1 × T(b), on the roofline ceiling
+    knee        the smallest batch b of the curve (1, 2, 4, ... 1024, then on to the first doubling at or
+                past the memory's largest batch) whose doubling gains < 10% of throughput:
+                T(2b) < 1.1 × T(b), on the roofline ceiling
     expected    every time is a floor (the roofline) and an expected band: each kernel's calibrated band, as
                 `roofline model` gives it (roofline.expectation: the device's shipped fit by engine, or
                 --calibration FILE), summed over the step, + the per-step overhead (a constant;
@@ -81,7 +82,8 @@ FORMULAS = {
                                "(dp x output)), decode = batch / ITL mean (pipeline: batch/pp / (micro-batch ITL x "
                                "ceil(L/pp)/L)); per device = system / devices",
     "max_batch_memory": "floor((usable - weights - workspace) / (KV bytes per token x (prompt + output))) per "
-                        "replica, x dp; per device",
+                        "device, which is per replica (each device of a replica holds its share of every "
+                        "sequence), rounded down to the batch unit's share of a replica, x dp replicas",
     "max_batch_slo": "largest batch <= max_batch_memory whose ITL mean <= --itl-slo (floor)",
     "goodput_tokens_per_s": "throughput at max_batch_slo (max_batch_memory without an ITL target) when TTFT "
                             "<= --ttft-slo; expected: low = throughput with the band's high times at the batch "
@@ -89,7 +91,8 @@ FORMULAS = {
                             "times at max_batch_slo_expected.high; 0 where TTFT at that end misses --ttft-slo",
     "cost_per_million_tokens.output": "price / 3600 x devices / output tokens per s x 1e6",
     "cost_per_million_tokens.input": "price / 3600 x devices x TTFT / (prompt x requests prefilled at once) x 1e6",
-    "knee_batch": "smallest curve batch b with throughput(2b) < 1.1 x throughput(b) (roofline ceiling)",
+    "knee_batch": "smallest curve batch b with throughput(2b) < 1.1 x throughput(b) (roofline ceiling); the "
+                  "curve: 1, 2, 4, ... 1024, then on to the first doubling at or past max_batch_memory",
     "expected": "sum over kernels of runs x each kernel's calibrated band (roofline.expectation, as roofline model "
                 "gives it) + per-step overhead (a constant: no measured table applies)",
 }
@@ -477,6 +480,16 @@ def serve_model(model: str | ModelConfig, machine: str | Machine = DEFAULT_MACHI
     return serve(step, deploy(machine, sp), output=output, **options)
 
 
+def curve_batches(unit: int, max_mem: int | None) -> list[int]:
+    """The curve's batches: the unit doubled up to CURVE_MAX_BATCH (the unit alone past it), then on to
+    the first doubling at or past the memory's largest batch, so the curve reaches what memory allows."""
+    top = max(CURVE_MAX_BATCH, unit)
+    out = [unit << k for k in range(64) if unit << k <= top]
+    while max_mem is not None and out[-1] < max_mem:
+        out.append(out[-1] * 2)
+    return out
+
+
 def _serve_step(step: Step, d: Deployment, output: int, batch: int | None,
                 ttft_slo: float | None, itl_slo: float | None, price: float | None, eff: Efficiency,
                 utilization: float, overlap: bool) -> ServingReport:
@@ -493,8 +506,7 @@ def _serve_step(step: Step, d: Deployment, output: int, batch: int | None,
     # decode: the step model once, every batch and context with numpy
     sm = StepModel.fit(cfg, Phase.DECODE, step.dtypes, step.plan, step.experts_hit, sp, d.graph_devices_per_node)
     dec = Decode(sm, m, pre.dtype, eff, overlap, prompt, output)
-    top = max(CURVE_MAX_BATCH, unit)
-    curve_b = [unit << k for k in range(64) if unit << k <= top]
+    curve_b = curve_batches(unit, max_mem)
     curve_means, curve_lasts = dec.itl(curve_b)
     _check_targets_met(curve_means[0], ttft, itl_slo, ttft_slo, unit)
     max_slo, slo_exp = _slo_batches(dec, unit, max_mem, itl_slo, curve_b, curve_means)
@@ -565,4 +577,5 @@ def _with_draft(report: ServingReport, draft: str | ModelConfig, spec: tuple[int
     return report
 
 
-__all__ = ["CURVE_MAX_BATCH", "FORMULAS", "KNEE_GAIN", "CurvePoint", "ServingReport", "serve", "serve_model"]
+__all__ = ["CURVE_MAX_BATCH", "FORMULAS", "KNEE_GAIN", "CurvePoint", "ServingReport", "curve_batches", "serve",
+           "serve_model"]
