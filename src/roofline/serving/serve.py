@@ -62,9 +62,9 @@ from roofline.models.transformer import ModelConfig
 from roofline.parallel import Deployment, Split, deploy
 from roofline.serving.chunked import ChunkedPrefill, check_chunk, chunked_prefill, step_band
 from roofline.serving.decode import Decode, largest_meeting, throughputs, workload_rate
-from roofline.serving.disaggregate import Disaggregation, disaggregate, parse_ratio
+from roofline.serving.disaggregate import Disaggregation, check_groups, disaggregate, parse_ratio
 from roofline.serving.efficiency import Band, Efficiency, Rate
-from roofline.serving.speculative import Speculative, mtp_draft, speculative
+from roofline.serving.speculative import Speculative, check_draft, mtp_draft, speculative
 from roofline.serving.speculative import check as check_speculative
 from roofline.units import format_time, require_positive_int
 from roofline.vocab import Phase, Plan
@@ -326,6 +326,24 @@ def _checked_what_ifs(chunk: int | None, disaggregate_devices: str | tuple[int, 
     return chunk, ratio, spec
 
 
+def check_what_ifs(cfg: ModelConfig, machine: str | Machine | System, prompt: int, output: int, split: Split | None,
+                   chunk: int | None = None, disaggregate_devices: str | tuple[int, int] | None = None,
+                   draft: str | ModelConfig | None = None, draft_tokens: int | None = None,
+                   acceptance: float | None = None, mtp: int | None = None) -> tuple[Any, Any, Any, Any]:
+    """(chunk, P:D, (k, a), the draft) with everything about them checked before any step is built (a
+    draft or a P:D that cannot run is named in a second, not after the serving report): the draft's
+    config, context and split beside the target (speculative.check_draft), P:D's groups on the system
+    (disaggregate.check_groups); `split` None: not chosen yet; `mtp` k: the model's own MTP layers as the draft."""
+    if mtp is not None:
+        draft, draft_tokens = mtp_draft(cfg, mtp, draft, draft_tokens, acceptance)
+    chunk, ratio, spec = _checked_what_ifs(chunk, disaggregate_devices, draft, draft_tokens, acceptance)
+    if ratio is not None:
+        check_groups(cfg, machine, ratio)
+    if spec is not None and draft is not None:
+        check_draft(draft, spec[0], prompt, output, split)
+    return chunk, ratio, spec, draft
+
+
 def _checked_batch(cfg: ModelConfig, prompt: int, output: int, batch: int | None, sp: Split) -> int | None:
     """The generation within the model's context, and a given batch a multiple of the split's unit."""
     if prompt + output > cfg.max_position_embeddings:
@@ -438,12 +456,12 @@ def serve(step: Step, deployment: Deployment, *, output: int, batch: int | None 
     a non-positive chunk, a malformed P:D, k < 1 or a outside (0, 1]."""
     prompt, output, price, ttft_slo, itl_slo = _checked_inputs(step.seq, output, price_per_device_hour, ttft_slo_s,
                                                                itl_slo_s, utilization)
-    if mtp is not None:  # the model's own MTP layers as the draft
-        draft, draft_tokens = mtp_draft(step.config, mtp, draft, draft_tokens, acceptance)
-    chunk, ratio, spec = _checked_what_ifs(chunk, disaggregate_devices, draft, draft_tokens, acceptance)
-    eff = (efficiency or Efficiency()).for_device(deployment.machine.id)
     cfg, sp = step.config, deployment.split
     batch = _checked_batch(cfg, prompt, output, batch, sp)
+    chunk, ratio, spec, draft = check_what_ifs(cfg, deployment.given if deployment.given is not None else
+                                               deployment.machine, prompt, output, sp, chunk, disaggregate_devices,
+                                               draft, draft_tokens, acceptance, mtp)
+    eff = (efficiency or Efficiency()).for_device(deployment.machine.id)
     # TTFT: one request's prompt (one per replica): the prefill step at batch dp on the deployment
     step = replace(step, phase=Phase.PREFILL, batch=sp.dp)
     report = _serve_step(step, deployment, output, batch, ttft_slo, itl_slo, price, eff, utilization, overlap)
@@ -577,5 +595,5 @@ def _with_draft(report: ServingReport, draft: str | ModelConfig, spec: tuple[int
     return report
 
 
-__all__ = ["CURVE_MAX_BATCH", "FORMULAS", "KNEE_GAIN", "CurvePoint", "ServingReport", "curve_batches", "serve",
-           "serve_model"]
+__all__ = ["CURVE_MAX_BATCH", "FORMULAS", "KNEE_GAIN", "CurvePoint", "ServingReport", "check_what_ifs",
+           "curve_batches", "serve", "serve_model"]
