@@ -428,7 +428,8 @@ def test_max_batch_with_replicas_by_hand(capsys: pytest.CaptureFixture[str]) -> 
     assert per_replica == 222 and r.max_batch_memory == 2 * 222
     assert main(["serve", "llama-3-70b", "--machine", "dgx-h100", "--tp", "4", "--dp", "2", "--prompt", "2048",
                  "--output", "256"]) == 0
-    assert "444  (usable" in (out := capsys.readouterr().out) and "per replica, × 2 replicas" in out
+    out = capsys.readouterr().out
+    assert "444  = ⌊(usable" in out and "⌋ = 222 per device" in out and "222 a replica × 2 replicas" in out
 
 
 def test_pipelined_interval_is_stated_and_matches_the_throughput(capsys: pytest.CaptureFixture[str]) -> None:

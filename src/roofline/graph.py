@@ -49,6 +49,9 @@ def tensor(name: str, shape: Sequence[int], dtype: str | DType, role: Role = Rol
     return Tensor(name, tuple(int(s) for s in shape), get_dtype(dtype), role, persistent)
 
 
+_UNITS = frozenset(Unit)  # an op's units are checked against these (a constant: built once, not per op)
+
+
 def _add(a: Mapping[Unit, float], b: Mapping[Unit, float]) -> dict[Unit, float]:
     out = dict(a)
     for unit, v in b.items():
@@ -162,7 +165,7 @@ class Op:
 
     def __post_init__(self) -> None:
         for unit in self.flop_by_unit:
-            if unit not in tuple(Unit):
+            if unit not in _UNITS:
                 raise RooflineError(f"op {self.name}: unknown compute unit {unit!r}")
         object.__setattr__(self, "flop_by_unit", MappingProxyType({Unit(u): f for u, f in self.flop_by_unit.items()}))
         if Level.DRAM in self.traffic:

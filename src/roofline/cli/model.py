@@ -338,12 +338,22 @@ def sweep_command(model: str, machine: str, weights_dtype: str | None, kv_dtype:
                             f"at most {MAX_SWEEP_ROWS:,}: take larger steps or fewer values")
     steps = dtype_steps(model, phase, fusion, weights, kvs, act_dtype, computes, parse_experts_hit(experts_hit),
                         parse_overrides(overrides))
-    rows = sweep(steps, deployments(machines, splits), batches, lengths, per_kernel=bool(png or svg),
-                 expected=_Chooser(engine, calibration).expected)
+    expected = _Chooser(engine, calibration).expected
+    deployed = deployments(machines, splits)
+    rows = sweep(steps, deployed, batches, lengths, expected=expected)
     split = any(not sp.trivial for sp in splits)
     if png or svg:
+        def drawn(c: Any) -> list[dict[str, Any]]:
+            """The chart's series again, with each kernel's time (what its bars draw): only its rows, not
+            the whole grid's (a 100,000-point sweep draws one line of at most ~1,000)."""
+            first = rows[0]
+            along_batch = c.x == "batch"
+            return sweep(steps[:1], [d for d in deployed if d.split == c.split and d.machine.id in c.machines],
+                         batches if along_batch else [first["batch"]], [first["seq"]] if along_batch else lengths,
+                         per_kernel=True, expected=expected)
+
         _sweep_chart(rows, model, phase, batches, sorted({int(r["seq"]) for r in rows}), png, svg,
-                     parse_overrides(overrides))
+                     parse_overrides(overrides), drawn)
     seq_key = "prompt" if phase == "prefill" else "context"
     renamed = [{(seq_key if k == "seq" else k): v for k, v in r.items() if k != "kernels"} for r in rows]
     columns = [seq_key if c == "seq" else c for c in SWEEP_COLUMNS]
@@ -446,13 +456,20 @@ class _Chooser:
 
 
 def _sweep_chart(rows: list[dict[str, Any]], model: str, phase: str, batches: list[int], lengths: list[int],
-                 png: str | None, svg: str | None, overrides: dict[str, str]) -> None:
-    """The chart of the series roofline.models.sweep.chart_series picks, said when it is not every row."""
+                 png: str | None, svg: str | None, overrides: dict[str, str],
+                 drawn: Callable[[Any], list[dict[str, Any]]]) -> None:
+    """The chart of the series roofline.models.sweep.chart_series picks, said when it is not every row;
+    `drawn(series)`: that series' rows with their kernels (sweep(..., per_kernel=True) on them alone)."""
+    from dataclasses import replace
+
     from roofline.models import load_config
     from roofline.models.sweep import chart_series
     from roofline.report.outputs import write_sweep_chart
 
     c = chart_series(rows, load_config(model, overrides), phase, batches, lengths)
+    seq_key = "prompt" if phase == "prefill" else "context"
+    kernels = {(r["machine"], r["batch"], r["seq"]): r["kernels"] for r in drawn(c)}
+    c = replace(c, rows=tuple({**r, "kernels": kernels[r["machine"], r["batch"], r[seq_key]]} for r in c.rows))
     first = rows[0]
     title = f"{first['model']} {phase} on {', '.join(c.machines)}, {c.fixed_label} {first[c.fixed]}"
     if c.partial:  # the chart draws one series; say which, rather than drop the others silently

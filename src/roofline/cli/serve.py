@@ -209,7 +209,7 @@ def searched(model: Any, machine: str, prompt: int, output: int, options: dict[s
     from roofline.hardware.system_file import NoLinkError
     from roofline.models import describe_step
     from roofline.serving import serve_model
-    from roofline.serving.serve import _checked_inputs
+    from roofline.serving.serve import _checked_inputs, check_what_ifs
     from roofline.serving.splits import no_split_meets, serve_search
     from roofline.vocab import Phase
 
@@ -217,6 +217,8 @@ def searched(model: Any, machine: str, prompt: int, output: int, options: dict[s
                     options["utilization"])
     step = describe_step(model, Phase.PREFILL, 1, prompt, options["dtypes"], options["plan"], options["experts_hit"],
                          options["overrides"])
+    # the what-ifs checked before the search (the draft's split is checked again on the winner's)
+    check_what_ifs(step.config, machine, prompt, output, None, **what_ifs)
     try:
         s = serve_search(step, machine, output=output, **{k: v for k, v in options.items()
                                                           if k not in ("dtypes", "plan", "experts_hit", "overrides")})

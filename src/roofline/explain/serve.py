@@ -126,7 +126,8 @@ def explain_serve(r: ServingReport) -> str:
         lines.append(f"    KV per sequence = {r.kv_bytes_per_token:,.0f} B per token per device × ({P} + {O}) = "
                      f"{gib(r.kv_bytes_per_sequence)}")
         per = int(room // r.kv_bytes_per_sequence)
-        dp = f" per replica, × {sp.dp} replicas" if sp.dp > 1 else ""
+        dp = f" per device, which is per replica (a device holds its replica's share of each sequence), × {sp.dp} " \
+             f"replicas" if sp.dp > 1 else ""
         lines.append(f"    ⌊(usable − weights − workspace) / KV per sequence⌋ = ⌊{gib(room)} / "
                      f"{gib(r.kv_bytes_per_sequence)}⌋ = {per}{dp} → {r.max_batch_memory}")
     lines.append("")

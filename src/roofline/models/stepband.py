@@ -38,7 +38,6 @@ from roofline.expectation.model import (
     GENERATION,
     Columns,
     ExpectedTimes,
-    Fit,
     expect,
     expected_columns,
 )
@@ -127,7 +126,12 @@ def share_band(r: dict[str, Any], shares: Mapping[str, tuple[float, float]], whe
 def expected_band(sm: StepModel, r: dict[str, Any], batch: Any, seq: Any, machine: Machine, dtype: DType,
                   times: ExpectedTimes) -> tuple[Any, Any]:
     """(low, high) [points, kernels] over all of each kernel's runs, from `r` = sm.evaluate(batch, seq,
-    machine, dtype)."""
+    machine, dtype).
+
+    Every entry (point, kernel) takes its kind's fit for its bound class; the shape columns are built for
+    all kernels of a family at once ([points, kernels]), and each (kind, class) is one call of
+    expected_columns over all the entries it holds: the expected-time model is elementwise, so this is
+    the kernel-by-kernel band entry for entry, in a handful of numpy calls instead of dozens a kernel."""
     import numpy as np
 
     b = np.asarray(batch)
@@ -143,78 +147,82 @@ def expected_band(sm: StepModel, r: dict[str, Any], batch: Any, seq: Any, machin
     bw = level.bytes_per_s if level is not None and level.bytes_per_s else 0.0
     chip = sm.chip
     dims = chip.dims(dims_basis(sm.config, b // sm.split.dp, s)) if chip is not None and chip.ops else None
-    low, high = np.zeros_like(floor), np.zeros_like(floor)
     kinds = chip.kinds if chip is not None else ()
-    everywhere = np.ones(floor.shape[0], dtype=bool)
-    for j in range(floor.shape[1]):
-        kind = kinds[j] if j < len(kinds) else None
-        family = kind.family if kind is not None else "other"
-        dt = _key(kind.dtype if kind is not None and kind.dtype else dtype.name)
-        g = _Grid(floor[:, j], compute[:, j], dram[:, j], exp[:, j])
-        # (kind name, the points it applies to): one kind, or generation / context attention by queries
-        variants: list[tuple[str, Any]] = [(f"other.{dt}", everywhere)]
-        if family != "other" and dims is not None and kind is not None and chip is not None:
-            d = dims[:, kind.op]
-            op = chip.ops[kind.op]
-            if family == "gemm":
-                rows, n = np.rint(d[:, 2]), np.rint(d[:, 1])
-                g.rows, g.n = rows, n
-                if bw:  # a GEMM's 2·M·N·K FLOPs: the M·K activation read, and the M·N output written, in BF16
-                    g.input_s = np.where(n > 0, r["kernel_matrix_flop"][:, j] / np.maximum(n, 1.0), 0.0) / bw
-                    g.output_s = rows * n * ACTIVATION_BYTES / bw
-                variants = [(f"{GEMM}.{dt}", everywhere)]
-            else:
-                bq, nq, nkv = np.rint(d[:, 3]), np.rint(d[:, 4]), np.rint(d[:, 5])
-                kt = _ceil(nkv / ATTENTION_TILE)
-                qt = _ceil(nq / ATTENTION_TILE)
-                decode = nq == 1
-                g.heads = bq * op.heads
-                g.kv_heads = bq * op.kv_heads
-                g.head_dim = op.head_dim
-                pre_pairs = np.where(nq == nkv, qt * (qt + 1) / 2, qt * kt)
-                g.pairs = np.where(decode, bq * op.kv_heads * kt, g.heads * pre_pairs)
-                g.rows = np.where(decode, 0.0,
-                                  bq * op.kv_heads * _ceil(nq * op.group / ATTENTION_TILE) * ATTENTION_TILE)
-                variants = [(f"{GENERATION}.{_key(op.kv_dtype)}", decode), (f"{CONTEXT}.{dt}", ~decode)]
-        cj = cls[:, j]
-        for name, where in variants:
-            if not where.any():
-                continue
-            for c in np.unique(cj[where]):
-                at = where & (cj == c)
-                fit, _ = times.fit_for(name, BOUNDS[int(c)])
-                lo, hi = _fit_band(fit, g.at(at), sms)
-                low[at, j], high[at, j] = lo, hi
+    nk = floor.shape[1]
+    grid = {name: np.zeros_like(floor) for name in ("rows", "n", "pairs", "heads", "kv_heads", "input_s",
+                                                      "output_s", "head_dim")}
+    names: list[str] = []  # the kinds' names; `kind` [points, kernels] indexes them
+    kind = np.zeros(floor.shape, dtype=np.int64)
+
+    def code(name: str) -> int:
+        if name not in names:
+            names.append(name)
+        return names.index(name)
+
+    gemms: list[tuple[int, int]] = []  # (kernel, its tiled op)
+    attentions: list[tuple[int, int]] = []
+    for j in range(nk):
+        k = kinds[j] if j < len(kinds) else None
+        dt = _key(k.dtype if k is not None and k.dtype else dtype.name)
+        family = k.family if k is not None and dims is not None and chip is not None else "other"
+        if family == "gemm" and k is not None:
+            kind[:, j] = code(f"{GEMM}.{dt}")
+            gemms.append((j, k.op))
+        elif family != "other" and k is not None and chip is not None and dims is not None:
+            op = chip.ops[k.op]
+            d = dims[:, k.op]
+            decode = np.rint(d[:, 4]) == 1  # one query a sequence: generation attention, of the K/V dtype
+            kind[:, j] = np.where(decode, code(f"{GENERATION}.{_key(op.kv_dtype)}"), code(f"{CONTEXT}.{dt}"))
+            attentions.append((j, k.op))
+        else:
+            kind[:, j] = code(f"other.{dt}")
+    if gemms and dims is not None:
+        js, ops = [j for j, _ in gemms], [o for _, o in gemms]
+        d = dims[:, ops]
+        rows, n = np.rint(d[..., 2]), np.rint(d[..., 1])
+        grid["rows"][:, js], grid["n"][:, js] = rows, n
+        if bw:  # a GEMM's 2·M·N·K FLOPs: the M·K activation read, and the M·N output written, in BF16
+            grid["input_s"][:, js] = np.where(n > 0, r["kernel_matrix_flop"][:, js] / np.maximum(n, 1.0), 0.0) / bw
+            grid["output_s"][:, js] = rows * n * ACTIVATION_BYTES / bw
+    if attentions and dims is not None and chip is not None:
+        js, ops = [j for j, _ in attentions], [o for _, o in attentions]
+        tiled = [chip.ops[o] for o in ops]
+        heads_of = np.array([t.heads for t in tiled])
+        kv_of = np.array([t.kv_heads for t in tiled])
+        group_of = np.array([t.group for t in tiled])
+        d = dims[:, ops]
+        bq, nq, nkv = np.rint(d[..., 3]), np.rint(d[..., 4]), np.rint(d[..., 5])
+        kt = _ceil(nkv / ATTENTION_TILE)
+        qt = _ceil(nq / ATTENTION_TILE)
+        decode = nq == 1
+        heads = bq * heads_of
+        grid["heads"][:, js] = heads
+        grid["kv_heads"][:, js] = bq * kv_of
+        grid["head_dim"][:, js] = np.array([float(t.head_dim) for t in tiled])
+        pre_pairs = np.where(nq == nkv, qt * (qt + 1) / 2, qt * kt)
+        grid["pairs"][:, js] = np.where(decode, bq * kv_of * kt, heads * pre_pairs)
+        grid["rows"][:, js] = np.where(decode, 0.0, bq * kv_of * _ceil(nq * group_of / ATTENTION_TILE)
+                                       * ATTENTION_TILE)
+    # one group an (kind, class): entries sorted by it, each group a slice, taken in the order the kernels
+    # meet them (j, then the point: so a kind without a fit is named as the kernel-by-kernel walk names it)
+    key = (kind * len(BOUNDS) + cls).ravel()
+    order = np.argsort(key, kind="stable")
+    starts = np.flatnonzero(np.r_[True, np.diff(key[order]) != 0])
+    ends = np.r_[starts[1:], key.size]
+    flat = {name: a.ravel() for name, a in (("floor", floor), ("compute", compute), ("dram", dram), ("exp", exp),
+                                             *grid.items())}
+    low, high = np.empty(key.size), np.empty(key.size)
+    first = [int(((order[a:z] % nk) * key.size + order[a:z]).min()) for a, z in zip(starts, ends, strict=True)]
+    for g in sorted(range(starts.size), key=first.__getitem__):
+        idx = order[starts[g]:ends[g]]
+        i, c = divmod(int(key[idx[0]]), len(BOUNDS))
+        fit, _ = times.fit_for(names[i], BOUNDS[c])
+        col = {name: a[idx] for name, a in flat.items()}
+        _, low[idx], high[idx] = expected_columns(fit, Columns(
+            col["floor"], col["compute"], col["dram"], col["exp"], col["rows"], col["n"], col["pairs"], col["heads"],
+            col["kv_heads"], col["head_dim"], col["input_s"], col["output_s"], sms))
+    low, high = low.reshape(floor.shape), high.reshape(floor.shape)
     return low * counts, high * counts
-
-
-class _Grid:
-    """One kernel's columns over the points (one run each): what Shape holds for one placed kernel."""
-
-    def __init__(self, floor: Any, compute: Any, dram: Any, exp: Any) -> None:
-        import numpy as np
-
-        zeros = np.zeros_like(floor)
-        self.floor, self.compute, self.dram, self.exp = floor, compute, dram, exp
-        self.rows = self.n = self.pairs = self.heads = self.kv_heads = self.input_s = self.output_s = zeros
-        self.head_dim = 0
-
-    def at(self, where: Any) -> _Grid:
-        out = _Grid(self.floor[where], self.compute[where], self.dram[where], self.exp[where])
-        for name in ("rows", "n", "pairs", "heads", "kv_heads", "input_s", "output_s"):
-            setattr(out, name, getattr(self, name)[where])
-        out.head_dim = self.head_dim
-        return out
-
-
-def _fit_band(fit: Fit, g: _Grid, sms: int) -> tuple[Any, Any]:
-    """Fit.terms_s and Fit.band_around over arrays (roofline.expectation.model.expected_columns)."""
-    import numpy as np
-
-    head_dim = np.full(g.floor.shape, float(g.head_dim))
-    _, low, high = expected_columns(fit, Columns(g.floor, g.compute, g.dram, g.exp, g.rows, g.n, g.pairs, g.heads,
-                                                 g.kv_heads, head_dim, g.input_s, g.output_s, sms))
-    return low, high
 
 
 __all__ = ["BOUNDS", "CLASS_OF_CODE", "Band", "expected_band", "share_band", "shipped_band", "shipped_description",

@@ -257,10 +257,9 @@ class StepModel:
         ops = x @ self.coef_vector_ops if machine.chip is not None and self.coef_vector_ops is not None else 0.0
         t_vector = (fv + ops) / peak_v
         t_exp = (x @ self.coef_exp) / exp_rate if exp_rate and self.coef_exp is not None else np.zeros_like(fm)
-        units = np.stack([t_matrix, t_vector, t_exp])  # codes 0, 1, 5 (SWEPT_RESOURCES)
-        unit_codes = np.array([0, 1, 5])
-        compute = units.max(axis=0)
-        unit = unit_codes[units.argmax(axis=0)]  # ties to the first, as `binding` meets them
+        unit_codes = np.array([0, 1, 5])  # matrix, vector, exp (SWEPT_RESOURCES)
+        compute, which = _first_max([t_matrix, t_vector, t_exp])
+        unit = unit_codes[which]  # ties to the first, as `binding` meets them
         # each level's time (a link's: α + bytes / bandwidth, for the kernels that use it; shared memory
         # and L2 where the machine places them); the slowest level, ties to the first (DRAM, the link,
         # the network, shared memory, L2), as `binding` meets them in a placement's bytes
@@ -276,12 +275,11 @@ class StepModel:
                 if lv in onchip:
                     level_times.append(moved[lv] / onchip[lv])
                     level_codes.append(code)
-        levels = np.stack(level_times)
         codes = np.array(level_codes)
-        memory = levels.max(axis=0)
+        memory, slowest = _first_max(level_times)
         t = np.maximum(compute, memory) * counts
         # `binding` per kernel (ties go to memory), then per point over the kernels' times
-        kernel_bound = np.where(memory >= compute, codes[levels.argmax(axis=0)], unit)
+        kernel_bound = np.where(memory >= compute, codes[slowest], unit)
         per = np.stack([np.where(kernel_bound == i, t, 0.0).sum(axis=1) for i in range(len(RESOURCE_CODES))], axis=1)
         level_per = per[:, codes]
         unit_per = per[:, unit_codes]
@@ -347,6 +345,19 @@ class StepModel:
         df, db = float(flop[1] - flop[0]), float(byt[1] - byt[0])
         per = (1 << 30) * (unit // self.split.dp)
         return df / per, db / per, df / db if db else math.inf
+
+
+def _first_max(arrays: list[Any]) -> tuple[Any, Any]:
+    """(the elementwise max of `arrays`, the index of the first array holding it): np.stack(arrays).max(axis=0)
+    and .argmax(axis=0), without stacking (a reduction across arrays is numpy's slow axis)."""
+    import numpy as np
+
+    best = arrays[0]
+    index = np.zeros(best.shape, dtype=np.int64)
+    for i, a in enumerate(arrays[1:], 1):
+        index[a > best] = i  # strictly: a tie stays with the first, as argmax keeps it
+        best = np.maximum(best, a)  # a NaN carries through, as max(axis=0) carries it
+    return best, index
 
 
 def _solve(name: str, x: Any, y: Any, reference: Any = None) -> Any:

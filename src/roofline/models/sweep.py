@@ -185,26 +185,34 @@ def sweep(steps: Sequence[Step], deployed: Sequence[Deployment], batches: Sequen
                                     cdt)["time_s"] if sp.pp > 1 else r["time_s"]
             ridge = m.ridge_flop_per_byte(cdt)
             cap = m.memory_capacity_bytes
+            # the columns as Python lists once (indexing numpy a scalar at a time costs more than the rows)
+            t_l, fpb_l, flop_l, bytes_l = (r[k].tolist() for k in ("time_s", "flop_per_byte", "flop", "bytes"))
+            mbt_l, bound_l, low_l, high_l = (r["memory_bound_time_s"].tolist(), r["bound"].tolist(),
+                                             low_s.tolist(), high_s.tolist())
+            micro_l, tokens_l = micro.tolist(), tokens.tolist()
+            filled_l = np.broadcast_to(filled, flat_b.shape).tolist()
+            mem_l, dev_l, b_l, s_l = memory_bytes.tolist(), devices.tolist(), flat_b.tolist(), flat_s.tolist()
+            bounds = {code: (SWEPT_RESOURCES[code], bound_class(SWEPT_RESOURCES[code])) for code in set(bound_l)}
+            fixed = {"model": cfg.name, "machine": m.id, "phase": phase, "plan": plan,
+                     "weights_dtype": dt.weights.name, "kv_dtype": dt.kv_cache.name, "compute_dtype": cdt.name}
+            columns = split_columns(sp)
             for i in range(flat_b.size):
-                t = float(r["time_s"][i])
-                fpb = float(r["flop_per_byte"][i])
+                t = t_l[i]
                 # with a full pipeline a micro-batch's tokens leave every stage time (⌈L/pp⌉ of L)
-                tokens_i = float(tokens[i]) / sp.pp if filled[i] else float(tokens[i])
-                stage = float(micro[i]) * share if filled[i] else t
+                tokens_i = float(tokens_l[i]) / sp.pp if filled_l[i] else float(tokens_l[i])
+                stage = micro_l[i] * share if filled_l[i] else t
+                bound, cls = bounds[bound_l[i]]
                 rows.append({
-                    "model": cfg.name, "machine": m.id, "phase": phase, "plan": plan,
-                    "weights_dtype": dt.weights.name, "kv_dtype": dt.kv_cache.name,
-                    "compute_dtype": cdt.name, "batch": int(flat_b[i]), "seq": int(flat_s[i]),
-                    "flop": float(r["flop"][i]), "bytes": float(r["bytes"][i]), "flop_per_byte": fpb,
-                    "time_s": t, "expected_time_s": {"low": float(low_s[i]), "high": float(high_s[i])},
-                    "memory_bound_time_s": float(r["memory_bound_time_s"][i]),
+                    **fixed, "batch": b_l[i], "seq": s_l[i],
+                    "flop": flop_l[i], "bytes": bytes_l[i], "flop_per_byte": fpb_l[i],
+                    "time_s": t, "expected_time_s": {"low": low_l[i], "high": high_l[i]},
+                    "memory_bound_time_s": mbt_l[i],
                     "tokens_per_s": tokens_i / stage if t else None,
-                    "bound": SWEPT_RESOURCES[int(r["bound"][i])],
-                    "bound_class": bound_class(SWEPT_RESOURCES[int(r["bound"][i])]),
+                    "bound": bound, "bound_class": cls,
                     "ridge_flop_per_byte": ridge,
-                    "memory_bytes": float(memory_bytes[i]),
-                    "devices": int(devices[i]) if cap and devices[i] else None,
-                    **split_columns(sp),
+                    "memory_bytes": float(mem_l[i]),
+                    "devices": int(dev_l[i]) if cap and dev_l[i] else None,
+                    **columns,
                 })
                 if per_kernel:
                     rows[-1]["kernels"] = [

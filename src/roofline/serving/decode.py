@@ -40,12 +40,30 @@ class Decode:
         # compute, the other collectives in full (ModelAnalysis.step_time_s counts a step the same way)
         hidden = None if overlap or comm is None else overlapped_all_to_all(sm.names, sm.config, sm.split.ep)
         self.tbo = None if hidden is None or comm is None else (np.asarray(hidden), np.asarray(comm))
+        self._rows: dict[int, tuple[Any, Any, Any]] = {}  # batch -> its (floor, low, high) over the contexts
 
     def steps(self, batches: Any) -> tuple[Any, Any, Any]:
-        """Step times [batches, contexts]: floor, expected low, expected high."""
+        """Step times [batches, contexts]: floor, expected low, expected high. A batch is evaluated once:
+        serve asks for the curve's batches, the ITL target's search's and then the chosen ones again, and
+        each evaluation costs every kernel's band over every context (the rows kept on this object)."""
         import numpy as np
 
-        b = np.asarray(batches, dtype=np.int64)
+        b = np.asarray(batches, dtype=np.int64).ravel()
+        todo = [int(n) for n in dict.fromkeys(b.tolist()) if int(n) not in self._rows]
+        if todo:
+            rows = self._evaluate(np.array(todo, dtype=np.int64))
+            for i, n in enumerate(todo):
+                self._rows[n] = (rows[0][i], rows[1][i], rows[2][i])
+        got = [self._rows[int(n)] for n in b.tolist()]
+        if not got:
+            empty = np.zeros((0, self.contexts.size))
+            return empty, empty, empty
+        return (np.stack([g[0] for g in got]), np.stack([g[1] for g in got]), np.stack([g[2] for g in got]))
+
+    def _evaluate(self, b: Any) -> tuple[Any, Any, Any]:
+        """steps() for batches not yet evaluated."""
+        import numpy as np
+
         nb, nc = b.size, self.contexts.size
         bs, cs = np.repeat(b, nc), np.tile(self.contexts, nb)
         r = self.sm.evaluate(bs, cs, self.machine, self.dtype)
@@ -165,7 +183,9 @@ def _largest_in(dec: Decode, unit: int, first: int, most: int, target: float,
                 known: Mapping[int, tuple[float, float, float]]) -> list[int | None]:
     """`largest_meeting` inside one regime [first, most]: the chord across a bracket crosses the target
     at or below the answer, so each round tries that crossing, the next n and the midpoint of every
-    search in one numpy call; exact, and a round or two in practice."""
+    search in one numpy call (and the bracket's top when it is `most`, the memory's bound, not a time seen
+    above the target: a target the memory binds first is met there in one round); exact, and a round or
+    two in practice."""
     import numpy as np
 
     order = (0, 2, 1)  # floor, expected high, expected low
@@ -179,6 +199,8 @@ def _largest_in(dec: Decode, unit: int, first: int, most: int, target: float,
                 picks.append(set())
                 continue
             p = {(lo_ + h + 1) // 2}
+            if h + 1 not in sn:  # the bound is the memory's, not a time seen above the target: often the answer
+                p.add(h)
             if lo_ in sn and h + 1 in sn and sn[h + 1] > sn[lo_]:
                 g = lo_ + int((target - sn[lo_]) / (sn[h + 1] - sn[lo_]) * (h + 1 - lo_))
                 p |= {min(max(g, lo_ + 1), h), min(max(g + 1, lo_ + 1), h)}

@@ -34,9 +34,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from roofline.errors import RooflineError, T
-from roofline.hardware import Machine
+from roofline.hardware import Machine, System
 from roofline.hardware.system_file import get_system
 from roofline.models.memory import device_kv_bytes
+from roofline.models.split import check_split
+from roofline.models.transformer import ModelConfig
 from roofline.parallel import NODE_DEVICES, Split
 from roofline.serving.efficiency import Band, Rate, per_rate
 from roofline.units import require_positive_int
@@ -200,23 +202,40 @@ def group_split(n: int, per_node: int) -> Split:
     return Split(tp=per_node, pp=n // per_node)
 
 
-def disaggregate(r: Any, ratio: tuple[int, int], run: Callable[[Split, int], Any]) -> Disaggregation:
-    """Prefill on TP `ratio[0]`, decode on TP `ratio[1]` at the report's batch; `run(split, batch)` serves
-    the report's model on a group (serve() without what-ifs)."""
+def check_groups(cfg: ModelConfig, machine_arg: Any, ratio: tuple[int, int]) -> tuple[System, Split, Split]:
+    """(the system, the prefill group's split, the decode group's): everything about P:D that can be known
+    before anything is computed (serve checks it first): a system with a link, P + D devices within it,
+    each group a split (TP in a node, PP across whole nodes) the model can run."""
     p, d = ratio
-    if isinstance(r.machine_arg, Machine):
+    if isinstance(machine_arg, Machine):
         raise RooflineError(f"{T.disaggregate_devices} needs a system or a catalog device (a link between the groups), "
                             "not a parsed Machine")
-    system = get_system(r.machine_arg, devices=max(p + d, NODE_DEVICES))  # a bare device: one node, as deploy makes it
+    system = get_system(machine_arg, devices=max(p + d, NODE_DEVICES))  # a bare device: one node, as deploy makes it
     if p + d > system.max_devices:
         raise RooflineError(f"{T.disaggregate_devices} {p}:{d} needs {p + d} devices; {system.id} has "
                             f"{system.max_devices}")
-    level, link = system.link(2, p + d > system.devices_per_node)
     per_node = system.devices_per_node
+    system.link(2, p + d > per_node)  # the link the KV cache crosses: an error here, before any step is built
     try:
         pre_split, dec_split = group_split(p, per_node), group_split(d, per_node)
     except RooflineError as exc:
         raise RooflineError(f"{T.disaggregate_devices} {p}:{d}: {exc.marked}") from None
+    for group, sp in (("prefill", pre_split), ("decode", dec_split)):
+        try:
+            check_split(cfg, sp, 1)
+        except RooflineError as exc:
+            raise RooflineError(f"{T.disaggregate_devices} {p}:{d}: the {group} group runs {sp}, "
+                                f"and {exc.marked}") from None
+    return system, pre_split, dec_split
+
+
+def disaggregate(r: Any, ratio: tuple[int, int], run: Callable[[Split, int], Any]) -> Disaggregation:
+    """Prefill on TP `ratio[0]`, decode on TP `ratio[1]` at the report's batch; `run(split, batch)` serves
+    the report's model on a group (serve() without what-ifs)."""
+    p, d = ratio
+    system, pre_split, dec_split = check_groups(r.config, r.machine_arg, ratio)
+    per_node = system.devices_per_node
+    level, link = system.link(2, p + d > per_node)
     try:
         pre = run(pre_split, 1)
     except RooflineError as exc:
@@ -274,5 +293,5 @@ def disaggregate(r: Any, ratio: tuple[int, int], run: Callable[[Split, int], Any
                           dec.max_batch_memory, tuple(pairs), balanced, pre_split, dec_split)
 
 
-__all__ = ["BALANCE_TOLERANCE", "FORMULAS", "MAX_GROUP_NODES", "Disaggregation", "GroupPair", "disaggregate",
-           "group_split", "parse_ratio"]
+__all__ = ["BALANCE_TOLERANCE", "FORMULAS", "MAX_GROUP_NODES", "Disaggregation", "GroupPair", "check_groups",
+           "disaggregate", "group_split", "parse_ratio"]

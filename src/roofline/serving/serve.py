@@ -28,8 +28,9 @@ Built only on roofline.models, so every number is the same graph and placement a
                 times at theirs (0 where TTFT at that end of the band misses its target)
     cost        output: price/3600 × devices / output tokens/s × 1e6 per million output tokens;
                 input:  price/3600 × devices × TTFT / (prompt × requests prefilled at once) × 1e6
-    knee        the smallest batch b of the curve (1, 2, 4, ... 1024) whose doubling gains < 10% of
-                throughput: T(2b) < 1.1 × T(b), on the roofline ceiling
+    knee        the smallest batch b of the curve (1, 2, 4, ... 1024, then on to the first doubling at or
+                past the memory's largest batch) whose doubling gains < 10% of throughput:
+                T(2b) < 1.1 × T(b), on the roofline ceiling
     expected    every time is a floor (the roofline) and an expected band: each kernel's calibrated band, as
                 `roofline model` gives it (roofline.expectation: the device's shipped fit by engine, or
                 --calibration FILE), summed over the step, + the per-step overhead (a constant;
@@ -61,9 +62,9 @@ from roofline.models.transformer import ModelConfig
 from roofline.parallel import Deployment, Split, deploy
 from roofline.serving.chunked import ChunkedPrefill, check_chunk, chunked_prefill, step_band
 from roofline.serving.decode import Decode, largest_meeting, throughputs, workload_rate
-from roofline.serving.disaggregate import Disaggregation, disaggregate, parse_ratio
+from roofline.serving.disaggregate import Disaggregation, check_groups, disaggregate, parse_ratio
 from roofline.serving.efficiency import Band, Efficiency, Rate
-from roofline.serving.speculative import Speculative, mtp_draft, speculative
+from roofline.serving.speculative import Speculative, check_draft, mtp_draft, speculative
 from roofline.serving.speculative import check as check_speculative
 from roofline.units import format_time, require_positive_int
 from roofline.vocab import Phase, Plan
@@ -81,7 +82,8 @@ FORMULAS = {
                                "(dp x output)), decode = batch / ITL mean (pipeline: batch/pp / (micro-batch ITL x "
                                "ceil(L/pp)/L)); per device = system / devices",
     "max_batch_memory": "floor((usable - weights - workspace) / (KV bytes per token x (prompt + output))) per "
-                        "replica, x dp; per device",
+                        "device, which is per replica (each device of a replica holds its share of every "
+                        "sequence), rounded down to the batch unit's share of a replica, x dp replicas",
     "max_batch_slo": "largest batch <= max_batch_memory whose ITL mean <= --itl-slo (floor)",
     "goodput_tokens_per_s": "throughput at max_batch_slo (max_batch_memory without an ITL target) when TTFT "
                             "<= --ttft-slo; expected: low = throughput with the band's high times at the batch "
@@ -89,7 +91,8 @@ FORMULAS = {
                             "times at max_batch_slo_expected.high; 0 where TTFT at that end misses --ttft-slo",
     "cost_per_million_tokens.output": "price / 3600 x devices / output tokens per s x 1e6",
     "cost_per_million_tokens.input": "price / 3600 x devices x TTFT / (prompt x requests prefilled at once) x 1e6",
-    "knee_batch": "smallest curve batch b with throughput(2b) < 1.1 x throughput(b) (roofline ceiling)",
+    "knee_batch": "smallest curve batch b with throughput(2b) < 1.1 x throughput(b) (roofline ceiling); the "
+                  "curve: 1, 2, 4, ... 1024, then on to the first doubling at or past max_batch_memory",
     "expected": "sum over kernels of runs x each kernel's calibrated band (roofline.expectation, as roofline model "
                 "gives it) + per-step overhead (a constant: no measured table applies)",
 }
@@ -324,6 +327,24 @@ def _checked_what_ifs(chunk: int | None, disaggregate_devices: str | tuple[int, 
     return chunk, ratio, spec
 
 
+def check_what_ifs(cfg: ModelConfig, machine: str | Machine | System, prompt: int, output: int, split: Split | None,
+                   chunk: int | None = None, disaggregate_devices: str | tuple[int, int] | None = None,
+                   draft: str | ModelConfig | None = None, draft_tokens: int | None = None,
+                   acceptance: float | None = None, mtp: int | None = None) -> tuple[Any, Any, Any, Any]:
+    """(chunk, P:D, (k, a), the draft) with everything about them checked before any step is built (a
+    draft or a P:D that cannot run is named in a second, not after the serving report): the draft's
+    config, context and split beside the target (speculative.check_draft), P:D's groups on the system
+    (disaggregate.check_groups); `split` None: not chosen yet; `mtp` k: the model's own MTP layers as the draft."""
+    if mtp is not None:
+        draft, draft_tokens = mtp_draft(cfg, mtp, draft, draft_tokens, acceptance)
+    chunk, ratio, spec = _checked_what_ifs(chunk, disaggregate_devices, draft, draft_tokens, acceptance)
+    if ratio is not None:
+        check_groups(cfg, machine, ratio)
+    if spec is not None and draft is not None:
+        check_draft(draft, spec[0], prompt, output, split)
+    return chunk, ratio, spec, draft
+
+
 def _checked_batch(cfg: ModelConfig, prompt: int, output: int, batch: int | None, sp: Split) -> int | None:
     """The generation within the model's context, and a given batch a multiple of the split's unit."""
     if prompt + output > cfg.max_position_embeddings:
@@ -436,12 +457,12 @@ def serve(step: Step, deployment: Deployment, *, output: int, batch: int | None 
     a non-positive chunk, a malformed P:D, k < 1 or a outside (0, 1]."""
     prompt, output, price, ttft_slo, itl_slo = _checked_inputs(step.seq, output, price_per_device_hour, ttft_slo_s,
                                                                itl_slo_s, utilization)
-    if mtp is not None:  # the model's own MTP layers as the draft
-        draft, draft_tokens = mtp_draft(step.config, mtp, draft, draft_tokens, acceptance)
-    chunk, ratio, spec = _checked_what_ifs(chunk, disaggregate_devices, draft, draft_tokens, acceptance)
-    eff = (efficiency or Efficiency()).for_device(deployment.machine.id)
     cfg, sp = step.config, deployment.split
     batch = _checked_batch(cfg, prompt, output, batch, sp)
+    chunk, ratio, spec, draft = check_what_ifs(cfg, deployment.given if deployment.given is not None else
+                                               deployment.machine, prompt, output, sp, chunk, disaggregate_devices,
+                                               draft, draft_tokens, acceptance, mtp)
+    eff = (efficiency or Efficiency()).for_device(deployment.machine.id)
     # TTFT: one request's prompt (one per replica): the prefill step at batch dp on the deployment
     step = replace(step, phase=Phase.PREFILL, batch=sp.dp)
     report = _serve_step(step, deployment, output, batch, ttft_slo, itl_slo, price, eff, utilization, overlap)
@@ -478,6 +499,16 @@ def serve_model(model: str | ModelConfig, machine: str | Machine = DEFAULT_MACHI
     return serve(step, deploy(machine, sp), output=output, **options)
 
 
+def curve_batches(unit: int, max_mem: int | None) -> list[int]:
+    """The curve's batches: the unit doubled up to CURVE_MAX_BATCH (the unit alone past it), then on to
+    the first doubling at or past the memory's largest batch, so the curve reaches what memory allows."""
+    top = max(CURVE_MAX_BATCH, unit)
+    out = [unit << k for k in range(64) if unit << k <= top]
+    while max_mem is not None and out[-1] < max_mem:
+        out.append(out[-1] * 2)
+    return out
+
+
 def _serve_step(step: Step, d: Deployment, output: int, batch: int | None,
                 ttft_slo: float | None, itl_slo: float | None, price: float | None, eff: Efficiency,
                 utilization: float, overlap: bool) -> ServingReport:
@@ -495,8 +526,7 @@ def _serve_step(step: Step, d: Deployment, output: int, batch: int | None,
     sm = StepModel.fit(cfg, Phase.DECODE, step.dtypes, step.plan, step.experts_hit, sp, d.graph_devices_per_node,
                        d.nvls)
     dec = Decode(sm, m, pre.dtype, eff, overlap, prompt, output)
-    top = max(CURVE_MAX_BATCH, unit)
-    curve_b = [unit << k for k in range(64) if unit << k <= top]
+    curve_b = curve_batches(unit, max_mem)
     curve_means, curve_lasts = dec.itl(curve_b)
     _check_targets_met(curve_means[0], ttft, itl_slo, ttft_slo, unit)
     max_slo, slo_exp = _slo_batches(dec, unit, max_mem, itl_slo, curve_b, curve_means)
@@ -567,4 +597,5 @@ def _with_draft(report: ServingReport, draft: str | ModelConfig, spec: tuple[int
     return report
 
 
-__all__ = ["CURVE_MAX_BATCH", "FORMULAS", "KNEE_GAIN", "CurvePoint", "ServingReport", "serve", "serve_model"]
+__all__ = ["CURVE_MAX_BATCH", "FORMULAS", "KNEE_GAIN", "CurvePoint", "ServingReport", "check_what_ifs",
+           "curve_batches", "serve", "serve_model"]

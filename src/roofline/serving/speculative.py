@@ -44,7 +44,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from roofline.errors import RooflineError, T
+from roofline.models.config import load_config
+from roofline.models.split import check_split
 from roofline.models.transformer import MlpKind, ModelConfig
+from roofline.parallel import Split
 from roofline.serving.chunked import ChunkStep, chunk_step
 from roofline.serving.efficiency import Band, Rate, per_rate
 from roofline.units import MIN_SHARE
@@ -80,6 +83,37 @@ def check(draft_tokens: int | None, acceptance: float | None) -> tuple[int, floa
         raise RooflineError(f"{T.acceptance} must be in (0, 1] and at least {MIN_SHARE:g} (the chance a drafted "
                             f"token is accepted), got {acceptance!r}")
     return k, float(acceptance)
+
+
+def check_draft(draft: str | ModelConfig, k: int, prompt: int, output: int, split: Split | None) -> ModelConfig:
+    """Everything about the draft that can be known before anything is computed (serve checks it first,
+    so a draft that cannot run is named in a second, not after the target's whole serving report): the
+    draft's config, its context (prompt + output within its max_position_embeddings), the split it runs
+    on beside the target (an MTP draft on the last stage alone), and k + 1 verified tokens within the
+    mid-generation context. `split` None: not chosen yet (serve's search), checked on one device. Returns
+    the draft's config."""
+    cfg = load_config(draft)
+    name = draft if isinstance(draft, str) else draft.name
+    given = split or Split()
+    sp = replace(given, pp=1) if cfg.mtp_draft else given
+    where = "" if split is None else f" on {sp}"
+    try:
+        if prompt + output > cfg.max_position_embeddings:
+            raise RooflineError(f"{T.prompt} {prompt} + {T.output} {output} = {prompt + output} tokens exceeds "
+                                f"{cfg.name}'s context of {cfg.max_position_embeddings} (max_position_embeddings)")
+        check_split(cfg, sp, sp.dp)
+    except RooflineError as exc:
+        raise RooflineError(f"{T.draft} {name} runs beside the target{where}, and {exc.marked}") from None
+    check_verify(k, prompt + output // 2)
+    return cfg
+
+
+def check_verify(k: int, context: int) -> None:
+    """The verify step's k + 1 queries attend to at most the context's keys (mid-generation: prompt + output/2)."""
+    if k + 1 > context:
+        advice = f"draft at most {context - 1} tokens" if context > 1 else "too short a request to draft for"
+        raise RooflineError(f"{T.draft_tokens} {k}: the verify step checks k + 1 = {k + 1} tokens at the "
+                            f"mid-generation context of {context} (prompt + output/2); {advice}")
 
 
 _MTP_PARTS = {"attention": "mtp", "indexer": "mtp", "router": "mtp", "shared_experts": "mtp", "experts": "mtp_experts"}
@@ -182,10 +216,7 @@ def speculative(r: Any, draft_name: str, k: int, a: float, run_draft: Callable[[
     dr = run_draft(r.batch)
     weights = 0.0 if shares_weights else dr.weights_bytes
     context = r.prompt + r.output // 2
-    if k + 1 > context:  # the verify step's k + 1 queries attend to at most the context's keys
-        advice = f"draft at most {context - 1} tokens" if context > 1 else "too short a request to draft for"
-        raise RooflineError(f"{T.draft_tokens} {k}: the verify step checks k + 1 = {k + 1} tokens at the "
-                            f"mid-generation context of {context} (prompt + output/2); {advice}")
+    check_verify(k, context)
     verify = chunk_step(r, r.batch, k + 1, context, latent=True)  # MLA absorbed, as decode
     return Speculative(dr.config.name if dr.config.name else draft_name, k, a, r.batch, dr.itl_mean, verify,
                        r.itl_mean, weights, dr.kv_bytes_per_sequence, _max_batch(r, dr, weights),
@@ -203,4 +234,5 @@ def _max_batch(r: Any, dr: Any, draft_weights: float) -> int | None:
     return per_replica // (unit // r.split.dp) * unit
 
 
-__all__ = ["FORMULAS", "Speculative", "check", "expected_tokens", "mtp_draft", "speculative"]
+__all__ = ["FORMULAS", "Speculative", "check", "check_draft", "check_verify", "expected_tokens", "mtp_draft",
+           "speculative"]

@@ -3,8 +3,9 @@
 What it shows, from a `ServingReport` (roofline.serving):
     x = ITL (mean over the generation, s), log scale
     y = output tokens/s over every replica (system), log scale
-Each batch of the curve (1, 2, 4, ... 1024, or multiples of the split's batch unit) is one point at
-(ITL floor, throughput ceiling): the roofline. The line through them is that floor; the shaded region
+Each batch of the curve (1, 2, 4, ... 1024 and on to the memory's largest batch, or multiples of the split's
+batch unit) is one point at (ITL floor, throughput ceiling): the roofline. The line through them is that
+floor; the shaded region
 is the expected band, from (ITL low, tokens/s high) to (ITL high, tokens/s low) at each batch. The
 knee (the batch past which a doubling gains < 10% of tokens/s) is ringed; the memory limit (the
 largest batch that fits) is a dashed vertical line at its ITL, and the batches past it are hollow grey

@@ -3,7 +3,8 @@ asymptote; below it, when the rows carry times, the step time as stacked bars, o
 kernel, hatched where the kernel is compute-bound.
 
 Several machines (`series="machine"`) each get an intensity line, a ridge and a step-time panel;
-a batch whose step does not fit in memory is drawn hollow (its bar faded), with a key entry.
+a batch whose step does not fit in memory is drawn hollow (its bar faded), with a key entry. The bars
+show at most MAX_BARS of the swept values, evenly spaced (the panel's title says so); the line, all.
 
 Artists carry gids ("sweep", "ridge", "limit", "crossover", "nofit", "bar-0-<kernel>-<bound>",
 "bar-total-0", ...; with a series "sweep-<name>", "ridge-<name>", "step-time-<name>",
@@ -23,6 +24,8 @@ from roofline.report.charts.roofline import decade_ceil, decade_floor, log_axes,
 from roofline.report.points import ABOVE_ROOF_COLOUR, BOUND_COLOURS, ROOF_COLOUR
 from roofline.units import format_intensity, format_time
 from roofline.vocab import Bound
+
+MAX_BARS = 40  # the step-time panel's bars: beyond this many values, this many of them, evenly spaced
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -179,10 +182,21 @@ def sweep_figure(rows: Sequence[Mapping[str, Any]], x: str, *, ridge: float, lim
         bottom = 0.63 + (panels - 1 - i) * (panel_h + 0.85)
         gid = f"step-time-{name}" if multi else "step-time"
         bars = fig.add_axes((0.09, bottom / height, 0.62, panel_h / height), gid=gid)
-        _draw_step_bars(bars, [float(r[x]) for r in g], [t for t in ts if t is not None], x,
-                        fits=[fits_memory(r) is not False for r in g], prefix=f"bar-{name}" if multi else "bar",
-                        where=f" on {name}" if multi else "")
+        timed = [(r, t) for r, t in zip(g, ts, strict=True) if t is not None]
+        shown = _evenly(timed, MAX_BARS)
+        some = f", {len(shown)} of the {len(timed)} {x} values, evenly spaced" if len(shown) < len(timed) else ""
+        _draw_step_bars(bars, [float(r[x]) for r, _ in shown], [t for _, t in shown], x,
+                        fits=[fits_memory(r) is not False for r, _ in shown], prefix=f"bar-{name}" if multi else "bar",
+                        where=(f" on {name}" if multi else "") + some)
     return fig
+
+
+def _evenly(items: list[Any], most: int) -> list[Any]:
+    """At most `most` of `items`, evenly spaced, the first and the last among them: a panel of stacked bars
+    stays readable (and drawable: each bar is a dozen patches and a label) whatever the sweep's length."""
+    if len(items) <= most:
+        return items
+    return [items[i] for i in sorted({round(k * (len(items) - 1) / (most - 1)) for k in range(most)})]
 
 
 def _draw_step_bars(ax: Axes, xs: Sequence[float], times: Sequence[list[tuple[str, float, Bound]]], x: str,

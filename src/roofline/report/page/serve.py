@@ -32,7 +32,7 @@ from roofline.report.charts.serve import (
     split_label,
 )
 from roofline.report.page.roofline import _asset, _json_for_script, assemble
-from roofline.report.text.serve import band, goodput_note, max_batch_note, money, rate
+from roofline.report.text.serve import band, goodput_note, max_batch_formula, max_batch_note, money, rate
 from roofline.serving import KNEE_GAIN, CurvePoint, ServingReport
 from roofline.units import format_time
 
@@ -63,8 +63,8 @@ def _summary(r: ServingReport) -> list[list[str]]:
             ["per device", rate(r.throughput_per_device), f"{r.devices} device{'s' if r.devices > 1 else ''}"]]
     if r.max_batch_memory is not None:
         rows.append(["max batch (memory)", str(r.max_batch_memory),
-                     f"sequences of {r.context} tokens that fit beside the weights and the workspace, "
-                     f"{max_batch_note(r)}"])
+                     f"sequences of {r.context} tokens that fit beside the weights and the workspace "
+                     + (max_batch_formula(r) if r.usable_bytes is not None else max_batch_note(r))])
     if r.itl_slo_s is not None:
         exp = r.max_batch_slo_expected
         rows.append(["max batch (ITL SLO)", str(r.max_batch_slo),

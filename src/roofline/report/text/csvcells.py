@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Iterable, Sequence
+from enum import Enum
 from typing import Any
 
 # the first characters a spreadsheet reads as the start of a formula (OWASP: = + - @ tab CR)
@@ -40,9 +41,28 @@ def _field(value: Any) -> str:
 
 
 def csv_text(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
-    """A header of `columns`, then each row's cells (`csv_cell`), one line each, ending in LF."""
+    """A header of `columns`, then each row's cells (`csv_cell`), one line each, ending in LF.
+
+    The cells a sweep writes by the million go first: a float or an int is its str() (no comma, quote
+    or line break can be in it), None is empty, and a text cell is neutralised once per distinct text
+    (a sweep repeats its model, machine and dtype names in every row); the rest as csv_cell says."""
+    texts: dict[tuple[type, Any], str] = {}
+
+    def text(value: Any) -> str:
+        kind = type(value)
+        if kind is float or kind is int:
+            return str(value)
+        if value is None:
+            return ""
+        if kind is str or isinstance(value, Enum):  # names and enums (the phase, the bound) repeat row after row
+            done = texts.get((kind, value))
+            if done is None:
+                done = texts[kind, value] = _field(csv_cell(value))
+            return done
+        return _field(csv_cell(value))
+
     lines = [",".join(_field(csv_cell(c)) for c in columns)]
-    lines.extend(",".join(_field(csv_cell(v)) for v in row) for row in rows)
+    lines.extend(",".join(map(text, row)) for row in rows)
     return "\n".join(lines) + "\n"
 
 

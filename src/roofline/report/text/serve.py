@@ -58,10 +58,7 @@ def serve_text(r: ServingReport) -> str:
             ("  per device", rate(r.throughput_per_device))]
     usable = r.usable_bytes
     if r.max_batch_memory is not None and usable is not None:
-        rows.append(("max batch (memory)", f"{r.max_batch_memory}  (usable {gib(usable)} − weights "
-                                           f"{gib(r.weights_bytes)} − workspace {gib(r.workspace_bytes)}) / KV "
-                                           f"{gib(r.kv_bytes_per_sequence)} per sequence of {r.context} tokens, "
-                                           f"{max_batch_note(r)}"))
+        rows.append(("max batch (memory)", f"{r.max_batch_memory}  {max_batch_formula(r)}"))
     if r.itl_slo_s is not None:
         exp = r.max_batch_slo_expected
         tail = "" if exp is None else f"  (expected {exp[0] or '—'}–{exp[1] or '—'})"
@@ -110,7 +107,27 @@ def goodput_note(r: ServingReport) -> str:
 def max_batch_note(r: ServingReport) -> str:
     """How the memory's largest batch is counted: per device, and per replica × dp with data parallelism."""
     dp = r.split.dp
-    return "per device" + (f"; per replica, × {dp} replicas" if dp > 1 else "")
+    return "per device" + (f"; a device holds its replica's share of each sequence: × {dp} replicas" if dp > 1
+                           else "")
+
+
+def max_batch_formula(r: ServingReport) -> str:
+    """The memory's largest batch as it is computed (roofline.models.memory.sequences_that_fit), each
+    step's figure printed: ⌊(usable − weights − workspace) / KV per sequence⌋ sequences a device holds,
+    which is what its replica holds (each device of a replica keeps its share of every sequence's KV
+    cache), rounded down to the batch unit's share of a replica, × dp replicas."""
+    usable = r.usable_bytes or 0.0
+    room = usable - r.weights_bytes - r.workspace_bytes
+    raw = int(room // r.kv_bytes_per_sequence) if room > 0 else 0
+    dp, share = r.split.dp, r.batch_unit // r.split.dp
+    text = (f"= ⌊(usable {gib(usable)} − weights {gib(r.weights_bytes)} − workspace {gib(r.workspace_bytes)}) / KV "
+            f"{gib(r.kv_bytes_per_sequence)} per sequence of {r.context} tokens⌋ = {raw} per device")
+    per = raw // share * share
+    if per != raw:
+        text += f", rounded down to a multiple of {share} (each tp rank routes 1/tp of a replica's tokens): {per}"
+    if dp > 1:
+        text += f"; a device holds its replica's share of each sequence: {per} a replica × {dp} replicas"
+    return text
 
 
 def _rps(r: Rate) -> str:
@@ -220,4 +237,4 @@ def serve_csv(r: ServingReport) -> str:
     return csv_text(CURVE_CSV_COLUMNS, ([row.get(k) for k in CURVE_CSV_COLUMNS] for row in rows))
 
 
-__all__ = ["CURVE_CSV_COLUMNS", "goodput_note", "max_batch_note", "serve_csv", "serve_text"]
+__all__ = ["CURVE_CSV_COLUMNS", "goodput_note", "max_batch_formula", "max_batch_note", "serve_csv", "serve_text"]
