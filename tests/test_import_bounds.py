@@ -133,7 +133,7 @@ def test_files_past_the_byte_bounds_are_refused_before_reading(tmp_path: Path,
             f.truncate(size)
     assert main(["import", str(big_trace)]) == 2
     err = capsys.readouterr().err
-    assert f"is {MAX_TRACE_BYTES + 1:,} bytes or more; a trace is read up to {MAX_TRACE_BYTES:,}" in err
+    assert f"is {MAX_TRACE_BYTES + 1:,} bytes; a trace is read up to {MAX_TRACE_BYTES:,}" in err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert main(["import", str(big_csv)]) == 2
     err = capsys.readouterr().err

@@ -65,8 +65,9 @@ class _Source:
         self.eof = not data
         return True
 
-    def too_big(self) -> None:
-        raise RooflineError(f"{self.path} is {self.read_bytes:,} bytes or more; a trace is read up to "
+    def too_big(self, exact: bool = False) -> None:
+        more = "" if exact else " or more"
+        raise RooflineError(f"{self.path} is {self.read_bytes:,} bytes{more}; a trace is read up to "
                             f"{self.max_bytes:,} bytes: record fewer steps (torch.profiler.schedule(wait=1, warmup=1, "
                             "active=1)) or without with_stack")
 
@@ -135,7 +136,7 @@ def stream_trace_events(path: str | Path, keep: Callable[[Any], bool], max_kept:
         size = os.fstat(handle.fileno()).st_size
         if size > max_bytes:  # refused before a byte is read
             src.read_bytes = size
-            src.too_big()
+            src.too_big(exact=True)
         if src.skip_ws() != "{":
             if src.skip_ws() == "":
                 src.fail("Expecting value")
