@@ -2,14 +2,14 @@
 
 Targets: import <= 30 s and <= 1 GiB for an ncu CSV of 1M rows or a 1 GiB trace, "streamed, or refused up front
 past a stated cap". The caps (README, "Import"): a trace is streamed (only the operator, kernel and runtime
-events are kept) up to 512 MiB and 150,000 kept events; an ncu CSV is counted before it is parsed, up to 128 MiB
-and 50,000 kernel rows. The cases, each run as its own `python -m roofline.cli import FILE` process (time:
+events are kept) up to 512 MiB and 90,000 kept events; an ncu CSV is counted before it is parsed, up to 128 MiB
+and 30,000 kernel rows. The cases, each run as its own `python -m roofline.cli import FILE` process (time:
 wall clock; memory: the process's peak resident set, from wait4):
 
     ncu 1M rows          refused up front (324 MB: past 128 MiB)
     trace 1 GiB          refused up front (past 512 MiB)
-    ncu at the cap       50,000 rows of the fixture's three kernels: parsed, placed, reported
-    trace at the cap     50,000 aten::mm with their launches and kernels (150,000 kept events)
+    ncu at the cap       30,000 rows of the fixture's three kernels: parsed, placed, reported
+    trace at the cap     30,000 aten::mm with their launches and kernels (90,000 kept events)
     trace 500 MiB        streamed: 2,000 operators among Python-function events the importer drops
 
 Each line prints the time and memory beside their targets as ratios (<= 1.00: met) and the machine's load
@@ -101,8 +101,8 @@ def main() -> None:
         d = Path(tmp)
         cases: list[tuple[str, Path, object]] = [
             ("ncu 1M rows", d / "k1m.csv", lambda p: ncu_csv(p, 1_000_000)),
-            ("ncu at the cap (50,000 rows)", d / "k50k.csv", lambda p: ncu_csv(p, 50_000)),
-            ("trace at the cap (50,000 ops)", d / "t50k.json", lambda p: trace(p, 50_000)),
+            ("ncu at the cap (30,000 rows)", d / "k30k.csv", lambda p: ncu_csv(p, 30_000)),
+            ("trace at the cap (30,000 ops)", d / "t30k.json", lambda p: trace(p, 30_000)),
         ]
         if not args.skip_big:
             cases[1:1] = [("trace 1 GiB", d / "t1g.json", lambda p: trace(p, 0, 1 << 30, python_events=8))]

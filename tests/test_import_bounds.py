@@ -1,9 +1,9 @@
 """`roofline import` within stated bounds (issue 24, item 6): a trace is streamed and an ncu CSV counted before
 either is parsed, and a file past a bound is refused up front in one line, exit 2.
 
-The bounds (README, "Import"): a trace of at most MAX_TRACE_BYTES (512 MiB) and MAX_TRACE_EVENTS (150,000)
+The bounds (README, "Import"): a trace of at most MAX_TRACE_BYTES (512 MiB) and MAX_TRACE_EVENTS (90,000)
 operator, kernel and runtime events; an Nsight Compute CSV of at most MAX_NCU_BYTES (128 MiB) and
-MAX_NCU_KERNELS (50,000) kernel rows. bench/bench_import.py times the refusals of a 1 GiB trace and a 1M-row
+MAX_NCU_KERNELS (30,000) kernel rows. bench/bench_import.py times the refusals of a 1 GiB trace and a 1M-row
 CSV, and the import of files at the bounds.
 """
 
@@ -120,8 +120,8 @@ def test_a_trace_past_the_event_bound_is_refused_without_reading_the_rest(tmp_pa
 
 def test_the_stated_bounds() -> None:
     """The figures the README states."""
-    assert MAX_TRACE_BYTES == 512 * 2**20 and MAX_TRACE_EVENTS == 150_000
-    assert MAX_NCU_BYTES == 128 * 2**20 and MAX_NCU_KERNELS == 50_000
+    assert MAX_TRACE_BYTES == 512 * 2**20 and MAX_TRACE_EVENTS == 90_000
+    assert MAX_NCU_BYTES == 128 * 2**20 and MAX_NCU_KERNELS == 30_000
 
 
 def test_files_past_the_byte_bounds_are_refused_before_reading(tmp_path: Path,

@@ -98,12 +98,12 @@ GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Mem
 RUNTIME_CATEGORIES = ("cuda_runtime", "cuda_driver", "Runtime")
 _KEPT = frozenset((*CPU_CATEGORIES, *GPU_CATEGORIES, *RUNTIME_CATEGORIES))
 # Stated bounds (README, "Import"; bench/bench_import.py). A trace is streamed, so its size costs time, not
-# memory; what is kept costs both: about 9 KB of memory and 0.5-1.5 ms of analysis per operator with its
-# launch and kernel (a 20 MB trace of 30,000: 276 MB, 23-47 s on 2 cores under load), so 150,000 events
-# (50,000 operators) stay within 1 GiB and about 30 s. torch.profiler.schedule(wait=1, warmup=1, active=1)
-# records one step.
+# memory; what is kept costs both: about 9 KB of memory and 0.75 ms of analysis per operator with its launch
+# and kernel on 2 idle cores (a 20 MB trace of 30,000: 276 MB, 22.8 s at load 1; 50,000 took 470 MB and far
+# longer than 30 s under load), so 90,000 events (30,000 operators) stay within 1 GiB and about 30 s.
+# torch.profiler.schedule(wait=1, warmup=1, active=1) records one step.
 MAX_TRACE_BYTES = 512 << 20  # 512 MiB, refused before reading: streamed at 20-50 MB/s on 2 cores, so within 30 s
-MAX_TRACE_EVENTS = 150_000
+MAX_TRACE_EVENTS = 90_000
 
 
 def _kept(event: Any) -> bool:

@@ -237,10 +237,11 @@ def sass_columns(header: Sequence[str]) -> dict[str, str]:
     return out
 
 
-# Stated bounds (README, "Import"; bench/bench_import.py): each kernel costs about 6 KB of memory and 0.3-0.7 ms
-# of analysis on 2 cores (100,000 rows: 645 MB, 67 s under load), so 50,000 rows stay within 1 GiB and about
-# 30 s; a raw row is 0.3-2 KB, so 128 MiB holds them. Past either bound the file is refused before it is parsed.
-MAX_NCU_KERNELS = 50_000
+# Stated bounds (README, "Import"; bench/bench_import.py): each kernel costs about 6 KB of memory and 0.7 ms of
+# analysis on 2 cores (100,000 rows: 645 MB, 67 s at load 3), so 30,000 rows stay within 1 GiB and about 30 s,
+# as a trace's 30,000 operators do; a raw row is 0.3-2 KB, so 128 MiB holds them.
+# Past either bound the file is refused before it is parsed.
+MAX_NCU_KERNELS = 30_000
 MAX_NCU_BYTES = 128 << 20
 FEWER = "profile fewer kernels (ncu --launch-skip N --launch-count M, or --kernel-name REGEX)"
 
