@@ -22,7 +22,8 @@ from __future__ import annotations
 import codecs
 import json
 import os
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from roofline.errors import RooflineError
 CHUNK_BYTES = 1 << 22  # 4 MiB a read: large enough that the per-read cost vanishes, small beside any bound
 _WS = " \t\n\r"
 _NUMBER = "0123456789.eE+-"
+_SEPARATOR = re.compile(r"[ \t\n\r]*([,\]])[ \t\n\r]*")  # between a list's items, or at its end
 
 
 class _Source:
@@ -105,11 +107,42 @@ class _Source:
             except (RecursionError, ValueError):  # nested too deeply, or an int past Python's digit limit
                 raise RooflineError(f"{self.path} is not a Chrome/Kineto trace: its JSON nests too deeply or holds "
                                     "too long a number") from None
-            # what follows could still belong to a number ("0." of "0.5" decodes as 0): read on first
-            if not self.eof and not self.text[end:].lstrip(_NUMBER) and self.more():
+            # what follows could still belong to a number ("0." of "0.5" decodes as 0): read on first. Only
+            # a short tail is looked at (a copy of the window's rest per event would make the read quadratic)
+            if not self.eof and len(self.text) - end < 64 and not self.text[end:].lstrip(_NUMBER) and self.more():
                 continue
             self.pos = end
             return obj
+
+    def items(self, decoder: json.JSONDecoder) -> Iterator[Any]:
+        """The items of the list whose "[" was just consumed, to its "]" (consumed too). Items followed by
+        their separator inside the window are decoded back to back by the C scanner (most of a trace);
+        an item the window cuts, or anything unusual, goes through `value` and `expect`, which read on and
+        name the error."""
+        scan, separator = decoder.scan_once, _SEPARATOR.match
+        if self.skip_ws() == "]":
+            self.pos += 1
+            return
+        while True:
+            text, pos, n = self.text, self.pos, len(self.text)
+            while True:
+                try:
+                    obj, end = scan(text, pos)
+                except (StopIteration, ValueError, RecursionError):
+                    break
+                m = separator(text, end)
+                if m is None or m.end() >= n:
+                    break
+                yield obj
+                pos = m.end()
+                if m.group(1) == "]":
+                    self.pos = pos
+                    return
+            self.pos = pos
+            yield self.value(decoder)
+            if self.expect(",]") == "]":
+                return
+            self.skip_ws()
 
     def fail(self, msg: str, at: int | None = None) -> None:
         at = self.pos if at is None else at
@@ -155,17 +188,11 @@ def stream_trace_events(path: str | Path, keep: Callable[[Any], bool], max_kept:
                 if key == "traceEvents" and src.skip_ws() == "[":
                     found = True
                     src.pos += 1
-                    if src.skip_ws() == "]":
-                        src.pos += 1
-                    else:
-                        while True:
-                            event = src.value(decoder)
-                            if keep(event):
-                                kept.append(event)
-                                if len(kept) > max_kept:
-                                    raise RooflineError(too_many(max_kept))
-                            if src.expect(",]") == "]":
-                                break
+                    for event in src.items(decoder):
+                        if keep(event):
+                            kept.append(event)
+                            if len(kept) > max_kept:
+                                raise RooflineError(too_many(max_kept))
                 else:
                     src.value(decoder)
                 if src.expect(",}") == "}":
