@@ -119,7 +119,8 @@ class _Source:
         their separator inside the window are decoded back to back by the C scanner (most of a trace);
         an item the window cuts, or anything unusual, goes through `value` and `expect`, which read on and
         name the error."""
-        scan, separator = decoder.scan_once, _SEPARATOR.match
+        scan = decoder.scan_once  # type: ignore[attr-defined]  # the C scanner raw_decode wraps
+        separator = _SEPARATOR.match
         if self.skip_ws() == "]":
             self.pos += 1
             return
