@@ -28,7 +28,6 @@ torch is imported only inside functions (for an op's pointwise/reduction tags), 
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -39,6 +38,7 @@ from roofline.dtypes import DType
 from roofline.errors import RooflineError
 from roofline.graph import Op, Tensor
 from roofline.tracing.analysis import Trace
+from roofline.tracing.chrome import stream_trace_events
 from roofline.tracing.events import checked_events
 from roofline.tracing.registry import (
     ATTENTION,
@@ -92,27 +92,35 @@ class Profile:
 
 # --- reading the file -------------------------------------------------------------------------------
 
-def read_trace_json(path: str | Path) -> dict[str, Any]:
-    """The trace's JSON object, or one clear error (missing, truncated, not a Chrome trace)."""
-    p = Path(path)
-    if not p.is_file():
-        raise RooflineError(f"no trace file at {path}")
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise RooflineError(f"{path} is not a text file; give a Chrome/Kineto trace JSON "
-                            "(torch.profiler: prof.export_chrome_trace(PATH))") from None
-    except json.JSONDecodeError as exc:
-        raise RooflineError(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
-                            "a truncated trace? export it again with prof.export_chrome_trace(PATH)") from None
-    except (RecursionError, ValueError):  # nested too deeply, or an int past Python's digit limit
-        raise RooflineError(f"{path} is not a Chrome/Kineto trace: its JSON nests too deeply or holds too long "
-                            "a number") from None
-    events = data.get("traceEvents") if isinstance(data, dict) else None
-    if not isinstance(events, list):
-        raise RooflineError(f"{path} is JSON but not a Chrome/Kineto trace (no traceEvents list); export one "
-                            "with torch.profiler: prof.export_chrome_trace(PATH)")
-    return data
+# the categories the importer reads (parse_kineto): operators, GPU work, runtime calls; all else is dropped
+CPU_CATEGORIES = ("cpu_op", "Operator", "operator")
+GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset")
+RUNTIME_CATEGORIES = ("cuda_runtime", "cuda_driver", "Runtime")
+_KEPT = frozenset((*CPU_CATEGORIES, *GPU_CATEGORIES, *RUNTIME_CATEGORIES))
+# Stated bounds (README, "Import"; bench/bench_import.py). A trace is streamed, so its size costs time, not
+# memory; what is kept costs both: about 9 KB of memory and 0.75 ms of analysis per operator with its launch
+# and kernel on 2 idle cores (a 20 MB trace of 30,000: 276 MB, 22.8 s at load 1; 50,000 took 470 MB and far
+# longer than 30 s under load), so 90,000 events (30,000 operators) stay within 1 GiB and about 30 s.
+# torch.profiler.schedule(wait=1, warmup=1, active=1) records one step.
+MAX_TRACE_BYTES = 512 << 20  # 512 MiB, refused before reading: streamed at 20-50 MB/s on 2 cores, so within 30 s
+MAX_TRACE_EVENTS = 90_000
+
+
+def _kept(event: Any) -> bool:
+    return isinstance(event, dict) and event.get("ph") == "X" and event.get("cat") in _KEPT
+
+
+def read_trace_json(path: str | Path, max_events: int = MAX_TRACE_EVENTS,
+                    max_bytes: int = MAX_TRACE_BYTES) -> dict[str, Any]:
+    """The trace as {"traceEvents": [the events the importer reads]}, streamed from the file (the
+    other events and keys are dropped as they are read), or one clear error: missing, truncated, not a
+    Chrome trace, or past a stated bound (`MAX_TRACE_EVENTS` kept events, `MAX_TRACE_BYTES`)."""
+    def too_many(n: int) -> str:
+        return (f"{path} holds more than {n:,} operator, kernel and runtime events; the importer reads at most "
+                f"{n:,} (about {n // 3:,} operators with their kernels, within 1 GiB of memory): record fewer steps "
+                "(torch.profiler.schedule(wait=1, warmup=1, active=1))")
+
+    return {"traceEvents": stream_trace_events(path, _kept, max_events, max_bytes, too_many)}
 
 
 # --- torch type names as record_shapes writes them ------------------------------------------------------
@@ -439,10 +447,9 @@ def _is_view(e: _Event) -> bool:
 def parse_kineto(data: Mapping[str, Any], source: str = "", formulas: Registry = FORMULAS) -> Profile:
     """A Chrome/Kineto trace's ops, counted from their recorded shapes and timed (see the module doc)."""
     events = checked_events(data.get("traceEvents", []), source)
-    cpu = [e for e in events if e.get("cat") in ("cpu_op", "Operator", "operator")]
-    kernels = [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy",
-                                                          "Memset")]
-    runtime = [e for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver", "Runtime")]
+    cpu = [e for e in events if e.get("cat") in CPU_CATEGORIES]
+    kernels = [e for e in events if e.get("cat") in GPU_CATEGORIES]
+    runtime = [e for e in events if e.get("cat") in RUNTIME_CATEGORIES]
     if not cpu and not kernels:
         raise RooflineError(f"{source or 'the trace'} has no operator or kernel events; record it with "
                             "torch.profiler.profile(activities=[CPU, CUDA], record_shapes=True)")

@@ -237,15 +237,38 @@ def sass_columns(header: Sequence[str]) -> dict[str, str]:
     return out
 
 
+# Stated bounds (README, "Import"; bench/bench_import.py): each kernel costs about 6 KB of memory and 0.7 ms of
+# analysis on 2 cores (100,000 rows: 645 MB, 67 s at load 3), so 30,000 rows stay within 1 GiB and about 30 s,
+# as a trace's 30,000 operators do; a raw row is 0.3-2 KB, so 128 MiB holds them.
+# Past either bound the file is refused before it is parsed.
+MAX_NCU_KERNELS = 30_000
+MAX_NCU_BYTES = 128 << 20
+FEWER = "profile fewer kernels (ncu --launch-skip N --launch-count M, or --kernel-name REGEX)"
+
+
 def load_ncu(path: str | Path) -> list[NcuKernel]:
     p = Path(path)
     if not p.is_file():
         raise RooflineError(f"no CSV file at {path}")
+    size = p.stat().st_size
+    if size > MAX_NCU_BYTES:
+        raise RooflineError(f"{path} is {size:,} bytes; an Nsight Compute CSV is read up to {MAX_NCU_BYTES:,} "
+                            f"bytes (about {MAX_NCU_KERNELS:,} kernels): {FEWER}")
+    data = p.read_bytes()
+    lines = data.count(b"\n")
+    details = b"Metric Name" in data[:1 << 16]  # the details page has a row per kernel and metric
+    if not details and lines > MAX_NCU_KERNELS + 2:  # the raw page: a header, a units row, a row per kernel
+        raise RooflineError(f"{path} has {lines:,} lines; the importer reads at most {MAX_NCU_KERNELS:,} kernels "
+                            f"(within 1 GiB and about 30 s): {FEWER}")
     try:
-        text = p.read_text(encoding="utf-8-sig")
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise RooflineError(f"{path} is not a text file; give an `ncu --csv --page raw` export") from None
-    return parse_ncu_csv(text, str(path))
+    kernels = parse_ncu_csv(text, str(path))
+    if len(kernels) > MAX_NCU_KERNELS:  # the details page: a row per kernel and metric, counted once pivoted
+        raise RooflineError(f"{path} holds {len(kernels):,} kernels; the importer reads at most "
+                            f"{MAX_NCU_KERNELS:,} (within 1 GiB and about 30 s): {FEWER}")
+    return kernels
 
 
 def _short(name: str) -> str:
@@ -292,8 +315,9 @@ def ncu_profile(kernels: Sequence[NcuKernel], source: str = "") -> Profile:
     p = Profile(trace, device="cuda", shapes=False, source=source)
     counter: dict[str, int] = {}
     byte = get_dtype("uint8")
+    short: dict[str, str] = {}  # a profile repeats few kernel names many times: each shortened once
     for k in kernels:
-        base = _short(k.name)[:60]
+        base = short.get(k.name) or short.setdefault(k.name, _short(k.name)[:60])
         counter[base] = counter.get(base, 0) + 1
         name = base if counter[base] == 1 else f"{base}#{counter[base]}"
         dram = round(k.bytes_by_level.get("dram", 0.0))
