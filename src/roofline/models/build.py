@@ -38,21 +38,21 @@ Fusion plans over the same graph (same FLOPs, fewer bytes):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from roofline.errors import RooflineError, T
+from roofline.errors import RooflineError
 from roofline.graph import FusionPlan, Graph, Op, Tensor
 from roofline.kernels import FLOP_PER_ELEMENT, attention_ops, elementwise_op, matmul_op, norm_op
 from roofline.models.compressed_ops import mhc_head, streams_step
 from roofline.models.draft import mtp_input
-from roofline.models.dsa import lightning_indexer
 from roofline.models.dtypes import ModelDtypes, for_checkpoint, model_dtypes, weight_part
 from roofline.models.experts import combine_ops, dispatch_ops, shared_experts
 from roofline.models.formulas import experts_hit, experts_read_per_device
 from roofline.models.kda import linear_mixer
 from roofline.models.latent import latent_in, latent_out
 from roofline.models.mamba import mamba2
+from roofline.models.mla import mla
 from roofline.models.split import Comm, check_moe_rows, check_split, comm_for, sequence_split, shard
 from roofline.models.transformer import AttentionKind, MlpKind, ModelConfig
 from roofline.models.windows import windowed
@@ -236,7 +236,7 @@ class _Builder:
         norm = self.norm(f"{p}attn_norm", resid, x, layers)
         attn_out = self.act(f"{p}attn.out", (n, shape.out_width))
         if cfg.is_mla:
-            self.mla(x, attn_out, norm)
+            mla(self, x, attn_out, norm)
         else:
             self.gqa(x, attn_out, norm, kinds, p)
         if cfg.attn_output_gate:  # Qwen3-Next/3.5: out · sigmoid(gate), the gate from q_proj's second half
@@ -325,102 +325,6 @@ class _Builder:
 
     def attn_prefix(self, kind: AttentionKind, kinds: tuple[AttentionKind, ...]) -> str:
         return f"attn.{kind}" if len(kinds) > 1 else "attn"
-
-    def mla(self, x: Tensor, attn_out: Tensor, norm: str) -> str:
-        """DeepSeek-V3 attention: decode absorbed over the latent cache, prefill decompressed."""
-        cfg, n, b, t, layers, h = self.cfg, self.n, self.b, self.t, self.layers, self.cfg.hidden_size
-        H, dn, dr, dv, r, qr = (cfg.num_heads, cfg.qk_nope_head_dim, cfg.qk_rope_head_dim, cfg.v_head_dim,
-                                cfg.kv_lora_rank, cfg.q_lora_rank)
-        latent_width = r + dr
-        a_width = qr + latent_width
-        qkv_a = self.act("qkv_a", (n, a_width))
-        proj = self.add(matmul_op("qkv_a_proj", x, self.weight("qkv_a_proj.weight", (h, a_width)), qkv_a, layers))
-        self.fuse(norm, proj)
-        latent_new = Tensor("kv_latent.new", (b, 1, t, latent_width), self.dt.kv_cache, Role.KV_CACHE, persistent=True)
-        # Kimi Linear's MLA runs no RoPE (mla_use_nope): its rope key is shared but never rotated
-        per, rope = FLOP_PER_ELEMENT["rmsnorm"], 0 if cfg.nope else FLOP_PER_ELEMENT["rope"]
-        gains: tuple[Tensor, ...] = (Tensor("kv_a_norm.weight", (r,), self.dt.activations, Role.WEIGHT),)
-        outs: tuple[Tensor, ...] = (latent_new,)
-        q_in = x
-        if qr:
-            q_in = self.act("q_a_norm.out", (n, qr))
-            gains += (Tensor("q_a_norm.weight", (qr,), self.dt.activations, Role.WEIGHT),)
-            outs = (q_in, latent_new)
-        lat = self.add(Op("latent_norm_rope", "rmsnorm+rope", (qkv_a, *gains), outs,
-                          {Unit.VECTOR: float(per * n * (qr + r) + rope * n * dr)}, layers,
-                          formula=f"RMSNorm {per:g}·N·(q_lora + kv_lora) + RoPE {rope:g}·N·rope_dim = "
-                                  f"{per:g}·{n}·{qr + r} + {rope:g}·{n}·{dr}; writes the latent "
-                                  f"({r} + {dr} values per token) into the cache"))
-        if cfg.indexer is not None:  # DeepSeek-V3.2: the lightning indexer picks the tokens MLA attends
-            lightning_indexer(self, x, q_in, cfg.indexer_layers)  # not on GLM-5.2's shared layers
-        q = self.act("q", (n, H * (dn + dr)))
-        if qr:
-            qb = self.add(matmul_op("q_b_proj", q_in, self.weight("q_b_proj.weight", (qr, H * (dn + dr))), q, layers))
-            self.fuse(lat, qb)
-        else:
-            self.add(matmul_op("q_proj", x, self.weight("q_proj.weight", (h, H * (dn + dr))), q, layers))
-        if self.shape.phase == Phase.PREFILL and cfg.mla == "absorbed":
-            raise RooflineError(f"{T.mla} absorbed applies to decode: MLA prefill runs decompressed, as DeepSeek's "
-                                f"prefill does (give {T.mla} expanded or leave it out)")
-        if self.shape.phase == Phase.DECODE and cfg.mla != "expanded":
-            cached = cfg.read_tokens(AttentionKind.GLOBAL, self.shape.seq)  # DSA: the top-k rows
-            q_nope = self.act("q.nope", (H, n, dn))
-            q_pe = self.act("q.pe", (n, H * dr))
-            self.add(Op("q_rope", "rope", (q,), (q_nope, q_pe), {Unit.VECTOR: float(rope * n * H * dr)}, layers,
-                        formula=f"{rope:g}·N·H·rope_dim = {rope:g}·{n}·{H}·{dr}"))
-            q_mla = self.act("q.latent", (b, H, 1, latent_width))
-            absorb = matmul_op("q_absorb", q_nope, self.weight("kv_b_proj.k_weight", (H, dn, r)),
-                               self.act("q.latent_nope", (H, n, r)), layers)
-            self.add(replace(absorb, inputs=(*absorb.inputs, q_pe), outputs=(q_mla,),
-                             note="W_UK absorbed into the query; its rope part appended in the epilogue"))
-            cache = Tensor("attn.latent_cache", (b, 1, cached, latent_width), self.dt.kv_cache, Role.KV_CACHE)
-            o_lat = self.act("attn.out_latent", (H, n, r))
-            qk, sm, pv = attention_ops("attn", q_mla, cache, cache, o_lat, causal=True, count=layers,
-                                       scores_dtype=self.dt.activations)
-            pairs = cached  # one query against the whole cache
-            pv = replace(pv, flop_by_unit={Unit.MATRIX: 2.0 * b * H * pairs * r},
-                         formula=f"2·B·H·pairs·kv_lora = 2·{b}·{H}·{pairs}·{r}",
-                         note="values are the first kv_lora_rank columns of the same latent rows: read once")
-            for op in (qk, sm, pv):
-                self.add(op)
-            self.flash["attn"] = (qk.name, sm.name, pv.name)
-            o_abs = matmul_op("o_absorb", o_lat, self.weight("kv_b_proj.v_weight", (H, r, dv)),
-                              self.act("attn.out_heads", (H, n, dv)), layers)
-            self.add(replace(o_abs, outputs=(attn_out,), note="W_UV applied to the latent output, per head"))
-        else:
-            q_full = self.act("q.full", (b, H, t, dn + dr))
-            self.add(Op("q_rope", "rope", (q,), (q_full,), {Unit.VECTOR: float(rope * n * H * dr)}, layers,
-                        formula=f"{rope:g}·N·H·rope_dim = {rope:g}·{n}·{H}·{dr}"))
-            latent = Tensor("kv_latent.c", (n, r), self.dt.kv_cache, Role.KV_CACHE)
-            kv_b = self.act("kv_b", (n, H * (dn + dv)))
-            decode = self.shape.phase == Phase.DECODE  # --mla expanded: HF's per-head K/V cache
-            self.add(replace(matmul_op("kv_b_proj", latent, self.weight("kv_b_proj.weight", (r, H * (dn + dv))),
-                                       kv_b, layers),
-                             note="decode expanded: the new token's latent decompressed into per-head K and V"
-                             if decode else "prefill decompresses the latent just written back into per-head K and V"))
-            pe = Tensor("kv_latent.pe", (n, dr), self.dt.kv_cache, Role.KV_CACHE)
-            if decode:
-                cached = cfg.read_tokens(AttentionKind.GLOBAL, self.shape.seq)
-                k_new = Tensor("k.new", (b, H, t, dn + dr), self.dt.kv_cache, Role.KV_CACHE, persistent=True)
-                v_new = Tensor("v.new", (b, H, t, dv), self.dt.kv_cache, Role.KV_CACHE, persistent=True)
-                self.add(Op("k_assemble", "copy", (kv_b, pe), (k_new, v_new), {}, layers,
-                            formula="concatenate k_nope with the shared rope key and write the per-head K and V "
-                                    "into the cache: no FLOPs"))
-                k = Tensor("attn.k_cache", (b, H, cached, dn + dr), self.dt.kv_cache, Role.KV_CACHE)
-                v = Tensor("attn.v_cache", (b, H, cached, dv), self.dt.kv_cache, Role.KV_CACHE)
-            else:
-                k = self.act("k", (b, H, t, dn + dr))
-                v = self.act("v", (b, H, t, dv))
-                self.add(Op("k_assemble", "copy", (kv_b, pe), (k, v), {}, layers,
-                            formula="concatenate k_nope with the shared rope key: no FLOPs"))
-            ops = attention_ops("attn", q_full, k, v, attn_out, causal=True, count=layers,
-                                scores_dtype=self.dt.activations)
-            if not decode and cfg.indexer is not None:  # DSA: each query attends its top-k: Σ min(i, k) pairs
-                ops = windowed(ops, t, cfg.indexer.topk, label="DSA top-k")
-            for op in ops:
-                self.add(op)
-            self.flash["attn"] = tuple(op.name for op in ops)
-        return proj
 
     def mlp_block(self, hidden: Tensor, resid: Tensor, kind: MlpKind, count: int, prefix: str) -> None:
         cfg, n, h = self.cfg, self.n, self.cfg.hidden_size

@@ -231,7 +231,7 @@ def compressed_attention(bd: StepBuilder, streams: Tensor, count: int) -> Tensor
                 ops[0] = replace(ops[0], inputs=(*ops[0].inputs, made))
         for op in ops:
             bd.add(op)
-        bd.flash[prefix] = tuple(op.name for op in ops)  # type: ignore[attr-defined]
+        bd.flash[prefix] = tuple(op.name for op in ops)
     g, ol = cp.o_groups, cp.o_lora
     o_in = bd.act("attn.out.roped", (g, n, H * d // g))
     bd.add(Op("attn.out_rope", "rope", (out,), (o_in,), {Unit.VECTOR: float(rope * n * H * dr)}, count,

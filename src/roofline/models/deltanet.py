@@ -45,6 +45,9 @@ class StepBuilder(Protocol):
     shape: Any
     n: int
     b: int
+    t: int  # tokens per sequence
+    layers: int  # the layers the ops being built run on (their count)
+    flash: dict[str, tuple[str, ...]]  # attention's ops, each fused as FlashAttention runs them
 
     def act(self, name: str, shape: Sequence[int]) -> Tensor: ...
     def weight(self, name: str, shape: Sequence[int]) -> Tensor: ...

@@ -1,10 +1,9 @@
 """ModelConfig: the shape of a decoder-only transformer, what its layers cache and what it counts.
 
-Parameter counts are derived from the shape alone (`ModelConfig.param_counts`, a `ParamCounts`):
-embeddings, the attention and MLP weights of every layer, norm gains and biases. "Active"
-parameters are those one token uses: for a mixture of experts, the router, the shared experts and
-`experts_per_token` routed experts instead of all of them; embeddings and the LM head are included,
-as the published figures include them (Mixtral 8x7B: 12.9B active).
+Parameter counts are derived from the shape alone (`ModelConfig.param_counts`, a `ParamCounts`): embeddings,
+the attention and MLP weights of every layer, norm gains and biases. "Active" parameters are those one token
+uses: for a mixture of experts, the router, the shared experts and `experts_per_token` routed experts instead
+of all of them; embeddings and the LM head included, as the published figures include them (Mixtral 8x7B: 12.9B).
 
 Attended tokens (`ModelConfig.attended_tokens`): the tokens one sequence's layers keep and read at
 a length L, summed over layers: L per global layer, min(L, W) per windowed one. The KV cache, the
@@ -13,9 +12,7 @@ decode limit, the memory fit and the sweeps all take it from there.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
@@ -24,6 +21,7 @@ from roofline.errors import RooflineError
 from roofline.models.attention_shape import AttentionShape
 from roofline.models.compressed import CompressedAttention
 from roofline.models.formulas import Num, minimum
+from roofline.models.kinds import SOFTMAX_KINDS, AttentionKind, MlpKind, ParamCounts
 from roofline.models.mtp import MTP_PARTS, mtp_parts
 from roofline.models.recurrent import LinearAttention, Mamba2
 from roofline.models.sparse import SparseIndexer
@@ -35,47 +33,6 @@ DEFAULT_LENGTH = 2048  # prompt (prefill) or context (decode) length when none i
 LOGITS = tuple(str(v) for v in Logits)  # which positions the LM head projects in prefill
 MLA_MODES = tuple(str(v) for v in MlaForm)  # how MLA attends: over the latent, or over per-head K and V
 
-
-class AttentionKind(StrEnum):
-    """Which token mixer a layer runs: full causal attention (GLOBAL), attention over a sliding window
-    (LOCAL), linear attention with a fixed state per sequence (LINEAR: Gated DeltaNet), a Mamba2
-    selective state space (MAMBA), or none (NONE: Nemotron-H's blocks that hold only an MLP)."""
-
-    GLOBAL = "global"
-    LOCAL = "local"
-    LINEAR = "linear"
-    MAMBA = "mamba"
-    NONE = "none"
-
-
-SOFTMAX_KINDS = (AttentionKind.GLOBAL, AttentionKind.LOCAL)  # the kinds that keep a KV cache
-
-
-class MlpKind(StrEnum):
-    """Which MLP a layer runs: one dense MLP, a mixture of experts, or none (a Nemotron-H mixer block)."""
-
-    DENSE = "dense"
-    MOE = "moe"
-    NONE = "none"
-
-
-@dataclass(frozen=True)
-class ParamCounts:
-    """Parameters by part. `parts` counts every routed expert ("experts"); `active_parts` counts
-    what one token uses, the routed experts at experts_per_token of num_experts. Both have the same
-    keys, in the same order."""
-
-    parts: Mapping[str, int]
-    active_parts: Mapping[str, int]
-    matmul: int  # active parameters a token multiplies (see ModelConfig.matmul_params)
-
-    @property
-    def total(self) -> int:
-        return sum(self.parts.values())
-
-    @property
-    def active(self) -> int:
-        return sum(self.active_parts.values())
 
 @dataclass(frozen=True)
 class ModelConfig:
