@@ -106,6 +106,20 @@ class Number(click.types.FloatParamType):
 NUMBER = Number()
 
 
+class Share(Number):
+    """A share in (0, 1] (a memory utilization), checked as the option is read, before any analysis runs
+    or warns: "--memory-utilization must be in (0, 1], got 0.0", as the library says it."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not 0 < number <= 1:  # NaN fails this too
+            self.fail(f"{_label(param)} must be in (0, 1], got {number}", param, ctx)
+        return number
+
+
+SHARE = Share()
+
+
 class Quantity(click.ParamType):
     """A positive quantity with its unit: "268 MB", "4.4e11", "440 GFLOP"; finite and at most 1e30 in
     base units (units.MAX_QUANTITY), else one line that says so."""

@@ -11,8 +11,8 @@ import click
 
 from roofline.cli.common import (
     DEFAULT_MEMORY_UTILIZATION,
-    NUMBER,
     POS,
+    SHARE,
     TIME_TARGET,
     dump,
     outputs,
@@ -80,7 +80,7 @@ class _PlanCommand(click.Command):
               help="The longest step allowed (2s, 50ms, 800us); implies --objective latency.")
 @click.option("--devices", type=POS, default=None,
               help="The most devices a split may use (default: one node of the system; a device: 8).")
-@click.option("--memory-utilization", type=NUMBER, default=DEFAULT_MEMORY_UTILIZATION, show_default=True,
+@click.option("--memory-utilization", type=SHARE, default=DEFAULT_MEMORY_UTILIZATION, show_default=True,
               help="Usable share of each device's memory (vLLM's gpu_memory_utilization).")
 @click.option("--overlap", is_flag=True,
               help="Assume communication runs under compute (the step takes the larger of the two).")
