@@ -20,8 +20,7 @@ Built only on roofline.models, so every number is the same graph and placement a
     max batch (memory)  ⌊(usable − weights − workspace) / (KV bytes per token × (prompt + output))⌋ per
                 replica, × dp; per device, with the split; usable = capacity × utilization; workspace =
                 the largest set of activations one kernel of the prompt's prefill reads and writes
-    max batch (SLO)     the largest batch ≤ the memory's whose ITL mean ≤ the ITL target (binary search on
-                the step model; ITL grows with the batch)
+    max batch (SLO)     the largest batch ≤ the memory's with ITL mean ≤ the target (per all-reduce regime)
     goodput     throughput at that batch (the memory's without an ITL target) when TTFT meets its target;
                 its expected band from the batches the band's times allow: low = the throughput with the
                 band's high times at the largest batch meeting the targets with them, high = with its low
