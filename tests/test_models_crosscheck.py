@@ -47,7 +47,8 @@ def linear_params_per_token(c: ModelConfig) -> tuple[int, int]:
     mats = 3 if c.gated else 2  # gate, up, down (GPT-2: up, down)
     dense = mats * h * c.intermediate_size
     body = c.num_layers * attn if c.is_mla else 0
-    if not c.is_mla:  # each softmax layer kind at its own shape (Gemma 4's full layers: 512 wide, K=V)
+    cp = c.compressed  # DeepSeek-V4 runs its own attention (below), not q, k, v, o
+    if not c.is_mla and cp is None:  # each softmax layer kind at its own shape (Gemma 4's full layers: 512 wide, K=V)
         for kind in SOFTMAX_KINDS:
             s = c.attention_shape(kind)
             q = 2 * s.heads if c.attn_output_gate else s.heads  # Qwen3-Next/3.5: q_proj gives query and gate
@@ -75,11 +76,9 @@ def linear_params_per_token(c: ModelConfig) -> tuple[int, int]:
     ix = c.indexer
     if ix is not None:  # DSA's lightning indexer where a layer runs one: wq_b, wk, weights_proj
         body += c.indexer_layers * (c.q_lora_rank * ix.heads * ix.head_dim + h * ix.head_dim + h * ix.heads)
-    cp = c.compressed
     if cp is not None:  # DeepSeek-V4 (transformers DeepseekV4Attention): its own attention, not q, k, v, o
         H, d, ql, g, ol, n = c.num_heads, cp.head_dim, cp.q_lora, cp.o_groups, cp.o_lora, cp.hc_mult
         csa, hca = cp.layers(cp.csa), cp.layers(cp.hca)
-        body -= c.kv_layers * attn
         body += c.num_layers * (h * ql + ql * H * d + h * d + H * d * ol + g * ol * h)  # q_a, q_b, kv, o_a, o_b
         body += csa * (2 * h * 2 * d + 2 * h * 2 * cp.index_dim + h * cp.index_heads  # compressor, indexer
                        + ql * cp.index_heads * cp.index_dim) + hca * 2 * h * d

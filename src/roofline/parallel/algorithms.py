@@ -49,7 +49,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
-from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from roofline.errors import RooflineError
@@ -206,7 +206,9 @@ def all_reduce_op(name: str, message: Tensor, out: Tensor, group: int, level: Le
 
 @cache
 def _data() -> dict[str, Any]:
-    text = resources.files("roofline.parallel").joinpath("data/collectives.json").read_text(encoding="utf-8")
+    # a plain file beside the module (the wheel installs the package unzipped): importlib.resources would cost
+    # every command that places a collective ~11 ms of start-up (zipfile, tempfile) for the same read
+    text = (Path(__file__).parent / "data" / "collectives.json").read_text(encoding="utf-8")
     data: dict[str, Any] = json.loads(text)
     return data
 

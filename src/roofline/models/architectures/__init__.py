@@ -74,7 +74,8 @@ def config_from_dict(raw: Mapping[str, Any], name: str = "model", where: str = "
     where = where or name
     if not isinstance(raw, Mapping):
         raise RooflineError(f"config {where}: expected a JSON object at the top level")
-    if raw.get("model_type") in deepseek_v4.PARSERS:  # two quantized dtypes: it reads its quantization_config
+    kind = raw.get("model_type")
+    if isinstance(kind, str) and kind in deepseek_v4.PARSERS:  # two quantized dtypes: it reads its quantization_config
         return deepseek_v4.PARSERS[raw["model_type"]](Fields(raw, where), name, raw["model_type"])
     q = raw.get("quantization_config")
     if isinstance(q, Mapping) and q.get("quant_algo") == "MIXED_PRECISION":  # a quant_algo per module

@@ -5,38 +5,11 @@
   var chart = document.getElementById("chart");
   var CONFIG = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["sendDataToCloud"] };
 
-  function cell(tr, tag, value, cls) {
-    var el = document.createElement(tag);
-    el.textContent = value;
-    if (cls) el.className = cls;
-    tr.appendChild(el);
-    return el;
-  }
+  var cell = rooflineTables.cell;
+  rooflineTables.heading(DATA);
 
-  document.getElementById("title").textContent = DATA.title;
-  document.getElementById("subtitle").textContent = DATA.subtitle;
-
-  var summary = document.querySelector("#summary tbody");
-  DATA.summary.forEach(function (row) {
-    var tr = document.createElement("tr");
-    cell(tr, "th", row[0]);
-    var td = cell(tr, "td", row[1]);
-    if (row[2]) {
-      td.appendChild(document.createElement("br"));
-      var note = document.createElement("span");
-      note.className = "note";
-      note.textContent = row[2];
-      td.appendChild(note);
-    }
-    summary.appendChild(tr);
-  });
-
-  var warnings = document.getElementById("warnings");
-  DATA.warnings.forEach(function (w) {
-    var li = document.createElement("li");
-    li.textContent = "warning: " + w;
-    warnings.appendChild(li);
-  });
+  rooflineTables.summary(document.querySelector("#summary tbody"), DATA.summary);
+  rooflineTables.warnings(document.getElementById("warnings"), DATA.warnings);
 
   var body = document.querySelector("#curve-table tbody");
   DATA.curve.forEach(function (c) {

@@ -196,8 +196,9 @@ def serve_page(r: ServingReport) -> str:
     from plotly.offline import get_plotlyjs
 
     data = serve_payload(r)
-    return assemble("serve.html", data_id="serve-data", title=data["title"], style=_asset("serve.css"),
-                    data=_json_for_script(data), scripts=(get_plotlyjs(), _asset("serve.js")))
+    return assemble("serve.html", data_id="serve-data", title=data["title"],
+                    style=_asset("panels.css") + _asset("serve.css"), data=_json_for_script(data),
+                    scripts=(get_plotlyjs(), _asset("tables.js") + _asset("serve.js")))
 
 
 __all__ = ["serve_page", "serve_payload"]

@@ -131,8 +131,9 @@ def train_page(a: TrainAnalysis) -> str:
     from plotly.offline import get_plotlyjs
 
     data = train_payload(a)
-    return assemble("train.html", data_id="train-data", title=data["title"], style=_asset("train.css"),
-                    data=_json_for_script(data), scripts=(get_plotlyjs(), _asset("train.js")))
+    return assemble("train.html", data_id="train-data", title=data["title"],
+                    style=_asset("panels.css") + _asset("train.css"), data=_json_for_script(data),
+                    scripts=(get_plotlyjs(), _asset("tables.js") + _asset("train.js")))
 
 
 __all__ = ["train_page", "train_payload"]
