@@ -88,18 +88,11 @@ class DecodeLimit:
     def kv_bytes_per_sequence(self) -> float:
         """L · KV bytes per token (windowed layers read min(L, W)); DeepSeek-V3.2's indexer reads its
         whole key cache, L · index bytes per token."""
-        if self.config.compressed is not None:
-            return (self.config.kv_elements_per_token_per_layer() * self.kv_bytes_per_element * self.attended_tokens
-                    + self._compressed_index_bytes)
-        return (self.config.kv_elements_read(self.context) * self.kv_bytes_per_element
-                + self.config.index_bytes_per_token * self.context)
-
-    @property
-    def _compressed_index_bytes(self) -> float:
-        """DeepSeek-V4: the CSA layers' ⌊L/4⌋ index keys of d_I, read by the indexer every step."""
-        cp = self.config.compressed
-        return 0.0 if cp is None else cp.layers(cp.csa) * (self.context // cp.csa) * cp.index_dim * \
-            self.kv_bytes_per_element
+        cp, bpe = self.config.compressed, self.kv_bytes_per_element
+        if cp is not None:  # DeepSeek-V4: the window and entries attended, and the CSA layers' ⌊L/4⌋ index keys of d_I
+            return (self.config.kv_elements_per_token_per_layer() * bpe * self.attended_tokens
+                    + cp.layers(cp.csa) * (self.context // cp.csa) * cp.index_dim * bpe)
+        return self.config.kv_elements_read(self.context) * bpe + self.config.index_bytes_per_token * self.context
 
     @property
     def recurrent_flop_per_token(self) -> float:

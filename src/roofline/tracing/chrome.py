@@ -40,7 +40,8 @@ class _Source:
 
     def __init__(self, handle: Any, path: str, max_bytes: int) -> None:
         self.handle, self.path, self.max_bytes = handle, path, max_bytes
-        self.decoder = codecs.getincrementaldecoder("utf-8")()
+        self.utf8 = codecs.getincrementaldecoder("utf-8")()
+        self.json = json.JSONDecoder()
         self.text, self.pos, self.eof = "", 0, False
         self.lines_before = 0  # newlines in the characters dropped from the window's front (for errors)
         self.column_before = 0  # characters dropped after the last of those newlines
@@ -55,7 +56,7 @@ class _Source:
         if self.read_bytes > self.max_bytes:
             self.too_big()
         try:
-            piece = self.decoder.decode(data, final=not data)
+            piece = self.utf8.decode(data, final=not data)
         except UnicodeDecodeError:
             raise RooflineError(f"{self.path} is not a text file; give a Chrome/Kineto trace JSON "
                                 "(torch.profiler: prof.export_chrome_trace(PATH))") from None
@@ -93,13 +94,13 @@ class _Source:
         self.pos += 1
         return c
 
-    def value(self, decoder: json.JSONDecoder) -> Any:
+    def value(self) -> Any:
         """The next JSON value; one followed by nothing but number characters up to the window's end is
         decoded again with more text (a number cut by a read: "12" of "1234", "0." of "0.5")."""
         self.skip_ws()
         while True:
             try:
-                obj, end = decoder.raw_decode(self.text, self.pos)
+                obj, end = self.json.raw_decode(self.text, self.pos)
             except json.JSONDecodeError as exc:
                 if self.more():
                     continue
@@ -114,12 +115,12 @@ class _Source:
             self.pos = end
             return obj
 
-    def items(self, decoder: json.JSONDecoder) -> Iterator[Any]:
+    def items(self) -> Iterator[Any]:
         """The items of the list whose "[" was just consumed, to its "]" (consumed too). Items followed by
         their separator inside the window are decoded back to back by the C scanner (most of a trace);
         an item the window cuts, or anything unusual, goes through `value` and `expect`, which read on and
         name the error."""
-        scan = decoder.scan_once  # type: ignore[attr-defined]  # the C scanner raw_decode wraps
+        scan = self.json.scan_once  # type: ignore[attr-defined]  # the C scanner raw_decode wraps
         separator = _SEPARATOR.match
         if self.skip_ws() == "]":
             self.pos += 1
@@ -140,7 +141,7 @@ class _Source:
                     self.pos = pos
                     return
             self.pos = pos
-            yield self.value(decoder)
+            yield self.value()
             if self.expect(",]") == "]":
                 return
             self.skip_ws()
@@ -154,6 +155,11 @@ class _Source:
                             "trace? export it again with prof.export_chrome_trace(PATH)")
 
 
+def _not_a_trace(path: str | Path) -> RooflineError:
+    return RooflineError(f"{path} is JSON but not a Chrome/Kineto trace (no traceEvents list); export one with "
+                         "torch.profiler: prof.export_chrome_trace(PATH)")
+
+
 def stream_trace_events(path: str | Path, keep: Callable[[Any], bool], max_kept: int, max_bytes: int,
                         too_many: Callable[[int], str]) -> list[Any]:
     """The events of the file's "traceEvents" list that `keep` accepts, in file order; every other
@@ -162,7 +168,6 @@ def stream_trace_events(path: str | Path, keep: Callable[[Any], bool], max_kept:
     p = Path(path)
     if not p.is_file():
         raise RooflineError(f"no trace file at {path}")
-    decoder = json.JSONDecoder()
     kept: list[Any] = []
     found = False
     with p.open("rb") as handle:
@@ -174,9 +179,8 @@ def stream_trace_events(path: str | Path, keep: Callable[[Any], bool], max_kept:
         if src.skip_ws() != "{":
             if src.skip_ws() == "":
                 src.fail("Expecting value")
-            src.value(decoder)  # valid JSON (a list, a number) or "not valid JSON" with its line
-            raise RooflineError(f"{path} is JSON but not a Chrome/Kineto trace (no traceEvents list); export one "
-                                "with torch.profiler: prof.export_chrome_trace(PATH)")
+            src.value()  # valid JSON (a list, a number) or "not valid JSON" with its line
+            raise _not_a_trace(path)
         src.pos += 1
         if src.skip_ws() == "}":
             src.pos += 1
@@ -184,25 +188,24 @@ def stream_trace_events(path: str | Path, keep: Callable[[Any], bool], max_kept:
             while True:
                 if src.skip_ws() != '"':
                     src.fail("Expecting property name enclosed in double quotes")
-                key = src.value(decoder)
+                key = src.value()
                 src.expect(":")
                 if key == "traceEvents" and src.skip_ws() == "[":
                     found = True
                     src.pos += 1
-                    for event in src.items(decoder):
+                    for event in src.items():
                         if keep(event):
                             kept.append(event)
                             if len(kept) > max_kept:
                                 raise RooflineError(too_many(max_kept))
                 else:
-                    src.value(decoder)
+                    src.value()
                 if src.expect(",}") == "}":
                     break
         if src.skip_ws() != "":
             src.fail("Extra data")
     if not found:
-        raise RooflineError(f"{path} is JSON but not a Chrome/Kineto trace (no traceEvents list); export one "
-                            "with torch.profiler: prof.export_chrome_trace(PATH)")
+        raise _not_a_trace(path)
     return kept
 
 

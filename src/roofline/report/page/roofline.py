@@ -383,6 +383,17 @@ def page(scenarios: Sequence[Scenario], title: str = "") -> str:
                     data=_json_for_script(data), scripts=(get_plotlyjs(), _asset("page.js")))
 
 
+def panel_page(name: str, data: Mapping[str, Any]) -> str:
+    """A page of the chart-and-panels layout (the serving and training pages): `name`.html, its styles
+    after panels.css and its script after tables.js (the summary, warnings and heading they share), the
+    data in <script id="`name`-data">."""
+    from plotly.offline import get_plotlyjs
+
+    return assemble(f"{name}.html", data_id=f"{name}-data", title=data["title"],
+                    style=_asset("panels.css") + _asset(f"{name}.css"), data=_json_for_script(data),
+                    scripts=(get_plotlyjs(), _asset("tables.js") + _asset(f"{name}.js")))
+
+
 def _asset(name: str) -> str:
     """One of the page's own files beside this module in roofline/report/page/ (package data, so an
     installed wheel has them)."""

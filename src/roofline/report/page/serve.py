@@ -31,7 +31,7 @@ from roofline.report.charts.serve import (
     memory_limit_itl,
     split_label,
 )
-from roofline.report.page.roofline import _asset, _json_for_script, assemble
+from roofline.report.page.roofline import panel_page
 from roofline.report.text.serve import band, goodput_note, max_batch_formula, max_batch_note, money, rate
 from roofline.serving import KNEE_GAIN, CurvePoint, ServingReport
 from roofline.units import format_time
@@ -193,12 +193,7 @@ def serve_payload(r: ServingReport) -> dict[str, Any]:
 
 def serve_page(r: ServingReport) -> str:
     """The complete serving page as one string."""
-    from plotly.offline import get_plotlyjs
-
-    data = serve_payload(r)
-    return assemble("serve.html", data_id="serve-data", title=data["title"],
-                    style=_asset("panels.css") + _asset("serve.css"), data=_json_for_script(data),
-                    scripts=(get_plotlyjs(), _asset("tables.js") + _asset("serve.js")))
+    return panel_page("serve", serve_payload(r))
 
 
 __all__ = ["serve_page", "serve_payload"]

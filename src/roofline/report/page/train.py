@@ -25,7 +25,7 @@ from typing import Any
 
 from roofline.report.charts.roofline import decade_ceil, decade_floor, roof_of
 from roofline.report.charts.train import PART_COLOUR, PASS_COLOUR
-from roofline.report.page.roofline import _asset, _json_for_script, assemble
+from roofline.report.page.roofline import panel_page
 from roofline.report.points import on_chart, point_xy
 from roofline.training.analysis import TrainAnalysis
 from roofline.units import format_bytes, format_time
@@ -128,12 +128,7 @@ def train_payload(a: TrainAnalysis) -> dict[str, Any]:
 
 def train_page(a: TrainAnalysis) -> str:
     """The complete training page as one string."""
-    from plotly.offline import get_plotlyjs
-
-    data = train_payload(a)
-    return assemble("train.html", data_id="train-data", title=data["title"],
-                    style=_asset("panels.css") + _asset("train.css"), data=_json_for_script(data),
-                    scripts=(get_plotlyjs(), _asset("tables.js") + _asset("train.js")))
+    return panel_page("train", train_payload(a))
 
 
 __all__ = ["train_page", "train_payload"]
