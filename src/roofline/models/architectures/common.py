@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from roofline.errors import RooflineError
@@ -13,6 +13,18 @@ Parser = Callable[[Fields, str, str], ModelConfig]  # (fields, name, model_type)
 
 _ACTIVATIONS = {"silu": "swiglu", "swish": "swiglu", "gelu_pytorch_tanh": "geglu", "gelu": "geglu",
                 "gelu_new": "geglu", "gelu_fast": "geglu"}
+
+
+def text_config(f: Fields, *read: str, default: str | None = None) -> Mapping[str, Any]:
+    """A multimodal wrapper's language model (Llama 4, Gemma 4, Kimi K2.5/K3, Qwen3-VL): its `text_config`
+    object, whose model_type (`default` where absent) must be one of `read`; anything else is refused."""
+    text = f.raw.get("text_config")
+    if not isinstance(text, Mapping):
+        raise f.bad("text_config", "an object (the language model's config)", text)
+    if text.get("model_type", default) not in read:
+        raise RooflineError(f"config {f.where}: text_config's model_type {text.get('model_type')!r} is not read "
+                            f"(read: {', '.join(repr(r) for r in read)})")
+    return text
 
 
 def gated_activation(f: Fields) -> str:

@@ -36,8 +36,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from roofline.errors import RooflineError
-from roofline.models.architectures.common import Parser, common, layer_types
+from roofline.models.architectures.common import Parser, common, layer_types, text_config
 from roofline.models.attention_shape import AttentionShape
 from roofline.models.fields import Fields
 from roofline.models.transformer import AttentionKind, ModelConfig
@@ -132,12 +131,7 @@ def gemma4(f: Fields, name: str, model_type: str) -> ModelConfig:
     """The multimodal Gemma 4 config: text_config analysed, vision_config counted; gemma4_text alone."""
     if model_type == "gemma4_text":
         return _text(f, name, f.flag("tie_word_embeddings", True))
-    text = f.raw.get("text_config")
-    if not isinstance(text, Mapping):
-        raise f.bad("text_config", "an object (the language model's config)", text)
-    if text.get("model_type", "gemma4_text") != "gemma4_text":
-        raise RooflineError(f"config {f.where}: text_config's model_type {text.get('model_type')!r} is not "
-                            f"gemma4_text")
+    text = text_config(f, "gemma4_text", default="gemma4_text")
     if f.raw.get("audio_config") is not None:
         raise f.refuse("audio_config", "is not read: Gemma 4's audio tower (E2B/E4B) is not counted")
     cfg = _text(Fields(text, f"{f.where} text_config"), name, f.flag("tie_word_embeddings", True))

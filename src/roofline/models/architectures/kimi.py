@@ -22,8 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from roofline.errors import RooflineError
-from roofline.models.architectures.common import Parser
+from roofline.models.architectures.common import Parser, text_config
 from roofline.models.architectures.deepseek import mla_moe
 from roofline.models.fields import Fields
 from roofline.models.transformer import ModelConfig
@@ -60,12 +59,7 @@ def moonvit_params(f: Fields, text_hidden: int) -> tuple[int, int]:
 
 
 def kimi_k25(f: Fields, name: str, model_type: str) -> ModelConfig:
-    text, vision = f.raw.get("text_config"), f.raw.get("vision_config")
-    if not isinstance(text, Mapping):
-        raise f.bad("text_config", "an object (the language model's config)", text)
-    if text.get("model_type") not in ("kimi_k2", "deepseek_v3"):
-        raise RooflineError(f"config {f.where}: text_config's model_type {text.get('model_type')!r} is not read "
-                            f"(read: 'kimi_k2', 'deepseek_v3')")
+    text, vision = text_config(f, "kimi_k2", "deepseek_v3"), f.raw.get("vision_config")
     inner = Fields(text, f"{f.where} text_config")
     kw = mla_moe(inner, name, model_type)
     kw["router_bias"] = True  # noaux_tc, as Kimi K2

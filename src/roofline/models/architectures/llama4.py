@@ -18,8 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from roofline.errors import RooflineError
-from roofline.models.architectures.common import Parser, common
+from roofline.models.architectures.common import Parser, common, text_config
 from roofline.models.fields import Fields
 from roofline.models.transformer import AttentionKind, MlpKind, ModelConfig
 
@@ -98,12 +97,7 @@ def llama4_text(f: Fields, name: str, model_type: str) -> ModelConfig:
 
 def llama4(f: Fields, name: str, model_type: str) -> ModelConfig:
     """The multimodal Llama 4 config: text_config analysed, vision_config counted."""
-    text = f.raw.get("text_config")
-    if not isinstance(text, Mapping):
-        raise f.bad("text_config", "an object (the language model's config)", text)
-    if text.get("model_type", "llama4_text") != "llama4_text":
-        raise RooflineError(f"config {f.where}: text_config's model_type {text.get('model_type')!r} is not "
-                            f"llama4_text")
+    text = text_config(f, "llama4_text", default="llama4_text")
     vision = f.raw.get("vision_config")
     if vision is not None and not isinstance(vision, Mapping):
         raise f.bad("vision_config", "an object", vision)

@@ -19,8 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from roofline.errors import RooflineError
-from roofline.models.architectures.common import Parser
+from roofline.models.architectures.common import Parser, text_config
 from roofline.models.architectures.qwen import qwen3, qwen3_moe
 from roofline.models.architectures.qwen3_next import vision_tower_params
 from roofline.models.fields import Fields, is_int
@@ -46,13 +45,8 @@ def _check_mrope(f: Fields, head_dim: int) -> None:
 
 def qwen3_vl(f: Fields, name: str, model_type: str) -> ModelConfig:
     """text_config analysed as Qwen3 (or Qwen3-MoE), vision_config counted."""
-    text, vision = f.raw.get("text_config"), f.raw.get("vision_config")
-    if not isinstance(text, Mapping):
-        raise f.bad("text_config", "an object (the language model's config)", text)
     inner_type, parse = _TEXT[model_type]
-    if text.get("model_type", inner_type) != inner_type:
-        raise RooflineError(f"config {f.where}: text_config's model_type {text.get('model_type')!r} is not "
-                            f"{inner_type}")
+    text, vision = text_config(f, inner_type, default=inner_type), f.raw.get("vision_config")
     vis = 0
     if vision is not None:
         if not isinstance(vision, Mapping):
