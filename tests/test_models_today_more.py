@@ -137,7 +137,8 @@ def test_hostile_mrope_section(section: Any, why: str) -> None:
     ("text_config", [1], "field 'text_config' must be an object"),
     ("vision_config", "big", "field 'vision_config' must be an object"),
     ("vision_config.depth", -1, "field 'depth' must be a positive integer"),
-    ("text_config.model_type", "qwen3_moe", "text_config's model_type 'qwen3_moe' is not read \\(read: 'qwen3_vl_text'\\)"),
+    ("text_config.model_type", "qwen3_moe",
+     "text_config's model_type 'qwen3_moe' is not read \\(read: 'qwen3_vl_text'\\)"),
 ])
 def test_hostile_qwen3_vl_fields(where: str, value: Any, match: str) -> None:
     bad = raw("Qwen3-VL-8B-Instruct")

@@ -204,7 +204,7 @@ _OVERWRITES = ("copy_", "fill_", "zero_", "normal_", "uniform_", "bernoulli_", "
 
 # eager attention (q·kᵀ by matmul, + mask, softmax, ·v): the ops a score tensor passes through between
 # its matmul and the mask, and between the mask and p·v, unchanged in shape
-_SCORE_PASS = frozenset(("mul", "div", "add", "_to_copy", "to", "dropout", "clone", "contiguous", "_softmax",
+_SCORE_PASS = frozenset(("mul", "div", "add", "sub", "_to_copy", "to", "dropout", "clone", "contiguous", "_softmax",
                          "softmax", "_safe_softmax", "tanh"))
 _SCORE_MATMULS = frozenset(("matmul", "bmm"))
 
@@ -357,6 +357,8 @@ class _Recorder:
         else:
             part = Tensor(self._unique_tensor(f"{rec.name}[part]"), shape, dt, rec.role)
             self.records[out] = (part, version)
+            if rec.name in self.scores:  # eager attention's probabilities, their sink column sliced off
+                self.scores[part.name] = self.scores[rec.name]
 
     # one call ------------------------------------------------------------------------------------
     def record(self, func: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], out: Any,
@@ -479,7 +481,13 @@ class _Recorder:
                 if qk.kind != "attention_qk":
                     self.trace.ops[qk_at] = self._rescaled(qk, None, square, "attention_qk")
             return
-        if key not in _SCORE_PASS or tuple(out_t.shape) != tuple(qk.outputs[0].shape):
+        shape, scores = tuple(out_t.shape), tuple(qk.outputs[0].shape)
+        # attention sinks (gpt-oss, MiMo-V2-Flash: transformers' eager_attention_forward) append a column of
+        # per-head logits to the scores, cat([scores, sinks], -1), subtract the row max, softmax, then drop
+        # the column (a view) before p·v: the widened scores pass on
+        widened = shape[:-1] == scores[:-1] and shape[-1] > scores[-1]
+        if (key not in _SCORE_PASS and key != "cat") or (shape != scores and not widened) \
+                or (key == "cat" and not widened):
             return
         if key == "add" and kept is None and not softmaxed:
             masks = [t for t, r in reads if r.name != source[0]]

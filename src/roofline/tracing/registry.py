@@ -426,10 +426,26 @@ _COPIES = ("_to_copy", "to", "type_as", "copy", "clone", "contiguous", "cat", "s
            "index_select", "gather", "index_copy", "index_fill",
            "index", "triu", "tril", "_unsafe_view", "reshape", "flip", "roll", "masked_fill", "where", "scatter",
            "index_put", "_reshape_alias", "view_copy", "expand_copy", "permute_copy", "transpose_copy",
-           "slice_copy", "constant_pad_nd", "pad")
+           "slice_copy", "constant_pad_nd", "pad", "flatten")
 _FILLS = ("fill", "zero", "zeros_like", "ones_like", "full_like", "new_zeros", "new_ones", "new_full", "full",
           "zeros", "ones", "arange", "linspace", "eye", "scalar_tensor", "randn", "rand", "randint", "randn_like",
           "rand_like", "randint_like", "normal", "uniform", "bernoulli", "randperm", "polar")
+
+
+@register("linalg_solve_triangular")
+def _f_solve_triangular(call: OpCall) -> list[Op]:
+    """A triangular system A·X = B, A [..., m, m] and B [..., m, n] (transformers' chunked Gated DeltaNet
+    solves its UT transform so): m²·n FLOPs a system, LAPACK's count for xTRSM (LAPACK Working Note 41, the
+    m(m − 1)/2 multiply-adds and m divisions per right-hand side), on the vector lanes as our chunked DeltaNet
+    and KDA count their triangular solves."""
+    a, b = call.shape_arg(0), call.shape_arg(1)
+    m, n = a.shape[-1], b.shape[-1]
+    systems = 1
+    for d in b.shape[:-2]:
+        systems *= d
+    flop = m * m * n * systems
+    return [Op(call.name, "solve_triangular", call.inputs, call.outputs, {Unit.VECTOR: float(flop)},
+               formula=f"m²·n per system = {m}²·{n}·{systems}")]
 
 
 @register(*_COPIES)
@@ -574,16 +590,21 @@ def _f_scatter_inplace(call: OpCall) -> list[Op]:
 
 REDUCTIONS = ("sum", "mean", "amax", "amin", "max", "min", "prod", "var", "std", "var_mean", "std_mean", "norm",
               "linalg_vector_norm", "argmax", "argmin", "logsumexp", "cumsum", "cumprod", "any", "all", "topk",
-              "sort")
+              "sort", "histc")
+# pointwise ops PyTorch does not tag torch.Tag.pointwise: the Python operators' own overloads (a boolean
+# mask's `a & b` in transformers' sliding and chunked masks is aten::__and__) and floor division (the MoE
+# routers' expert-to-rank arithmetic)
+UNTAGGED_POINTWISE = ("__and__", "__or__", "__xor__", "floor_divide")
 
 
 def generic(call: OpCall, pointwise: bool, reduction: bool) -> tuple[list[Op], bool]:
     """Ops without a formula: pointwise 1 FLOP per element, reductions 1 per input element, else 0.
     `pointwise` and `reduction` are the op's tags in PyTorch (torch.Tag); the bool returned says
     whether the op was counted at all (False: bytes only, no FLOP convention)."""
-    if pointwise:
+    if pointwise or call.aten in UNTAGGED_POINTWISE:
         n = call.out.elements
-        return [Op(call.name, call.aten.rstrip("_"), call.inputs, call.outputs, {Unit.VECTOR: float(n)},
+        kind = f"bitwise_{call.aten.strip('_')}" if call.aten.startswith("__") else call.aten.rstrip("_")
+        return [Op(call.name, kind, call.inputs, call.outputs, {Unit.VECTOR: float(n)},
                    formula=f"1·elements = {n}", note="generic pointwise op: 1 FLOP per element")], True
     if reduction or call.aten.rstrip("_") in REDUCTIONS:
         n = (call.reads[0] if call.reads else call.out).elements
@@ -593,5 +614,6 @@ def generic(call: OpCall, pointwise: bool, reduction: bool) -> tuple[list[Op], b
                note=f"no FLOP formula for aten::{call.aten}: bytes only")], False
 
 
-__all__ = ["ATTENTION", "ATTENTION_CONVENTION", "FORMULAS", "FUSED_ATTENTION", "SDPA", "Arg", "ArgShape", "Formula",
-           "OpCall", "Registry", "generic", "kept_pairs_of_mask", "register", "scaled_op", "torch_dtype"]
+__all__ = ["ATTENTION", "ATTENTION_CONVENTION", "FORMULAS", "FUSED_ATTENTION", "SDPA", "UNTAGGED_POINTWISE", "Arg",
+           "ArgShape", "Formula", "OpCall", "Registry", "generic", "kept_pairs_of_mask", "register", "scaled_op",
+           "torch_dtype"]

@@ -140,4 +140,6 @@ def qwen3_5(f: Fields, name: str, model_type: str) -> ModelConfig:
     return _text(inner, name, model_type, tie, vis)
 
 
-PARSERS: dict[str, Parser] = {"qwen3_next": qwen3_next, "qwen3_5": qwen3_5, "qwen3_5_moe": qwen3_5}
+PARSERS: dict[str, Parser] = {"qwen3_next": qwen3_next, "qwen3_5": qwen3_5, "qwen3_5_moe": qwen3_5,
+                              # the language model alone (transformers' Qwen3_5TextConfig, a text-only export)
+                              "qwen3_5_text": qwen3_next, "qwen3_5_moe_text": qwen3_next}

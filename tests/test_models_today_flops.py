@@ -1,0 +1,72 @@
+"""Our prefill FLOPs and parameters for gpt-oss, Llama 4 and Qwen3-Next against transformers 5.24 (issue 22:
+each architecture's FLOPs against FlopCounterMode on a tiny random model of the same config, where
+transformers has it): tiny configs, one prefill, our matrix-unit FLOPs (every position's logits) against
+FlopCounterMode's, each difference of convention derived below from transformers' own code. The configs and
+the attention's masked pairs are tests/test_trace_today.py's."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from flopcount import hf_param_count, hf_prefill_flop, our_prefill_matrix_flop
+from roofline.models import config_from_dict
+from test_trace_today import CASES
+
+pytestmark = pytest.mark.torch
+
+_CASE = {name: (raw, tokens, masked) for name, raw, tokens, masked in CASES}
+
+
+@pytest.fixture(autouse=True)
+def _torch() -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers", minversion="5")
+
+
+def test_gpt_oss_flops_and_parameters() -> None:
+    """The one difference is the attention convention: windows of 8 on the sliding layers, causal on the full
+    ones (the masked pairs × 2·H·(d + dv)); the sinks and the clamped SwiGLU experts' biases count alike."""
+    raw, tokens, masked = _CASE["gpt-oss"]
+    assert our_prefill_matrix_flop(copy.deepcopy(raw), tokens) == hf_prefill_flop(copy.deepcopy(raw), tokens) - masked
+    assert config_from_dict(copy.deepcopy(raw)).total_params == hf_param_count(copy.deepcopy(raw))
+
+
+def test_llama_4_flops_and_parameters() -> None:
+    """transformers' Llama4TextMoe runs every expert on every token, each weighted by its router score (0 for
+    the experts not picked: `routed_in = hidden_states.repeat(E, 1) * router_scores`), where we count the
+    top-k picked: FlopCounterMode counts (E − k)·T·(2·h·2I + 2·I·h) more on each MoE layer: E = 4, k = 1,
+    T = 16, h = 64, I = 32, on layers 2 and 4 (interleave_moe_layer_step 2)."""
+    raw, tokens, masked = _CASE["llama-4"]
+    dense_experts = 2 * (4 - 1) * tokens * (2 * 64 * 2 * 32 + 2 * 32 * 64)
+    assert our_prefill_matrix_flop(copy.deepcopy(raw), tokens) == (
+        hf_prefill_flop(copy.deepcopy(raw), tokens) - masked - dense_experts)
+    assert config_from_dict(copy.deepcopy(raw)).total_params == hf_param_count(copy.deepcopy(raw))
+
+
+def test_qwen3_next_flops_and_parameters() -> None:
+    """Two differences beside attention's, on each of the 2 Gated DeltaNet layers (one chunk of C = 64):
+    - its short convolution, an aten.convolution FlopCounterMode counts at 2·C_out·K·(T + K − 1) (padding
+      K − 1 each side), which we count on the vector lanes: C_out = 2·2·16 + 4·16 = 128 channels, K = 4;
+    - the UT transform: transformers' torch_chunk_gated_delta_rule solves it, torch.linalg.solve_triangular
+      (A, v_beta) and (A, decayed k_beta), which FlopCounterMode does not count; we count flash-linear-
+      attention's chunk_gated_delta_rule, which forms A⁻¹ and multiplies both: 2·C·(d_k + d_v) more per token
+      and value head, 4 value heads of 16."""
+    raw, tokens, masked = _CASE["qwen3-next"]
+    conv = 2 * (2 * 128 * 4 * (tokens + 3))
+    ut = 2 * (2 * 64 * (16 + 16) * 4 * tokens)
+    assert our_prefill_matrix_flop(copy.deepcopy(raw), tokens) == (
+        hf_prefill_flop(copy.deepcopy(raw), tokens) - masked - conv + ut)
+    assert config_from_dict(copy.deepcopy(raw)).total_params == hf_param_count(copy.deepcopy(raw))
+
+
+def test_qwen3_5_text_alone_counts_as_qwen3_next() -> None:
+    """A text-only Qwen3.5 config (model_type qwen3_5_text, transformers' Qwen3_5TextConfig) is read as the
+    wrapper's text_config is: the same Gated DeltaNet layers, so the same two differences as Qwen3-Next's."""
+    raw, tokens, masked = _CASE["qwen3.5"]
+    conv = 2 * (2 * 128 * 4 * (tokens + 3))
+    ut = 2 * (2 * 64 * (16 + 16) * 4 * tokens)
+    assert our_prefill_matrix_flop(copy.deepcopy(raw), tokens) == (
+        hf_prefill_flop(copy.deepcopy(raw), tokens) - masked - conv + ut)
+    assert config_from_dict(copy.deepcopy(raw)).total_params == hf_param_count(copy.deepcopy(raw))
