@@ -556,10 +556,10 @@ def _param_counts(c: ModelConfig) -> ParamCounts:
     if c.vision_params:
         counts["vision"] = c.vision_params
     if c.mtp_layers:
-        dense_gqa = not (c.is_mla or c.is_moe) and c.kv_layers == c.num_layers and c.uniform_attention  # MiMo-7B
-        if not (c.is_mla and c.is_moe) and c.linear_attention is None and not dense_gqa:
+        gqa = not c.is_mla and c.kv_layers == c.num_layers and c.uniform_attention  # MiMo-7B; GLM-4.5 with MoE
+        if not (c.is_mla and c.is_moe) and c.linear_attention is None and not gqa:
             raise RooflineError(f"model {c.name}: multi-token-prediction layers are read for DeepSeek-V3's, GLM-5's, "
-                                f"Qwen3-Next's and a dense GQA stack's (MiMo's) layouts only")
+                                f"Qwen3-Next's and a uniform GQA stack's (MiMo's, GLM-4.5's) layouts only")
         counts.update(mtp_parts(c, attn))
     active = dict(counts)
     for part in MTP_PARTS:

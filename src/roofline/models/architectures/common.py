@@ -27,6 +27,19 @@ def text_config(f: Fields, *read: str, default: str | None = None) -> Mapping[st
     return text
 
 
+def rotary_dims(f: Fields, head_dim: int, default: float = 1.0) -> int:
+    """partial_rotary_factor (top level in Qwen3-Next and GLM-4.5, in rope_parameters in Qwen3.5 and
+    transformers 5's own configs; `default` where neither gives it) × head_dim: the dims RoPE rotates."""
+    rope = f.raw.get("rope_parameters")
+    factor = rope.get("partial_rotary_factor") if isinstance(rope, Mapping) else None
+    factor = f.raw.get("partial_rotary_factor", default) if factor is None else factor
+    if not isinstance(factor, int | float) or isinstance(factor, bool) or not 0 < factor <= 1 \
+            or (factor * head_dim) % 2:
+        raise f.bad("partial_rotary_factor", f"a number in (0, 1] giving an even share of head_dim {head_dim}",
+                    factor)
+    return int(factor * head_dim)
+
+
 def gated_activation(f: Fields) -> str:
     act = f.text("hidden_act", "silu", "hidden_activation")
     if act not in _ACTIVATIONS:

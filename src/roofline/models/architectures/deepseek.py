@@ -12,10 +12,10 @@ from roofline.models.fields import Fields
 from roofline.models.transformer import ModelConfig, SparseIndexer
 
 
-def mla_moe(f: Fields, name: str, model_type: str) -> dict[str, Any]:
-    """What DeepSeek-V3 and the models built on it (Kimi K2, DeepSeek-V3.2, GLM-5) spell alike: MLA,
-    the routed and shared experts with the noaux_tc correction bias, the leading dense layers."""
-    kw = common(f, name, model_type, False)
+def deepseek_experts(f: Fields, kw: dict[str, Any]) -> None:
+    """DeepSeek-V3's mixture of experts as its followers spell it (Kimi K2, DeepSeek-V3.2, GLM-4.5, GLM-5):
+    n_routed_experts of moe_intermediate_size, n_shared_experts beside them, the first_k_dense_replace
+    layers dense, group-limited routing, into the ModelConfig keywords `kw`."""
     if f.integer("moe_layer_freq", 1) != 1:
         raise RooflineError(f"config {f.where}: only moe_layer_freq 1 is supported")
     kw["num_experts"] = f.integer("n_routed_experts")
@@ -28,6 +28,13 @@ def mla_moe(f: Fields, name: str, model_type: str) -> dict[str, Any]:
     groups = f.optional_int("n_group") or 1
     if groups > 1:  # group-limited routing: a token's experts in its topk_group best of n_group groups
         kw["routing_node_limit"] = f.at_most("topk_group", f.integer("topk_group"), "n_group", groups)
+
+
+def mla_moe(f: Fields, name: str, model_type: str) -> dict[str, Any]:
+    """What DeepSeek-V3 and the models built on it (Kimi K2, DeepSeek-V3.2, GLM-5) spell alike: MLA,
+    the routed and shared experts with the noaux_tc correction bias, the leading dense layers."""
+    kw = common(f, name, model_type, False)
+    deepseek_experts(f, kw)
     # e_score_correction_bias: DeepSeek-V3's noaux_tc routing (V2's greedy top-k has none)
     kw["router_bias"] = model_type != "deepseek_v2"
     kw["q_lora_rank"] = f.optional_int("q_lora_rank") or 0

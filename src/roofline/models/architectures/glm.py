@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from roofline.models.architectures.common import Parser
-from roofline.models.architectures.deepseek import indexer, mla_moe
+from roofline.models.architectures.common import Parser, common, rotary_dims
+from roofline.models.architectures.deepseek import deepseek_experts, indexer, mla_moe
 from roofline.models.fields import Fields
 from roofline.models.transformer import MlpKind, ModelConfig
 
@@ -80,4 +80,23 @@ def glm_moe_dsa(f: Fields, name: str, model_type: str) -> ModelConfig:
     return ModelConfig(**kw)
 
 
-PARSERS: dict[str, Parser] = {"glm_moe_dsa": glm_moe_dsa}
+def glm4_moe(f: Fields, name: str, model_type: str) -> ModelConfig:
+    """GLM-4.5, 4.6 and 4.7 (`glm4_moe`; transformers models/glm4_moe, Glm4MoeAttention and Glm4MoeMoE):
+    grouped-query attention with biases on q, k and v (attention_bias) and none on o_proj, RMSNorm over each
+    q and k head where use_qk_norm, RoPE on partial_rotary_factor of each head (0.5 where absent, as
+    Glm4MoeConfig sets it), then DeepSeek-V3's experts: n_routed_experts with the sigmoid router's
+    e_score_correction_bias (a buffer the checkpoint holds), n_shared_experts beside them, the first
+    first_k_dense_replace layers dense. num_nextn_predict_layers MTP layers follow the stack, each with its
+    own embed_tokens and shared_head (vLLM's glm4_moe_mtp.py, Glm4MoeMultiTokenPredictor), as DeepSeek-V3's."""
+    kw = common(f, name, model_type, False)
+    deepseek_experts(f, kw)
+    kw["router_bias"] = True
+    kw["qkv_bias"] = f.flag("attention_bias", False)
+    kw["qk_norm"] = f.flag("use_qk_norm", False)
+    kw["rotary_dims"] = rotary_dims(f, kw["head_dim"], default=0.5)
+    kw["mtp_layers"] = f.integer("num_nextn_predict_layers", 0, minimum=0)
+    kw["mtp_tables"] = True
+    return ModelConfig(**kw)
+
+
+PARSERS: dict[str, Parser] = {"glm_moe_dsa": glm_moe_dsa, "glm4_moe": glm4_moe}

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from roofline.errors import RooflineError
-from roofline.models.architectures.common import Parser, common, state_bytes
+from roofline.models.architectures.common import Parser, common, rotary_dims, state_bytes
 from roofline.models.fields import Fields
 from roofline.models.transformer import AttentionKind, LinearAttention, ModelConfig
 
@@ -61,18 +61,6 @@ def vision_tower_params(f: Fields) -> int:
             + merger + 2 * w + len(deep) * (merger + 2 * wide))
 
 
-def _rotary_dims(f: Fields, head_dim: int) -> int:
-    """partial_rotary_factor (top level in Qwen3-Next, in rope_parameters in Qwen3.5) × head_dim."""
-    rope = f.raw.get("rope_parameters")
-    factor = rope.get("partial_rotary_factor") if isinstance(rope, Mapping) else None
-    factor = f.raw.get("partial_rotary_factor", 1.0) if factor is None else factor
-    if not isinstance(factor, int | float) or isinstance(factor, bool) or not 0 < factor <= 1 \
-            or (factor * head_dim) % 2:
-        raise f.bad("partial_rotary_factor", f"a number in (0, 1] giving an even share of head_dim {head_dim}",
-                    factor)
-    return int(factor * head_dim)
-
-
 def _text(f: Fields, name: str, model_type: str, tie: bool, vision: int) -> ModelConfig:
     if "num_experts" in f.raw and f.raw.get("intermediate_size") is None:  # every layer MoE: no dense width
         f = Fields({**f.raw, "intermediate_size": 1}, f.where)
@@ -92,7 +80,7 @@ def _text(f: Fields, name: str, model_type: str, tie: bool, vision: int) -> Mode
         raise f.refuse("output_gate_type", f"{gate!r} is not read: the Gated DeltaNet's output gate is SiLU (swish) "
                                            f"as transformers' Qwen3.5 runs it")
     kw["vision_params"] = vision
-    kw["rotary_dims"] = _rotary_dims(f, kw["head_dim"])
+    kw["rotary_dims"] = rotary_dims(f, kw["head_dim"])
     if "num_experts" in f.raw:
         if f.integer("decoder_sparse_step", 1) != 1 or f.raw.get("mlp_only_layers"):
             raise f.refuse("mlp_only_layers", "(or decoder_sparse_step other than 1) is not read: every layer is "
