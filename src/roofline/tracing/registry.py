@@ -21,6 +21,7 @@ The conventions are ours, the same ones the analytic builders use (roofline.kern
     complex mul / add (RoPE as Llama writes it)                 6 / 2 real FLOPs per complex element
     other pointwise ops                                         1 per element (flagged)   `generic`
     reductions                                                  1 per input element (flagged)
+    triangular solve (linalg_solve_triangular)                  m²·n a system (LAPACK's xTRSM)
     copies, casts, cat, embedding gathers                       0 (bytes only)
     in-place indexed writes (index_copy_, index_put_, scatter_, index_fill_)   0; index_add_,
                                      scatter_add_, scatter_reduce_, index_put_(accumulate) 1 per element
@@ -434,18 +435,12 @@ _FILLS = ("fill", "zero", "zeros_like", "ones_like", "full_like", "new_zeros", "
 
 @register("linalg_solve_triangular")
 def _f_solve_triangular(call: OpCall) -> list[Op]:
-    """A triangular system A·X = B, A [..., m, m] and B [..., m, n] (transformers' chunked Gated DeltaNet
-    solves its UT transform so): m²·n FLOPs a system, LAPACK's count for xTRSM (LAPACK Working Note 41, the
-    m(m − 1)/2 multiply-adds and m divisions per right-hand side), on the vector lanes as our chunked DeltaNet
-    and KDA count their triangular solves."""
-    a, b = call.shape_arg(0), call.shape_arg(1)
-    m, n = a.shape[-1], b.shape[-1]
-    systems = 1
-    for d in b.shape[:-2]:
-        systems *= d
-    flop = m * m * n * systems
-    return [Op(call.name, "solve_triangular", call.inputs, call.outputs, {Unit.VECTOR: float(flop)},
-               formula=f"m²·n per system = {m}²·{n}·{systems}")]
+    """A·X = B, A [..., m, m], B [..., m, n]: LAPACK's xTRSM count m²·n a system (LAWN 41), on the vector
+    lanes as our chunked DeltaNet and KDA count their solves (transformers' Gated DeltaNet solves so)."""
+    m, x = call.shape_arg(0).shape[-1], call.out.shape  # X has B's shape [..., m, n]
+    n, systems = x[-1], math.prod(x[:-2])
+    return [Op(call.name, "solve_triangular", call.inputs, call.outputs, {Unit.VECTOR: float(m * m * n * systems)},
+               formula=f"m²·n a system = {m}²·{n}·{systems}")]
 
 
 @register(*_COPIES)
@@ -591,9 +586,7 @@ def _f_scatter_inplace(call: OpCall) -> list[Op]:
 REDUCTIONS = ("sum", "mean", "amax", "amin", "max", "min", "prod", "var", "std", "var_mean", "std_mean", "norm",
               "linalg_vector_norm", "argmax", "argmin", "logsumexp", "cumsum", "cumprod", "any", "all", "topk",
               "sort", "histc")
-# pointwise ops PyTorch does not tag torch.Tag.pointwise: the Python operators' own overloads (a boolean
-# mask's `a & b` in transformers' sliding and chunked masks is aten::__and__) and floor division (the MoE
-# routers' expert-to-rank arithmetic)
+# pointwise but not tagged so: the Python operators' overloads (transformers' masks' `a & b`), floor division
 UNTAGGED_POINTWISE = ("__and__", "__or__", "__xor__", "floor_divide")
 
 
