@@ -446,7 +446,7 @@ class ModelConfig:
         (ints, or numpy arrays of them), plus each sequence's linear-attention state (its recurrent
         state in its own dtype, its conv state at `bytes_per_element`)."""
         state = self.state_bytes_per_sequence(bytes_per_element)
-        index = batch * self.index_bytes_per_token * context if self.indexer is not None else 0
+        index = batch * self.index_bytes_per_token * context if self.index_bytes_per_token else 0
         if self.compressed is not None:  # DeepSeek-V4: the window, the compressed entries and index keys
             return batch * self.compressed.cache_bytes(context, bytes_per_element) + (batch * state if state else 0)
         return (batch * bytes_per_element * self.kv_elements_cached(context) + (batch * state if state else 0)
