@@ -228,14 +228,58 @@ def test_a_hostile_field_is_refused_by_name(config: dict[str, Any], says: str) -
         config_from_dict(config)
 
 
-def test_the_multimodal_export_is_refused_naming_its_vision_tower() -> None:
-    # nvidia/MiniMax-M3-NVFP4 (minimax_m3_vl): the language model in text_config, a CLIP tower beside it
-    text = {**raw(), "model_type": "minimax_m3_vl_text"}
-    with pytest.raises(RooflineError, match="field 'vision_config' \\(its CLIP vision tower\\) is not counted"):
-        config_from_dict({"model_type": "minimax_m3_vl", "text_config": text, "vision_config": {"hidden_size": 1280}})
-    assert config_from_dict({"model_type": "minimax_m3_vl", "text_config": text}).total_params == 426_174_572_928
+# nvidia/MiniMax-M3-NVFP4's vision_config as published (its config.json is 3.09 MB: quantized_layers lists every
+# module), the language model in text_config beside it
+VISION = {"hidden_size": 1280, "num_attention_heads": 16, "num_hidden_layers": 32, "intermediate_size": 5120,
+          "patch_size": 14, "image_size": 2016, "projection_dim": 6144, "position_embedding_type": "rope",
+          "rope_mode": "3d", "hidden_act": "gelu", "layer_norm_eps": 1e-05, "model_type": "clip_vision_model",
+          "num_channels": 3, "img_token_compression_config": {"image_token_compression_method": "patch_merge",
+                                                              "spatial_merge_size": 2, "temporal_patch_size": 2}}
+
+
+def vl() -> dict[str, Any]:
+    return {"model_type": "minimax_m3_vl", "text_config": {**raw(), "model_type": "minimax_m3_vl_text"},
+            "vision_config": VISION, "projector_hidden_size": 6144, "multimodal_projector_bias": True}
+
+
+def test_the_multimodal_export_counts_its_vision_tower() -> None:
+    # transformers MiniMaxM3VLVisionModel and MiniMaxM3VLMultiModalProjector, w 1280, f 5120, 32 layers, h = P = 6144
+    w, f, h = 1280, 5120, 6144
+    layer = 4 * (w * w + w) + (w * f + f) + (f * w + w) + 4 * w  # q, k, v, out; fc1, fc2; two LayerNorms
+    tower = 3 * 2 * 14 * 14 * w + 2 * w + 32 * layer  # Conv3d patches of 2 frames × 14 × 14, pre_layrnorm
+    projector = (w * h + h) + 2 * (h * h + h) + (2 * 2 * h * h + h)  # linear_1, linear_2, the 2×2 merge's two
+    cfg = config_from_dict(vl())
+    assert cfg.vision_params == tower + projector == 865_567_232  # = transformers' (the _torch test)
+    assert cfg.total_params == 426_174_572_928 + 865_567_232
+    assert cfg.active_params == load_config(str(M3)).active_params  # a text token runs no vision tower
     with pytest.raises(RooflineError, match="field 'text_config' must be an object"):
         config_from_dict({"model_type": "minimax_m3_vl", "text_config": [1]})
+
+
+@pytest.mark.parametrize(("change", "says"), [
+    ({"vision_config": [1]}, "'vision_config' must be an object"),
+    ({"vision_config": {**VISION, "position_embedding_type": "learned"}}, "'position_embedding_type' other than rope"),
+    ({"vision_config": {**VISION, "patch_size": 0}}, "'patch_size' must be a positive integer"),
+    ({"multimodal_projector_bias": False}, "'multimodal_projector_bias' false is not read"),
+])
+def test_a_hostile_vision_field_is_refused_by_name(change: dict[str, Any], says: str) -> None:
+    with pytest.raises(RooflineError, match=says):
+        config_from_dict({**vl(), **change})
+
+
+def test_the_nvfp4_export_as_published() -> None:
+    # nvidia/MiniMax-M3-NVFP4 (aiconfigurator-core 0.12.0 model_configs): MIXED_PRECISION module by module, the
+    # experts NVFP4, attention, the indexer (index_q_proj, index_k_proj), the dense MLPs and the shared experts
+    # MXFP8; the routers, tables, vision tower and projector (exclude_modules) BF16
+    core = pytest.importorskip("aiconfigurator_core", reason="the calibration extra: pip install -e '.[calibration]'")
+    path = Path(core.__file__).parent / "model_configs" / "nvidia--MiniMax-M3-NVFP4_config.json"
+    cfg = config_from_dict(json.loads(path.read_text()), "MiniMax-M3-NVFP4", str(path))
+    assert cfg.total_params == 427_040_140_160 and cfg.weights_dtype is not None and cfg.weights_dtype.name == "nvfp4"
+    assert {(p, d.name, f) for p, d, f in cfg.mixed_weights} == {
+        (p, "mxfp8", 1.0) for p in ("attention", "indexer", "mlp", "shared_experts")}
+    kept = dict(cfg.unquantized)
+    assert kept["vision"] == kept["router"] == kept["embedding"] == kept["lm_head"] == 1.0
+    assert kept["experts"] == pytest.approx(0.0, abs=1e-12)
 
 
 def test_the_cli_refuses_a_hostile_config_in_one_line(tmp_path: Path) -> None:

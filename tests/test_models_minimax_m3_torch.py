@@ -76,6 +76,20 @@ def test_parameters_equal_transformers_count() -> None:
     assert load_config(str(M3)).total_params == total == 426_174_572_928
 
 
+def test_the_multimodal_export_equals_transformers_count() -> None:
+    # MiniMaxM3SparseForConditionalGeneration: the language model, the vision tower and the projector
+    from transformers.models.minimax_m3_vl.modeling_minimax_m3_vl import MiniMaxM3SparseForConditionalGeneration
+
+    from test_models_minimax_m3 import vl
+
+    raw = vl()
+    cfg = transformers.MiniMaxM3VLConfig(**{k: v for k, v in raw.items() if k != "model_type"})
+    with torch.device("meta"):
+        model = MiniMaxM3SparseForConditionalGeneration(cfg)
+    total = sum(t.numel() for t in {id(t): t for t in model.state_dict(keep_vars=True).values()}.values())
+    assert config_from_dict(raw).total_params == total == 427_040_140_160
+
+
 def test_prefill_matrix_flops_match_flop_counter_mode() -> None:
     from torch.utils.flop_counter import FlopCounterMode
 

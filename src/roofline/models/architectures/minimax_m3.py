@@ -16,14 +16,19 @@ drop the index key each of them caches.
 - Multi-token prediction (`num_nextn_predict_layers`, `num_mtp_modules`): transformers loads no MTP weights
   (MiniMaxM3VLPreTrainedModel ignores mtp.*) and their layout is not pinned: named in a warning, not counted.
 
-`minimax_m3_vl` (its multimodal export, nvidia/MiniMax-M3-NVFP4) nests this in text_config beside a CLIP
-vision tower whose weights are not counted here: refused naming `vision_config` rather than leave the tower
-out of the checkpoint's memory.
+`minimax_m3_vl` (its multimodal export, nvidia/MiniMax-M3-NVFP4) nests this in text_config beside a CLIP-like
+vision tower (transformers MiniMaxM3VLVisionModel and MiniMaxM3VLMultiModalProjector), counted in the
+checkpoint's memory as part "vision" (`vision_params`), not in a text step: a Conv3d patch embedding
+C·t·p·p·w (no bias; t the temporal patch, p the patch), pre_layrnorm 2w, per layer q, k, v, out 4·(w² + w), fc1
+w·f + f, fc2 f·w + w and two LayerNorms 4w (3D RoPE: no position table); the projector linear_1 w·P + P,
+linear_2 P·h + h, and over the m² patches merged merge_linear_1 m²·h·P + P, merge_linear_2 P·h + h (P
+projector_hidden_size, m spatial_merge_size).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from roofline.models.architectures.common import Parser, common, layer_pattern
@@ -147,15 +152,35 @@ def minimax_m3(f: Fields, name: str, model_type: str) -> ModelConfig:
     return _text(f, name, model_type)
 
 
+def vision_params(f: Fields, hidden: int) -> int:
+    """The vision tower's and the projector's parameters (the module docstring), `f` the multimodal config."""
+    raw = f.raw.get("vision_config")
+    if not isinstance(raw, Mapping):
+        raise f.bad("vision_config", "an object (the vision tower's config)", raw)
+    v = Fields(raw, f"{f.where} vision_config")
+    if v.text("position_embedding_type", "rope") != "rope":
+        raise v.refuse("position_embedding_type", "other than rope (3D RoPE, no position table) is not read")
+    if not f.flag("multimodal_projector_bias", True):
+        raise f.refuse("multimodal_projector_bias", "false is not read: MiniMaxM3VLMultiModalProjector has biases")
+    packed = raw.get("img_token_compression_config", f.raw.get("img_token_compression_config"))
+    merge = Fields({**(packed if isinstance(packed, Mapping) else {}), **raw}, v.where)
+    t, m = merge.integer("temporal_patch_size", 2), merge.integer("spatial_merge_size", 2)
+    w, fw, layers = v.integer("hidden_size"), v.integer("intermediate_size"), v.integer("num_hidden_layers")
+    p, c, proj = v.integer("patch_size"), v.integer("num_channels", 3), f.integer("projector_hidden_size", hidden)
+    tower = c * t * p * p * w + 2 * w + layers * (4 * (w * w + w) + w * fw + fw + fw * w + w + 4 * w)
+    return tower + (w * proj + proj) + 2 * (proj * hidden + hidden) + (m * m * hidden * proj + proj)
+
+
 def minimax_m3_vl(f: Fields, name: str, model_type: str) -> ModelConfig:
     text = f.raw.get("text_config")
     if not isinstance(text, Mapping):
         raise f.bad("text_config", "an object (the language model's config)", text)
-    cfg = _text(Fields(text, f"{f.where} text_config"), name, model_type)
-    if f.raw.get("vision_config") is not None:
-        raise f.refuse("vision_config", "(its CLIP vision tower) is not counted yet: the checkpoint's memory would "
-                                        "miss it")
-    return cfg
+    inner = {"tie_word_embeddings": f.flag("tie_word_embeddings", False), "torch_dtype": f.raw.get("torch_dtype"),
+             **text}
+    cfg = _text(Fields(inner, f"{f.where} text_config"), name, model_type)
+    if f.raw.get("vision_config") is None:
+        return cfg
+    return replace(cfg, vision_params=vision_params(f, cfg.hidden_size))
 
 
 PARSERS: dict[str, Parser] = {"minimax_m3": minimax_m3, "minimax_m3_vl": minimax_m3_vl}
