@@ -32,6 +32,7 @@ from dataclasses import replace
 from typing import Any
 
 from roofline.models.architectures.common import Parser, common, layer_pattern
+from roofline.models.architectures.minimax import rotary_dims
 from roofline.models.block_sparse import BlockSparse
 from roofline.models.fields import Fields
 from roofline.models.transformer import AttentionKind, MlpKind, ModelConfig
@@ -107,12 +108,7 @@ def _text(f: Fields, name: str, model_type: str) -> ModelConfig:
     if f.text("qk_norm_type", "per_head") != "per_head" or not f.flag("use_qk_norm", True):
         raise f.refuse("qk_norm_type", "other than per_head (with use_qk_norm true) is not read: MiniMaxM3VLAttention "
                                        "norms each head of q and k")
-    rotary = f.integer("rotary_dim", d)
-    if rotary > d or rotary % 2:
-        raise f.bad("rotary_dim", f"an even number of dims at most head_dim ({d})", rotary)
-    factor = f.raw.get("partial_rotary_factor")
-    if factor is not None and factor != rotary / d:
-        raise f.refuse("partial_rotary_factor", f"({factor!r}) disagrees with rotary_dim / head_dim = {rotary}/{d}")
+    rotary = rotary_dims(f, d)
     if f.raw.get("sliding_window") is not None:
         raise f.refuse("sliding_window", "is not read: MiniMax-M3's full layers attend the whole context")
     on, block = _sparse(f, layers, kw["num_heads"], G, rotary)
