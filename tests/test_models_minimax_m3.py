@@ -103,6 +103,15 @@ def test_a_sparse_layer_attends_its_top_16_blocks(context: int, keys: int) -> No
     assert cfg.decode_read_tokens(context) == 3 * context + 57 * keys
 
 
+def test_forced_blocks_take_slots_within_the_top_k() -> None:
+    # sparse_init_block (sglang's sparse_topk_select: the first blocks get the top score) and sparse_local_block
+    # force blocks in among the k kept: a query still attends k blocks, one of them its own partial block
+    cfg = config_from_dict(_sparse(sparse_init_block=2, sparse_local_block=3))
+    bs = cfg.block_sparse
+    assert bs is not None and (bs.init, bs.local) == (2, 3)
+    assert cfg.read_tokens(SPARSE, 32_769) == load_config(str(M3)).read_tokens(SPARSE, 32_769) == 15 * 128 + 1
+
+
 def test_decode_indexer_scores_the_whole_context_and_attention_reads_the_blocks() -> None:
     cfg, b, ctx = load_config(str(M3)), 4, 32_768
     scores = _op(cfg, "decode", b, ctx, "indexer.scores")
