@@ -106,6 +106,10 @@ PUBLISHED: dict[str, tuple[float, ...]] = {
     # counted here: roofline.models.architectures.deepseek_v4); the activated figure leaves out the embedding
     # table (129,280 · 4,096 = 0.53B), which ours includes: 13 + 0.53, whole billions
     "deepseek-v4-flash": (284, 13 + 0.53, 1),
+    # MiniMaxAI/MiniMax-M3 model card (as the SGLang cookbook and Megatron-Bridge quote it): "428B total, ~23B
+    # active"; the total counts the multimodal checkpoint (its vision tower and MTP modules, not in this text
+    # config: 426.2B here, ±2B), the active figure leaves out the two tables (2 · 200,064 · 6,144 = 2.46B)
+    "minimax-m3": (428, 23 + 2.46, 1, 2),
 }
 
 

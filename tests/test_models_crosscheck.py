@@ -76,6 +76,9 @@ def linear_params_per_token(c: ModelConfig) -> tuple[int, int]:
     ix = c.indexer
     if ix is not None:  # DSA's lightning indexer where a layer runs one: wq_b, wk, weights_proj
         body += c.indexer_layers * (c.q_lora_rank * ix.heads * ix.head_dim + h * ix.head_dim + h * ix.heads)
+    bs = c.block_sparse
+    if bs is not None:  # MiniMax-M3's indexer on its sparse layers: q_proj h -> H_I·d_I and k_proj h -> d_I
+        body += c.attention_layers(AttentionKind.SPARSE) * (h * bs.index_heads * bs.index_dim + h * bs.index_dim)
     if cp is not None:  # DeepSeek-V4 (transformers DeepseekV4Attention): its own attention, not q, k, v, o
         H, d, ql, g, ol, n = c.num_heads, cp.head_dim, cp.q_lora, cp.o_groups, cp.o_lora, cp.hc_mult
         csa, hca = cp.layers(cp.csa), cp.layers(cp.hca)
@@ -88,9 +91,20 @@ def linear_params_per_token(c: ModelConfig) -> tuple[int, int]:
 
 
 def indexer_matrix_flop(c: ModelConfig, pairs: int) -> float:
-    """DSA: 2·H_I·d_I per scored (query, key) pair on each indexer layer (roofline.models.dsa)."""
-    ix = c.indexer
+    """DSA: 2·H_I·d_I per scored (query, key) pair on each indexer layer (roofline.models.dsa); MiniMax-M3's
+    alike on each sparse layer (q_h·k per index head, transformers MiniMaxM3VLIndexer)."""
+    ix, bs = c.indexer, c.block_sparse
+    if bs is not None:
+        return c.attention_layers(AttentionKind.SPARSE) * 2.0 * bs.index_heads * bs.index_dim * pairs
     return 0.0 if ix is None else c.indexer_layers * 2.0 * ix.heads * ix.head_dim * pairs
+
+
+def block_keys(c: ModelConfig, i: int) -> int:
+    """MiniMax-M3: keys a query at position i attends on a sparse layer, every key while its block ⌈i/b⌉ is
+    among the first k, else its own partial block and k − 1 whole ones (transformers MiniMaxM3VLIndexer)."""
+    bs = c.block_sparse
+    assert bs is not None
+    return i if -(-i // bs.block) <= bs.topk else (bs.topk - 1) * bs.block + (i - 1) % bs.block + 1
 
 
 def compressed_matrix_flop(c: ModelConfig, phase: str, b: int, n: int) -> float:
@@ -185,8 +199,9 @@ def test_prefill_matrix_flops_are_2_params_tokens_plus_attention(name: str) -> N
                                                    + mamba_matrix_flop_per_token(c)) * PROMPT
     for kind in SOFTMAX_KINDS:
         window = c.sliding_window if kind == AttentionKind.LOCAL else None
-        expected += c.attention_layers(kind) * attention_matrix_flop_per_pair(c, "prefill", kind) \
-            * causal_pairs(PROMPT, window)
+        pairs = (sum(block_keys(c, i) for i in range(1, PROMPT + 1)) if c.block_sparse and kind == AttentionKind.SPARSE
+                 else causal_pairs(PROMPT, window))
+        expected += c.attention_layers(kind) * attention_matrix_flop_per_pair(c, "prefill", kind) * pairs
     # the indexer scores every causal pair; MLA then attends min(i, top-k) of them: all of them at 2048
     expected += indexer_matrix_flop(c, causal_pairs(PROMPT, None)) + compressed_matrix_flop(c, "prefill", 1, PROMPT)
     assert matrix_flop(build_graph(c, "prefill", 1, PROMPT)) == pytest.approx(expected, rel=1e-3)
@@ -202,6 +217,7 @@ def test_decode_matrix_flops_are_2_params_per_sequence_plus_attention(name: str)
         # one query against the L cached tokens (its own included), min(L, W) on a windowed layer
         keys = min(L, c.sliding_window) if kind == AttentionKind.LOCAL and c.sliding_window else L
         keys = min(keys, c.indexer.topk) if c.indexer is not None else keys  # DSA: MLA reads the top-k rows
+        keys = block_keys(c, L) if c.block_sparse and kind == AttentionKind.SPARSE else keys  # MiniMax-M3's blocks
         expected += c.attention_layers(kind) * attention_matrix_flop_per_pair(c, "decode", kind) * b * keys
     expected += indexer_matrix_flop(c, b * L)  # ... which the indexer picks by scoring all L
     expected += compressed_matrix_flop(c, "decode", b, L)
@@ -359,7 +375,8 @@ def test_plans_same_flops_and_naive_costs_exactly_the_scores(name: str, phase: s
     scores = 0
     for kind in SOFTMAX_KINDS:
         # naive prefill writes all N×N; decode reads the cache (DSA: its top-k rows)
-        nkv = seq if phase == "prefill" else (c.read_tokens(kind, seq) if c.indexer else c.cached_tokens(kind, seq))
+        nkv = seq if phase == "prefill" else (c.read_tokens(kind, seq) if c.indexer or c.block_sparse
+                                              else c.cached_tokens(kind, seq))
         scores += c.attention_layers(kind) * 4 * batch * H * nq * nkv * 2
     extra = 0
     if c.is_mla and phase == "decode":

@@ -83,9 +83,15 @@ def explain_kv(cfg: ModelConfig, bytes_per_element: float, dtype_name: str, leng
                          f"{_sized(sh.kv_elements * n * bytes_per_element)}{both}")
         lines.append(f"    sum over the layer kinds = {_sized(per)}")
     else:
-        g, d = cfg.num_kv_heads, cfg.head_dim
+        g, d, bs = cfg.num_kv_heads, cfg.head_dim, cfg.block_sparse
+        index = "" if bs is None else (  # MiniMax-M3 (roofline.models.block_sparse)
+            f" + the block-sparse indexer's key, sparse_index_dim × {bs.key_value_bytes} B (the model's dtype) × "
+            f"sparse layers = {bs.index_dim} × {bs.key_value_bytes} × {cfg.attention_layers(AttentionKind.SPARSE)}")
         lines.append(f"    2 (K and V) × G × d × layers × bytes = 2 × {g} × {d} × {layers} × {bytes_per_element:g} "
-                     f"({dtype_name}) = {_sized(per)}")
+                     f"({dtype_name}){index} = {_sized(per)}")
+        if bs is not None:
+            lines.append(f"    never capped: the indexer scores every cached key; attention reads at most "
+                         f"{bs.topk} blocks of {bs.block} a query on the sparse layers")
         if g != cfg.num_heads:
             mha = per * cfg.num_heads / g
             lines.append(f"    GQA: {cfg.num_heads} query heads share {g} K/V heads; with one K/V head per query "
@@ -195,6 +201,12 @@ def explain_model(a: ModelAnalysis) -> str:
                            f"layers × {read})")
         elif cfg.indexer is not None:
             tokens_text = f"min({a.seq}, top-k {cfg.indexer.topk}) × {cfg.num_layers} layers"
+        elif cfg.block_sparse is not None:  # MiniMax-M3: keys(L) on the sparse layers (roofline.models.block_sparse)
+            bs, sparse = cfg.block_sparse, cfg.attention_layers(AttentionKind.SPARSE)
+            tokens_text = (f"({cfg.attention_layers(GLOBAL)} layers × {a.seq} + {sparse} block-sparse layers × "
+                           f"min(L, (k − 1)·b + (L − 1) mod b + 1) = {int(bs.keys(a.seq))}) + the indexer "
+                           f"(2·d_I + 1)·H_I = {(2 * bs.index_dim + 1) * bs.index_heads} per cached token × {a.seq} + "
+                           f"H_I·⌈L/b⌉ = {bs.index_heads}·{int(bs.blocks(a.seq))} × {sparse} layers")
         else:
             tokens_text = f"{a.seq} × {cfg.kv_layers} layers"
         if not cfg.is_mla and not cfg.uniform_attention:  # each layer kind at its own shape
@@ -211,7 +223,7 @@ def explain_model(a: ModelAnalysis) -> str:
                             f"× {a.seq} × {cfg.indexer_layers} layers")
         lines.append(f"              × {tokens_text} = {lim.attention_flop_per_token:.6g} FLOP")
         index = (f" (the indexer reads its whole key cache: {cfg.index_bytes_per_token} B × {a.seq} tokens)"
-                 if cfg.indexer is not None else "")
+                 if cfg.indexer is not None or cfg.block_sparse is not None else "")
         lines.append(f"    KV bytes per sequence = {_sized(lim.kv_bytes_per_sequence)}{index}")
         if lim.state_bytes_per_sequence:
             lines.extend(_recurrent_limit(cfg, lim))

@@ -75,9 +75,13 @@ class DecodeLimit:
     @property
     def attention_flop_per_token(self) -> float:
         """Σ_layers 2·H·(d_qk + d_v)·L: 4·L·h·layers for Llama; DeepSeek-V3.2 adds its indexer's
-        (2·d_I + 3)·H_I per cached token and layer (roofline.models.dsa)."""
+        (2·d_I + 3)·H_I per cached token and layer (roofline.models.dsa), MiniMax-M3 its indexer's."""
         ix = self.config.indexer
         index = 0.0 if ix is None else (2 * ix.head_dim + 3) * ix.heads * self.context * self.config.indexer_layers
+        bs = self.config.block_sparse  # MiniMax-M3: (2·d_I + 1)·H_I a cached token, H_I a block ranked (models/msa)
+        if bs is not None:
+            index += bs.index_heads * ((2 * bs.index_dim + 1) * self.context + bs.blocks(self.context)) * \
+                self.config.attention_layers(AttentionKind.SPARSE)
         cp = self.config.compressed  # DeepSeek-V4: CSA's indexer over its ⌊L/4⌋ index keys
         if cp is not None:
             index += (2 * cp.index_dim + 3) * cp.index_heads * (self.context // cp.csa) * cp.layers(cp.csa)

@@ -53,6 +53,7 @@ from roofline.models.kda import linear_mixer
 from roofline.models.latent import latent_in, latent_out
 from roofline.models.mamba import mamba2
 from roofline.models.mla import mla
+from roofline.models.msa import block_sparse_indexer, sparse_prefill
 from roofline.models.split import Comm, check_moe_rows, check_split, comm_for, sequence_split, shard
 from roofline.models.transformer import AttentionKind, MlpKind, ModelConfig
 from roofline.models.windows import windowed
@@ -304,6 +305,8 @@ class _Builder:
                 formula += f" + v_norm {vn:g}·N·G·d_v = {vn:g}·{n}·{G}·{dv}"
             self.add(Op(f"{p}{name}", kind, inputs, (q, k_new, v_new), {Unit.VECTOR: float(flop)}, layers,
                         formula=formula + "; writes the new K and V into the cache"))
+        if AttentionKind.SPARSE in kinds:  # MiniMax-M3: the indexer picks the key blocks its layers attend
+            block_sparse_indexer(self, x, cfg.attention_layers(AttentionKind.SPARSE))
         for kind in kinds:
             count = cfg.attention_layers(kind)
             prefix = p + self.attn_prefix(kind, kinds)
@@ -312,6 +315,8 @@ class _Builder:
                 ops = attention_ops(prefix, q, k_new, v_new, attn_out, causal=True, count=count,
                                     scores_dtype=self.dt.activations)
                 ops = windowed(ops, t, window, cfg.attention_chunked)
+                if kind == AttentionKind.SPARSE and cfg.block_sparse is not None:
+                    ops = sparse_prefill(ops, t, cfg.block_sparse)
             else:
                 cached = cfg.read_tokens(kind, self.shape.seq)  # chunked: the new token's own chunk
                 kc = Tensor(f"{prefix}.k_cache", (b, G, cached, d), self.dt.kv_cache, Role.KV_CACHE)

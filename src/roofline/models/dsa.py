@@ -20,6 +20,7 @@ ReplicatedLinear): under tensor parallelism every device runs it whole.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 from roofline.dtypes import DTYPES
 from roofline.graph import Op, Tensor
@@ -57,26 +58,36 @@ def lightning_indexer(bd: StepBuilder, x: Tensor, q_latent: Tensor, count: int) 
                              f"log2(d_I)·N·(H_I + 1)·d_I = {ln:g}·{n}·{di} + {rope:g}·{n}·{hi + 1}·{dr} + "
                              f"{had}·{n}·{hi + 1}·{di}; writes the FP8 key and its scale "
                              f"({ix.key_bytes} B a token) into the index cache"))
-    if bd.shape.phase == Phase.DECODE:
-        keys = bd.shape.seq
-        pairs = b * keys
-        cache = Tensor(f"{P}k_cache", (b, keys, ix.key_bytes), fp8, Role.KV_CACHE)
-        inputs: tuple[Tensor, ...] = (q8, w, cache)
-        what = f"B·L = {b}·{keys}"
-    else:
-        pairs = b * int(windowed_pairs(t, None))
-        inputs = (q8, w, key_new)
-        what = f"B·T(T+1)/2 = {b}·{t}·{t + 1}/2"
     # the reference writes each query's scores over the keys (masked causally in prefill), then picks
     scores = bd.act(f"{P}scores", (b, t, bd.shape.seq if bd.shape.phase == Phase.DECODE else t))
-    bd.add(Op(f"{P}scores", "index_scores", inputs, (scores,),
-              {Unit.MATRIX: 2.0 * hi * di * pairs, Unit.VECTOR: 3.0 * hi * pairs}, count,
-              formula=f"Σ_h w_h·ReLU(q_h·k): 2·H_I·d_I on the matrix units + 3·H_I on the vector lanes a pair, "
-                      f"pairs {what} = {pairs}",
-              note=f"{hi} index heads of {di}; every cached token scored (the indexer is O(L) a token)"))
+    pairs = index_scores(bd, P, (q8, w), key_new, scores, {Unit.MATRIX: 2.0 * hi * di, Unit.VECTOR: 3.0 * hi}, count,
+                         "Σ_h w_h·ReLU(q_h·k): 2·H_I·d_I on the matrix units + 3·H_I on the vector lanes a pair",
+                         f"{hi} index heads of {di}; every cached token scored (the indexer is O(L) a token)")
     top = Tensor(f"{P}topk", (n, ix.topk), DTYPES["int32"])  # token indices
     bd.add(Op(f"{P}topk", "topk", (scores,), (top,), {Unit.VECTOR: float(pairs)}, count,
               formula=f"select the best {ix.topk} of each query's scores: 1·pairs = {pairs}"))
 
 
-__all__ = ["lightning_indexer"]
+def index_scores(bd: StepBuilder, p: str, queries: tuple[Tensor, ...], key_new: Tensor, scores: Tensor,
+                 per_pair: Mapping[Unit, float], count: int, rule: str, note: str) -> int:
+    """An indexer's scores of every causal (query, key) pair, DeepSeek's and MiniMax-M3's alike: prefill the
+    prompt's B·T(T+1)/2 pairs against the keys it writes (`key_new`, [B, T, ...]), decode each query against
+    its sequence's whole index cache, B·L pairs, read from `p`k_cache (the indexer is O(L) a token). FLOPs
+    `per_pair` by unit; returns the pairs."""
+    b, t = bd.b, bd.shape.tokens_per_sequence
+    if bd.shape.phase == Phase.DECODE:
+        keys = bd.shape.seq
+        pairs = b * keys
+        cache = Tensor(f"{p}k_cache", (b, keys, *key_new.shape[2:]), key_new.dtype, Role.KV_CACHE)
+        inputs: tuple[Tensor, ...] = (*queries, cache)
+        what = f"B·L = {b}·{keys}"
+    else:
+        pairs = b * int(windowed_pairs(t, None))
+        inputs = (*queries, key_new)
+        what = f"B·T(T+1)/2 = {b}·{t}·{t + 1}/2"
+    bd.add(Op(f"{p}scores", "index_scores", inputs, (scores,), {u: f * pairs for u, f in per_pair.items()}, count,
+              formula=f"{rule}, pairs {what} = {pairs}", note=note))
+    return pairs
+
+
+__all__ = ["index_scores", "lightning_indexer"]

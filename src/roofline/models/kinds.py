@@ -11,17 +11,19 @@ from enum import StrEnum
 
 class AttentionKind(StrEnum):
     """Which token mixer a layer runs: full causal attention (GLOBAL), attention over a sliding window
-    (LOCAL), linear attention with a fixed state per sequence (LINEAR: Gated DeltaNet), a Mamba2
+    (LOCAL), attention over the key blocks an indexer picks (SPARSE: MiniMax-M3's block-sparse attention,
+    roofline.models.block_sparse), linear attention with a fixed state per sequence (LINEAR: Gated DeltaNet), a Mamba2
     selective state space (MAMBA), or none (NONE: Nemotron-H's blocks that hold only an MLP)."""
 
     GLOBAL = "global"
     LOCAL = "local"
+    SPARSE = "sparse"
     LINEAR = "linear"
     MAMBA = "mamba"
     NONE = "none"
 
 
-SOFTMAX_KINDS = (AttentionKind.GLOBAL, AttentionKind.LOCAL)  # the kinds that keep a KV cache
+SOFTMAX_KINDS = (AttentionKind.GLOBAL, AttentionKind.LOCAL, AttentionKind.SPARSE)  # the kinds that keep a KV cache
 
 
 class MlpKind(StrEnum):

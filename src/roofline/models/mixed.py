@@ -60,6 +60,9 @@ def module_share(cfg: ModelConfig, rest: str, kind: AttentionKind = AttentionKin
     if head in ("self_attn", "mixer") and proj in ("q_proj", "k_proj", "v_proj", "o_proj"):
         share = _projection_share(cfg, proj, kind)
         return None if share is None else ("attention", share)
+    bs = cfg.block_sparse  # MiniMax-M3's indexer: index_q_proj H_I·d_I of its (H_I + 1)·d_I, index_k_proj d_I
+    if head == "self_attn" and proj in ("index_q_proj", "index_k_proj") and bs is not None:
+        return "indexer", (bs.index_heads if proj == "index_q_proj" else 1) / (bs.index_heads + 1)
     if head == "linear_attn":
         share = _linear_attention_share(cfg, proj)
         return None if share is None else ("linear_attention", share)
@@ -89,6 +92,7 @@ def mixed_precision(cfg: ModelConfig, q: Mapping[str, Any], where: str
     having = {"attention": {i for i, k in enumerate(cfg.layer_kinds) if k in SOFTMAX_KINDS},
               "linear_attention": {i for i, k in enumerate(cfg.layer_kinds) if k == AttentionKind.LINEAR},
               "mamba": {i for i, k in enumerate(cfg.layer_kinds) if k == AttentionKind.MAMBA},
+              "indexer": {i for i, k in enumerate(cfg.layer_kinds) if k == AttentionKind.SPARSE},
               "mlp": {i for i, k in enumerate(cfg.mlp_kinds) if k == MlpKind.DENSE},
               "experts": {i for i, k in enumerate(cfg.mlp_kinds) if k == MlpKind.MOE}}
     having["shared_experts"] = having["experts"] if cfg.num_shared_experts else set()

@@ -110,6 +110,10 @@ def check_split(cfg: ModelConfig, split: Split, batch: int) -> list[str]:
     if cfg.compressed is not None and cfg.compressed.o_groups % tp:  # DeepSeek-V4's grouped output projection
         raise RooflineError(f"{T.tp} {tp} does not divide {cfg.name}'s output-projection groups (o_groups "
                             f"{cfg.compressed.o_groups}): each device runs whole groups of its query heads")
+    bs = cfg.block_sparse  # MiniMax-M3's index heads: whole on each device, or one replicated (as sglang runs them)
+    if bs is not None and bs.index_heads % tp and tp % bs.index_heads:
+        raise RooflineError(f"{T.tp} {tp} neither divides nor is a multiple of {cfg.name}'s {bs.index_heads} index "
+                            f"heads (sparse_num_index_heads)")
     for width in sorted({w for w in cfg.ffn_widths if w} or ({cfg.intermediate_size} if cfg.dense_layers else set())):
         if width % tp:
             raise RooflineError(f"{T.tp} {tp} does not divide the MLP width {width}")
@@ -206,6 +210,8 @@ def shard(cfg: ModelConfig, split: Split) -> ModelConfig:
     return replace(
         cfg,
         compressed=None if cp is None else replace(cp, o_groups=cp.o_groups // tp),  # the KV head stays whole
+        # MiniMax-M3: the index heads split with the query heads (max(1, H_I/tp)), the one index key whole
+        block_sparse=None if cfg.block_sparse is None else cfg.block_sparse.sharded(tp),
         linear_attention=None if la is None else replace(la, key_heads=la.key_heads // tp,
                                                          value_heads=la.value_heads // tp),
         mamba=None if mb is None else replace(mb, heads=mb.heads // tp, groups=mb.groups // tp),

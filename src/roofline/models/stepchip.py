@@ -48,6 +48,8 @@ def dims_basis(cfg: ModelConfig, batch: Any, seq: Any) -> Any:
         cols.append(np.asarray(cfg.read_tokens(AttentionKind.LOCAL, s), dtype=np.float64))
     if cfg.indexer is not None:
         cols.append(np.asarray(cfg.read_tokens(AttentionKind.GLOBAL, s), dtype=np.float64))
+    if cfg.block_sparse is not None:  # MiniMax-M3: the keys a sparse layer's decode query reads, its blocks
+        cols.extend([np.asarray(cfg.block_sparse.keys(s), dtype=np.float64), -(-s // cfg.block_sparse.block)])
     cp = cfg.compressed
     if cp is not None:  # DeepSeek-V4: the entries a decode query reads, and the index keys
         for m in cp.kinds:

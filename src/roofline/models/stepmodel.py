@@ -111,6 +111,10 @@ def _features(cfg: ModelConfig, phase: Phase, batch: np.ndarray, seq: np.ndarray
                          else cfg.read_tokens(AttentionKind.GLOBAL, s)))
     if cfg.compressed is not None:  # DeepSeek-V4's compressed entries (roofline.models.compressed)
         cols.extend(compressed_features(cfg.compressed, phase == Phase.PREFILL, b, s))
+    bs = cfg.block_sparse  # MiniMax-M3: the sparse layers' pairs and keys, the block scores ranked
+    if bs is not None:
+        cols.extend([b * bs.pairs(s), b * bs.block_sum(s), b * s * bs.blocks(s)] if phase == Phase.PREFILL
+                    else [b * bs.keys(s), b * bs.blocks(s)])
     if cfg.is_moe:
         tokens = b * (s if phase == Phase.PREFILL else 1.0)
         if sequence_split(sp):
@@ -136,6 +140,9 @@ def _sample_points(cfg: ModelConfig, phase: Phase) -> list[tuple[int, int]]:
         cp = cfg.compressed
         lengths |= {cp.csa, cp.csa + 3, 3 * cp.hca + 5, cp.hca - 1, cp.topk * cp.csa + 9, 2 * cp.topk * cp.csa + 1,
                     cp.hca + 1, 7 * cp.csa + 2}
+    if cfg.block_sparse is not None:  # both sides of a block and of the k·b keys a query attends in full
+        blk, span = cfg.block_sparse.block, cfg.block_sparse.span
+        lengths |= {blk - 1, blk + 1, 3 * blk + 5, span - 1, span + 1, span + blk // 2 + 1, 2 * span + 3, 3 * span + 7}
     # top-1 routing over many experts (Llama 4: 1 of 128) hits one expert a token up to batch 8: the
     # experts column equals the batch's there, so larger batches separate them
     batches = (1, 2, 3, 5, 8, 32, 100) if cfg.is_moe and cfg.experts_per_token == 1 else (1, 2, 3, 5, 8)

@@ -19,6 +19,7 @@ from typing import Any
 from roofline.dtypes import DType
 from roofline.errors import RooflineError
 from roofline.models.attention_shape import AttentionShape
+from roofline.models.block_sparse import BlockSparse
 from roofline.models.compressed import CompressedAttention
 from roofline.models.formulas import Num, minimum
 from roofline.models.kinds import SOFTMAX_KINDS, AttentionKind, MlpKind, ParamCounts
@@ -91,6 +92,7 @@ class ModelConfig:
     linear_attention: LinearAttention | None = None  # the LINEAR layers' shape (Qwen3-Next, Qwen3.5)
     mamba: Mamba2 | None = None  # the MAMBA layers' shape (Nemotron-H)
     indexer: SparseIndexer | None = None  # DeepSeek-V3.2: MLA attends the indexer's top-k tokens
+    block_sparse: BlockSparse | None = None  # MiniMax-M3: the SPARSE layers' indexer (models/block_sparse)
     # DeepSeek-V4: every layer LOCAL (shared-KV MQA over the window, K = V) plus its compressed branch
     # (roofline.models.compressed), mHC's hc_mult residual streams, the first hash_layers MoE layers hash-routed
     compressed: CompressedAttention | None = None
@@ -168,12 +170,12 @@ class ModelConfig:
                                 f"the {self.num_layers} layers")
         # strings in (from a caller), enum members kept
         object.__setattr__(self, "layer_attention", tuple(AttentionKind(k) for k in self.layer_attention))
-        if (AttentionKind.LINEAR in self.layer_attention) != (self.linear_attention is not None):
-            raise RooflineError(f"model {self.name}: linear-attention layers need their shape (linear_attention) "
-                                f"and a linear_attention shape needs linear layers")
-        if (AttentionKind.MAMBA in self.layer_attention) != (self.mamba is not None):
-            raise RooflineError(f"model {self.name}: Mamba layers need their shape (mamba) and a mamba shape "
-                                f"needs Mamba layers")
+        for kind, shape, label in ((AttentionKind.LINEAR, self.linear_attention, "linear_attention"),
+                                   (AttentionKind.MAMBA, self.mamba, "mamba"),
+                                   (AttentionKind.SPARSE, self.block_sparse, "block_sparse")):
+            if (kind in self.layer_attention) != (shape is not None):
+                raise RooflineError(f"model {self.name}: {kind} layers need their shape ({label}) and a {label} "
+                                    f"shape needs {kind} layers")
         if self.layer_mlp and len(self.layer_mlp) != self.num_layers:
             raise RooflineError(f"model {self.name}: layer_mlp must give an MLP kind for each of the "
                                 f"{self.num_layers} layers")
@@ -304,7 +306,8 @@ class ModelConfig:
                  "gated full attention" if self.attn_output_gate else "full attention",
                  AttentionKind.LOCAL: f"{'chunked' if self.attention_chunked else 'window'} {self.sliding_window}",
                  AttentionKind.LINEAR: self.linear_attention.name if self.linear_attention else "Gated DeltaNet",
-                 AttentionKind.MAMBA: "Mamba2"}
+                 AttentionKind.MAMBA: "Mamba2",
+                 AttentionKind.SPARSE: self.block_sparse.name if self.block_sparse else "block-sparse attention"}
         if self.nope or not self.rope_global:
             names[AttentionKind.GLOBAL] += " (no RoPE)"
         if not self.is_mla and not self.uniform_attention:  # Gemma 4: the full layers' own shape
@@ -387,9 +390,12 @@ class ModelConfig:
 
     @property
     def index_bytes_per_token(self) -> int:
-        """DeepSeek-V3.2: the indexer's FP8 key and its scale, every layer (SparseIndexer.key_bytes);
-        whatever the KV dtype, and never capped: the indexer scores the whole context."""
-        return 0 if self.indexer is None else self.indexer_layers * self.indexer.key_bytes
+        """DeepSeek-V3.2: the indexer's FP8 key and its scale, every layer (SparseIndexer.key_bytes); MiniMax-M3:
+        d_I values in the model's dtype a SPARSE layer (BlockSparse.key_bytes). Whatever the KV dtype, and never
+        capped: the indexers score the whole context."""
+        bs = self.block_sparse
+        return ((0 if self.indexer is None else self.indexer_layers * self.indexer.key_bytes)
+                + (0 if bs is None else self.attention_layers(AttentionKind.SPARSE) * bs.key_bytes))
 
     @property
     def indexer_layers(self) -> int:
@@ -410,12 +416,13 @@ class ModelConfig:
             return (context - 1) % self.sliding_window + 1
         if layer_kind == AttentionKind.GLOBAL and self.indexer is not None:  # DSA: MLA reads the top-k rows
             return minimum(context, self.indexer.topk)
+        if layer_kind == AttentionKind.SPARSE and self.block_sparse is not None:  # MiniMax-M3: the top-k blocks
+            return self.block_sparse.keys(context)
         return self.cached_tokens(layer_kind, context)
 
     def decode_read_tokens(self, context: Num) -> Num:
         """Keys one decode query reads at `context`, summed over the KV layers (read_tokens per kind)."""
-        out = (self.attention_layers(AttentionKind.GLOBAL) * self.read_tokens(AttentionKind.GLOBAL, context)
-               + self.attention_layers(AttentionKind.LOCAL) * self.read_tokens(AttentionKind.LOCAL, context))
+        out = sum((n * self.read_tokens(k, context) for k, n in self.softmax_layer_kinds), 0 * context)
         cp = self.compressed
         if cp is not None:  # DeepSeek-V4: + the compressed entries attended
             for m in cp.kinds:
@@ -427,8 +434,7 @@ class ModelConfig:
         layer, min(L, W) per windowed one. An int for an int, a numpy array for an array of lengths.
 
         Gemma 2 9B (21 global and 21 local layers, W = 4096) at 8192: 21·8192 + 21·4096."""
-        out = (self.attention_layers(AttentionKind.GLOBAL) * context
-               + self.attention_layers(AttentionKind.LOCAL) * self.cached_tokens(AttentionKind.LOCAL, context))
+        out = sum((n * self.cached_tokens(k, context) for k, n in self.softmax_layer_kinds), 0 * context)
         cp = self.compressed
         if cp is not None:  # DeepSeek-V4: + the compressed entries kept, d wide each
             for m in cp.kinds:
@@ -440,7 +446,7 @@ class ModelConfig:
         (ints, or numpy arrays of them), plus each sequence's linear-attention state (its recurrent
         state in its own dtype, its conv state at `bytes_per_element`)."""
         state = self.state_bytes_per_sequence(bytes_per_element)
-        index = batch * self.index_bytes_per_token * context if self.indexer is not None else 0
+        index = batch * self.index_bytes_per_token * context if self.index_bytes_per_token else 0
         if self.compressed is not None:  # DeepSeek-V4: the window, the compressed entries and index keys
             return batch * self.compressed.cache_bytes(context, bytes_per_element) + (batch * state if state else 0)
         return (batch * bytes_per_element * self.kv_elements_cached(context) + (batch * state if state else 0)
@@ -526,6 +532,9 @@ def _param_counts(c: ModelConfig) -> ParamCounts:
     if c.indexer is not None:
         counts["indexer"] = c.indexer_layers * c.indexer.linear_params(h, c.q_lora_rank)
         norms += c.indexer_layers * 2 * c.indexer.head_dim  # k_norm, a LayerNorm: gain and bias
+    if c.block_sparse is not None:  # MiniMax-M3's indexer: q_proj, k_proj; q_norm and k_norm of d_I each
+        counts["indexer"] = c.attention_layers(AttentionKind.SPARSE) * c.block_sparse.linear_params(h)
+        norms += c.attention_layers(AttentionKind.SPARSE) * 2 * c.block_sparse.index_dim
     if c.linear_attention is not None:
         counts["linear_attention"] = c.attention_layers(AttentionKind.LINEAR) * c.linear_attention.layer_params(h)
     if c.mamba is not None:
@@ -584,17 +593,5 @@ def _param_counts(c: ModelConfig) -> ParamCounts:
     return ParamCounts(MappingProxyType(counts), MappingProxyType(active), matmul)
 
 
-
-__all__ = [
-    "DEFAULT_LENGTH",
-    "LOGITS",
-    "MLA_MODES",
-    "SOFTMAX_KINDS",
-    "AttentionKind",
-    "LinearAttention",
-    "Mamba2",
-    "MlpKind",
-    "ModelConfig",
-    "ParamCounts",
-    "SparseIndexer",
-]
+__all__ = ["DEFAULT_LENGTH", "LOGITS", "MLA_MODES", "SOFTMAX_KINDS", "AttentionKind", "BlockSparse", "LinearAttention",
+           "Mamba2", "MlpKind", "ModelConfig", "ParamCounts", "SparseIndexer"]

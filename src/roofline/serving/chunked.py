@@ -23,8 +23,9 @@ rewrites its output once (flash-decoding's split-KV merge); multi-head latent at
 per-head keys and values in a chunk (vLLM's chunked MLA prefill decompresses the cached latent), and runs
 absorbed over the latent cache in speculative decoding's verify step, as its decode does (the up-projection
 of the k + 1 latent outputs, H·r·d_v a token, is left out); DeepSeek-V4's queries read the window and the
-compressed entries a decode query reads, and the indexer's scores of the chunk's queries against the
-earlier index keys are left out.
+compressed entries a decode query reads, MiniMax-M3's block-sparse layers the keys a decode query at s_i
+reads (ModelConfig.read_tokens: its top-k blocks), and the indexers' scores of the chunk's queries against
+the earlier index keys are left out.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from roofline.graph import FusionPlan, Graph, tensor
 from roofline.kernels import attention_ops, attention_plans
 from roofline.models.analysis import ALL_TO_ALL, COLLECTIVES, ModelAnalysis, analyze
 from roofline.models.split import shard
-from roofline.models.transformer import SOFTMAX_KINDS
+from roofline.models.transformer import SOFTMAX_KINDS, AttentionKind
 from roofline.placement import analyze_graph
 from roofline.serving.efficiency import Band, Efficiency
 from roofline.units import require_positive_int
@@ -114,7 +115,8 @@ def earlier_attention(r: Any, batch: int, tokens: int, earlier: int, latent: boo
         layers = r.config.attention_layers(kind)
         if not layers:
             continue
-        cached = int(r.config.cached_tokens(kind, earlier))
+        cached = int(r.config.read_tokens(kind, earlier) if kind == AttentionKind.SPARSE
+                     else r.config.cached_tokens(kind, earlier))
         prefix = f"earlier_{kind}"
         s = cfg.attention_shape(kind)  # this device's share of the kind's own shape
         q = tensor(f"{prefix}.q", (b, s.heads, tokens, s.head_dim), act)

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from roofline.errors import RooflineError
-from roofline.models.fields import Fields
+from roofline.models.fields import Fields, is_int
 from roofline.models.transformer import AttentionKind, ModelConfig
 
 Parser = Callable[[Fields, str, str], ModelConfig]  # (fields, name, model_type) -> the model's shape
@@ -84,6 +84,16 @@ def common(f: Fields, name: str, model_type: str, tie_default: bool) -> dict[str
     }
 
 
+def layer_pattern(f: Fields, key: str, layers: int, values: tuple[Any, Any]) -> list[Any] | None:
+    """A list of 0/1 per layer under `key` (hybrid_layer_pattern, moe_layer_freq) as `values`; None if absent."""
+    given = f.raw.get(key)
+    if given is None:
+        return None
+    if not isinstance(given, list) or len(given) != layers or not all(is_int(v) and v in (0, 1) for v in given):
+        raise f.bad(key, f"a list of {layers} (num_hidden_layers) zeros and ones", given)
+    return [values[v] for v in given]
+
+
 LAYER_TYPES = {"sliding_attention": AttentionKind.LOCAL, "full_attention": AttentionKind.GLOBAL}
 
 
@@ -98,4 +108,4 @@ def layer_types(f: Fields, layers: int) -> tuple[AttentionKind, ...] | None:
     return tuple(LAYER_TYPES[t] for t in types)
 
 
-__all__ = ["LAYER_TYPES", "Parser", "common", "gated_activation", "layer_types"]
+__all__ = ["LAYER_TYPES", "Parser", "common", "gated_activation", "layer_pattern", "layer_types"]

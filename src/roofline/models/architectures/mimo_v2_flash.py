@@ -27,24 +27,14 @@ swa_v_head_dim), sink flags unlike the reference's (sinks on the SWA layers only
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from roofline.models.architectures.common import Parser, common, layer_types
+from roofline.models.architectures.common import layer_pattern as _pattern
 from roofline.models.attention_shape import AttentionShape
-from roofline.models.fields import Fields, is_int
+from roofline.models.fields import Fields
 from roofline.models.transformer import AttentionKind, MlpKind, ModelConfig
 
 GLOBAL, LOCAL = AttentionKind.GLOBAL, AttentionKind.LOCAL
-
-
-def _pattern(f: Fields, key: str, layers: int, values: tuple[Any, Any]) -> list[Any] | None:
-    """A list of 0/1 per layer under `key` (hybrid_layer_pattern, moe_layer_freq) as `values`; None if absent."""
-    given = f.raw.get(key)
-    if given is None:
-        return None
-    if not isinstance(given, list) or len(given) != layers or not all(is_int(v) and v in (0, 1) for v in given):
-        raise f.bad(key, f"a list of {layers} (num_hidden_layers) zeros and ones", given)
-    return [values[v] for v in given]
 
 
 def _rotary(f: Fields, head_dim: int) -> int:

@@ -22,6 +22,19 @@ from roofline.models.fields import Fields
 from roofline.models.transformer import ModelConfig
 
 
+def rotary_dims(f: Fields, head_dim: int) -> int:
+    """`rotary_dim`: the even number of each head's dims RoPE rotates, at most head_dim (all of it where absent);
+    NVIDIA's exports also write partial_rotary_factor, which must agree (transformers reads that one)."""
+    rotary = f.integer("rotary_dim", head_dim)
+    if rotary > head_dim or rotary % 2:
+        raise f.bad("rotary_dim", f"an even number of dims at most head_dim ({head_dim})", rotary)
+    factor = f.raw.get("partial_rotary_factor")
+    if factor is not None and factor != rotary / head_dim:
+        raise f.refuse("partial_rotary_factor", f"({factor!r}) disagrees with rotary_dim / head_dim = "
+                                                f"{rotary}/{head_dim}")
+    return rotary
+
+
 def minimax_m2(f: Fields, name: str, model_type: str) -> ModelConfig:
     kw = common(f, name, model_type, False)
     layers, d = kw["num_layers"], kw["head_dim"]
@@ -33,16 +46,11 @@ def minimax_m2(f: Fields, name: str, model_type: str) -> ModelConfig:
     if f.text("qk_norm_type", "per_layer") != "per_layer" or not f.flag("use_qk_norm", True):
         raise f.refuse("qk_norm_type", "other than per_layer (with use_qk_norm true) is not read: MiniMaxM2Attention "
                                        "norms all of q and all of k")
-    rotary = f.integer("rotary_dim", d)
-    if rotary > d or rotary % 2:
-        raise f.bad("rotary_dim", f"an even number of dims at most head_dim ({d})", rotary)
+    rotary = rotary_dims(f, d)
     if f.integer("shared_intermediate_size", 0, minimum=0):
         raise f.refuse("shared_intermediate_size", "is not read: MiniMax-M2's reference has no shared expert")
     if f.text("scoring_func", "sigmoid") not in ("sigmoid", "softmax"):
         raise f.bad("scoring_func", "'sigmoid' or 'softmax'", f.raw.get("scoring_func"))
-    factor = f.raw.get("partial_rotary_factor")  # NVIDIA's exports write both; they must agree
-    if factor is not None and factor != rotary / d:
-        raise f.refuse("partial_rotary_factor", f"({factor!r}) disagrees with rotary_dim / head_dim = {rotary}/{d}")
     if f.raw.get("sliding_window") is not None:
         raise f.refuse("sliding_window", "is not read: MiniMax-M2 attends the whole context (no sliding window)")
     kw["rotary_dims"] = rotary

@@ -275,6 +275,9 @@ def attention_kind(cfg: Any) -> str:
     if cfg.sliding_window and local:
         every = "every layer" if local == cfg.num_layers else f"{local} of {cfg.num_layers} layers"
         kind += f", {'chunks' if cfg.attention_chunked else 'window'} {cfg.sliding_window:,} on {every}"
+    sparse, bs = cfg.attention_layers(AttentionKind.SPARSE), cfg.block_sparse
+    if bs is not None and sparse:  # MiniMax-M3 (roofline.models.block_sparse)
+        kind += f", top {bs.topk} blocks of {bs.block} on {sparse} of {cfg.num_layers} layers"
     if not cfg.is_mla and not cfg.uniform_attention:  # the full layers at a shape of their own (Gemma 4)
         kind = (f"{cfg.attention_shape(AttentionKind.LOCAL).describe()}, window {cfg.sliding_window:,} on {local} "
                 f"of {cfg.num_layers} layers; full: {cfg.attention_shape(AttentionKind.GLOBAL).describe()}")
