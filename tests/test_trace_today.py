@@ -1,6 +1,7 @@
 """The tracer on today's architectures as transformers 5.24 runs them (issue 22: "in the tracer's registry
 where transformers runs the layer"): gpt-oss, Qwen3-Next, Qwen3.5, Llama 4, GLM-4.5, Gemma 4, Kimi Linear,
-MiMo-V2-Flash, DeepSeek-V4, GLM-5 (DeepSeek Sparse Attention), MiniMax-M2 and Nemotron-H (LatentMoE).
+MiMo-V2-Flash, DeepSeek-V4, GLM-5 (DeepSeek Sparse Attention), MiniMax-M2, MiniMax-M3 (block-sparse attention)
+and Nemotron-H (LatentMoE).
 
 Each tiny random model (CPU, its own attention implementation: eager where transformers picks it, with
 attention sinks for gpt-oss and MiMo) runs one prefill under the tracer and under torch's FlopCounterMode.
@@ -26,6 +27,8 @@ from test_models_deepseek_v4_torch import TINY as V4_TINY
 from test_models_gemma4 import TINY as GEMMA4_TINY
 from test_models_glm_torch import TINY as GLM5_TINY
 from test_models_kda import TINY as KIMI_LINEAR_TINY
+from test_models_minimax_m3_torch import TINY as M3_TINY
+from test_models_minimax_m3_torch import _model as minimax_m3_model
 from test_models_today_third import MIMO_TINY
 
 torch = pytest.importorskip("torch")
@@ -116,6 +119,29 @@ def test_the_tracer_counts_every_op_of_todays_architectures(name: str, raw: dict
     assert t.unknown == {} and t.errors == {}
     traced = sum(op.flop_by_unit.get(Unit.MATRIX, 0.0) * op.count for op in t.ops)
     assert traced == reference - masked
+
+
+def test_the_tracer_counts_minimax_m3_block_sparse_attention() -> None:
+    """MiniMax-M3 (transformers' MiniMaxM3VLForCausalLM, eager; tests/test_models_minimax_m3_torch.py's tiny
+    model: 1 full layer and 2 block-sparse ones, blocks of 4, the top 2 kept, 16 tokens): the full layer keeps
+    the causal 136 pairs, each sparse one 88 (its query's own block and one more); FlopCounterMode − traced =
+    (120 + 2·(256 − 88)) pairs × 2·H·(d + d), 4 heads of 16. The indexer's scores are a plain matmul over the
+    whole rectangle in both counts."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from flopcount import _cpu_flash_flop, _grouped_mm_flop
+
+    model = minimax_m3_model(M3_TINY)
+    ids = torch.randint(0, 128, (1, T))
+    custom = {torch.ops.aten._grouped_mm: _grouped_mm_flop,
+              torch.ops.aten._scaled_dot_product_flash_attention_for_cpu: _cpu_flash_flop}
+    with torch.inference_mode(), FlopCounterMode(display=False, custom_mapping=custom) as counter:
+        model(ids)
+    with torch.inference_mode(), trace(model) as t:
+        model(ids)
+    assert t.unknown == {} and t.errors == {}
+    traced = sum(op.flop_by_unit.get(Unit.MATRIX, 0.0) * op.count for op in t.ops)
+    assert traced == counter.get_total_flops() - (CAUSAL + 2 * (T * T - 88)) * PER_PAIR
 
 
 def test_attention_sinks_keep_eager_attention_on_the_kept_pairs() -> None:

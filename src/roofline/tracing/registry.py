@@ -586,8 +586,9 @@ def _f_scatter_inplace(call: OpCall) -> list[Op]:
 REDUCTIONS = ("sum", "mean", "amax", "amin", "max", "min", "prod", "var", "std", "var_mean", "std_mean", "norm",
               "linalg_vector_norm", "argmax", "argmin", "logsumexp", "cumsum", "cumprod", "any", "all", "topk",
               "sort", "histc")
-# pointwise but not tagged so: the Python operators' overloads (transformers' masks' `a & b`), floor division
-UNTAGGED_POINTWISE = ("__and__", "__or__", "__xor__", "floor_divide")
+# pointwise but not tagged so: the Python operators' overloads (transformers' masks' `a & b`), floor division,
+# torch.diff (a subtraction an output element: MiniMax-M3's block boundaries)
+UNTAGGED_POINTWISE = ("__and__", "__or__", "__xor__", "floor_divide", "diff")
 
 
 def generic(call: OpCall, pointwise: bool, reduction: bool) -> tuple[list[Op], bool]:
