@@ -157,14 +157,14 @@ def test_hostile_kimi_linear_fields(change: dict[str, Any], match: str) -> None:
         config_from_dict({**copy.deepcopy(TINY), **change})
 
 
-def test_kimi_k3_is_refused_naming_its_attention_residuals() -> None:
-    # Kimi K3 (TensorRT-LLM's modeling_kimi_linear.py): 69 KDA and 24 NoPE MLA layers, but also attention
-    # residuals (a softmax over block snapshots before each norm), a SiTU activation, an MLA output gate, a
-    # full-rank KDA gate and 896 latent experts, which are not read yet: refused, never read as Kimi Linear
-    with pytest.raises(RooflineError, match="field 'attn_res_block_size' \\(Kimi K3's attention residuals"):
+def test_kimi_k3_is_refused_naming_its_situ_activation() -> None:
+    # Kimi K3 (TensorRT-LLM's modeling_kimi_linear.py): 69 KDA and 24 NoPE MLA layers and attention residuals
+    # (read: test_models_attn_res.py), but also a SiTU activation, an MLA output gate, a full-rank KDA gate and
+    # 896 latent experts, which are not read yet: refused, never read as Kimi Linear
+    with pytest.raises(RooflineError, match="field 'hidden_act' 'situ' \\(Kimi K3's SiTU activation"):
         load_config(str(CONFIGS / "Kimi-K3"))
     k3 = raw("Kimi-K3")
-    del k3["text_config"]["attn_res_block_size"]
+    k3["text_config"]["hidden_act"] = "silu"
     del k3["text_config"]["quantization_config"]
     with pytest.raises(RooflineError, match="field 'vision_config' \\(K3's MoonViT"):
         config_from_dict(k3)
@@ -176,7 +176,7 @@ def test_kimi_k3_is_refused_naming_its_attention_residuals() -> None:
 def test_the_cli_refuses_kimi_k3_in_one_line() -> None:
     out = subprocess.run([sys.executable, "-m", "roofline.cli", "model", str(CONFIGS / "Kimi-K3")],
                          capture_output=True, text=True, check=False)
-    assert out.returncode == 2 and "attn_res_block_size" in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    assert out.returncode == 2 and "'situ'" in out.stderr and len(out.stderr.strip().splitlines()) == 1
 
 
 def test_an_fp8_kimi_linear_keeps_every_self_attn_module_in_bf16() -> None:

@@ -23,7 +23,8 @@ ordinary multi-head attention, as DeepSeek's prefill does. ModelConfig.mla "expa
 Hugging Face's DeepseekV3Attention does: the new token's latent decompressed by kv_b_proj and K, V
 cached and read per head (H·(d_nope + d_rope + d_v) values per token per layer instead of 576).
 Gated DeltaNet (roofline.models.deltanet), Mamba2 (roofline.models.mamba), DeepSeek-V4's attention and mHC
-(roofline.models.compressed_ops) are layer kinds of their own. MoE weight traffic depends on how many
+(roofline.models.compressed_ops) and Kimi K3's attention residuals (roofline.models.attn_res_ops) are layer kinds of
+their own. MoE weight traffic depends on how many
 distinct experts the step's tokens hit. Default: the expectation when each of the N tokens picks k of E
 experts uniformly at random and independently, E·(1 − (1 − k/E)^N), rounded to a whole expert and at
 least k (`roofline.models.formulas`, shared with the numpy step model, as is the windowed pair count).
@@ -44,6 +45,7 @@ from types import MappingProxyType
 from roofline.errors import RooflineError
 from roofline.graph import FusionPlan, Graph, Op, Tensor
 from roofline.kernels import FLOP_PER_ELEMENT, attention_ops, elementwise_op, matmul_op, norm_op
+from roofline.models.attn_res_ops import attn_res_head, attn_res_layers
 from roofline.models.compressed_ops import mhc_head, streams_step
 from roofline.models.draft import mtp_input
 from roofline.models.dtypes import ModelDtypes, for_checkpoint, model_dtypes, weight_part
@@ -449,6 +451,7 @@ class _Builder:
         rows = self.n if every else b
         x = resid if every else self.act("resid.last", (b, h))
         x = mhc_head(self, resid, rows) if cfg.compressed is not None else x  # DeepSeek-V4: hc_head collapses first
+        x = attn_res_head(self, resid, rows) if cfg.attn_res is not None else x  # Kimi K3: the head's mix
         y = self.act("final_norm.out", (rows, h))
         norm = self.norm("final_norm", x, y, 1)
         head = "embed_tokens.weight" if cfg.tie_word_embeddings else "lm_head.weight"
@@ -469,6 +472,8 @@ class _Builder:
             mtp_input(self, embedded, resid)
         else:
             self.embedding(resid)
+        if cfg.attn_res is not None:  # Kimi K3: the mixes before each norm (roofline.models.attn_res)
+            attn_res_layers(self, resid)
         if cfg.compressed is None:
             self.attention_block(resid, hidden)
         resid = resid if cfg.compressed is None else streams_step(self, resid)  # DeepSeek-V4: mHC's n streams

@@ -30,6 +30,7 @@ from typing import Any
 from roofline.dtypes import DTYPES
 from roofline.graph import Op, Tensor
 from roofline.kernels import FLOP_PER_ELEMENT, attention_ops, matmul_op
+from roofline.models.attn_res import weighted_sum_flop  # the collapse Σ pre_j·x_j: attention residuals' sum
 from roofline.models.compressed import CSA, CompressedAttention, compressed_pairs, entries
 from roofline.models.deltanet import StepBuilder
 from roofline.models.formulas import windowed_pairs
@@ -62,7 +63,7 @@ def mhc_pre(bd: StepBuilder, name: str, streams: Tensor, count: int) -> Tensor:
     out = bd.act(f"mhc.{name}.in", (n, h))
     weights = bd.act(f"mhc.{name}.weights", (n, mix))
     rms, sm = FLOP_PER_ELEMENT["rmsnorm"], FLOP_PER_ELEMENT["softmax"]
-    vector = n * (rms * hc * h + sm * mix + SINKHORN_FLOP * cp.sinkhorn_iters * hc * hc + 2 * hc * h)
+    vector = n * (rms * hc * h + sm * mix + SINKHORN_FLOP * cp.sinkhorn_iters * hc * hc) + weighted_sum_flop(n, hc, h)
     bd.add(Op(f"mhc.{name}.pre", "hyper_connection", (streams, fn), (out, weights),
               {Unit.MATRIX: 2.0 * n * hc * h * mix, Unit.VECTOR: float(vector)}, count,
               formula=f"fn 2·N·n·h·(2+n)·n = 2·{n}·{hc}·{h}·{mix} on the matrix units; RMSNorm {rms:g}·N·n·h, "
@@ -92,7 +93,8 @@ def mhc_head(bd: StepBuilder, streams: Tensor, rows: int) -> Tensor:
     src = streams if rows == bd.n else bd.act("mhc.streams.last", (rows, hc * h))
     rms = FLOP_PER_ELEMENT["rmsnorm"]
     bd.add(Op("mhc.head", "hyper_connection", (src, bd.weight("mhc.head.fn", (hc * h, hc))), (out,),
-              {Unit.MATRIX: 2.0 * rows * hc * h * hc, Unit.VECTOR: float(rows * (rms * hc * h + 2 * hc * h))}, 1,
+              {Unit.MATRIX: 2.0 * rows * hc * h * hc,
+               Unit.VECTOR: float(rows * rms * hc * h + weighted_sum_flop(rows, hc, h))}, 1,
               formula=f"fn 2·rows·n·h·n = 2·{rows}·{hc}·{h}·{hc}; RMSNorm {rms:g}·rows·n·h + collapse 2·rows·n·h"))
     return out
 

@@ -363,7 +363,7 @@ def _projection_share(cfg: ModelConfig, proj: str, kind: AttentionKind = Attenti
 
 
 _NEVER_QUANTIZED = ("embedding", "position_embedding", "norms", "biases", "sinks", "expert_biases",
-                    "mamba_conv_and_gains", "mtp_norms", "mtp_tables")
+                    "mamba_conv_and_gains", "mtp_norms", "mtp_tables", "attn_res")
 
 
 def _mtp_kept(cfg: ModelConfig, layer: int, rest: str, kept: dict[tuple[int, str], tuple[str, float]]) -> bool:

@@ -19,6 +19,7 @@ from typing import Any
 from roofline.dtypes import DType
 from roofline.errors import RooflineError
 from roofline.models.attention_shape import AttentionShape
+from roofline.models.attn_res import AttentionResiduals
 from roofline.models.compressed import CompressedAttention
 from roofline.models.formulas import Num, minimum
 from roofline.models.kinds import SOFTMAX_KINDS, AttentionKind, MlpKind, ParamCounts
@@ -95,6 +96,7 @@ class ModelConfig:
     # (roofline.models.compressed), mHC's hc_mult residual streams, the first hash_layers MoE layers hash-routed
     compressed: CompressedAttention | None = None
     hash_layers: int = 0
+    attn_res: AttentionResiduals | None = None  # Kimi K3: a softmax over the stream's snapshots before each norm
     # per layer DENSE, MOE or NONE; empty: MOE after first_dense_layers when there are experts, else DENSE
     layer_mlp: tuple[MlpKind, ...] = ()
     # per layer the dense FFN's own width, 0 where the layer runs none (DeciLM's NAS blocks: ffn_mult per
@@ -188,6 +190,8 @@ class ModelConfig:
                                 f"{self.redundant_experts!r}")
         if self.sliding_window is not None and self.sliding_window < 1:
             raise RooflineError(f"model {self.name}: sliding_window must be positive, got {self.sliding_window}")
+        if self.attn_res is not None and self.attn_res.layers != self.num_layers:
+            raise RooflineError(f"model {self.name}: attention residuals are over its {self.num_layers} layers")
         ga = self.global_attention
         if ga is not None and (self.is_mla or ga.output_gate != self.attn_output_gate):
             raise RooflineError(f"model {self.name}: a full-attention shape of its own is read for GQA layers "
@@ -318,6 +322,8 @@ class ModelConfig:
             out[name] = out.get(name, 0) + 1
         if cp is not None and cp.hc_mult > 1:
             out[f"mHC ({cp.hc_mult} streams)"] = self.num_layers
+        if self.attn_res is not None:
+            out[f"attention residuals (a snapshot every {self.attn_res.block_size})"] = self.num_layers
         dense = "ReLU² MLP" if self.activation == "relu2" else "dense MLP"
         moe = f"LatentMoE ({self.moe_latent_size})" if self.moe_latent_size else "MoE"
         if self.hash_layers:
@@ -555,6 +561,8 @@ def _param_counts(c: ModelConfig) -> ParamCounts:
         counts["expert_biases"] = c.moe_layers * c.num_experts * (2 * c.moe_intermediate_size + h)
     if c.vision_params:
         counts["vision"] = c.vision_params
+    if c.attn_res is not None:  # gains and pseudo-queries: the mix's vector work (roofline.models.attn_res)
+        counts["attn_res"] = c.attn_res.params(h)
     if c.mtp_layers:
         dense_gqa = not (c.is_mla or c.is_moe) and c.kv_layers == c.num_layers and c.uniform_attention  # MiMo-7B
         if not (c.is_mla and c.is_moe) and c.linear_attention is None and not dense_gqa:
@@ -573,7 +581,7 @@ def _param_counts(c: ModelConfig) -> ParamCounts:
         active["expert_biases"] = c.moe_layers * c.experts_per_token * (2 * c.moe_intermediate_size + h)
     # gathered tables, norm gains and biases are not multiplied; a tied LM head is (it reuses the table)
     tied_head = c.vocab_size * h if c.tie_word_embeddings else 0
-    added = counts.get("sinks", 0) + active.get("expert_biases", 0)  # added to sums, not multiplied
+    added = counts.get("sinks", 0) + active.get("expert_biases", 0) + counts.get("attn_res", 0)  # not multiplied
     if c.linear_attention is not None:  # the conv taps, dt_bias, A_log and the gated norm's gain: not a matmul
         added += c.attention_layers(AttentionKind.LINEAR) * c.linear_attention.vector_params
     added += counts.get("mamba_conv_and_gains", 0)  # the conv taps, dt_bias, A_log, D and gain: not a matmul
@@ -584,17 +592,5 @@ def _param_counts(c: ModelConfig) -> ParamCounts:
     return ParamCounts(MappingProxyType(counts), MappingProxyType(active), matmul)
 
 
-
-__all__ = [
-    "DEFAULT_LENGTH",
-    "LOGITS",
-    "MLA_MODES",
-    "SOFTMAX_KINDS",
-    "AttentionKind",
-    "LinearAttention",
-    "Mamba2",
-    "MlpKind",
-    "ModelConfig",
-    "ParamCounts",
-    "SparseIndexer",
-]
+__all__ = ["DEFAULT_LENGTH", "LOGITS", "MLA_MODES", "SOFTMAX_KINDS", "AttentionKind", "LinearAttention", "Mamba2",
+           "MlpKind", "ModelConfig", "ParamCounts", "SparseIndexer"]

@@ -11,8 +11,12 @@ roofline.models.recurrent.KimiDelta) and MLA, with DeepSeek-V3's experts.
   scores with the e_score_correction_bias (noaux_tc), num_shared_experts shared experts, the first
   first_k_dense_replace layers dense.
 
-Kimi K3 (`kimi_k3`, its text_config a kimi_linear config) adds fields this parser does not read yet; it is
-refused naming the first (`kimi_k3`).
+- `attn_res_block_size` (Kimi K3): attention residuals before each norm and the head, a snapshot of the
+  residual stream every attn_res_block_size layers (roofline.models.attn_res, TensorRT-LLM's port of the
+  checkpoint's modeling_kimi.py); a positive whole number, at most num_hidden_layers.
+
+Kimi K3 (`kimi_k3`, its text_config a kimi_linear config) adds further fields this parser does not read yet;
+it is refused naming the first (`kimi_k3`).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from typing import Any
 
 from roofline.errors import RooflineError
 from roofline.models.architectures.common import Parser, common, state_bytes
+from roofline.models.attn_res import AttentionResiduals
 from roofline.models.fields import Fields, is_int
 from roofline.models.recurrent import KimiDelta
 from roofline.models.transformer import AttentionKind, ModelConfig
@@ -62,16 +67,19 @@ def text_model(f: Fields, name: str, model_type: str) -> ModelConfig:
     """A kimi_linear config (top level, or Kimi K3's text_config) onto its layer kinds."""
     if "max_position_embeddings" not in f.raw and "model_max_length" in f.raw:  # transformers' attribute_map
         f = Fields({**f.raw, "max_position_embeddings": f.raw["model_max_length"]}, f.where)
-    kw: dict[str, Any] = common(f, name, model_type, False)
+    qk = f.integer("qk_nope_head_dim") + f.integer("qk_rope_head_dim")
+    kw: dict[str, Any] = common(Fields({"head_dim": qk, **f.raw}, f.where), name, model_type, False)  # MLA's heads
     layers = kw["num_layers"]
     kw["layer_attention"], kw["linear_attention"] = _kda(f, layers)
     for key, why in (("mla_use_output_gate", "(a gate on MLA's output) is not read"),
                      ("latent_moe_use_norm", "(latent experts with a norm) is not read")):
         if f.flag(key, False):
             raise f.refuse(key, f"is true: {why}")
-    for key in ("routed_expert_hidden_size", "attn_res_block_size"):
-        if f.raw.get(key) is not None:
-            raise f.refuse(key, "is not read (Kimi K3's latent experts and attention residuals)")
+    if f.raw.get("routed_expert_hidden_size") is not None:
+        raise f.refuse("routed_expert_hidden_size", "is not read (Kimi K3's latent experts)")
+    if f.raw.get("attn_res_block_size") is not None:
+        kw["attn_res"] = AttentionResiduals(f.at_most("attn_res_block_size", f.integer("attn_res_block_size"),
+                                                      "num_hidden_layers", layers), layers)
     kw["nope"] = f.flag("mla_use_nope", False)
     kw["q_lora_rank"] = f.optional_int("q_lora_rank") or 0
     kw["kv_lora_rank"] = f.integer("kv_lora_rank")
@@ -109,9 +117,10 @@ def kimi_linear(f: Fields, name: str, model_type: str) -> ModelConfig:
 
 def kimi_k3(f: Fields, name: str, model_type: str) -> ModelConfig:
     """Kimi K3 (moonshotai/Kimi-K3; KimiK3ForConditionalGeneration, TensorRT-LLM's modeling_kimi_linear.py): a
-    kimi_linear text_config (KDA and NoPE MLA, 896 latent experts) beside a MoonViT vision_config. Refused by
-    the first field not read yet: `attn_res_block_size`, its attention residuals (before each norm, a softmax
-    over the residual stream's snapshots, one taken every attn_res_block_size layers)."""
+    kimi_linear text_config (KDA and NoPE MLA, 896 latent experts, attention residuals: read) beside a MoonViT
+    vision_config. Refused by the first field not read yet: `hidden_act` "situ" (the SiTU activation of its
+    MLPs and experts, activation_situ_beta and activation_situ_linear_beta); after it its MLA output gate, its
+    full-rank KDA gate, its latent experts with their norm and its MoonViT tower."""
     text = f.raw.get("text_config")
     if not isinstance(text, Mapping):
         raise f.bad("text_config", "an object (the language model's config)", text)
@@ -119,11 +128,10 @@ def kimi_k3(f: Fields, name: str, model_type: str) -> ModelConfig:
         raise RooflineError(f"config {f.where}: text_config's model_type {text.get('model_type')!r} is not read "
                             f"(read: 'kimi_linear')")
     inner = Fields(text, f"{f.where} text_config")
-    if text.get("attn_res_block_size") is not None:
-        raise inner.refuse("attn_res_block_size", "(Kimi K3's attention residuals: before each norm a softmax over "
-                                                  "the residual stream's block snapshots) is not read yet; nor are "
-                                                  "its SiTU activation, MLA output gate, full-rank KDA gate and "
-                                                  "latent experts")
+    if text.get("hidden_act") == "situ":
+        raise inner.refuse("hidden_act", "'situ' (Kimi K3's SiTU activation, activation_situ_beta and "
+                                         "activation_situ_linear_beta) is not read yet; nor are its MLA output "
+                                         "gate, full-rank KDA gate and latent experts")
     if f.raw.get("vision_config") is not None:
         raise f.refuse("vision_config", "(K3's MoonViT with its patchmergerv2 projector) is not read yet")
     return text_model(inner, name, model_type)
