@@ -25,17 +25,9 @@ h, L, B = 7168, 93, 12  # K3's hidden_size, num_hidden_layers, attn_res_block_si
 
 
 def k3_text() -> dict[str, Any]:
-    """K3's text_config (its attn_res_block_size 12 and its 93 layers as published), less the fields read
-    elsewhere (SiTU, the gates, the latent experts: their own tests)."""
+    """K3's text_config (its attn_res_block_size 12 and its 93 layers as published)."""
     raw: dict[str, Any] = json.loads((CONFIGS / "Kimi-K3" / "config.json").read_text())
-    text = copy.deepcopy(raw["text_config"])
-    for key in ("activation_situ_beta", "activation_situ_linear_beta", "latent_moe_use_norm",
-                "routed_expert_hidden_size", "quantization_config"):
-        text.pop(key)
-    text["hidden_act"], text["mla_use_output_gate"] = "silu", False
-    for key in ("gate_lower_bound", "use_full_rank_gate"):
-        text["linear_attn_config"].pop(key)
-    return text
+    return copy.deepcopy(raw["text_config"])
 
 
 def test_the_mixes_and_their_snapshots_by_hand() -> None:

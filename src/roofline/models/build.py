@@ -241,11 +241,14 @@ class _Builder:
             mla(self, x, attn_out, norm)
         else:
             self.gqa(x, attn_out, norm, kinds, p)
-        if cfg.attn_output_gate:  # Qwen3-Next/3.5: out · sigmoid(gate), the gate from q_proj's second half
+        if cfg.attn_output_gate:  # out · sigmoid(gate): Qwen3-Next's gate from q_proj's second half, K3's g_proj
             gated = self.act(f"{p}attn.gated", attn_out.shape)
             per = FLOP_PER_ELEMENT["silu"] + FLOP_PER_ELEMENT["mul"]
             width = attn_out.shape[-1]
-            self.add(Op(f"{p}attn.output_gate", "sigmoid_gate", (attn_out, self.act(f"{p}attn.gate", (n, width))),
+            gate = self.act(f"{p}attn.gate", (n, width))
+            if cfg.is_mla:  # Kimi K3 (TensorRT-LLM KimiK3MLAAttention): g_proj h -> H·d_v from the normed input
+                self.add(matmul_op(f"{p}g_proj", x, self.weight(f"{p}g_proj.weight", (h, width)), gate, layers))
+            self.add(Op(f"{p}attn.output_gate", "sigmoid_gate", (attn_out, gate),
                         (gated,), {Unit.VECTOR: float(per * n * width)}, layers,
                         formula=f"out · sigmoid(gate): {per:g}·N·H·d = {per:g}·{n}·{width}"))
             attn_out = gated

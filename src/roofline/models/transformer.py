@@ -52,7 +52,7 @@ class ModelConfig:
     tie_word_embeddings: bool = False
     norm: Norm = Norm.RMSNORM  # LayerNorm has a bias too
     # "swiglu" | "geglu" | "swiglu_clamped" (gated; gpt-oss clamps gate and up) | "gelu" (GPT-2: up, gelu, down)
-    # | "swiglu_limited" (DeepSeek-V4: silu(gate.clamp(max=l)) · up.clamp(-l, l))
+    # | "swiglu_limited" (DeepSeek-V4: silu(gate.clamp(max=l)) · up.clamp(-l, l)) | "situ", "situ_gate" (Kimi K3)
     activation: str = "swiglu"
     qkv_bias: bool = False  # Qwen2: biases on q, k, v
     o_bias: bool = False  # Llama/Qwen3 attention_bias: a bias on o_proj as well as on q, k, v
@@ -78,6 +78,7 @@ class ModelConfig:
     moe_intermediate_size: int = 0
     num_shared_experts: int = 0  # each of moe_intermediate_size width
     moe_latent_size: int = 0  # LatentMoE (Nemotron 3 Super/Ultra): the routed experts run in this width (models/latent)
+    moe_latent_norm: bool = False  # Kimi K3: an RMSNorm over the experts' latent sum before it is projected back
     first_dense_layers: int = 0  # DeepSeek-V3: the first k layers have a dense MLP
     moe_gains: int = 0  # per MoE layer, norm gains and scales beyond the block's (Gemma 4: 3 norms, router scales)
     router_bias: bool = False  # DeepSeek-V3: e_score_correction_bias; gpt-oss: the router's bias
@@ -103,7 +104,7 @@ class ModelConfig:
     # layer); empty: intermediate_size on every dense layer
     ffn_widths: tuple[int, ...] = ()
     nope: bool = False  # Nemotron-H: no positional encoding on its attention layers (no RoPE op)
-    attn_output_gate: bool = False  # Qwen3-Next/3.5: q_proj also gives a sigmoid gate on the attention output
+    attn_output_gate: bool = False  # a sigmoid gate on the attention output: q_proj's (Qwen3-Next), MLA's g_proj (K3)
     shared_expert_gate: bool = False  # Qwen3-Next/3.5: a sigmoid gate (h -> 1) on the shared expert's output
     vision_params: int = 0  # a multimodal checkpoint's vision tower: in its memory, not in the text step
     # multi-token prediction (num_nextn_predict_layers): layers in the checkpoint's memory, not in the main
@@ -238,7 +239,7 @@ class ModelConfig:
 
     @property
     def gated(self) -> bool:
-        return self.activation in ("swiglu", "geglu", "swiglu_clamped", "swiglu_limited")
+        return self.activation in ("swiglu", "geglu", "swiglu_clamped", "swiglu_limited", "situ", "situ_gate")
 
     @property
     def mlp_kinds(self) -> tuple[MlpKind, ...]:
@@ -304,8 +305,8 @@ class ModelConfig:
         """The model as a sequence of layer kinds: (kind, layers) for each token mixer, then each MLP
         kind, in the order they first appear: (("window 128", 18), ("full attention", 18), ("MoE", 36))."""
         mla = f"MLA + DSA top-{self.indexer.topk}" if self.indexer is not None else "MLA"
-        names = {AttentionKind.GLOBAL: mla if self.is_mla else
-                 "gated full attention" if self.attn_output_gate else "full attention",
+        names = {AttentionKind.GLOBAL: ("gated " if self.attn_output_gate else "")
+                 + (mla if self.is_mla else "full attention"),
                  AttentionKind.LOCAL: f"{'chunked' if self.attention_chunked else 'window'} {self.sliding_window}",
                  AttentionKind.LINEAR: self.linear_attention.name if self.linear_attention else "Gated DeltaNet",
                  AttentionKind.MAMBA: "Mamba2"}
@@ -504,7 +505,7 @@ def _param_counts(c: ModelConfig) -> ParamCounts:
         H, dn, dr, dv = c.num_heads, c.qk_nope_head_dim, c.qk_rope_head_dim, c.v_head_dim
         q = (h * c.q_lora_rank + c.q_lora_rank * H * (dn + dr)) if c.q_lora_rank else h * H * (dn + dr)
         kv = h * (c.kv_lora_rank + dr) + c.kv_lora_rank * H * (dn + dv)
-        attn = q + kv + H * dv * h
+        attn = q + kv + H * dv * h + (h * H * dv if c.attn_output_gate else 0)  # Kimi K3: g_proj h -> H·d_v
         # q_a_layernorm, kv_a_layernorm; on the MLA layers only (Kimi Linear's others are KDA)
         norms += c.kv_layers * (c.kv_lora_rank + (c.q_lora_rank or 0))
     else:  # per softmax layer kind, at its own shape (a gated q_proj gives the query and the gate)
@@ -549,8 +550,9 @@ def _param_counts(c: ModelConfig) -> ParamCounts:
         # DeepSeek-V3's e_score_correction_bias: added to the scores to pick experts, not multiplied
         biases += (c.moe_layers - c.hash_layers) * c.num_experts if c.router_bias else 0  # hash routers: none
         counts["shared_experts"] = c.moe_layers * c.num_shared_experts * mlp_mats * h * c.moe_intermediate_size
-        if c.moe_latent_size:  # fc1_latent_proj h -> ℓ and fc2_latent_proj ℓ -> h, once a token
+        if c.moe_latent_size:  # fc1_latent_proj h -> ℓ and fc2_latent_proj ℓ -> h, once a token; K3's norm's gain
             counts["latent_proj"] = c.moe_layers * 2 * h * c.moe_latent_size
+            norms += c.moe_layers * c.moe_latent_size if c.moe_latent_norm else 0
         counts["experts"] = c.moe_layers * c.num_experts * per_expert
     counts["norms"] = norms
     counts["biases"] = biases
