@@ -47,7 +47,7 @@ from roofline.graph import FusionPlan, Graph, Op, Tensor
 from roofline.kernels import FLOP_PER_ELEMENT, attention_ops, elementwise_op, matmul_op, norm_op
 from roofline.models.attn_res_ops import attn_res_head, attn_res_layers
 from roofline.models.compressed_ops import mhc_head, streams_step
-from roofline.models.draft import mtp_input
+from roofline.models.draft import mtp_input, mtp_streams
 from roofline.models.dtypes import ModelDtypes, for_checkpoint, model_dtypes, weight_part
 from roofline.models.experts import combine_ops, dispatch_ops, shared_experts
 from roofline.models.formulas import experts_hit, experts_read_per_device
@@ -472,14 +472,16 @@ class _Builder:
         hidden = self.act("hidden", (n, h))  # the residual stream after attention
         if cfg.mtp_draft:  # an MTP module as the draft: its input projection first (roofline.models.draft)
             self.embedding(embedded := self.act("mtp.embedded", (n, h)))
-            mtp_input(self, embedded, resid)
+            resid = mtp_streams(self, embedded) if cfg.compressed is not None else resid  # DeepSeek-V4's streams
+            if cfg.compressed is None:
+                mtp_input(self, embedded, resid)
         else:
             self.embedding(resid)
         if cfg.attn_res is not None:  # Kimi K3: the mixes before each norm (roofline.models.attn_res)
             attn_res_layers(self, resid)
         if cfg.compressed is None:
             self.attention_block(resid, hidden)
-        resid = resid if cfg.compressed is None else streams_step(self, resid)  # DeepSeek-V4: mHC's n streams
+        resid = resid if cfg.compressed is None else streams_step(self, resid, not cfg.mtp_draft)  # mHC's streams
         for kind, count, width, prefix in (cfg.mlp_groups() if cfg.compressed is None else ()):
             self.ffn = width  # the dense MLP's width in this group (NAS blocks: a group per width)
             self.mlp_block(hidden, resid, kind, count, prefix)

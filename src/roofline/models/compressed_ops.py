@@ -249,11 +249,12 @@ def compressed_attention(bd: StepBuilder, streams: Tensor, count: int) -> Tensor
     return mhc_post(bd, "attn", streams, o, count)
 
 
-def streams_step(bd: Any, resid: Tensor) -> Tensor:
-    """Every layer's compressed attention and MoE between mHC's hyper-connections, from the embedding
-    into the last layer's streams (`bd`: roofline.models.build's builder, whose MoE ops it runs)."""
+def streams_step(bd: Any, resid: Tensor, expand: bool = True) -> Tensor:
+    """Every layer's compressed attention and MoE between mHC's hyper-connections, from the embedding (or,
+    `expand` False, streams already made: an MTP draft's) into the last layer's streams (`bd`:
+    roofline.models.build's builder, whose MoE ops it runs)."""
     layers, n, h = bd.cfg.num_layers, bd.n, bd.cfg.hidden_size
-    mid = compressed_attention(bd, mhc_expand(bd, resid), layers)
+    mid = compressed_attention(bd, mhc_expand(bd, resid) if expand else resid, layers)
     x_in = mhc_pre(bd, "ffn", mid, layers)
     x = bd.act("mlp_norm.out", (n, h))
     norm = bd.norm("mlp_norm", x_in, x, layers)

@@ -5,9 +5,9 @@ the attention and MLP weights of every layer, norm gains and biases. "Active" pa
 uses: for a mixture of experts, the router, the shared experts and `experts_per_token` routed experts instead
 of all of them; embeddings and the LM head included, as the published figures include them (Mixtral 8x7B: 12.9B).
 
-Attended tokens (`ModelConfig.attended_tokens`): the tokens one sequence's layers keep and read at
-a length L, summed over layers: L per global layer, min(L, W) per windowed one. The KV cache, the
-decode limit, the memory fit and the sweeps all take it from there.
+Attended tokens (`ModelConfig.attended_tokens`): the tokens one sequence's layers keep and read at a length L,
+summed over layers: L per global layer, min(L, W) per windowed one. The KV cache, the decode limit, the memory
+fit and the sweeps all take it from there.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from roofline.dtypes import DType
 from roofline.errors import RooflineError
 from roofline.models.attention_shape import AttentionShape
 from roofline.models.attn_res import AttentionResiduals
-from roofline.models.compressed import CompressedAttention
+from roofline.models.compressed import CompressedAttention, compressed_mtp_parts
 from roofline.models.formulas import Num, minimum
 from roofline.models.kinds import SOFTMAX_KINDS, AttentionKind, MlpKind, ParamCounts
 from roofline.models.mtp import MTP_PARTS, mtp_parts
@@ -565,7 +565,9 @@ def _param_counts(c: ModelConfig) -> ParamCounts:
         counts["vision"] = c.vision_params
     if c.attn_res is not None:  # gains and pseudo-queries: the mix's vector work (roofline.models.attn_res)
         counts["attn_res"] = c.attn_res.params(h)
-    if c.mtp_layers:
+    if c.mtp_layers and cp is not None:  # DeepSeek-V4: a Block of its own kind (roofline.models.compressed)
+        counts.update(compressed_mtp_parts(cp, c))
+    elif c.mtp_layers:
         dense_gqa = not (c.is_mla or c.is_moe) and c.kv_layers == c.num_layers and c.uniform_attention  # MiMo-7B
         if not (c.is_mla and c.is_moe) and c.linear_attention is None and not dense_gqa:
             raise RooflineError(f"model {c.name}: multi-token-prediction layers are read for DeepSeek-V3's, GLM-5's, "
