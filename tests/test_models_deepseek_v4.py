@@ -147,6 +147,7 @@ def _mutated(**changes: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(("changes", "field"), [
     ({"compress_ratios": [0, 4] * 10}, "compress_ratios"),  # not one a layer
     ({"compress_ratios": [8] * 43}, "compress_ratios"),  # a ratio neither CSA's nor HCA's
+    ({"compress_ratios": [0, 0, *([4, 128] * 20), 4, 7]}, "compress_ratios"),  # the MTP layer's entry: 7
     ({"compress_ratios": None}, "compress_ratios"),  # which layers compress: not a default's to say
     ({"num_key_value_heads": 2}, "num_key_value_heads"),
     ({"o_groups": 6}, "o_groups"),  # does not divide the 64 heads

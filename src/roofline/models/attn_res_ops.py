@@ -23,10 +23,12 @@ def _mix(bd: StepBuilder, name: str, p: Tensor, k: int, rows: int, count: int) -
     sm = FLOP_PER_ELEMENT["softmax"]
     bd.add(Op(name, "attn_res", (snapshots, p, *gains), (out,), {Unit.VECTOR: flop}, count,
               onchip=OnChip({Unit.EXP: float(rows * c)}),
-              formula=f"softmax over C = K + 1 = {c} candidates (the {k} snapshots and the partial sum) a token: "
+              formula=f"softmax over C = K + 1 = {c} candidates (the {k} snapshot{'s' * (k > 1)} and the partial "
+                      f"sum) a token: "
                       f"scores {SCORE_FLOP}·C·h + softmax {sm:g}·C + Σ α·v 2·C·h = "
                       f"{rows}·({SCORE_FLOP}·{c}·{h} + {sm:g}·{c} + 2·{c}·{h})",
-              note=f"reads {k} snapshots of the residual stream [{k}, {rows}, {h}] (attention residuals)"))
+              note=f"reads {k} snapshot{'s' * (k > 1)} of the residual stream [{k}, {rows}, {h}] (attention "
+                   f"residuals)"))
     return out
 
 

@@ -65,8 +65,9 @@ class LinearAttention:
 # FLOPs per channel of KDA's forget gate: the bias add, softplus (exp, add, log), the multiply by −exp(A_log) and
 # the exp that turns the log-decay into the decay (transformers KimiLinearForgetGate, fla's kda gate)
 KDA_GATE_FLOP = 6
-# Under gate_lower_bound (fla's safe gate, lower_bound·sigmoid(exp(A_log)·(f + dt_bias))): the bias add, the
-# multiply by exp(A_log), the sigmoid (4), the multiply by the bound and the exp of the log-decay
+# Under gate_lower_bound (fla's safe gate, lower_bound·sigmoid(exp(A_log)·(f + dt_bias)); transformers 5.24's
+# Glm5NextTextForgetGate alike): the bias add, the multiply by exp(A_log), the sigmoid (4), the multiply by the
+# bound and the exp of the log-decay
 SAFE_GATE_FLOP = 8
 # FLOPs per channel the chunked prefill spends on the channel-wise decay: its cumulative sum in the chunk (1),
 # the decay folded into q, k and the state update's k (exp(g)·q, exp(−g)·k, exp(g_C − g)·k: 3 exps, 3
