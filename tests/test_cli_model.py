@@ -197,11 +197,14 @@ def test_models_lists_every_preset(capsys: pytest.CaptureFixture[str], wide: Non
     code, out, _ = run(capsys, "models", "--json")
     assert code == 0
     rows = {r["id"]: r for r in json.loads(out)}
-    assert sorted(rows) == preset_names() and len(rows) == 26
-    # DeepSeek-V4-Flash's compress_ratios: 2 window-only layers, 21 CSA at 4 (top-512), 20 HCA at 128; mHC on all
+    assert sorted(rows) == preset_names() and len(rows) == 27
+    # Qwen3-Next-80B-A3B: full_attention_interval 4 over 48 layers: 36 Gated DeltaNet, 12 gated full attention
+    assert rows["qwen3-next-80b-a3b"]["layer_kinds"] == "36 Gated DeltaNet + 12 gated full attention + 48 MoE"
+    # DeepSeek-V4-Flash's compress_ratios: 2 window-only layers, 21 CSA at 4 (top-512), 20 HCA at 128; mHC on all;
+    # its MTP layer (compress_ratios' 44th entry), in memory only
     assert rows["deepseek-v4-flash"]["layer_kinds"] == (
         "2 window 128 (K = V) + 21 window 128 + CSA 1/4 top-512 + 20 window 128 + HCA 1/128 + 43 mHC (4 streams) "
-        "+ 43 MoE (3 hash-routed)")
+        "+ 43 MoE (3 hash-routed) + 1 MTP")
     # GLM-5: DSA on its 78 layers, 3 dense, 75 MoE, and its multi-token-prediction layer (in memory only)
     assert rows["glm-5"]["layer_kinds"] == "78 MLA + DSA top-2048 + 3 dense MLP + 75 MoE + 1 MTP"
     # Nemotron 3 Nano's hybrid_override_pattern MEMEM*E...: 23 M, 6 *, 23 E blocks

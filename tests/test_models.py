@@ -84,6 +84,10 @@ PUBLISHED: dict[str, tuple[float, ...]] = {
     # Qwen/Qwen3.5-397B-A17B model card: 397B total (without its MTP layer: MAIN_ONLY), 17B activated (whole
     # billions)
     "qwen3.5-397b-a17b": (397, 17, 1),
+    # Qwen/Qwen3-Next-80B-A3B-Instruct (and -Thinking, the same architecture) model card: "80B in total and 3B
+    # activated", whole billions; the activated figure leaves out the embedding table and the untied head
+    # (2 · 151,936 · 2,048 = 0.62B), which ours includes; the config declares no MTP layer, so none is counted
+    "qwen3-next-80b-a3b": (80, 3 + 0.62, 1),
     # moonshotai/Kimi-K2-Instruct model card: "1 trillion total parameters, 32 billion activated"; the
     # activated figure leaves out the embedding table (163,840 · 7,168 = 1.17B): 32 + 1.17, whole billions;
     # the total to the trillion (±50B: 1.0T as the card rounds it)
@@ -113,8 +117,9 @@ PUBLISHED: dict[str, tuple[float, ...]] = {
 }
 
 
-# published totals without the multi-token-prediction layers the checkpoint holds
-MAIN_ONLY = {"glm-5", "qwen3.5-397b-a17b"}
+# published totals without the multi-token-prediction layers the checkpoint holds (DeepSeek-V4-Flash's 284B: its
+# main model, as transformers counts it without mtp.*; its MTP layer: test_models_deepseek_v4.py)
+MAIN_ONLY = {"glm-5", "qwen3.5-397b-a17b", "deepseek-v4-flash"}
 
 
 @pytest.mark.parametrize("name", sorted(PUBLISHED))
@@ -136,6 +141,23 @@ def test_gpt2_parameters_exactly() -> None:
     per_layer = 768 * 2304 + 2304 + 768 * 768 + 768 + 768 * 3072 + 3072 + 3072 * 768 + 768 + 4 * 768
     expected = 50257 * 768 + 1024 * 768 + 12 * per_layer + 2 * 768
     assert load_config("gpt2").total_params == expected == 124_439_808
+
+
+def test_qwen3_next_80b_a3b_parameters_exactly() -> None:
+    # its config (the preset, as published): h 2048, 48 layers, full_attention_interval 4: 36 Gated DeltaNet layers
+    # (transformers Qwen3NextGatedDeltaNet: in_proj_qkvz h -> 2·16·128 + 2·32·128, in_proj_ba h -> 2·32, conv
+    # 8192 channels × 4 taps, dt_bias and A_log 32 each, the gated norm 128, out_proj 32·128 -> h) and 12 gated
+    # full-attention layers (q_proj h -> 2·16·256 with its gate, k and v h -> 2·256 each, o_proj 16·256 -> h, q and
+    # k norms 256 each); 48 MoE layers: router h -> 512 + the shared expert's gate, one shared expert of 512,
+    # 512 experts of 512; two block norms a layer, the final norm; untied embedding and head of 151,936
+    h, V = 2048, 151_936
+    gdn = h * 12288 + h * 64 + 8192 * 4 + 2 * 32 + 128 + 4096 * h
+    full = (8192 + 1024 + 4096) * h + 2 * 256
+    moe = h * 513 + 3 * h * 512 + 512 * 3 * h * 512
+    total = 2 * V * h + 36 * gdn + 12 * full + 48 * moe + (2 * 48 + 1) * h
+    cfg = load_config("qwen3-next-80b-a3b")
+    assert cfg.total_params == total == 79_674_391_296
+    assert cfg.active_params == total - 48 * (512 - 10) * 3 * h * 512  # 10 of 512 experts a token
 
 
 def test_llama_3_70b_kv_cache_is_320_kib_per_token() -> None:

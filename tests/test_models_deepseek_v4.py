@@ -53,20 +53,23 @@ def test_flash_parameters_by_hand() -> None:
     assert parts["experts"] == L * E * 3 * H_ * F and parts["shared_experts"] == L * 3 * H_ * F
     assert parts["router"] == L * E * H_ and parts["sinks"] == L * HEADS
     assert parts["biases"] == (L - 3) * E  # e_score_correction_bias on the 40 learned routers, none on hash ones
-    assert cfg.total_params == (2 * V * H_ + attention + compressor + index_query + mhc + norms + L * E * 3 * H_ * F
-                                + L * 3 * H_ * F + L * E * H_ + L * HEADS + (L - 3) * E)
-    # transformers 5.24's DeepseekV4ForCausalLM on the meta device counts 284,332,230,231 parameters; it keeps
-    # the correction bias as a buffer, which the checkpoint stores: + 40 · 256
-    assert cfg.total_params == 284_332_230_231 + 40 * 256
+    mtp = sum(n for p, n in parts.items() if p.startswith("mtp"))  # its MTP layer (test_the_mtp_layer_by_hand)
+    assert cfg.total_params - mtp == (2 * V * H_ + attention + compressor + index_query + mhc + norms
+                                      + L * E * 3 * H_ * F + L * 3 * H_ * F + L * E * H_ + L * HEADS + (L - 3) * E)
+    # transformers 5.24's DeepseekV4ForCausalLM on the meta device counts 284,332,230,231 parameters (it skips
+    # mtp.*); it keeps the correction bias as a buffer, which the checkpoint stores: + 40 · 256
+    assert cfg.total_params - mtp == 284_332_230_231 + 40 * 256
 
 
 @pytest.mark.parametrize(("path", "total", "active", "embedding"), [
     # deepseek-ai/DeepSeek-V4-Flash model card: 284B total, 13B activated; DeepSeek-V4-Pro: 1.6T, 49B. The
-    # activated figures leave out the embedding table (129,280 · h), which ours includes (whole billions)
+    # totals are the main model's (284.33B without its MTP layer, as transformers counts it); the activated
+    # figures leave out the embedding table (129,280 · h), which ours includes (whole billions)
     (FLASH, 284e9, 13e9, V * 4096), (PRO, 1.6e12, 49e9, V * 7168)])
 def test_totals_and_active_match_the_model_card(path: Path, total: float, active: float, embedding: int) -> None:
     cfg = load_config(str(path))
-    assert cfg.total_params == pytest.approx(total, abs=0.05 * total if total > 1e12 else 1e9)
+    main = cfg.total_params - sum(n for p, n in cfg.param_counts().parts.items() if p.startswith("mtp"))
+    assert main == pytest.approx(total, abs=0.05 * total if total > 1e12 else 1e9)
     assert cfg.active_params == pytest.approx(active + embedding, abs=1e9)
 
 
@@ -87,7 +90,7 @@ def test_kv_cache_and_state_by_hand() -> None:
 
 def test_checkpoint_weights_fp4_experts_beside_fp8_blocks() -> None:
     cfg = load_config(str(FLASH))
-    parts = cfg.param_counts().parts
+    parts = {p: n for p, n in cfg.param_counts().parts.items() if not p.startswith("mtp")}  # the MTP's: below
     dt = for_checkpoint(model_dtypes(), cfg.weights_dtype, cfg.unquantized, cfg.mixed_weights)
     fp8 = 1 + 1 / (128 * 128)  # E4M3 with one UE8M0 (one-byte) scale per 128x128 block
     mxfp4 = (4 + 8 / 32) / 8  # E2M1 with one UE8M0 scale per 32 (transformers' FP8Experts for expert_dtype fp4)
@@ -144,6 +147,7 @@ def _mutated(**changes: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(("changes", "field"), [
     ({"compress_ratios": [0, 4] * 10}, "compress_ratios"),  # not one a layer
     ({"compress_ratios": [8] * 43}, "compress_ratios"),  # a ratio neither CSA's nor HCA's
+    ({"compress_ratios": [0, 0, *([4, 128] * 20), 4, 7]}, "compress_ratios"),  # the MTP layer's entry: 7
     ({"compress_ratios": None}, "compress_ratios"),  # which layers compress: not a default's to say
     ({"num_key_value_heads": 2}, "num_key_value_heads"),
     ({"o_groups": 6}, "o_groups"),  # does not divide the 64 heads
@@ -174,7 +178,9 @@ def test_nvidia_nvfp4_export_is_an_expert_only_requant() -> None:
     native = load_config(str(FLASH))
     dt_native = for_checkpoint(model_dtypes(), native.weights_dtype, native.unquantized, native.mixed_weights)
     # only the experts differ: E2M1 with one E4M3 scale per 16 (4.5 bits) against one UE8M0 per 32 (4.25 bits)
-    difference = parts["experts"] * ((4 + 8 / 16) - (4 + 8 / 32)) / 8
+    # (the MTP layer's experts too: the export does not name them, and says they are counted as the main ones)
+    difference = (parts["experts"] + parts["mtp_experts"]) * ((4 + 8 / 16) - (4 + 8 / 32)) / 8
+    assert any("names no MTP layer's experts" in w for w in cfg.load_warnings)
     assert dt.weights_bytes(parts) - dt_native.weights_bytes(parts) == pytest.approx(difference, rel=1e-9)
     # any other MIXED_PRECISION is refused naming the field
     raw = _mutated(quantization_config={"quant_method": "fp8", "quant_algo": "MIXED_PRECISION",
@@ -184,9 +190,67 @@ def test_nvidia_nvfp4_export_is_an_expert_only_requant() -> None:
         config_from_dict(raw, "v4")
 
 
-def test_the_mtp_layer_is_said_to_be_left_out() -> None:
+def test_the_mtp_layer_by_hand_in_memory_not_in_the_step() -> None:
+    # num_nextn_predict_layers 1 and compress_ratios' 44th entry 0: one more Block at layer 43 (DeepSeek's reference
+    # MTPBlock, ROCm/ATOM@22da013 atom/models/deepseek_v4_mtp.py; the checkpoint's 1,575 mtp.0.* tensors), its
+    # attention over the window only (no compressor: ratio 0), its gate learned (43 ≥ num_hash_layers 3: a bias)
     cfg = load_config(str(FLASH))
-    assert cfg.mtp_layers == 0 and any("MTP layer is not counted" in w for w in cfg.load_warnings)
+    parts = cfg.param_counts().parts
+    assert cfg.mtp_layers == 1 and not cfg.load_warnings
+    attention = H_ * QL + QL * HEADS * D + H_ * D + HEADS * D * OL + G * OL * H_  # q_a, q_b, kv, o_a, o_b
+    # + the router h·E, the shared expert 3·h·f, e_proj and h_proj h -> h each
+    assert parts["mtp"] == attention + H_ * E + 3 * H_ * F + 2 * H_ * H_ == 166_723_584
+    assert parts["mtp_experts"] == E * 3 * H_ * F == 6_442_450_944
+    mix = (2 + N) * N
+    # enorm, hnorm, norm, attn_norm, ffn_norm; q_norm and kv_norm; the sinks; the gate's bias; mHC's bases and
+    # scales (two hyper-connections and the MTP's own hc_head: base n, scale 1)
+    assert parts["mtp_norms"] == 5 * H_ + QL + D + HEADS + E + 2 * (mix + 3) + N + 1 == 22_395
+    assert parts["mtp_mhc"] == 2 * mix * N * H_ + N * N * H_ == 851_968  # hc_attn_fn, hc_ffn_fn, hc_head_fn
+    # not in the main step: the active count is the main model's
+    assert cfg.active_params == cfg.param_counts().active - 0 and "mtp" not in {
+        p for p, n in cfg.param_counts().active_parts.items() if n}
+    # in memory at the checkpoint's dtypes: FP8 blocks but the router (BF16), MXFP4 experts, BF16 norms, FP32 mHC
+    dt = for_checkpoint(model_dtypes(), cfg.weights_dtype, cfg.unquantized, cfg.mixed_weights)
+    fp8, mxfp4 = 1 + 1 / (128 * 128), (4 + 8 / 32) / 8
+    mtp = {p: n for p, n in parts.items() if p.startswith("mtp")}
+    expected = ((parts["mtp"] - H_ * E) * fp8 + H_ * E * 2 + parts["mtp_experts"] * mxfp4 + parts["mtp_norms"] * 2
+                + parts["mtp_mhc"] * 4)
+    assert dt.weights_bytes(mtp) == pytest.approx(expected, rel=1e-12)
+
+
+def test_without_its_compress_ratio_the_mtp_layer_is_left_out_and_said() -> None:
+    # 43 entries (one a layer): the MTP layer's ratio is not stated, so it is not counted, and --mtp is refused
+    cfg = config_from_dict(_mutated(compress_ratios=_raw()["compress_ratios"][:43]), "v4")
+    assert cfg.mtp_layers == 0 and any("compress ratios are not given" in w for w in cfg.load_warnings)
+    from roofline.serving.speculative import mtp_draft
+    with pytest.raises(RooflineError, match="multi-token-prediction layers are not read"):
+        mtp_draft(cfg, 1, None, None, 0.8)
+
+
+def test_serve_mtp_drafts_with_the_mtp_block() -> None:
+    from roofline.serving import serve_model as serve
+    from roofline.serving.speculative import mtp_draft
+    cfg = load_config(str(FLASH))
+    draft, k = mtp_draft(cfg, 2, None, None, 0.8)
+    assert k == 2 and draft.num_layers == 1 and draft.compressed is not None and draft.compressed.ratios == (0,)
+    assert draft.hash_layers == 0 and draft.mtp_draft
+    n = 4  # decode, batch 4
+    ops = {op.name: op for op in build_graph(draft, "decode", n, 8192).graph.ops}
+    # its input: enorm over the embedding and hnorm over each of the n = 4 streams (RMSNorm 6 an element),
+    # e_proj [N, h] @ [h, h], h_proj [N·n, h] @ [h, h], e_proj's row added to each stream
+    assert ops["mtp.norms"].flop_by_unit[Unit.VECTOR] == 6 * (1 + N) * n * H_
+    assert ops["mtp.e_proj"].flop_by_unit[Unit.MATRIX] == 2 * n * H_ * H_
+    assert ops["mtp.h_proj"].flop_by_unit[Unit.MATRIX] == 2 * n * N * H_ * H_
+    assert ops["mtp.streams"].flop_by_unit[Unit.VECTOR] == n * N * H_
+    assert "mhc.expand" not in ops  # the streams come from the target, not from one row copied n times
+    # the window only: min(8192, 128) rows of d = 512, no compressor, no indexer
+    assert ops["attn.window.qk"].inputs[1].shape == (n, 1, 128, D) and ops["attn.window.qk"].count == 1
+    assert not any(name.startswith("compressor") for name in ops)
+    assert ops["mhc.head"].count == 1  # its own hc_head before the final norm and the target's head
+    r = serve(str(FLASH), "dgx-b200", Split(tp=8), prompt=4096, output=256, batch=8, mtp=1, acceptance=0.8)
+    assert r.speculative is not None and r.speculative.shares_weights
+    # the draft's cache: its window's 128 rows of 512 in BF16 a sequence (one K = V head, whole on every device)
+    assert r.speculative.draft_kv_bytes_per_sequence == 128 * D * 2
 
 
 def test_tensor_parallel_keeps_whole_output_groups(tmp_path: Path) -> None:

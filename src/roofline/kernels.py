@@ -31,6 +31,10 @@ FLOP_PER_ELEMENT: dict[str, float] = {
     # DeepSeek-V4's swiglu_limit (transformers DeepseekV4Experts._apply_gate): gate.clamp(max=l) 1,
     # up.clamp(-l, l) 2, silu(gate) 4, · up 1
     "swiglu_limited": 8,
+    # Kimi K3's SiTU (TensorRT-LLM kimi_k3_moe/_mlp.py SituAndMul, the checkpoint's modeling_kimi.py):
+    # β·tanh(gate/β)·sigmoid(gate) 1 + 1 + 1 + 4 + 1, times β_l·tanh(up/β_l) 3 (activation_situ_linear_beta), 1
+    "situ": 12,
+    "situ_gate": 9,  # without activation_situ_linear_beta: the up half as it is
     "rope": 3,  # x * cos + rotate_half(x) * sin: 2 multiplies, 1 add
     # RMSNorm: the textbook "about six FLOPs per element": square, accumulate, multiply by 1/rms,
     # multiply by the gain, plus the conversions to fp32 and back (per-row rsqrt is amortised)
@@ -45,7 +49,7 @@ FLOP_PER_ELEMENT: dict[str, float] = {
 # of FLOP_PER_ELEMENT's FLOPs on the vector lanes: the multiply by log2(e) that precedes MUFU.EX2.
 # GELU's tanh is one MUFU op (tanh.approx) as well.
 EXP_PER_ELEMENT: dict[str, float] = {"silu": 1, "swiglu": 1, "swiglu_clamped": 1, "swiglu_limited": 1,
-                                     "gelu": 1, "geglu": 1,
+                                     "gelu": 1, "geglu": 1, "situ": 3, "situ_gate": 2,  # sigmoid's exp, the tanhs
                                      "softmax": 1}
 
 # --- tiling: bytes through shared memory and L2 ----------------------------------------------

@@ -23,7 +23,8 @@ ordinary multi-head attention, as DeepSeek's prefill does. ModelConfig.mla "expa
 Hugging Face's DeepseekV3Attention does: the new token's latent decompressed by kv_b_proj and K, V
 cached and read per head (H·(d_nope + d_rope + d_v) values per token per layer instead of 576).
 Gated DeltaNet (roofline.models.deltanet), Mamba2 (roofline.models.mamba), DeepSeek-V4's attention and mHC
-(roofline.models.compressed_ops) are layer kinds of their own. MoE weight traffic depends on how many
+(roofline.models.compressed_ops) and Kimi K3's attention residuals (roofline.models.attn_res_ops) are layer kinds of
+their own. MoE weight traffic depends on how many
 distinct experts the step's tokens hit. Default: the expectation when each of the N tokens picks k of E
 experts uniformly at random and independently, E·(1 − (1 − k/E)^N), rounded to a whole expert and at
 least k (`roofline.models.formulas`, shared with the numpy step model, as is the windowed pair count).
@@ -44,8 +45,9 @@ from types import MappingProxyType
 from roofline.errors import RooflineError
 from roofline.graph import FusionPlan, Graph, Op, Tensor
 from roofline.kernels import FLOP_PER_ELEMENT, attention_ops, elementwise_op, matmul_op, norm_op
+from roofline.models.attn_res_ops import attn_res_head, attn_res_layers
 from roofline.models.compressed_ops import mhc_head, streams_step
-from roofline.models.draft import mtp_input
+from roofline.models.draft import mtp_input, mtp_streams
 from roofline.models.dtypes import ModelDtypes, for_checkpoint, model_dtypes, weight_part
 from roofline.models.experts import combine_ops, dispatch_ops, shared_experts
 from roofline.models.formulas import experts_hit, experts_read_per_device
@@ -240,11 +242,14 @@ class _Builder:
             mla(self, x, attn_out, norm)
         else:
             self.gqa(x, attn_out, norm, kinds, p)
-        if cfg.attn_output_gate:  # Qwen3-Next/3.5: out · sigmoid(gate), the gate from q_proj's second half
+        if cfg.attn_output_gate:  # out · sigmoid(gate): Qwen3-Next's gate from q_proj's second half, K3's g_proj
             gated = self.act(f"{p}attn.gated", attn_out.shape)
             per = FLOP_PER_ELEMENT["silu"] + FLOP_PER_ELEMENT["mul"]
             width = attn_out.shape[-1]
-            self.add(Op(f"{p}attn.output_gate", "sigmoid_gate", (attn_out, self.act(f"{p}attn.gate", (n, width))),
+            gate = self.act(f"{p}attn.gate", (n, width))
+            if cfg.is_mla:  # Kimi K3 (TensorRT-LLM KimiK3MLAAttention): g_proj h -> H·d_v from the normed input
+                self.add(matmul_op(f"{p}g_proj", x, self.weight(f"{p}g_proj.weight", (h, width)), gate, layers))
+            self.add(Op(f"{p}attn.output_gate", "sigmoid_gate", (attn_out, gate),
                         (gated,), {Unit.VECTOR: float(per * n * width)}, layers,
                         formula=f"out · sigmoid(gate): {per:g}·N·H·d = {per:g}·{n}·{width}"))
             attn_out = gated
@@ -454,6 +459,7 @@ class _Builder:
         rows = self.n if every else b
         x = resid if every else self.act("resid.last", (b, h))
         x = mhc_head(self, resid, rows) if cfg.compressed is not None else x  # DeepSeek-V4: hc_head collapses first
+        x = attn_res_head(self, resid, rows) if cfg.attn_res is not None else x  # Kimi K3: the head's mix
         y = self.act("final_norm.out", (rows, h))
         norm = self.norm("final_norm", x, y, 1)
         head = "embed_tokens.weight" if cfg.tie_word_embeddings else "lm_head.weight"
@@ -471,12 +477,16 @@ class _Builder:
         hidden = self.act("hidden", (n, h))  # the residual stream after attention
         if cfg.mtp_draft:  # an MTP module as the draft: its input projection first (roofline.models.draft)
             self.embedding(embedded := self.act("mtp.embedded", (n, h)))
-            mtp_input(self, embedded, resid)
+            resid = mtp_streams(self, embedded) if cfg.compressed is not None else resid  # DeepSeek-V4's streams
+            if cfg.compressed is None:
+                mtp_input(self, embedded, resid)
         else:
             self.embedding(resid)
+        if cfg.attn_res is not None:  # Kimi K3: the mixes before each norm (roofline.models.attn_res)
+            attn_res_layers(self, resid)
         if cfg.compressed is None:
             self.attention_block(resid, hidden)
-        resid = resid if cfg.compressed is None else streams_step(self, resid)  # DeepSeek-V4: mHC's n streams
+        resid = resid if cfg.compressed is None else streams_step(self, resid, not cfg.mtp_draft)  # mHC's streams
         for kind, count, width, prefix in (cfg.mlp_groups() if cfg.compressed is None else ()):
             self.ffn = width  # the dense MLP's width in this group (NAS blocks: a group per width)
             self.mlp_block(hidden, resid, kind, count, prefix)

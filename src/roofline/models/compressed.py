@@ -73,6 +73,7 @@ class CompressedAttention:
     csa: int = 4
     hca: int = 128
     sinkhorn_iters: int = 20  # hc_sinkhorn_iters: Sinkhorn-Knopp's normalisations of mHC's n×n mix
+    mtp_ratios: tuple[int, ...] = ()  # compress_ratios' entries past the last layer: one per MTP layer
 
     def layers(self, ratio: int) -> int:
         return sum(1 for r in self.ratios if r == ratio)
@@ -186,6 +187,34 @@ class CompressedAttention:
         return 2 * layers * mix * n * hidden + n * n * hidden, 2 * layers * (mix + 3) + n + 1
 
 
+def compressed_mtp_parts(cp: CompressedAttention, cfg: Any) -> dict[str, int]:
+    """The MTP layers' parameters by part (roofline.models.mtp's, and "mtp_mhc"). Each is one more Block at
+    layer_id L + i (DeepSeek's reference inference/model.py MTPBlock, as ROCm/ATOM@22da013
+    atom/models/deepseek_v4_mtp.py ports it; the checkpoint's 1,575 mtp.0.* tensors): its attention at
+    compress_ratios[L + i], a MoE whose gate is learned (L + i is past num_hash_layers: its correction bias),
+    the shared expert, two hyper-connections; e_proj and h_proj h -> h; enorm, hnorm and norm; its own hc_head
+    (n × n·h, base n, scale 1). The embedding and the head are the main model's (no copies).
+
+    "mtp": attention, compressor and indexer projections, router h·E, shared experts 3·h·f, e_proj and h_proj
+    2·h²; "mtp_experts" E·3·h·f; "mtp_norms": five RMSNorms 5·h, q_a_norm and kv_norm, the sinks H, the bias E,
+    the compressor's position_bias and kv_norm, mHC's bases and scales 2·((2 + n)·n + 3) + n + 1; "mtp_mhc":
+    the hyper-connections' fn 2·(2 + n)·n·n·h + the head's n·n·h (FP32 in the checkpoint, as mHC's)."""
+    hidden, heads, experts = cfg.hidden_size, cfg.num_heads, cfg.num_experts  # cfg: its ModelConfig
+    shared, inter = cfg.num_shared_experts, cfg.moe_intermediate_size
+    out = {"mtp": 0, "mtp_experts": 0, "mtp_norms": 0, "mtp_mhc": 0}
+    n, mix = cp.hc_mult, (2 + cp.hc_mult) * cp.hc_mult
+    for m in cp.mtp_ratios:
+        out["mtp"] += cp.attention_params(hidden, heads) + hidden * experts + shared * 3 * hidden * inter \
+            + 2 * hidden * hidden
+        out["mtp_experts"] += experts * 3 * hidden * inter
+        out["mtp_norms"] += 5 * hidden + cp.q_lora + cp.head_dim + heads + experts + 2 * (mix + 3) + n + 1
+        out["mtp_mhc"] += 2 * mix * n * hidden + n * n * hidden
+        if m:
+            out["mtp"] += cp.compressor_params(hidden, m) + (cp.index_query_params if m == cp.csa else 0)
+            out["mtp_norms"] += cp.compressor_other(m)
+    return {k: v for k, v in out.items() if v}
+
+
 def compressed_features(cp: CompressedAttention, prefill: bool, b: Any, s: Any) -> list[Any]:
     """The step model's columns (roofline.models.stepmodel) the compressed branch adds, per ratio m: the
     entries ⌊S/m⌋ (made in prefill, kept in decode) and the ones a query attends (the top-k's); prefill also
@@ -204,4 +233,5 @@ def compressed_features(cp: CompressedAttention, prefill: bool, b: Any, s: Any) 
     return cols
 
 
-__all__ = ["CSA", "HCA", "CompressedAttention", "compressed_features", "compressed_pairs", "entries"]
+__all__ = ["CSA", "HCA", "CompressedAttention", "compressed_features", "compressed_mtp_parts", "compressed_pairs",
+           "entries"]

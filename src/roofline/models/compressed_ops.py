@@ -30,6 +30,7 @@ from typing import Any
 from roofline.dtypes import DTYPES
 from roofline.graph import Op, Tensor
 from roofline.kernels import FLOP_PER_ELEMENT, attention_ops, matmul_op
+from roofline.models.attn_res import weighted_sum_flop  # the collapse Σ pre_j·x_j: attention residuals' sum
 from roofline.models.compressed import CSA, CompressedAttention, compressed_pairs, entries
 from roofline.models.deltanet import StepBuilder
 from roofline.models.formulas import windowed_pairs
@@ -62,7 +63,7 @@ def mhc_pre(bd: StepBuilder, name: str, streams: Tensor, count: int) -> Tensor:
     out = bd.act(f"mhc.{name}.in", (n, h))
     weights = bd.act(f"mhc.{name}.weights", (n, mix))
     rms, sm = FLOP_PER_ELEMENT["rmsnorm"], FLOP_PER_ELEMENT["softmax"]
-    vector = n * (rms * hc * h + sm * mix + SINKHORN_FLOP * cp.sinkhorn_iters * hc * hc + 2 * hc * h)
+    vector = n * (rms * hc * h + sm * mix + SINKHORN_FLOP * cp.sinkhorn_iters * hc * hc) + weighted_sum_flop(n, hc, h)
     bd.add(Op(f"mhc.{name}.pre", "hyper_connection", (streams, fn), (out, weights),
               {Unit.MATRIX: 2.0 * n * hc * h * mix, Unit.VECTOR: float(vector)}, count,
               formula=f"fn 2·N·n·h·(2+n)·n = 2·{n}·{hc}·{h}·{mix} on the matrix units; RMSNorm {rms:g}·N·n·h, "
@@ -92,7 +93,8 @@ def mhc_head(bd: StepBuilder, streams: Tensor, rows: int) -> Tensor:
     src = streams if rows == bd.n else bd.act("mhc.streams.last", (rows, hc * h))
     rms = FLOP_PER_ELEMENT["rmsnorm"]
     bd.add(Op("mhc.head", "hyper_connection", (src, bd.weight("mhc.head.fn", (hc * h, hc))), (out,),
-              {Unit.MATRIX: 2.0 * rows * hc * h * hc, Unit.VECTOR: float(rows * (rms * hc * h + 2 * hc * h))}, 1,
+              {Unit.MATRIX: 2.0 * rows * hc * h * hc,
+               Unit.VECTOR: float(rows * rms * hc * h + weighted_sum_flop(rows, hc, h))}, 1,
               formula=f"fn 2·rows·n·h·n = 2·{rows}·{hc}·{h}·{hc}; RMSNorm {rms:g}·rows·n·h + collapse 2·rows·n·h"))
     return out
 
@@ -247,11 +249,12 @@ def compressed_attention(bd: StepBuilder, streams: Tensor, count: int) -> Tensor
     return mhc_post(bd, "attn", streams, o, count)
 
 
-def streams_step(bd: Any, resid: Tensor) -> Tensor:
-    """Every layer's compressed attention and MoE between mHC's hyper-connections, from the embedding
-    into the last layer's streams (`bd`: roofline.models.build's builder, whose MoE ops it runs)."""
+def streams_step(bd: Any, resid: Tensor, expand: bool = True) -> Tensor:
+    """Every layer's compressed attention and MoE between mHC's hyper-connections, from the embedding (or,
+    `expand` False, streams already made: an MTP draft's) into the last layer's streams (`bd`:
+    roofline.models.build's builder, whose MoE ops it runs)."""
     layers, n, h = bd.cfg.num_layers, bd.n, bd.cfg.hidden_size
-    mid = compressed_attention(bd, mhc_expand(bd, resid), layers)
+    mid = compressed_attention(bd, mhc_expand(bd, resid) if expand else resid, layers)
     x_in = mhc_pre(bd, "ffn", mid, layers)
     x = bd.act("mlp_norm.out", (n, h))
     norm = bd.norm("mlp_norm", x_in, x, layers)

@@ -98,7 +98,7 @@ def weight_part(weight: str) -> str:
     """The parameter part (ModelConfig.param_counts) a weight tensor of the step graph belongs to, by its name."""
     for key, part in (("index_q.", "index_query"), ("compressor.", "compressor"), ("mhc.", "mhc"),  # DeepSeek-V4
                       ("latent_proj.", "latent_proj"), ("linear_attn.", "linear_attention"), ("mamba.", "mamba"),
-                      ("indexer.", "indexer"),
+                      ("indexer.", "indexer"), ("attn_res.", "attn_res"),
                       ("embed_tokens", "embedding"), ("position_embeddings", "position_embedding"),
                       ("lm_head", "lm_head"), ("router.", "router"), ("shared.", "shared_experts"),
                       ("experts.", "experts"), ("gate_up_proj", "mlp"), ("up_proj", "mlp"), ("down_proj", "mlp")):

@@ -23,6 +23,8 @@ of d = dk = dv (roofline.models.recurrent.KimiDelta):
                     chunk_kda computes only their causal lower triangle, the 16-token diagonal sub-blocks
                     elementwise (chunk_kda_fwd_kernel_intra_sub_intra), so this is an upper bound on them.
     o_norm          RMSNorm over d times sigmoid(gate): (6 + 4 + 1)·N·H·d (a sigmoid: negate, exp, add, divide)
+    Kimi K3's full-rank gate (KimiDelta.full_rank_gate): g_proj h -> H·d joins qkv_proj (h -> 4·H·d, TensorRT-LLM's
+    fused qkvg) and gate_a_proj gives β and f_a only; its safe gate costs SAFE_GATE_FLOP a channel.
     o_proj          H·d -> h, then the residual add (roofline.models.deltanet.out_projection)
 
 Tensor parallelism shards the heads (H/tp per device, roofline.models.split.shard; the low-rank f_a and g_a
@@ -35,7 +37,7 @@ from roofline.dtypes import DTYPES
 from roofline.graph import Op, Tensor
 from roofline.kernels import FLOP_PER_ELEMENT, matmul_op
 from roofline.models.deltanet import P, StepBuilder, causal_conv1d, gated_deltanet, out_projection
-from roofline.models.recurrent import KDA_CHUNK_DECAY_FLOP, KDA_GATE_FLOP, KimiDelta
+from roofline.models.recurrent import KDA_CHUNK_DECAY_FLOP, KimiDelta
 from roofline.vocab import Phase, Role, Unit
 
 SIGMOID_FLOP = 4  # 1 / (1 + exp(−x)): negate, exp, add, divide
@@ -51,30 +53,34 @@ def kimi_delta(bd: StepBuilder, resid: Tensor, hidden: Tensor, count: int) -> No
     hd = heads * d
     x = bd.act(f"{P}norm.out", (n, h))
     norm = bd.norm(f"{P}norm", resid, x, count)
-    qkv = bd.act(f"{P}qkv", (n, 3 * hd))
-    proj = bd.add(matmul_op(f"{P}qkv_proj", x, bd.weight(f"{P}qkv_proj.weight", (h, 3 * hd)), qkv, count))
+    full = la.full_rank_gate  # K3: g_proj h -> H·d rides with q, k, v (TensorRT-LLM's fused qkvg projection)
+    qkv = bd.act(f"{P}qkv", (n, (4 if full else 3) * hd))
+    proj = bd.add(matmul_op(f"{P}qkv{'g' if full else ''}_proj", x,
+                            bd.weight(f"{P}qkv_proj.weight", (h, (4 if full else 3) * hd)), qkv, count))
     bd.fuse(norm, proj)
-    low = bd.act(f"{P}gate_a", (n, heads + 2 * d))
-    bd.add(matmul_op(f"{P}gate_a_proj", x, bd.weight(f"{P}gate_a_proj.weight", (h, heads + 2 * d)), low, count))
+    lows = 1 if full else 2  # f_a, and g_a unless the gate is full rank
+    low = bd.act(f"{P}gate_a", (n, heads + lows * d))
+    bd.add(matmul_op(f"{P}gate_a_proj", x, bd.weight(f"{P}gate_a_proj.weight", (h, heads + lows * d)), low, count))
     f_low, g_low = bd.act(f"{P}f_a", (n, d)), bd.act(f"{P}g_a", (n, d))
     forget, gate = bd.act(f"{P}forget", (n, hd)), bd.act(f"{P}gate", (n, hd))
     bd.add(matmul_op(f"{P}f_b_proj", f_low, bd.weight(f"{P}f_b_proj.weight", (d, hd)), forget, count))
-    bd.add(matmul_op(f"{P}g_b_proj", g_low, bd.weight(f"{P}g_b_proj.weight", (d, hd)), gate, count))
+    if not full:
+        bd.add(matmul_op(f"{P}g_b_proj", g_low, bd.weight(f"{P}g_b_proj.weight", (d, hd)), gate, count))
     conv_out = causal_conv1d(bd, P, qkv, 3 * hd, k, count)
     state_dtype = DTYPES["fp32"] if la.state_bytes == 4 else DTYPES["bf16"]
     state = Tensor(f"{P}state", (b, heads, d, d), state_dtype, Role.KV_CACHE, persistent=True)
     core = bd.act(f"{P}core.out", (n, hd))
     if bd.shape.phase == Phase.DECODE:
         flop = {Unit.VECTOR: float(la.decode_flop_per_token * n)}
-        formula = (f"recurrent: (7·dk·dv + {KDA_GATE_FLOP}·dk) per token and head = "
-                   f"(7·{d}·{d} + {KDA_GATE_FLOP}·{d})·{heads}·{n}")
+        formula = (f"recurrent: (7·dk·dv + {la.gate_flop}·dk) per token and head = "
+                   f"(7·{d}·{d} + {la.gate_flop}·{d})·{heads}·{n}")
         inputs: tuple[Tensor, ...] = (conv_out, forget, low, state)
     else:
-        vector = c * c / 3 + (KDA_GATE_FLOP + KDA_CHUNK_DECAY_FLOP) * d
+        vector = c * c / 3 + (la.gate_flop + KDA_CHUNK_DECAY_FLOP) * d
         flop = {Unit.MATRIX: float((2 * c * (3 * d + 2 * d) + 6 * d * d) * heads * n),
                 Unit.VECTOR: float(vector * heads * n)}
         formula = (f"chunked (C = {c}): (2·C·(3·dk + 2·dv) + 6·dk·dv)·H·N = (2·{c}·{5 * d} + 6·{d}·{d})·{heads}·{n} "
-                   f"on the matrix units, + (C²/3 + {KDA_GATE_FLOP + KDA_CHUNK_DECAY_FLOP}·dk)·H·N for the "
+                   f"on the matrix units, + (C²/3 + {la.gate_flop + KDA_CHUNK_DECAY_FLOP}·dk)·H·N for the "
                    f"triangular solve and the channel decay")
         inputs = (conv_out, forget, low)
     bd.add(Op(f"{P}delta_rule", "kimi_delta_rule", inputs, (core, state), flop, count, formula=formula,

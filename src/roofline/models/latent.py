@@ -9,6 +9,10 @@ hidden state beside them. Per token and layer that is 2·h·ℓ·2 FLOPs for the
 2·k·ℓ for the sum, instead of the experts' 2·k·h; the experts' weights and the rows dispatched to
 them (and sent between devices under EP) shrink by h/ℓ (4096/1024 = 4 for Super).
 
+Kimi K3 (`routed_expert_hidden_size`, `latent_moe_use_norm`; TensorRT-LLM@000a860 modeling_kimi_linear.py
+KimiK3MoERuntime): routed_expert_down_proj (h -> ℓ), the experts in ℓ, their sum normed by routed_expert_norm (an
+RMSNorm over ℓ, its gain in part "norms"), routed_expert_up_proj (ℓ -> h); its shared experts in h beside them.
+
 Under TP the projections are replicated (each device runs both on its rows); their weights are
 2·h·ℓ a layer, counted in part "latent_proj".
 """
@@ -39,6 +43,10 @@ def latent_out(bd: StepBuilder, rows: Tensor, route: Tensor, count: int, p: str)
     summed = bd.act(f"{p}latent.sum", (n, lat))
     add = bd.add(Op(f"{p}latent.combine", "moe_combine", (rows, route), (summed,), {Unit.VECTOR: 2.0 * k * n * lat},
                     count, formula=f"weighted sum of k expert rows in the latent: 2·k·N·ℓ = 2·{k}·{n}·{lat}"))
+    if bd.cfg.moe_latent_norm:  # Kimi K3's routed_expert_norm: RMSNorm over the latent sum
+        normed = bd.act(f"{p}latent.norm.out", (n, lat))
+        bd.fuse(add, bd.norm(f"{p}latent_norm", summed, normed, count))
+        add, summed = "", normed
     out = bd.act(f"{p}latent_proj.fc2.out", (n, h))
     proj = bd.add(matmul_op(f"{p}latent_proj.fc2", summed, bd.weight(f"{p}latent_proj.fc2.weight", (lat, h)),
                             out, count))

@@ -79,7 +79,7 @@ class ModelConfig(Protocol):
     def is_moe(self) -> bool: ...
 
 
-MTP_PARTS = ("mtp", "mtp_experts", "mtp_norms", "mtp_tables")
+MTP_PARTS = ("mtp", "mtp_experts", "mtp_norms", "mtp_tables", "mtp_mhc")  # mtp_mhc: DeepSeek-V4's (compressed)
 
 
 def mtp_components(c: ModelConfig, attention: int) -> dict[str, int]:

@@ -363,7 +363,7 @@ def _projection_share(cfg: ModelConfig, proj: str, kind: AttentionKind = Attenti
 
 
 _NEVER_QUANTIZED = ("embedding", "position_embedding", "norms", "biases", "sinks", "expert_biases",
-                    "mamba_conv_and_gains", "mtp_norms", "mtp_tables")
+                    "mamba_conv_and_gains", "mtp_norms", "mtp_tables", "attn_res")
 
 
 def _mtp_kept(cfg: ModelConfig, layer: int, rest: str, kept: dict[tuple[int, str], tuple[str, float]]) -> bool:
@@ -551,6 +551,8 @@ def unquantized_parts(cfg: ModelConfig, modules: tuple[str, ...], where: str, ex
     notes: tuple[str, ...] = ((f"{where}: the checkpoint keeps part of its {', '.join(partial)} in 16 bits (some "
                                f"layers or projections): counted so in memory; the step reads those weights at "
                                f"the quantized dtype",) if partial else ())
+    if experts_only:  # every other module is 16-bit already: a list naming one adds nothing (Kimi K3's ignore)
+        unread = [n for n in unread if re.search(r"(?<!shared_)experts?\.", n)]
     notes += ((f"{where}: quantization_config leaves {len(unread)} module(s) unquantized that are not read "
               f"({', '.join(unread[:3])}{', ...' if len(unread) > 3 else ''}); they are counted in the "
               f"checkpoint's quantized dtype",) if unread else ())

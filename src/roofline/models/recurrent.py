@@ -65,6 +65,10 @@ class LinearAttention:
 # FLOPs per channel of KDA's forget gate: the bias add, softplus (exp, add, log), the multiply by −exp(A_log) and
 # the exp that turns the log-decay into the decay (transformers KimiLinearForgetGate, fla's kda gate)
 KDA_GATE_FLOP = 6
+# Under gate_lower_bound (fla's safe gate, lower_bound·sigmoid(exp(A_log)·(f + dt_bias)); transformers 5.24's
+# Glm5NextTextForgetGate alike): the bias add, the multiply by exp(A_log), the sigmoid (4), the multiply by the
+# bound and the exp of the log-decay
+SAFE_GATE_FLOP = 8
 # FLOPs per channel the chunked prefill spends on the channel-wise decay: its cumulative sum in the chunk (1),
 # the decay folded into q, k and the state update's k (exp(g)·q, exp(−g)·k, exp(g_C − g)·k: 3 exps, 3
 # multiplies, 1 subtract) = 8
@@ -88,16 +92,33 @@ class KimiDelta(LinearAttention):
         o_proj                   H·d -> h
 
     The state is Gated DeltaNet's (H·d·d values per sequence, float32 in transformers and vLLM) and the conv
-    state the last K − 1 inputs of the 3·H·d channels."""
+    state the last K − 1 inputs of the 3·H·d channels.
 
+    Kimi K3 (TensorRT-LLM@000a860 modeling_kimi_linear.py KimiKDARuntime, fla's kda gate kernels):
+    `full_rank_gate` (linear_attn_config use_full_rank_gate): the output gate is one g_proj h -> H·d, not g_a and
+    g_b; `safe_gate` (gate_lower_bound given): the log-decay is lower_bound·sigmoid(exp(A_log)·(f + dt_bias)),
+    SAFE_GATE_FLOP a channel instead of KDA_GATE_FLOP (the same weights)."""
+
+    full_rank_gate: bool = False
+    safe_gate: bool = False
     name = "KDA"
 
+    @property
+    def gate_flop(self) -> int:
+        """FLOPs of the forget gate a channel: KDA_GATE_FLOP, or SAFE_GATE_FLOP under a lower bound."""
+        return SAFE_GATE_FLOP if self.safe_gate else KDA_GATE_FLOP
+
+    def gate_params(self, hidden: int) -> int:
+        """The output gate's weights: g_a h·d + g_b d·H·d, or the full-rank g_proj h·H·d."""
+        hd, d = self.value_heads * self.value_dim, self.value_dim
+        return hidden * hd if self.full_rank_gate else hidden * d + d * hd
+
     def layer_params(self, hidden: int) -> int:
-        """q, k, v 3·h·H·d; conv 3·H·d·K; f_a, g_a h·d each; f_b, g_b d·H·d each; dt_bias H·d; A_log H; b_proj
-        h·H; o_norm d; o_proj H·d·h."""
+        """q, k, v 3·h·H·d; conv 3·H·d·K; f_a h·d; f_b d·H·d; the output gate (gate_params); dt_bias H·d; A_log H;
+        b_proj h·H; o_norm d; o_proj H·d·h."""
         hd, d, heads = self.value_heads * self.value_dim, self.value_dim, self.value_heads
-        return (3 * hidden * hd + 3 * hd * self.conv_kernel + 2 * (hidden * d + d * hd) + hd + heads
-                + hidden * heads + d + hd * hidden)
+        return (3 * hidden * hd + 3 * hd * self.conv_kernel + hidden * d + d * hd + self.gate_params(hidden) + hd
+                + heads + hidden * heads + d + hd * hidden)
 
     @property
     def vector_params(self) -> int:
@@ -109,7 +130,7 @@ class KimiDelta(LinearAttention):
     def decode_flop_per_token(self) -> int:
         """One layer's recurrent update for one token: per head Gated DeltaNet's 7·dk·dv (the decay now a
         multiply per channel row of S, the same dk·dv) and the gate KDA_GATE_FLOP·dk."""
-        return (7 * self.key_dim * self.value_dim + KDA_GATE_FLOP * self.key_dim) * self.value_heads
+        return (7 * self.key_dim * self.value_dim + self.gate_flop * self.key_dim) * self.value_heads
 
 
 @dataclass(frozen=True)
@@ -170,4 +191,4 @@ class Mamba2:
                 + self.conv_channels * (self.conv_kernel - 1) * activation_bytes)
 
 
-__all__ = ["KDA_CHUNK_DECAY_FLOP", "KDA_GATE_FLOP", "KimiDelta", "LinearAttention", "Mamba2"]
+__all__ = ["KDA_CHUNK_DECAY_FLOP", "KDA_GATE_FLOP", "SAFE_GATE_FLOP", "KimiDelta", "LinearAttention", "Mamba2"]

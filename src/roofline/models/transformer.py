@@ -5,9 +5,9 @@ the attention and MLP weights of every layer, norm gains and biases. "Active" pa
 uses: for a mixture of experts, the router, the shared experts and `experts_per_token` routed experts instead
 of all of them; embeddings and the LM head included, as the published figures include them (Mixtral 8x7B: 12.9B).
 
-Attended tokens (`ModelConfig.attended_tokens`): the tokens one sequence's layers keep and read at
-a length L, summed over layers: L per global layer, min(L, W) per windowed one. The KV cache, the
-decode limit, the memory fit and the sweeps all take it from there.
+Attended tokens (`ModelConfig.attended_tokens`): the tokens one sequence's layers keep and read at a length L,
+summed over layers: L per global layer, min(L, W) per windowed one. The KV cache, the decode limit, the memory
+fit and the sweeps all take it from there.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from typing import Any
 from roofline.dtypes import DType
 from roofline.errors import RooflineError
 from roofline.models.attention_shape import AttentionShape
+from roofline.models.attn_res import AttentionResiduals
 from roofline.models.block_sparse import BlockSparse
-from roofline.models.compressed import CompressedAttention
+from roofline.models.compressed import CompressedAttention, compressed_mtp_parts
 from roofline.models.formulas import Num, minimum
 from roofline.models.kinds import SOFTMAX_KINDS, AttentionKind, MlpKind, ParamCounts
 from roofline.models.mtp import MTP_PARTS, mtp_parts
@@ -52,7 +53,7 @@ class ModelConfig:
     tie_word_embeddings: bool = False
     norm: Norm = Norm.RMSNORM  # LayerNorm has a bias too
     # "swiglu" | "geglu" | "swiglu_clamped" (gated; gpt-oss clamps gate and up) | "gelu" (GPT-2: up, gelu, down)
-    # | "swiglu_limited" (DeepSeek-V4: silu(gate.clamp(max=l)) · up.clamp(-l, l))
+    # | "swiglu_limited" (DeepSeek-V4: silu(gate.clamp(max=l)) · up.clamp(-l, l)) | "situ", "situ_gate" (Kimi K3)
     activation: str = "swiglu"
     qkv_bias: bool = False  # Qwen2: biases on q, k, v
     o_bias: bool = False  # Llama/Qwen3 attention_bias: a bias on o_proj as well as on q, k, v
@@ -78,6 +79,7 @@ class ModelConfig:
     moe_intermediate_size: int = 0
     num_shared_experts: int = 0  # each of moe_intermediate_size width
     moe_latent_size: int = 0  # LatentMoE (Nemotron 3 Super/Ultra): the routed experts run in this width (models/latent)
+    moe_latent_norm: bool = False  # Kimi K3: an RMSNorm over the experts' latent sum before it is projected back
     first_dense_layers: int = 0  # DeepSeek-V3: the first k layers have a dense MLP
     moe_gains: int = 0  # per MoE layer, norm gains and scales beyond the block's (Gemma 4: 3 norms, router scales)
     router_bias: bool = False  # DeepSeek-V3: e_score_correction_bias; gpt-oss: the router's bias
@@ -97,13 +99,14 @@ class ModelConfig:
     # (roofline.models.compressed), mHC's hc_mult residual streams, the first hash_layers MoE layers hash-routed
     compressed: CompressedAttention | None = None
     hash_layers: int = 0
+    attn_res: AttentionResiduals | None = None  # Kimi K3: a softmax over the stream's snapshots before each norm
     # per layer DENSE, MOE or NONE; empty: MOE after first_dense_layers when there are experts, else DENSE
     layer_mlp: tuple[MlpKind, ...] = ()
     # per layer the dense FFN's own width, 0 where the layer runs none (DeciLM's NAS blocks: ffn_mult per
     # layer); empty: intermediate_size on every dense layer
     ffn_widths: tuple[int, ...] = ()
     nope: bool = False  # Nemotron-H: no positional encoding on its attention layers (no RoPE op)
-    attn_output_gate: bool = False  # Qwen3-Next/3.5: q_proj also gives a sigmoid gate on the attention output
+    attn_output_gate: bool = False  # a sigmoid gate on the attention output: q_proj's (Qwen3-Next), MLA's g_proj (K3)
     shared_expert_gate: bool = False  # Qwen3-Next/3.5: a sigmoid gate (h -> 1) on the shared expert's output
     vision_params: int = 0  # a multimodal checkpoint's vision tower: in its memory, not in the text step
     # multi-token prediction (num_nextn_predict_layers): layers in the checkpoint's memory, not in the main
@@ -190,6 +193,8 @@ class ModelConfig:
                                 f"{self.redundant_experts!r}")
         if self.sliding_window is not None and self.sliding_window < 1:
             raise RooflineError(f"model {self.name}: sliding_window must be positive, got {self.sliding_window}")
+        if self.attn_res is not None and self.attn_res.layers != self.num_layers:
+            raise RooflineError(f"model {self.name}: attention residuals are over its {self.num_layers} layers")
         ga = self.global_attention
         if ga is not None and (self.is_mla or ga.output_gate != self.attn_output_gate):
             raise RooflineError(f"model {self.name}: a full-attention shape of its own is read for GQA layers "
@@ -236,7 +241,7 @@ class ModelConfig:
 
     @property
     def gated(self) -> bool:
-        return self.activation in ("swiglu", "geglu", "swiglu_clamped", "swiglu_limited")
+        return self.activation in ("swiglu", "geglu", "swiglu_clamped", "swiglu_limited", "situ", "situ_gate")
 
     @property
     def mlp_kinds(self) -> tuple[MlpKind, ...]:
@@ -302,8 +307,8 @@ class ModelConfig:
         """The model as a sequence of layer kinds: (kind, layers) for each token mixer, then each MLP
         kind, in the order they first appear: (("window 128", 18), ("full attention", 18), ("MoE", 36))."""
         mla = f"MLA + DSA top-{self.indexer.topk}" if self.indexer is not None else "MLA"
-        names = {AttentionKind.GLOBAL: mla if self.is_mla else
-                 "gated full attention" if self.attn_output_gate else "full attention",
+        names = {AttentionKind.GLOBAL: ("gated " if self.attn_output_gate else "")
+                 + (mla if self.is_mla else "full attention"),
                  AttentionKind.LOCAL: f"{'chunked' if self.attention_chunked else 'window'} {self.sliding_window}",
                  AttentionKind.LINEAR: self.linear_attention.name if self.linear_attention else "Gated DeltaNet",
                  AttentionKind.MAMBA: "Mamba2",
@@ -321,6 +326,8 @@ class ModelConfig:
             out[name] = out.get(name, 0) + 1
         if cp is not None and cp.hc_mult > 1:
             out[f"mHC ({cp.hc_mult} streams)"] = self.num_layers
+        if self.attn_res is not None:
+            out[f"attention residuals (a snapshot every {self.attn_res.block_size})"] = self.num_layers
         dense = "ReLU² MLP" if self.activation == "relu2" else "dense MLP"
         moe = f"LatentMoE ({self.moe_latent_size})" if self.moe_latent_size else "MoE"
         if self.hash_layers:
@@ -504,7 +511,7 @@ def _param_counts(c: ModelConfig) -> ParamCounts:
         H, dn, dr, dv = c.num_heads, c.qk_nope_head_dim, c.qk_rope_head_dim, c.v_head_dim
         q = (h * c.q_lora_rank + c.q_lora_rank * H * (dn + dr)) if c.q_lora_rank else h * H * (dn + dr)
         kv = h * (c.kv_lora_rank + dr) + c.kv_lora_rank * H * (dn + dv)
-        attn = q + kv + H * dv * h
+        attn = q + kv + H * dv * h + (h * H * dv if c.attn_output_gate else 0)  # Kimi K3: g_proj h -> H·d_v
         # q_a_layernorm, kv_a_layernorm; on the MLA layers only (Kimi Linear's others are KDA)
         norms += c.kv_layers * (c.kv_lora_rank + (c.q_lora_rank or 0))
     else:  # per softmax layer kind, at its own shape (a gated q_proj gives the query and the gate)
@@ -552,8 +559,9 @@ def _param_counts(c: ModelConfig) -> ParamCounts:
         # DeepSeek-V3's e_score_correction_bias: added to the scores to pick experts, not multiplied
         biases += (c.moe_layers - c.hash_layers) * c.num_experts if c.router_bias else 0  # hash routers: none
         counts["shared_experts"] = c.moe_layers * c.num_shared_experts * mlp_mats * h * c.moe_intermediate_size
-        if c.moe_latent_size:  # fc1_latent_proj h -> ℓ and fc2_latent_proj ℓ -> h, once a token
+        if c.moe_latent_size:  # fc1_latent_proj h -> ℓ and fc2_latent_proj ℓ -> h, once a token; K3's norm's gain
             counts["latent_proj"] = c.moe_layers * 2 * h * c.moe_latent_size
+            norms += c.moe_layers * c.moe_latent_size if c.moe_latent_norm else 0
         counts["experts"] = c.moe_layers * c.num_experts * per_expert
     counts["norms"] = norms
     counts["biases"] = biases
@@ -564,7 +572,11 @@ def _param_counts(c: ModelConfig) -> ParamCounts:
         counts["expert_biases"] = c.moe_layers * c.num_experts * (2 * c.moe_intermediate_size + h)
     if c.vision_params:
         counts["vision"] = c.vision_params
-    if c.mtp_layers:
+    if c.attn_res is not None:  # gains and pseudo-queries: the mix's vector work (roofline.models.attn_res)
+        counts["attn_res"] = c.attn_res.params(h)
+    if c.mtp_layers and cp is not None:  # DeepSeek-V4: a Block of its own kind (roofline.models.compressed)
+        counts.update(compressed_mtp_parts(cp, c))
+    elif c.mtp_layers:
         gqa = not c.is_mla and c.kv_layers == c.num_layers and c.uniform_attention  # MiMo-7B; GLM-4.5 with MoE
         if not (c.is_mla and c.is_moe) and c.linear_attention is None and not gqa:
             raise RooflineError(f"model {c.name}: multi-token-prediction layers are read for DeepSeek-V3's, GLM-5's, "
@@ -582,7 +594,7 @@ def _param_counts(c: ModelConfig) -> ParamCounts:
         active["expert_biases"] = c.moe_layers * c.experts_per_token * (2 * c.moe_intermediate_size + h)
     # gathered tables, norm gains and biases are not multiplied; a tied LM head is (it reuses the table)
     tied_head = c.vocab_size * h if c.tie_word_embeddings else 0
-    added = counts.get("sinks", 0) + active.get("expert_biases", 0)  # added to sums, not multiplied
+    added = counts.get("sinks", 0) + active.get("expert_biases", 0) + counts.get("attn_res", 0)  # not multiplied
     if c.linear_attention is not None:  # the conv taps, dt_bias, A_log and the gated norm's gain: not a matmul
         added += c.attention_layers(AttentionKind.LINEAR) * c.linear_attention.vector_params
     added += counts.get("mamba_conv_and_gains", 0)  # the conv taps, dt_bias, A_log, D and gain: not a matmul

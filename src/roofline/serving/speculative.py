@@ -126,9 +126,9 @@ def mtp_draft(cfg: ModelConfig, mtp: int, draft: object, draft_tokens: int | Non
     if draft is not None or draft_tokens is not None:
         raise RooflineError(f"{T.mtp} drafts with the model's own multi-token-prediction layers: give it or "
                             f"{T.draft} MODEL ({T.draft_tokens}), not both")
-    if not cfg.mtp_layers and cfg.compressed is not None:  # DeepSeek-V4: its MTP layer is not read
-        raise RooflineError(f"{T.mtp}: {cfg.name}'s multi-token-prediction layer is not read (DeepSeek-V4's MTP "
-                            f"layout is not pinned here); give {T.draft} MODEL for a separate draft model")
+    if not cfg.mtp_layers and any("compress ratios are not given" in w for w in cfg.load_warnings):  # DeepSeek-V4
+        raise RooflineError(f"{T.mtp}: {cfg.name}'s multi-token-prediction layers are not read (their compress "
+                            f"ratios are not given); give {T.draft} MODEL for a separate draft model")
     if not cfg.mtp_layers:
         raise RooflineError(f"{cfg.name} has no multi-token-prediction layers (num_nextn_predict_layers is 0 or "
                             f"absent): {T.mtp} needs them; give {T.draft} MODEL for a separate draft model")
@@ -138,12 +138,16 @@ def mtp_draft(cfg: ModelConfig, mtp: int, draft: object, draft_tokens: int | Non
         raise RooflineError(f"{T.mtp} needs {T.acceptance} a, the chance a drafted token is accepted, in (0, 1]")
     k, _ = check(mtp, acceptance)
     kept = dict(cfg.unquantized)
-    unquantized = {**kept, **{p: kept.get(m, 0.0) for p, m in _MTP_PARTS.items()}}
+    cp = cfg.compressed  # DeepSeek-V4: its MTP Block keeps the main layers' dtypes part by part
+    unquantized = kept if cp is not None else {**kept, **{p: kept.get(m, 0.0) for p, m in _MTP_PARTS.items()}}
     ix = cfg.indexer
     one = replace(cfg, name=f"{cfg.name} MTP", num_layers=1, layer_attention=(), first_dense_layers=0,
                   layer_mlp=(MlpKind.MOE,) if cfg.is_moe else (), mtp_layers=0, mtp_tables=False, mtp_draft=True,
                   vision_params=0, indexer=None if ix is None else replace(ix, shared=()), linear_attention=None,
                   mamba=None,  # Qwen3-Next's MTP layers are full attention
+                  # DeepSeek-V4: its first MTP layer's ratio; past num_hash_layers, a learned router
+                  compressed=None if cp is None else replace(cp, ratios=cp.mtp_ratios[:1], mtp_ratios=()),
+                  hash_layers=0,
                   unquantized=tuple(sorted((p, f) for p, f in unquantized.items() if f)),
                   load_warnings=() if ix is None or not ix.mtp_shares_index else (
                       f"{cfg.name}: index_share_for_mtp_iteration is true (its MTP iterations reuse a top-k rather "

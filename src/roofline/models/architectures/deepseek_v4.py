@@ -19,10 +19,14 @@ Read as transformers reads it:
   and lm_head (FineGrainedFP8 never converts the output embedding); FP32 for mHC
   (_keep_in_fp32_modules_strict).
 
-Refused, each naming its field: an MTP layer (`num_nextn_predict_layers` > 0) is counted in no part:
-transformers skips `mtp.*` on load and no reference here pins its layout, so the memory says it is left
-out (a warning), and `serve --mtp` is refused. NVIDIA's NVFP4 exports (quant_algo MIXED_PRECISION over the
-FP8 blocks) are read as expert-only requants (`_expert_only_requant`); any other MIXED_PRECISION is refused.
+The MTP layers (`num_nextn_predict_layers`, their compress ratios the entries of compress_ratios past the
+last layer): each one more Block (DeepSeek's reference inference/model.py MTPBlock, as ROCm/ATOM@22da013
+atom/models/deepseek_v4_mtp.py ports it; transformers skips `mtp.*` on load), counted in the checkpoint's memory
+(roofline.models.compressed.compressed_mtp_parts: its attention, experts and mHC at the main layers' dtypes,
+e_proj and h_proj in FP8) and run as the draft of `serve --mtp` (roofline.models.draft). Without their ratios
+(layer_types, or one entry a layer) they are left out with a warning. NVIDIA's NVFP4 exports (quant_algo
+MIXED_PRECISION over the FP8 blocks) are read as expert-only requants (`_expert_only_requant`); any other
+MIXED_PRECISION is refused.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from typing import Any
 from roofline.dtypes import DTYPES
 from roofline.errors import shown
 from roofline.models.architectures.common import Parser
-from roofline.models.compressed import CompressedAttention
+from roofline.models.compressed import CompressedAttention, compressed_mtp_parts
 from roofline.models.fields import Fields
 from roofline.models.quantization import _NEVER_QUANTIZED, checkpoint_weights
 from roofline.models.transformer import AttentionKind, ModelConfig
@@ -54,15 +58,16 @@ def _rates(f: Fields) -> tuple[int, int]:
     return rates[keys[0]], rates[keys[1]]
 
 
-def _ratios(f: Fields, layers: int, mtp: int, csa: int, hca: int) -> tuple[int, ...]:
-    """Per layer 0 (the window only), csa or hca: compress_ratios, else layer_types."""
+def _ratios(f: Fields, layers: int, mtp: int, csa: int, hca: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(per layer 0 (the window only), csa or hca; per MTP layer alike): compress_ratios, else layer_types
+    (which give the main layers only: the MTP layers' then are not stated)."""
     given = f.raw.get("compress_ratios")
     if given is not None:
         if (not isinstance(given, list) or len(given) not in (layers, layers + mtp)
                 or not all(r in (0, csa, hca) and not isinstance(r, bool) for r in given)):
             raise f.bad("compress_ratios", f"a list of {layers} (num_hidden_layers, or one more per MTP layer) "
                                            f"of 0, {csa} or {hca}", given)
-        return tuple(int(r) for r in given[:layers])
+        return tuple(int(r) for r in given[:layers]), tuple(int(r) for r in given[layers:])
     types = f.raw.get("layer_types")
     if types is None:
         raise f.refuse("compress_ratios", "is missing (and layer_types with it): which layers compress is the "
@@ -70,7 +75,7 @@ def _ratios(f: Fields, layers: int, mtp: int, csa: int, hca: int) -> tuple[int, 
     if not isinstance(types, list) or len(types) != layers or not all(t in _TYPES for t in types):
         raise f.bad("layer_types", f"a list of {layers} (num_hidden_layers) of {', '.join(map(repr, _TYPES))}", types)
     pick = {0: 0, "csa": csa, "hca": hca}
-    return tuple(pick[_TYPES[t]] for t in types)
+    return tuple(pick[_TYPES[t]] for t in types), ()
 
 
 def _hash_layers(f: Fields, layers: int) -> int:
@@ -80,6 +85,14 @@ def _hash_layers(f: Fields, layers: int) -> int:
     if (not isinstance(types, list) or len(types) != layers or not all(t in ("hash_moe", "moe") for t in types)):
         raise f.bad("mlp_layer_types", f"a list of {layers} (num_hidden_layers) of 'hash_moe' or 'moe'", types)
     return types.count("hash_moe")
+
+
+class _Shape:
+    """The ModelConfig keywords compressed_mtp_parts reads, before the config is built."""
+
+    def __init__(self, kw: dict[str, Any]) -> None:
+        self.hidden_size, self.num_heads, self.num_experts = kw["hidden_size"], kw["num_heads"], kw["num_experts"]
+        self.num_shared_experts, self.moe_intermediate_size = kw["num_shared_experts"], kw["moe_intermediate_size"]
 
 
 _BASE = ("quant_method", "fmt", "scale_fmt", "weight_block_size", "activation_scheme")
@@ -113,9 +126,13 @@ def _weights(f: Fields, cfg: dict[str, Any]) -> dict[str, Any]:
                                            f"other weights' dtype is not stated")
         return {}
     raw = f.raw
+    requant: tuple[str, ...] = ()
     if isinstance(q, dict) and q.get("quant_algo") == "MIXED_PRECISION":
         expert = _expert_only_requant(f, q, cfg["num_layers"])
         raw = {"quantization_config": {k: v for k, v in q.items() if k in _BASE}}
+        if cfg["compressed"].mtp_ratios:
+            requant = (f"{f.where}: quantized_layers names no MTP layer's experts: they are counted in NVFP4 as the "
+                       f"main layers' (the export's header does not say)",)
     dtype, notes = checkpoint_weights(raw, f.where)
     if dtype is None or not isinstance(q, dict) or str(q.get("quant_method")).lower() != "fp8":
         method = q.get("quant_method") if isinstance(q, dict) else q
@@ -125,11 +142,16 @@ def _weights(f: Fields, cfg: dict[str, Any]) -> dict[str, Any]:
         raise f.bad("expert_dtype", "'fp4' or 'fp8'", expert)
     kept = {p: 1.0 for p in _NEVER_QUANTIZED}
     kept.update({"router": 1.0, "lm_head": 1.0, "compressor": 1.0})
-    mixed = [("mhc", DTYPES["fp32"], 1.0)]
-    if expert in ("fp4", "nvfp4"):
-        mixed.append(("experts", DTYPES["mxfp4" if expert == "fp4" else "nvfp4"], 1.0))
+    mixed = [("mhc", DTYPES["fp32"], 1.0), ("mtp_mhc", DTYPES["fp32"], 1.0)]
+    if expert in ("fp4", "nvfp4"):  # the MTP layer's experts as the main ones (its mtp.0.ffn.experts: FP4 too)
+        mixed += [(p, DTYPES["mxfp4" if expert == "fp4" else "nvfp4"], 1.0) for p in ("experts", "mtp_experts")]
+    cp = cfg["compressed"]
+    if cp.mtp_ratios:  # the MTP layers' routers (a Parameter) and their compressors' projections stay BF16
+        bf16 = sum(cfg["hidden_size"] * cfg["num_experts"] + (cp.compressor_params(cfg["hidden_size"], m) if m else 0)
+                   for m in cp.mtp_ratios)
+        kept["mtp"] = bf16 / compressed_mtp_parts(cp, _Shape(cfg))["mtp"]
     return {"weights_dtype": dtype, "unquantized": tuple(sorted(kept.items())), "mixed_weights": tuple(sorted(
-        mixed, key=lambda m: m[0])), "load_warnings": (*cfg.get("load_warnings", ()), *notes)}
+        mixed, key=lambda m: m[0])), "load_warnings": (*cfg.get("load_warnings", ()), *notes, *requant)}
 
 
 def deepseek_v4(f: Fields, name: str, model_type: str) -> ModelConfig:
@@ -162,8 +184,9 @@ def deepseek_v4(f: Fields, name: str, model_type: str) -> ModelConfig:
     mtp = f.integer("num_nextn_predict_layers", 0, minimum=0)
     csa, hca = _rates(f)
     experts = f.integer("n_routed_experts")
+    ratios, mtp_ratios = _ratios(f, layers, mtp, csa, hca)
     cp = CompressedAttention(
-        ratios=_ratios(f, layers, mtp, csa, hca), window=f.integer("sliding_window"), head_dim=d,
+        ratios=ratios, mtp_ratios=mtp_ratios, window=f.integer("sliding_window"), head_dim=d,
         q_lora=f.integer("q_lora_rank"), o_groups=groups, o_lora=o_lora,
         index_heads=f.integer("index_n_heads"), index_dim=f.at_most("index_head_dim", f.integer("index_head_dim"),
                                                                      "head_dim", d),
@@ -183,10 +206,12 @@ def deepseek_v4(f: Fields, name: str, model_type: str) -> ModelConfig:
         "attention_sinks": True, "q_lora_rank": cp.q_lora, "qk_rope_head_dim": rope, "rotary_dims": rope,
         "compressed": cp, "hash_layers": _hash_layers(f, layers),
     }
-    if mtp:
-        kw["load_warnings"] = (f"{f.where}: num_nextn_predict_layers {mtp}: DeepSeek-V4's MTP layer is not counted "
-                               f"(transformers' DeepseekV4 skips mtp.* on load and no reference here pins its "
-                               f"layout): the checkpoint's memory is short by it; serve --mtp is not available",)
+    kw["mtp_layers"] = len(mtp_ratios)  # each at its compress_ratios entry (roofline.models.compressed_mtp_parts)
+    if mtp and not mtp_ratios:
+        kw["load_warnings"] = (f"{f.where}: num_nextn_predict_layers {mtp}: the MTP layers' compress ratios are not "
+                               f"given (compress_ratios holds one entry a layer, or layer_types the main layers "
+                               f"only): they are not counted, the checkpoint's memory is short by them, and serve "
+                               f"--mtp is not available",)
     kw.update(_weights(f, kw))
     return ModelConfig(**kw)
 

@@ -58,6 +58,40 @@ def moonvit_params(f: Fields, text_hidden: int) -> tuple[int, int]:
     return tower, projector
 
 
+def moonvit3d_params(f: Fields, text_hidden: int) -> int:
+    """Kimi K3's MoonViT3d tower and PatchMergerMLPV2 projector (mm_projector_type "patchmergerv2"), from the
+    checkpoint's modeling_kimi_k3.py as ROCm/ATOM's port names its parameters (vision_tower.*, mm_projector.*):
+    a patch Conv2d 3·p²·w (+ w with patch_embed_proj_bias), learned positions H0·W0·w (the temporal term a fixed
+    sinusoid); per block two RMSNorms 2·w, wqkv w·3q and wo q·w (q = qkv_hidden_size; + 3q + w with attn_bias),
+    the MLP2 fc0 w·I and fc1 I·w (+ I + w with linear_bias); a final RMSNorm w; the projector (m²w)² and m²w·h
+    (no biases) and its post-norm RMSNorm h. K3: 401,214,464 + 46,144,512 = 447,358,976 ("~0.45B" in the port)."""
+    for key, want in (("pos_emb_type", "divided_fixed"), ("merge_type", "sd2_tpool"), ("mlp_type", "mlp2"),
+                      ("norm_type", "rmsnorm")):
+        value = f.text(key, want)
+        if value != want:
+            raise f.refuse(key, f"{value!r} is not read (read: {want!r})")
+    w, inter, q = f.integer("vt_hidden_size"), f.integer("vt_intermediate_size"), f.integer("qkv_hidden_size")
+    if q % f.integer("vt_num_attention_heads"):
+        raise f.refuse("vt_num_attention_heads", f"must divide qkv_hidden_size ({q})")
+    merge = f.raw.get("merge_kernel_size")
+    if not (isinstance(merge, list) and len(merge) == 2 and all(isinstance(m, int) and not isinstance(m, bool)
+                                                               and 1 <= m <= 64 for m in merge)):
+        raise f.bad("merge_kernel_size", "two positive integers like [2, 2]", merge)
+    if f.integer("mm_hidden_size", w) != w:
+        raise f.refuse("mm_hidden_size", f"differs from vt_hidden_size ({w}): the projector reads the tower's output")
+    if f.integer("text_hidden_size", text_hidden) != text_hidden:
+        raise f.refuse("text_hidden_size", f"differs from text_config's hidden_size ({text_hidden})")
+    p = f.integer("patch_size")
+    attn_bias, linear_bias = f.flag("attn_bias", False), f.flag("linear_bias", False)
+    block = (2 * w + w * 3 * q + q * w + (3 * q + w if attn_bias else 0) + 2 * w * inter
+             + (inter + w if linear_bias else 0))
+    tower = (3 * p * p * w + (w if f.flag("patch_embed_proj_bias", False) else 0)
+             + f.integer("init_pos_emb_height") * f.integer("init_pos_emb_width") * w
+             + f.integer("vt_num_hidden_layers") * block + w)
+    wide = merge[0] * merge[1] * w
+    return tower + wide * wide + wide * text_hidden + text_hidden
+
+
 def kimi_k25(f: Fields, name: str, model_type: str) -> ModelConfig:
     text, vision = text_config(f, "kimi_k2", "deepseek_v3"), f.raw.get("vision_config")
     inner = Fields(text, f"{f.where} text_config")
@@ -71,3 +105,4 @@ def kimi_k25(f: Fields, name: str, model_type: str) -> ModelConfig:
 
 
 PARSERS: dict[str, Parser] = {"kimi_k25": kimi_k25}
+
