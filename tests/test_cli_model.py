@@ -197,7 +197,7 @@ def test_models_lists_every_preset(capsys: pytest.CaptureFixture[str], wide: Non
     code, out, _ = run(capsys, "models", "--json")
     assert code == 0
     rows = {r["id"]: r for r in json.loads(out)}
-    assert sorted(rows) == preset_names() and len(rows) == 27
+    assert sorted(rows) == preset_names() and len(rows) == 28  # 26 + minimax-m3, qwen3-next-80b-a3b (issue 22)
     # Qwen3-Next-80B-A3B: full_attention_interval 4 over 48 layers: 36 Gated DeltaNet, 12 gated full attention
     assert rows["qwen3-next-80b-a3b"]["layer_kinds"] == "36 Gated DeltaNet + 12 gated full attention + 48 MoE"
     # DeepSeek-V4-Flash's compress_ratios: 2 window-only layers, 21 CSA at 4 (top-512), 20 HCA at 128; mHC on all;
