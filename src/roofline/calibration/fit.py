@@ -47,7 +47,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from roofline.errors import RooflineError
-from roofline.expectation.model import BAND_SPLIT_S, LATENCY_WIDTH, Fit, Shape
+from roofline.expectation.model import ANY_PATH, BAND_SPLIT_S, HOST_PATHS, LATENCY_WIDTH, Fit, Shape, host_path
 from roofline.measure.calibration import quantile
 
 # tiles the wave term may be counted in: CUTLASS/cuBLAS's common 128×128, 128×256 and 256×128 output tiles
@@ -69,6 +69,12 @@ GROUPS = (0, 8, 16, 32, 64)
 # (tests/fixtures/aiconfigurator) they overfit (H100 TRT-LLM decode bf16, fit on 70 rows: in-sample 17.2% ->
 # 13.9%, out of sample on the other 69 14.6% -> 27.7%); on the tables' 1,500-4,000 rows out of sample tracks
 MIN_LATENCY_ROWS = 500
+# the host floor (roofline.expectation.model, Fit.host_s): alternating passes (h per path, then the device's
+# constants on the rows the device sets), the candidates for h (quantiles of the path's measured times), and
+# the least gain in MAPE that keeps it (a floor that changes nothing is left out)
+HOST_PASSES = 8
+HOST_QUANTILES = tuple(i / 50 for i in range(31))  # the 0th to the 60th percentile of the path's times
+HOST_GAIN = 0.005
 LATENCIES = tuple((g * 1e-6, h * 1e-6) for g in (0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0)
                   for h in (0.0, 0.25, 0.5, 1.0, 1.5, 2.0))
 
@@ -211,6 +217,8 @@ def fit_kind(kind: str, shapes: Sequence[Shape], measured: Sequence[float],
             best = (err, trial.make(coef))
     if best is None:
         raise RooflineError(f"{kind}: the fit found no admissible constants")
+    if not attention:
+        best = _with_host_floor(kind, shapes, y, ranked[:L1_REFINED], best)
     err, fit = best
     pred = np.array([fit.expected_s(s) for s in shapes])
     low, high, small = _bands(pred, y, c.floor)
@@ -298,6 +306,61 @@ def _attention_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.nda
                            head_latency_s=lam_h)
 
             out.append(_Trial(cols, make))
+    return out
+
+
+def _paths(kind: str, shapes: Sequence[Shape]) -> list[np.ndarray]:
+    """The ways to split the rows by launch path for a host floor: one path, and for gemm.fp8_block
+    its kernels' (roofline.expectation.model.host_path), each as a path index per row (-1: unknown)."""
+    one = [np.zeros(len(shapes), dtype=int)]
+    if kind != "gemm.fp8_block":
+        return one
+    names = [host_path(s.m, s.n, s.k) for s in shapes]
+    if any(p == ANY_PATH for p in names):
+        return one
+    return [*one, np.array([HOST_PATHS.index(p) for p in names])]
+
+
+def host_fit(cols: np.ndarray, y: np.ndarray, path: np.ndarray, start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the device's constants, h per path) minimising Σ |max(h_path, cols·coef) − y| / y: alternating
+    passes (HOST_PASSES), each h the best of its path's candidates (HOST_QUANTILES of its measured times,
+    and 0) given the device's times, then the constants refitted (least_absolute) on the rows whose time
+    the device sets. The measured time of a call timed back to back without CUDA graphs is the slower of
+    the host's issue time and the device's (the launches queue; model docstring)."""
+    coef = start
+    npath = int(path.max()) + 1
+    h = np.zeros(npath)
+    for _ in range(HOST_PASSES):
+        dev = cols @ coef
+        for p in range(npath):
+            sel = path == p
+            if not sel.any():
+                continue
+            cand = np.r_[0.0, np.quantile(y[sel], HOST_QUANTILES)]
+            errs = [float(np.sum(np.abs(np.maximum(c, dev[sel]) - y[sel]) / y[sel])) for c in cand]
+            h[p] = cand[int(np.argmin(errs))]
+        device = dev >= h[path]
+        if int(device.sum()) <= cols.shape[1]:
+            break
+        coef = least_absolute(cols[device], y[device], coef)
+    return coef, h
+
+
+def _with_host_floor(kind: str, shapes: Sequence[Shape], y: np.ndarray, trials: Sequence[_Trial],
+                     best: tuple[float, Fit]) -> tuple[float, Fit]:
+    """`best`, or the fit with a host floor (host_fit) on one of `trials` where that lowers the MAPE by
+    at least HOST_GAIN."""
+    out = best
+    for path in _paths(kind, shapes):
+        for trial in trials:
+            coef, h = host_fit(trial.cols, y, path, _solve_scaled(trial.cols / y[:, None]))
+            err = mape(np.maximum(trial.cols @ coef, h[path]), y)
+            if err < out[0] - (HOST_GAIN if out is best else 0.0):
+                counts = np.bincount(path, minlength=len(h))
+                order = sorted(range(len(h)), key=lambda p: -counts[p])
+                names = [ANY_PATH] if len(h) == 1 else list(HOST_PATHS)
+                floors = tuple((names[p], float(h[p])) for p in order if counts[p] > 0)
+                out = (err, replace(trial.make(coef), host_floors=floors))
     return out
 
 

@@ -40,6 +40,22 @@ module computes from the placed kernel times a fitted constant ≥ 0:
                                                    decode: MHA rows 1.30x the grouped rows' fit, c_1 ≈ 0.6;
                                                    a BF16 cache c_1 = 0)
 
+The host floor: an engine's table timed without CUDA graphs (vLLM's GEMM collector,
+collector/vllm/collect_gemm.py, use_cuda_graph=False) times calls issued back to back, each a Python
+dispatch and its launches; the launches queue, so a call takes the slower of the host's issue time h
+and the device's time, not their sum:
+
+    t = max(h, the sum above)                  h per launch path of the kernel (HOST_PATHS, host_path)
+
+What the tables show (vLLM 0.24.0 block-scaled FP8 GEMMs, every row's kernel_source): H200 rows of a
+20-35 µs floor run flat at 84-94 µs (1024×2560×12288 88.8 µs, 1024×8192×4096 88.7 µs; the sum with a
+fixed t0 put them at 123-130 µs, 1.4x over) while the long ones keep the device's slope (2048×51200×51200
+8.7 ms); the flat level is the kernel's: 178 µs on CUTLASS's path (k % 128 or n % 64), 59 µs on FlashInfer's
+(m ≤ 17 on Hopper), 89 µs on DeepGEMM's (H100: 180, 60, 91 µs; B200, DeepGEMM at every m: 165, 229 at
+m ≤ 17, 184 µs). Fitted there it takes the MAPE of floors ≥ 10 µs from 18.2% to 8.0% (H200), 16.3% to
+7.8% (H100), 15.1% to 10.9% (B200); as a sum (a t0 per path) only to 16.8% (H200). Other kinds fit no
+host floor (vLLM's per-tensor FP8 and BF16 GEMMs: t0 = 3-7 µs, none host-bound).
+
 Decode's latency roof (Little's law): a decode kernel launches blocks (one per sequence × K/V head for
 a grouped kernel, one per sequence × query head for MHA and for groups beyond g_max), each taking a
 fixed time λ (set up, the query loaded, the split reduced) however short its K/V, SMs at a time:
@@ -60,7 +76,7 @@ as one full wave, so the matrix units' term is stretched by
     q = ⌈tiles / SMs⌉ · SMs / tiles                 (q = 1 when the tiles fill whole waves)
 
 Attention's tile pairs: causal prefill visits ⌈nq/128⌉·(⌈nq/128⌉+1)/2 per sequence and query head;
-decode ⌈kv/128⌉ key tiles per sequence and K/V head. A term whose constant is 0 is absent: a
+decode ⌈kv/128⌉ key tiles per sequence and K/V head. A term whose constant is 0 is absent (no host floors: no max): a
 GEMM's fit has a_mm = a_exp = c_tile = c_head = c_kv = c_g = c_1 = 0, an attention fit ρ = c_in = c_out = 0.
 
     band = [t · r25, t · r75], never below the floor
@@ -95,12 +111,13 @@ if TYPE_CHECKING:
     from roofline.placement import Placement
 
 FORMAT = "roofline-expected-times"
-VERSION = 2
-READS = (1, 2)  # version 1 files (e, t0, waves, per tile, per head) read with the newer terms at 0
+VERSION = 3
+READS = (1, 2, 3)  # version 1-2 files (without the later terms: host floors, ...) read with them at 0
 MODEL = ("t = max(memory, rho x compute x waves) / e + a_mm x matrix + a_exp x exp + t0 "
          "+ c_in x activation read + c_out x output write + per-tile cost x tile pairs / SMs "
          "+ per-head cost x sequences x heads / SMs + per-K/V-head cost x sequences x K/V heads / SMs "
-         "+ c_g x (heads / K/V heads) x memory beyond the largest group + c_1 x memory if one head per K/V head; "
+         "+ c_g x (heads / K/V heads) x memory beyond the largest group + c_1 x memory if one head per K/V head, "
+         "at least the host floor of the kernel's launch path; "
          "waves = ceil(tiles / SMs) x SMs / tiles; "
          "band = t x [25th, 75th percentile of measured / t], widened per class of floor below and above 10 us")
 BAND_SPLIT_S = 10e-6  # the band is measured apart below and above a 10 µs floor (module docstring)
@@ -115,6 +132,26 @@ FALLBACK_MEMORY = f"{GENERATION}.bf16"
 ATTENTION_TILE = 128  # FlashAttention-3's 128 queries × 128 keys (roofline.kernels.ATTENTION_TILE)
 LATENCY_WIDTH = 256  # decode's block latency grows as 1 + d/256 with the head width d (module docstring)
 ACTIVATION_BYTES = 2  # the BF16 activation an engine's quantized GEMM reads before it quantizes it
+
+
+# the launch paths of a block-scaled FP8 GEMM (vLLM's, as its tables' kernel_source names them on every row:
+# CutlassFp8BlockScaledMMKernel when k is not a multiple of 128 or n not of 64, FlashInferFp8BlockScaledMMKernel
+# at m <= 17 on Hopper, DeepGemmFp8BlockScaledMMKernel otherwise; H200 vLLM 0.24.0, 1,407 of 1,407 rows of
+# the 4000-row stride so assigned): each path its own host floor (module docstring)
+ANY_PATH = "any"
+HOST_PATHS = ("cutlass", "small_m", "deepgemm")
+SMALL_M = 17  # the most rows vLLM's block-scaled FP8 GEMM hands to FlashInfer on Hopper (H100/H200 tables)
+
+
+def host_path(m: int, n: int, k: int) -> str:
+    """The launch path of a block-scaled FP8 GEMM of m × n × k (HOST_PATHS; ANY_PATH for an unknown
+    depth): 'cutlass' when k % 128 or n % 64, 'small_m' at m <= 17, else 'deepgemm'. Only a fit whose
+    host floors are split by path (the fitter splits gemm.fp8_block's) reads it."""
+    if k <= 0:
+        return ANY_PATH
+    if k % 128 or n % 64:
+        return HOST_PATHS[0]
+    return HOST_PATHS[1] if m <= SMALL_M else HOST_PATHS[2]
 
 
 def waves_factor(tiles: int, sms: int) -> float:
@@ -142,6 +179,7 @@ class Shape:
     head_dim: int = 0  # attention: the width of a head (the kernel an engine picks depends on it)
     input_s: float = 0.0  # gemm: m·k BF16 activation bytes over DRAM bandwidth (the quantize pass reads it)
     output_s: float = 0.0  # gemm: m·n BF16 output bytes over DRAM bandwidth
+    k: int = 0  # gemm: the depth (which kernel an engine launches, and so its host cost, depends on it)
 
 
 def tiles_of(shape: Shape, tile: tuple[int, int]) -> int:
@@ -181,6 +219,9 @@ class Fit:
     single_group_weight: float = 0.0  # c_1: decode with one query head per K/V head (MHA), in memory times
     block_latency_s: float = 0.0  # λ_g: decode's fixed time of a grouped block (a sequence × K/V head) on one SM
     head_latency_s: float = 0.0  # λ_h: the same of a block of one query head (MHA; groups beyond max_group)
+    # h: the host's time per call by launch path (HOST_PATHS; ("any", h) where one floor serves every
+    # shape): t = max(h, the device's sum); () for none
+    host_floors: tuple[tuple[str, float], ...] = ()
 
     def __post_init__(self) -> None:
         if not 0 < self.efficiency <= 1:
@@ -196,6 +237,9 @@ class Fit:
         for what, v in terms:
             if v < 0 or not math.isfinite(v):
                 raise RooflineError(f"{self.kind}: the {what} must be finite and ≥ 0, got {v:g}")
+        if any(h < 0 or not math.isfinite(h) or path not in (ANY_PATH, *HOST_PATHS) for path, h in self.host_floors):
+            raise RooflineError(f"{self.kind}: a host floor must be finite and ≥ 0, on a path among "
+                                f"{', '.join((ANY_PATH, *HOST_PATHS))}")
         if any(w < 0 or not math.isfinite(w) or d <= 0 for d, w in self.head_dim_weights):
             raise RooflineError(f"{self.kind}: a matrix weight per head width must be finite and ≥ 0")
         for low, high in ((self.low, self.high), *((self.small_band,) if self.small_band else ())):
@@ -259,9 +303,18 @@ class Fit:
                 "regroup": self.regroup_weight * self.regrouped_s(shape),
                 "single_group": self.single_group_weight * self.single_group_s(shape)}
 
+    def host_s(self, shape: Shape) -> float:
+        """The host floor h of the shape's launch path (host_path), or of the path fitted first (the one
+        of most rows) where the fit has none for it; 0 without host floors."""
+        if not self.host_floors:
+            return 0.0
+        by_path = dict(self.host_floors)
+        path = ANY_PATH if ANY_PATH in by_path else host_path(shape.m, shape.n, shape.k)
+        return by_path.get(path, self.host_floors[0][1])
+
     def expected_s(self, shape: Shape) -> float:
-        """t = the sum of the terms."""
-        return sum(self.terms_s(shape).values())
+        """t = max(host floor, the sum of the terms)."""
+        return max(self.host_s(shape), sum(self.terms_s(shape).values()))
 
     def band_s(self, shape: Shape) -> tuple[float, float]:
         """(low, high) = t · (r25, r75), each at least the floor."""
@@ -283,7 +336,7 @@ class Fit:
                 "per_tile_s": self.per_tile_s, "per_head_s": self.per_head_s, "per_kv_head_s": self.per_kv_head_s,
                 "max_group": self.max_group, "regroup_weight": self.regroup_weight,
                 "single_group_weight": self.single_group_weight, "block_latency_s": self.block_latency_s,
-                "head_latency_s": self.head_latency_s,
+                "head_latency_s": self.head_latency_s, "host_floors_s": dict(self.host_floors),
                 "head_dim_weights": {str(d): w for d, w in self.head_dim_weights}, "rows": self.rows, "mape": self.mape}
 
 
@@ -361,7 +414,7 @@ def shape_of(p: Placement) -> Shape:
         bw = dram.bytes_per_s if dram is not None and dram.bytes_per_s else 0.0
         act, res = ((m * depth * ACTIVATION_BYTES / bw, m * n * ACTIVATION_BYTES / bw) if bw else (0.0, 0.0))
         return Shape(f"{GEMM}.{dt}", p.time_s, compute, m, n, sms, memory_s=memory, exp_s=exp, input_s=act,
-                     output_s=res)
+                     output_s=res, k=depth)
     if "attention_qk" in kinds:
         qk = ops[kinds.index("attention_qk")]
         q, k = qk.inputs[0], qk.inputs[1]
@@ -429,6 +482,7 @@ class Columns:
     input_s: Any
     output_s: Any
     sms: int
+    k: Any = None  # gemm: the depth (the host floor's launch path reads it; None: every entry's path unknown)
 
 
 def expected_columns(fit: Fit, c: Columns) -> tuple[Any, Any, Any]:
@@ -470,15 +524,36 @@ def expected_columns(fit: Fit, c: Columns) -> tuple[Any, Any, Any]:
          + fit.per_output * c.output_s + per_sm * (fit.per_tile_s * c.tile_pairs + fit.per_head_s * c.heads
                                                    + fit.per_kv_head_s * c.kv_heads) + fit.regroup_weight * regroup
          + fit.single_group_weight * single)
+    if fit.host_floors:  # t = max(host floor of the entry's launch path, the device's sum) (Fit.host_s)
+        t = np.maximum(t, host_columns(fit, c))
     small = fit.small_band if fit.small_band else (fit.low, fit.high)
     below = c.floor_s < BAND_SPLIT_S
     low = np.maximum(c.floor_s, t * np.where(below, small[0], fit.low))
     return t, low, np.maximum(low, t * np.where(below, small[1], fit.high))
 
 
+def host_columns(fit: Fit, c: Columns) -> Any:
+    """Fit.host_s of every entry: the host floor of its launch path (host_path, as columns)."""
+    import numpy as np
+
+    by_path = dict(fit.host_floors)
+    first = fit.host_floors[0][1]
+    if ANY_PATH in by_path or c.k is None:
+        return np.full(np.shape(c.floor_s), by_path.get(ANY_PATH, first))
+    k = np.rint(np.asarray(c.k, dtype=np.float64)).astype(np.int64)
+    m = np.rint(np.asarray(c.m, dtype=np.float64)).astype(np.int64)
+    n = np.rint(np.asarray(c.n, dtype=np.float64)).astype(np.int64)
+    cutlass = (k % 128 != 0) | (n % 64 != 0)
+    path_h = [by_path.get(p, first) for p in HOST_PATHS]
+    h = np.where(cutlass, path_h[0], np.where(m <= SMALL_M, path_h[1], path_h[2]))
+    return np.where(k > 0, h, first)
+
+
 __all__ = [
+    "ANY_PATH",
     "BAND_SPLIT_S",
     "FORMAT",
+    "HOST_PATHS",
     "MODEL",
     "READS",
     "VERSION",
@@ -489,6 +564,8 @@ __all__ = [
     "Shape",
     "expect",
     "expected_columns",
+    "host_columns",
+    "host_path",
     "shape_of",
     "tiles_of",
     "waves_factor",

@@ -82,7 +82,8 @@ def parse(raw: Any, where: str) -> ExpectedTimes:
                              float(f.get("regroup_weight", 0.0)),
                              tuple(sorted((int(d), float(w)) for d, w in (f.get("head_dim_weights") or {}).items())),
                              float(f.get("single_group_weight", 0.0)), float(f.get("block_latency_s", 0.0)),
-                             float(f.get("head_latency_s", 0.0)))
+                             float(f.get("head_latency_s", 0.0)),
+                             tuple((str(p), float(h)) for p, h in (f.get("host_floors_s") or {}).items()))
         return ExpectedTimes(str(raw["machine"]), str(raw["engine"]), str(raw.get("engine_version", "")),
                              dict(raw.get("source", {})), fits, where)
     except (KeyError, TypeError, ValueError, IndexError) as exc:
