@@ -22,7 +22,8 @@ The terms fitted per kind:
                      tile pairs / SMs, heads / SMs, K/V heads / SMs,
                      and, for decode, (H/G)·memory for groups beyond g_max (g_max among GROUPS, 0: none)
                      and memory on the rows of one query head per K/V head (MHA; where the rows mix both);
-                     decode's x = max(memory, L), the latency roof L with (λ_g, λ_h) on a grid (LATENCIES)
+                     decode's x = max(memory, L, S), the latency roof L with (λ_g, λ_h) on a grid
+                     (LATENCIES) and the streaming roof S with κ on a grid (STREAMS)
 
 and around them the knobs, chosen by the smallest mean absolute percentage error (MAPE) of t: a GEMM's
 wave tile among candidates (GEMM_TILES) and ρ on a grid (RATIOS: how much slower than its memory side
@@ -75,6 +76,12 @@ MIN_LATENCY_ROWS = 500
 HOST_PASSES = 8
 HOST_QUANTILES = tuple(i / 50 for i in range(31))  # the 0th to the 60th percentile of the path's times
 HOST_GAIN = 0.005
+# decode's streaming roof (roofline.expectation.model, Fit.stream_s): κ, the sequences × K/V heads whose blocks
+# pull DRAM's bandwidth, on a grid around what SGLang's Triton decode shows (κ = 87-108 on H200); 0: no roof.
+# One knob, searched on fits of at least MIN_STREAM_ROWS rows (the split-off decode groups hold 115-301): on the
+# 60-75-row fixture fits it overfits (H100 TRT-LLM decode fp8, fit on 63 rows: kappa = 16, out of sample 38.5%)
+MIN_STREAM_ROWS = 100
+STREAMS = (0.0, 16.0, 32.0, 48.0, 64.0, 96.0, 128.0, 192.0, 256.0)
 LATENCIES = tuple((g * 1e-6, h * 1e-6) for g in (0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0)
                   for h in (0.0, 0.25, 0.5, 1.0, 1.5, 2.0))
 
@@ -169,8 +176,8 @@ class _Columns:
                         col(Fit.kv_heads_per_sm), col(lambda s: s.head_dim))
 
 
-def _waves(shapes: Sequence[Shape], tile: tuple[int, int] | None) -> np.ndarray:
-    probe = Fit("probe", 1.0, 0.0, 1.0, 1.0, 1, tile, compute_ratio=1.0)
+def _waves(shapes: Sequence[Shape], tile: tuple[int, int] | None, padded: bool = False) -> np.ndarray:
+    probe = Fit("probe", 1.0, 0.0, 1.0, 1.0, 1, tile, compute_ratio=1.0, tile_padded=padded)
     return np.array([probe.stretched_floor_s(replace(s, memory_s=0.0)) / s.compute_s if s.compute_s > 0 else 1.0
                      for s in shapes], dtype=float)
 
@@ -236,14 +243,16 @@ class _Trial:
 def _gemm_trials(kind: str, shapes: Sequence[Shape], c: _Columns, n: int,
                  tiles: Sequence[tuple[int, int] | None]) -> list[_Trial]:
     out = []
-    for tile in tiles:
-        q = _waves(shapes, tile) if tile is not None else np.ones(n)
+    for tile, padded in ((t, p) for t in tiles for p in ((False, True) if t is not None else (False,))):
+        q = _waves(shapes, tile, padded) if tile is not None else np.ones(n)
         for rho in RATIOS:
             cols = np.column_stack([np.maximum(c.memory, rho * c.compute * q), np.ones(n), c.inputs, c.outputs])
 
-            def make(coef: np.ndarray, tile: tuple[int, int] | None = tile, rho: float = rho) -> Fit:
+            def make(coef: np.ndarray, tile: tuple[int, int] | None = tile, rho: float = rho,
+                     padded: bool = padded) -> Fit:
                 a, t0, c_in, c_out = (float(v) for v in coef)
-                return Fit(kind, 1 / a, t0, 1.0, 1.0, n, tile, compute_ratio=rho, per_input=c_in, per_output=c_out)
+                return Fit(kind, 1 / a, t0, 1.0, 1.0, n, tile, compute_ratio=rho, per_input=c_in, per_output=c_out,
+                           tile_padded=padded)
 
             out.append(_Trial(cols, make))
     return out
@@ -276,6 +285,7 @@ def _attention_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.nda
     decode = kind.startswith("generation")
     grp = np.where(c.kv_heads > 0, c.heads / np.maximum(c.kv_heads, 1e-300), 0.0)
     width = 1 + c.head_dim / LATENCY_WIDTH
+    kv = np.array([s.kv_heads for s in shapes], dtype=float)  # sequences × K/V heads (not per SM)
     for group in GROUPS if decode else (0,):
         probe = Fit(kind, 1.0, 0.0, 1.0, 1.0, 1, max_group=group, regroup_weight=1.0)
         extra = [c.exp, c.tiles, c.heads, c.kv_heads, *matrix]
@@ -289,11 +299,16 @@ def _attention_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.nda
         wide = (grp == 1) | ((group > 0) & (grp > group))
         per_head = np.where(decode & (c.kv_heads > 0) & wide, c.heads * width, 0.0)
         per_block = np.where(decode & (c.kv_heads > 0) & ~wide, c.kv_heads * width, 0.0)
-        for lam_g, lam_h in LATENCIES if decode and n >= MIN_LATENCY_ROWS else ((0.0, 0.0),):
+        latencies = LATENCIES if decode and n >= MIN_LATENCY_ROWS else ((0.0, 0.0),)
+        streams = STREAMS if decode and n >= MIN_STREAM_ROWS else (0.0,)
+        for (lam_g, lam_h), kappa in ((lat, k) for lat in latencies for k in streams):
             roof = np.maximum(c.memory, lam_g * per_block + lam_h * per_head)
+            if kappa:
+                roof = np.maximum(roof, np.where(decode & (kv > 0), kappa * c.memory / np.maximum(kv, 1e-300), 0.0))
             cols = np.column_stack([roof, np.ones(n), *extra])
 
-            def make(coef: np.ndarray, group: int = group, lam_g: float = lam_g, lam_h: float = lam_h) -> Fit:
+            def make(coef: np.ndarray, group: int = group, lam_g: float = lam_g, lam_h: float = lam_h,
+                     kappa: float = kappa) -> Fit:
                 a, t0, a_exp, c_tile, c_head, c_kv = (float(v) for v in coef[:6])
                 a_mm = [float(v) for v in coef[6:6 + len(matrix)]]
                 c_g = float(coef[6 + len(matrix)]) if group else 0.0
@@ -303,7 +318,7 @@ def _attention_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.nda
                            per_kv_head_s=c_kv, compute_ratio=0.0, matrix_weight=a_mm[common], exp_weight=a_exp,
                            max_group=group if c_g > 0 or lam_h > 0 else 0, regroup_weight=c_g,
                            head_dim_weights=by_width, single_group_weight=c_1, block_latency_s=lam_g,
-                           head_latency_s=lam_h)
+                           head_latency_s=lam_h, stream_blocks=kappa)
 
             out.append(_Trial(cols, make))
     return out
@@ -382,4 +397,4 @@ def _bands(pred: np.ndarray, y: np.ndarray, floor: np.ndarray) -> tuple[float, f
     return min(bl, everyone[0]), max(bh, everyone[1]), (min(sl, everyone[0]), max(sh, everyone[1]))
 
 
-__all__ = ["ATTENTION_TILES", "GEMM_TILES", "RATIOS", "fit_kind", "mape", "solve"]
+__all__ = ["ATTENTION_TILES", "GEMM_TILES", "RATIOS", "fit_kind", "host_fit", "mape", "solve"]

@@ -5,11 +5,11 @@ kernels take longer, and the measured tables (aiconfigurator-core's, `roofline.c
 how much and why. Per GPU × engine × kernel kind the model is one sum of named terms, each a time this
 module computes from the placed kernel times a fitted constant ≥ 0:
 
-    t = max(M, ρ·C·q, L) / e                   the roofline term: the slowest memory level's time M and
+    t = max(M, ρ·C·q, L, S) / e                the roofline term: the slowest memory level's time M and
                                                the matrix units' time C, the matrix side ρ times slower
                                                (ρ = e / e_compute: the two efficiencies of one max) and
                                                stretched by wave quantization q (below); GEMMs;
-                                               decode's latency roof L (below)
+                                               decode's latency roof L and streaming roof S (below)
           + a_mm·C + a_exp·X                   attention: the matrix units' and the exponential units'
                                                times added (FlashAttention's softmax and MMA overlap in
                                                part: a weight below 1 is the share that does not hide);
@@ -70,10 +70,36 @@ the KV length and linear in sequences × K/V heads, 36, 40 and 55 ns a block at 
 256 (1 + d/256 within 10%) for groups of 2-32, 12 ns for MHA's blocks and 9.8 ns a query head for
 groups of 48-128; at long KV the same rows are DRAM-bound.
 
+Decode's streaming roof (Little's law for bytes): a kernel that gives each sequence × K/V head a fixed
+number of blocks, each streaming its share of the K/V in order, pulls at most β bytes a second a block
+(the bytes it keeps in flight over DRAM's latency); with fewer such blocks than DRAM's bandwidth needs,
+the stream is the blocks', not DRAM's:
+
+    S = κ·M / (sequences × K/V heads)          κ = bandwidth / (β × blocks per sequence × K/V head),
+                                               inside the roofline max beside L
+
+What the tables show (SGLang's Triton decode, split into a fixed number of K/V chunks a sequence ×
+K/V head, aiconfigurator-core 0.12.0, h200_sxm/attention/sglang): at long KV and few sequences the
+time is κ·M/(b·g) with κ = 87-108 over b·g = 1-8 (b1 h8/1 d512 KV 32767: 607 µs against a 7 µs DRAM
+time, κ = 87; b2 h8/1 KV 65535: 1441 µs, 28 µs, κ = 103; b8 h2/1 KV 131071: 2919 µs, 224 µs, κ = 104),
+and DRAM's M once b·g passes κ. Kernels that split the K/V by the SMs free (FlashAttention-3's,
+TensorRT-LLM's multi-block mode) fit κ = 0.
+
 Wave quantization: an output of `tiles` thread-block tiles runs in ⌈tiles / SMs⌉ waves, each as long
 as one full wave, so the matrix units' term is stretched by
 
     q = ⌈tiles / SMs⌉ · SMs / tiles                 (q = 1 when the tiles fill whole waves)
+
+and, where the fit finds it (`tile_padded`: a kernel of one tile for every shape), by the last tile's
+padding, each of its empty rows and columns computed as a full one:
+
+    q · (⌈m / tm⌉·tm / m) · (⌈n / tn⌉·tn / n)       each side where the matrix spans more than one tile
+
+What the tables show (vLLM 0.24.0 per-tensor FP8 GEMMs on H200, aiconfigurator-core 0.12.0): rows of
+m = 2^j + 1 run 1.3-2.1x the unpadded fit (257×51200×2560: 135 µs against 63 µs; 513×12288×65536:
+1330 µs against 626 µs), the rows of m = 2^j at it; padded, the fit of floors ≥ 10 µs goes from 14.5%
+to 13.2% MAPE (H100 vLLM 15.0% to 13.9%, H200 SGLang 13.7% to 12.1%; TRT-LLM's GEMMs, whose kernels
+pick their tile per shape, fit no wave term either way).
 
 Attention's tile pairs: causal prefill visits ⌈nq/128⌉·(⌈nq/128⌉+1)/2 per sequence and query head;
 decode ⌈kv/128⌉ key tiles per sequence and K/V head. A term whose constant is 0 is absent (no host floors: no max): a
@@ -93,7 +119,8 @@ kernel of another kind (a norm, an elementwise op) takes the fit of the kind nea
 compute-bound one the GEMM of its dtype, a memory-bound one decode attention (a streaming read of
 the KV cache), and says so.
 
-Layering: imports roofline.errors, roofline.dtypes, roofline.vocab and roofline.placement (types).
+Layering: imports roofline.errors, roofline.dtypes, roofline.vocab, roofline.placement (types) and this
+room's launch (waves, tile padding, launch paths).
 """
 
 from __future__ import annotations
@@ -105,6 +132,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from roofline.errors import RooflineError
+from roofline.expectation.launch import ANY_PATH, HOST_PATHS, SMALL_M, host_path, padding_factor, waves_factor
 from roofline.vocab import Bound, Level, Unit
 
 if TYPE_CHECKING:
@@ -117,8 +145,9 @@ MODEL = ("t = max(memory, rho x compute x waves) / e + a_mm x matrix + a_exp x e
          "+ c_in x activation read + c_out x output write + per-tile cost x tile pairs / SMs "
          "+ per-head cost x sequences x heads / SMs + per-K/V-head cost x sequences x K/V heads / SMs "
          "+ c_g x (heads / K/V heads) x memory beyond the largest group + c_1 x memory if one head per K/V head, "
+         "decode's streaming roof kappa x memory / (sequences x K/V heads) beside memory in the max, "
          "at least the host floor of the kernel's launch path; "
-         "waves = ceil(tiles / SMs) x SMs / tiles; "
+         "waves = ceil(tiles / SMs) x SMs / tiles (x the last tile's padding where tile_padded); "
          "band = t x [25th, 75th percentile of measured / t], widened per class of floor below and above 10 us")
 BAND_SPLIT_S = 10e-6  # the band is measured apart below and above a 10 µs floor (module docstring)
 
@@ -132,33 +161,6 @@ FALLBACK_MEMORY = f"{GENERATION}.bf16"
 ATTENTION_TILE = 128  # FlashAttention-3's 128 queries × 128 keys (roofline.kernels.ATTENTION_TILE)
 LATENCY_WIDTH = 256  # decode's block latency grows as 1 + d/256 with the head width d (module docstring)
 ACTIVATION_BYTES = 2  # the BF16 activation an engine's quantized GEMM reads before it quantizes it
-
-
-# the launch paths of a block-scaled FP8 GEMM (vLLM's, as its tables' kernel_source names them on every row:
-# CutlassFp8BlockScaledMMKernel when k is not a multiple of 128 or n not of 64, FlashInferFp8BlockScaledMMKernel
-# at m <= 17 on Hopper, DeepGemmFp8BlockScaledMMKernel otherwise; H200 vLLM 0.24.0, 1,407 of 1,407 rows of
-# the 4000-row stride so assigned): each path its own host floor (module docstring)
-ANY_PATH = "any"
-HOST_PATHS = ("cutlass", "small_m", "deepgemm")
-SMALL_M = 17  # the most rows vLLM's block-scaled FP8 GEMM hands to FlashInfer on Hopper (H100/H200 tables)
-
-
-def host_path(m: int, n: int, k: int) -> str:
-    """The launch path of a block-scaled FP8 GEMM of m × n × k (HOST_PATHS; ANY_PATH for an unknown
-    depth): 'cutlass' when k % 128 or n % 64, 'small_m' at m <= 17, else 'deepgemm'. Only a fit whose
-    host floors are split by path (the fitter splits gemm.fp8_block's) reads it."""
-    if k <= 0:
-        return ANY_PATH
-    if k % 128 or n % 64:
-        return HOST_PATHS[0]
-    return HOST_PATHS[1] if m <= SMALL_M else HOST_PATHS[2]
-
-
-def waves_factor(tiles: int, sms: int) -> float:
-    """q = ⌈tiles / SMs⌉ · SMs / tiles: 1 for whole waves; 132 SMs and 133 tiles give 2·132/133 = 1.985."""
-    if tiles <= 0 or sms <= 0:
-        return 1.0
-    return math.ceil(tiles / sms) * sms / tiles
 
 
 @dataclass(frozen=True)
@@ -222,6 +224,8 @@ class Fit:
     # h: the host's time per call by launch path (HOST_PATHS; ("any", h) where one floor serves every
     # shape): t = max(h, the device's sum); () for none
     host_floors: tuple[tuple[str, float], ...] = ()
+    tile_padded: bool = False  # the wave term counts the last tile's padding too (padding_factor)
+    stream_blocks: float = 0.0  # κ: decode's sequences × K/V heads that pull DRAM's bandwidth (0: no such roof)
 
     def __post_init__(self) -> None:
         if not 0 < self.efficiency <= 1:
@@ -232,7 +236,7 @@ class Fit:
                  ("exp weight", self.exp_weight), ("input weight", self.per_input),
                  ("output weight", self.per_output), ("regroup weight", self.regroup_weight),
                  ("single-group weight", self.single_group_weight), ("block latency", self.block_latency_s),
-                 ("head latency", self.head_latency_s),
+                 ("head latency", self.head_latency_s), ("streaming blocks", self.stream_blocks),
                  ("largest group", self.max_group), ("t0", self.t0_s))
         for what, v in terms:
             if v < 0 or not math.isfinite(v):
@@ -251,7 +255,17 @@ class Fit:
         decode's latency roof (latency_s)."""
         memory = shape.floor_s if shape.memory_s is None else shape.memory_s
         q = waves_factor(tiles_of(shape, self.tile), shape.sms) if self.tile is not None else 1.0
-        return max(memory, self.compute_ratio * shape.compute_s * q, self.latency_s(shape))
+        if self.tile_padded:
+            q *= padding_factor(shape.m, shape.n, self.tile)
+        return max(memory, self.compute_ratio * shape.compute_s * q, self.latency_s(shape), self.stream_s(shape))
+
+    def stream_s(self, shape: Shape) -> float:
+        """Decode's streaming roof S = κ·M / (sequences × K/V heads) (module docstring); 0 for a kernel
+        with query rows (prefill, a GEMM), without K/V heads, or where κ = 0."""
+        if not self.stream_blocks or shape.m != 0 or shape.kv_heads <= 0:
+            return 0.0
+        memory = shape.floor_s if shape.memory_s is None else shape.memory_s
+        return self.stream_blocks * memory / shape.kv_heads
 
     def latency_s(self, shape: Shape) -> float:
         """Decode's latency roof L = (λ_g·B_g + λ_h·B_h)·(1 + d/256) / SMs (module docstring); 0 for a
@@ -337,6 +351,7 @@ class Fit:
                 "max_group": self.max_group, "regroup_weight": self.regroup_weight,
                 "single_group_weight": self.single_group_weight, "block_latency_s": self.block_latency_s,
                 "head_latency_s": self.head_latency_s, "host_floors_s": dict(self.host_floors),
+                "stream_blocks": self.stream_blocks, "tile_padded": self.tile_padded,
                 "head_dim_weights": {str(d): w for d, w in self.head_dim_weights}, "rows": self.rows, "mape": self.mape}
 
 
@@ -497,6 +512,12 @@ def expected_columns(fit: Fit, c: Columns) -> tuple[Any, Any, Any]:
         across = ceil(c.n / fit.tile[1]) if fit.tile[1] > 0 else np.ones_like(c.n, dtype=np.float64)
         tiles = np.where(c.m > 0, ceil(c.m / fit.tile[0]) * np.where(c.n > 0, across, 1.0), 0.0)
         q = np.where(tiles > 0, ceil(tiles / c.sms) * c.sms / np.maximum(tiles, 1.0), 1.0)
+        if fit.tile_padded:
+            mm, nn = np.asarray(c.m, dtype=np.float64), np.asarray(c.n, dtype=np.float64)
+            tm, tn = fit.tile
+            pad_m = np.where(mm > tm, ceil(mm / tm) * tm / np.maximum(mm, 1.0), 1.0)
+            pad_n = np.where(nn > tn, ceil(nn / tn) * tn / np.maximum(nn, 1.0), 1.0)
+            q = q * np.where(tiles > 0, pad_m * pad_n, 1.0)
     roofline = np.maximum(c.memory_s, fit.compute_ratio * c.compute_s * q)
     if (fit.block_latency_s or fit.head_latency_s) and c.sms > 0:  # decode's latency roof (Fit.latency_s)
         kv = np.asarray(c.kv_heads, dtype=np.float64)
@@ -505,6 +526,10 @@ def expected_columns(fit: Fit, c: Columns) -> tuple[Any, Any, Any]:
         blocks = np.where(wide, fit.head_latency_s * c.heads, fit.block_latency_s * kv)
         lat = np.where((c.m == 0) & (kv > 0), blocks * (1 + c.head_dim / LATENCY_WIDTH) / c.sms, 0.0)
         roofline = np.maximum(roofline, lat)
+    if fit.stream_blocks:  # decode's streaming roof (Fit.stream_s)
+        kvs = np.asarray(c.kv_heads, dtype=np.float64)
+        roofline = np.maximum(roofline, np.where((c.m == 0) & (kvs > 0), fit.stream_blocks * c.memory_s
+                                                 / np.maximum(kvs, 1e-300), 0.0))
     roofline = roofline / fit.efficiency
     weight: Any
     if fit.head_dim_weights:

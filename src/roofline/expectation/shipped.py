@@ -83,7 +83,8 @@ def parse(raw: Any, where: str) -> ExpectedTimes:
                              tuple(sorted((int(d), float(w)) for d, w in (f.get("head_dim_weights") or {}).items())),
                              float(f.get("single_group_weight", 0.0)), float(f.get("block_latency_s", 0.0)),
                              float(f.get("head_latency_s", 0.0)),
-                             tuple((str(p), float(h)) for p, h in (f.get("host_floors_s") or {}).items()))
+                             tuple((str(p), float(h)) for p, h in (f.get("host_floors_s") or {}).items()),
+                             bool(f.get("tile_padded", False)), float(f.get("stream_blocks", 0.0)))
         return ExpectedTimes(str(raw["machine"]), str(raw["engine"]), str(raw.get("engine_version", "")),
                              dict(raw.get("source", {})), fits, where)
     except (KeyError, TypeError, ValueError, IndexError) as exc:

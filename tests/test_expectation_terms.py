@@ -1,5 +1,6 @@
-"""The expected-time model's host floor (roofline.expectation.model, Fit.host_s) and its fit
-(roofline.calibration.fit.host_fit), by hand on synthetic sets whose answer is known."""
+"""The expected-time model's host floor (Fit.host_s), decode's streaming roof (Fit.stream_s) and the
+wave term's tile padding (padding_factor) (roofline.expectation.model) and their fit
+(roofline.calibration.fit), by hand on synthetic sets whose answer is known."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import numpy as np
 import pytest
 
 from roofline.calibration.fit import fit_kind
-from roofline.expectation.model import Columns, Fit, Shape, expected_columns, host_path
+from roofline.expectation.launch import host_path, padding_factor
+from roofline.expectation.model import Columns, Fit, Shape, expected_columns
 
 # H200 vLLM 0.24.0 block-scaled FP8 GEMM (aiconfigurator-core 0.12.0, h200_sxm/gemm/vllm/0.24.0): its rows'
 # kernel_source is CutlassFp8BlockScaledMMKernel where k % 128 or n % 64 (1792×16384×32), FlashInfer's at
@@ -95,3 +97,82 @@ def test_no_host_floor_where_none_is_measured() -> None:
     fit = fit_kind("gemm.bf16", shapes, [(2 * x + 5) * 1e-6 for x in xs])
     assert fit.host_floors == ()
     assert (fit.efficiency, fit.t0_s) == pytest.approx((0.5, 5e-6), rel=1e-6)
+
+
+def _decode(b: int, g: int, mem_us: float, kv: int = 1024) -> Shape:
+    """A decode kernel on 132 SMs: b sequences, g K/V heads of one query head each, a DRAM time of mem_us."""
+    return Shape("generation_attention.bf16", mem_us * 1e-6, 0.0, sms=132, tile_pairs=float(b * g * kv / 128),
+                 heads=float(b * g), memory_s=mem_us * 1e-6, kv_heads=float(b * g), head_dim=512)
+
+
+def test_the_streaming_roof_by_hand() -> None:
+    # H200 SGLang Triton decode b1 h8/1 d512 KV 32767 (aiconfigurator-core 0.12.0, h200_sxm/attention/sglang):
+    # 607 µs against a 7 µs DRAM time; with kappa = 96 sequences x K/V heads to pull DRAM's bandwidth,
+    # S = 96 x 7 / (1 x 1) = 672 µs, the roof (e = 1, no other term): t = 672 µs
+    fit = Fit("generation_attention.bf16", 1.0, 0.0, 1.0, 1.0, 1, stream_blocks=96.0)
+    one = _decode(1, 1, 7.0)
+    assert fit.stream_s(one) == pytest.approx(96 * 7e-6, rel=1e-12)
+    assert fit.expected_s(one) == pytest.approx(672e-6, rel=1e-12)
+    # b = 192 sequences: S = 96 x 7 / 192 = 3.5 µs, below M = 7 µs: DRAM's time holds
+    assert fit.expected_s(_decode(192, 1, 7.0)) == pytest.approx(7e-6, rel=1e-12)
+    # a prefill shape (query rows tiled) has none
+    assert fit.stream_s(Shape("context_attention.bf16", 1e-5, 1e-5, m=128, sms=132, heads=1.0, kv_heads=1.0)) == 0.0
+
+
+def test_the_streaming_roof_is_recovered() -> None:
+    # y = max(M, 64·M/B) / 0.5 + 10 µs over B = 1-1024 sequences x K/V heads (120 rows: the knob is searched
+    # on fits of at least MIN_STREAM_ROWS = 100): the fit finds kappa = 64 on its grid, e = 0.5, t0 = 10 µs
+    shapes = [_decode(b, g, mem) for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512) for g in (1, 2)
+              for mem in (10.0, 20.0, 40.0, 80.0, 160.0, 320.0)]
+
+    def truth(s: Shape) -> float:
+        m = s.memory_s or 0.0
+        return max(m, 64 * m / s.kv_heads) / 0.5 + 10e-6
+
+    fit = fit_kind("generation_attention.bf16", shapes, [truth(s) for s in shapes])
+    assert fit.stream_blocks == 64.0
+    assert (fit.efficiency, fit.t0_s) == pytest.approx((0.5, 10e-6), rel=1e-6)
+
+
+def test_the_tile_padding_by_hand() -> None:
+    # 257 x 51200 in 128 x 128 tiles: 3 row tiles for 257 rows, 3·128/257 = 1.494; 51200 columns fill 400
+    # tiles exactly (1); 1200 tiles on 132 SMs run in 10 waves, 10·132/1200 = 1.1: q = 1.1 x 1.494 = 1.644
+    # (H200 vLLM FP8 257×51200×2560 ran 2.1x the fit without the padding)
+    big = Shape("gemm.fp8", 1e-6, 1e-6, 257, 51200, 132, memory_s=0.0)
+    assert padding_factor(257, 51200, (128, 128)) == pytest.approx(3 * 128 / 257, rel=1e-12)
+    fit = Fit("gemm.fp8", 1.0, 0.0, 1.0, 1.0, 1, (128, 128), compute_ratio=1.0, tile_padded=True)
+    assert fit.stretched_floor_s(big) == pytest.approx(1e-6 * 1.1 * 3 * 128 / 257, rel=1e-12)
+    # a matrix within one tile (m = 64 rows): a kernel picks a tile no taller, no padding counted
+    assert padding_factor(64, 51200, (128, 128)) == 1.0
+    # without the flag the wave term is the waves alone
+    unpadded = Fit("gemm.fp8", 1.0, 0.0, 1.0, 1.0, 1, (128, 128), compute_ratio=1.0)
+    assert unpadded.stretched_floor_s(big) == pytest.approx(1e-6 * 1.1, rel=1e-12)
+
+
+def test_the_tile_padding_is_recovered() -> None:
+    # y = 1.25 x compute x q x p + 4 µs (padded 128 x 128 tiles, compute-bound: DRAM's time 0) over row counts
+    # that straddle a tile: the fit picks the 128 x 128 tile with padding and rho / e = 1.25 (compute-bound rows
+    # fix only the ratio), t0 = 4 µs
+    shapes = [Shape("gemm.fp8", c * 1e-6, c * 1e-6, m, n, 132, memory_s=0.0)
+              for m in (129, 200, 257, 300, 513, 700, 1025, 2048) for n in (1024, 4096, 7168) for c in (20.0, 50.0)]
+    probe = Fit("gemm.fp8", 1.0, 0.0, 1.0, 1.0, 1, (128, 128), compute_ratio=1.0, tile_padded=True)
+    fit = fit_kind("gemm.fp8", shapes, [probe.stretched_floor_s(s) / 0.8 + 4e-6 for s in shapes],
+                   tiles=(None, (128, 128), (128, 256)))
+    assert (fit.tile, fit.tile_padded) == ((128, 128), True)
+    assert (fit.compute_ratio / fit.efficiency, fit.t0_s) == pytest.approx((1.25, 4e-6), rel=1e-6)
+
+
+def test_the_new_terms_survive_the_file() -> None:
+    # a version 3 file carries the host floors, the tile padding and kappa; they read back as written
+    import json
+
+    from roofline.expectation.model import ExpectedTimes
+    from roofline.expectation.shipped import parse
+
+    fits = {"gemm.fp8_block": Fit("gemm.fp8_block", 0.86, 21.5e-6, 0.9, 1.1, 1407, (128, 128), tile_padded=True,
+                                  host_floors=PATHS),
+            "generation_attention.fp8@triton": Fit("generation_attention.fp8@triton", 0.5, 9e-6, 0.9, 1.3, 117,
+                                                   stream_blocks=96.0)}
+    raw = json.loads(json.dumps(ExpectedTimes("h200", "vllm", "0.24.0", {}, fits).to_dict()))
+    assert raw["version"] == 3
+    assert dict(parse(raw, "h200.vllm.json").fits) == fits
