@@ -171,8 +171,45 @@ def test_the_new_terms_survive_the_file() -> None:
 
     fits = {"gemm.fp8_block": Fit("gemm.fp8_block", 0.86, 21.5e-6, 0.9, 1.1, 1407, (128, 128), tile_padded=True,
                                   host_floors=PATHS),
+            "context_attention.bf16": Fit("context_attention.bf16", 0.3, 1e-5, 0.9, 1.2, 2796, kv_read_weight=6.9),
             "generation_attention.fp8@triton": Fit("generation_attention.fp8@triton", 0.5, 9e-6, 0.9, 1.3, 117,
                                                    stream_blocks=96.0)}
     raw = json.loads(json.dumps(ExpectedTimes("h200", "vllm", "0.24.0", {}, fits).to_dict()))
     assert raw["version"] == 3
     assert dict(parse(raw, "h200.vllm.json").fits) == fits
+
+
+def test_the_default_engine_counts_gemm_and_attention_rows_only() -> None:
+    # the shipped H200 files (aiconfigurator-core 0.12.0, every ceil(n/4000)-th row of each table): GEMM and
+    # attention rows SGLang 10,865, TensorRT-LLM 10,596, vLLM 9,876 before MLA and MoE were shipped; TensorRT-LLM's
+    # file now also carries its MLA and MoE rows (3,000+ more), which must not make it the default
+    from roofline.expectation.shipped import DEFAULT_KINDS, default_engine, shipped
+
+    trt = shipped("h200", "trtllm")
+    extra = sum(f.rows for k, f in trt.fits.items() if not k.startswith(DEFAULT_KINDS))
+    assert extra > 3000 and any(k.startswith("generation_mla.") for k in trt.fits)
+    assert any(k.startswith("moe.") for k in trt.fits)
+    assert default_engine("h200") == "sglang"
+
+
+def test_the_prefill_kv_read_by_hand() -> None:
+    # prefill of H = 32 query heads over G = 8 K/V heads: K and V of 8 heads beside Q and O of 32, so the K/V
+    # share of a 100 µs DRAM time is 100 x 8 / (32 + 8) = 20 µs; with c_kvr = 3.1 (H200 vLLM's fit) it adds
+    # 3.1 x 20 = 62 µs to t = M / e = 100 / 0.5 = 200 µs: 262 µs
+    fit = Fit("context_attention.bf16", 0.5, 0.0, 1.0, 1.0, 1, kv_read_weight=3.1)
+    pre = Shape("context_attention.bf16", 100e-6, 10e-6, m=4096, sms=132, heads=32.0, kv_heads=8.0, memory_s=100e-6)
+    assert Fit.kv_read_s(pre) == pytest.approx(20e-6, rel=1e-12)
+    assert fit.expected_s(pre) == pytest.approx(262e-6, rel=1e-12)
+    # MHA (G = H): half of DRAM's time is K and V
+    assert Fit.kv_read_s(Shape("context_attention.bf16", 1e-4, 0.0, m=128, heads=8.0, kv_heads=8.0)) == 0.5e-4
+    # decode (no query rows tiled) has none: its DRAM time is its K/V already
+    assert Fit.kv_read_s(_decode(8, 8, 100.0)) == 0.0
+
+
+def test_the_prefill_kv_read_is_recovered() -> None:
+    # y = M / 0.5 + 4 x M·G/(H + G) + 8 µs over groups H/G of 1-32 (30 rows): the fit finds c_kvr = 4
+    shapes = [Shape("context_attention.bf16", mem * 1e-6, 0.0, m=1024, sms=132, heads=32.0, kv_heads=32.0 / grp,
+                    memory_s=mem * 1e-6) for grp in (1, 2, 4, 8, 16, 32) for mem in (20.0, 50.0, 100.0, 200.0, 400.0)]
+    y = [(s.memory_s or 0.0) / 0.5 + 4 * Fit.kv_read_s(s) + 8e-6 for s in shapes]
+    fit = fit_kind("context_attention.bf16", shapes, y)
+    assert (fit.efficiency, fit.kv_read_weight, fit.t0_s) == pytest.approx((0.5, 4.0, 8e-6), rel=1e-6)

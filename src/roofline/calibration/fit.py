@@ -286,7 +286,9 @@ def _attention_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.nda
     grp = np.where(c.kv_heads > 0, c.heads / np.maximum(c.kv_heads, 1e-300), 0.0)
     width = 1 + c.head_dim / LATENCY_WIDTH
     kv = np.array([s.kv_heads for s in shapes], dtype=float)  # sequences × K/V heads (not per SM)
-    for group in GROUPS if decode else (0,):
+    kv_read = np.array([Fit.kv_read_s(s) for s in shapes], dtype=float)
+    # prefill with and without its K/V read (Fit.kv_read_s): the setting of least MAPE is kept
+    for group, with_kv in ((gr, False) for gr in GROUPS) if decode else ((0, False), (0, True)):
         probe = Fit(kind, 1.0, 0.0, 1.0, 1.0, 1, max_group=group, regroup_weight=1.0)
         extra = [c.exp, c.tiles, c.heads, c.kv_heads, *matrix]
         if group:
@@ -295,6 +297,8 @@ def _attention_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.nda
                 continue
         if single:
             extra.append(one)
+        if with_kv:  # prefill's K/V read (Fit.kv_read_s)
+            extra.append(kv_read)
         # decode's latency roof per block time (Fit.latency_s), blocks per SM (the columns are per SM)
         wide = (grp == 1) | ((group > 0) & (grp > group))
         per_head = np.where(decode & (c.kv_heads > 0) & wide, c.heads * width, 0.0)
@@ -308,17 +312,18 @@ def _attention_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.nda
             cols = np.column_stack([roof, np.ones(n), *extra])
 
             def make(coef: np.ndarray, group: int = group, lam_g: float = lam_g, lam_h: float = lam_h,
-                     kappa: float = kappa) -> Fit:
+                     kappa: float = kappa, with_kv: bool = with_kv) -> Fit:
                 a, t0, a_exp, c_tile, c_head, c_kv = (float(v) for v in coef[:6])
                 a_mm = [float(v) for v in coef[6:6 + len(matrix)]]
                 c_g = float(coef[6 + len(matrix)]) if group else 0.0
-                c_1 = float(coef[-1]) if single else 0.0
+                c_1 = float(coef[6 + len(matrix) + (1 if group else 0)]) if single else 0.0
+                c_kvr = float(coef[-1]) if with_kv else 0.0
                 by_width = tuple(zip(widths, a_mm, strict=True)) if widths else ()
                 return Fit(kind, 1 / a, t0, 1.0, 1.0, n, None, per_tile_s=c_tile, per_head_s=c_head,
                            per_kv_head_s=c_kv, compute_ratio=0.0, matrix_weight=a_mm[common], exp_weight=a_exp,
                            max_group=group if c_g > 0 or lam_h > 0 else 0, regroup_weight=c_g,
                            head_dim_weights=by_width, single_group_weight=c_1, block_latency_s=lam_g,
-                           head_latency_s=lam_h, stream_blocks=kappa)
+                           head_latency_s=lam_h, stream_blocks=kappa, kv_read_weight=c_kvr)
 
             out.append(_Trial(cols, make))
     return out

@@ -47,14 +47,19 @@ and the device's time, not their sum:
 
     t = max(h, the sum above)                  h per launch path of the kernel (HOST_PATHS, host_path)
 
-What the tables show (vLLM 0.24.0 block-scaled FP8 GEMMs, every row's kernel_source): H200 rows of a
-20-35 µs floor run flat at 84-94 µs (1024×2560×12288 88.8 µs, 1024×8192×4096 88.7 µs; the sum with a
-fixed t0 put them at 123-130 µs, 1.4x over) while the long ones keep the device's slope (2048×51200×51200
-8.7 ms); the flat level is the kernel's: 178 µs on CUTLASS's path (k % 128 or n % 64), 59 µs on FlashInfer's
-(m ≤ 17 on Hopper), 89 µs on DeepGEMM's (H100: 180, 60, 91 µs; B200, DeepGEMM at every m: 165, 229 at
-m ≤ 17, 184 µs). Fitted there it takes the MAPE of floors ≥ 10 µs from 18.2% to 8.0% (H200), 16.3% to
-7.8% (H100), 15.1% to 10.9% (B200); as a sum (a t0 per path) only to 16.8% (H200). Other kinds fit no
-host floor (vLLM's per-tensor FP8 and BF16 GEMMs: t0 = 3-7 µs, none host-bound).
+The tables' evidence, and the paths: roofline.expectation.launch.
+
+Prefill's K/V read: an engine whose prefill reads K and V from its paged cache (16-token pages gathered
+a tile at a time) streams them slower than Q and O; the K/V share of DRAM's time, M·G/(H + G) (K and
+V of G heads beside Q and O of H, as wide), is added with its own weight:
+
+    + c_kvr·M·G/(H + G)                        prefill only; fitted where it lowers the MAPE
+
+What the tables show (vLLM 0.24.0 prefill, B200 FlashInfer's TRT-LLM kernels, H200 FlashAttention-3,
+aiconfigurator-core 0.12.0): the fit without it ran MHA rows (G = H) 1.24x and groups of 2 1.31x, groups
+of 32-64 0.85-0.87x (B200); with it, c_kvr = 6.9 (B200) and 3.1 (H200), MHA at 1.04x, the MAPE of floors
+≥ 10 µs 17.2% -> 15.8% (B200), 15.1% -> 14.3% (H200). TensorRT-LLM's prefill (contiguous K/V) shows no
+such trend by group (0.93-1.07x over groups 1-96 on B200).
 
 Decode's latency roof (Little's law): a decode kernel launches blocks (one per sequence × K/V head for
 a grouped kernel, one per sequence × query head for MHA and for groups beyond g_max), each taking a
@@ -95,11 +100,7 @@ padding, each of its empty rows and columns computed as a full one:
 
     q · (⌈m / tm⌉·tm / m) · (⌈n / tn⌉·tn / n)       each side where the matrix spans more than one tile
 
-What the tables show (vLLM 0.24.0 per-tensor FP8 GEMMs on H200, aiconfigurator-core 0.12.0): rows of
-m = 2^j + 1 run 1.3-2.1x the unpadded fit (257×51200×2560: 135 µs against 63 µs; 513×12288×65536:
-1330 µs against 626 µs), the rows of m = 2^j at it; padded, the fit of floors ≥ 10 µs goes from 14.5%
-to 13.2% MAPE (H100 vLLM 15.0% to 13.9%, H200 SGLang 13.7% to 12.1%; TRT-LLM's GEMMs, whose kernels
-pick their tile per shape, fit no wave term either way).
+(the tables' evidence: roofline.expectation.launch)
 
 Attention's tile pairs: causal prefill visits ⌈nq/128⌉·(⌈nq/128⌉+1)/2 per sequence and query head;
 decode ⌈kv/128⌉ key tiles per sequence and K/V head. A term whose constant is 0 is absent (no host floors: no max): a
@@ -132,7 +133,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from roofline.errors import RooflineError
-from roofline.expectation.launch import ANY_PATH, HOST_PATHS, SMALL_M, host_path, padding_factor, waves_factor
+from roofline.expectation.launch import ANY_PATH, HOST_PATHS, host_columns, host_path, padding_factor, waves_factor
 from roofline.vocab import Bound, Level, Unit
 
 if TYPE_CHECKING:
@@ -146,7 +147,7 @@ MODEL = ("t = max(memory, rho x compute x waves) / e + a_mm x matrix + a_exp x e
          "+ per-head cost x sequences x heads / SMs + per-K/V-head cost x sequences x K/V heads / SMs "
          "+ c_g x (heads / K/V heads) x memory beyond the largest group + c_1 x memory if one head per K/V head, "
          "decode's streaming roof kappa x memory / (sequences x K/V heads) beside memory in the max, "
-         "at least the host floor of the kernel's launch path; "
+         "+ c_kvr x prefill's K/V share of memory, at least the host floor of the kernel's launch path; "
          "waves = ceil(tiles / SMs) x SMs / tiles (x the last tile's padding where tile_padded); "
          "band = t x [25th, 75th percentile of measured / t], widened per class of floor below and above 10 us")
 BAND_SPLIT_S = 10e-6  # the band is measured apart below and above a 10 µs floor (module docstring)
@@ -224,6 +225,7 @@ class Fit:
     # h: the host's time per call by launch path (HOST_PATHS; ("any", h) where one floor serves every
     # shape): t = max(h, the device's sum); () for none
     host_floors: tuple[tuple[str, float], ...] = ()
+    kv_read_weight: float = 0.0  # c_kv_read: prefill's K/V read again, in its share of DRAM's time
     tile_padded: bool = False  # the wave term counts the last tile's padding too (padding_factor)
     stream_blocks: float = 0.0  # κ: decode's sequences × K/V heads that pull DRAM's bandwidth (0: no such roof)
 
@@ -237,6 +239,7 @@ class Fit:
                  ("output weight", self.per_output), ("regroup weight", self.regroup_weight),
                  ("single-group weight", self.single_group_weight), ("block latency", self.block_latency_s),
                  ("head latency", self.head_latency_s), ("streaming blocks", self.stream_blocks),
+                 ("K/V read weight", self.kv_read_weight),
                  ("largest group", self.max_group), ("t0", self.t0_s))
         for what, v in terms:
             if v < 0 or not math.isfinite(v):
@@ -315,7 +318,17 @@ class Fit:
                 "epilogue": self.per_output * shape.output_s, "tiles": self.per_tile_s * tiles,
                 "heads": self.per_head_s * heads, "kv_heads": self.per_kv_head_s * self.kv_heads_per_sm(shape),
                 "regroup": self.regroup_weight * self.regrouped_s(shape),
-                "single_group": self.single_group_weight * self.single_group_s(shape)}
+                "single_group": self.single_group_weight * self.single_group_s(shape),
+                "kv_read": self.kv_read_weight * self.kv_read_s(shape)}
+
+    @staticmethod
+    def kv_read_s(shape: Shape) -> float:
+        """Prefill's K/V share of DRAM's time, M·G/(H + G) (K and V of G heads beside Q and O of H, each
+        as wide); 0 for decode, a GEMM, or a kernel without heads."""
+        memory = shape.floor_s if shape.memory_s is None else shape.memory_s
+        if shape.m <= 0 or shape.kv_heads <= 0 or shape.heads <= 0:
+            return 0.0
+        return memory * shape.kv_heads / (shape.heads + shape.kv_heads)
 
     def host_s(self, shape: Shape) -> float:
         """The host floor h of the shape's launch path (host_path), or of the path fitted first (the one
@@ -352,6 +365,7 @@ class Fit:
                 "single_group_weight": self.single_group_weight, "block_latency_s": self.block_latency_s,
                 "head_latency_s": self.head_latency_s, "host_floors_s": dict(self.host_floors),
                 "stream_blocks": self.stream_blocks, "tile_padded": self.tile_padded,
+                "kv_read_weight": self.kv_read_weight,
                 "head_dim_weights": {str(d): w for d, w in self.head_dim_weights}, "rows": self.rows, "mape": self.mape}
 
 
@@ -549,29 +563,16 @@ def expected_columns(fit: Fit, c: Columns) -> tuple[Any, Any, Any]:
          + fit.per_output * c.output_s + per_sm * (fit.per_tile_s * c.tile_pairs + fit.per_head_s * c.heads
                                                    + fit.per_kv_head_s * c.kv_heads) + fit.regroup_weight * regroup
          + fit.single_group_weight * single)
+    if fit.kv_read_weight:  # prefill's K/V read (Fit.kv_read_s)
+        kvr = np.asarray(c.kv_heads, dtype=np.float64)
+        t = t + fit.kv_read_weight * np.where((c.m > 0) & (kvr > 0) & (c.heads > 0),
+                                              c.memory_s * kvr / np.maximum(c.heads + kvr, 1e-300), 0.0)
     if fit.host_floors:  # t = max(host floor of the entry's launch path, the device's sum) (Fit.host_s)
-        t = np.maximum(t, host_columns(fit, c))
+        t = np.maximum(t, host_columns(fit.host_floors, c.m, c.n, c.k, np.shape(c.floor_s)))
     small = fit.small_band if fit.small_band else (fit.low, fit.high)
     below = c.floor_s < BAND_SPLIT_S
     low = np.maximum(c.floor_s, t * np.where(below, small[0], fit.low))
     return t, low, np.maximum(low, t * np.where(below, small[1], fit.high))
-
-
-def host_columns(fit: Fit, c: Columns) -> Any:
-    """Fit.host_s of every entry: the host floor of its launch path (host_path, as columns)."""
-    import numpy as np
-
-    by_path = dict(fit.host_floors)
-    first = fit.host_floors[0][1]
-    if ANY_PATH in by_path or c.k is None:
-        return np.full(np.shape(c.floor_s), by_path.get(ANY_PATH, first))
-    k = np.rint(np.asarray(c.k, dtype=np.float64)).astype(np.int64)
-    m = np.rint(np.asarray(c.m, dtype=np.float64)).astype(np.int64)
-    n = np.rint(np.asarray(c.n, dtype=np.float64)).astype(np.int64)
-    cutlass = (k % 128 != 0) | (n % 64 != 0)
-    path_h = [by_path.get(p, first) for p in HOST_PATHS]
-    h = np.where(cutlass, path_h[0], np.where(m <= SMALL_M, path_h[1], path_h[2]))
-    return np.where(k > 0, h, first)
 
 
 __all__ = [
@@ -589,7 +590,6 @@ __all__ = [
     "Shape",
     "expect",
     "expected_columns",
-    "host_columns",
     "host_path",
     "shape_of",
     "tiles_of",
