@@ -234,8 +234,8 @@ def test_a_version_1_file_reads_with_the_new_terms_at_zero() -> None:
     fit = parse(v1, "v1.json").fits["gemm.bf16"]
     # version 1's model: t = max(floor, compute)/e + t0 = 100/0.8 + 3 µs for a 100 µs compute-bound floor
     assert fit.expected_s(Shape("gemm.bf16", 100e-6, 100e-6)) == pytest.approx(128e-6)
-    with pytest.raises(RooflineError, match="version 3 is not supported"):
-        parse({**v1, "version": 3}, "v3.json")
+    with pytest.raises(RooflineError, match="version 4 is not supported"):
+        parse({**v1, "version": 4}, "v4.json")
 
 
 # ---- the fixture rows: our kernel of the same shape -------------------------------------------------

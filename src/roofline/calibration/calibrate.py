@@ -23,7 +23,7 @@ from roofline.errors import RooflineError
 from roofline.expectation.model import ExpectedTimes
 
 DEFAULT_MAX_ROWS = 4000
-FAMILIES = (Family.GEMM, Family.ATTENTION)
+FAMILIES = (Family.GEMM, Family.ATTENTION, Family.MLA, Family.MOE)  # MLA and MoE where the engine has them
 
 
 def joined_rows(rs: Iterable[Row]) -> tuple[list[Joined], dict[str, int]]:

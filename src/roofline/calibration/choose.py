@@ -118,7 +118,8 @@ def _fit_band(p: Placement, times: ExpectedTimes) -> Band:
                                                  if f.tile else "")
              + f") = {f.stretched_floor_s(shape) * 1e6:.4g} µs (floor {p.time_s * 1e6:.4g} µs)",
              "  t = " + " + ".join(f"{name} {v * 1e6:.4g}" for name, v in terms.items() if v)
-             + f" µs = {t * 1e6:.4g} µs  (roofline = the term / e)",
+             + " µs" + (f", at least the host floor {f.host_s(shape) * 1e6:.4g} µs (the launch path's)"
+                        if f.host_floors else "") + f" = {t * 1e6:.4g} µs  (roofline = the term / e)",
              f"  band = t × [{r25:.3f}, {r75:.3f}] (25th-75th percentile of measured / t over {f.rows} rows, "
              f"floors {'below' if small else 'of at least'} 10 µs), at least the floor = "
              f"{e.low_s * 1e6:.4g}-{e.high_s * 1e6:.4g} µs",

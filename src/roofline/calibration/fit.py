@@ -22,7 +22,8 @@ The terms fitted per kind:
                      tile pairs / SMs, heads / SMs, K/V heads / SMs,
                      and, for decode, (H/G)·memory for groups beyond g_max (g_max among GROUPS, 0: none)
                      and memory on the rows of one query head per K/V head (MHA; where the rows mix both);
-                     decode's x = max(memory, L), the latency roof L with (λ_g, λ_h) on a grid (LATENCIES)
+                     decode's x = max(memory, L, S), the latency roof L with (λ_g, λ_h) on a grid
+                     (LATENCIES) and the streaming roof S with κ on a grid (STREAMS)
 
 and around them the knobs, chosen by the smallest mean absolute percentage error (MAPE) of t: a GEMM's
 wave tile among candidates (GEMM_TILES) and ρ on a grid (RATIOS: how much slower than its memory side
@@ -47,7 +48,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from roofline.errors import RooflineError
-from roofline.expectation.model import BAND_SPLIT_S, LATENCY_WIDTH, Fit, Shape
+from roofline.expectation.model import ANY_PATH, BAND_SPLIT_S, HOST_PATHS, LATENCY_WIDTH, Fit, Shape, host_path
 from roofline.measure.calibration import quantile
 
 # tiles the wave term may be counted in: CUTLASS/cuBLAS's common 128×128, 128×256 and 256×128 output tiles
@@ -69,6 +70,18 @@ GROUPS = (0, 8, 16, 32, 64)
 # (tests/fixtures/aiconfigurator) they overfit (H100 TRT-LLM decode bf16, fit on 70 rows: in-sample 17.2% ->
 # 13.9%, out of sample on the other 69 14.6% -> 27.7%); on the tables' 1,500-4,000 rows out of sample tracks
 MIN_LATENCY_ROWS = 500
+# the host floor (roofline.expectation.model, Fit.host_s): alternating passes (h per path, then the device's
+# constants on the rows the device sets), the candidates for h (quantiles of the path's measured times), and
+# the least gain in MAPE that keeps it (a floor that changes nothing is left out)
+HOST_PASSES = 8
+HOST_QUANTILES = tuple(i / 50 for i in range(31))  # the 0th to the 60th percentile of the path's times
+HOST_GAIN = 0.005
+# decode's streaming roof (roofline.expectation.model, Fit.stream_s): κ, the sequences × K/V heads whose blocks
+# pull DRAM's bandwidth, on a grid around what SGLang's Triton decode shows (κ = 87-108 on H200); 0: no roof.
+# One knob, searched on fits of at least MIN_STREAM_ROWS rows (the split-off decode groups hold 115-301): on the
+# 60-75-row fixture fits it overfits (H100 TRT-LLM decode fp8, fit on 63 rows: kappa = 16, out of sample 38.5%)
+MIN_STREAM_ROWS = 100
+STREAMS = (0.0, 16.0, 32.0, 48.0, 64.0, 96.0, 128.0, 192.0, 256.0)
 LATENCIES = tuple((g * 1e-6, h * 1e-6) for g in (0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0)
                   for h in (0.0, 0.25, 0.5, 1.0, 1.5, 2.0))
 
@@ -163,8 +176,8 @@ class _Columns:
                         col(Fit.kv_heads_per_sm), col(lambda s: s.head_dim))
 
 
-def _waves(shapes: Sequence[Shape], tile: tuple[int, int] | None) -> np.ndarray:
-    probe = Fit("probe", 1.0, 0.0, 1.0, 1.0, 1, tile, compute_ratio=1.0)
+def _waves(shapes: Sequence[Shape], tile: tuple[int, int] | None, padded: bool = False) -> np.ndarray:
+    probe = Fit("probe", 1.0, 0.0, 1.0, 1.0, 1, tile, compute_ratio=1.0, tile_padded=padded)
     return np.array([probe.stretched_floor_s(replace(s, memory_s=0.0)) / s.compute_s if s.compute_s > 0 else 1.0
                      for s in shapes], dtype=float)
 
@@ -211,6 +224,8 @@ def fit_kind(kind: str, shapes: Sequence[Shape], measured: Sequence[float],
             best = (err, trial.make(coef))
     if best is None:
         raise RooflineError(f"{kind}: the fit found no admissible constants")
+    if not attention:
+        best = _with_host_floor(kind, shapes, y, ranked[:L1_REFINED], best)
     err, fit = best
     pred = np.array([fit.expected_s(s) for s in shapes])
     low, high, small = _bands(pred, y, c.floor)
@@ -228,14 +243,16 @@ class _Trial:
 def _gemm_trials(kind: str, shapes: Sequence[Shape], c: _Columns, n: int,
                  tiles: Sequence[tuple[int, int] | None]) -> list[_Trial]:
     out = []
-    for tile in tiles:
-        q = _waves(shapes, tile) if tile is not None else np.ones(n)
+    for tile, padded in ((t, p) for t in tiles for p in ((False, True) if t is not None else (False,))):
+        q = _waves(shapes, tile, padded) if tile is not None else np.ones(n)
         for rho in RATIOS:
             cols = np.column_stack([np.maximum(c.memory, rho * c.compute * q), np.ones(n), c.inputs, c.outputs])
 
-            def make(coef: np.ndarray, tile: tuple[int, int] | None = tile, rho: float = rho) -> Fit:
+            def make(coef: np.ndarray, tile: tuple[int, int] | None = tile, rho: float = rho,
+                     padded: bool = padded) -> Fit:
                 a, t0, c_in, c_out = (float(v) for v in coef)
-                return Fit(kind, 1 / a, t0, 1.0, 1.0, n, tile, compute_ratio=rho, per_input=c_in, per_output=c_out)
+                return Fit(kind, 1 / a, t0, 1.0, 1.0, n, tile, compute_ratio=rho, per_input=c_in, per_output=c_out,
+                           tile_padded=padded)
 
             out.append(_Trial(cols, make))
     return out
@@ -268,7 +285,10 @@ def _attention_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.nda
     decode = kind.startswith("generation")
     grp = np.where(c.kv_heads > 0, c.heads / np.maximum(c.kv_heads, 1e-300), 0.0)
     width = 1 + c.head_dim / LATENCY_WIDTH
-    for group in GROUPS if decode else (0,):
+    kv = np.array([s.kv_heads for s in shapes], dtype=float)  # sequences × K/V heads (not per SM)
+    kv_read = np.array([Fit.kv_read_s(s) for s in shapes], dtype=float)
+    # prefill with and without its K/V read (Fit.kv_read_s): the setting of least MAPE is kept
+    for group, with_kv in ((gr, False) for gr in GROUPS) if decode else ((0, False), (0, True)):
         probe = Fit(kind, 1.0, 0.0, 1.0, 1.0, 1, max_group=group, regroup_weight=1.0)
         extra = [c.exp, c.tiles, c.heads, c.kv_heads, *matrix]
         if group:
@@ -277,27 +297,90 @@ def _attention_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.nda
                 continue
         if single:
             extra.append(one)
+        if with_kv:  # prefill's K/V read (Fit.kv_read_s)
+            extra.append(kv_read)
         # decode's latency roof per block time (Fit.latency_s), blocks per SM (the columns are per SM)
         wide = (grp == 1) | ((group > 0) & (grp > group))
         per_head = np.where(decode & (c.kv_heads > 0) & wide, c.heads * width, 0.0)
         per_block = np.where(decode & (c.kv_heads > 0) & ~wide, c.kv_heads * width, 0.0)
-        for lam_g, lam_h in LATENCIES if decode and n >= MIN_LATENCY_ROWS else ((0.0, 0.0),):
+        latencies = LATENCIES if decode and n >= MIN_LATENCY_ROWS else ((0.0, 0.0),)
+        streams = STREAMS if decode and n >= MIN_STREAM_ROWS else (0.0,)
+        for (lam_g, lam_h), kappa in ((lat, k) for lat in latencies for k in streams):
             roof = np.maximum(c.memory, lam_g * per_block + lam_h * per_head)
+            if kappa:
+                roof = np.maximum(roof, np.where(decode & (kv > 0), kappa * c.memory / np.maximum(kv, 1e-300), 0.0))
             cols = np.column_stack([roof, np.ones(n), *extra])
 
-            def make(coef: np.ndarray, group: int = group, lam_g: float = lam_g, lam_h: float = lam_h) -> Fit:
+            def make(coef: np.ndarray, group: int = group, lam_g: float = lam_g, lam_h: float = lam_h,
+                     kappa: float = kappa, with_kv: bool = with_kv) -> Fit:
                 a, t0, a_exp, c_tile, c_head, c_kv = (float(v) for v in coef[:6])
                 a_mm = [float(v) for v in coef[6:6 + len(matrix)]]
                 c_g = float(coef[6 + len(matrix)]) if group else 0.0
-                c_1 = float(coef[-1]) if single else 0.0
+                c_1 = float(coef[6 + len(matrix) + (1 if group else 0)]) if single else 0.0
+                c_kvr = float(coef[-1]) if with_kv else 0.0
                 by_width = tuple(zip(widths, a_mm, strict=True)) if widths else ()
                 return Fit(kind, 1 / a, t0, 1.0, 1.0, n, None, per_tile_s=c_tile, per_head_s=c_head,
                            per_kv_head_s=c_kv, compute_ratio=0.0, matrix_weight=a_mm[common], exp_weight=a_exp,
                            max_group=group if c_g > 0 or lam_h > 0 else 0, regroup_weight=c_g,
                            head_dim_weights=by_width, single_group_weight=c_1, block_latency_s=lam_g,
-                           head_latency_s=lam_h)
+                           head_latency_s=lam_h, stream_blocks=kappa, kv_read_weight=c_kvr)
 
             out.append(_Trial(cols, make))
+    return out
+
+
+def _paths(kind: str, shapes: Sequence[Shape]) -> list[np.ndarray]:
+    """The ways to split the rows by launch path for a host floor: one path, and for gemm.fp8_block
+    its kernels' (roofline.expectation.model.host_path), each as a path index per row (-1: unknown)."""
+    one = [np.zeros(len(shapes), dtype=int)]
+    if kind != "gemm.fp8_block":
+        return one
+    names = [host_path(s.m, s.n, s.k) for s in shapes]
+    if any(p == ANY_PATH for p in names):
+        return one
+    return [*one, np.array([HOST_PATHS.index(p) for p in names])]
+
+
+def host_fit(cols: np.ndarray, y: np.ndarray, path: np.ndarray, start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the device's constants, h per path) minimising Σ |max(h_path, cols·coef) − y| / y: alternating
+    passes (HOST_PASSES), each h the best of its path's candidates (HOST_QUANTILES of its measured times,
+    and 0) given the device's times, then the constants refitted (least_absolute) on the rows whose time
+    the device sets. The measured time of a call timed back to back without CUDA graphs is the slower of
+    the host's issue time and the device's (the launches queue; model docstring)."""
+    coef = start
+    npath = int(path.max()) + 1
+    h = np.zeros(npath)
+    for _ in range(HOST_PASSES):
+        dev = cols @ coef
+        for p in range(npath):
+            sel = path == p
+            if not sel.any():
+                continue
+            cand = np.r_[0.0, np.quantile(y[sel], HOST_QUANTILES)]
+            errs = [float(np.sum(np.abs(np.maximum(c, dev[sel]) - y[sel]) / y[sel])) for c in cand]
+            h[p] = cand[int(np.argmin(errs))]
+        device = dev >= h[path]
+        if int(device.sum()) <= cols.shape[1]:
+            break
+        coef = least_absolute(cols[device], y[device], coef)
+    return coef, h
+
+
+def _with_host_floor(kind: str, shapes: Sequence[Shape], y: np.ndarray, trials: Sequence[_Trial],
+                     best: tuple[float, Fit]) -> tuple[float, Fit]:
+    """`best`, or the fit with a host floor (host_fit) on one of `trials` where that lowers the MAPE by
+    at least HOST_GAIN."""
+    out = best
+    for path in _paths(kind, shapes):
+        for trial in trials:
+            coef, h = host_fit(trial.cols, y, path, _solve_scaled(trial.cols / y[:, None]))
+            err = mape(np.maximum(trial.cols @ coef, h[path]), y)
+            if err < out[0] - (HOST_GAIN if out is best else 0.0):
+                counts = np.bincount(path, minlength=len(h))
+                order = sorted(range(len(h)), key=lambda p: -counts[p])
+                names = [ANY_PATH] if len(h) == 1 else list(HOST_PATHS)
+                floors = tuple((names[p], float(h[p])) for p in order if counts[p] > 0)
+                out = (err, replace(trial.make(coef), host_floors=floors))
     return out
 
 
@@ -319,4 +402,4 @@ def _bands(pred: np.ndarray, y: np.ndarray, floor: np.ndarray) -> tuple[float, f
     return min(bl, everyone[0]), max(bh, everyone[1]), (min(sl, everyone[0]), max(sh, everyone[1]))
 
 
-__all__ = ["ATTENTION_TILES", "GEMM_TILES", "RATIOS", "fit_kind", "mape", "solve"]
+__all__ = ["ATTENTION_TILES", "GEMM_TILES", "RATIOS", "fit_kind", "host_fit", "mape", "solve"]

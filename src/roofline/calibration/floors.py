@@ -101,6 +101,7 @@ class Floors:
     head_dim: Any = None  # attention: the width of a head
     input_s: Any = None  # gemm: the BF16 activation's m·k bytes over DRAM bandwidth (the quantize pass)
     output_s: Any = None  # gemm: the BF16 output's m·n bytes over DRAM bandwidth
+    depth: Any = None  # gemm: k (int; the host floor's launch path reads it)
 
     def take(self, sel: Any) -> Floors:
         """The rows `sel` (an index array) of every column."""
@@ -141,7 +142,7 @@ def gemm_floors(r: Roofs, dtype: str, m: Any, n: Any, k: Any) -> Floors:
     floor, compute, t_dram, mem = _floor(r, matrix, zero, zero, dram, onchip, onchip)
     act = ACTIVATION_BYTES / r.dram_bytes_per_s
     return Floors(floor, compute, dram, t_dram, mem, m.astype(np.int64), n.astype(np.int64), zero, zero,
-                  input_s=m * k * act, output_s=m * n * act)
+                  input_s=m * k * act, output_s=m * n * act, depth=k.astype(np.int64))
 
 
 def attention_floors(r: Roofs, generation: bool, qdt: str, kvdt: str, b: Any, h: Any, g: Any, d: Any,

@@ -118,9 +118,10 @@ def validate(machine: str | None, engine: str | None, kind: str | None, max_rows
 @click.option("--json", "as_json", is_flag=True, help="Print the fit as JSON.")
 def calibrate(origin: str, machine: str, engine: str | None, max_rows: int, save: str | None, as_json: bool) -> None:
     """Fit the expected-time model, t = max(DRAM, rho x compute x waves)/e + t0 + the kind's terms (GEMM:
-    the activation's quantize pass and the epilogue; attention: matrix and exp time, costs per tile pair,
-    per head and per K/V head, decode's latency roof and MHA term), per kind on one GPU x engine's
-    measured tables; the band is the 25th-75th percentile of measured / t."""
+    the activation's quantize pass and the epilogue, the last tile's padding, a host floor per launch path;
+    attention: matrix and exp time, costs per tile pair, per head and per K/V head, prefill's K/V read,
+    decode's latency and streaming roofs and MHA term), per kind on one GPU x engine's measured tables
+    (MLA and MoE too, where they exist); the band is the 25th-75th percentile of measured / t."""
     import json
 
     from roofline.calibration.calibrate import calibrate as fit

@@ -5,11 +5,11 @@ kernels take longer, and the measured tables (aiconfigurator-core's, `roofline.c
 how much and why. Per GPU × engine × kernel kind the model is one sum of named terms, each a time this
 module computes from the placed kernel times a fitted constant ≥ 0:
 
-    t = max(M, ρ·C·q, L) / e                   the roofline term: the slowest memory level's time M and
+    t = max(M, ρ·C·q, L, S) / e                the roofline term: the slowest memory level's time M and
                                                the matrix units' time C, the matrix side ρ times slower
                                                (ρ = e / e_compute: the two efficiencies of one max) and
                                                stretched by wave quantization q (below); GEMMs;
-                                               decode's latency roof L (below)
+                                               decode's latency roof L and streaming roof S (below)
           + a_mm·C + a_exp·X                   attention: the matrix units' and the exponential units'
                                                times added (FlashAttention's softmax and MMA overlap in
                                                part: a weight below 1 is the share that does not hide);
@@ -40,6 +40,27 @@ module computes from the placed kernel times a fitted constant ≥ 0:
                                                    decode: MHA rows 1.30x the grouped rows' fit, c_1 ≈ 0.6;
                                                    a BF16 cache c_1 = 0)
 
+The host floor: an engine's table timed without CUDA graphs (vLLM's GEMM collector,
+collector/vllm/collect_gemm.py, use_cuda_graph=False) times calls issued back to back, each a Python
+dispatch and its launches; the launches queue, so a call takes the slower of the host's issue time h
+and the device's time, not their sum:
+
+    t = max(h, the sum above)                  h per launch path of the kernel (HOST_PATHS, host_path)
+
+The tables' evidence, and the paths: roofline.expectation.launch.
+
+Prefill's K/V read: an engine whose prefill reads K and V from its paged cache (16-token pages gathered
+a tile at a time) streams them slower than Q and O; the K/V share of DRAM's time, M·G/(H + G) (K and
+V of G heads beside Q and O of H, as wide), is added with its own weight:
+
+    + c_kvr·M·G/(H + G)                        prefill only; fitted where it lowers the MAPE
+
+What the tables show (vLLM 0.24.0 prefill, B200 FlashInfer's TRT-LLM kernels, H200 FlashAttention-3,
+aiconfigurator-core 0.12.0): the fit without it ran MHA rows (G = H) 1.24x and groups of 2 1.31x, groups
+of 32-64 0.85-0.87x (B200); with it, c_kvr = 6.9 (B200) and 3.1 (H200), MHA at 1.04x, the MAPE of floors
+≥ 10 µs 17.2% -> 15.8% (B200), 15.1% -> 14.3% (H200). TensorRT-LLM's prefill (contiguous K/V) shows no
+such trend by group (0.93-1.07x over groups 1-96 on B200).
+
 Decode's latency roof (Little's law): a decode kernel launches blocks (one per sequence × K/V head for
 a grouped kernel, one per sequence × query head for MHA and for groups beyond g_max), each taking a
 fixed time λ (set up, the query loaded, the split reduced) however short its K/V, SMs at a time:
@@ -54,13 +75,35 @@ the KV length and linear in sequences × K/V heads, 36, 40 and 55 ns a block at 
 256 (1 + d/256 within 10%) for groups of 2-32, 12 ns for MHA's blocks and 9.8 ns a query head for
 groups of 48-128; at long KV the same rows are DRAM-bound.
 
+Decode's streaming roof (Little's law for bytes): a kernel that gives each sequence × K/V head a fixed
+number of blocks, each streaming its share of the K/V in order, pulls at most β bytes a second a block
+(the bytes it keeps in flight over DRAM's latency); with fewer such blocks than DRAM's bandwidth needs,
+the stream is the blocks', not DRAM's:
+
+    S = κ·M / (sequences × K/V heads)          κ = bandwidth / (β × blocks per sequence × K/V head),
+                                               inside the roofline max beside L
+
+What the tables show (SGLang's Triton decode, split into a fixed number of K/V chunks a sequence ×
+K/V head, aiconfigurator-core 0.12.0, h200_sxm/attention/sglang): at long KV and few sequences the
+time is κ·M/(b·g) with κ = 87-108 over b·g = 1-8 (b1 h8/1 d512 KV 32767: 607 µs against a 7 µs DRAM
+time, κ = 87; b2 h8/1 KV 65535: 1441 µs, 28 µs, κ = 103; b8 h2/1 KV 131071: 2919 µs, 224 µs, κ = 104),
+and DRAM's M once b·g passes κ. Kernels that split the K/V by the SMs free (FlashAttention-3's,
+TensorRT-LLM's multi-block mode) fit κ = 0.
+
 Wave quantization: an output of `tiles` thread-block tiles runs in ⌈tiles / SMs⌉ waves, each as long
 as one full wave, so the matrix units' term is stretched by
 
     q = ⌈tiles / SMs⌉ · SMs / tiles                 (q = 1 when the tiles fill whole waves)
 
+and, where the fit finds it (`tile_padded`: a kernel of one tile for every shape), by the last tile's
+padding, each of its empty rows and columns computed as a full one:
+
+    q · (⌈m / tm⌉·tm / m) · (⌈n / tn⌉·tn / n)       each side where the matrix spans more than one tile
+
+(the tables' evidence: roofline.expectation.launch)
+
 Attention's tile pairs: causal prefill visits ⌈nq/128⌉·(⌈nq/128⌉+1)/2 per sequence and query head;
-decode ⌈kv/128⌉ key tiles per sequence and K/V head. A term whose constant is 0 is absent: a
+decode ⌈kv/128⌉ key tiles per sequence and K/V head. A term whose constant is 0 is absent (no host floors: no max): a
 GEMM's fit has a_mm = a_exp = c_tile = c_head = c_kv = c_g = c_1 = 0, an attention fit ρ = c_in = c_out = 0.
 
     band = [t · r25, t · r75], never below the floor
@@ -77,7 +120,8 @@ kernel of another kind (a norm, an elementwise op) takes the fit of the kind nea
 compute-bound one the GEMM of its dtype, a memory-bound one decode attention (a streaming read of
 the KV cache), and says so.
 
-Layering: imports roofline.errors, roofline.dtypes, roofline.vocab and roofline.placement (types).
+Layering: imports roofline.errors, roofline.dtypes, roofline.vocab, roofline.placement (types) and this
+room's launch (waves, tile padding, launch paths).
 """
 
 from __future__ import annotations
@@ -89,19 +133,22 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from roofline.errors import RooflineError
+from roofline.expectation.launch import ANY_PATH, HOST_PATHS, host_columns, host_path, padding_factor, waves_factor
 from roofline.vocab import Bound, Level, Unit
 
 if TYPE_CHECKING:
     from roofline.placement import Placement
 
 FORMAT = "roofline-expected-times"
-VERSION = 2
-READS = (1, 2)  # version 1 files (e, t0, waves, per tile, per head) read with the newer terms at 0
+VERSION = 3
+READS = (1, 2, 3)  # version 1-2 files (without the later terms: host floors, ...) read with them at 0
 MODEL = ("t = max(memory, rho x compute x waves) / e + a_mm x matrix + a_exp x exp + t0 "
          "+ c_in x activation read + c_out x output write + per-tile cost x tile pairs / SMs "
          "+ per-head cost x sequences x heads / SMs + per-K/V-head cost x sequences x K/V heads / SMs "
-         "+ c_g x (heads / K/V heads) x memory beyond the largest group + c_1 x memory if one head per K/V head; "
-         "waves = ceil(tiles / SMs) x SMs / tiles; "
+         "+ c_g x (heads / K/V heads) x memory beyond the largest group + c_1 x memory if one head per K/V head, "
+         "decode's streaming roof kappa x memory / (sequences x K/V heads) beside memory in the max, "
+         "+ c_kvr x prefill's K/V share of memory, at least the host floor of the kernel's launch path; "
+         "waves = ceil(tiles / SMs) x SMs / tiles (x the last tile's padding where tile_padded); "
          "band = t x [25th, 75th percentile of measured / t], widened per class of floor below and above 10 us")
 BAND_SPLIT_S = 10e-6  # the band is measured apart below and above a 10 µs floor (module docstring)
 
@@ -115,13 +162,6 @@ FALLBACK_MEMORY = f"{GENERATION}.bf16"
 ATTENTION_TILE = 128  # FlashAttention-3's 128 queries × 128 keys (roofline.kernels.ATTENTION_TILE)
 LATENCY_WIDTH = 256  # decode's block latency grows as 1 + d/256 with the head width d (module docstring)
 ACTIVATION_BYTES = 2  # the BF16 activation an engine's quantized GEMM reads before it quantizes it
-
-
-def waves_factor(tiles: int, sms: int) -> float:
-    """q = ⌈tiles / SMs⌉ · SMs / tiles: 1 for whole waves; 132 SMs and 133 tiles give 2·132/133 = 1.985."""
-    if tiles <= 0 or sms <= 0:
-        return 1.0
-    return math.ceil(tiles / sms) * sms / tiles
 
 
 @dataclass(frozen=True)
@@ -142,6 +182,7 @@ class Shape:
     head_dim: int = 0  # attention: the width of a head (the kernel an engine picks depends on it)
     input_s: float = 0.0  # gemm: m·k BF16 activation bytes over DRAM bandwidth (the quantize pass reads it)
     output_s: float = 0.0  # gemm: m·n BF16 output bytes over DRAM bandwidth
+    k: int = 0  # gemm: the depth (which kernel an engine launches, and so its host cost, depends on it)
 
 
 def tiles_of(shape: Shape, tile: tuple[int, int]) -> int:
@@ -181,6 +222,12 @@ class Fit:
     single_group_weight: float = 0.0  # c_1: decode with one query head per K/V head (MHA), in memory times
     block_latency_s: float = 0.0  # λ_g: decode's fixed time of a grouped block (a sequence × K/V head) on one SM
     head_latency_s: float = 0.0  # λ_h: the same of a block of one query head (MHA; groups beyond max_group)
+    # h: the host's time per call by launch path (HOST_PATHS; ("any", h) where one floor serves every
+    # shape): t = max(h, the device's sum); () for none
+    host_floors: tuple[tuple[str, float], ...] = ()
+    kv_read_weight: float = 0.0  # c_kv_read: prefill's K/V read again, in its share of DRAM's time
+    tile_padded: bool = False  # the wave term counts the last tile's padding too (padding_factor)
+    stream_blocks: float = 0.0  # κ: decode's sequences × K/V heads that pull DRAM's bandwidth (0: no such roof)
 
     def __post_init__(self) -> None:
         if not 0 < self.efficiency <= 1:
@@ -191,11 +238,15 @@ class Fit:
                  ("exp weight", self.exp_weight), ("input weight", self.per_input),
                  ("output weight", self.per_output), ("regroup weight", self.regroup_weight),
                  ("single-group weight", self.single_group_weight), ("block latency", self.block_latency_s),
-                 ("head latency", self.head_latency_s),
+                 ("head latency", self.head_latency_s), ("streaming blocks", self.stream_blocks),
+                 ("K/V read weight", self.kv_read_weight),
                  ("largest group", self.max_group), ("t0", self.t0_s))
         for what, v in terms:
             if v < 0 or not math.isfinite(v):
                 raise RooflineError(f"{self.kind}: the {what} must be finite and ≥ 0, got {v:g}")
+        if any(h < 0 or not math.isfinite(h) or path not in (ANY_PATH, *HOST_PATHS) for path, h in self.host_floors):
+            raise RooflineError(f"{self.kind}: a host floor must be finite and ≥ 0, on a path among "
+                                f"{', '.join((ANY_PATH, *HOST_PATHS))}")
         if any(w < 0 or not math.isfinite(w) or d <= 0 for d, w in self.head_dim_weights):
             raise RooflineError(f"{self.kind}: a matrix weight per head width must be finite and ≥ 0")
         for low, high in ((self.low, self.high), *((self.small_band,) if self.small_band else ())):
@@ -207,7 +258,17 @@ class Fit:
         decode's latency roof (latency_s)."""
         memory = shape.floor_s if shape.memory_s is None else shape.memory_s
         q = waves_factor(tiles_of(shape, self.tile), shape.sms) if self.tile is not None else 1.0
-        return max(memory, self.compute_ratio * shape.compute_s * q, self.latency_s(shape))
+        if self.tile_padded:
+            q *= padding_factor(shape.m, shape.n, self.tile)
+        return max(memory, self.compute_ratio * shape.compute_s * q, self.latency_s(shape), self.stream_s(shape))
+
+    def stream_s(self, shape: Shape) -> float:
+        """Decode's streaming roof S = κ·M / (sequences × K/V heads) (module docstring); 0 for a kernel
+        with query rows (prefill, a GEMM), without K/V heads, or where κ = 0."""
+        if not self.stream_blocks or shape.m != 0 or shape.kv_heads <= 0:
+            return 0.0
+        memory = shape.floor_s if shape.memory_s is None else shape.memory_s
+        return self.stream_blocks * memory / shape.kv_heads
 
     def latency_s(self, shape: Shape) -> float:
         """Decode's latency roof L = (λ_g·B_g + λ_h·B_h)·(1 + d/256) / SMs (module docstring); 0 for a
@@ -257,11 +318,30 @@ class Fit:
                 "epilogue": self.per_output * shape.output_s, "tiles": self.per_tile_s * tiles,
                 "heads": self.per_head_s * heads, "kv_heads": self.per_kv_head_s * self.kv_heads_per_sm(shape),
                 "regroup": self.regroup_weight * self.regrouped_s(shape),
-                "single_group": self.single_group_weight * self.single_group_s(shape)}
+                "single_group": self.single_group_weight * self.single_group_s(shape),
+                "kv_read": self.kv_read_weight * self.kv_read_s(shape)}
+
+    @staticmethod
+    def kv_read_s(shape: Shape) -> float:
+        """Prefill's K/V share of DRAM's time, M·G/(H + G) (K and V of G heads beside Q and O of H, each
+        as wide); 0 for decode, a GEMM, or a kernel without heads."""
+        memory = shape.floor_s if shape.memory_s is None else shape.memory_s
+        if shape.m <= 0 or shape.kv_heads <= 0 or shape.heads <= 0:
+            return 0.0
+        return memory * shape.kv_heads / (shape.heads + shape.kv_heads)
+
+    def host_s(self, shape: Shape) -> float:
+        """The host floor h of the shape's launch path (host_path), or of the path fitted first (the one
+        of most rows) where the fit has none for it; 0 without host floors."""
+        if not self.host_floors:
+            return 0.0
+        by_path = dict(self.host_floors)
+        path = ANY_PATH if ANY_PATH in by_path else host_path(shape.m, shape.n, shape.k)
+        return by_path.get(path, self.host_floors[0][1])
 
     def expected_s(self, shape: Shape) -> float:
-        """t = the sum of the terms."""
-        return sum(self.terms_s(shape).values())
+        """t = max(host floor, the sum of the terms)."""
+        return max(self.host_s(shape), sum(self.terms_s(shape).values()))
 
     def band_s(self, shape: Shape) -> tuple[float, float]:
         """(low, high) = t · (r25, r75), each at least the floor."""
@@ -283,7 +363,9 @@ class Fit:
                 "per_tile_s": self.per_tile_s, "per_head_s": self.per_head_s, "per_kv_head_s": self.per_kv_head_s,
                 "max_group": self.max_group, "regroup_weight": self.regroup_weight,
                 "single_group_weight": self.single_group_weight, "block_latency_s": self.block_latency_s,
-                "head_latency_s": self.head_latency_s,
+                "head_latency_s": self.head_latency_s, "host_floors_s": dict(self.host_floors),
+                "stream_blocks": self.stream_blocks, "tile_padded": self.tile_padded,
+                "kv_read_weight": self.kv_read_weight,
                 "head_dim_weights": {str(d): w for d, w in self.head_dim_weights}, "rows": self.rows, "mape": self.mape}
 
 
@@ -361,7 +443,7 @@ def shape_of(p: Placement) -> Shape:
         bw = dram.bytes_per_s if dram is not None and dram.bytes_per_s else 0.0
         act, res = ((m * depth * ACTIVATION_BYTES / bw, m * n * ACTIVATION_BYTES / bw) if bw else (0.0, 0.0))
         return Shape(f"{GEMM}.{dt}", p.time_s, compute, m, n, sms, memory_s=memory, exp_s=exp, input_s=act,
-                     output_s=res)
+                     output_s=res, k=depth)
     if "attention_qk" in kinds:
         qk = ops[kinds.index("attention_qk")]
         q, k = qk.inputs[0], qk.inputs[1]
@@ -429,6 +511,7 @@ class Columns:
     input_s: Any
     output_s: Any
     sms: int
+    k: Any = None  # gemm: the depth (the host floor's launch path reads it; None: every entry's path unknown)
 
 
 def expected_columns(fit: Fit, c: Columns) -> tuple[Any, Any, Any]:
@@ -443,6 +526,12 @@ def expected_columns(fit: Fit, c: Columns) -> tuple[Any, Any, Any]:
         across = ceil(c.n / fit.tile[1]) if fit.tile[1] > 0 else np.ones_like(c.n, dtype=np.float64)
         tiles = np.where(c.m > 0, ceil(c.m / fit.tile[0]) * np.where(c.n > 0, across, 1.0), 0.0)
         q = np.where(tiles > 0, ceil(tiles / c.sms) * c.sms / np.maximum(tiles, 1.0), 1.0)
+        if fit.tile_padded:
+            mm, nn = np.asarray(c.m, dtype=np.float64), np.asarray(c.n, dtype=np.float64)
+            tm, tn = fit.tile
+            pad_m = np.where(mm > tm, ceil(mm / tm) * tm / np.maximum(mm, 1.0), 1.0)
+            pad_n = np.where(nn > tn, ceil(nn / tn) * tn / np.maximum(nn, 1.0), 1.0)
+            q = q * np.where(tiles > 0, pad_m * pad_n, 1.0)
     roofline = np.maximum(c.memory_s, fit.compute_ratio * c.compute_s * q)
     if (fit.block_latency_s or fit.head_latency_s) and c.sms > 0:  # decode's latency roof (Fit.latency_s)
         kv = np.asarray(c.kv_heads, dtype=np.float64)
@@ -451,6 +540,10 @@ def expected_columns(fit: Fit, c: Columns) -> tuple[Any, Any, Any]:
         blocks = np.where(wide, fit.head_latency_s * c.heads, fit.block_latency_s * kv)
         lat = np.where((c.m == 0) & (kv > 0), blocks * (1 + c.head_dim / LATENCY_WIDTH) / c.sms, 0.0)
         roofline = np.maximum(roofline, lat)
+    if fit.stream_blocks:  # decode's streaming roof (Fit.stream_s)
+        kvs = np.asarray(c.kv_heads, dtype=np.float64)
+        roofline = np.maximum(roofline, np.where((c.m == 0) & (kvs > 0), fit.stream_blocks * c.memory_s
+                                                 / np.maximum(kvs, 1e-300), 0.0))
     roofline = roofline / fit.efficiency
     weight: Any
     if fit.head_dim_weights:
@@ -470,6 +563,12 @@ def expected_columns(fit: Fit, c: Columns) -> tuple[Any, Any, Any]:
          + fit.per_output * c.output_s + per_sm * (fit.per_tile_s * c.tile_pairs + fit.per_head_s * c.heads
                                                    + fit.per_kv_head_s * c.kv_heads) + fit.regroup_weight * regroup
          + fit.single_group_weight * single)
+    if fit.kv_read_weight:  # prefill's K/V read (Fit.kv_read_s)
+        kvr = np.asarray(c.kv_heads, dtype=np.float64)
+        t = t + fit.kv_read_weight * np.where((c.m > 0) & (kvr > 0) & (c.heads > 0),
+                                              c.memory_s * kvr / np.maximum(c.heads + kvr, 1e-300), 0.0)
+    if fit.host_floors:  # t = max(host floor of the entry's launch path, the device's sum) (Fit.host_s)
+        t = np.maximum(t, host_columns(fit.host_floors, c.m, c.n, c.k, np.shape(c.floor_s)))
     small = fit.small_band if fit.small_band else (fit.low, fit.high)
     below = c.floor_s < BAND_SPLIT_S
     low = np.maximum(c.floor_s, t * np.where(below, small[0], fit.low))
@@ -477,8 +576,10 @@ def expected_columns(fit: Fit, c: Columns) -> tuple[Any, Any, Any]:
 
 
 __all__ = [
+    "ANY_PATH",
     "BAND_SPLIT_S",
     "FORMAT",
+    "HOST_PATHS",
     "MODEL",
     "READS",
     "VERSION",
@@ -489,6 +590,7 @@ __all__ = [
     "Shape",
     "expect",
     "expected_columns",
+    "host_path",
     "shape_of",
     "tiles_of",
     "waves_factor",

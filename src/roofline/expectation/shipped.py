@@ -4,7 +4,7 @@
                                                   written by `roofline calibrate --from aiconfigurator`
 
 `for_machine(machine, engine)` picks the file of the machine and engine (default: the engine whose
-file used the most rows). A machine without a file of its own (an H100 PCIe, an MI300X, a TPU, a
+file used the most GEMM and attention rows). A machine without a file of its own (an H100 PCIe, an MI300X, a TPU, a
 measured CPU) takes the nearest architecture's (NEAREST, then the default below) and says so.
 
 Layering: imports roofline.errors, roofline.fileio and this room's model.
@@ -36,6 +36,9 @@ NEAREST: Mapping[str, str] = {
 }
 DEFAULT_NEAREST = "h100-sxm"
 ENGINES = ("trtllm", "vllm", "sglang")
+# the kinds whose rows pick a machine's default engine (default_engine); MLA and MoE fits are shipped
+# where an engine's tables have them, and do not count
+DEFAULT_KINDS = ("gemm.", "context_attention.", "generation_attention.")
 
 
 # the shipped files sit beside this module: read as plain files (importlib.resources would cost the
@@ -52,11 +55,11 @@ def shipped_files() -> tuple[tuple[str, str], ...]:
 
 def shipped_index() -> tuple[tuple[str, str, int], ...]:
     """(machine, engine, rows used) of every shipped file (each file read)."""
-    return tuple((m, e, _rows(m, e)) for m, e in shipped_files())
+    return tuple((m, e, sum(f.rows for f in shipped(m, e).fits.values())) for m, e in shipped_files())
 
 
 def _rows(machine: str, engine: str) -> int:
-    return sum(f.rows for f in shipped(machine, engine).fits.values())
+    return sum(f.rows for k, f in shipped(machine, engine).fits.items() if k.startswith(DEFAULT_KINDS))
 
 
 def parse(raw: Any, where: str) -> ExpectedTimes:
@@ -82,7 +85,10 @@ def parse(raw: Any, where: str) -> ExpectedTimes:
                              float(f.get("regroup_weight", 0.0)),
                              tuple(sorted((int(d), float(w)) for d, w in (f.get("head_dim_weights") or {}).items())),
                              float(f.get("single_group_weight", 0.0)), float(f.get("block_latency_s", 0.0)),
-                             float(f.get("head_latency_s", 0.0)))
+                             float(f.get("head_latency_s", 0.0)),
+                             tuple((str(p), float(h)) for p, h in (f.get("host_floors_s") or {}).items()),
+                             float(f.get("kv_read_weight", 0.0)), bool(f.get("tile_padded", False)),
+                             float(f.get("stream_blocks", 0.0)))
         return ExpectedTimes(str(raw["machine"]), str(raw["engine"]), str(raw.get("engine_version", "")),
                              dict(raw.get("source", {})), fits, where)
     except (KeyError, TypeError, ValueError, IndexError) as exc:
@@ -100,7 +106,8 @@ def shipped(machine: str, engine: str) -> ExpectedTimes:
 
 
 def default_engine(machine: str) -> str:
-    """The engine whose file used the most rows for `machine`."""
+    """The engine whose file used the most GEMM and attention rows for `machine` (DEFAULT_KINDS: the
+    kinds every engine's tables time, so an engine is not the default for tables the others lack)."""
     mine = [(_rows(m, engine), engine) for m, engine in shipped_files() if m == machine]
     if not mine:
         raise RooflineError(f"no shipped fit for {machine}")

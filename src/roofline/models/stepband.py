@@ -150,7 +150,7 @@ def expected_band(sm: StepModel, r: dict[str, Any], batch: Any, seq: Any, machin
     kinds = chip.kinds if chip is not None else ()
     nk = floor.shape[1]
     grid = {name: np.zeros_like(floor) for name in ("rows", "n", "pairs", "heads", "kv_heads", "input_s",
-                                                      "output_s", "head_dim")}
+                                                      "output_s", "head_dim", "k")}
     names: list[str] = []  # the kinds' names; `kind` [points, kernels] indexes them
     kind = np.zeros(floor.shape, dtype=np.int64)
 
@@ -184,6 +184,8 @@ def expected_band(sm: StepModel, r: dict[str, Any], batch: Any, seq: Any, machin
         if bw:  # a GEMM's 2·M·N·K FLOPs: the M·K activation read, and the M·N output written, in BF16
             grid["input_s"][:, js] = np.where(n > 0, r["kernel_matrix_flop"][:, js] / np.maximum(n, 1.0), 0.0) / bw
             grid["output_s"][:, js] = rows * n * ACTIVATION_BYTES / bw
+        # k = 2·M·N·K / (2·M·N): the depth, whose launch path a host floor reads (model.host_path)
+        grid["k"][:, js] = np.where(rows * n > 0, r["kernel_matrix_flop"][:, js] / np.maximum(2 * rows * n, 1.0), 0.0)
     if attentions and dims is not None and chip is not None:
         js, ops = [j for j, _ in attentions], [o for _, o in attentions]
         tiled = [chip.ops[o] for o in ops]
@@ -220,7 +222,7 @@ def expected_band(sm: StepModel, r: dict[str, Any], batch: Any, seq: Any, machin
         col = {name: a[idx] for name, a in flat.items()}
         _, low[idx], high[idx] = expected_columns(fit, Columns(
             col["floor"], col["compute"], col["dram"], col["exp"], col["rows"], col["n"], col["pairs"], col["heads"],
-            col["kv_heads"], col["head_dim"], col["input_s"], col["output_s"], sms))
+            col["kv_heads"], col["head_dim"], col["input_s"], col["output_s"], sms, col["k"]))
     low, high = low.reshape(floor.shape), high.reshape(floor.shape)
     return low * counts, high * counts
 

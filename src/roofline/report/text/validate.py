@@ -17,8 +17,9 @@ def validate_text(groups: Sequence[Group], source: str, command: str = "") -> st
             f"{'MAPE':>7}{'in band':>8}  {'floor>=10us: rows MAPE in band':<31}{'faster':>7}")
     lines = [f"Measured kernels ({source}) against our floor and expected band", "",
              "share of roof = floor / measured; MAPE = mean |expected - measured| / measured of the expected "
-             "time t = max(DRAM, rho x compute x waves)/e + t0 + the kind's terms (GEMM: quantize pass, epilogue; "
-             "attention: matrix, exp, per tile pair, per head, per K/V head, decode's latency roof and MHA term; "
+             "time t = max(DRAM, rho x compute x waves)/e + t0 + the kind's terms (GEMM: quantize pass, epilogue, "
+             "the last tile's padding, a host floor per launch path; attention: matrix, exp, per tile pair, per "
+             "head, per K/V head, prefill's K/V read, decode's latency and streaming roofs and MHA term; "
              "roofline.expectation.model); "
              "band = t x [25th, 75th percentile of measured / t]",
              *(["kind@kernel_source: rows the table times on another kernel than its main one for the same "

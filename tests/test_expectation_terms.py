@@ -1,0 +1,215 @@
+"""The expected-time model's host floor (Fit.host_s), decode's streaming roof (Fit.stream_s) and the
+wave term's tile padding (padding_factor) (roofline.expectation.model) and their fit
+(roofline.calibration.fit), by hand on synthetic sets whose answer is known."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from roofline.calibration.fit import fit_kind
+from roofline.expectation.launch import host_path, padding_factor
+from roofline.expectation.model import Columns, Fit, Shape, expected_columns
+
+# H200 vLLM 0.24.0 block-scaled FP8 GEMM (aiconfigurator-core 0.12.0, h200_sxm/gemm/vllm/0.24.0): its rows'
+# kernel_source is CutlassFp8BlockScaledMMKernel where k % 128 or n % 64 (1792×16384×32), FlashInfer's at
+# m <= 17 (5×12288×5120), DeepGEMM's otherwise (1024×2560×12288)
+PATHS = (("deepgemm", 88.6e-6), ("small_m", 59.4e-6), ("cutlass", 177.8e-6))
+
+
+def _gemm(m: int, n: int, k: int, floor_us: float) -> Shape:
+    return Shape("gemm.fp8_block", floor_us * 1e-6, 0.0, m, n, 132, memory_s=floor_us * 1e-6, k=k)
+
+
+def test_the_launch_path_of_a_block_scaled_gemm() -> None:
+    assert host_path(1792, 16384, 32) == "cutlass"  # k = 32 is not a multiple of 128
+    assert host_path(1024, 32, 4096) == "cutlass"  # n = 32 is not a multiple of 64
+    assert host_path(5, 12288, 5120) == "small_m"  # m = 5 <= 17: FlashInfer's on Hopper
+    assert host_path(1024, 2560, 12288) == "deepgemm"
+    assert host_path(1024, 2560, 0) == "any"  # no depth known: no path
+
+
+def test_the_host_floor_by_hand() -> None:
+    # e = 1, t0 = 21.5 µs: the device's sum is floor + 21.5 µs; t = max(h of the path, that sum)
+    fit = Fit("gemm.fp8_block", 1.0, 21.5e-6, 1.0, 1.0, 1, host_floors=PATHS)
+    # 1024×2560×12288, a 32.6 µs floor (measured 88.8 µs): the sum 54.1 µs is below DeepGEMM's 88.6 µs floor
+    assert fit.expected_s(_gemm(1024, 2560, 12288, 32.6)) == pytest.approx(88.6e-6, rel=1e-12)
+    # 5×12288×5120, 13.1 µs (measured 61.2 µs): the sum 34.6 µs below FlashInfer's 59.4 µs
+    assert fit.expected_s(_gemm(5, 12288, 5120, 13.1)) == pytest.approx(59.4e-6, rel=1e-12)
+    # 1792×16384×32, 12.4 µs (measured 173 µs): CUTLASS's 177.8 µs
+    assert fit.expected_s(_gemm(1792, 16384, 32, 12.4)) == pytest.approx(177.8e-6, rel=1e-12)
+    # 2048×51200×51200, 5426 µs: the device sets it, 5426 + 21.5 = 5447.5 µs
+    assert fit.expected_s(_gemm(2048, 51200, 51200, 5426.0)) == pytest.approx(5447.5e-6, rel=1e-12)
+    # no depth (a kernel whose k is unknown): the path of most rows, fitted first (DeepGEMM's)
+    assert fit.expected_s(_gemm(1024, 2560, 0, 32.6)) == pytest.approx(88.6e-6, rel=1e-12)
+    # one floor for every path: 40 µs
+    one = Fit("gemm.fp8", 1.0, 0.0, 1.0, 1.0, 1, host_floors=(("any", 40e-6),))
+    assert one.expected_s(_gemm(5, 12288, 5120, 13.1)) == pytest.approx(40e-6, rel=1e-12)
+
+
+def test_the_columns_take_the_same_host_floor() -> None:
+    fit = Fit("gemm.fp8_block", 1.0, 21.5e-6, 0.9, 1.2, 1, host_floors=PATHS)
+    shapes = [_gemm(1024, 2560, 12288, 32.6), _gemm(5, 12288, 5120, 13.1), _gemm(1792, 16384, 32, 12.4),
+              _gemm(2048, 51200, 51200, 5426.0)]
+
+    def col(get: object) -> np.ndarray:
+        return np.array([get(s) for s in shapes], dtype=float)  # type: ignore[operator]
+
+    c = Columns(col(lambda s: s.floor_s), col(lambda s: s.compute_s), col(lambda s: s.memory_s), col(lambda s: 0.0),
+                col(lambda s: s.m), col(lambda s: s.n), col(lambda s: 0.0), col(lambda s: 0.0), col(lambda s: 0.0),
+                col(lambda s: 0.0), col(lambda s: 0.0), col(lambda s: 0.0), 132, col(lambda s: s.k))
+    t, low, high = expected_columns(fit, c)
+    assert t == pytest.approx([88.6e-6, 59.4e-6, 177.8e-6, 5447.5e-6], rel=1e-12)
+    # low = t · 0.9, never below the floor: the last one's 0.9 × 5447.5 = 4902.75 µs is under its 5426 µs floor
+    assert low == pytest.approx([88.6e-6 * 0.9, 59.4e-6 * 0.9, 177.8e-6 * 0.9, 5426e-6], rel=1e-12)
+    assert high == pytest.approx(t * 1.2, rel=1e-12)
+
+
+def test_a_host_floor_is_recovered() -> None:
+    # y = max(40 µs, 2·x + 5 µs) over DRAM times x of 5-160 µs: the rows up to x = 17.5 µs sit on the host's
+    # 40 µs, the others on the device's line; the fit finds h = 40 µs, e = 1/2, t0 = 5 µs exactly
+    xs = [5, 10, 15, 20, 30, 40, 80, 120, 160] * 3
+    shapes = [Shape("gemm.fp8", x * 1e-6, 0.0, 256, 256, 132, memory_s=x * 1e-6) for x in xs]
+    y = [max(40.0, 2 * x + 5) * 1e-6 for x in xs]
+    fit = fit_kind("gemm.fp8", shapes, y)
+    assert fit.host_floors == (("any", pytest.approx(40e-6, rel=1e-9)),)
+    assert (fit.efficiency, fit.t0_s) == pytest.approx((0.5, 5e-6), rel=1e-6)
+    assert fit.mape == pytest.approx(0.0, abs=1e-6)
+
+
+def test_host_floors_per_launch_path_are_recovered() -> None:
+    # the same device line, 2·x + 5 µs, under 90 µs on DeepGEMM's path and 60 µs at m <= 17 (the H200 vLLM
+    # figures rounded): each path's floor found
+    xs = [5, 10, 20, 30, 40, 60, 80, 120, 160] * 3
+    shapes = [*(_gemm(1024, 2560, 12288, x) for x in xs), *(_gemm(8, 2560, 12288, x) for x in xs)]
+    y = [*(max(90.0, 2 * x + 5) * 1e-6 for x in xs), *(max(60.0, 2 * x + 5) * 1e-6 for x in xs)]
+    fit = fit_kind("gemm.fp8_block", shapes, y)
+    floors = dict(fit.host_floors)
+    assert floors["deepgemm"] == pytest.approx(90e-6, rel=1e-9)
+    assert floors["small_m"] == pytest.approx(60e-6, rel=1e-9)
+    assert (fit.efficiency, fit.t0_s) == pytest.approx((0.5, 5e-6), rel=1e-6)
+
+
+def test_no_host_floor_where_none_is_measured() -> None:
+    # y = 2·x + 5 µs on every row: a host floor would change nothing, so the fit has none
+    xs = [5, 10, 20, 40, 80, 160] * 3
+    shapes = [Shape("gemm.bf16", x * 1e-6, 0.0, 256, 256, 132, memory_s=x * 1e-6) for x in xs]
+    fit = fit_kind("gemm.bf16", shapes, [(2 * x + 5) * 1e-6 for x in xs])
+    assert fit.host_floors == ()
+    assert (fit.efficiency, fit.t0_s) == pytest.approx((0.5, 5e-6), rel=1e-6)
+
+
+def _decode(b: int, g: int, mem_us: float, kv: int = 1024) -> Shape:
+    """A decode kernel on 132 SMs: b sequences, g K/V heads of one query head each, a DRAM time of mem_us."""
+    return Shape("generation_attention.bf16", mem_us * 1e-6, 0.0, sms=132, tile_pairs=float(b * g * kv / 128),
+                 heads=float(b * g), memory_s=mem_us * 1e-6, kv_heads=float(b * g), head_dim=512)
+
+
+def test_the_streaming_roof_by_hand() -> None:
+    # H200 SGLang Triton decode b1 h8/1 d512 KV 32767 (aiconfigurator-core 0.12.0, h200_sxm/attention/sglang):
+    # 607 µs against a 7 µs DRAM time; with kappa = 96 sequences x K/V heads to pull DRAM's bandwidth,
+    # S = 96 x 7 / (1 x 1) = 672 µs, the roof (e = 1, no other term): t = 672 µs
+    fit = Fit("generation_attention.bf16", 1.0, 0.0, 1.0, 1.0, 1, stream_blocks=96.0)
+    one = _decode(1, 1, 7.0)
+    assert fit.stream_s(one) == pytest.approx(96 * 7e-6, rel=1e-12)
+    assert fit.expected_s(one) == pytest.approx(672e-6, rel=1e-12)
+    # b = 192 sequences: S = 96 x 7 / 192 = 3.5 µs, below M = 7 µs: DRAM's time holds
+    assert fit.expected_s(_decode(192, 1, 7.0)) == pytest.approx(7e-6, rel=1e-12)
+    # a prefill shape (query rows tiled) has none
+    assert fit.stream_s(Shape("context_attention.bf16", 1e-5, 1e-5, m=128, sms=132, heads=1.0, kv_heads=1.0)) == 0.0
+
+
+def test_the_streaming_roof_is_recovered() -> None:
+    # y = max(M, 64·M/B) / 0.5 + 10 µs over B = 1-1024 sequences x K/V heads (120 rows: the knob is searched
+    # on fits of at least MIN_STREAM_ROWS = 100): the fit finds kappa = 64 on its grid, e = 0.5, t0 = 10 µs
+    shapes = [_decode(b, g, mem) for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512) for g in (1, 2)
+              for mem in (10.0, 20.0, 40.0, 80.0, 160.0, 320.0)]
+
+    def truth(s: Shape) -> float:
+        m = s.memory_s or 0.0
+        return max(m, 64 * m / s.kv_heads) / 0.5 + 10e-6
+
+    fit = fit_kind("generation_attention.bf16", shapes, [truth(s) for s in shapes])
+    assert fit.stream_blocks == 64.0
+    assert (fit.efficiency, fit.t0_s) == pytest.approx((0.5, 10e-6), rel=1e-6)
+
+
+def test_the_tile_padding_by_hand() -> None:
+    # 257 x 51200 in 128 x 128 tiles: 3 row tiles for 257 rows, 3·128/257 = 1.494; 51200 columns fill 400
+    # tiles exactly (1); 1200 tiles on 132 SMs run in 10 waves, 10·132/1200 = 1.1: q = 1.1 x 1.494 = 1.644
+    # (H200 vLLM FP8 257×51200×2560 ran 2.1x the fit without the padding)
+    big = Shape("gemm.fp8", 1e-6, 1e-6, 257, 51200, 132, memory_s=0.0)
+    assert padding_factor(257, 51200, (128, 128)) == pytest.approx(3 * 128 / 257, rel=1e-12)
+    fit = Fit("gemm.fp8", 1.0, 0.0, 1.0, 1.0, 1, (128, 128), compute_ratio=1.0, tile_padded=True)
+    assert fit.stretched_floor_s(big) == pytest.approx(1e-6 * 1.1 * 3 * 128 / 257, rel=1e-12)
+    # a matrix within one tile (m = 64 rows): a kernel picks a tile no taller, no padding counted
+    assert padding_factor(64, 51200, (128, 128)) == 1.0
+    # without the flag the wave term is the waves alone
+    unpadded = Fit("gemm.fp8", 1.0, 0.0, 1.0, 1.0, 1, (128, 128), compute_ratio=1.0)
+    assert unpadded.stretched_floor_s(big) == pytest.approx(1e-6 * 1.1, rel=1e-12)
+
+
+def test_the_tile_padding_is_recovered() -> None:
+    # y = 1.25 x compute x q x p + 4 µs (padded 128 x 128 tiles, compute-bound: DRAM's time 0) over row counts
+    # that straddle a tile: the fit picks the 128 x 128 tile with padding and rho / e = 1.25 (compute-bound rows
+    # fix only the ratio), t0 = 4 µs
+    shapes = [Shape("gemm.fp8", c * 1e-6, c * 1e-6, m, n, 132, memory_s=0.0)
+              for m in (129, 200, 257, 300, 513, 700, 1025, 2048) for n in (1024, 4096, 7168) for c in (20.0, 50.0)]
+    probe = Fit("gemm.fp8", 1.0, 0.0, 1.0, 1.0, 1, (128, 128), compute_ratio=1.0, tile_padded=True)
+    fit = fit_kind("gemm.fp8", shapes, [probe.stretched_floor_s(s) / 0.8 + 4e-6 for s in shapes],
+                   tiles=(None, (128, 128), (128, 256)))
+    assert (fit.tile, fit.tile_padded) == ((128, 128), True)
+    assert (fit.compute_ratio / fit.efficiency, fit.t0_s) == pytest.approx((1.25, 4e-6), rel=1e-6)
+
+
+def test_the_new_terms_survive_the_file() -> None:
+    # a version 3 file carries the host floors, the tile padding and kappa; they read back as written
+    import json
+
+    from roofline.expectation.model import ExpectedTimes
+    from roofline.expectation.shipped import parse
+
+    fits = {"gemm.fp8_block": Fit("gemm.fp8_block", 0.86, 21.5e-6, 0.9, 1.1, 1407, (128, 128), tile_padded=True,
+                                  host_floors=PATHS),
+            "context_attention.bf16": Fit("context_attention.bf16", 0.3, 1e-5, 0.9, 1.2, 2796, kv_read_weight=6.9),
+            "generation_attention.fp8@triton": Fit("generation_attention.fp8@triton", 0.5, 9e-6, 0.9, 1.3, 117,
+                                                   stream_blocks=96.0)}
+    raw = json.loads(json.dumps(ExpectedTimes("h200", "vllm", "0.24.0", {}, fits).to_dict()))
+    assert raw["version"] == 3
+    assert dict(parse(raw, "h200.vllm.json").fits) == fits
+
+
+def test_the_default_engine_counts_gemm_and_attention_rows_only() -> None:
+    # the shipped H200 files (aiconfigurator-core 0.12.0, every ceil(n/4000)-th row of each table): GEMM and
+    # attention rows SGLang 10,865, TensorRT-LLM 10,596, vLLM 9,876 before MLA and MoE were shipped; TensorRT-LLM's
+    # file now also carries its MLA and MoE rows (3,000+ more), which must not make it the default
+    from roofline.expectation.shipped import DEFAULT_KINDS, default_engine, shipped
+
+    trt = shipped("h200", "trtllm")
+    extra = sum(f.rows for k, f in trt.fits.items() if not k.startswith(DEFAULT_KINDS))
+    assert extra > 3000 and any(k.startswith("generation_mla.") for k in trt.fits)
+    assert any(k.startswith("moe.") for k in trt.fits)
+    assert default_engine("h200") == "sglang"
+
+
+def test_the_prefill_kv_read_by_hand() -> None:
+    # prefill of H = 32 query heads over G = 8 K/V heads: K and V of 8 heads beside Q and O of 32, so the K/V
+    # share of a 100 µs DRAM time is 100 x 8 / (32 + 8) = 20 µs; with c_kvr = 3.1 (H200 vLLM's fit) it adds
+    # 3.1 x 20 = 62 µs to t = M / e = 100 / 0.5 = 200 µs: 262 µs
+    fit = Fit("context_attention.bf16", 0.5, 0.0, 1.0, 1.0, 1, kv_read_weight=3.1)
+    pre = Shape("context_attention.bf16", 100e-6, 10e-6, m=4096, sms=132, heads=32.0, kv_heads=8.0, memory_s=100e-6)
+    assert Fit.kv_read_s(pre) == pytest.approx(20e-6, rel=1e-12)
+    assert fit.expected_s(pre) == pytest.approx(262e-6, rel=1e-12)
+    # MHA (G = H): half of DRAM's time is K and V
+    assert Fit.kv_read_s(Shape("context_attention.bf16", 1e-4, 0.0, m=128, heads=8.0, kv_heads=8.0)) == 0.5e-4
+    # decode (no query rows tiled) has none: its DRAM time is its K/V already
+    assert Fit.kv_read_s(_decode(8, 8, 100.0)) == 0.0
+
+
+def test_the_prefill_kv_read_is_recovered() -> None:
+    # y = M / 0.5 + 4 x M·G/(H + G) + 8 µs over groups H/G of 1-32 (30 rows): the fit finds c_kvr = 4
+    shapes = [Shape("context_attention.bf16", mem * 1e-6, 0.0, m=1024, sms=132, heads=32.0, kv_heads=32.0 / grp,
+                    memory_s=mem * 1e-6) for grp in (1, 2, 4, 8, 16, 32) for mem in (20.0, 50.0, 100.0, 200.0, 400.0)]
+    y = [(s.memory_s or 0.0) / 0.5 + 4 * Fit.kv_read_s(s) + 8e-6 for s in shapes]
+    fit = fit_kind("context_attention.bf16", shapes, y)
+    assert (fit.efficiency, fit.kv_read_weight, fit.t0_s) == pytest.approx((0.5, 4.0, 8e-6), rel=1e-6)
