@@ -22,7 +22,7 @@ other bytes are. The fit must reproduce every sample graph's bytes, or the step 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from roofline.errors import RooflineError
@@ -167,6 +167,16 @@ class ChipModel:
         starts = {t.kernel: i for i, t in reversed(list(enumerate(ops)))}
         kinds = tuple(KernelKind.of(k, starts.get(j, len(ops)), ops) for j, k in enumerate(first))
         return cls(ops, coef_flop, coef_dims, rest, len(first), kinds)
+
+    def kernels_only(self, keep: list[int]) -> ChipModel:
+        """The on-chip model of the kernels `keep` (indices, in order) alone, their ops renumbered."""
+        at = {j: i for i, j in enumerate(keep)}
+        mine = [i for i, t in enumerate(self.ops) if t.kernel in at]
+        op_at = {i: n for n, i in enumerate(mine)}
+        kinds = tuple(replace(self.kinds[j], op=op_at.get(self.kinds[j].op, -1)) for j in keep) if self.kinds else ()
+        return ChipModel(tuple(replace(self.ops[i], kernel=at[self.ops[i].kernel]) for i in mine),
+                         self.coef_flop[:, mine], self.coef_dims[:, mine], {lv: c[:, keep] for lv, c in
+                                                                           self.coef_rest.items()}, len(keep), kinds)
 
     def tiled_bytes(self, x: Any, basis: Any) -> dict[Level, Any]:
         """{SMEM, L2: [points, kernels]} of the tiled ops alone (the module docstring's formulas)."""

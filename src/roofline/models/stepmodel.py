@@ -7,8 +7,10 @@ Every FLOP and byte count of a step's kernels is a linear combination of a few f
 graph builder's own formulas (`ModelConfig.cached_tokens`, `roofline.models.formulas`), evaluated
 on numpy arrays. `StepModel` builds the real graph at a handful of sample points (batches that
 are multiples of `batch_unit`: dp, × tp when expert parallelism splits a replica's tokens over its
-tp ranks), solves for those coefficients exactly, checks the fit reproduces every sample, and then
-evaluates any grid of (B, S) with numpy: the same kernels, the same max(compute, memory) per kernel.
+tp ranks): of a grid that separates every feature, the fewest whose features span the grid's, and
+two more (`_spanning`: 6 graphs for a dense decode step where the grid has 30), solves for those
+coefficients exactly, checks the fit reproduces every sample, and then evaluates any grid of (B, S)
+with numpy: the same kernels, the same max(compute, memory) per kernel.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
 
+ROUNDING = 1e-12  # a fitted term adding at most this share of a kernel's largest sample is the solve's rounding
+CHECK_POINTS = 2  # sample points beyond the fewest that determine the fit, to check it reproduces them (_spanning)
 # the resources StepModel.evaluate codes `bound` and `kernel_bound` by
 RESOURCE_CODES = (Unit.MATRIX, Unit.VECTOR, Level.DRAM, Level.LINK, Level.NETWORK, Unit.EXP, Level.SMEM, Level.L2)
 
@@ -142,6 +146,38 @@ def _sample_points(cfg: ModelConfig, phase: Phase) -> list[tuple[int, int]]:
     return [(b, s) for b in batches for s in sorted(lengths)]
 
 
+def _spanning(x: Any, points: list[tuple[int, int]], extra: int) -> list[int]:
+    """Indices of the fewest sample points whose rows of `x` (the features and the dims basis, each column
+    scaled to 1) span the row space of all of them, in their order, plus `extra` more to check the fit on.
+
+    Every kernel's FLOPs, bytes and dimensions are exact linear combinations of those columns (the module
+    docstring), so the coefficients solved on a spanning subset are the ones solved on every point: the
+    rows are picked as pivoted QR picks them (the first point, then each time the row farthest from the
+    span of those taken, until the rank of all is reached), and the checks are the points farthest, in
+    log batch and log length, from those taken. Each point saved is a graph build saved."""
+    import numpy as np
+
+    scale = np.abs(x).max(axis=0)
+    scale[scale == 0] = 1.0
+    rest = x / scale
+    rank = int(np.linalg.matrix_rank(rest))
+    taken: list[int] = []
+    i = 0
+    while len(taken) < rank:
+        taken.append(i)
+        v = rest[i] / np.linalg.norm(rest[i])
+        rest = rest - np.outer(rest @ v, v)
+        norms = np.linalg.norm(rest, axis=1)
+        norms[taken] = -1.0
+        i = int(np.argmax(norms))
+    where = np.log(np.array(points, dtype=np.float64))
+    for _ in range(min(extra, len(points) - len(taken))):
+        gap = np.abs(where[:, None, :] - where[None, taken, :]).sum(axis=2).min(axis=1)
+        gap[taken] = -1.0
+        taken.append(int(np.argmax(gap)))
+    return sorted(taken)
+
+
 @dataclass(frozen=True)
 class StepModel:
     """Per-kernel coefficients: flop_matrix, flop_vector and bytes = features · coefficients.
@@ -189,6 +225,10 @@ class StepModel:
         all_reduces: tuple[tuple[int, int], ...] = ()
         unit = batch_unit(sp)  # the sample batches: multiples of dp (× tp under a sequence split)
         points = _sample_points(cfg, phase)
+        grid = np.array([p[0] * unit for p in points]), np.array([p[1] for p in points])
+        candidates = np.hstack([_features(cfg, phase, *grid, experts_hit_override, sp),
+                                dims_basis(cfg, per_replica(grid[0], sp.dp), grid[1])])
+        points = [points[i] for i in _spanning(candidates, points, CHECK_POINTS)]
         names: tuple[str, ...] = ()
         counts: tuple[int, ...] = ()
         rows_m, rows_v, rows_b, rows_l, rows_n, rows_e, rows_o = [], [], [], [], [], [], []
@@ -331,6 +371,46 @@ class StepModel:
         ends = [*(s - 1 for s in starts[1:]), most - 1]
         return [(int(n[a]), int(n[b])) for a, b in zip(starts, ends, strict=True)]
 
+    def length_free(self) -> Any:
+        """[kernels] True for a kernel nothing of which grows with the length (a decode step's GEMMs, norms
+        and collectives: their terms are all in the features that do not vary with it, _length_columns):
+        its times are the same at every context of a batch."""
+        import numpy as np
+
+        xs, basis = _length_columns(self.config, self.phase, self.split, self.experts_hit_override)
+        coefs = [c for c in (self.coef_matrix, self.coef_vector, self.coef_bytes, self.coef_exp, self.coef_vector_ops,
+                             self.coef_link, self.coef_network) if c is not None]
+        if self.chip is not None:
+            coefs += list(self.chip.coef_rest.values())
+        free = np.ones(len(self.names), dtype=bool)
+        for c in coefs:
+            free &= ~(c[xs] != 0).any(axis=0)
+        if self.chip is not None:
+            for i, op in enumerate(self.chip.ops):
+                if (self.chip.coef_flop[xs, i] != 0).any() or (self.chip.coef_dims[basis, i] != 0).any():
+                    free[op.kernel] = False
+        return free
+
+    def kernels_only(self, keep: Any) -> StepModel:
+        """The step model of the kernels `keep` (indices, in order) alone: evaluate() gives their columns."""
+        import numpy as np
+
+        k = [int(j) for j in keep]
+        at = {j: i for i, j in enumerate(k)}
+
+        def cols(c: Any) -> Any:
+            return None if c is None else c[:, k]
+
+        return replace(self, names=tuple(self.names[j] for j in k), counts=tuple(self.counts[j] for j in k),
+                       coef_matrix=cols(self.coef_matrix), coef_vector=cols(self.coef_vector),
+                       coef_bytes=cols(self.coef_bytes), coef_link=cols(self.coef_link),
+                       coef_network=cols(self.coef_network), coef_exp=cols(self.coef_exp),
+                       coef_vector_ops=cols(self.coef_vector_ops),
+                       link_mask=None if self.link_mask is None else np.asarray(self.link_mask)[k],
+                       network_mask=None if self.network_mask is None else np.asarray(self.network_mask)[k],
+                       chip=None if self.chip is None else self.chip.kernels_only(k),
+                       all_reduces=tuple((at[j], g) for j, g in self.all_reduces if j in at))
+
     def limit(self, seq: int) -> tuple[float, float, float]:
         """(FLOPs, bytes, FLOP/B) per extra sequence (of a replica, with data parallelism) as the batch
         grows without bound."""
@@ -345,6 +425,23 @@ class StepModel:
         df, db = float(flop[1] - flop[0]), float(byt[1] - byt[0])
         per = (1 << 30) * (unit // self.split.dp)
         return df / per, db / per, df / db if db else math.inf
+
+
+def _length_columns(cfg: ModelConfig, phase: Phase, split: Split, override: int | None) -> tuple[Any, Any]:
+    """([features], [dims basis]) True for the columns that vary with the length at some batch: each taken
+    at the sample batches over the sample lengths and powers of 4 up to 2^20 (every window, top-k and
+    compression ratio is passed on the way)."""
+    import numpy as np
+
+    points = _sample_points(cfg, phase)
+    batches = sorted({b for b, _ in points})
+    lengths = sorted({s for _, s in points} | {4 ** k for k in range(11)})
+    b = np.repeat(np.array(batches) * batch_unit(split), len(lengths))
+    s = np.tile(np.array(lengths), len(batches))
+    shape = (len(batches), len(lengths), -1)
+    x = _features(cfg, phase, b, s, override, split).reshape(shape)
+    basis = dims_basis(cfg, per_replica(b, split.dp), s).reshape(shape)
+    return np.ptp(x, axis=1).any(axis=0), np.ptp(basis, axis=1).any(axis=0)
 
 
 def _first_max(arrays: list[Any]) -> tuple[Any, Any]:
@@ -363,8 +460,10 @@ def _first_max(arrays: list[Any]) -> tuple[Any, Any]:
 def _solve(name: str, x: Any, y: Any, reference: Any = None) -> Any:
     """Coefficients c with x · c = y at every sample (columns scaled to 1, then one step of iterative
     refinement: the window or chunk pairs column is nearly collinear with B·S² below the window, and the
-    residual's solve recovers the digits the first one lost); an error when the fit misses a sample by
-    more than 1e-6 of `reference` (default y)."""
+    residual's solve recovers the digits the first one lost); a coefficient whose column adds at most
+    ROUNDING of `reference` (default y) at every sample is the solve's rounding and is set to 0 (a kernel
+    that does not grow with the length then has no length terms at all: Decode evaluates it once a
+    batch); an error when the fit misses a sample by more than 1e-6 of `reference`."""
     import numpy as np
 
     scale = np.abs(x).max(axis=0)
@@ -372,8 +471,9 @@ def _solve(name: str, x: Any, y: Any, reference: Any = None) -> Any:
     xs = x / scale
     c, *_ = np.linalg.lstsq(xs, y, rcond=None)
     c = c + np.linalg.lstsq(xs, y - xs @ c, rcond=None)[0]
-    c = c / scale[:, None]
     ref = y if reference is None else reference
+    c[np.abs(c) <= ROUNDING * np.abs(ref).max(axis=0, initial=0.0)] = 0.0  # columns scaled to 1: c is what each adds
+    c = c / scale[:, None]
     err = np.abs(x @ c - y) / np.maximum(np.abs(ref), 1.0)
     if err.size and float(err.max()) > 1e-6:
         raise RooflineError(f"{name}: the sweep model does not reproduce the graph "

@@ -41,6 +41,13 @@ class Decode:
         hidden = None if overlap or comm is None else overlapped_all_to_all(sm.names, sm.config, sm.split.ep)
         self.tbo = None if hidden is None or comm is None else (np.asarray(hidden), np.asarray(comm))
         self._rows: dict[int, tuple[Any, Any, Any]] = {}  # batch -> its (floor, low, high) over the contexts
+        # the kernels nothing of which grows with the context (GEMMs, norms, collectives: StepModel.length_free)
+        # are evaluated once a batch, the others at every context
+        free = sm.length_free() if self.contexts.size > 1 else np.zeros(len(sm.names), dtype=bool)
+        self._parts = None
+        if free.any() and not free.all():
+            grows, flat = np.flatnonzero(~free), np.flatnonzero(free)
+            self._parts = (sm.kernels_only(grows), grows, sm.kernels_only(flat), flat)
 
     def steps(self, batches: Any) -> tuple[Any, Any, Any]:
         """Step times [batches, contexts]: floor, expected low, expected high. A batch is evaluated once:
@@ -66,9 +73,16 @@ class Decode:
 
         nb, nc = b.size, self.contexts.size
         bs, cs = np.repeat(b, nc), np.tile(self.contexts, nb)
-        r = self.sm.evaluate(bs, cs, self.machine, self.dtype)
-        kt = r["kernel_time_s"]
-        fast, slow = kernel_bands(self.sm, r, bs, cs, self.machine, self.dtype, self.eff)
+        if self._parts is not None:  # the kernels that do not grow with the context: at the first, once a batch
+            grows, at_grows, flat, at_flat = self._parts
+            once = self._kernels(b, np.full(nb, self.contexts[0]), flat)
+            each = self._kernels(bs, cs, grows)
+            kt, fast, slow = (np.empty((nb * nc, len(self.sm.names))) for _ in range(3))
+            for whole, e, o in zip((kt, fast, slow), each, once, strict=True):
+                whole[:, at_grows] = e
+                whole[:, at_flat] = np.repeat(o, nc, axis=0)
+        else:
+            kt, fast, slow = self._kernels(bs, cs)
         oh_lo, oh_hi = self.eff.overhead
         if self.tbo is not None:
             a2a, every = self.tbo
@@ -78,7 +92,7 @@ class Decode:
 
             floor, low, high = tbo(kt), tbo(fast) + oh_lo, tbo(slow) + oh_hi
         elif self.comm is None:
-            floor, low, high = r["time_s"], fast.sum(axis=1) + oh_lo, slow.sum(axis=1) + oh_hi
+            floor, low, high = kt.sum(axis=1), fast.sum(axis=1) + oh_lo, slow.sum(axis=1) + oh_hi
         else:
             c = self.comm
 
@@ -87,6 +101,13 @@ class Decode:
 
             floor, low, high = over(kt), over(fast) + oh_lo, over(slow) + oh_hi
         return floor.reshape(nb, nc), low.reshape(nb, nc), high.reshape(nb, nc)
+
+    def _kernels(self, b: Any, c: Any, sm: StepModel | None = None) -> tuple[Any, Any, Any]:
+        """Each kernel's floor and band over all its runs [points, kernels] at batches `b` and contexts `c`."""
+        sm = sm or self.sm
+        r = sm.evaluate(b, c, self.machine, self.dtype)
+        fast, slow = kernel_bands(sm, r, b, c, self.machine, self.dtype, self.eff)
+        return r["kernel_time_s"], fast, slow
 
     def itl(self, batches: Any) -> tuple[list[Band], list[Band]]:
         """(mean, last) over the generation per batch."""
