@@ -182,16 +182,27 @@ def workload_rate(decode: Rate, prefill: Band, output: int, dp: int, share: floa
 
 
 def largest_meeting(dec: Decode, unit: int, most: int, target: float,
-                     known: Mapping[int, tuple[float, float, float]]) -> list[int | None]:
+                     known: Mapping[int, tuple[float, float, float]],
+                     regimes: list[tuple[int, int]] | None = None) -> list[int | None]:
     """The largest n in [1, most] whose batch n × unit has ITL mean ≤ target, for the floor, the
     expected high and the expected low times. `known`: n → (floor, low, high) means already evaluated
     (the curve's), which bracket each search. Within one regime of the all-reduce algorithms (the
     batches over which every all-reduce runs the same one, `StepModel.all_reduce_regimes`) ITL mean is
     increasing and convex in the batch (each kernel's time is the larger of two linear functions of
     it); across regimes it may fall (past 8 MiB an NVSwitch system's all-reduce runs NVLS, S once
-    instead of the two-shot's 2(n−1)/n · S), so each regime is searched on its own, the highest first."""
+    instead of the two-shot's 2(n−1)/n · S), so each regime is searched on its own, the highest first
+    (`regimes`: StepModel.all_reduce_regimes(unit, most, the first context) when already taken)."""
     out: list[int | None] = [None, None, None]
-    for first, last in reversed(dec.sm.all_reduce_regimes(unit, most, int(dec.contexts[0]))):
+    if regimes is None:
+        regimes = dec.sm.all_reduce_regimes(unit, most, int(dec.contexts[0]))
+    # each regime's smallest batch, all in one evaluation (serve takes them with the curve's): where it misses
+    # the target no batch of its regime meets it (ITL mean increases within one), where it meets it brackets
+    # that regime's search
+    firsts = [first for first, _ in regimes if first not in known]
+    if firsts:
+        means = dec.itl([n * unit for n in firsts])[0]
+        known = {**known, **{n: (m.floor, m.low, m.high) for n, m in zip(firsts, means, strict=True)}}
+    for first, last in reversed(regimes):
         inside = {n: v for n, v in known.items() if first <= n <= last}
         got = _largest_in(dec, unit, first, last, target, inside)
         out = [o if o is not None else g for o, g in zip(out, got, strict=True)]
