@@ -141,12 +141,13 @@ def expected_band(sm: StepModel, r: dict[str, Any], batch: Any, seq: Any, machin
     compute, exp = r["kernel_compute_s"], r["kernel_exp_s"]
     cls = np.array(CLASS_OF_CODE)[np.asarray(r["kernel_bound"])]
     # a collective's memory term is its link's time (shape_of); every other kernel's, DRAM's
-    dram = np.where(np.isin(np.asarray(r["kernel_bound"]), (3, 4)), floor, r["kernel_dram_s"])
+    bound = np.asarray(r["kernel_bound"])
+    dram = np.where((bound == 3) | (bound == 4), floor, r["kernel_dram_s"])  # the link, the network
     sms = machine.chip.sms if machine.chip is not None else 0
     level = machine.memory.get(Level.DRAM)
     bw = level.bytes_per_s if level is not None and level.bytes_per_s else 0.0
     chip = sm.chip
-    dims = chip.dims(dims_basis(sm.config, b // sm.split.dp, s)) if chip is not None and chip.ops else None
+    dims = chip.dims(dims_basis(sm.config, b // sm.split.dp, s, sm.phase)) if chip is not None and chip.ops else None
     kinds = chip.kinds if chip is not None else ()
     nk = floor.shape[1]
     grid = {name: np.zeros_like(floor) for name in ("rows", "n", "pairs", "heads", "kv_heads", "input_s",

@@ -8,7 +8,7 @@ graph builder's own formulas (`ModelConfig.cached_tokens`, `roofline.models.form
 on numpy arrays. `StepModel` builds the real graph at a handful of sample points (batches that
 are multiples of `batch_unit`: dp, × tp when expert parallelism splits a replica's tokens over its
 tp ranks): of a grid that separates every feature, the fewest whose features span the grid's, and
-two more (`_spanning`: 6 graphs for a dense decode step where the grid has 30), solves for those
+one more (`_spanning`: 4 graphs for a dense decode step where the grid has 30), solves for those
 coefficients exactly, checks the fit reproduces every sample, and then evaluates any grid of (B, S)
 with numpy: the same kernels, the same max(compute, memory) per kernel.
 """
@@ -42,7 +42,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 ROUNDING = 1e-12  # a fitted term adding at most this share of a kernel's largest sample is the solve's rounding
-CHECK_POINTS = 2  # sample points beyond the fewest that determine the fit, to check it reproduces them (_spanning)
+CHECK_POINTS = 1  # sample points beyond the fewest that determine the fit, to check it reproduces them (_spanning)
 # the resources StepModel.evaluate codes `bound` and `kernel_bound` by
 RESOURCE_CODES = (Unit.MATRIX, Unit.VECTOR, Level.DRAM, Level.LINK, Level.NETWORK, Unit.EXP, Level.SMEM, Level.L2)
 
@@ -146,30 +146,41 @@ def _sample_points(cfg: ModelConfig, phase: Phase) -> list[tuple[int, int]]:
     return [(b, s) for b in batches for s in sorted(lengths)]
 
 
-def _spanning(x: Any, points: list[tuple[int, int]], extra: int) -> list[int]:
-    """Indices of the fewest sample points whose rows of `x` (the features and the dims basis, each column
-    scaled to 1) span the row space of all of them, in their order, plus `extra` more to check the fit on.
+def _spanning(blocks: list[Any], points: list[tuple[int, int]], extra: int) -> list[int]:
+    """Indices of the fewest sample points whose rows of each of `blocks` (the features, the dims basis:
+    each solved on its own, each column scaled to 1) span that block's rows at all of them, in their order,
+    plus `extra` more to check the fit on.
 
     Every kernel's FLOPs, bytes and dimensions are exact linear combinations of those columns (the module
-    docstring), so the coefficients solved on a spanning subset are the ones solved on every point: the
-    rows are picked as pivoted QR picks them (the first point, then each time the row farthest from the
-    span of those taken, until the rank of all is reached), and the checks are the points farthest, in
-    log batch and log length, from those taken. Each point saved is a graph build saved."""
+    docstring), so the coefficients solved on such a subset are the ones solved on every point: the rows
+    are picked as pivoted QR picks them (the first point, then each time the row farthest from the span of
+    those taken, summed over the blocks not yet spanned), and the checks are the points farthest, in log
+    batch and log length, from those taken. Each point saved is a graph build saved."""
     import numpy as np
 
-    scale = np.abs(x).max(axis=0)
-    scale[scale == 0] = 1.0
-    rest = x / scale
-    rank = int(np.linalg.matrix_rank(rest))
+    rest, ranks, sizes = [], [], []
+    for x in blocks:
+        scale = np.abs(x).max(axis=0)
+        scale[scale == 0] = 1.0
+        rest.append(x / scale)
+        ranks.append(int(np.linalg.matrix_rank(rest[-1])))
+        sizes.append(np.maximum(np.linalg.norm(rest[-1], axis=1), 1e-300))
     taken: list[int] = []
+    have = [0] * len(blocks)
     i = 0
-    while len(taken) < rank:
+    while any(h < r for h, r in zip(have, ranks, strict=True)):
         taken.append(i)
-        v = rest[i] / np.linalg.norm(rest[i])
-        rest = rest - np.outer(rest @ v, v)
-        norms = np.linalg.norm(rest, axis=1)
-        norms[taken] = -1.0
-        i = int(np.argmax(norms))
+        score = np.zeros(len(points))
+        for j, r in enumerate(rest):
+            norm = float(np.linalg.norm(r[i]))
+            if have[j] < ranks[j] and norm > 1e-9 * float(sizes[j][i]):
+                v = r[i] / norm
+                rest[j] = r - np.outer(r @ v, v)
+                have[j] += 1
+            if have[j] < ranks[j]:
+                score += np.linalg.norm(rest[j], axis=1) / sizes[j]
+        score[taken] = -1.0
+        i = int(np.argmax(score))
     where = np.log(np.array(points, dtype=np.float64))
     for _ in range(min(extra, len(points) - len(taken))):
         gap = np.abs(where[:, None, :] - where[None, taken, :]).sum(axis=2).min(axis=1)
@@ -226,9 +237,9 @@ class StepModel:
         unit = batch_unit(sp)  # the sample batches: multiples of dp (× tp under a sequence split)
         points = _sample_points(cfg, phase)
         grid = np.array([p[0] * unit for p in points]), np.array([p[1] for p in points])
-        candidates = np.hstack([_features(cfg, phase, *grid, experts_hit_override, sp),
-                                dims_basis(cfg, per_replica(grid[0], sp.dp), grid[1])])
-        points = [points[i] for i in _spanning(candidates, points, CHECK_POINTS)]
+        blocks = [_features(cfg, phase, *grid, experts_hit_override, sp),
+                  dims_basis(cfg, per_replica(grid[0], sp.dp), grid[1], phase)]
+        points = [points[i] for i in _spanning(blocks, points, CHECK_POINTS)]
         names: tuple[str, ...] = ()
         counts: tuple[int, ...] = ()
         rows_m, rows_v, rows_b, rows_l, rows_n, rows_e, rows_o = [], [], [], [], [], [], []
@@ -262,13 +273,13 @@ class StepModel:
             return _solve(cfg.name, cols, y, reference)
 
         links = (rows_l, rows_n) if not sp.trivial else ()
-        coefs = [solve(x, np.array(rows, dtype=np.float64))
-                 for rows in (rows_m, rows_v, rows_b, rows_e, rows_o, *links)]
+        every = (rows_m, rows_v, rows_b, rows_e, rows_o, *links)  # solved at once, one column a kernel and kind
+        coefs = np.split(solve(x, np.hstack([np.array(rows, dtype=np.float64) for rows in every])), len(every), axis=1)
         link: dict[str, Any] = {}
         if links:
             link = {"coef_link": coefs[5], "coef_network": coefs[6], "link_mask": _traffic_mask(rows_l, cfg.name),
                     "network_mask": _traffic_mask(rows_n, cfg.name)}
-        chip = ChipModel.fit(cfg, kernels_at, x, dims_basis(cfg, per_replica(batches, sp.dp), seqs), solve)
+        chip = ChipModel.fit(cfg, kernels_at, x, dims_basis(cfg, per_replica(batches, sp.dp), seqs, phase), solve)
         return cls(cfg, phase, dtypes, plan, names, counts, coefs[0], coefs[1], coefs[2], experts_hit_override,
                    sp, devices_per_node, coef_exp=coefs[3], coef_vector_ops=coefs[4], chip=chip, nvls=nvls,
                    all_reduces=all_reduces, **link)
@@ -310,7 +321,7 @@ class StepModel:
         onchip = onchip_bandwidths(machine)
         if self.chip is not None and onchip:
             b_rep = per_replica(b, self.split.dp)
-            moved = self.chip.bytes(x, dims_basis(self.config, b_rep, s))
+            moved = self.chip.bytes(x, dims_basis(self.config, b_rep, s, self.phase))
             for lv, code in ((Level.SMEM, 6), (Level.L2, 7)):
                 if lv in onchip:
                     level_times.append(moved[lv] / onchip[lv])
@@ -440,7 +451,7 @@ def _length_columns(cfg: ModelConfig, phase: Phase, split: Split, override: int 
     s = np.tile(np.array(lengths), len(batches))
     shape = (len(batches), len(lengths), -1)
     x = _features(cfg, phase, b, s, override, split).reshape(shape)
-    basis = dims_basis(cfg, per_replica(b, split.dp), s).reshape(shape)
+    basis = dims_basis(cfg, per_replica(b, split.dp), s, phase).reshape(shape)
     return np.ptp(x, axis=1).any(axis=0), np.ptp(basis, axis=1).any(axis=0)
 
 

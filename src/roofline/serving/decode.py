@@ -190,40 +190,39 @@ def largest_meeting(dec: Decode, unit: int, most: int, target: float,
     batches over which every all-reduce runs the same one, `StepModel.all_reduce_regimes`) ITL mean is
     increasing and convex in the batch (each kernel's time is the larger of two linear functions of
     it); across regimes it may fall (past 8 MiB an NVSwitch system's all-reduce runs NVLS, S once
-    instead of the two-shot's 2(n−1)/n · S), so each regime is searched on its own, the highest first
-    (`regimes`: StepModel.all_reduce_regimes(unit, most, the first context) when already taken)."""
-    out: list[int | None] = [None, None, None]
+    instead of the two-shot's 2(n−1)/n · S). So each regime's first batch is looked at (serve takes
+    them with the curve's): a regime whose first batch misses the target has no batch that meets it,
+    and the answer is in the highest regime whose first batch meets it, searched for each of the three
+    times at once (`regimes`: StepModel.all_reduce_regimes(unit, most, the first context) when taken)."""
     if regimes is None:
         regimes = dec.sm.all_reduce_regimes(unit, most, int(dec.contexts[0]))
-    # each regime's smallest batch, all in one evaluation (serve takes them with the curve's): where it misses
-    # the target no batch of its regime meets it (ITL mean increases within one), where it meets it brackets
-    # that regime's search
     firsts = [first for first, _ in regimes if first not in known]
     if firsts:
         means = dec.itl([n * unit for n in firsts])[0]
         known = {**known, **{n: (m.floor, m.low, m.high) for n, m in zip(firsts, means, strict=True)}}
-    for first, last in reversed(regimes):
-        inside = {n: v for n, v in known.items() if first <= n <= last}
-        got = _largest_in(dec, unit, first, last, target, inside)
-        out = [o if o is not None else g for o, g in zip(out, got, strict=True)]
-        if all(o is not None for o in out):
-            break
-    return out
+    # per time (floor, expected high, expected low: the indices into known's (floor, low, high)) its regime
+    where = [next(((a, z) for a, z in reversed(regimes) if known[a][k] <= target), None) for k in ORDER]
+    return _largest_in(dec, unit, where, target, known)
 
 
-def _largest_in(dec: Decode, unit: int, first: int, most: int, target: float,
+ORDER = (0, 2, 1)  # the three searches: the floor, the expected high and the expected low times
+
+
+def _largest_in(dec: Decode, unit: int, regimes: list[tuple[int, int] | None], target: float,
                 known: Mapping[int, tuple[float, float, float]]) -> list[int | None]:
-    """`largest_meeting` inside one regime [first, most]: the chord across a bracket crosses the target
-    at or below the answer, so each round tries that crossing, the next n and the midpoint of every
-    search in one numpy call (and the bracket's top when it is `most`, the memory's bound, not a time seen
-    above the target: a target the memory binds first is met there in one round); exact, and a round or
-    two in practice."""
+    """`largest_meeting` inside one regime [first, most] for each time (None: no batch meets it): the
+    chord across a bracket crosses the target at or below the answer, so each round tries that crossing,
+    the next n and the midpoint of every search in one numpy call (and the bracket's top when it is
+    `most`, the memory's bound, not a time seen above the target: a target the memory binds first is met
+    there in one round); exact, and a round or two in practice."""
     import numpy as np
 
-    order = (0, 2, 1)  # floor, expected high, expected low
-    seen = [{n: v[k] for n, v in known.items()} for k in order]
-    lo = [max((n for n, t in sn.items() if n <= most and t <= target), default=first - 1) for sn in seen]
-    hi = [min([most, *(n - 1 for n, t in sn.items() if t > target)]) for sn in seen]
+    inside = [(lambda n, r=r: r is not None and r[0] <= n <= r[1]) for r in regimes]
+    seen = [{n: v[k] for n, v in known.items() if inside[w](n)} for w, k in enumerate(ORDER)]
+    lo = [max((n for n, t in sn.items() if t <= target), default=r[0] - 1) if r else 0
+          for sn, r in zip(seen, regimes, strict=True)]
+    hi = [min([r[1], *(n - 1 for n, t in sn.items() if t > target)]) if r else 0
+          for sn, r in zip(seen, regimes, strict=True)]
     while any(h > lo_ for lo_, h in zip(lo, hi, strict=True)):
         picks: list[set[int]] = []
         for sn, lo_, h in zip(seen, lo, hi, strict=True):
@@ -239,15 +238,15 @@ def _largest_in(dec: Decode, unit: int, first: int, most: int, target: float,
             picks.append(p)
         ns = sorted(set().union(*picks))
         times = dec.steps(np.array(ns) * unit)
-        for which, k in enumerate(order):
-            seen[which].update(zip(ns, times[k].mean(axis=1).tolist(), strict=True))
-        for which, p in enumerate(picks):
+        for w, k in enumerate(ORDER):
+            seen[w].update((n, t) for n, t in zip(ns, times[k].mean(axis=1).tolist(), strict=True) if inside[w](n))
+        for w, p in enumerate(picks):
             for n in p:
-                if seen[which][n] <= target:
-                    lo[which] = max(lo[which], n)
+                if seen[w][n] <= target:
+                    lo[w] = max(lo[w], n)
                 else:
-                    hi[which] = min(hi[which], n - 1)
-    return [n if n >= first and n > 0 else None for n in lo]
+                    hi[w] = min(hi[w], n - 1)
+    return [n if r is not None and n >= r[0] and n > 0 else None for n, r in zip(lo, regimes, strict=True)]
 
 
 __all__ = ["Decode", "kernel_bands", "largest_meeting", "throughputs", "workload_rate"]
