@@ -11,7 +11,7 @@ and the largest batch whose mean inter-token latency meets a target.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from roofline.dtypes import DType
@@ -73,34 +73,33 @@ class Decode:
 
         nb, nc = b.size, self.contexts.size
         bs, cs = np.repeat(b, nc), np.tile(self.contexts, nb)
+        total: Callable[[int, Any], Any]
         if self._parts is not None:  # the kernels that do not grow with the context: at the first, once a batch
             grows, at_grows, flat, at_flat = self._parts
             once = self._kernels(b, np.full(nb, self.contexts[0]), flat)
             each = self._kernels(bs, cs, grows)
-            kt, fast, slow = (np.empty((nb * nc, len(self.sm.names))) for _ in range(3))
-            for whole, e, o in zip((kt, fast, slow), each, once, strict=True):
-                whole[:, at_grows] = e
-                whole[:, at_flat] = np.repeat(o, nc, axis=0)
+
+            def total(i: int, mask: Any) -> Any:  # Σ over the kernels `mask` of the floor (0), low (1), high (2)
+                return each[i][:, mask[at_grows]].sum(axis=1) + np.repeat(once[i][:, mask[at_flat]].sum(axis=1), nc)
         else:
-            kt, fast, slow = self._kernels(bs, cs)
-        oh_lo, oh_hi = self.eff.overhead
-        if self.tbo is not None:
-            a2a, every = self.tbo
+            whole = self._kernels(bs, cs)
 
-            def tbo(t: Any) -> Any:
-                return np.maximum(t[:, ~every].sum(axis=1), t[:, a2a].sum(axis=1)) + t[:, every & ~a2a].sum(axis=1)
+            def total(i: int, mask: Any) -> Any:
+                return whole[i][:, mask].sum(axis=1)
 
-            floor, low, high = tbo(kt), tbo(fast) + oh_lo, tbo(slow) + oh_hi
-        elif self.comm is None:
-            floor, low, high = kt.sum(axis=1), fast.sum(axis=1) + oh_lo, slow.sum(axis=1) + oh_hi
-        else:
-            c = self.comm
+        overhead = (0.0, *self.eff.overhead)
+        everything = np.ones(len(self.sm.names), dtype=bool)
 
-            def over(t: Any) -> Any:
-                return np.maximum(t[:, ~c].sum(axis=1), t[:, c].sum(axis=1))
+        def step(i: int) -> Any:
+            if self.tbo is not None:
+                a2a, every = self.tbo
+                return np.maximum(total(i, ~every), total(i, a2a)) + total(i, every & ~a2a) + overhead[i]
+            if self.comm is None:
+                return total(i, everything) + overhead[i]
+            return np.maximum(total(i, ~self.comm), total(i, self.comm)) + overhead[i]
 
-            floor, low, high = over(kt), over(fast) + oh_lo, over(slow) + oh_hi
-        return floor.reshape(nb, nc), low.reshape(nb, nc), high.reshape(nb, nc)
+        floor, low, high = (step(i).reshape(nb, nc) for i in range(3))
+        return floor, low, high
 
     def _kernels(self, b: Any, c: Any, sm: StepModel | None = None) -> tuple[Any, Any, Any]:
         """Each kernel's floor and band over all its runs [points, kernels] at batches `b` and contexts `c`."""
