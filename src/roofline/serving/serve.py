@@ -412,6 +412,9 @@ def _slo_batches(dec: Decode, unit: int, max_mem: int | None, itl_slo: float | N
         return None, None
     most = _most(max_mem, unit)
     known = {b // unit: (mn.floor, mn.low, mn.high) for b, mn in zip(curve_b, curve_means, strict=True)}
+    if max_mem is not None and most not in known:  # the memory's largest batch, taken with the curve
+        top = dec.itl([most * unit])[0][0]
+        known[most] = (top.floor, top.low, top.high)
     found, lo_n, hi_n = largest_meeting(dec, unit, most, itl_slo, known, regimes)  # floor; expected high, low
     return (None if found is None else found * unit,
             (None if lo_n is None else lo_n * unit, None if hi_n is None else hi_n * unit))
@@ -539,9 +542,9 @@ def _serve_step(step: Step, d: Deployment, output: int, batch: int | None,
     dec = Decode(sm, m, pre.dtype, eff, overlap, prompt, output)
     curve_b = curve_batches(unit, max_mem)
     regimes = None
-    if itl_slo is not None:  # the ITL search's first look (largest_meeting), with the curve: each regime's first batch
-        regimes = dec.sm.all_reduce_regimes(unit, _most(max_mem, unit), prompt + 1)
-        dec.steps([*curve_b, *(first * unit for first, _ in regimes)])
+    if itl_slo is not None:  # the ITL search's first look (largest_meeting), with the curve: each regime's first
+        regimes = dec.sm.all_reduce_regimes(unit, _most(max_mem, unit), prompt + 1)  # batch, and the memory's
+        dec.steps([*curve_b, *(first * unit for first, _ in regimes), _most(max_mem, unit) * unit])
     curve_means, curve_lasts = dec.itl(curve_b)
     _check_targets_met(curve_means[0], ttft, itl_slo, ttft_slo, unit)
     max_slo, slo_exp = _slo_batches(dec, unit, max_mem, itl_slo, curve_b, curve_means, regimes)
