@@ -180,6 +180,40 @@ def workload_rate(decode: Rate, prefill: Band, output: int, dp: int, share: floa
                 1 / (1 / decode.high + prefill.low * k))
 
 
+NO_CAPACITY_SEARCH = 1 << 24  # how far the SLO search looks on a machine without a memory capacity
+
+
+def search_units(max_mem: int | None, unit: int) -> int:
+    """The most batch units the ITL search looks at: the memory's, or NO_CAPACITY_SEARCH without a capacity."""
+    return (max_mem if max_mem is not None else NO_CAPACITY_SEARCH * unit) // unit
+
+
+def first_look(dec: Decode, unit: int, max_mem: int | None, curve: list[int]) -> list[tuple[int, int]]:
+    """The ITL search's first look, in one evaluation with the curve's batches: each all-reduce regime's first
+    batch and the memory's largest (largest_meeting); the regimes, for slo_batches."""
+    most = search_units(max_mem, unit)
+    regimes = dec.sm.all_reduce_regimes(unit, most, int(dec.contexts[0]))
+    dec.steps([*curve, *(first * unit for first, _ in regimes), most * unit])
+    return regimes
+
+
+def slo_batches(dec: Decode, unit: int, max_mem: int | None, itl_slo: float | None, curve: list[int],
+                curve_means: list[Band], regimes: list[tuple[int, int]] | None = None
+                ) -> tuple[int | None, tuple[int | None, int | None] | None]:
+    """The largest batch meeting the ITL target at the floor, and with the band's high and low times, from
+    the curve's batches and their means (`regimes`: first_look's, when taken)."""
+    if itl_slo is None:
+        return None, None
+    most = search_units(max_mem, unit)
+    known = {b // unit: (mn.floor, mn.low, mn.high) for b, mn in zip(curve, curve_means, strict=True)}
+    if max_mem is not None and most not in known:  # the memory's largest batch, taken with the curve
+        top = dec.itl([most * unit])[0][0]
+        known[most] = (top.floor, top.low, top.high)
+    found, lo_n, hi_n = largest_meeting(dec, unit, most, itl_slo, known, regimes)  # floor; expected high, low
+    return (None if found is None else found * unit,
+            (None if lo_n is None else lo_n * unit, None if hi_n is None else hi_n * unit))
+
+
 def largest_meeting(dec: Decode, unit: int, most: int, target: float,
                      known: Mapping[int, tuple[float, float, float]],
                      regimes: list[tuple[int, int]] | None = None) -> list[int | None]:
@@ -248,4 +282,5 @@ def _largest_in(dec: Decode, unit: int, regimes: list[tuple[int, int] | None], t
     return [n if r is not None and n >= r[0] and n > 0 else None for n, r in zip(lo, regimes, strict=True)]
 
 
-__all__ = ["Decode", "kernel_bands", "largest_meeting", "throughputs", "workload_rate"]
+__all__ = ["NO_CAPACITY_SEARCH", "Decode", "first_look", "kernel_bands", "largest_meeting", "search_units",
+           "slo_batches", "throughputs", "workload_rate"]

@@ -60,7 +60,7 @@ from roofline.models.stepmodel import StepModel, batch_unit
 from roofline.models.transformer import ModelConfig
 from roofline.parallel import Deployment, Split, deploy
 from roofline.serving.chunked import ChunkedPrefill, check_chunk, chunked_prefill, step_band
-from roofline.serving.decode import Decode, largest_meeting, throughputs, workload_rate
+from roofline.serving.decode import Decode, first_look, slo_batches, throughputs, workload_rate
 from roofline.serving.disaggregate import Disaggregation, check_groups, disaggregate, parse_ratio
 from roofline.serving.efficiency import Band, Efficiency, Rate
 from roofline.serving.speculative import Speculative, check_draft, mtp_draft, speculative
@@ -73,7 +73,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 CURVE_MAX_BATCH = 1024
 KNEE_GAIN = 0.10  # the knee: the batch past which one more doubling gains less than this share
-NO_CAPACITY_SEARCH = 1 << 24  # how far the SLO search looks on a machine without a memory capacity
 
 FORMULAS = {
     "ttft_s": "prefill step of one request's prompt at batch 1 (per request, no queueing)",
@@ -398,28 +397,6 @@ def _check_targets_met(first_mean: Band, ttft: Band, itl_slo: float | None, ttft
                             f"(expected {format_time(ttft.low)}-{format_time(ttft.high)}) even at batch 1")
 
 
-def _most(max_mem: int | None, unit: int) -> int:
-    """The most batch units the ITL search looks at: the memory's, or NO_CAPACITY_SEARCH without a capacity."""
-    return (max_mem if max_mem is not None else NO_CAPACITY_SEARCH * unit) // unit
-
-
-def _slo_batches(dec: Decode, unit: int, max_mem: int | None, itl_slo: float | None, curve_b: list[int],
-                 curve_means: list[Band], regimes: list[tuple[int, int]] | None = None
-                 ) -> tuple[int | None, tuple[int | None, int | None] | None]:
-    """The largest batch meeting the ITL target at the floor, and with the band's high and low times
-    (`regimes`: the all-reduce regimes when already taken)."""
-    if itl_slo is None:
-        return None, None
-    most = _most(max_mem, unit)
-    known = {b // unit: (mn.floor, mn.low, mn.high) for b, mn in zip(curve_b, curve_means, strict=True)}
-    if max_mem is not None and most not in known:  # the memory's largest batch, taken with the curve
-        top = dec.itl([most * unit])[0][0]
-        known[most] = (top.floor, top.low, top.high)
-    found, lo_n, hi_n = largest_meeting(dec, unit, most, itl_slo, known, regimes)  # floor; expected high, low
-    return (None if found is None else found * unit,
-            (None if lo_n is None else lo_n * unit, None if hi_n is None else hi_n * unit))
-
-
 def _chosen_batch(batch: int | None, max_slo: int | None, unit: int) -> tuple[int, str]:
     """The batch and how it was chosen: given, the ITL target's largest, or the smallest."""
     if batch is not None:
@@ -541,13 +518,10 @@ def _serve_step(step: Step, d: Deployment, output: int, batch: int | None,
                        d.nvls)
     dec = Decode(sm, m, pre.dtype, eff, overlap, prompt, output)
     curve_b = curve_batches(unit, max_mem)
-    regimes = None
-    if itl_slo is not None:  # the ITL search's first look (largest_meeting), with the curve: each regime's first
-        regimes = dec.sm.all_reduce_regimes(unit, _most(max_mem, unit), prompt + 1)  # batch, and the memory's
-        dec.steps([*curve_b, *(first * unit for first, _ in regimes), _most(max_mem, unit) * unit])
+    regimes = first_look(dec, unit, max_mem, curve_b) if itl_slo is not None else None  # with the curve
     curve_means, curve_lasts = dec.itl(curve_b)
     _check_targets_met(curve_means[0], ttft, itl_slo, ttft_slo, unit)
-    max_slo, slo_exp = _slo_batches(dec, unit, max_mem, itl_slo, curve_b, curve_means, regimes)
+    max_slo, slo_exp = slo_batches(dec, unit, max_mem, itl_slo, curve_b, curve_means, regimes)
     batch, chosen = _chosen_batch(batch, max_slo, unit)
     if max_mem is not None and batch > max_mem:
         warnings.append(f"batch {batch} does not fit: at most {max_mem} sequences of {prompt + output} tokens fit "
