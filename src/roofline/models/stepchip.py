@@ -33,6 +33,7 @@ from roofline.vocab import Level, Phase, Unit
 
 ONCHIP_LEVELS = (Level.SMEM, Level.L2)
 MATMUL, QK, PV = "matmul", "attention_qk", "attention_pv"
+TILED = (MATMUL, QK, PV)
 DIMS = ("m", "n", "rows", "b", "nq", "nkv")  # rows: a matmul's output rows over its batch dims (M × batch)
 
 
@@ -152,7 +153,7 @@ class ChipModel:
         ops = tuple(t for j, k in enumerate(first) for op in k.ops if (t := TiledOp.of(j, op)) is not None)
         flops, dims = [], []
         for kernels in kernels_at:
-            tiled = [op for k in kernels for op in k.ops if TiledOp.of(0, op) is not None]
+            tiled = [op for k in kernels for op in k.ops if op.kind in TILED and op.traffic]  # TiledOp.of's
             flops.append([op.flop_by_unit.get(Unit.MATRIX, 0.0) for op in tiled])
             dims.append([TiledOp.dims(op) for op in tiled])
         n_ops = len(ops)
@@ -179,8 +180,9 @@ class ChipModel:
                          self.coef_flop[:, mine], self.coef_dims[:, mine], {lv: c[:, keep] for lv, c in
                                                                            self.coef_rest.items()}, len(keep), kinds)
 
-    def tiled_bytes(self, x: Any, basis: Any) -> dict[Level, Any]:
-        """{SMEM, L2: [points, kernels]} of the tiled ops alone (the module docstring's formulas)."""
+    def tiled_bytes(self, x: Any, basis: Any, dims: Any = None) -> dict[Level, Any]:
+        """{SMEM, L2: [points, kernels]} of the tiled ops alone (the module docstring's formulas); `dims`:
+        self.dims(basis) when already taken."""
         import numpy as np
 
         n = x.shape[0]
@@ -188,7 +190,7 @@ class ChipModel:
         if not self.ops:
             return out
         f = x @ self.coef_flop  # [points, ops]
-        dims = self.dims(basis)
+        dims = self.dims(basis) if dims is None else dims
         m, nn, nq, nkv = dims[..., 0], dims[..., 1], dims[..., 4], dims[..., 5]
         tm, tn, _ = MATMUL_TILE
         br, bc = ATTENTION_TILE
@@ -212,9 +214,10 @@ class ChipModel:
             out[Level.L2][:, op.kernel] += l2
         return out
 
-    def bytes(self, x: Any, basis: Any) -> dict[Level, Any]:
-        """{SMEM, L2: [points, kernels]}: the tiled ops' bytes plus each kernel's other on-chip bytes."""
-        tiled = self.tiled_bytes(x, basis)
+    def bytes(self, x: Any, basis: Any, dims: Any = None) -> dict[Level, Any]:
+        """{SMEM, L2: [points, kernels]}: the tiled ops' bytes plus each kernel's other on-chip bytes
+        (`dims`: self.dims(basis) when already taken)."""
+        tiled = self.tiled_bytes(x, basis, dims)
         return {level: tiled[level] + x @ self.coef_rest[level] for level in ONCHIP_LEVELS}
 
     def dims(self, basis: Any) -> Any:

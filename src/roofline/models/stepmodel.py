@@ -284,11 +284,15 @@ class StepModel:
                    sp, devices_per_node, coef_exp=coefs[3], coef_vector_ops=coefs[4], chip=chip, nvls=nvls,
                    all_reduces=all_reduces, **link)
 
-    def evaluate(self, batch: Iterable[int], seq: Iterable[int], machine: Machine, dtype: DType) -> dict[str, Any]:
+    def evaluate(self, batch: Iterable[int], seq: Iterable[int], machine: Machine, dtype: DType,
+                 totals: bool = True) -> dict[str, Any]:
         """Totals for every (batch[i], seq[i]): flop, bytes, time_s (Σ of the kernels' floors),
         memory_bound_time_s, flop_per_byte, as numpy arrays; per kernel kernel_time_s (all its runs),
         kernel_compute_s (one run's matrix or vector term) and kernel_bound, codes into RESOURCE_CODES
-        (matrix, vector, dram, link, network, exp, smem, l2), as `bound` is."""
+        (matrix, vector, dram, link, network, exp, smem, l2), as `bound` is; op_dims, the tiled ops'
+        dimensions [points, ops, DIMS] where the on-chip bytes took them (the band reads them again).
+        `totals` False: the per-kernel entries alone (what a band over the kernels reads; serving.decode
+        sums its own)."""
         import numpy as np
 
         b = np.asarray(list(batch) if not hasattr(batch, "__array__") else batch)
@@ -319,9 +323,12 @@ class StepModel:
             level_times += [self._link_time(x, machine, Level.LINK), self._link_time(x, machine, Level.NETWORK)]
             level_codes += [3, 4]
         onchip = onchip_bandwidths(machine)
+        op_dims = None  # the tiled ops' dimensions [points, ops, DIMS], kept for the band (stepband)
         if self.chip is not None and onchip:
             b_rep = per_replica(b, self.split.dp)
-            moved = self.chip.bytes(x, dims_basis(self.config, b_rep, s, self.phase))
+            basis = dims_basis(self.config, b_rep, s, self.phase)
+            op_dims = self.chip.dims(basis) if self.chip.ops else None
+            moved = self.chip.bytes(x, basis, op_dims)
             for lv, code in ((Level.SMEM, 6), (Level.L2, 7)):
                 if lv in onchip:
                     level_times.append(moved[lv] / onchip[lv])
@@ -331,6 +338,12 @@ class StepModel:
         t = np.maximum(compute, memory) * counts
         # `binding` per kernel (ties go to memory), then per point over the kernels' times
         kernel_bound = np.where(memory >= compute, codes[slowest], unit)
+        kernels = {"kernel_time_s": t, "kernel_bound": kernel_bound,
+                   "kernel_compute_s": np.maximum(t_matrix, t_vector),  # one run's FLOP units' term (no exp)
+                   "kernel_dram_s": t_dram, "kernel_exp_s": t_exp, "kernel_matrix_flop": fm,  # one run's, each
+                   **({} if op_dims is None else {"op_dims": op_dims})}
+        if not totals:
+            return kernels
         per = np.stack([np.where(kernel_bound == i, t, 0.0).sum(axis=1) for i in range(len(RESOURCE_CODES))], axis=1)
         level_per = per[:, codes]
         unit_per = per[:, unit_codes]
@@ -340,9 +353,7 @@ class StepModel:
         byt = by @ counts
         memory_bound = per[:, [2, 6, 7]].sum(axis=1)  # the memory class: DRAM, shared memory and L2 (bound_class)
         return {"flop": flop, "bytes": byt, "time_s": t.sum(axis=1), "memory_bound_time_s": memory_bound,
-                "flop_per_byte": flop / byt, "kernel_time_s": t, "kernel_bound": kernel_bound, "bound": step_bound,
-                "kernel_compute_s": np.maximum(t_matrix, t_vector),  # one run's FLOP units' term (no exp)
-                "kernel_dram_s": t_dram, "kernel_exp_s": t_exp, "kernel_matrix_flop": fm}  # one run's, each
+                "flop_per_byte": flop / byt, "bound": step_bound, **kernels}
 
     def _link_time(self, x: Any, machine: Machine, level: Level) -> Any:
         """α + bytes / bandwidth on `level` for the kernels that move bytes over it, 0 for the others."""
@@ -358,10 +369,13 @@ class StepModel:
         moved = x @ coef
         if level is Level.LINK and self.all_reduces:  # each all-reduce's bytes as its algorithm moves them
             rule = AllReduceRule(self.config.allreduce, self.nvls)
+            groups: dict[int, list[int]] = {}
             for j, n in self.all_reduces:
+                groups.setdefault(n, []).append(j)
+            for n, js in groups.items():  # the all-reduces over one group size at once (elementwise)
                 # S is a whole number of bytes: rounded, so the fit's last digits never cross a threshold
-                s = np.rint(moved[:, j] / BUS_FACTOR[Collective.ALL_REDUCE](n))
-                moved[:, j] = rule.factors(s, n, False) * s
+                s = np.rint(moved[:, js] / BUS_FACTOR[Collective.ALL_REDUCE](n))
+                moved[:, js] = rule.factors(s, n, False) * s
         return np.where(mask, lv.latency_s + moved / lv.bytes_per_s, 0.0)
 
     def all_reduce_regimes(self, unit: int, most: int, seq: int) -> list[tuple[int, int]]:

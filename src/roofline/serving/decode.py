@@ -104,7 +104,7 @@ class Decode:
     def _kernels(self, b: Any, c: Any, sm: StepModel | None = None) -> tuple[Any, Any, Any]:
         """Each kernel's floor and band over all its runs [points, kernels] at batches `b` and contexts `c`."""
         sm = sm or self.sm
-        r = sm.evaluate(b, c, self.machine, self.dtype)
+        r = sm.evaluate(b, c, self.machine, self.dtype, totals=False)
         fast, slow = kernel_bands(sm, r, b, c, self.machine, self.dtype, self.eff)
         return r["kernel_time_s"], fast, slow
 
