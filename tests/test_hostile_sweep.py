@@ -321,7 +321,7 @@ REFUSED: list[tuple[str, str]] = [
     (f"model {GPT2} --memory-utilization -0.5", "--memory-utilization must be in (0, 1], got -0.5"),
     (f"model {GPT2} --memory-utilization nan", "--memory-utilization must be in (0, 1], got nan"),
     (f"model {GPT2} --memory-utilization inf", "--memory-utilization must be in (0, 1], got inf"),
-    (f"model {GPT2} --memory-utilization abc", "'abc' is not a valid float"),
+    (f"model {GPT2} --memory-utilization abc", "--memory-utilization must be in (0, 1], got abc"),
     # found by the hypothesis mix below: the share is checked as the option is read, before the context warning
     (f"model {GPT2} --context 128k --memory-utilization 0", "--memory-utilization must be in (0, 1], got 0.0"),
     (f"model {GPT2} --json --explain", "--json and --explain each print the whole result"),
@@ -449,6 +449,13 @@ REFUSED: list[tuple[str, str]] = [
     ("train gpt2 --seq 1024 --global-batch 8 --virtual-stages 2", "give --pp above 1"),
     ("train gpt2 --seq 1024 --tokens-per-batch 1000", "is not a whole number of 1024-token sequences"),
     ("train gpt2 --seq 1024 --global-batch 8 --price-per-device-hour -1", "must be a positive number"),
+    # --memory-utilization is one type (cli.common.Share) with one message in model, serve, plan and train
+    ("train gpt2 --seq 1024 --global-batch 8 --memory-utilization 0",
+     "--memory-utilization must be in (0, 1], got 0.0"),
+    ("train gpt2 --seq 1024 --global-batch 8 --memory-utilization abc",
+     "--memory-utilization must be in (0, 1], got abc"),
+    ("plan --train gpt2 --seq 1024 --global-batch 8 --memory-utilization 1.5",
+     "--memory-utilization must be in (0, 1], got 1.5"),
     ("train gpt2 --seq 1024 --global-batch 8 --machine nosuch", "unknown system 'nosuch'"),
     ("plan --train nosuch --seq 1024 --global-batch 8", "unknown model 'nosuch'"),
     ("plan --train gpt2 --global-batch 8", "give the sequence length"),

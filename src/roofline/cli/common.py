@@ -106,14 +106,29 @@ class Number(click.types.FloatParamType):
 NUMBER = Number()
 
 
-class Share(Number):
-    """A share in (0, 1] (a memory utilization), checked as the option is read, before any analysis runs
-    or warns: "--memory-utilization must be in (0, 1], got 0.0", as the library says it."""
+class Share(click.ParamType):
+    """A share in (0, 1] (a memory utilization: `model`, `serve`, `plan` and `train` take this one type),
+    checked as the option is read, before any analysis runs or warns, with one message for every value
+    outside it, a word or a number: "--memory-utilization must be in (0, 1], got 0.0", as the library
+    says it; the digits 0-9 only (units.ascii_digits: "٠.٨" is refused, not read as 0.8)."""
+
+    name = "float"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        number = super().convert(value, param, ctx)
+        label = _label(param)
+        if isinstance(value, str):
+            try:
+                ascii_digits(value, label)
+            except UnitError as exc:
+                self.fail(str(exc), param, ctx)
+        try:
+            number = float(value)
+            shown = str(number)
+        except (TypeError, ValueError, OverflowError):
+            number = math.nan
+            shown = str(value) if len(str(value)) <= 40 else str(value)[:20] + "..."
         if not 0 < number <= 1:  # NaN fails this too
-            self.fail(f"{_label(param)} must be in (0, 1], got {number}", param, ctx)
+            self.fail(f"{label} must be in (0, 1], got {shown}", param, ctx)
         return number
 
 

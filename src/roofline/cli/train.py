@@ -11,7 +11,17 @@ from typing import Any
 
 import click
 
-from roofline.cli.common import POS, PositiveNumber, dump, one_of, outputs, warn, wrote
+from roofline.cli.common import (
+    DEFAULT_MEMORY_UTILIZATION,
+    POS,
+    SHARE,
+    PositiveNumber,
+    dump,
+    one_of,
+    outputs,
+    warn,
+    wrote,
+)
 from roofline.cli.options import allreduce_option, allreduce_system, parse_overrides, write_text
 from roofline.errors import RooflineError
 from roofline.hardware.catalog import DEFAULT_MACHINE
@@ -48,7 +58,7 @@ def train_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--overlap", is_flag=True,
                      help="Communication at best hidden under compute: a micro-batch takes the larger of the two; "
                           "the data-parallel reduction hides under the last backward."),
-        click.option("--memory-utilization", type=PositiveNumber(1.0), default=0.9, show_default=True,
+        click.option("--memory-utilization", type=SHARE, default=DEFAULT_MEMORY_UTILIZATION, show_default=True,
                      help="Usable share of each device's memory (the rest: CUDA context, NCCL buffers, fragments)."),
         click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
                      help="What-if: override a config.json field."),

@@ -550,7 +550,8 @@ def expected_columns(fit: Fit, c: Columns) -> tuple[Any, Any, Any]:
         widths = np.array([d for d, _ in fit.head_dim_weights], dtype=np.float64)
         weights = np.array([w for _, w in fit.head_dim_weights], dtype=np.float64)
         hd = np.asarray(c.head_dim, dtype=np.float64)
-        nearest = np.abs(np.log(np.maximum(hd, 1e-9)[..., None] / widths)).argmin(axis=-1)
+        each = np.unique(hd)  # a few widths over many entries: each looked up once
+        nearest = np.abs(np.log(np.maximum(each, 1e-9)[..., None] / widths)).argmin(axis=-1)[np.searchsorted(each, hd)]
         weight = np.where(hd > 0, weights[nearest], fit.matrix_weight)
     else:
         weight = fit.matrix_weight

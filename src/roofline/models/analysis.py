@@ -400,7 +400,10 @@ class ModelAnalysis(Drawable):
 
     @property
     def ratios(self) -> dict[str, dict[str, float]]:
-        """Each plan against `none`: same FLOPs, fewer bytes, and the time it buys."""
+        """Each plan against `none`: same FLOPs, fewer bytes, and the time it buys ({} when `none` was not
+        analysed: serve's prefill places its headline plan alone)."""
+        if Plan.NONE not in self.plans:
+            return {}
         base = self.plans[Plan.NONE]
         return {name: {"bytes_ratio": a.bytes / base.bytes, "time_ratio": a.time_s / base.time_s,
                        "time_saved_s": base.time_s - a.time_s}

@@ -141,12 +141,15 @@ def expected_band(sm: StepModel, r: dict[str, Any], batch: Any, seq: Any, machin
     compute, exp = r["kernel_compute_s"], r["kernel_exp_s"]
     cls = np.array(CLASS_OF_CODE)[np.asarray(r["kernel_bound"])]
     # a collective's memory term is its link's time (shape_of); every other kernel's, DRAM's
-    dram = np.where(np.isin(np.asarray(r["kernel_bound"]), (3, 4)), floor, r["kernel_dram_s"])
+    bound = np.asarray(r["kernel_bound"])
+    dram = np.where((bound == 3) | (bound == 4), floor, r["kernel_dram_s"])  # the link, the network
     sms = machine.chip.sms if machine.chip is not None else 0
     level = machine.memory.get(Level.DRAM)
     bw = level.bytes_per_s if level is not None and level.bytes_per_s else 0.0
     chip = sm.chip
-    dims = chip.dims(dims_basis(sm.config, b // sm.split.dp, s)) if chip is not None and chip.ops else None
+    dims = None
+    if chip is not None and chip.ops:  # the tiled ops' dimensions: evaluate's when it took them
+        dims = r["op_dims"] if "op_dims" in r else chip.dims(dims_basis(sm.config, b // sm.split.dp, s, sm.phase))
     kinds = chip.kinds if chip is not None else ()
     nk = floor.shape[1]
     grid = {name: np.zeros_like(floor) for name in ("rows", "n", "pairs", "heads", "kv_heads", "input_s",
@@ -209,20 +212,24 @@ def expected_band(sm: StepModel, r: dict[str, Any], batch: Any, seq: Any, machin
     # meet them (j, then the point: so a kind without a fit is named as the kernel-by-kernel walk names it)
     key = (kind * len(BOUNDS) + cls).ravel()
     order = np.argsort(key, kind="stable")
-    starts = np.flatnonzero(np.r_[True, np.diff(key[order]) != 0])
-    ends = np.r_[starts[1:], key.size]
-    flat = {name: a.ravel() for name, a in (("floor", floor), ("compute", compute), ("dram", dram), ("exp", exp),
-                                             *grid.items())}
-    low, high = np.empty(key.size), np.empty(key.size)
-    first = [int(((order[a:z] % nk) * key.size + order[a:z]).min()) for a, z in zip(starts, ends, strict=True)]
-    for g in sorted(range(starts.size), key=first.__getitem__):
-        idx = order[starts[g]:ends[g]]
-        i, c = divmod(int(key[idx[0]]), len(BOUNDS))
+    starts = np.flatnonzero(np.concatenate(([True], np.diff(key[order]) != 0)))
+    ends = np.append(starts[1:], key.size)
+    # every column gathered once in the groups' order: each group is then a slice (a view), its band
+    # written back in place of the entries it holds
+    flat = {name: a.ravel()[order] for name, a in (("floor", floor), ("compute", compute), ("dram", dram),
+                                                    ("exp", exp), *grid.items())}
+    low_g, high_g = np.empty(key.size), np.empty(key.size)
+    first = np.minimum.reduceat((order % nk) * key.size + order, starts) if key.size else np.zeros(0)
+    for g in np.argsort(first, kind="stable").tolist():
+        a, z = int(starts[g]), int(ends[g])
+        i, c = divmod(int(key[order[a]]), len(BOUNDS))
         fit, _ = times.fit_for(names[i], BOUNDS[c])
-        col = {name: a[idx] for name, a in flat.items()}
-        _, low[idx], high[idx] = expected_columns(fit, Columns(
+        col = {name: v[a:z] for name, v in flat.items()}
+        _, low_g[a:z], high_g[a:z] = expected_columns(fit, Columns(
             col["floor"], col["compute"], col["dram"], col["exp"], col["rows"], col["n"], col["pairs"], col["heads"],
             col["kv_heads"], col["head_dim"], col["input_s"], col["output_s"], sms, col["k"]))
+    low, high = np.empty(key.size), np.empty(key.size)
+    low[order], high[order] = low_g, high_g
     low, high = low.reshape(floor.shape), high.reshape(floor.shape)
     return low * counts, high * counts
 

@@ -22,28 +22,31 @@ other bytes are. The fit must reproduce every sample graph's bytes, or the step 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from roofline.errors import RooflineError
 from roofline.graph import Kernel
 from roofline.kernels import ATTENTION_TILE, MATMUL_TILE
 from roofline.models.transformer import AttentionKind, ModelConfig
-from roofline.vocab import Level, Unit
+from roofline.vocab import Level, Phase, Unit
 
 ONCHIP_LEVELS = (Level.SMEM, Level.L2)
 MATMUL, QK, PV = "matmul", "attention_qk", "attention_pv"
+TILED = (MATMUL, QK, PV)
 DIMS = ("m", "n", "rows", "b", "nq", "nkv")  # rows: a matmul's output rows over its batch dims (M × batch)
 
 
-def dims_basis(cfg: ModelConfig, batch: Any, seq: Any) -> Any:
-    """[points, columns]: 1, B, S, B·S and the keys a decode query of a windowed (or chunked) and a
-    top-k layer reads (ModelConfig.read_tokens): every op dimension is linear in these."""
+def dims_basis(cfg: ModelConfig, batch: Any, seq: Any, phase: Phase) -> Any:
+    """[points, columns]: 1, B, S, B·S (prefill: a matmul's rows are the B·S tokens; a decode step's are
+    the B sequences, so it has no such column, and its fit one sample graph fewer) and the keys a decode
+    query of a windowed (or chunked) and a top-k layer reads (ModelConfig.read_tokens): every op
+    dimension is linear in these."""
     import numpy as np
 
     b = np.asarray(batch, dtype=np.float64)
     s = np.asarray(seq, dtype=np.float64)
-    cols = [np.ones_like(b), b, s, b * s]
+    cols = [np.ones_like(b), b, s, *([b * s] if phase is Phase.PREFILL else [])]
     if cfg.sliding_window and cfg.attention_layers(AttentionKind.LOCAL):
         cols.append(np.asarray(cfg.read_tokens(AttentionKind.LOCAL, s), dtype=np.float64))
     if cfg.indexer is not None:
@@ -152,7 +155,7 @@ class ChipModel:
         ops = tuple(t for j, k in enumerate(first) for op in k.ops if (t := TiledOp.of(j, op)) is not None)
         flops, dims = [], []
         for kernels in kernels_at:
-            tiled = [op for k in kernels for op in k.ops if TiledOp.of(0, op) is not None]
+            tiled = [op for k in kernels for op in k.ops if op.kind in TILED and op.traffic]  # TiledOp.of's
             flops.append([op.flop_by_unit.get(Unit.MATRIX, 0.0) for op in tiled])
             dims.append([TiledOp.dims(op) for op in tiled])
         n_ops = len(ops)
@@ -161,17 +164,27 @@ class ChipModel:
         coef_dims = solve(basis, d).reshape(basis.shape[1], n_ops, len(DIMS))
         bare = cls(ops, coef_flop, coef_dims, {}, len(first))
         modelled = bare.tiled_bytes(x, basis)
-        rest = {}
-        for level in ONCHIP_LEVELS:
-            y = np.array([[k.cost.bytes_by_level.get(level, 0.0) for k in kernels] for kernels in kernels_at],
-                         dtype=np.float64)
-            rest[level] = solve(x, y - modelled[level], y)
+        y = np.hstack([np.array([[k.cost.bytes_by_level.get(level, 0.0) for k in kernels] for kernels in kernels_at],
+                                dtype=np.float64) for level in ONCHIP_LEVELS])
+        both = solve(x, y - np.hstack([modelled[level] for level in ONCHIP_LEVELS]), y)  # the levels solved at once
+        rest = dict(zip(ONCHIP_LEVELS, np.split(both, len(ONCHIP_LEVELS), axis=1), strict=True))
         starts = {t.kernel: i for i, t in reversed(list(enumerate(ops)))}
         kinds = tuple(KernelKind.of(k, starts.get(j, len(ops)), ops) for j, k in enumerate(first))
         return cls(ops, coef_flop, coef_dims, rest, len(first), kinds)
 
-    def tiled_bytes(self, x: Any, basis: Any) -> dict[Level, Any]:
-        """{SMEM, L2: [points, kernels]} of the tiled ops alone (the module docstring's formulas)."""
+    def kernels_only(self, keep: list[int]) -> ChipModel:
+        """The on-chip model of the kernels `keep` (indices, in order) alone, their ops renumbered."""
+        at = {j: i for i, j in enumerate(keep)}
+        mine = [i for i, t in enumerate(self.ops) if t.kernel in at]
+        op_at = {i: n for n, i in enumerate(mine)}
+        kinds = tuple(replace(self.kinds[j], op=op_at.get(self.kinds[j].op, -1)) for j in keep) if self.kinds else ()
+        return ChipModel(tuple(replace(self.ops[i], kernel=at[self.ops[i].kernel]) for i in mine),
+                         self.coef_flop[:, mine], self.coef_dims[:, mine], {lv: c[:, keep] for lv, c in
+                                                                           self.coef_rest.items()}, len(keep), kinds)
+
+    def tiled_bytes(self, x: Any, basis: Any, dims: Any = None) -> dict[Level, Any]:
+        """{SMEM, L2: [points, kernels]} of the tiled ops alone (the module docstring's formulas); `dims`:
+        self.dims(basis) when already taken."""
         import numpy as np
 
         n = x.shape[0]
@@ -179,7 +192,7 @@ class ChipModel:
         if not self.ops:
             return out
         f = x @ self.coef_flop  # [points, ops]
-        dims = np.einsum("pb,bod->pod", basis, self.coef_dims)
+        dims = self.dims(basis) if dims is None else dims
         m, nn, nq, nkv = dims[..., 0], dims[..., 1], dims[..., 4], dims[..., 5]
         tm, tn, _ = MATMUL_TILE
         br, bc = ATTENTION_TILE
@@ -203,16 +216,18 @@ class ChipModel:
             out[Level.L2][:, op.kernel] += l2
         return out
 
-    def bytes(self, x: Any, basis: Any) -> dict[Level, Any]:
-        """{SMEM, L2: [points, kernels]}: the tiled ops' bytes plus each kernel's other on-chip bytes."""
-        tiled = self.tiled_bytes(x, basis)
+    def bytes(self, x: Any, basis: Any, dims: Any = None) -> dict[Level, Any]:
+        """{SMEM, L2: [points, kernels]}: the tiled ops' bytes plus each kernel's other on-chip bytes
+        (`dims`: self.dims(basis) when already taken)."""
+        tiled = self.tiled_bytes(x, basis, dims)
         return {level: tiled[level] + x @ self.coef_rest[level] for level in ONCHIP_LEVELS}
 
     def dims(self, basis: Any) -> Any:
         """[points, ops, DIMS]: every tiled op's dimensions at the points."""
         import numpy as np
 
-        return np.einsum("pb,bod->pod", basis, self.coef_dims)
+        b, o, d = self.coef_dims.shape  # Σ_b basis[p, b] · coef[b, o, d], as one matrix product (einsum's is slow)
+        return (np.asarray(basis, dtype=np.float64) @ self.coef_dims.reshape(b, o * d)).reshape(-1, o, d)
 
 
 def onchip_bandwidths(machine: Any) -> dict[Level, float]:

@@ -7,8 +7,10 @@ Every FLOP and byte count of a step's kernels is a linear combination of a few f
 graph builder's own formulas (`ModelConfig.cached_tokens`, `roofline.models.formulas`), evaluated
 on numpy arrays. `StepModel` builds the real graph at a handful of sample points (batches that
 are multiples of `batch_unit`: dp, × tp when expert parallelism splits a replica's tokens over its
-tp ranks), solves for those coefficients exactly, checks the fit reproduces every sample, and then
-evaluates any grid of (B, S) with numpy: the same kernels, the same max(compute, memory) per kernel.
+tp ranks): of a grid that separates every feature, the fewest whose features span the grid's, and
+one more (`_spanning`: 4 graphs for a dense decode step where the grid has 30), solves for those
+coefficients exactly, checks the fit reproduces every sample, and then evaluates any grid of (B, S)
+with numpy: the same kernels, the same max(compute, memory) per kernel.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
 
+ROUNDING = 1e-12  # a fitted term adding at most this share of a kernel's largest sample is the solve's rounding
+CHECK_POINTS = 1  # sample points beyond the fewest that determine the fit, to check it reproduces them (_spanning)
 # the resources StepModel.evaluate codes `bound` and `kernel_bound` by
 RESOURCE_CODES = (Unit.MATRIX, Unit.VECTOR, Level.DRAM, Level.LINK, Level.NETWORK, Unit.EXP, Level.SMEM, Level.L2)
 
@@ -149,6 +153,49 @@ def _sample_points(cfg: ModelConfig, phase: Phase) -> list[tuple[int, int]]:
     return [(b, s) for b in batches for s in sorted(lengths)]
 
 
+def _spanning(blocks: list[Any], points: list[tuple[int, int]], extra: int) -> list[int]:
+    """Indices of the fewest sample points whose rows of each of `blocks` (the features, the dims basis:
+    each solved on its own, each column scaled to 1) span that block's rows at all of them, in their order,
+    plus `extra` more to check the fit on.
+
+    Every kernel's FLOPs, bytes and dimensions are exact linear combinations of those columns (the module
+    docstring), so the coefficients solved on such a subset are the ones solved on every point: the rows
+    are picked as pivoted QR picks them (the first point, then each time the row farthest from the span of
+    those taken, summed over the blocks not yet spanned), and the checks are the points farthest, in log
+    batch and log length, from those taken. Each point saved is a graph build saved."""
+    import numpy as np
+
+    rest, ranks, sizes = [], [], []
+    for x in blocks:
+        scale = np.abs(x).max(axis=0)
+        scale[scale == 0] = 1.0
+        rest.append(x / scale)
+        ranks.append(int(np.linalg.matrix_rank(rest[-1])))
+        sizes.append(np.maximum(np.linalg.norm(rest[-1], axis=1), 1e-300))
+    taken: list[int] = []
+    have = [0] * len(blocks)
+    i = 0
+    while any(h < r for h, r in zip(have, ranks, strict=True)):
+        taken.append(i)
+        score = np.zeros(len(points))
+        for j, r in enumerate(rest):
+            norm = float(np.linalg.norm(r[i]))
+            if have[j] < ranks[j] and norm > 1e-9 * float(sizes[j][i]):
+                v = r[i] / norm
+                rest[j] = r - np.outer(r @ v, v)
+                have[j] += 1
+            if have[j] < ranks[j]:
+                score += np.linalg.norm(rest[j], axis=1) / sizes[j]
+        score[taken] = -1.0
+        i = int(np.argmax(score))
+    where = np.log(np.array(points, dtype=np.float64))
+    for _ in range(min(extra, len(points) - len(taken))):
+        gap = np.abs(where[:, None, :] - where[None, taken, :]).sum(axis=2).min(axis=1)
+        gap[taken] = -1.0
+        taken.append(int(np.argmax(gap)))
+    return sorted(taken)
+
+
 @dataclass(frozen=True)
 class StepModel:
     """Per-kernel coefficients: flop_matrix, flop_vector and bytes = features · coefficients.
@@ -196,6 +243,10 @@ class StepModel:
         all_reduces: tuple[tuple[int, int], ...] = ()
         unit = batch_unit(sp)  # the sample batches: multiples of dp (× tp under a sequence split)
         points = _sample_points(cfg, phase)
+        grid = np.array([p[0] * unit for p in points]), np.array([p[1] for p in points])
+        blocks = [_features(cfg, phase, *grid, experts_hit_override, sp),
+                  dims_basis(cfg, per_replica(grid[0], sp.dp), grid[1], phase)]
+        points = [points[i] for i in _spanning(blocks, points, CHECK_POINTS)]
         names: tuple[str, ...] = ()
         counts: tuple[int, ...] = ()
         rows_m, rows_v, rows_b, rows_l, rows_n, rows_e, rows_o = [], [], [], [], [], [], []
@@ -229,22 +280,26 @@ class StepModel:
             return _solve(cfg.name, cols, y, reference)
 
         links = (rows_l, rows_n) if not sp.trivial else ()
-        coefs = [solve(x, np.array(rows, dtype=np.float64))
-                 for rows in (rows_m, rows_v, rows_b, rows_e, rows_o, *links)]
+        every = (rows_m, rows_v, rows_b, rows_e, rows_o, *links)  # solved at once, one column a kernel and kind
+        coefs = np.split(solve(x, np.hstack([np.array(rows, dtype=np.float64) for rows in every])), len(every), axis=1)
         link: dict[str, Any] = {}
         if links:
             link = {"coef_link": coefs[5], "coef_network": coefs[6], "link_mask": _traffic_mask(rows_l, cfg.name),
                     "network_mask": _traffic_mask(rows_n, cfg.name)}
-        chip = ChipModel.fit(cfg, kernels_at, x, dims_basis(cfg, per_replica(batches, sp.dp), seqs), solve)
+        chip = ChipModel.fit(cfg, kernels_at, x, dims_basis(cfg, per_replica(batches, sp.dp), seqs, phase), solve)
         return cls(cfg, phase, dtypes, plan, names, counts, coefs[0], coefs[1], coefs[2], experts_hit_override,
                    sp, devices_per_node, coef_exp=coefs[3], coef_vector_ops=coefs[4], chip=chip, nvls=nvls,
                    all_reduces=all_reduces, **link)
 
-    def evaluate(self, batch: Iterable[int], seq: Iterable[int], machine: Machine, dtype: DType) -> dict[str, Any]:
+    def evaluate(self, batch: Iterable[int], seq: Iterable[int], machine: Machine, dtype: DType,
+                 totals: bool = True) -> dict[str, Any]:
         """Totals for every (batch[i], seq[i]): flop, bytes, time_s (Σ of the kernels' floors),
         memory_bound_time_s, flop_per_byte, as numpy arrays; per kernel kernel_time_s (all its runs),
         kernel_compute_s (one run's matrix or vector term) and kernel_bound, codes into RESOURCE_CODES
-        (matrix, vector, dram, link, network, exp, smem, l2), as `bound` is."""
+        (matrix, vector, dram, link, network, exp, smem, l2), as `bound` is; op_dims, the tiled ops'
+        dimensions [points, ops, DIMS] where the on-chip bytes took them (the band reads them again).
+        `totals` False: the per-kernel entries alone (what a band over the kernels reads; serving.decode
+        sums its own)."""
         import numpy as np
 
         b = np.asarray(list(batch) if not hasattr(batch, "__array__") else batch)
@@ -275,9 +330,12 @@ class StepModel:
             level_times += [self._link_time(x, machine, Level.LINK), self._link_time(x, machine, Level.NETWORK)]
             level_codes += [3, 4]
         onchip = onchip_bandwidths(machine)
+        op_dims = None  # the tiled ops' dimensions [points, ops, DIMS], kept for the band (stepband)
         if self.chip is not None and onchip:
             b_rep = per_replica(b, self.split.dp)
-            moved = self.chip.bytes(x, dims_basis(self.config, b_rep, s))
+            basis = dims_basis(self.config, b_rep, s, self.phase)
+            op_dims = self.chip.dims(basis) if self.chip.ops else None
+            moved = self.chip.bytes(x, basis, op_dims)
             for lv, code in ((Level.SMEM, 6), (Level.L2, 7)):
                 if lv in onchip:
                     level_times.append(moved[lv] / onchip[lv])
@@ -287,6 +345,12 @@ class StepModel:
         t = np.maximum(compute, memory) * counts
         # `binding` per kernel (ties go to memory), then per point over the kernels' times
         kernel_bound = np.where(memory >= compute, codes[slowest], unit)
+        kernels = {"kernel_time_s": t, "kernel_bound": kernel_bound,
+                   "kernel_compute_s": np.maximum(t_matrix, t_vector),  # one run's FLOP units' term (no exp)
+                   "kernel_dram_s": t_dram, "kernel_exp_s": t_exp, "kernel_matrix_flop": fm,  # one run's, each
+                   **({} if op_dims is None else {"op_dims": op_dims})}
+        if not totals:
+            return kernels
         per = np.stack([np.where(kernel_bound == i, t, 0.0).sum(axis=1) for i in range(len(RESOURCE_CODES))], axis=1)
         level_per = per[:, codes]
         unit_per = per[:, unit_codes]
@@ -296,9 +360,7 @@ class StepModel:
         byt = by @ counts
         memory_bound = per[:, [2, 6, 7]].sum(axis=1)  # the memory class: DRAM, shared memory and L2 (bound_class)
         return {"flop": flop, "bytes": byt, "time_s": t.sum(axis=1), "memory_bound_time_s": memory_bound,
-                "flop_per_byte": flop / byt, "kernel_time_s": t, "kernel_bound": kernel_bound, "bound": step_bound,
-                "kernel_compute_s": np.maximum(t_matrix, t_vector),  # one run's FLOP units' term (no exp)
-                "kernel_dram_s": t_dram, "kernel_exp_s": t_exp, "kernel_matrix_flop": fm}  # one run's, each
+                "flop_per_byte": flop / byt, "bound": step_bound, **kernels}
 
     def _link_time(self, x: Any, machine: Machine, level: Level) -> Any:
         """α + bytes / bandwidth on `level` for the kernels that move bytes over it, 0 for the others."""
@@ -314,10 +376,13 @@ class StepModel:
         moved = x @ coef
         if level is Level.LINK and self.all_reduces:  # each all-reduce's bytes as its algorithm moves them
             rule = AllReduceRule(self.config.allreduce, self.nvls)
+            groups: dict[int, list[int]] = {}
             for j, n in self.all_reduces:
+                groups.setdefault(n, []).append(j)
+            for n, js in groups.items():  # the all-reduces over one group size at once (elementwise)
                 # S is a whole number of bytes: rounded, so the fit's last digits never cross a threshold
-                s = np.rint(moved[:, j] / BUS_FACTOR[Collective.ALL_REDUCE](n))
-                moved[:, j] = rule.factors(s, n, False) * s
+                s = np.rint(moved[:, js] / BUS_FACTOR[Collective.ALL_REDUCE](n))
+                moved[:, js] = rule.factors(s, n, False) * s
         return np.where(mask, lv.latency_s + moved / lv.bytes_per_s, 0.0)
 
     def all_reduce_regimes(self, unit: int, most: int, seq: int) -> list[tuple[int, int]]:
@@ -338,6 +403,46 @@ class StepModel:
         ends = [*(s - 1 for s in starts[1:]), most - 1]
         return [(int(n[a]), int(n[b])) for a, b in zip(starts, ends, strict=True)]
 
+    def length_free(self) -> Any:
+        """[kernels] True for a kernel nothing of which grows with the length (a decode step's GEMMs, norms
+        and collectives: their terms are all in the features that do not vary with it, _length_columns):
+        its times are the same at every context of a batch."""
+        import numpy as np
+
+        xs, basis = _length_columns(self.config, self.phase, self.split, self.experts_hit_override)
+        coefs = [c for c in (self.coef_matrix, self.coef_vector, self.coef_bytes, self.coef_exp, self.coef_vector_ops,
+                             self.coef_link, self.coef_network) if c is not None]
+        if self.chip is not None:
+            coefs += list(self.chip.coef_rest.values())
+        free = np.ones(len(self.names), dtype=bool)
+        for c in coefs:
+            free &= ~(c[xs] != 0).any(axis=0)
+        if self.chip is not None:
+            for i, op in enumerate(self.chip.ops):
+                if (self.chip.coef_flop[xs, i] != 0).any() or (self.chip.coef_dims[basis, i] != 0).any():
+                    free[op.kernel] = False
+        return free
+
+    def kernels_only(self, keep: Any) -> StepModel:
+        """The step model of the kernels `keep` (indices, in order) alone: evaluate() gives their columns."""
+        import numpy as np
+
+        k = [int(j) for j in keep]
+        at = {j: i for i, j in enumerate(k)}
+
+        def cols(c: Any) -> Any:
+            return None if c is None else c[:, k]
+
+        return replace(self, names=tuple(self.names[j] for j in k), counts=tuple(self.counts[j] for j in k),
+                       coef_matrix=cols(self.coef_matrix), coef_vector=cols(self.coef_vector),
+                       coef_bytes=cols(self.coef_bytes), coef_link=cols(self.coef_link),
+                       coef_network=cols(self.coef_network), coef_exp=cols(self.coef_exp),
+                       coef_vector_ops=cols(self.coef_vector_ops),
+                       link_mask=None if self.link_mask is None else np.asarray(self.link_mask)[k],
+                       network_mask=None if self.network_mask is None else np.asarray(self.network_mask)[k],
+                       chip=None if self.chip is None else self.chip.kernels_only(k),
+                       all_reduces=tuple((at[j], g) for j, g in self.all_reduces if j in at))
+
     def limit(self, seq: int) -> tuple[float, float, float]:
         """(FLOPs, bytes, FLOP/B) per extra sequence (of a replica, with data parallelism) as the batch
         grows without bound."""
@@ -352,6 +457,23 @@ class StepModel:
         df, db = float(flop[1] - flop[0]), float(byt[1] - byt[0])
         per = (1 << 30) * (unit // self.split.dp)
         return df / per, db / per, df / db if db else math.inf
+
+
+def _length_columns(cfg: ModelConfig, phase: Phase, split: Split, override: int | None) -> tuple[Any, Any]:
+    """([features], [dims basis]) True for the columns that vary with the length at some batch: each taken
+    at the sample batches over the sample lengths and powers of 4 up to 2^20 (every window, top-k and
+    compression ratio is passed on the way)."""
+    import numpy as np
+
+    points = _sample_points(cfg, phase)
+    batches = sorted({b for b, _ in points})
+    lengths = sorted({s for _, s in points} | {4 ** k for k in range(11)})
+    b = np.repeat(np.array(batches) * batch_unit(split), len(lengths))
+    s = np.tile(np.array(lengths), len(batches))
+    shape = (len(batches), len(lengths), -1)
+    x = _features(cfg, phase, b, s, override, split).reshape(shape)
+    basis = dims_basis(cfg, per_replica(b, split.dp), s, phase).reshape(shape)
+    return np.ptp(x, axis=1).any(axis=0), np.ptp(basis, axis=1).any(axis=0)
 
 
 def _first_max(arrays: list[Any]) -> tuple[Any, Any]:
@@ -370,8 +492,10 @@ def _first_max(arrays: list[Any]) -> tuple[Any, Any]:
 def _solve(name: str, x: Any, y: Any, reference: Any = None) -> Any:
     """Coefficients c with x · c = y at every sample (columns scaled to 1, then one step of iterative
     refinement: the window or chunk pairs column is nearly collinear with B·S² below the window, and the
-    residual's solve recovers the digits the first one lost); an error when the fit misses a sample by
-    more than 1e-6 of `reference` (default y)."""
+    residual's solve recovers the digits the first one lost); a coefficient whose column adds at most
+    ROUNDING of `reference` (default y) at every sample is the solve's rounding and is set to 0 (a kernel
+    that does not grow with the length then has no length terms at all: Decode evaluates it once a
+    batch); an error when the fit misses a sample by more than 1e-6 of `reference`."""
     import numpy as np
 
     scale = np.abs(x).max(axis=0)
@@ -379,8 +503,9 @@ def _solve(name: str, x: Any, y: Any, reference: Any = None) -> Any:
     xs = x / scale
     c, *_ = np.linalg.lstsq(xs, y, rcond=None)
     c = c + np.linalg.lstsq(xs, y - xs @ c, rcond=None)[0]
-    c = c / scale[:, None]
     ref = y if reference is None else reference
+    c[np.abs(c) <= ROUNDING * np.abs(ref).max(axis=0, initial=0.0)] = 0.0  # columns scaled to 1: c is what each adds
+    c = c / scale[:, None]
     err = np.abs(x @ c - y) / np.maximum(np.abs(ref), 1.0)
     if err.size and float(err.max()) > 1e-6:
         raise RooflineError(f"{name}: the sweep model does not reproduce the graph "

@@ -228,8 +228,7 @@ class ModelConfig:
         """Per layer, the attention it runs: GLOBAL (full causal) or LOCAL (sliding window)."""
         if self.layer_attention:
             return self.layer_attention
-        kind = AttentionKind.LOCAL if self.sliding_window else AttentionKind.GLOBAL
-        return tuple(kind for _ in range(self.num_layers))
+        return (AttentionKind.LOCAL if self.sliding_window else AttentionKind.GLOBAL,) * self.num_layers
 
     @property
     def is_moe(self) -> bool:
@@ -301,7 +300,7 @@ class ModelConfig:
         return out
 
     def attention_layers(self, kind: AttentionKind) -> int:
-        return sum(1 for a in self.layer_kinds if a == kind)
+        return self.layer_kinds.count(kind)
 
     def layer_groups(self) -> tuple[tuple[str, int], ...]:
         """The model as a sequence of layer kinds: (kind, layers) for each token mixer, then each MLP

@@ -30,8 +30,9 @@ the earlier index keys are left out.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from roofline.errors import T
 from roofline.graph import FusionPlan, Graph, tensor
@@ -44,21 +45,25 @@ from roofline.serving.efficiency import Band, Efficiency
 from roofline.units import require_positive_int
 from roofline.vocab import Phase, Plan, Role, Unit
 
+if TYPE_CHECKING:  # pragma: no cover
+    from roofline.calibration.choose import Band as KernelBand
+
 ZERO = Band(0.0, 0.0, 0.0)
 
 
 def step_band(placements: Any, eff: Efficiency, overlap: bool, overhead: bool = True,
-              two_batch: bool = False) -> Band:
+              two_batch: bool = False, bands: Sequence[KernelBand] | None = None) -> Band:
     """Σ kernel floors (the floor) and Σ runs × each kernel's calibrated band (Efficiency.band, as
-    `roofline model` gives it), with the per-step overhead; with `overlap` the collectives run under
+    `roofline model` gives it, or `bands`, one a placement, when the caller has them), with the
+    per-step overhead; with `overlap` the collectives run under
     the rest (the larger sum); with `two_batch` (--two-batch-overlap, without --overlap) the MoE
     all-to-all of one micro-batch runs under the other's compute, max(rest, all-to-all) + the other
     collectives, as ModelAnalysis.step_time_s has it, at each end of the band."""
     floor = {"a2a": 0.0, "comm": 0.0, "rest": 0.0}
     fast = {"a2a": 0.0, "comm": 0.0, "rest": 0.0}
     slow = {"a2a": 0.0, "comm": 0.0, "rest": 0.0}
-    for p in placements:
-        band = eff.band(p)
+    placements = tuple(placements)
+    for p, band in zip(placements, bands if bands is not None else [eff.band(p) for p in placements], strict=True):
         key = ("a2a" if two_batch and p.kind == ALL_TO_ALL else "comm") if p.kind in COLLECTIVES else "rest"
         floor[key] += p.total_time_s
         fast[key] += p.count * band.low_s

@@ -11,7 +11,7 @@ and the largest batch whose mean inter-token latency meets a target.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from roofline.dtypes import DType
@@ -41,6 +41,13 @@ class Decode:
         hidden = None if overlap or comm is None else overlapped_all_to_all(sm.names, sm.config, sm.split.ep)
         self.tbo = None if hidden is None or comm is None else (np.asarray(hidden), np.asarray(comm))
         self._rows: dict[int, tuple[Any, Any, Any]] = {}  # batch -> its (floor, low, high) over the contexts
+        # the kernels nothing of which grows with the context (GEMMs, norms, collectives: StepModel.length_free)
+        # are evaluated once a batch, the others at every context
+        free = sm.length_free() if self.contexts.size > 1 else np.zeros(len(sm.names), dtype=bool)
+        self._parts = None
+        if free.any() and not free.all():
+            grows, flat = np.flatnonzero(~free), np.flatnonzero(free)
+            self._parts = (sm.kernels_only(grows), grows, sm.kernels_only(flat), flat)
 
     def steps(self, batches: Any) -> tuple[Any, Any, Any]:
         """Step times [batches, contexts]: floor, expected low, expected high. A batch is evaluated once:
@@ -66,27 +73,40 @@ class Decode:
 
         nb, nc = b.size, self.contexts.size
         bs, cs = np.repeat(b, nc), np.tile(self.contexts, nb)
-        r = self.sm.evaluate(bs, cs, self.machine, self.dtype)
-        kt = r["kernel_time_s"]
-        fast, slow = kernel_bands(self.sm, r, bs, cs, self.machine, self.dtype, self.eff)
-        oh_lo, oh_hi = self.eff.overhead
-        if self.tbo is not None:
-            a2a, every = self.tbo
+        total: Callable[[int, Any], Any]
+        if self._parts is not None:  # the kernels that do not grow with the context: at the first, once a batch
+            grows, at_grows, flat, at_flat = self._parts
+            once = self._kernels(b, np.full(nb, self.contexts[0]), flat)
+            each = self._kernels(bs, cs, grows)
 
-            def tbo(t: Any) -> Any:
-                return np.maximum(t[:, ~every].sum(axis=1), t[:, a2a].sum(axis=1)) + t[:, every & ~a2a].sum(axis=1)
-
-            floor, low, high = tbo(kt), tbo(fast) + oh_lo, tbo(slow) + oh_hi
-        elif self.comm is None:
-            floor, low, high = r["time_s"], fast.sum(axis=1) + oh_lo, slow.sum(axis=1) + oh_hi
+            def total(i: int, mask: Any) -> Any:  # Σ over the kernels `mask` of the floor (0), low (1), high (2)
+                return each[i][:, mask[at_grows]].sum(axis=1) + np.repeat(once[i][:, mask[at_flat]].sum(axis=1), nc)
         else:
-            c = self.comm
+            whole = self._kernels(bs, cs)
 
-            def over(t: Any) -> Any:
-                return np.maximum(t[:, ~c].sum(axis=1), t[:, c].sum(axis=1))
+            def total(i: int, mask: Any) -> Any:
+                return whole[i][:, mask].sum(axis=1)
 
-            floor, low, high = over(kt), over(fast) + oh_lo, over(slow) + oh_hi
-        return floor.reshape(nb, nc), low.reshape(nb, nc), high.reshape(nb, nc)
+        overhead = (0.0, *self.eff.overhead)
+        everything = np.ones(len(self.sm.names), dtype=bool)
+
+        def step(i: int) -> Any:
+            if self.tbo is not None:
+                a2a, every = self.tbo
+                return np.maximum(total(i, ~every), total(i, a2a)) + total(i, every & ~a2a) + overhead[i]
+            if self.comm is None:
+                return total(i, everything) + overhead[i]
+            return np.maximum(total(i, ~self.comm), total(i, self.comm)) + overhead[i]
+
+        floor, low, high = (step(i).reshape(nb, nc) for i in range(3))
+        return floor, low, high
+
+    def _kernels(self, b: Any, c: Any, sm: StepModel | None = None) -> tuple[Any, Any, Any]:
+        """Each kernel's floor and band over all its runs [points, kernels] at batches `b` and contexts `c`."""
+        sm = sm or self.sm
+        r = sm.evaluate(b, c, self.machine, self.dtype, totals=False)
+        fast, slow = kernel_bands(sm, r, b, c, self.machine, self.dtype, self.eff)
+        return r["kernel_time_s"], fast, slow
 
     def itl(self, batches: Any) -> tuple[list[Band], list[Band]]:
         """(mean, last) over the generation per batch."""
@@ -160,38 +180,82 @@ def workload_rate(decode: Rate, prefill: Band, output: int, dp: int, share: floa
                 1 / (1 / decode.high + prefill.low * k))
 
 
+NO_CAPACITY_SEARCH = 1 << 24  # how far the SLO search looks on a machine without a memory capacity
+
+
+def search_units(max_mem: int | None, unit: int) -> int:
+    """The most batch units the ITL search looks at: the memory's, or NO_CAPACITY_SEARCH without a capacity."""
+    return (max_mem if max_mem is not None else NO_CAPACITY_SEARCH * unit) // unit
+
+
+def first_look(dec: Decode, unit: int, max_mem: int | None, curve: list[int]) -> list[tuple[int, int]]:
+    """The ITL search's first look, in one evaluation with the curve's batches: each all-reduce regime's first
+    batch and the memory's largest (largest_meeting); the regimes, for slo_batches."""
+    most = search_units(max_mem, unit)
+    regimes = dec.sm.all_reduce_regimes(unit, most, int(dec.contexts[0]))
+    dec.steps([*curve, *(first * unit for first, _ in regimes), most * unit])
+    return regimes
+
+
+def slo_batches(dec: Decode, unit: int, max_mem: int | None, itl_slo: float | None, curve: list[int],
+                curve_means: list[Band], regimes: list[tuple[int, int]] | None = None
+                ) -> tuple[int | None, tuple[int | None, int | None] | None]:
+    """The largest batch meeting the ITL target at the floor, and with the band's high and low times, from
+    the curve's batches and their means (`regimes`: first_look's, when taken)."""
+    if itl_slo is None:
+        return None, None
+    most = search_units(max_mem, unit)
+    known = {b // unit: (mn.floor, mn.low, mn.high) for b, mn in zip(curve, curve_means, strict=True)}
+    if max_mem is not None and most not in known:  # the memory's largest batch, taken with the curve
+        top = dec.itl([most * unit])[0][0]
+        known[most] = (top.floor, top.low, top.high)
+    found, lo_n, hi_n = largest_meeting(dec, unit, most, itl_slo, known, regimes)  # floor; expected high, low
+    return (None if found is None else found * unit,
+            (None if lo_n is None else lo_n * unit, None if hi_n is None else hi_n * unit))
+
+
 def largest_meeting(dec: Decode, unit: int, most: int, target: float,
-                     known: Mapping[int, tuple[float, float, float]]) -> list[int | None]:
+                     known: Mapping[int, tuple[float, float, float]],
+                     regimes: list[tuple[int, int]] | None = None) -> list[int | None]:
     """The largest n in [1, most] whose batch n × unit has ITL mean ≤ target, for the floor, the
     expected high and the expected low times. `known`: n → (floor, low, high) means already evaluated
     (the curve's), which bracket each search. Within one regime of the all-reduce algorithms (the
     batches over which every all-reduce runs the same one, `StepModel.all_reduce_regimes`) ITL mean is
     increasing and convex in the batch (each kernel's time is the larger of two linear functions of
     it); across regimes it may fall (past 8 MiB an NVSwitch system's all-reduce runs NVLS, S once
-    instead of the two-shot's 2(n−1)/n · S), so each regime is searched on its own, the highest first."""
-    out: list[int | None] = [None, None, None]
-    for first, last in reversed(dec.sm.all_reduce_regimes(unit, most, int(dec.contexts[0]))):
-        inside = {n: v for n, v in known.items() if first <= n <= last}
-        got = _largest_in(dec, unit, first, last, target, inside)
-        out = [o if o is not None else g for o, g in zip(out, got, strict=True)]
-        if all(o is not None for o in out):
-            break
-    return out
+    instead of the two-shot's 2(n−1)/n · S). So each regime's first batch is looked at (serve takes
+    them with the curve's): a regime whose first batch misses the target has no batch that meets it,
+    and the answer is in the highest regime whose first batch meets it, searched for each of the three
+    times at once (`regimes`: StepModel.all_reduce_regimes(unit, most, the first context) when taken)."""
+    if regimes is None:
+        regimes = dec.sm.all_reduce_regimes(unit, most, int(dec.contexts[0]))
+    firsts = [first for first, _ in regimes if first not in known]
+    if firsts:
+        means = dec.itl([n * unit for n in firsts])[0]
+        known = {**known, **{n: (m.floor, m.low, m.high) for n, m in zip(firsts, means, strict=True)}}
+    # per time (floor, expected high, expected low: the indices into known's (floor, low, high)) its regime
+    where = [next(((a, z) for a, z in reversed(regimes) if known[a][k] <= target), None) for k in ORDER]
+    return _largest_in(dec, unit, where, target, known)
 
 
-def _largest_in(dec: Decode, unit: int, first: int, most: int, target: float,
+ORDER = (0, 2, 1)  # the three searches: the floor, the expected high and the expected low times
+
+
+def _largest_in(dec: Decode, unit: int, regimes: list[tuple[int, int] | None], target: float,
                 known: Mapping[int, tuple[float, float, float]]) -> list[int | None]:
-    """`largest_meeting` inside one regime [first, most]: the chord across a bracket crosses the target
-    at or below the answer, so each round tries that crossing, the next n and the midpoint of every
-    search in one numpy call (and the bracket's top when it is `most`, the memory's bound, not a time seen
-    above the target: a target the memory binds first is met there in one round); exact, and a round or
-    two in practice."""
+    """`largest_meeting` inside one regime [first, most] for each time (None: no batch meets it): the
+    chord across a bracket crosses the target at or below the answer, so each round tries that crossing,
+    the next n and the midpoint of every search in one numpy call (and the bracket's top when it is
+    `most`, the memory's bound, not a time seen above the target: a target the memory binds first is met
+    there in one round); exact, and a round or two in practice."""
     import numpy as np
 
-    order = (0, 2, 1)  # floor, expected high, expected low
-    seen = [{n: v[k] for n, v in known.items()} for k in order]
-    lo = [max((n for n, t in sn.items() if n <= most and t <= target), default=first - 1) for sn in seen]
-    hi = [min([most, *(n - 1 for n, t in sn.items() if t > target)]) for sn in seen]
+    inside = [(lambda n, r=r: r is not None and r[0] <= n <= r[1]) for r in regimes]
+    seen = [{n: v[k] for n, v in known.items() if inside[w](n)} for w, k in enumerate(ORDER)]
+    lo = [max((n for n, t in sn.items() if t <= target), default=r[0] - 1) if r else 0
+          for sn, r in zip(seen, regimes, strict=True)]
+    hi = [min([r[1], *(n - 1 for n, t in sn.items() if t > target)]) if r else 0
+          for sn, r in zip(seen, regimes, strict=True)]
     while any(h > lo_ for lo_, h in zip(lo, hi, strict=True)):
         picks: list[set[int]] = []
         for sn, lo_, h in zip(seen, lo, hi, strict=True):
@@ -207,15 +271,16 @@ def _largest_in(dec: Decode, unit: int, first: int, most: int, target: float,
             picks.append(p)
         ns = sorted(set().union(*picks))
         times = dec.steps(np.array(ns) * unit)
-        for which, k in enumerate(order):
-            seen[which].update(zip(ns, times[k].mean(axis=1).tolist(), strict=True))
-        for which, p in enumerate(picks):
+        for w, k in enumerate(ORDER):
+            seen[w].update((n, t) for n, t in zip(ns, times[k].mean(axis=1).tolist(), strict=True) if inside[w](n))
+        for w, p in enumerate(picks):
             for n in p:
-                if seen[which][n] <= target:
-                    lo[which] = max(lo[which], n)
+                if seen[w][n] <= target:
+                    lo[w] = max(lo[w], n)
                 else:
-                    hi[which] = min(hi[which], n - 1)
-    return [n if n >= first and n > 0 else None for n in lo]
+                    hi[w] = min(hi[w], n - 1)
+    return [n if r is not None and n >= r[0] and n > 0 else None for n, r in zip(lo, regimes, strict=True)]
 
 
-__all__ = ["Decode", "kernel_bands", "largest_meeting", "throughputs", "workload_rate"]
+__all__ = ["NO_CAPACITY_SEARCH", "Decode", "first_look", "kernel_bands", "largest_meeting", "search_units",
+           "slo_batches", "throughputs", "workload_rate"]

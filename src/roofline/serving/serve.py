@@ -41,10 +41,10 @@ numpy is imported only inside functions.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from roofline.dtypes import DType
 from roofline.errors import RooflineError, T
@@ -60,7 +60,7 @@ from roofline.models.stepmodel import StepModel, batch_unit
 from roofline.models.transformer import ModelConfig
 from roofline.parallel import Deployment, Split, deploy
 from roofline.serving.chunked import ChunkedPrefill, check_chunk, chunked_prefill, step_band
-from roofline.serving.decode import Decode, largest_meeting, throughputs, workload_rate
+from roofline.serving.decode import Decode, first_look, slo_batches, throughputs, workload_rate
 from roofline.serving.disaggregate import Disaggregation, check_groups, disaggregate, parse_ratio
 from roofline.serving.efficiency import Band, Efficiency, Rate
 from roofline.serving.speculative import Speculative, check_draft, mtp_draft, speculative
@@ -68,9 +68,11 @@ from roofline.serving.speculative import check as check_speculative
 from roofline.units import format_time, require_positive_int
 from roofline.vocab import Phase, Plan
 
+if TYPE_CHECKING:  # pragma: no cover
+    from roofline.calibration.choose import Band as KernelBand
+
 CURVE_MAX_BATCH = 1024
 KNEE_GAIN = 0.10  # the knee: the batch past which one more doubling gains less than this share
-NO_CAPACITY_SEARCH = 1 << 24  # how far the SLO search looks on a machine without a memory capacity
 
 FORMULAS = {
     "ttft_s": "prefill step of one request's prompt at batch 1 (per request, no queueing)",
@@ -262,11 +264,12 @@ class ServingReport:
         }
 
 
-def _prefill_band(a: ModelAnalysis, eff: Efficiency) -> Band:
+def _prefill_band(a: ModelAnalysis, eff: Efficiency, bands: Sequence[KernelBand] | None = None) -> Band:
     """The prefill step's floor (analyze_model's time, exactly) and band: Σ runs × each kernel's
-    calibrated band + the per-step overhead (chunked.step_band, the one place that sum is written);
-    --two-batch-overlap hides the MoE all-to-all under compute in both, as in the decode steps."""
-    b = step_band(a.placements, eff, a.overlap, two_batch=a.two_batch_overlap)
+    calibrated band (`bands`, one a placement, when already taken) + the per-step overhead
+    (chunked.step_band, the one place that sum is written); --two-batch-overlap hides the MoE
+    all-to-all under compute in both, as in the decode steps."""
+    b = step_band(a.placements, eff, a.overlap, two_batch=a.two_batch_overlap, bands=bands)
     host = eff.prefill_dispatch_per_layer_s * a.config.num_layers  # the engine's prefill dispatch (vLLM's)
     return Band(a.time_s, b.low + host, b.high + host)
 
@@ -394,18 +397,6 @@ def _check_targets_met(first_mean: Band, ttft: Band, itl_slo: float | None, ttft
                             f"(expected {format_time(ttft.low)}-{format_time(ttft.high)}) even at batch 1")
 
 
-def _slo_batches(dec: Decode, unit: int, max_mem: int | None, itl_slo: float | None, curve_b: list[int],
-                 curve_means: list[Band]) -> tuple[int | None, tuple[int | None, int | None] | None]:
-    """The largest batch meeting the ITL target at the floor, and with the band's high and low times."""
-    if itl_slo is None:
-        return None, None
-    most = (max_mem if max_mem is not None else NO_CAPACITY_SEARCH * unit) // unit
-    known = {b // unit: (mn.floor, mn.low, mn.high) for b, mn in zip(curve_b, curve_means, strict=True)}
-    found, lo_n, hi_n = largest_meeting(dec, unit, most, itl_slo, known)  # floor; expected high, low times
-    return (None if found is None else found * unit,
-            (None if lo_n is None else lo_n * unit, None if hi_n is None else hi_n * unit))
-
-
 def _chosen_batch(batch: int | None, max_slo: int | None, unit: int) -> tuple[int, str]:
     """The batch and how it was chosen: given, the ITL target's largest, or the smallest."""
     if batch is not None:
@@ -515,9 +506,10 @@ def _serve_step(step: Step, d: Deployment, output: int, batch: int | None,
     curve, the batches the targets allow, the chosen batch, goodput and cost, in that order."""
     cfg, sp, m, prompt = step.config, d.split, d.machine, step.seq
     unit = batch_unit(sp)
-    pre = analyze(step, d, utilization, overlap)
-    ttft = _prefill_band(pre, eff)
-    warnings = list(pre.warnings) + list(dict.fromkeys(w for p in pre.placements for w in eff.band(p).warnings))
+    pre = analyze(step, d, utilization, overlap, plans=(step.plan,))  # TTFT's plan alone: the others unused
+    bands = [eff.band(p) for p in pre.placements]
+    ttft = _prefill_band(pre, eff, bands)
+    warnings = list(pre.warnings) + list(dict.fromkeys(w for b in bands for w in b.warnings))
     mem = _memory(pre, prompt + output, utilization, unit)
     max_mem = mem.max_batch
 
@@ -526,9 +518,10 @@ def _serve_step(step: Step, d: Deployment, output: int, batch: int | None,
                        d.nvls)
     dec = Decode(sm, m, pre.dtype, eff, overlap, prompt, output)
     curve_b = curve_batches(unit, max_mem)
+    regimes = first_look(dec, unit, max_mem, curve_b) if itl_slo is not None else None  # with the curve
     curve_means, curve_lasts = dec.itl(curve_b)
     _check_targets_met(curve_means[0], ttft, itl_slo, ttft_slo, unit)
-    max_slo, slo_exp = _slo_batches(dec, unit, max_mem, itl_slo, curve_b, curve_means)
+    max_slo, slo_exp = slo_batches(dec, unit, max_mem, itl_slo, curve_b, curve_means, regimes)
     batch, chosen = _chosen_batch(batch, max_slo, unit)
     if max_mem is not None and batch > max_mem:
         warnings.append(f"batch {batch} does not fit: at most {max_mem} sequences of {prompt + output} tokens fit "
