@@ -281,8 +281,14 @@ class Graph:
     def flop(self) -> float:
         return sum(op.flop * op.count for op in self.ops)
 
-    def kernels(self, plan: FusionPlan = UNFUSED) -> list[Kernel]:
-        """The kernels of `plan`, in the order their first op runs."""
+    def kernels(self, plan: FusionPlan = UNFUSED,
+                built: dict[tuple[str, tuple[str, ...]], Kernel] | None = None) -> list[Kernel]:
+        """The kernels of `plan`, in the order their first op runs.
+
+        `built`: kernels of this graph already made under other plans, by (kernel name, op names); a
+        group that recurs (every op outside attention under `none` and `flash`) is taken from it, a
+        new one added. A kernel is a function of its name, its ops and the graph alone, so the kernels
+        are the same, and of several plans of one analysis each is built once."""
         group_of: dict[str, str] = {}
         for kernel_name, names in plan.groups.items():
             for n in names:
@@ -291,7 +297,16 @@ class Graph:
         members: dict[str, list[Op]] = {}
         for op in self.ops:
             members.setdefault(group_of.get(op.name, op.name), []).append(op)
-        return [self._kernel(name, ops) for name, ops in members.items()]
+        if built is None:
+            return [self._kernel(name, ops) for name, ops in members.items()]
+        out: list[Kernel] = []
+        for name, ops in members.items():
+            key = (name, tuple(op.name for op in ops))
+            k = built.get(key)
+            if k is None:
+                k = built[key] = self._kernel(name, ops)
+            out.append(k)
+        return out
 
     def _kernel(self, name: str, ops: list[Op]) -> Kernel:
         counts = {op.count for op in ops}

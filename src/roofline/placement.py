@@ -325,24 +325,59 @@ def place(work: Cost | Kernel, machine: Machine | str, dtype: str | DType | None
           name: str = "", measured_time_s: float | None = None) -> Placement:
     """Put one kernel (or a bare Cost) on a machine, its matrix FLOPs at `dtype`'s peak."""
     m = get_machine(machine)
+    dt = _checked_dtype(m, dtype)
+    return _place(work, _Ceilings(m), dt, name, measured_time_s)
+
+
+def _checked_dtype(m: Machine, dtype: str | DType | None) -> DType:
+    """`dtype` (default: the machine's), refused where the machine lists no matrix peak for it."""
     dt = get_dtype(dtype or m.default_dtype())
     if not m.has_peak(dt):
         raise RooflineError(f"{m.id} lists no matrix peak for {dt.peak_key}; it has: {', '.join(m.dtypes())}")
+    return dt
+
+
+class _Ceilings:
+    """One machine's ceilings as `place` reads them, each looked up once for every kernel placed on it
+    in one analysis: the bandwidth and latency of each level (a measured [memory.l2] bandwidth winning
+    over the per-SM figure) and the peaks of each set of units at each dtype."""
+
+    __slots__ = ("bandwidths", "latencies", "machine", "peaks")
+
+    def __init__(self, m: Machine) -> None:
+        self.machine = m
+        self.bandwidths: dict[Level, float] = {lv.name: lv.bytes_per_s for lv in m.memory.values() if lv.bytes_per_s}
+        _, chip_bandwidths, _ = _on_chip(m, None, Cost())
+        for level, bw in chip_bandwidths.items():
+            self.bandwidths.setdefault(level, bw)
+        self.latencies: dict[Level, float] = {lv.name: lv.latency_s for lv in m.memory.values() if lv.latency_s}
+        self.peaks: dict[tuple[DType, tuple[Unit, ...], bool], dict[Unit, float]] = {}
+
+    def peaks_of(self, dt: DType, units: tuple[Unit, ...], matrix_work: bool) -> dict[Unit, float]:
+        key = (dt, units, matrix_work)
+        found = self.peaks.get(key)
+        if found is None:
+            found = self.peaks[key] = _peaks(self.machine, dt, units, matrix_work)
+        return dict(found)
+
+
+def _place(work: Cost | Kernel, ceilings: _Ceilings, dt: DType, name: str = "",
+           measured_time_s: float | None = None) -> Placement:
+    """`place` on a machine's ceilings, the dtype already checked."""
+    m = ceilings.machine
     kernel = work if isinstance(work, Kernel) else None
     cost = work.cost if isinstance(work, Kernel) else work
     if kernel is not None and kernel.compute_dtype is not None:
         dt = kernel.compute_dtype
-    exp_per_s, chip_bandwidths, notes = _on_chip(m, kernel, cost)
+    exp_per_s, _, notes = _on_chip(m, kernel, cost)
     if m.chip is None and cost.ops_by_unit:  # DRAM-only placement: the FLOPs alone, as without per-SM data
         cost = Cost(cost.flop_by_unit, cost.bytes_by_level)
     # in Unit's order (stable output); the exp units only where the machine has their rate
-    units = [u for u in Unit if u is Unit.MATRIX or (u is not Unit.EXP and cost.work(u))]
-    peaks = _peaks(m, dt, units, bool(cost.work(Unit.MATRIX)))
+    units = tuple(u for u in Unit if u is Unit.MATRIX or (u is not Unit.EXP and cost.work(u)))
+    peaks = ceilings.peaks_of(dt, units, bool(cost.work(Unit.MATRIX)))
     if exp_per_s is not None and cost.work(Unit.EXP):
         peaks[Unit.EXP] = exp_per_s
-    bandwidths = {lv.name: lv.bytes_per_s for lv in m.memory.values() if lv.bytes_per_s}
-    for level, bw in chip_bandwidths.items():
-        bandwidths.setdefault(level, bw)  # a measured [memory.l2] bandwidth wins over the per-SM figure
+    bandwidths = ceilings.bandwidths
     for level, b in cost.bytes_by_level.items():
         if b and level not in bandwidths and level not in ON_CHIP:
             raise RooflineError(f"{m.id} has no bandwidth for memory level {level!r}")
@@ -350,7 +385,7 @@ def place(work: Cost | Kernel, machine: Machine | str, dtype: str | DType | None
         name=name or (kernel.name if kernel else "kernel"),
         machine=m, dtype=dt, cost=cost, peak_by_unit=peaks,
         bandwidth_by_level=bandwidths, count=kernel.count if kernel else 1,
-        latency_by_level={lv.name: lv.latency_s for lv in m.memory.values() if lv.latency_s},
+        latency_by_level=ceilings.latencies,
         kind=kernel.kind if kernel else "", kernel=kernel, measured_time_s=measured_time_s,
         chip_notes=tuple(notes),
     )
@@ -435,9 +470,29 @@ class GraphAnalysis(Drawable):
 def analyze_graph(graph: Graph, machine: Machine | str, dtype: str | DType | None = None,
                   plan: FusionPlan = UNFUSED) -> GraphAnalysis:
     m = get_machine(machine)
-    dt = get_dtype(dtype or m.default_dtype())
-    placements = tuple(place(k, m, dt) for k in graph.kernels(plan))
-    return GraphAnalysis(placements, plan.name, m, dt)
+    return analyze_plans(graph, m, dtype, (plan,))[plan.name]
+
+
+def analyze_plans(graph: Graph, machine: Machine | str, dtype: str | DType | None,
+                  plans: Iterable[FusionPlan]) -> dict[Plan, GraphAnalysis]:
+    """`analyze_graph` under each of `plans`, by plan name. The plans share most kernels (`flash`
+    differs from `none` only in attention): each distinct kernel is built and placed once, and the
+    same Placement stands in every plan that has it (same ops on the same machine, the same numbers)."""
+    m = get_machine(machine)
+    dt = _checked_dtype(m, dtype)
+    ceilings = _Ceilings(m)
+    built: dict[tuple[str, tuple[str, ...]], Kernel] = {}
+    placed: dict[int, Placement] = {}  # by id of a kernel held in `built`
+    out: dict[Plan, GraphAnalysis] = {}
+    for plan in plans:
+        placements: list[Placement] = []
+        for k in graph.kernels(plan, built):
+            p = placed.get(id(k))
+            if p is None:
+                p = placed[id(k)] = _place(k, ceilings, dt)
+            placements.append(p)
+        out[plan.name] = GraphAnalysis(tuple(placements), plan.name, m, dt)
+    return out
 
 
 def crossover(intensity_of: Callable[[int], float], ridge: float, lo: int = 1, hi: int = 1 << 40) -> int | None:

@@ -46,7 +46,7 @@ from roofline.models.step import Step, describe_step
 from roofline.models.stepmodel import Crossover, StepModel
 from roofline.models.transformer import AttentionKind, ModelConfig
 from roofline.parallel import Collective, Deployment, Split, deploy
-from roofline.placement import Drawable, GraphAnalysis, Placement, analyze_graph
+from roofline.placement import Drawable, GraphAnalysis, Placement, analyze_graph, analyze_plans
 from roofline.units import finite_or_none
 from roofline.vocab import Bound, Phase, Plan, Resource, Role
 
@@ -487,7 +487,7 @@ def analyze(step: Step, deployment: Deployment, utilization: float = DEFAULT_UTI
     is one device's, its collectives placed on the system's link and network."""
     mg = step.graph(deployment)
     cdt = compute_dtype(step.dtypes, deployment.machine)
-    placed = {name: analyze_graph(mg.graph, deployment.machine, cdt, mg.plans[name]) for name in plans}
+    placed = analyze_plans(mg.graph, deployment.machine, cdt, [mg.plans[name] for name in plans])
     return ModelAnalysis(mg, step, deployment, cdt, MappingProxyType(placed), mg.warnings, utilization, overlap)
 
 
