@@ -205,7 +205,7 @@ def test_trace_text_names_the_machine_the_roofs_and_the_attention_convention(
 
 def test_recording_reads_no_version_counter_of_an_inference_tensor(monkeypatch: pytest.MonkeyPatch) -> None:
     """The overhead's main cost was asking an inference tensor its version (it raises: ~8 µs each)."""
-    import roofline.tracing.recorder as tracer
+    import roofline.tracing.capture as tracer  # the hot path reads each tensor's version
 
     with torch.inference_mode():
         x = torch.randn(4, 4)
