@@ -105,19 +105,18 @@ def mask_keeps(mask: Any) -> int:
 class Capture:
     """The calls of one traced block, written down as they run, for the recorder to replay. `log`
     holds, in order: a call (schema, arguments, keyword arguments, result, module path or None,
-    seconds or None, whether it ran fused); ("forget", token), a weight's record to drop (its module
-    has just named it); ("error", op, exception), a call the hot path failed on."""
+    seconds or None, whether it ran fused), or ("error", op, exception), a call the hot path failed on."""
 
-    def __init__(self, schema: Callable[[Any], Any], param_names: Mapping[int, str], path: list[str],
-                 score_matmuls: frozenset[str]) -> None:
+    def __init__(self, schema: Callable[[Any], Any], schemas: Mapping[int, tuple[Any, Any]],
+                 param_names: Mapping[int, str], path: list[str]) -> None:
         import torch
 
         self.tensor_type = torch.Tensor
         self.parameter_type = torch.nn.Parameter
         self.schema = schema  # the recorder's: what an op overload is, worked out once
+        self.schemas = schemas  # its cache: id(op overload) -> (it, what it is)
         self.param_names = param_names  # id(tensor) -> its parameter path (the recorder fills it)
         self.path = path  # the module paths running now (the recorder's module hooks keep it)
-        self.score_matmuls = score_matmuls
         self.tokens: dict[int, tuple[Any, int]] = {}  # id(live tensor) -> (weak reference, token)
         self.next_token = 0
         self.log: list[Any] = []
@@ -129,10 +128,10 @@ class Capture:
         return known[1] if known is not None and _alive(known[0]) is t else None
 
     def forget(self, t: Any) -> None:
-        """A tensor the recorder must meet afresh (a weight its module has just named)."""
-        token = self.token(t)
-        if token is not None:
-            self.log.append(("forget", token))
+        """A tensor the recorder must meet afresh (a weight its module has just named): its next call
+        sees it as a new tensor (a new token, its parameter name read then)."""
+        if self.token(t) is not None:
+            del self.tokens[id(t)]
 
     def error(self, func: Any, exc: Exception) -> None:
         self.log.append(("error", str(func), exc))
@@ -140,50 +139,63 @@ class Capture:
     def call(self, func: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], out: Any,
              seconds: float | None) -> None:
         """One call, after the op returned: its arguments and results with each tensor a Seen."""
-        sch = self.schema(func)
+        known = self.schemas.get(id(func))  # the recorder's cache, read here without a call
+        sch = known[1] if known is not None else self.schema(func)
         seen: dict[int, Seen] = {}  # id(live tensor) -> its Seen in this call
         lives: list[Any] = []  # the live tensors, for the storage addresses (dropped on return: no cycle)
+        tensor_type = self.tensor_type
         snap = self._snap
-        s_args = tuple(snap(a, seen, lives) for a in args)
-        s_kwargs = {k: snap(v, seen, lives) for k, v in kwargs.items()} if kwargs else {}
+        s_args = tuple([snap(a, seen, lives) if isinstance(a, tensor_type) else
+                        (snap(a, seen, lives) if isinstance(a, (list, tuple)) else a) for a in args])
+        s_kwargs = {k: snap(v, seen, lives) for k, v in kwargs.items()} if kwargs else kwargs
         before = len(seen)
         s_out = snap(out, seen, lives)
         # the alias test reads storage addresses: for views, writes, and a result that is an argument
-        if sch.may_alias or sch.writes or len(seen) - before < _count(s_out):
+        if sch.needs_ptrs or len(seen) - before < (1 if type(s_out) is Seen else _count(s_out)):
             for v in lives:
                 seen[id(v)].ptr = _storage_ptr(v)
         fused = False
-        if sch.sdpa or sch.mask_at is not None or sch.offsets_at is not None or (
-                self.scores_possible and sch.key == "add"):
+        if sch.needs_values or (sch.adds and self.scores_possible):
             fused = self._values(sch, args, kwargs, seen)
-        if sch.key in self.score_matmuls and isinstance(out, self.tensor_type) and out.dim() == 4:
+        if sch.score_matmul and isinstance(out, tensor_type) and out.dim() == 4:
             self.scores_possible = True
         self.log.append((sch, s_args, s_kwargs, s_out, self.path[-1] if self.path else None, seconds, fused))
 
     def _snap(self, v: Any, seen: dict[int, Seen], lives: list[Any]) -> Any:
         """An argument or result with each tensor a Seen (a list as a tuple)."""
         if isinstance(v, self.tensor_type):
-            s = seen.get(id(v))
+            i = id(v)
+            s = seen.get(i)
             if s is not None:
                 return s
-            known = self.tokens.get(id(v))
-            if known is not None and _alive(known[0]) is v:
-                token = known[1]
-            else:  # never seen, or its id's earlier tensor is dead: a new tensor
-                self.next_token = token = self.next_token + 1
-                self.tokens[id(v)] = (weakref.ref(v), token)
+            known = self.tokens.get(i)
             try:
                 strides: tuple[int, ...] | None = v.stride()
             except (RuntimeError, NotImplementedError):  # sparse and other layouts without strides
                 strides = None
-            s = Seen(token, tuple(v.shape), strides, v.dtype, _version(v), self.param_names.get(id(v)),
-                     isinstance(v, self.parameter_type))
-            seen[id(v)] = s
+            version = _version(v)
+            if known is not None and _alive(known[0]) is v:
+                token = known[1]
+            else:  # never seen, or its id's earlier tensor is dead: a new tensor
+                self.next_token = token = self.next_token + 1
+                self.tokens[i] = (weakref.ref(v), token)
+            param = self.param_names.get(i)
+            s = Seen(token, tuple(v.shape), strides, v.dtype, version, param,
+                     param is not None or self._is_parameter(v))
+            seen[i] = s
             lives.append(v)
             return s
         if isinstance(v, (list, tuple)):
             return tuple(self._snap(x, seen, lives) for x in v)
         return v
+
+    def _is_parameter(self, v: Any) -> bool:
+        """isinstance(v, torch.nn.Parameter) as its metaclass answers it (a tensor marked _is_param, or
+        of the class), without the metaclass's Python-level check."""
+        kind = type(v)
+        if kind is not self.tensor_type and issubclass(kind, self.parameter_type):
+            return True
+        return bool(getattr(v, "__dict__", {}).get("_is_param", False))
 
     def _values(self, sch: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], seen: dict[int, Seen]) -> bool:
         """The facts only a tensor's values tell (the module's text says which); returns whether a

@@ -28,8 +28,12 @@ Names: global module hooks keep the path of the module running each op ("model.l
 down_proj.linear"); the first module to run outside any other is a root, and its weights are named
 by their paths under it, so a script traced whole (`trace_script`) reads like a module handed over.
 
-Overhead: what an op overload is (its arguments, which it writes, its formula, its tags) is worked out
-once per overload and cached; an inference tensor's version is never asked (asking raises, slowly).
+Overhead: the recording is two steps (roofline.tracing.capture): while the program runs, each call is
+written down (the op overload, a `Seen` per tensor: its shape, strides, dtype, version); the graph is
+built from those when the block ends, so the program runs under the mode at little more than the
+mode's own cost. What an op overload is (its arguments, which it writes, its formula, its tags) is
+worked out once per overload and registry and kept across traces; an inference tensor's version is
+never asked (asking raises, slowly).
 
 By default the trace runs under `torch.inference_mode()`, where PyTorch dispatches composite ops
 (linear, rms_norm, scaled_dot_product_attention, softmax) before decomposing them: one op per call
@@ -187,6 +191,23 @@ class _Schema:
     offsets_at: int | None  # a grouped matmul's offsets, whose values its formula reads
     writes: bool  # some argument is written (in place or out=)
     text: str  # the overload as str() writes it ("aten.add.Tensor"), for errors
+    # what the hot path (roofline.tracing.capture) asks, worked out here once
+    needs_ptrs: bool  # the alias test may read storage addresses: a view, or an op that writes
+    needs_values: bool  # an attention op (its backend, its mask) or a grouped matmul (its offsets)
+    adds: bool  # an add: eager attention's mask may be one of its arguments
+    score_matmul: bool  # a matmul whose 4-D result may be eager attention's scores
+
+
+# what each op overload is, per formula registry, kept across traces (an overload is one object for the
+# life of the process; the registry and the overload are held, so their ids stay theirs)
+_SCHEMAS: dict[int, tuple[Registry, dict[int, tuple[Any, _Schema]]]] = {}
+
+
+def _schemas_for(formulas: Registry) -> dict[int, tuple[Any, _Schema]]:
+    known = _SCHEMAS.get(id(formulas))
+    if known is None:
+        known = _SCHEMAS[id(formulas)] = (formulas, {})
+    return known[1]
 
 
 class _Recorder:
@@ -205,12 +226,12 @@ class _Recorder:
         self.inputs = 0
         self.versions: dict[str, int] = {}
         self.tensor_names: set[str] = set()
-        self.schemas: dict[int, tuple[Any, _Schema]] = {}  # id(op overload) -> (it, what it is)
+        self.schemas = _schemas_for(formulas)  # id(op overload) -> (it, what it is)
         # eager attention: score tensor name -> (index in trace.ops of its q·kᵀ op, pairs kept or None,
         # softmax applied)
         self.scores: dict[str, tuple[int, int | None, bool]] = {}
         self.module_paths: dict[int, str] = {}  # id(module) -> its path, for module hooks
-        self.capture = Capture(self.schema, self.param_names, self.path, _SCORE_MATMULS)
+        self.capture = Capture(self.schema, self.schemas, self.param_names, self.path)
 
     # schemas -------------------------------------------------------------------------------------
     def schema(self, func: Any) -> _Schema:
@@ -235,7 +256,9 @@ class _Recorder:
         made = _Schema(aten, key, self.formulas.get(key), tuple(args), aten in _NO_OP, may_alias,
                        torch.Tag.pointwise in tags,
                        torch.Tag.reduction in tags, key in FUSED_ATTENTION, key == SDPA, mask_at,
-                       2 if key == "_grouped_mm" else None, any(a.write for a in args), str(func))
+                       2 if key == "_grouped_mm" else None, any(a.write for a in args), str(func),
+                       may_alias or any(a.write for a in args), key == SDPA or mask_at is not None or
+                       key == "_grouped_mm", key == "add", key in _SCORE_MATMULS)
         self.schemas[id(func)] = (func, made)
         return made
 
@@ -315,9 +338,7 @@ class _Recorder:
         """The calls written down while the program ran (roofline.tracing.capture), recorded in order."""
         log, self.capture.log = self.capture.log, []
         for entry in log:
-            if entry[0] == "forget":
-                self.records.pop(entry[1], None)
-            elif entry[0] == "error":
+            if entry[0] == "error":
                 self.trace.errors.setdefault(entry[1], f"{type(entry[2]).__name__}: {entry[2]}")
             else:
                 try:
