@@ -245,3 +245,31 @@ def test_schemas_are_worked_out_once_per_op_overload() -> None:
     finally:
         _Recorder.schema = real  # type: ignore[method-assign]
     assert seen == [1]
+
+
+def test_the_hot_path_holds_no_tensor_past_its_call() -> None:
+    """The calls are written down while the program runs (roofline.tracing.capture) and replayed into
+    the graph when the block ends; what is written down holds no live tensor, so a tensor the program
+    drops is freed at once, as untraced, and autograd's AccumulateGrad, which takes a gradient it
+    holds the only reference to as the parameter's .grad and copies it otherwise
+    (torch/csrc/autograd/functions/accumulate_grad.h), runs no copy it would not run untraced."""
+    import weakref
+
+    x = torch.randn(8, 16)
+    with trace() as t:
+        y = x @ x.T
+        dropped = weakref.ref(y)
+        del y
+        assert dropped() is None  # freed at its del: nothing of the tracer's kept it
+    assert [op.kind for op in t.ops] == ["matmul"]
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.SiLU(), torch.nn.Linear(32, 16))
+    with trace(model, inference=False) as t:
+        model(x).sum().backward()
+    # the backward of two Linear layers: each weight's gradient an mm, each bias's a sum over the batch,
+    # none copied into .grad; silu_backward between them
+    kinds = [op.name for op in t.ops]
+    assert not [k for k in kinds if k.startswith("copy_")], kinds
+    assert sum(k.startswith("mm") for k in kinds) == 3  # dW2, dX1 (input of layer 2), dW1
+    assert model[0].weight.grad is not None and model[0].weight.grad.shape == (32, 16)
