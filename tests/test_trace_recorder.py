@@ -209,11 +209,14 @@ def test_recording_reads_no_version_counter_of_an_inference_tensor(monkeypatch: 
 
     with torch.inference_mode():
         x = torch.randn(4, 4)
-    calls = []
+    calls: list[bool] = []
     real = tracer._version
     monkeypatch.setattr(tracer, "_version", lambda t: calls.append(t.is_inference()) or real(t))
-    trace_call(lambda: x @ x + x)
-    assert calls and all(calls)  # asked, and each answered by is_inference() without raising
+    trace_call(lambda: x @ x + x)  # under inference mode: every tensor an inference tensor
+    assert calls == []  # never asked
+    y = torch.randn(4, 4)
+    trace_call(lambda: y.add_(1), inference=False)  # a normal tensor written in place: its counter is read
+    assert calls and not any(calls)
 
 
 def test_schemas_are_worked_out_once_per_op_overload() -> None:

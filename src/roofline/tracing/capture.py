@@ -61,8 +61,7 @@ class Seen:
 
 
 def _version(t: Any) -> int:
-    if t.is_inference():  # inference tensors keep no version counter (asking raises, slowly)
-        return -1
+    """A tensor's version counter; never asked of an inference tensor (it keeps none: asking raises, slowly)."""
     try:
         return int(t._version)
     except RuntimeError:
@@ -173,20 +172,22 @@ class Capture:
                 strides: tuple[int, ...] | None = v.stride()
             except (RuntimeError, NotImplementedError):  # sparse and other layouts without strides
                 strides = None
-            version = _version(v)
+            version = -1 if v.is_inference() else _version(v)  # an inference tensor keeps no counter
             if known is not None and _alive(known[0]) is v:
                 token = known[1]
             else:  # never seen, or its id's earlier tensor is dead: a new tensor
                 self.next_token = token = self.next_token + 1
                 self.tokens[i] = (weakref.ref(v), token)
             param = self.param_names.get(i)
+            # a plain torch.Tensor is no Parameter (torch marks only subclass instances _is_param)
             s = Seen(token, tuple(v.shape), strides, v.dtype, version, param,
-                     param is not None or self._is_parameter(v))
+                     param is not None or (type(v) is not self.tensor_type and self._is_parameter(v)))
             seen[i] = s
             lives.append(v)
             return s
         if isinstance(v, (list, tuple)):
-            return tuple(self._snap(x, seen, lives) for x in v)
+            return tuple([self._snap(x, seen, lives) if isinstance(x, (self.tensor_type, list, tuple)) else x
+                          for x in v])
         return v
 
     def _is_parameter(self, v: Any) -> bool:

@@ -512,7 +512,7 @@ def trace(module: Any = None, *, name: str = "traced", inference: bool = True,
     class Mode(TorchDispatchMode):
         def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
                                kwargs: Mapping[str, Any] | None = None) -> Any:
-            kw = dict(kwargs or {})
+            kw = kwargs or {}
             if time_ops:
                 sync()
                 t0 = time.perf_counter()
