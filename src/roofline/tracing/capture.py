@@ -37,7 +37,7 @@ class Seen:
     def __init__(self, token: int, shape: tuple[int, ...], strides: tuple[int, ...] | None, dtype: Any,
                  version: int, param: str | None, is_param: bool) -> None:
         self.token = token
-        self.shape = shape
+        self.shape = shape  # a torch.Size (a tuple), as the tensor gave it
         self.strides = strides
         self.dtype = dtype
         self.version = version  # -1: an inference tensor (no counter) or one without a version
@@ -180,7 +180,7 @@ class Capture:
                 self.tokens[i] = (weakref.ref(v), token)
             param = self.param_names.get(i)
             # a plain torch.Tensor is no Parameter (torch marks only subclass instances _is_param)
-            s = Seen(token, tuple(v.shape), strides, v.dtype, version, param,
+            s = Seen(token, v.shape, strides, v.dtype, version, param,
                      param is not None or (type(v) is not self.tensor_type and self._is_parameter(v)))
             seen[i] = s
             lives.append(v)

@@ -92,7 +92,7 @@ def _distinct_shape(t: Seen) -> tuple[int, ...]:
     """The shape with broadcast (stride-0) dimensions collapsed: what a kernel actually reads."""
     strides = t.strides
     if strides is None or 0 not in strides:  # sparse and other layouts without strides: as is
-        return t.shape
+        return tuple(t.shape)
     return tuple(int(s) if st != 0 else 1 for s, st in zip(t.shape, strides, strict=True))
 
 
