@@ -271,3 +271,20 @@ def test_the_hot_path_holds_no_tensor_past_its_call() -> None:
     assert not [k for k in kinds if k.startswith("copy_")], kinds
     assert sum(k.startswith("mm") for k in kinds) == 3  # dW2, dX1 (input of layer 2), dW1
     assert model[0].weight.grad is not None and model[0].weight.grad.shape == (32, 16)
+
+
+def test_calls_of_one_shape_are_counted_once_each_with_its_own_names_and_tensors() -> None:
+    """The recorder counts a call once per shape it comes in and renames the ops for the calls after
+    it (roofline.tracing.memo): each call keeps its own name, its own tensors and how many distinct
+    tensors it reads; a dtype or a repeated argument makes another call."""
+    x, y = torch.randn(64, 32), torch.randn(64, 32)
+    t = trace_call(lambda: (x + y, x + y, x + x, x.double() + y.double()))
+    adds = [op for op in t.ops if op.kind == "add"]
+    assert [op.name for op in adds] == ["add", "add#2", "add#3", "add#4"]
+    assert [op.flop for op in adds] == [64 * 32] * 4  # 1 FLOP per element (kernels.FLOP_PER_ELEMENT["add"])
+    assert [len(op.inputs) for op in adds] == [2, 2, 1, 2]  # x + x reads x once
+    # bytes read: two fp32 64×32 tensors, then x alone; the fp64 copies 8 bytes an element
+    assert [sum(i.bytes for i in op.inputs) for op in adds] == [2 * 64 * 32 * 4] * 2 + [64 * 32 * 4, 2 * 64 * 32 * 8]
+    outs = [op.outputs[0].name for op in adds]
+    assert len(set(outs)) == 4 and outs[0] == "add.out" and outs[1] == "add#2.out"
+    assert adds[0].inputs == adds[1].inputs and adds[2].inputs == (adds[0].inputs[0],)

@@ -57,6 +57,7 @@ from typing import Any
 from roofline.dtypes import DType
 from roofline.errors import need_torch
 from roofline.graph import Op, Tensor
+from roofline.tracing import memo
 from roofline.tracing.analysis import Trace
 from roofline.tracing.capture import Capture, Seen
 from roofline.tracing.registry import (
@@ -231,6 +232,7 @@ class _Recorder:
         # softmax applied)
         self.scores: dict[str, tuple[int, int | None, bool]] = {}
         self.module_paths: dict[int, str] = {}  # id(module) -> its path, for module hooks
+        self.memo: dict[Any, tuple[memo.Template, bool]] = {}  # a call's formula key -> its ops (tracing.memo)
         self.capture = Capture(self.schema, self.schemas, self.param_names, self.path)
 
     # schemas -------------------------------------------------------------------------------------
@@ -419,15 +421,27 @@ class _Recorder:
         if sch.mask_at is not None and isinstance(stack[sch.mask_at], Seen):
             mask = stack[sch.mask_at]
             kept = kept_pairs_of_mask(mask.keeps, mask.numel(), tuple(stack[0].shape), tuple(stack[1].shape))
-        call = OpCall(name, sch.key, tuple(_plain(v, shape_of) for v in stack),
-                      tuple(ArgShape(tuple(t.shape), r.dtype, r) for t, r in reads),
-                      tuple(ArgShape(tuple(t.shape), r.dtype, r) for t, r in writes), fused, kept)
-        if sch.formula is not None:
-            ops = sch.formula(call)
+        graph_tensors = [r for _, r in reads] + [r for _, r in writes]
+        memo_key = memo.key(sch, stack, graph_tensors[:len(reads)], graph_tensors[len(reads):], known, offsets, fused,
+                            kept)
+        remembered = self.memo.get(memo_key) if memo_key is not None else None
+        if remembered is not None:  # the same op on the same shapes, counted before in this trace
+            ops = memo.rebuild(remembered[0], name, graph_tensors)
+            counted = remembered[1]
         else:
-            ops, counted = generic(call, pointwise=sch.pointwise, reduction=sch.reduction)
-            if not counted:
-                self.trace.unknown[sch.aten] = self.trace.unknown.get(sch.aten, 0) + 1
+            call = OpCall(name, sch.key, tuple(_plain(v, shape_of) for v in stack),
+                          tuple(ArgShape(tuple(t.shape), r.dtype, r) for t, r in reads),
+                          tuple(ArgShape(tuple(t.shape), r.dtype, r) for t, r in writes), fused, kept)
+            counted = True
+            if sch.formula is not None:
+                ops = sch.formula(call)
+            else:
+                ops, counted = generic(call, pointwise=sch.pointwise, reduction=sch.reduction)
+            made = memo.template(ops, name, graph_tensors) if memo_key is not None else None
+            if made is not None:
+                self.memo[memo_key] = (made, counted)
+        if not counted:
+            self.trace.unknown[sch.aten] = self.trace.unknown.get(sch.aten, 0) + 1
         first = len(self.trace.ops)
         self.trace.ops.extend(ops)
         if self.scores or sch.key in _SCORE_MATMULS:
