@@ -205,19 +205,24 @@ def test_trace_text_names_the_machine_the_roofs_and_the_attention_convention(
 
 def test_recording_reads_no_version_counter_of_an_inference_tensor(monkeypatch: pytest.MonkeyPatch) -> None:
     """The overhead's main cost was asking an inference tensor its version (it raises: ~8 µs each)."""
-    import roofline.tracing.recorder as tracer
+    import roofline.tracing.capture as tracer  # the hot path reads each tensor's version
 
     with torch.inference_mode():
         x = torch.randn(4, 4)
-    calls = []
+    calls: list[bool] = []
     real = tracer._version
     monkeypatch.setattr(tracer, "_version", lambda t: calls.append(t.is_inference()) or real(t))
-    trace_call(lambda: x @ x + x)
-    assert calls and all(calls)  # asked, and each answered by is_inference() without raising
+    trace_call(lambda: x @ x + x)  # under inference mode: every tensor an inference tensor
+    assert calls == []  # never asked
+    y = torch.randn(4, 4)
+    trace_call(lambda: y.add_(1), inference=False)  # a normal tensor written in place: its counter is read
+    assert calls and not any(calls)
 
 
 def test_schemas_are_worked_out_once_per_op_overload() -> None:
-    from roofline.tracing.recorder import _Recorder
+    from roofline.tracing.recorder import _SCHEMAS, _Recorder
+
+    _SCHEMAS.clear()  # kept across traces: start from none worked out
 
     x = torch.randn(4, 4)
     seen: list[int] = []
@@ -231,7 +236,55 @@ def test_schemas_are_worked_out_once_per_op_overload() -> None:
 
     _Recorder.schema = counting  # type: ignore[method-assign,assignment]
     try:
-        trace_call(lambda: [x + x for _ in range(5)])
+        for _ in range(2):
+            trace_call(lambda: [x + x for _ in range(5)])
+            # aten::add.Tensor: worked out on the first call only; the four after it read the cache in
+            # the hot path (roofline.tracing.capture) without calling schema(), and so does a second trace
+            assert seen == [1]
     finally:
         _Recorder.schema = real  # type: ignore[method-assign]
-    assert seen == [1, 0, 0, 0, 0]  # aten::add.Tensor: worked out on the first call only
+
+
+def test_the_hot_path_holds_no_tensor_past_its_call() -> None:
+    """The calls are written down while the program runs (roofline.tracing.capture) and replayed into
+    the graph when the block ends; what is written down holds no live tensor, so a tensor the program
+    drops is freed at once, as untraced, and autograd's AccumulateGrad, which takes a gradient it
+    holds the only reference to as the parameter's .grad and copies it otherwise
+    (torch/csrc/autograd/functions/accumulate_grad.h), runs no copy it would not run untraced."""
+    import weakref
+
+    x = torch.randn(8, 16)
+    with trace() as t:
+        y = x @ x.T
+        dropped = weakref.ref(y)
+        del y
+        assert dropped() is None  # freed at its del: nothing of the tracer's kept it
+    assert [op.kind for op in t.ops] == ["matmul"]
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.SiLU(), torch.nn.Linear(32, 16))
+    with trace(model, inference=False) as t:
+        model(x).sum().backward()
+    # the backward of two Linear layers: each weight's gradient an mm, each bias's a sum over the batch,
+    # none copied into .grad; silu_backward between them
+    kinds = [op.name for op in t.ops]
+    assert not [k for k in kinds if k.startswith("copy_")], kinds
+    assert sum(k.startswith("mm") for k in kinds) == 3  # dW2, dX1 (input of layer 2), dW1
+    assert model[0].weight.grad is not None and model[0].weight.grad.shape == (32, 16)
+
+
+def test_calls_of_one_shape_are_counted_once_each_with_its_own_names_and_tensors() -> None:
+    """The recorder counts a call once per shape it comes in and renames the ops for the calls after
+    it (roofline.tracing.memo): each call keeps its own name, its own tensors and how many distinct
+    tensors it reads; a dtype or a repeated argument makes another call."""
+    x, y = torch.randn(64, 32), torch.randn(64, 32)
+    t = trace_call(lambda: (x + y, x + y, x + x, x.double() + y.double()))
+    adds = [op for op in t.ops if op.kind == "add"]
+    assert [op.name for op in adds] == ["add", "add#2", "add#3", "add#4"]
+    assert [op.flop for op in adds] == [64 * 32] * 4  # 1 FLOP per element (kernels.FLOP_PER_ELEMENT["add"])
+    assert [len(op.inputs) for op in adds] == [2, 2, 1, 2]  # x + x reads x once
+    # bytes read: two fp32 64×32 tensors, then x alone; the fp64 copies 8 bytes an element
+    assert [sum(i.bytes for i in op.inputs) for op in adds] == [2 * 64 * 32 * 4] * 2 + [64 * 32 * 4, 2 * 64 * 32 * 8]
+    outs = [op.outputs[0].name for op in adds]
+    assert len(set(outs)) == 4 and outs[0] == "add.out" and outs[1] == "add#2.out"
+    assert adds[0].inputs == adds[1].inputs and adds[2].inputs == (adds[0].inputs[0],)

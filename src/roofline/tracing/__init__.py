@@ -4,8 +4,9 @@
         model(x)
     t.analyze("h100")
 
-recorder.py records the ATen ops a program runs (a TorchDispatchMode) and turns each call into a
-shape-only `OpCall`; registry.py holds the one registry of FLOP formulas, keyed by ATen op name,
+recorder.py records the ATen ops a program runs (a TorchDispatchMode; capture.py is its hot path,
+each call written down while the program runs, replayed into the graph when the block ends) and
+turns each call into a shape-only `OpCall`; registry.py holds the one registry of FLOP formulas, keyed by ATen op name,
 that counts it; analysis.py is the torch-free `Trace` and what is read off it; script.py runs a
 script as `python script.py` would, under the recorder or (profile.py) torch.profiler; kineto.py and
 ncu.py read profiler exports. Importing this package does not import torch. (The room is `tracing`, not `trace`,

@@ -28,8 +28,12 @@ Names: global module hooks keep the path of the module running each op ("model.l
 down_proj.linear"); the first module to run outside any other is a root, and its weights are named
 by their paths under it, so a script traced whole (`trace_script`) reads like a module handed over.
 
-Overhead: what an op overload is (its arguments, which it writes, its formula, its tags) is worked out
-once per overload and cached; an inference tensor's version is never asked (asking raises, slowly).
+Overhead: the recording is two steps (roofline.tracing.capture): while the program runs, each call is
+written down (the op overload, a `Seen` per tensor: its shape, strides, dtype, version); the graph is
+built from those when the block ends, so the program runs under the mode at little more than the
+mode's own cost. What an op overload is (its arguments, which it writes, its formula, its tags) is
+worked out once per overload and registry and kept across traces; an inference tensor's version is
+never asked (asking raises, slowly).
 
 By default the trace runs under `torch.inference_mode()`, where PyTorch dispatches composite ops
 (linear, rms_norm, scaled_dot_product_attention, softmax) before decomposing them: one op per call
@@ -53,7 +57,9 @@ from typing import Any
 from roofline.dtypes import DType
 from roofline.errors import need_torch
 from roofline.graph import Op, Tensor
+from roofline.tracing import memo
 from roofline.tracing.analysis import Trace
+from roofline.tracing.capture import Capture, Seen
 from roofline.tracing.registry import (
     ATTENTION,
     FORMULAS,
@@ -83,42 +89,18 @@ def dtype_of(t: Any) -> DType:
     return _dtype_for(t.dtype)
 
 
-def _shape(t: Any) -> tuple[int, ...]:
-    return tuple(t.shape)
-
-
-def _distinct_shape(t: Any) -> tuple[int, ...]:
+def _distinct_shape(t: Seen) -> tuple[int, ...]:
     """The shape with broadcast (stride-0) dimensions collapsed: what a kernel actually reads."""
-    try:
-        strides = t.stride()
-    except (RuntimeError, NotImplementedError):  # sparse and other layouts without strides
-        return _shape(t)
-    if 0 not in strides:
+    strides = t.strides
+    if strides is None or 0 not in strides:  # sparse and other layouts without strides: as is
         return tuple(t.shape)
     return tuple(int(s) if st != 0 else 1 for s, st in zip(t.shape, strides, strict=True))
 
 
-def _storage_ptr(t: Any) -> int | None:
-    try:
-        return int(t.untyped_storage().data_ptr())
-    except (RuntimeError, NotImplementedError):
-        return None
-
-
-def _version(t: Any) -> int:
-    if t.is_inference():  # inference tensors keep no version counter (asking raises, slowly)
-        return -1
-    try:
-        return int(t._version)
-    except RuntimeError:
-        return -1
-
-
-def _bumped(t: Any) -> int:
+def _bumped(t: Seen) -> int:
     """The version a tensor written in place will have: PyTorch bumps the counter after the op
     returns through this mode (ADInplaceOrView sits above the Python dispatch key)."""
-    v = _version(t)
-    return v + 1 if v >= 0 else v
+    return t.version + 1 if t.version >= 0 else t.version
 
 
 def _untaken(base: str, k: int, taken: set[str]) -> str:
@@ -132,51 +114,25 @@ def _untaken(base: str, k: int, taken: set[str]) -> str:
     return name
 
 
-def _plain(value: Any, shape_of: Callable[[Any], ArgShape], tensor_type: type) -> Arg:
+def _plain(value: Any, shape_of: Callable[[Seen], ArgShape]) -> Arg:
     """An argument as the formulas see it: a tensor's shape, a list's items, a plain value as is;
     anything else (a torch.dtype, a device, a memory format) as its text."""
-    if isinstance(value, tensor_type):
+    if isinstance(value, Seen):
         return shape_of(value)
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
-    if isinstance(value, (list, tuple)):
-        return tuple(_plain(v, shape_of, tensor_type) for v in value)
+    if isinstance(value, tuple):  # a list as the call had it (written down as a tuple)
+        return tuple(_plain(v, shape_of) for v in value)
     return str(value)
 
 
-def _tensors(value: Any, tensor_type: type) -> list[Any]:
+def _tensors(value: Any) -> list[Seen]:
     """The tensors in an argument or a result: itself, or the items of a (nested) list."""
-    if isinstance(value, tensor_type):
+    if isinstance(value, Seen):
         return [value]
-    if isinstance(value, (list, tuple)):
-        return [t for v in value for t in _tensors(v, tensor_type)]
+    if isinstance(value, tuple):
+        return [t for v in value for t in _tensors(v)]
     return []
-
-
-def _sdp_runs_fused(bound: Mapping[str, Any]) -> bool:
-    """Whether PyTorch runs this scaled_dot_product_attention call on a fused backend (flash,
-    efficient, cuDNN): 0 from torch._fused_sdp_choice is the math backend, which writes the scores."""
-    import torch
-
-    try:
-        choice = torch._fused_sdp_choice(bound["query"], bound["key"], bound["value"], bound.get("attn_mask"),
-                                         float(bound.get("dropout_p", 0.0) or 0.0), bool(bound.get("is_causal", False)),
-                                         scale=bound.get("scale"), enable_gqa=bool(bound.get("enable_gqa", False)))
-        return int(choice) != 0
-    except (RuntimeError, TypeError, AttributeError, KeyError):
-        return True
-
-
-def _mask_keeps(mask: Any) -> int:
-    """The elements of an attention mask that keep their pair: True in a boolean mask; above half the
-    dtype's lowest value in an additive one (PyTorch and Hugging Face mask with -inf or that lowest value)."""
-    import torch
-
-    if mask.dtype == torch.bool:
-        return int(mask.sum())
-    if mask.is_floating_point():
-        return int((mask > torch.finfo(mask.dtype).min / 2).sum())
-    return int(mask.numel())
 
 
 # --- the recorder ---------------------------------------------------------------------------------
@@ -234,17 +190,35 @@ class _Schema:
     sdpa: bool
     mask_at: int | None  # an attention op's mask argument
     offsets_at: int | None  # a grouped matmul's offsets, whose values its formula reads
+    writes: bool  # some argument is written (in place or out=)
+    text: str  # the overload as str() writes it ("aten.add.Tensor"), for errors
+    # what the hot path (roofline.tracing.capture) asks, worked out here once
+    needs_ptrs: bool  # the alias test may read storage addresses: a view, or an op that writes
+    needs_values: bool  # an attention op (its backend, its mask) or a grouped matmul (its offsets)
+    adds: bool  # an add: eager attention's mask may be one of its arguments
+    score_matmul: bool  # a matmul whose 4-D result may be eager attention's scores
+
+
+# what each op overload is, per formula registry, kept across traces (an overload is one object for the
+# life of the process; the registry and the overload are held, so their ids stay theirs)
+_SCHEMAS: dict[int, tuple[Registry, dict[int, tuple[Any, _Schema]]]] = {}
+
+
+def _schemas_for(formulas: Registry) -> dict[int, tuple[Any, _Schema]]:
+    known = _SCHEMAS.get(id(formulas))
+    if known is None:
+        known = _SCHEMAS[id(formulas)] = (formulas, {})
+    return known[1]
 
 
 class _Recorder:
     def __init__(self, trace: Trace, names: Mapping[int, str], time_ops: bool, formulas: Registry) -> None:
         import torch
-        from torch.utils.weak import WeakIdKeyDictionary
 
         self.torch = torch
         self.trace = trace
         self.formulas = formulas
-        self.records: Any = WeakIdKeyDictionary()  # torch tensor -> (record, version)
+        self.records: dict[int, tuple[Tensor, int]] = {}  # a live tensor's token (Seen.token) -> (record, version)
         self.param_names = dict(names)  # id(tensor) -> "layers.0.attn.wq.weight"
         self.time_ops = time_ops
         self.path: list[str] = []
@@ -253,11 +227,13 @@ class _Recorder:
         self.inputs = 0
         self.versions: dict[str, int] = {}
         self.tensor_names: set[str] = set()
-        self.schemas: dict[int, tuple[Any, _Schema]] = {}  # id(op overload) -> (it, what it is)
+        self.schemas = _schemas_for(formulas)  # id(op overload) -> (it, what it is)
         # eager attention: score tensor name -> (index in trace.ops of its q·kᵀ op, pairs kept or None,
         # softmax applied)
         self.scores: dict[str, tuple[int, int | None, bool]] = {}
         self.module_paths: dict[int, str] = {}  # id(module) -> its path, for module hooks
+        self.memo: dict[Any, tuple[memo.Template, bool]] = {}  # a call's formula key -> its ops (tracing.memo)
+        self.capture = Capture(self.schema, self.schemas, self.param_names, self.path)
 
     # schemas -------------------------------------------------------------------------------------
     def schema(self, func: Any) -> _Schema:
@@ -282,7 +258,9 @@ class _Recorder:
         made = _Schema(aten, key, self.formulas.get(key), tuple(args), aten in _NO_OP, may_alias,
                        torch.Tag.pointwise in tags,
                        torch.Tag.reduction in tags, key in FUSED_ATTENTION, key == SDPA, mask_at,
-                       2 if key == "_grouped_mm" else None)
+                       2 if key == "_grouped_mm" else None, any(a.write for a in args), str(func),
+                       may_alias or any(a.write for a in args), key == SDPA or mask_at is not None or
+                       key == "_grouped_mm", key == "add", key in _SCORE_MATMULS)
         self.schemas[id(func)] = (func, made)
         return made
 
@@ -290,8 +268,7 @@ class _Recorder:
     def _unique_tensor(self, base: str) -> str:
         return _untaken(base, 1, self.tensor_names)
 
-    def _op_name(self, aten: str) -> str:
-        where = self.path[-1] if self.path else ""
+    def _op_name(self, aten: str, where: str) -> str:
         base = f"{where}.{aten}" if where else aten  # the innermost module's full path
         k = self.counter.get(base, 0) + 1
         self.counter[base] = k
@@ -314,7 +291,7 @@ class _Recorder:
                                 self.param_names[id(t)] = f"{n}.{leaf}" if n else leaf
                                 # seen before its module ran (a script initializing its weights): named
                                 # by its path from here on
-                                self.records.pop(t, None)
+                                self.capture.forget(t)
             self.module_paths[id(module)] = path
         self.path.append(path if path or not self.path else self.path[-1])
 
@@ -322,58 +299,69 @@ class _Recorder:
         if self.path:
             self.path.pop()
 
-    def record_of(self, t: Any) -> Tensor:
+    def record_of(self, t: Seen) -> Tensor:
         """The record of a tensor the program holds; new ones are named (parameters by their module path)."""
-        entry = self.records.get(t)
-        version = _version(t)
+        entry = self.records.get(t.token)
+        version = t.version
         if entry is not None and (entry[1] == version or version < 0):
             return entry[0]
         if entry is not None:  # changed in place by something the trace did not see
             rec = self._fresh(entry[0].name.split("@")[0], t, entry[0].role)
         else:
-            known = self.param_names.get(id(t))
-            is_param = known is not None or isinstance(t, self.torch.nn.Parameter)
+            known = t.param
+            is_param = known is not None or t.is_param
             if known is None:
                 self.inputs += 1
                 known = f"{'param' if is_param else 'input'}{self.inputs}"
             rec = Tensor(self._unique_tensor(known), _distinct_shape(t), dtype_of(t),
                          Role.WEIGHT if is_param else Role.ACTIVATION)
-        self.records[t] = (rec, version)
+        self.records[t.token] = (rec, version)
         return rec
 
-    def _fresh(self, base: str, t: Any, role: Role) -> Tensor:
+    def _fresh(self, base: str, t: Seen, role: Role) -> Tensor:
         k = self.versions.get(base, 0) + 1
         self.versions[base] = k
         return Tensor(self._unique_tensor(f"{base}@{k}"), _distinct_shape(t), dtype_of(t), role)
 
-    def _alias(self, out: Any, base: Any) -> None:
+    def _alias(self, out: Seen, base: Seen) -> None:
         rec = self.record_of(base)
         shape = _distinct_shape(out)
         dt = dtype_of(out)
         # a view shares its base's version counter, but only once the dispatcher returns from here
-        version = _version(base)
+        version = base.version
         if math.prod(shape) * dt.bytes_per_element == rec.bytes:
-            self.records[out] = (rec, version)  # same bytes: the same tensor seen another way
+            self.records[out.token] = (rec, version)  # same bytes: the same tensor seen another way
         else:
             part = Tensor(self._unique_tensor(f"{rec.name}[part]"), shape, dt, rec.role)
-            self.records[out] = (part, version)
+            self.records[out.token] = (part, version)
             if rec.name in self.scores:  # eager attention's probabilities, their sink column sliced off
                 self.scores[part.name] = self.scores[rec.name]
 
     # one call ------------------------------------------------------------------------------------
-    def record(self, func: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], out: Any,
-               seconds: float | None) -> None:
-        sch = self.schema(func)
-        tensor_type = self.torch.Tensor
-        outs = _tensors(out, tensor_type)
+    def replay(self) -> None:
+        """The calls written down while the program ran (roofline.tracing.capture), recorded in order."""
+        log, self.capture.log = self.capture.log, []
+        for entry in log:
+            if entry[0] == "error":
+                self.trace.errors.setdefault(entry[1], f"{type(entry[2]).__name__}: {entry[2]}")
+            else:
+                try:
+                    self.record(*entry)
+                except Exception as exc:  # never break the trace; say what was left uncounted
+                    self.trace.errors.setdefault(entry[0].text, f"{type(exc).__name__}: {exc}")
+
+    def record(self, sch: _Schema, args: tuple[Any, ...], kwargs: Mapping[str, Any], out: Any, where: str | None,
+               seconds: float | None, fused: bool) -> None:
+        """One call as capture wrote it down (each tensor a Seen); `where` is the innermost module's
+        path, None outside any module; `fused`: a scaled_dot_product_attention call ran fused."""
+        outs = _tensors(out)
         if not outs or sch.no_op:
             for t in outs:  # empty tensors are named when first used
-                self.records.pop(t, None)
+                self.records.pop(t.token, None)
             return
-        if sch.aten in _INIT_FILLS and not self.path:  # building the model's weights, not running it
+        if sch.aten in _INIT_FILLS and where is None:  # building the model's weights, not running it
             self.trace.initialisation[sch.aten] = self.trace.initialisation.get(sch.aten, 0) + 1
             return
-        bound: dict[str, Any] = {}  # the arguments given, by schema name
         stack: list[Any] = []  # every schema argument in order, defaults filled in
         read_args: list[Any] = []
         written: list[Any] = []
@@ -386,37 +374,37 @@ class _Recorder:
             else:
                 stack.append(arg.default)
                 continue
-            bound[arg.name] = value
             stack.append(value)
-            tensors = _tensors(value, tensor_type)
+            tensors = _tensors(value)
             if arg.write:
                 written += tensors
             if arg.read:
                 read_args += tensors
         mutable = bool(written)
         if not mutable and read_args and (sch.may_alias or any(o is t for o in outs for t in read_args)):
-            ptrs = {_storage_ptr(t): t for t in read_args}
-            out_ptrs = [_storage_ptr(o) for o in outs]
+            ptrs = {t.ptr: t for t in read_args}
+            out_ptrs = [o.ptr for o in outs]
             if all(p is not None and p in ptrs for p in out_ptrs):
                 for o, p in zip(outs, out_ptrs, strict=True):
                     self._alias(o, ptrs[p])
                 return
-        name = self._op_name(sch.aten)
+        where = where or ""
+        name = self._op_name(sch.aten, where)
         reads = [(t, self.record_of(t)) for t in read_args]
         writes: list[tuple[Any, Tensor]] = []
         for t in written:
             old = self.record_of(t)
             new = self._fresh(old.name.split("@")[0], t, old.role)
-            self.records[t] = (new, _bumped(t))
+            self.records[t.token] = (new, _bumped(t))
             writes.append((t, new))
         for o in outs:
             if any(o is w for w, _ in writes):
                 continue
-            if mutable and any(_storage_ptr(o) == _storage_ptr(w) for w, _ in writes):
-                self.records[o] = (next(r for w, r in writes if _storage_ptr(o) == _storage_ptr(w)), _bumped(o))
+            if mutable and any(o.ptr == w.ptr for w, _ in writes):
+                self.records[o.token] = (next(r for w, r in writes if o.ptr == w.ptr), _bumped(o))
                 continue
             rec = Tensor(self._unique_tensor(f"{name}.out"), _distinct_shape(o), dtype_of(o), Role.ACTIVATION)
-            self.records[o] = (rec, _version(o))
+            self.records[o.token] = (rec, o.version)
             writes.append((o, rec))
 
         # the live call as the formulas see it: shapes, dtypes and the graph's records, no tensors
@@ -424,30 +412,42 @@ class _Recorder:
         known.update((id(t), r) for t, r in reads)  # an argument read and written is, to the formula, what it read
         offsets: Any = stack[sch.offsets_at] if sch.offsets_at is not None else None
 
-        def shape_of(t: Any) -> ArgShape:
-            values = tuple(int(v) for v in t.tolist()) if offsets is not None and t is offsets else None
+        def shape_of(t: Seen) -> ArgShape:
+            values = t.values if offsets is not None and t is offsets else None
             return ArgShape(tuple(t.shape), dtype_of(t), known.get(id(t)), values)
 
-        # the facts a shape cannot tell: which attention backend PyTorch picks, what a mask keeps
-        fused = sch.fused_always or (sch.sdpa and _sdp_runs_fused(bound))
+        # the facts a shape cannot tell, read at the call: which attention backend PyTorch picked, what a
+        # mask keeps
+        fused = sch.fused_always or fused
         kept = None
-        if sch.mask_at is not None and isinstance(stack[sch.mask_at], tensor_type):
+        if sch.mask_at is not None and isinstance(stack[sch.mask_at], Seen):
             mask = stack[sch.mask_at]
-            kept = kept_pairs_of_mask(_mask_keeps(mask), mask.numel(), tuple(stack[0].shape), tuple(stack[1].shape))
-        call = OpCall(name, sch.key, tuple(_plain(v, shape_of, tensor_type) for v in stack),
-                      tuple(ArgShape(tuple(t.shape), r.dtype, r) for t, r in reads),
-                      tuple(ArgShape(tuple(t.shape), r.dtype, r) for t, r in writes), fused, kept)
-        if sch.formula is not None:
-            ops = sch.formula(call)
+            kept = kept_pairs_of_mask(mask.keeps, mask.numel(), tuple(stack[0].shape), tuple(stack[1].shape))
+        graph_tensors = [r for _, r in reads] + [r for _, r in writes]
+        memo_key = memo.key(sch, stack, graph_tensors[:len(reads)], graph_tensors[len(reads):], known, offsets, fused,
+                            kept)
+        remembered = self.memo.get(memo_key) if memo_key is not None else None
+        if remembered is not None:  # the same op on the same shapes, counted before in this trace
+            ops = memo.rebuild(remembered[0], name, graph_tensors)
+            counted = remembered[1]
         else:
-            ops, counted = generic(call, pointwise=sch.pointwise, reduction=sch.reduction)
-            if not counted:
-                self.trace.unknown[sch.aten] = self.trace.unknown.get(sch.aten, 0) + 1
+            call = OpCall(name, sch.key, tuple(_plain(v, shape_of) for v in stack),
+                          tuple(ArgShape(tuple(t.shape), r.dtype, r) for t, r in reads),
+                          tuple(ArgShape(tuple(t.shape), r.dtype, r) for t, r in writes), fused, kept)
+            counted = True
+            if sch.formula is not None:
+                ops = sch.formula(call)
+            else:
+                ops, counted = generic(call, pointwise=sch.pointwise, reduction=sch.reduction)
+            made = memo.template(ops, name, graph_tensors) if memo_key is not None else None
+            if made is not None:
+                self.memo[memo_key] = (made, counted)
+        if not counted:
+            self.trace.unknown[sch.aten] = self.trace.unknown.get(sch.aten, 0) + 1
         first = len(self.trace.ops)
         self.trace.ops.extend(ops)
         if self.scores or sch.key in _SCORE_MATMULS:
             self._eager_attention(sch.key, first, reads, writes)
-        where = self.path[-1] if self.path else ""
         for op in ops:
             self.trace.module_of[op.name] = where
         if fused and len(ops) > 1:
@@ -492,7 +492,7 @@ class _Recorder:
         if key == "add" and kept is None and not softmaxed:
             masks = [t for t, r in reads if r.name != source[0]]
             if len(masks) == 1 and masks[0].is_floating_point():
-                kept = _mask_keeps(masks[0]) * square // max(masks[0].numel(), 1)
+                kept = masks[0].keeps * square // max(masks[0].numel(), 1)
                 if kept < square:
                     self.trace.ops[qk_at] = self._rescaled(qk, kept, square, "attention_qk")
                 else:
@@ -525,6 +525,7 @@ def trace(module: Any = None, *, name: str = "traced", inference: bool = True,
     result = Trace(name=name, tf32=torch.get_float32_matmul_precision() != "highest"
                    or bool(torch.backends.cuda.matmul.allow_tf32))
     recorder = _Recorder(result, {}, time_ops, formulas)
+    capture = recorder.capture
 
     def sync() -> None:
         if torch.cuda.is_available() and torch.cuda.is_initialized():
@@ -533,7 +534,7 @@ def trace(module: Any = None, *, name: str = "traced", inference: bool = True,
     class Mode(TorchDispatchMode):
         def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
                                kwargs: Mapping[str, Any] | None = None) -> Any:
-            kw = dict(kwargs or {})
+            kw = kwargs or {}
             if time_ops:
                 sync()
                 t0 = time.perf_counter()
@@ -544,9 +545,9 @@ def trace(module: Any = None, *, name: str = "traced", inference: bool = True,
                 out = func(*args, **kw)
                 seconds = None
             try:
-                recorder.record(func, args, kw, out, seconds)
+                capture.call(func, args, kw, out, seconds)
             except Exception as exc:  # never break the traced program; say what was left uncounted
-                result.errors.setdefault(str(func), f"{type(exc).__name__}: {exc}")
+                capture.error(func, exc)
             return out
 
     def enter(module_: Any, _args: Any) -> None:
@@ -566,6 +567,7 @@ def trace(module: Any = None, *, name: str = "traced", inference: bool = True,
 
         stack.callback(register_module_forward_pre_hook(enter).remove)
         stack.callback(register_module_forward_hook(leave, always_call=True).remove)
+        stack.callback(recorder.replay)  # after the program: the calls it ran, made a graph
         stack.enter_context(Mode())
         yield result
 
