@@ -38,10 +38,11 @@ Fusion plans over the same graph (same FLOPs, fewer bytes):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import MappingProxyType
 
 from roofline.errors import RooflineError
+from roofline.frozen import frozen
 from roofline.graph import FusionPlan, Graph, Op, Tensor
 from roofline.kernels import FLOP_PER_ELEMENT, attention_ops, elementwise_op, matmul_op, norm_op
 from roofline.models.compressed_ops import mhc_head, streams_step
@@ -79,7 +80,7 @@ def as_plan(plan: Plan | str) -> Plan:
     return Plan(plan)
 
 
-@dataclass(frozen=True)
+@frozen
 class StepShape:
     """One forward step: `batch` sequences; prefill runs `seq` prompt tokens of each, decode one new
     token of each against `seq` tokens of context (the new token's own K/V included)."""
@@ -98,7 +99,7 @@ class StepShape:
         return self.batch * self.tokens_per_sequence
 
 
-@dataclass(frozen=True)
+@frozen
 class ModelGraph:
     """A step's graph with its plans, and what it was built from."""
 

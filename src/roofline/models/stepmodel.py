@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import TYPE_CHECKING, Any
 
 from roofline.dtypes import DType
 from roofline.errors import RooflineError, T
+from roofline.frozen import frozen
 from roofline.graph import Kernel
 from roofline.hardware import Machine
 from roofline.models.build import DEFAULT_PLAN, as_phase, build_graph
@@ -43,7 +44,7 @@ if TYPE_CHECKING:  # pragma: no cover
 RESOURCE_CODES = (Unit.MATRIX, Unit.VECTOR, Level.DRAM, Level.LINK, Level.NETWORK, Unit.EXP, Level.SMEM, Level.L2)
 
 
-@dataclass(frozen=True)
+@frozen
 class Crossover:
     """The smallest batch at which the step's intensity reaches the ridge, or None ("never")."""
 
@@ -142,7 +143,7 @@ def _sample_points(cfg: ModelConfig, phase: Phase) -> list[tuple[int, int]]:
     return [(b, s) for b in batches for s in sorted(lengths)]
 
 
-@dataclass(frozen=True)
+@frozen
 class StepModel:
     """Per-kernel coefficients: flop_matrix, flop_vector and bytes = features · coefficients.
 

@@ -12,12 +12,12 @@ decode limit, the memory fit and the sweeps all take it from there.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
 from roofline.dtypes import DType
 from roofline.errors import RooflineError
+from roofline.frozen import frozen
 from roofline.models.attention_shape import AttentionShape
 from roofline.models.compressed import CompressedAttention
 from roofline.models.formulas import Num, minimum
@@ -34,7 +34,7 @@ LOGITS = tuple(str(v) for v in Logits)  # which positions the LM head projects i
 MLA_MODES = tuple(str(v) for v in MlaForm)  # how MLA attends: over the latent, or over per-head K and V
 
 
-@dataclass(frozen=True)
+@frozen
 class ModelConfig:
     """The shape of a decoder-only transformer: everything the graph builder and the counts need."""
 

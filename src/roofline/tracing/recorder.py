@@ -47,11 +47,12 @@ import math
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from roofline.dtypes import DType
 from roofline.errors import need_torch
+from roofline.frozen import frozen
 from roofline.graph import Op, Tensor
 from roofline.tracing.analysis import Trace
 from roofline.tracing.registry import (
@@ -209,7 +210,7 @@ _SCORE_PASS = frozenset(("mul", "div", "add", "_to_copy", "to", "dropout", "clon
 _SCORE_MATMULS = frozenset(("matmul", "bmm"))
 
 
-@dataclass(frozen=True)
+@frozen
 class _Arg:
     name: str
     default: Any
@@ -218,7 +219,7 @@ class _Arg:
     read: bool  # the op reads it (not an out= argument nor a tensor it only overwrites)
 
 
-@dataclass(frozen=True)
+@frozen
 class _Schema:
     """What the recorder needs to know about an op overload, worked out on its first call."""
 
