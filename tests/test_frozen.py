@@ -180,3 +180,17 @@ def test_three_compiles_fewer_than_dataclasses() -> None:
     # six classes: Own defines __repr__, __eq__ and __hash__ itself, Empty has no field
     assert theirs >= 6 * 3 + 3
     assert ours == 6
+
+
+def test_a_field_named_as_a_base_classs_property_is_left_to_dataclasses() -> None:
+    # dataclasses sets each field through object.__setattr__, which a read-only property refuses; @frozen's
+    # one __dict__.update would shadow it silently, so such a class goes to dataclasses
+    class Base:
+        @property
+        def x(self) -> int:
+            return 1
+
+    for deco in (frozen, dataclass(frozen=True)):
+        made = deco(type("D", (Base,), {"__annotations__": {"x": "int"}}))
+        with pytest.raises(AttributeError):
+            made(2)

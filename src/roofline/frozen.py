@@ -1,26 +1,27 @@
-"""`@frozen`: a class made as `@dataclass(frozen=True)` makes it, at about a third of the start-up cost.
+"""`@frozen`: a class made as `@dataclass(frozen=True)` makes it, at about a quarter of the start-up cost.
 
 Python 3.11's dataclasses compile six functions from source for each frozen class as it is defined
-(`__init__`, `__repr__`, `__eq__`, `__hash__`, `__setattr__`, `__delattr__`): about 5 M instructions a
-class of five fields, 0.6 M a function, which over the ~60 classes one `roofline model` run defines was
-~40% of its in-process work (valgrind callgrind, bench/results/bench_startup.txt). Here
-`dataclasses.dataclass(init=False, repr=False, eq=False)` records the fields, so that `fields()`,
-`replace()`, `asdict()` and `is_dataclass()` see a dataclass as always; `__init__` is compiled once,
-the text dataclasses writes for a frozen class (the same signature, defaults, factories and
-`__post_init__` call); the other five are closures over the field names, compiled once with this
-module: the same results as dataclasses' (`__eq__` compares the tuples of the compared fields of two
-objects of one class, `__hash__` hashes that tuple, `__repr__` is `Name(field=value, ...)` guarded
-against recursion, assigning or deleting a field raises `FrozenInstanceError`). A method the class
-defines itself is kept, as dataclasses keeps it. `__dataclass_params__` says frozen, as for
-`dataclass(frozen=True)`.
+(`__init__`, `__repr__`, `__eq__`, `__hash__`, `__setattr__`, `__delattr__`) and search each string
+annotation for ClassVar, InitVar and KW_ONLY: about 4.4 M instructions a class of five fields, which
+over the ~60 classes one `roofline model` run defines was ~40% of its in-process work (valgrind
+callgrind, bench/results/bench_startup.txt). Here the fields are recorded as dataclasses records them
+(`__dataclass_fields__`, so that `fields()`, `replace()`, `asdict()` and `is_dataclass()` work as on
+any dataclass; `_register`); `__init__` is the one function compiled (the same parameters, defaults,
+factories and `__post_init__` call as dataclasses'); the other five are closures over the field names,
+compiled once with this module, with dataclasses' results (`__eq__` compares the tuples of the compared
+fields of two objects of one class, `__hash__` hashes that tuple, `__repr__` is `Name(field=value, ...)`
+guarded against recursion, assigning or deleting a field raises `FrozenInstanceError`). A method the
+class defines itself is kept, as dataclasses keeps it; `__dataclass_params__` says frozen. About 1 M
+instructions a class (tests/test_frozen.py holds it to dataclasses' behaviour).
 
-Where a class is beyond that (dataclass bases, InitVar or keyword-only fields, its own `__setattr__`
-or `__delattr__`) it goes to `dataclass(frozen=True)` unchanged. Python 3.13's dataclasses compile a
-class's functions in one go, which this module's closures still beat.
+A class beyond that (dataclass bases, slots, a field named as a descriptor, InitVar or keyword-only
+fields, its own `__setattr__` or `__delattr__`) goes to `dataclass(frozen=True)` unchanged, and a ClassVar
+annotation has dataclasses record the fields.
 """
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import sys
 from collections.abc import Callable
@@ -47,7 +48,8 @@ def frozen(cls: type[T]) -> type[T]:
     """`cls` as `@dataclass(frozen=True)` makes it (the module's docstring says how and why)."""
     own = cls.__dict__
     if (own.get("__setattr__") or own.get("__delattr__") or _beyond(own)
-            or any(hasattr(b, "__dataclass_fields__") for b in cls.__mro__[1:])):
+            or any(hasattr(b, "__dataclass_fields__") or b.__dict__.get("__slots__") for b in cls.__mro__[:-1])
+            or any(hasattr(type(getattr(cls, n, None)), "__set__") for n in own.get("__annotations__", ()))):
         return dataclasses.dataclass(frozen=True)(cls)
     doc = own.get("__doc__")
     class_hash = own.get("__hash__", MISSING)
@@ -55,8 +57,7 @@ def frozen(cls: type[T]) -> type[T]:
     defined = {n for n in ("__init__", "__repr__", "__eq__") if n in own}
     if doc is None:
         cls.__doc__ = "-"  # the signature dataclasses would write is the finished class's, below
-    made = dataclasses.dataclass(init=False, repr=False, eq=False)(cls)
-    fields = dataclasses.fields(made)  # type: ignore[arg-type]
+    made, fields = _register(cls)
     names = tuple(f.name for f in fields)
     if "__init__" not in defined:
         _set(made, "__init__", _init(made, fields))
@@ -69,13 +70,55 @@ def frozen(cls: type[T]) -> type[T]:
                                                   if (f.compare if f.hash is None else f.hash)))))
     _set(made, "__setattr__", _setattr(made, names))
     _set(made, "__delattr__", _delattr(made, names))
-    params = made.__dataclass_params__  # type: ignore[attr-defined]
-    params.init = params.repr = params.eq = params.frozen = True
+    made.__dataclass_params__ = _PARAMS  # type: ignore[attr-defined]
     if doc is None:
         import inspect
 
         made.__doc__ = made.__name__ + str(inspect.signature(made)).replace(" -> None", "")
     return made
+
+
+# what dataclass(frozen=True) records of its options, set on a template's (nothing compiled) and shared (nothing
+# writes to it); dataclasses' marker of a real field, which its fields() selects by (internal: without it,
+# dataclasses records the fields)
+_PARAMS = dataclasses.dataclass(init=False, repr=False, eq=False)(type("_P", (), {})).__dataclass_params__  # type: ignore[attr-defined]
+_PARAMS.init = _PARAMS.repr = _PARAMS.eq = _PARAMS.frozen = True
+_FIELD = getattr(dataclasses, "_FIELD", None)
+
+
+def _register(cls: type[T]) -> tuple[type[T], tuple[Field[Any], ...]]:
+    """`cls` recorded as a dataclass (`__dataclass_fields__`, `__match_args__`, a field's default left as
+    its class attribute, a factory's removed), and its fields. As dataclasses records it, without its
+    per-annotation search for ClassVar, InitVar and KW_ONLY (a class naming one is recorded by dataclasses,
+    as is every class where its internal marker of a field is missing)."""
+    own = cls.__dict__
+    annotations: dict[str, Any] = own.get("__annotations__", {})
+    if _FIELD is None or any(not isinstance(t, str) or "ClassVar" in t for t in annotations.values()):
+        made = dataclasses.dataclass(init=False, repr=False, eq=False)(cls)
+        return made, dataclasses.fields(made)  # type: ignore[arg-type]
+    fields: dict[str, Field[Any]] = {}
+    for name, kind in annotations.items():
+        value = own.get(name, MISSING)
+        f = value if isinstance(value, Field) else dataclasses.field(default=value)
+        f.name, f.type, f._field_type = name, kind, _FIELD  # type: ignore[union-attr]
+        if f.kw_only is MISSING:
+            f.kw_only = False
+        if f.default is not MISSING and f.default.__class__.__hash__ is None:
+            raise ValueError(f"mutable default {type(f.default)} for field {name} is not allowed: use default_factory")
+        if isinstance(value, Field):
+            if f.default is MISSING:
+                delattr(cls, name)
+            else:
+                setattr(cls, name, f.default)
+        fields[name] = f
+    for name, value in own.items():
+        if isinstance(value, Field) and name not in annotations:
+            raise TypeError(f"{name!r} is a field but has no type annotation")
+    cls.__dataclass_fields__ = fields  # type: ignore[attr-defined]
+    if "__match_args__" not in own:
+        cls.__match_args__ = tuple(n for n, f in fields.items() if f.init)  # type: ignore[attr-defined, misc]
+    abc.update_abstractmethods(cls)
+    return cls, tuple(fields.values())
 
 
 def _beyond(own: Any) -> bool:
@@ -93,11 +136,14 @@ def _set(cls: type, name: str, fn: Callable[..., Any]) -> None:
 
 
 def _init(cls: type, fields: tuple[Field[Any], ...]) -> Callable[..., None]:
-    """`__init__` as dataclasses writes it for a frozen class: each field set through object.__setattr__,
-    a factory called where its argument is left out, then `__post_init__` if the class has one."""
+    """`__init__` as dataclasses writes it for a frozen class (the same parameters and defaults, a factory
+    called where its argument is left out, then `__post_init__` if the class has one), the fields set in
+    one `self.__dict__.update(...)` where dataclasses writes an `object.__setattr__` a field: the same for
+    a class without slots or descriptors of those names (`frozen` sends any other to dataclasses), and
+    half the text to compile for five fields."""
     me = "__dataclass_self__" if any(f.name == "self" for f in fields) else "self"
-    env: dict[str, Any] = {"__dataclass_builtins_object__": object, "_HAS_DEFAULT_FACTORY": _HAS_FACTORY}
-    params, body = [me], []
+    env: dict[str, Any] = {"_HAS_DEFAULT_FACTORY": _HAS_FACTORY}
+    params, values = [me], []
     seen_default = False
     for f in fields:
         if f.default_factory is not MISSING:
@@ -110,7 +156,7 @@ def _init(cls: type, fields: tuple[Field[Any], ...]) -> Callable[..., None]:
                 env[f"_dflt_{f.name}"] = f.default
         else:
             continue  # a field outside __init__ without a factory reads its class attribute
-        body.append(f"__dataclass_builtins_object__.__setattr__({me},{f.name!r},{value})")
+        values.append(f"{f.name}={value}")
         if f.init:
             if f.default is MISSING and f.default_factory is MISSING:
                 if seen_default:
@@ -120,6 +166,7 @@ def _init(cls: type, fields: tuple[Field[Any], ...]) -> Callable[..., None]:
                 seen_default = True
                 default = "_HAS_DEFAULT_FACTORY" if f.default is MISSING else f"_dflt_{f.name}"
                 params.append(f"{f.name}={default}")
+    body = [f"{me}.__dict__.update({', '.join(values)})"] if values else []
     if hasattr(cls, "__post_init__"):
         body.append(f"{me}.__post_init__()")
     lines = "\n".join(f"  {line}" for line in body or ["pass"])
