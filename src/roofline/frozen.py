@@ -81,7 +81,7 @@ def frozen(cls: type[T]) -> type[T]:
 # what dataclass(frozen=True) records of its options, set on a template's (nothing compiled) and shared (nothing
 # writes to it); dataclasses' marker of a real field, which its fields() selects by (internal: without it,
 # dataclasses records the fields)
-_PARAMS = dataclasses.dataclass(init=False, repr=False, eq=False)(type("_P", (), {})).__dataclass_params__  # type: ignore[attr-defined]
+_PARAMS = dataclasses.dataclass(init=False, repr=False, eq=False)(type("_P", (), {"__doc__": "-"})).__dataclass_params__  # type: ignore[attr-defined]
 _PARAMS.init = _PARAMS.repr = _PARAMS.eq = _PARAMS.frozen = True
 _FIELD = getattr(dataclasses, "_FIELD", None)
 
