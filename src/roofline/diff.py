@@ -38,6 +38,7 @@ from dataclasses import dataclass, field, replace
 
 from roofline.dtypes import DType, get_dtype
 from roofline.errors import RooflineError
+from roofline.frozen import frozen
 from roofline.graph import Graph, Kernel, Op
 from roofline.models import ModelConfig, ModelGraph, build_graph, model_dtypes
 from roofline.tracing.analysis import Trace
@@ -61,7 +62,7 @@ def family(kind: str) -> str:
     return "elementwise and norms"
 
 
-@dataclass(frozen=True)
+@frozen
 class FamilyRow:
     family: str
     program_kernels: int
@@ -72,7 +73,7 @@ class FamilyRow:
     model_bytes: float
 
 
-@dataclass(frozen=True)
+@frozen
 class Difference:
     """One thing the program does that the model does not, with what it costs."""
 

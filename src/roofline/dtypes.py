@@ -8,12 +8,11 @@ not counted). `peak_key` names the machine peak that a matmul in this dtype runs
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from roofline.errors import RooflineError, unknown
+from roofline.frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class DType:
     name: str
     bits: int  # bits of one value, excluding shared scales

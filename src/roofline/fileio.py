@@ -13,11 +13,11 @@ import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from roofline.errors import RooflineError
+from roofline.frozen import frozen
 
 # --- writing -------------------------------------------------------------------------------------
 #
@@ -40,7 +40,7 @@ _REPLACE, _THROUGH, _STREAM = "replace", "through", "stream"
 _NAME_MAX = 255  # bytes in one file name on Linux and macOS, when the folder cannot be asked
 
 
-@dataclass(frozen=True)
+@frozen
 class Target:
     """Where the bytes for one output path go: `given` is what the user named; `path` is the regular
     file replaced (symlinks resolved) or the device or FIFO opened; `fd` the stream written to."""
@@ -243,7 +243,7 @@ def _open_folder(target: Target) -> int:
     return fd
 
 
-@dataclass(frozen=True)
+@frozen
 class _Staged:
     """A synced temporary file `name` in the folder open as `folder_fd`, waiting to replace `target`."""
 

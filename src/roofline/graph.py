@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import MappingProxyType
 
 from roofline.dtypes import DType, get_dtype
 from roofline.errors import RooflineError
+from roofline.frozen import frozen
 from roofline.vocab import Level, Plan, Role, Unit
 
 
-@dataclass(frozen=True)
+@frozen
 class Tensor:
     name: str
     shape: tuple[int, ...]
@@ -59,7 +60,7 @@ def _add(a: Mapping[Unit, float], b: Mapping[Unit, float]) -> dict[Unit, float]:
     return out
 
 
-@dataclass(frozen=True)
+@frozen
 class Cost:
     """FLOPs by compute unit and bytes by memory level, for one instance of a kernel.
 
@@ -110,7 +111,7 @@ def simple_cost(flop: float, bytes_moved: float, unit: Unit = Unit.MATRIX) -> Co
     return Cost({unit: float(flop)}, {Level.DRAM: float(bytes_moved)})
 
 
-@dataclass(frozen=True)
+@frozen
 class OnChip:
     """What an op does inside the chip beyond its FLOPs and its boundary tensors (its bytes through
     shared memory and L2 are in `Op.traffic`).
@@ -141,7 +142,7 @@ class OnChip:
                       self.smem_bytes, self.tiles, self.explicit)
 
 
-@dataclass(frozen=True)
+@frozen
 class Op:
     """One operation: what it reads, what it writes, and the FLOPs it performs per unit.
 
@@ -194,7 +195,7 @@ class Costed:
         return self.cost.bytes
 
 
-@dataclass(frozen=True)
+@frozen
 class Kernel(Costed):
     """A fused group of ops run as one kernel, `count` times per step, and its boundary traffic."""
 
@@ -226,7 +227,7 @@ class Kernel(Costed):
         return tuple(op.note for op in self.ops if op.note)
 
 
-@dataclass(frozen=True)
+@frozen
 class FusionPlan:
     """A partition of a graph's ops into kernels: kernel name -> op names. Ops not named run alone."""
 

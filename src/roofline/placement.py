@@ -21,13 +21,14 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
 from roofline.dtypes import DType, get_dtype
 from roofline.errors import RooflineError
+from roofline.frozen import frozen
 from roofline.graph import UNFUSED, Cost, Costed, FusionPlan, Graph, Kernel, simple_cost
 from roofline.hardware import Machine, get_machine
 from roofline.units import finite_or_none
@@ -77,7 +78,7 @@ def _notebook() -> Any:
     return next(iter(found)).load()
 
 
-@dataclass(frozen=True)
+@frozen
 class Placement(Costed, Drawable):
     """One kernel on one machine. flop, bytes and times are for one instance; `count` instances run
     per step (layers are not repeated op by op)."""
@@ -401,7 +402,7 @@ def place_flop_bytes(flop: float, bytes_moved: float, machine: Machine | str,
     return place(simple_cost(flop, bytes_moved), machine, dtype, name=name)
 
 
-@dataclass(frozen=True)
+@frozen
 class GraphAnalysis(Drawable):
     """Every kernel of a graph under one fusion plan, placed on one machine, and the totals."""
 

@@ -17,19 +17,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from roofline.errors import RooflineError
 from roofline.expectation.model import BAND_SPLIT_S, FORMAT, MODEL, ExpectedTimes, expect, shape_of
 from roofline.expectation.shipped import for_machine, parse
+from roofline.frozen import frozen
 
 if TYPE_CHECKING:
     from roofline.measure.calibration import Calibration
     from roofline.placement import Placement
 
 
-@dataclass(frozen=True)
+@frozen
 class Band:
     """One kernel's expected time: (low, high) ≥ the floor, the calibration used, warnings to print,
     and the derivation in words (for --explain)."""
@@ -45,7 +46,7 @@ class Band:
         return {"low": self.low_s, "high": self.high_s}
 
 
-@dataclass(frozen=True)
+@frozen
 class Chosen:
     """An expected-time model: a fit (shipped or a user's file), or a bench calibration."""
 

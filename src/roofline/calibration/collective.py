@@ -29,12 +29,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from roofline.calibration.tables import Source, read_table, version_key
 from roofline.errors import RooflineError
+from roofline.frozen import frozen
 from roofline.hardware import System, get_system
 from roofline.parallel.algorithms import all_reduce_bytes, available, estimate
 from roofline.parallel.collectives import BUS_FACTOR, Collective
@@ -52,7 +52,7 @@ NVLS_SOURCE = ("NCCL 2.17 release notes (NVLink SHARP on third-generation NVSwit
 NVLS_SYSTEMS = ("dgx-h100", "hgx-h200", "hgx-b200", "gb200-nvl72")
 
 
-@dataclass(frozen=True)
+@frozen
 class CommRow:
     system: str  # aiconfigurator's
     engine: str  # nccl, trtllm, vllm, sglang
@@ -173,7 +173,7 @@ def fit_all(source: Source) -> dict[str, Any]:
             "systems": {COLLECTIVE_SYSTEMS[s]: fit_system(source, s) for s in have}}
 
 
-@dataclass(frozen=True)
+@frozen
 class CommGroup:
     """Validation of one system × engine × collective: every row against the lowest floor and the band."""
 

@@ -43,12 +43,13 @@ Layering: imports numpy, roofline.errors, roofline.measure.calibration (quantile
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
 from roofline.errors import RooflineError
 from roofline.expectation.model import ANY_PATH, BAND_SPLIT_S, HOST_PATHS, LATENCY_WIDTH, Fit, Shape, host_path
+from roofline.frozen import frozen
 from roofline.measure.calibration import quantile
 
 # tiles the wave term may be counted in: CUTLASS/cuBLAS's common 128×128, 128×256 and 256×128 output tiles
@@ -150,7 +151,7 @@ def mape(predicted: Sequence[float] | np.ndarray, measured: Sequence[float] | np
     return float(np.mean(np.abs(p - m) / m))
 
 
-@dataclass(frozen=True)
+@frozen
 class _Columns:
     """The per-row times the terms multiply, as arrays (module docstring's x and z)."""
 
@@ -232,7 +233,7 @@ def fit_kind(kind: str, shapes: Sequence[Shape], measured: Sequence[float],
     return replace(fit, mape=mape(pred, y), low=low, high=high, small_band=small)
 
 
-@dataclass(frozen=True)
+@frozen
 class _Trial:
     """One setting of the knobs: the columns of its linear part and how its constants make a Fit."""
 

@@ -32,18 +32,18 @@ and roofline.expectation.model (the attention tile); numpy is imported lazily.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from roofline.dtypes import get_dtype, storage_dtype
 from roofline.expectation.model import ACTIVATION_BYTES, ATTENTION_TILE
+from roofline.frozen import frozen
 from roofline.hardware import Machine
 from roofline.kernels import ATTENTION_TILE as FLASH_TILE
 from roofline.kernels import MATMUL_TILE
 from roofline.vocab import Level, Unit
 
 
-@dataclass(frozen=True)
+@frozen
 class Roofs:
     """One machine's roofs at one dtype, as `place` takes them (None: the machine has no such figure)."""
 
@@ -79,7 +79,7 @@ def roofs(m: Machine, dtype: str) -> Roofs:
                  chip is not None)
 
 
-@dataclass(frozen=True)
+@frozen
 class Floors:
     """Per row: the floor and what the expected-time model and the faster-than-floor check read."""
 

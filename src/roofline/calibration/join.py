@@ -31,7 +31,7 @@ roofline.placement, roofline.hardware, roofline.expectation and this room's tabl
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cache
 from typing import Any
 
@@ -40,6 +40,7 @@ from roofline.calibration.tables import KERNEL_GROUP, Row, Table, version_key
 from roofline.dtypes import get_dtype
 from roofline.errors import RooflineError
 from roofline.expectation.model import Shape, shape_of
+from roofline.frozen import frozen
 from roofline.graph import Graph, tensor
 from roofline.hardware import Machine, get_machine
 from roofline.kernels import attention_ops, attention_plans, matmul_graph
@@ -51,7 +52,7 @@ DTYPES = {"bfloat16": "bf16", "float16": "fp16", "fp8": "fp8_e4m3", "fp8_block":
           "int8": "int8"}
 
 
-@dataclass(frozen=True)
+@frozen
 class Joined:
     """A measured row beside our placement of its shape (placed once per shape, without the measured
     time: `measured_s` is the row's). `kind` keys the fit (gemm.bf16, ...)."""
@@ -179,7 +180,7 @@ def join(row: Row) -> Joined:
 
 # --- a whole table at once (numpy): the same reading, the floors of roofline.calibration.floors -----
 
-@dataclass(frozen=True)
+@frozen
 class JoinedTable:
     """A measured table's rows that join (`keep`, indexes into the table), their kinds and floors, and
     the count of rows left out by why. `name(i)` names kept row i as `join` would."""

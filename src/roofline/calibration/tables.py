@@ -37,12 +37,12 @@ import importlib.metadata
 import importlib.util
 import math
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from roofline.errors import RooflineError
+from roofline.frozen import frozen
 
 PACKAGE = "aiconfigurator-core"
 PINNED = "0.12.0"
@@ -82,7 +82,7 @@ TABLES: Mapping[Family, tuple[tuple[str, str, str], ...]] = {
 READ_FAMILIES = tuple(TABLES)
 
 
-@dataclass(frozen=True)
+@frozen
 class Row:
     """One measured row: where it came from and its columns (`latency` converted to seconds)."""
 
@@ -98,7 +98,7 @@ class Row:
         return self.values.get(key, default)
 
 
-@dataclass(frozen=True)
+@frozen
 class Table:
     """One measured table read whole, as columns (numpy arrays, one entry a row), the rows without a
     valid latency dropped; `measured_s` is the latency in seconds. The columnar twin of `Row`, for
@@ -132,7 +132,7 @@ class Table:
         return np.full(len(self), default, dtype=object)
 
 
-@dataclass(frozen=True)
+@frozen
 class Source:
     """The installed tables: the package version and its data folder."""
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from roofline.calibration.fit import ATTENTION_TILES, GEMM_TILES, fit_kind
@@ -49,6 +49,7 @@ from roofline.calibration.tables import Table
 from roofline.errors import RooflineError
 from roofline.expectation.model import Columns, ExpectedTimes, Fit, Shape
 from roofline.expectation.model import expected_columns as columns_band
+from roofline.frozen import frozen
 from roofline.units import format_bytes, format_time
 from roofline.vocab import Level
 
@@ -66,7 +67,7 @@ JOINERS: Mapping[str, Callable[[Table], JoinedTable]] = {
 PER_TILE_KINDS = ("context_attention", "generation_attention", "context_mla", "generation_mla")
 
 
-@dataclass(frozen=True)
+@frozen
 class Faster:
     """One measured row faster than our floor, explained or flagged."""
 
@@ -81,7 +82,7 @@ class Faster:
                 "explained": self.explained, "why": self.why}
 
 
-@dataclass(frozen=True)
+@frozen
 class Point:
     """One row for the chart and the CSV: measured, floor, expected and band."""
 
@@ -94,7 +95,7 @@ class Point:
     high_s: float
 
 
-@dataclass(frozen=True)
+@frozen
 class Points(Sequence[Point]):
     """A group's rows as columns; indexing or iterating makes the Point of a row (the chart's, the CSV's)."""
 
@@ -119,7 +120,7 @@ class Points(Sequence[Point]):
         return (self[i] for i in range(len(self)))
 
 
-@dataclass(frozen=True)
+@frozen
 class Rows:
     """The rows of one machine × engine × kind as columns: floors, measured times, names."""
 
@@ -159,7 +160,7 @@ class Rows:
                        None if f.depth is None else np.asarray(f.depth))
 
 
-@dataclass(frozen=True)
+@frozen
 class Group:
     """The summary of one machine × engine × kind."""
 

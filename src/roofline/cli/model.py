@@ -5,13 +5,12 @@ Each command parses its options, calls roofline.models, and prints through roofl
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import click
 
-from roofline.cli.common import COUNT_HELP, dump, echo, listed, one_of, outputs, warn, wrote
+from roofline.cli.common import COUNT_HELP, dump, echo, indented_json, listed, one_of, outputs, warn, wrote
 from roofline.cli.options import (
     CALIBRATION_HELP,
     ENGINE_HELP,
@@ -98,7 +97,7 @@ def _write_rows(rows: list[dict[str, Any]], columns: Sequence[str], fmt: str, as
     if csv_path:
         write_text(csv_path, rows_csv(flat_rows, flat_columns))
     if fmt == "json":
-        text = json.dumps(rows, indent=2, allow_nan=False)
+        text = indented_json(rows)
     elif fmt == "csv":
         text = rows_csv(flat_rows, flat_columns)
     else:

@@ -134,6 +134,7 @@ from typing import TYPE_CHECKING, Any
 
 from roofline.errors import RooflineError
 from roofline.expectation.launch import ANY_PATH, HOST_PATHS, host_columns, host_path, padding_factor, waves_factor
+from roofline.frozen import frozen
 from roofline.vocab import Bound, Level, Unit
 
 if TYPE_CHECKING:
@@ -164,7 +165,7 @@ LATENCY_WIDTH = 256  # decode's block latency grows as 1 + d/256 with the head w
 ACTIVATION_BYTES = 2  # the BF16 activation an engine's quantized GEMM reads before it quantizes it
 
 
-@dataclass(frozen=True)
+@frozen
 class Shape:
     """What the expected-time model reads of a placed kernel (times in seconds, on its machine)."""
 
@@ -192,7 +193,7 @@ def tiles_of(shape: Shape, tile: tuple[int, int]) -> int:
     return math.ceil(shape.m / tile[0]) * (math.ceil(shape.n / tile[1]) if shape.n > 0 else 1)
 
 
-@dataclass(frozen=True)
+@frozen
 class Fit:
     """One kind's fitted constants (module docstring): efficiency e in (0, 1], fixed cost t0 ≥ 0 s, the
     tile the waves are counted in (None: no wave term), the residual band (r25, r75) of floors of at
@@ -369,7 +370,7 @@ class Fit:
                 "head_dim_weights": {str(d): w for d, w in self.head_dim_weights}, "rows": self.rows, "mape": self.mape}
 
 
-@dataclass(frozen=True)
+@frozen
 class ExpectedTimes:
     """Fits of one GPU × engine, with where they came from. `borrowed_for` names the machine they
     are applied to when it has no tables of its own (the nearest architecture's fit)."""
@@ -464,7 +465,7 @@ def shape_of(p: Placement) -> Shape:
     return Shape(f"other.{dt}", p.time_s, compute, 0, 0, sms, memory_s=memory, exp_s=exp)
 
 
-@dataclass(frozen=True)
+@frozen
 class Expected:
     """A placed kernel's band, with the fit used and why (a nearer kind, a borrowed machine)."""
 

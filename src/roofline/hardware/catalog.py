@@ -14,12 +14,12 @@ import functools
 import math
 import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from roofline.errors import RooflineError, shown, unknown
 from roofline.fileio import parse_document, read_text_file
+from roofline.frozen import frozen
 from roofline.hardware.chip import parse_chip
 from roofline.hardware.index import read_index
 from roofline.hardware.machine import PEAK_KEYS, Machine, MemoryLevel
@@ -60,7 +60,7 @@ class MachineFileError(RooflineError):
     pass
 
 
-@dataclass(frozen=True)
+@frozen
 class FileRefusals:
     """How one kind of hardware file (a machine file, a system file) refuses a field: one line
     "<kind> <path>: <what was wrong>", raised as that kind's own error class."""

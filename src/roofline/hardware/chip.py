@@ -33,12 +33,13 @@ A machine file's optional `[chip]` table (see data/h100-sxm.toml):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from roofline.errors import RooflineError
+from roofline.frozen import frozen
 from roofline.units import UnitError, parse_quantity
 
 TOLERANCE = 0.01  # rate × SMs × clock must meet the datasheet peak within 1%
@@ -49,7 +50,7 @@ _SIZES = ("smem_capacity", "register_file", "tmem")
 _KEYS = {"unit", "note", "sources", "matrix_per_clk", *_COUNTS, *_SIZES}
 
 
-@dataclass(frozen=True)
+@frozen
 class Chip:
     """Per-SM rates of one chip. Every rate is per clock per SM unless it says otherwise."""
 

@@ -8,19 +8,20 @@ used only when asked for.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import MappingProxyType
 from typing import Any
 
 from roofline.dtypes import DType, get_dtype
 from roofline.errors import RooflineError
+from roofline.frozen import frozen
 from roofline.hardware.chip import Chip
 from roofline.vocab import Level, Unit
 
 PEAK_KEYS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "int8", "fp4", "int4")
 
 
-@dataclass(frozen=True)
+@frozen
 class MemoryLevel:
     name: Level
     bytes_per_s: float | None = None
@@ -34,7 +35,7 @@ def _frozen(d: Mapping[str, float] | None) -> Mapping[str, float]:
     return MappingProxyType(dict(d or {}))
 
 
-@dataclass(frozen=True)
+@frozen
 class Machine:
     id: str
     name: str

@@ -20,12 +20,13 @@ Reading system files, the catalog of systems and a bare device made a node: roof
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
 from roofline.errors import RooflineError
+from roofline.frozen import frozen
 from roofline.hardware.machine import Machine, MemoryLevel
 from roofline.units import format_bytes_per_s
 from roofline.vocab import Level
@@ -42,7 +43,7 @@ class Topology(StrEnum):
     TORUS_3D = "torus_3d"
     PCIE = "pcie"
 
-@dataclass(frozen=True)
+@frozen
 class Link:
     """One link roof: bytes/s per device per direction, and α, the start-up time of a collective."""
 
@@ -60,7 +61,7 @@ class Link:
                 "measured": self.measured}
 
 
-@dataclass(frozen=True)
+@frozen
 class System:
     """A device times `devices_per_node`, up to `max_nodes` nodes, with the links between them."""
 

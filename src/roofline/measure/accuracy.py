@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from roofline.frozen import frozen
 from roofline.placement import Placement
 from roofline.units import format_time
 from roofline.vocab import Bound
@@ -26,7 +26,7 @@ ABOVE_ROOF = ("ABOVE THE ROOF: the model is wrong for this kernel (its bytes or 
 SPLIT = (Bound.MEMORY, Bound.COMPUTE)  # the summary's two groups, in the order they are shown
 
 
-@dataclass(frozen=True)
+@frozen
 class Accuracy:
     placements: tuple[Placement, ...]  # those with a measured time
 

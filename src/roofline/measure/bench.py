@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from roofline.dtypes import DType, get_dtype, storage_dtype
 from roofline.errors import RooflineError
+from roofline.frozen import frozen
 from roofline.graph import Graph, Kernel
 from roofline.hardware import Machine
 from roofline.kernels import attention_graph, attention_plans, elementwise_graph, matmul_graph
@@ -38,7 +39,7 @@ from roofline.placement import Placement, place
 Runner = Callable[[int], object]
 
 
-@dataclass(frozen=True)
+@frozen
 class Case:
     """One kernel: its analytic prediction and how to run it. `build(sets)` allocates `sets` input
     sets on the device and returns fn(i) running the kernel on set i % sets."""
@@ -50,7 +51,7 @@ class Case:
     note: str = ""
 
 
-@dataclass(frozen=True)
+@frozen
 class BenchResult:
     placement: Placement
     timing: Timing
@@ -65,7 +66,7 @@ class BenchResult:
         return d
 
 
-@dataclass(frozen=True)
+@frozen
 class Sizes:
     """Shapes of the cases; `for_device` picks them so each memory-bound tensor is well above the
     CPU's mmap threshold-free range yet the sets together exceed the cache."""

@@ -33,12 +33,13 @@ import math
 import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from roofline.errors import RooflineError, unknown
+from roofline.frozen import frozen
 from roofline.units import MIN_SHARE, format_bytes, format_bytes_per_s
 from roofline.vocab import Bound
 
@@ -65,7 +66,7 @@ def quantile(values: Sequence[float], p: float) -> float:
     return xs[i] + (h - i) * (xs[i + 1] - xs[i])
 
 
-@dataclass(frozen=True)
+@frozen
 class Sample:
     """One measured kernel or collective: its name and the fraction of its roof it reached."""
 
@@ -76,7 +77,7 @@ class Sample:
         return {"name": self.name, "fraction_of_roof": self.fraction}
 
 
-@dataclass(frozen=True)
+@frozen
 class ClassShare:
     """The measured share of the roof of one bound class: (low, high) = the 25th and 75th percentiles
     of `samples` (or, in a hand-written file without samples, as written), over `n` samples."""
@@ -106,7 +107,7 @@ class ClassShare:
         return d
 
 
-@dataclass(frozen=True)
+@frozen
 class Calibration:
     """Measured shares of the roof per bound class (a subset of compute, memory, communication), the
     machine they were measured on, the date (UTC, YYYY-MM-DD) and the command that produced them."""

@@ -37,11 +37,12 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import MappingProxyType
 from typing import Any
 
 from roofline.errors import RooflineError, need_torch
+from roofline.frozen import frozen
 from roofline.hardware import Machine, MemoryLevel, catalog
 from roofline.hardware.machine import PEAK_KEYS
 from roofline.measure.cpu import measure_cpu
@@ -66,7 +67,7 @@ def need_cuda(what: str) -> Any:
     return torch
 
 
-@dataclass(frozen=True)
+@frozen
 class Ceilings:
     device: str
     environment: Environment

@@ -29,11 +29,12 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import MappingProxyType
 from typing import Any
 
 from roofline.errors import RooflineError
+from roofline.frozen import frozen
 from roofline.measure.timing import Timing
 from roofline.units import format_bytes, format_si
 
@@ -91,7 +92,7 @@ def round_size(size: int, n: int) -> int:
 
 # --- the record -----------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@frozen
 class CollectivePoint:
     """One collective at one size S (as nccl-tests counts it), over `ranks` ranks; each sample is the
     slowest rank's time of one repeat."""
@@ -129,7 +130,7 @@ class CollectivePoint:
                 "bus_factor": self.factor, "bus_bytes": self.bus_bytes, **self.timing.to_dict()}
 
 
-@dataclass(frozen=True)
+@frozen
 class AlphaBeta:
     """time = alpha_s + bus_bytes / beta_bytes_per_s, fitted on `points` sizes of one collective."""
 
@@ -183,7 +184,7 @@ def fit_alpha_beta(bus_bytes: Sequence[float], times_s: Sequence[float], collect
                      max(abs(r) for r in rel), len(pairs), clamped)
 
 
-@dataclass(frozen=True)
+@frozen
 class Collectives:
     """A collectives run: every size measured per collective, their α-β fits, what was not measured."""
 

@@ -33,11 +33,11 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from roofline.errors import RooflineError, need_torch
+from roofline.frozen import frozen
 from roofline.measure.collectives import (
     ALL_GATHER,
     ALL_REDUCE,
@@ -59,7 +59,7 @@ FIRST_SIZE_WARMUP = 5  # extra warm-up calls at the first size of each collectiv
 
 # --- the settings and the parent ------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@frozen
 class CollectivesSettings:
     """What one collectives run does. `devices` None: 2 processes on a CPU, every visible GPU on CUDA."""
 

@@ -29,9 +29,9 @@ torch and triton are imported inside functions.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
+from roofline.frozen import frozen
 from roofline.measure.env import Environment
 from roofline.measure.runs import MeasureSettings, Progress
 from roofline.measure.timing import Timing, time_cuda
@@ -48,7 +48,7 @@ EXP_THREADS_PER_PROGRAM = 1024  # elements per program of the exp kernel: 4 per 
 TRITON_HINT = "needs Triton (it ships with CUDA builds of torch on Linux: pip install triton)"
 
 
-@dataclass(frozen=True)
+@frozen
 class ChipRun:
     """One microkernel's run: `work` bytes (a level) or exponentials (Unit.EXP) per call."""
 
@@ -72,7 +72,7 @@ class ChipRun:
                 **self.timing.to_dict()}
 
 
-@dataclass(frozen=True)
+@frozen
 class Shape:
     """A microkernel's launch and what one call does."""
 

@@ -15,10 +15,12 @@ import platform
 import re
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
+
+from roofline.frozen import frozen
 
 # environment variables that change what a measurement gives
 VARIABLES = ("OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "OPENBLAS_L2_SIZE", "OMP_NUM_THREADS",
@@ -26,7 +28,7 @@ VARIABLES = ("OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "OPENBLAS_L2_SIZE", "O
              "NVIDIA_TF32_OVERRIDE", "TORCH_BLAS_PREFER_CUBLASLT")
 
 
-@dataclass(frozen=True)
+@frozen
 class Environment:
     device: str  # "cpu" | "cuda"
     device_name: str

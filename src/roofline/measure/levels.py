@@ -41,11 +41,12 @@ import os
 import re
 import statistics
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from roofline.frozen import frozen
 from roofline.measure.env import Environment
 from roofline.measure.runs import MeasureSettings, Progress
 from roofline.measure.timing import Timing, time_calls
@@ -64,7 +65,7 @@ KERNEL = "acc[i] += x[i] (fp64)"
 COUNTED = "STREAM's add count: x read, acc read and written, 3·8 B per element per pass"
 
 
-@dataclass(frozen=True)
+@frozen
 class LadderPoint:
     """One working set of the ladder: per thread, and the bytes one timed call moved (all threads)."""
 
@@ -81,7 +82,7 @@ class LadderPoint:
                 "max_bytes_per_s": self.best_rate, **self.timing.to_dict()}
 
 
-@dataclass(frozen=True)
+@frozen
 class Plateau:
     """A run of ladder sizes with one bandwidth; `level` is None until named."""
 
@@ -234,7 +235,7 @@ def ladder_top(capacities: Mapping[Level, float], quick: bool) -> int:
 
 # --- the ladder ---------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@frozen
 class CacheLadder:
     """The ladder's points, its plateaus named by level, and what it ran with."""
 

@@ -9,10 +9,10 @@ torch is imported only inside `torch_stream`.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from roofline.errors import RooflineError
+from roofline.frozen import frozen
 from roofline.measure.timing import Timing
 from roofline.vocab import Bound, Unit
 
@@ -26,7 +26,7 @@ SCALAR = 3.0  # STREAM's q
 Progress = Callable[[str], None]
 
 
-@dataclass(frozen=True)
+@frozen
 class CeilingRun:
     """One benchmark of one ceiling: `work` bytes (memory) or FLOPs (matrix) per call."""
 
@@ -62,7 +62,7 @@ class CeilingRun:
                 f"min_{self.unit}": self.worst_rate}
 
 
-@dataclass(frozen=True)
+@frozen
 class MeasureSettings:
     """What one `measure` run does; `quick` trades repeats and sizes for a run of a few seconds."""
 

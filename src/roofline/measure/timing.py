@@ -23,15 +23,15 @@ import math
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from roofline.errors import RooflineError
+from roofline.frozen import frozen
 
 CONFIRM = 0.05  # the best sample is confirmed by a second within 5% of it
 
 
-@dataclass(frozen=True)
+@frozen
 class Timing:
     """Seconds per call, one entry per sample (each sample averaged over `inner` calls)."""
 

@@ -29,13 +29,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
 from roofline.dtypes import DType, get_dtype
 from roofline.errors import RooflineError
+from roofline.frozen import frozen
 from roofline.hardware import DEFAULT_MACHINE, Machine
 from roofline.models.build import DEFAULT_PLAN, PLANS, ModelGraph, build_graph
 from roofline.models.crossover import step_crossover
@@ -52,7 +53,7 @@ from roofline.vocab import Bound, Phase, Plan, Resource, Role
 
 # --- decode limit ----------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@frozen
 class DecodeLimit:
     """The limit of decode intensity as the batch grows, with its pieces for --explain."""
 
@@ -126,7 +127,7 @@ def decode_limit(cfg: ModelConfig, context: int, kv_dtype: str | DType = "bf16",
 
 # --- the analysis ----------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@frozen
 class ModelAnalysis(Drawable):
     """One step of one model on one machine, under every fusion plan; `plan` picks the headline one."""
 

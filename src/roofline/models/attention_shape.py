@@ -15,12 +15,11 @@ the weights and the qkv GEMM lose G·d columns while the cache does not.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from roofline.errors import RooflineError
+from roofline.frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class AttentionShape:
     """H query heads of `head_dim`, G K/V heads; values `v_head_dim` wide (MLA decompressed: 128 beside
     the keys' 192); `k_eq_v`: one projection gives K and V (Gemma 4's full layers); `rotary_dims`: dims of

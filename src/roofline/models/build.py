@@ -39,10 +39,11 @@ Fusion plans over the same graph (same FLOPs, fewer bytes):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import MappingProxyType
 
 from roofline.errors import RooflineError
+from roofline.frozen import frozen
 from roofline.graph import FusionPlan, Graph, Op, Tensor
 from roofline.kernels import FLOP_PER_ELEMENT, attention_ops, elementwise_op, matmul_op, norm_op
 from roofline.models.attn_res_ops import attn_res_head, attn_res_layers
@@ -82,7 +83,7 @@ def as_plan(plan: Plan | str) -> Plan:
     return Plan(plan)
 
 
-@dataclass(frozen=True)
+@frozen
 class StepShape:
     """One forward step: `batch` sequences; prefill runs `seq` prompt tokens of each, decode one new
     token of each against `seq` tokens of context (the new token's own K/V included)."""
@@ -101,7 +102,7 @@ class StepShape:
         return self.batch * self.tokens_per_sequence
 
 
-@dataclass(frozen=True)
+@frozen
 class ModelGraph:
     """A step's graph with its plans, and what it was built from."""
 

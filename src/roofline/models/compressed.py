@@ -28,9 +28,9 @@ the head's hc_head n × n·h, base n, scale 1.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from roofline.frozen import frozen
 from roofline.models.formulas import Num, minimum
 
 CSA, HCA = "CSA", "HCA"
@@ -56,7 +56,7 @@ def compressed_pairs(queries: Num, ratio: int, topk: int | None = None) -> Num:
     return whole(n) + topk * (queries - n)
 
 
-@dataclass(frozen=True)
+@frozen
 class CompressedAttention:
     """DeepSeek-V4's attention shape (see the module docstring). `ratios`: per layer 0, `csa` or `hca`."""
 

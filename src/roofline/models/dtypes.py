@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 from roofline.dtypes import DTYPES, DType, get_dtype, require_storable
 from roofline.errors import RooflineError
+from roofline.frozen import frozen
 from roofline.hardware import Machine
 
 _BF16 = DTYPES["bf16"]  # what checkpoints keep their unquantized modules in (torch_dtype bfloat16)
 
 
-@dataclass(frozen=True)
+@frozen
 class ModelDtypes:
     """Storage dtype per tensor role, and the compute dtype whose peak the matmuls run at
     (None: chosen by the analysis, the activation dtype where the machine has a peak for it)."""

@@ -5,8 +5,9 @@ the other for it. roofline.models.transformer re-exports every name."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from enum import StrEnum
+
+from roofline.frozen import frozen
 
 
 class AttentionKind(StrEnum):
@@ -34,7 +35,7 @@ class MlpKind(StrEnum):
     NONE = "none"
 
 
-@dataclass(frozen=True)
+@frozen
 class ParamCounts:
     """Parameters by part. `parts` counts every routed expert ("experts"); `active_parts` counts
     what one token uses, the routed experts at experts_per_token of num_experts. Both have the same

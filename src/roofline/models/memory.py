@@ -21,10 +21,10 @@ pipeline stages across nodes.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from roofline.errors import RooflineError, T
+from roofline.frozen import frozen
 from roofline.graph import Kernel
 from roofline.models.dtypes import ModelDtypes
 from roofline.models.mtp import MTP_PARTS
@@ -67,7 +67,7 @@ class DeviceMemory:
         return None if self.usable_bytes is None else self.usable_bytes - self.held_bytes
 
 
-@dataclass(frozen=True)
+@frozen
 class MemoryFit(DeviceMemory):
     """One device's weights, KV cache and workspace against its usable memory, and the smallest
     valid split that fits (None: none up to the system's devices)."""

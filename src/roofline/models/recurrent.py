@@ -4,10 +4,10 @@ their step graphs are roofline.models.deltanet, roofline.models.kda and roofline
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from roofline.frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class LinearAttention:
     """Gated DeltaNet (Yang, Kautz, Hatamizadeh, arXiv 2412.06464; transformers models/qwen3_next,
     Qwen3_5GatedDeltaNet): `key_heads` query/key heads of `key_dim`, `value_heads` value heads of
@@ -75,7 +75,7 @@ SAFE_GATE_FLOP = 8
 KDA_CHUNK_DECAY_FLOP = 8
 
 
-@dataclass(frozen=True)
+@frozen
 class KimiDelta(LinearAttention):
     """Kimi Delta Attention (Kimi Linear, arXiv 2510.26692; transformers models/kimi_linear
     KimiLinearDeltaAttention, fla ops/kda): Gated DeltaNet's delta rule with a decay per channel instead of
@@ -133,7 +133,7 @@ class KimiDelta(LinearAttention):
         return (7 * self.key_dim * self.value_dim + self.gate_flop * self.key_dim) * self.value_heads
 
 
-@dataclass(frozen=True)
+@frozen
 class Mamba2:
     """Mamba2's selective state space mixer (Dao & Gu, arXiv 2405.21060; Nemotron-H's
     NemotronHMamba2Mixer in transformers, vLLM and mlx-lm): `heads` heads of `head_dim` (the inner

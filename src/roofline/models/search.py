@@ -42,10 +42,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any
 
 from roofline.errors import RooflineError, T
+from roofline.frozen import frozen
 from roofline.hardware import DEFAULT_MACHINE, Machine, System, get_system
 from roofline.models.analysis import analyze
 from roofline.models.build import DEFAULT_PLAN, as_phase
@@ -62,7 +63,7 @@ from roofline.vocab import Bound, Objective, Phase, Plan, Resource, bound_class
 OBJECTIVES = tuple(str(o) for o in Objective)
 
 
-@dataclass(frozen=True)
+@frozen
 class SplitRow:
     """One candidate split: its memory per device and, unless it cannot fit, its step on the system."""
 
@@ -145,7 +146,7 @@ class SplitRow:
                 "warnings": list(self.warnings)}
 
 
-@dataclass(frozen=True)
+@frozen
 class SplitSearch:
     """Every candidate split of a step, ranked by `objective`; `winner` is None when none qualifies
     (`problem` says why)."""

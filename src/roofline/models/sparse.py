@@ -3,10 +3,10 @@ graph's ops are roofline.models.dsa's)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from roofline.frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class SparseIndexer:
     """DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2-Exp, its inference/model.py
     Indexer; vLLM deepseek_v2.py): `heads` index heads of `head_dim` score every cached token with

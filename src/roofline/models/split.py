@@ -35,15 +35,16 @@ throughput dp times it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from roofline.errors import RooflineError, T
+from roofline.frozen import frozen
 from roofline.models.transformer import ModelConfig
 from roofline.parallel import Split, divisors, group_level, stage_boundaries_across_nodes
 from roofline.vocab import Level, Phase
 
 
-@dataclass(frozen=True)
+@frozen
 class Comm:
     """What the graph builder needs to insert a split's collectives: the degrees, and the roof of each group."""
 

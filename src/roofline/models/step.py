@@ -12,8 +12,9 @@ checkpoint's weights dtype.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
+from roofline.frozen import frozen
 from roofline.models.build import DEFAULT_PLAN, ModelGraph, as_phase, as_plan, build_graph
 from roofline.models.config import load_config
 from roofline.models.dtypes import ModelDtypes, for_checkpoint, model_dtypes
@@ -22,7 +23,7 @@ from roofline.parallel import Deployment
 from roofline.vocab import Phase, Plan
 
 
-@dataclass(frozen=True)
+@frozen
 class Step:
     """One forward step: `seq` is the prompt length (prefill) or the context length (decode); `batch`
     the sequences over every replica; `dtypes` as the checkpoint stores its weights unless asked."""

@@ -22,10 +22,11 @@ other bytes are. The fit must reproduce every sample graph's bytes, or the step 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from roofline.errors import RooflineError
+from roofline.frozen import frozen
 from roofline.graph import Kernel
 from roofline.kernels import ATTENTION_TILE, MATMUL_TILE
 from roofline.models.transformer import AttentionKind, ModelConfig
@@ -60,7 +61,7 @@ def dims_basis(cfg: ModelConfig, batch: Any, seq: Any, phase: Phase) -> Any:
     return np.stack(cols, axis=1)
 
 
-@dataclass(frozen=True)
+@frozen
 class TiledOp:
     """One tiled op of a kernel, as the sample graphs show it: its constants and, per sample, its
     matrix FLOPs and dimensions."""
@@ -107,7 +108,7 @@ def _least(a: Any, tile: int) -> Any:
     return np.minimum(a, float(tile))
 
 
-@dataclass(frozen=True)
+@frozen
 class KernelKind:
     """What the expected-time model reads of a kernel besides its times (roofline.expectation.shape_of):
     a lone matmul (a GEMM), a kernel holding attention's q·kᵀ, or another kind; the tiled op that gives
@@ -131,7 +132,7 @@ class KernelKind:
         return KernelKind("other", -1, dtype)
 
 
-@dataclass(frozen=True)
+@frozen
 class ChipModel:
     """The on-chip bytes of a step's kernels: per tiled op its FLOPs' coefficients (on the step
     model's features) and its dimensions' (on dims_basis), and per kernel the rest, linear; and each

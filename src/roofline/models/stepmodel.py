@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import TYPE_CHECKING, Any
 
 from roofline.dtypes import DType
 from roofline.errors import RooflineError, T
+from roofline.frozen import frozen
 from roofline.graph import Kernel
 from roofline.hardware import Machine
 from roofline.models.build import DEFAULT_PLAN, as_phase, build_graph
@@ -47,7 +48,7 @@ CHECK_POINTS = 1  # sample points beyond the fewest that determine the fit, to c
 RESOURCE_CODES = (Unit.MATRIX, Unit.VECTOR, Level.DRAM, Level.LINK, Level.NETWORK, Unit.EXP, Level.SMEM, Level.L2)
 
 
-@dataclass(frozen=True)
+@frozen
 class Crossover:
     """The smallest batch at which the step's intensity reaches the ridge, or None ("never")."""
 
@@ -196,7 +197,7 @@ def _spanning(blocks: list[Any], points: list[tuple[int, int]], extra: int) -> l
     return sorted(taken)
 
 
-@dataclass(frozen=True)
+@frozen
 class StepModel:
     """Per-kernel coefficients: flop_matrix, flop_vector and bytes = features · coefficients.
 

@@ -15,12 +15,12 @@ bare device made one node of max(devices, 8), the collectives on its link and ne
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from roofline.errors import RooflineError, T
 from roofline.expectation.model import ExpectedTimes
 from roofline.expectation.shipped import for_machine
+from roofline.frozen import frozen
 from roofline.hardware import DEFAULT_MACHINE, Machine, get_machine
 from roofline.models.analysis import analyze_model, decode_limit
 from roofline.models.build import DEFAULT_PLAN, as_phase, as_plan
@@ -288,7 +288,7 @@ def _compare_row(a: Any, batch: int, dt: ModelDtypes) -> dict[str, Any]:
     }
 
 
-@dataclass(frozen=True)
+@frozen
 class ChartSeries:
     """What a sweep's chart draws: intensity against the axis that varies most (batch, or the length
     when it has more values), for every machine and the first dtype and split combination, at the

@@ -12,12 +12,12 @@ fit and the sweeps all take it from there.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
 from roofline.dtypes import DType
 from roofline.errors import RooflineError
+from roofline.frozen import frozen
 from roofline.models.attention_shape import AttentionShape
 from roofline.models.attn_res import AttentionResiduals
 from roofline.models.block_sparse import BlockSparse
@@ -36,7 +36,7 @@ LOGITS = tuple(str(v) for v in Logits)  # which positions the LM head projects i
 MLA_MODES = tuple(str(v) for v in MlaForm)  # how MLA attends: over the latent, or over per-head K and V
 
 
-@dataclass(frozen=True)
+@frozen
 class ModelConfig:
     """The shape of a decoder-only transformer: everything the graph builder and the counts need."""
 

@@ -46,13 +46,13 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from roofline.errors import RooflineError
+from roofline.frozen import frozen
 from roofline.graph import Op, Tensor
 from roofline.hardware import System, get_system
 from roofline.parallel.collectives import BUS_FACTOR, FORMULA, Collective, CollectiveCall, collective_op
@@ -87,7 +87,7 @@ STEPS: Mapping[Algorithm, str] = {
 CUSTOM = (Algorithm.ONE_SHOT, Algorithm.TWO_SHOT)  # the engines' own kernels; the rest are NCCL's
 
 
-@dataclass(frozen=True)
+@frozen
 class GroupFit:
     """t = α + bus bytes / busbw, fitted on one table's rows of one group size; the band is measured /
     fitted at its 10th and 90th percentile."""
@@ -103,7 +103,7 @@ class GroupFit:
         return self.alpha_s + bus_bytes / self.busbw_bytes_per_s
 
 
-@dataclass(frozen=True)
+@frozen
 class PathFit:
     """One path's fits (NCCL, or an engine's custom all-reduce) on one system, by group size."""
 
@@ -113,7 +113,7 @@ class PathFit:
     groups: Mapping[int, GroupFit]
 
 
-@dataclass(frozen=True)
+@frozen
 class SystemCollectives:
     """What a system's collectives need beyond its links: NVLS, the measured start-up floor, the fits."""
 
@@ -126,7 +126,7 @@ class SystemCollectives:
     fits: Mapping[str, PathFit]
 
 
-@dataclass(frozen=True)
+@frozen
 class AlgorithmFloor:
     algorithm: Algorithm
     bytes_per_device: float  # sent per direction (and received)
@@ -134,7 +134,7 @@ class AlgorithmFloor:
     formula: str
 
 
-@dataclass(frozen=True)
+@frozen
 class CollectiveEstimate:
     """One collective on one system: every algorithm's floor, the one that runs and why, its band."""
 
@@ -267,7 +267,7 @@ def _one_shot(message_bytes: Any, group: int) -> Any:
     return message_bytes < limit
 
 
-@dataclass(frozen=True)
+@frozen
 class AllReduceRule:
     """How a deployment's all-reduces run (`--allreduce`): the algorithm asked for (None: auto, as engines
     choose, `choose`) and whether the system's switch reduces (NVLS, `has_nvls`). Where the asked one does

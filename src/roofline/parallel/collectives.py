@@ -21,10 +21,10 @@ buffer read once and written once.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import StrEnum
 
 from roofline.errors import RooflineError
+from roofline.frozen import frozen
 from roofline.graph import Op, Tensor
 from roofline.vocab import Level, Unit
 
@@ -51,7 +51,7 @@ FORMULA = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class CollectiveCall:
     """What a collective op is, for reports: its kind, group size, roof and message size S."""
 

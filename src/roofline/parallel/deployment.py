@@ -23,9 +23,10 @@ at most MOST_DEVICES devices far for a split that fits.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 from roofline.errors import RooflineError
+from roofline.frozen import frozen
 from roofline.hardware import Machine, System, get_machine, get_system
 from roofline.hardware.system_file import DEFAULT_DEVICES, NoLinkError
 from roofline.parallel.algorithms import has_nvls, shipped_source, system_collectives
@@ -36,7 +37,7 @@ NODE_DEVICES = DEFAULT_DEVICES  # a bare device is one node of this many (an HGX
 MOST_DEVICES = 64  # the most devices a bare device's memory fit and split search look at
 
 
-@dataclass(frozen=True)
+@frozen
 class Deployment:
     """The device the kernels are placed on, the system it sits in, and the split over it."""
 

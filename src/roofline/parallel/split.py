@@ -14,14 +14,13 @@ most the devices per node.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from roofline.errors import RooflineError
+from roofline.frozen import frozen
 from roofline.units import require_positive_int
 from roofline.vocab import Level
 
 
-@dataclass(frozen=True)
+@frozen
 class Split:
     tp: int = 1
     pp: int = 1

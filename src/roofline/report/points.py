@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from roofline import units as u
+from roofline.frozen import frozen
 from roofline.placement import GraphAnalysis, Placement
 from roofline.report.intensity import intensity, link_bytes, link_level
 from roofline.vocab import LINKS, Bound, Level, Plan, Unit
@@ -28,7 +29,7 @@ ROOF_COLOUR = "#222222"
 ROOF_CYCLE = ("#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f", "#1f77b4", "#ff7f0e")
 
 
-@dataclass(frozen=True)
+@frozen
 class DeviceShare:
     """One device's share of a step split over devices, for the page's per-device panel: the step's
     time by what bounds it, and what the device holds. Built by the caller that knows the split
@@ -53,7 +54,7 @@ class DeviceShare:
         return self.weights_bytes + self.kv_cache_bytes + self.workspace_bytes
 
 
-@dataclass(frozen=True)
+@frozen
 class Scenario:
     """One analysis to draw: "decode · flash" and its kernels in execution order; `device` is one
     device's share when the step is split over several (None for one device)."""
@@ -87,7 +88,7 @@ def point_xy(p: Placement) -> tuple[float, float]:
     return intensity(p), p.attainable_flop_per_s
 
 
-@dataclass(frozen=True)
+@frozen
 class LinkRoof:
     """The roof collectives sit under: a slope of the link's bandwidth per direction meeting the
     compute roof at I = peak / BW_link."""

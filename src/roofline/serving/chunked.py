@@ -31,10 +31,11 @@ the earlier index keys are left out.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from roofline.errors import T
+from roofline.frozen import frozen
 from roofline.graph import FusionPlan, Graph, tensor
 from roofline.kernels import attention_ops, attention_plans
 from roofline.models.analysis import ALL_TO_ALL, COLLECTIVES, ModelAnalysis, analyze
@@ -82,7 +83,7 @@ def _plus(*bands: Band) -> Band:
     return Band(sum(b.floor for b in bands), sum(b.low for b in bands), sum(b.high for b in bands))
 
 
-@dataclass(frozen=True)
+@frozen
 class ChunkStep:
     """One chunk: `tokens` new tokens after `earlier` ones; its prefill, its attention to the earlier
     tokens, and their sum."""
@@ -184,7 +185,7 @@ def chunk_step(r: Any, batch: int, tokens: int, earlier: int, latent: bool = Fal
     return ChunkStep(tokens, earlier, pre, att, byt, flop)
 
 
-@dataclass(frozen=True)
+@frozen
 class ChunkedPrefill:
     """The prompt's prefill in chunks of `chunk` tokens interleaved with decode steps (module docstring)."""
 

@@ -30,10 +30,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from roofline.errors import RooflineError, T
+from roofline.frozen import frozen
 from roofline.hardware import Machine, System
 from roofline.hardware.system_file import get_system
 from roofline.models.memory import device_kv_bytes
@@ -75,7 +76,7 @@ def parse_ratio(text: str | tuple[int, int] | None) -> tuple[int, int] | None:
             require_positive_int(values[1], f"{T.disaggregate_devices} D"))
 
 
-@dataclass(frozen=True)
+@frozen
 class GroupPair:
     """One (prefill devices, decode devices) pair: its rates, or why it cannot run."""
 
@@ -111,7 +112,7 @@ class GroupPair:
                 "reason": self.reason or None}
 
 
-@dataclass(frozen=True)
+@frozen
 class Disaggregation:
     prefill_devices: int
     decode_devices: int

@@ -32,10 +32,11 @@ step is the larger of them, as the floor is.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import TYPE_CHECKING, Any
 
 from roofline.errors import RooflineError, T
+from roofline.frozen import frozen
 from roofline.units import MIN_SHARE, format_time
 
 if TYPE_CHECKING:
@@ -81,7 +82,7 @@ ENGINE_OVERHEAD_SOURCE = ("aiconfigurator-core 0.12.0 sdk/backends (calibrated a
 ASSUMED_STEP_OVERHEAD = (20e-6, 50e-6)
 
 
-@dataclass(frozen=True)
+@frozen
 class Efficiency:
     """Where serve's bands come from: each kernel's calibrated band (`engine`, `calibration`: as
     roofline.calibration.choose takes them; `kernels` the model chosen for the device, resolved by
@@ -211,7 +212,7 @@ class Efficiency:
         return d
 
 
-@dataclass(frozen=True)
+@frozen
 class Band:
     """A time or a cost: the roofline floor and the expected band, floor ≤ low ≤ high."""
 
@@ -226,7 +227,7 @@ class Band:
         return {"floor": self.floor, "expected": {"low": self.low, "high": self.high}}
 
 
-@dataclass(frozen=True)
+@frozen
 class Rate:
     """A rate (tokens/s): the roofline ceiling and the expected band, low ≤ high ≤ ceiling."""
 

@@ -42,12 +42,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 from roofline.dtypes import DType
 from roofline.errors import RooflineError, T
+from roofline.frozen import frozen
 from roofline.hardware import DEFAULT_MACHINE, Machine, System
 from roofline.models.analysis import ModelAnalysis, analyze
 from roofline.models.build import DEFAULT_PLAN
@@ -99,7 +100,7 @@ FORMULAS = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class CurvePoint:
     batch: int
     itl: Band  # mean over the generation
@@ -112,7 +113,7 @@ class CurvePoint:
                 "fits": self.fits, "meets_itl_slo": self.meets_slo}
 
 
-@dataclass(frozen=True)
+@frozen
 class ServingReport:
     """Serving one model on one machine and split: every number a floor and an expected band."""
 
@@ -291,7 +292,7 @@ def _cost_output(price: float, devices: int, rate: Rate) -> Band:
     return Band(per_s / rate.ceiling, per_s / rate.high, per_s / rate.low)
 
 
-@dataclass(frozen=True)
+@frozen
 class _Memory:
     """One device's memory for serving (roofline.models.memory): the weights and one workspace stay,
     each sequence of prompt + output tokens adds its KV cache; `max_batch` the sequences that fit."""

@@ -40,10 +40,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from roofline.errors import RooflineError, T
+from roofline.frozen import frozen
 from roofline.models.config import load_config
 from roofline.models.split import check_split
 from roofline.models.transformer import MlpKind, ModelConfig
@@ -156,7 +157,7 @@ def mtp_draft(cfg: ModelConfig, mtp: int, draft: object, draft_tokens: int | Non
     return one, k
 
 
-@dataclass(frozen=True)
+@frozen
 class Speculative:
     draft: str
     draft_tokens: int

@@ -25,10 +25,10 @@ ranks by expected times; ties go to fewer devices.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from roofline.errors import RooflineError
+from roofline.frozen import frozen
 from roofline.hardware import Machine, System, get_system
 from roofline.models.memory import DEFAULT_UTILIZATION, device_kv_bytes, device_weights_bytes
 from roofline.models.split import valid_splits
@@ -39,7 +39,7 @@ from roofline.serving.serve import ServingReport, serve
 from roofline.vocab import Phase
 
 
-@dataclass(frozen=True)
+@frozen
 class Candidate:
     """One split tried: its report when it was served, and why it wins or loses."""
 
@@ -71,7 +71,7 @@ class Candidate:
                 r.cost_output.to_dict()}
 
 
-@dataclass(frozen=True)
+@frozen
 class ServeSearch:
     """Every candidate split of a workload, the cheapest that meets the targets first."""
 

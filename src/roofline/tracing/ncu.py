@@ -37,11 +37,12 @@ import csv
 import io
 import math
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from roofline.dtypes import DType, get_dtype
 from roofline.errors import RooflineError
+from roofline.frozen import frozen
 from roofline.graph import Op, Tensor
 from roofline.tracing.analysis import Trace
 from roofline.tracing.kineto import Profile
@@ -64,7 +65,7 @@ _SCALE = {"": 1.0, "byte": 1.0, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9, "tbyte
           "s": 1.0, "inst": 1.0, "kinst": 1e3, "minst": 1e6, "ginst": 1e9}
 
 
-@dataclass(frozen=True)
+@frozen
 class NcuKernel:
     """One profiled kernel: its name, measured time, bytes per level, FLOPs per unit, other counters."""
 

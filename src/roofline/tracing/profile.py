@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from roofline.errors import RooflineError, need_torch
+from roofline.frozen import frozen
 from roofline.placement import Placement
 from roofline.tracing.analysis import Trace, flop_by_kind
 from roofline.tracing.kineto import Profile, parse_kineto
@@ -57,7 +58,7 @@ LATENCY_S = 10e-6  # below this a kernel's time is launch and synchronisation, n
 NEAR_ROOF = 0.5  # a kernel at half its floor's speed or better is "at" its roof
 
 
-@dataclass(frozen=True)
+@frozen
 class Verdict:
     """What limits one measured kernel, and what to try."""
 

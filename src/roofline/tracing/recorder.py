@@ -51,11 +51,12 @@ import math
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from roofline.dtypes import DType
 from roofline.errors import need_torch
+from roofline.frozen import frozen
 from roofline.graph import Op, Tensor
 from roofline.tracing import memo
 from roofline.tracing.analysis import Trace
@@ -165,7 +166,7 @@ _SCORE_PASS = frozenset(("mul", "div", "add", "sub", "_to_copy", "to", "dropout"
 _SCORE_MATMULS = frozenset(("matmul", "bmm"))
 
 
-@dataclass(frozen=True)
+@frozen
 class _Arg:
     name: str
     default: Any
@@ -174,7 +175,7 @@ class _Arg:
     read: bool  # the op reads it (not an out= argument nor a tensor it only overwrites)
 
 
-@dataclass(frozen=True)
+@frozen
 class _Schema:
     """What the recorder needs to know about an op overload, worked out on its first call."""
 

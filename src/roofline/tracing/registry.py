@@ -49,10 +49,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from roofline.dtypes import ALIASES, DTYPES, DType
 from roofline.errors import RooflineError
+from roofline.frozen import frozen
 from roofline.graph import Op, Tensor
 from roofline.kernels import attention_ops, elementwise_op, matmul_op
 from roofline.vocab import Unit
@@ -60,7 +61,7 @@ from roofline.vocab import Unit
 # --- the shape-only call record --------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class ArgShape:
     """A tensor argument as a formula sees it: its shape and dtype, never the tensor.
 
@@ -92,7 +93,7 @@ Scalar = bool | int | float | str | None
 Arg = ArgShape | Scalar | tuple["Arg", ...]  # a tensor, a plain value, or a list of either
 
 
-@dataclass(frozen=True)
+@frozen
 class OpCall:
     """One ATen call as the formulas see it.
 

@@ -29,12 +29,13 @@ peak: the matrix peak of the compute dtype (BF16, or FP8 with --precision fp8).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import cached_property
 from typing import Any
 
 from roofline.expectation.model import ExpectedTimes, expect
 from roofline.expectation.shipped import for_machine
+from roofline.frozen import frozen
 from roofline.graph import Kernel
 from roofline.hardware import Machine
 from roofline.models.dtypes import compute_dtype, model_dtypes
@@ -51,7 +52,7 @@ DEFAULT_UTILIZATION = 0.9  # the usable share of a device's memory (the rest: CU
 MICRO_FAMILIES = (Family.TP, Family.CP, Family.EP, Family.PP, Family.FSDP)
 
 
-@dataclass(frozen=True)
+@frozen
 class Placed:
     """A training kernel on the device: its placement and expected band (per run), and its runs a step."""
 
@@ -68,7 +69,7 @@ class Placed:
         return self.kernel.comm is not None
 
 
-@dataclass(frozen=True)
+@frozen
 class StepTime:
     """One assembly of the step (floor, low or high): its total and its breakdown."""
 
@@ -101,7 +102,7 @@ def assemble(placed: tuple[Placed, ...], setup: TrainSetup, t: Callable[[Placed]
                     bubble, optimizer, t_mb, m * comm + dp, exposed_dp)
 
 
-@dataclass(frozen=True)
+@frozen
 class TrainAnalysis:
     """A training step of `setup` on `deployment`: kernels, step time, MFU, memory, communication."""
 

@@ -36,9 +36,9 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
 from typing import Any
 
+from roofline.frozen import frozen
 from roofline.models.dtypes import model_dtypes
 from roofline.models.memory import DeviceMemory, device_weights_bytes
 from roofline.models.split import stage_layers
@@ -70,7 +70,7 @@ def korthikanti_layer_bytes(s: int, b: int, h: int, a: int, t: int, recompute: R
     return sbh * (10.0 + 24.0 / t + scores / t)
 
 
-@dataclass(frozen=True)
+@frozen
 class TrainMemory(DeviceMemory):
     """One device's memory in training, the fuller pipeline stage's."""
 

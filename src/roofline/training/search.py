@@ -20,11 +20,12 @@ loser names what costs it against the winner: its step time, bubble, exposed com
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any
 
 from roofline.errors import RooflineError
 from roofline.expectation.shipped import for_machine
+from roofline.frozen import frozen
 from roofline.hardware import get_system
 from roofline.models.split import divisors
 from roofline.parallel import deploy
@@ -37,7 +38,7 @@ MAX_CP = 32
 MAX_EP = 64
 
 
-@dataclass(frozen=True)
+@frozen
 class TrainRow:
     split: TrainSplit
     memory: TrainMemory
@@ -65,7 +66,7 @@ class TrainRow:
         return d
 
 
-@dataclass(frozen=True)
+@frozen
 class TrainSearch:
     setup: TrainSetup  # the step as asked (its split the first candidate's)
     system: str

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from enum import IntEnum, StrEnum
 
 from roofline.errors import RooflineError
+from roofline.frozen import frozen
 from roofline.models.config import load_config
 from roofline.models.split import check_split
 from roofline.models.transformer import ModelConfig
@@ -78,7 +79,7 @@ WEIGHT_BYTES = 2.0  # BF16 working weights (ZeRO's 2Ψ)
 GRADIENT_BYTES = 2.0  # BF16 gradients (ZeRO's 2Ψ)
 
 
-@dataclass(frozen=True)
+@frozen
 class TrainSplit:
     """Degrees of a training split. `ep` reuses the devices of a stage (it divides tp · cp · dp)."""
 
@@ -129,7 +130,7 @@ def group_level(stride: int, size: int, devices_per_node: int) -> Level:
     return Level.LINK if span <= devices_per_node and devices_per_node % span == 0 else Level.NETWORK
 
 
-@dataclass(frozen=True)
+@frozen
 class TrainSetup:
     """One training step, checked: the model (logits over every position, as training needs), the
     sequences, the split and the choices."""

@@ -30,11 +30,12 @@ Changes to the inference graph, and why:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from enum import StrEnum
 from types import MappingProxyType
 
 from roofline.dtypes import DType, get_dtype
+from roofline.frozen import frozen
 from roofline.graph import FusionPlan, Graph, Kernel, OnChip, Op, Tensor
 from roofline.models.build import build_graph
 from roofline.models.dtypes import model_dtypes
@@ -83,7 +84,7 @@ OPTIMIZER_STEP = {Optimizer.ADAMW: (4 + 2 + 4 + 4, 4 + 4 + 4 + 2, 14.0, 1.0),
 GRAD_NORM_FLOP = 2.0  # a square and an add per gradient element
 
 
-@dataclass(frozen=True)
+@frozen
 class Comm:
     """A collective of the step, for the report and the overlap rule."""
 
@@ -95,7 +96,7 @@ class Comm:
     algorithm: str = ""  # an all-reduce's algorithm (roofline.parallel.algorithms)
 
 
-@dataclass(frozen=True)
+@frozen
 class TrainKernel:
     kernel: Kernel
     pass_: Pass
@@ -107,7 +108,7 @@ class TrainKernel:
         return self.kernel.name
 
 
-@dataclass(frozen=True)
+@frozen
 class TrainStep:
     """Every kernel of a step on the fullest stage's device, in the order they run."""
 

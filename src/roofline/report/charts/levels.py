@@ -33,10 +33,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from roofline.errors import RooflineError
+from roofline.frozen import frozen
 from roofline.placement import Placement
 from roofline.report.charts.labels import literal_text
 from roofline.report.charts.roofline import decade_ceil, decade_floor, log_axes, new_figure
@@ -58,7 +58,7 @@ UNIT_COLOURS = {Unit.MATRIX: "#e6550d", Unit.VECTOR: "#2ca02c", Unit.EXP: "#9467
 UNIT_STYLES = {Unit.MATRIX: "-", Unit.VECTOR: "--", Unit.EXP: "-."}
 
 
-@dataclass(frozen=True)
+@frozen
 class LevelPoint:
     """One kernel's point at one memory level: x = FLOPs / that level's bytes, y = FLOPs / time floor."""
 

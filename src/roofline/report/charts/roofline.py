@@ -29,11 +29,11 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from roofline.dtypes import DType, get_dtype
 from roofline.errors import RooflineError
+from roofline.frozen import frozen
 from roofline.hardware import Machine, get_machine
 from roofline.placement import Placement
 from roofline.report.charts.labels import literal_text, number_ranges, place_labels, shorten, text_box
@@ -123,7 +123,7 @@ def decade_ceil(v: float) -> float:
 
 # --- roofs --------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@frozen
 class Roof:
     """One machine at one precision: attainable = min(peak, BW × I)."""
 

@@ -1,0 +1,236 @@
+"""`@frozen`: a class made as `@dataclass(frozen=True)` makes it, at about a quarter of the start-up cost.
+
+Python 3.11's dataclasses compile six functions from source for each frozen class as it is defined
+(`__init__`, `__repr__`, `__eq__`, `__hash__`, `__setattr__`, `__delattr__`) and search each string
+annotation for ClassVar, InitVar and KW_ONLY: about 4.4 M instructions a class of five fields, which
+over the ~60 classes one `roofline model` run defines was ~40% of its in-process work (valgrind
+callgrind, bench/results/bench_startup.txt). Here the fields are recorded as dataclasses records them
+(`__dataclass_fields__`, so that `fields()`, `replace()`, `asdict()` and `is_dataclass()` work as on
+any dataclass; `_register`); `__init__` is the one function compiled (the same parameters, defaults,
+factories and `__post_init__` call as dataclasses'); the other five are closures over the field names,
+compiled once with this module, with dataclasses' results (`__eq__` compares the tuples of the compared
+fields of two objects of one class, `__hash__` hashes that tuple, `__repr__` is `Name(field=value, ...)`
+guarded against recursion, assigning or deleting a field raises `FrozenInstanceError`). A method the
+class defines itself is kept, as dataclasses keeps it; `__dataclass_params__` says frozen. About 1 M
+instructions a class (tests/test_frozen.py holds it to dataclasses' behaviour).
+
+A class beyond that (dataclass bases, slots, a field named as a descriptor, InitVar or keyword-only
+fields, its own `__setattr__` or `__delattr__`) goes to `dataclass(frozen=True)` unchanged, and a ClassVar
+annotation has dataclasses record the fields.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import sys
+from collections.abc import Callable
+from dataclasses import MISSING, Field, FrozenInstanceError
+from operator import attrgetter
+from threading import get_ident
+from typing import Any, TypeVar, dataclass_transform
+
+T = TypeVar("T")
+
+
+class _Factory:
+    """The default a field with a factory shows in `__init__`'s signature, as dataclasses' `<factory>`."""
+
+    def __repr__(self) -> str:
+        return "<factory>"
+
+
+_HAS_FACTORY = _Factory()
+
+
+@dataclass_transform(frozen_default=True, field_specifiers=(dataclasses.field, Field))
+def frozen(cls: type[T]) -> type[T]:
+    """`cls` as `@dataclass(frozen=True)` makes it (the module's docstring says how and why)."""
+    own = cls.__dict__
+    if (own.get("__setattr__") or own.get("__delattr__") or _beyond(own)
+            or any(hasattr(b, "__dataclass_fields__") or b.__dict__.get("__slots__") for b in cls.__mro__[:-1])
+            or any(hasattr(type(getattr(cls, n, None)), "__set__") for n in own.get("__annotations__", ()))):
+        return dataclasses.dataclass(frozen=True)(cls)
+    doc = own.get("__doc__")
+    class_hash = own.get("__hash__", MISSING)
+    explicit_hash = not (class_hash is MISSING or (class_hash is None and "__eq__" in own))
+    defined = {n for n in ("__init__", "__repr__", "__eq__") if n in own}
+    if doc is None:
+        cls.__doc__ = "-"  # the signature dataclasses would write is the finished class's, below
+    made, fields = _register(cls)
+    names = tuple(f.name for f in fields)
+    if "__init__" not in defined:
+        _set(made, "__init__", _init(made, fields))
+    if "__repr__" not in defined:
+        _set(made, "__repr__", _repr([f.name for f in fields if f.repr]))
+    if "__eq__" not in defined:
+        _set(made, "__eq__", _eq(_key(tuple(f.name for f in fields if f.compare))))
+    if not explicit_hash:
+        _set(made, "__hash__", _hash(_key(tuple(f.name for f in fields
+                                                  if (f.compare if f.hash is None else f.hash)))))
+    _set(made, "__setattr__", _setattr(made, names))
+    _set(made, "__delattr__", _delattr(made, names))
+    made.__dataclass_params__ = _PARAMS  # type: ignore[attr-defined]
+    if doc is None:
+        import inspect
+
+        made.__doc__ = made.__name__ + str(inspect.signature(made)).replace(" -> None", "")
+    return made
+
+
+# what dataclass(frozen=True) records of its options, set on a template's (nothing compiled) and shared (nothing
+# writes to it); dataclasses' marker of a real field, which its fields() selects by (internal: without it,
+# dataclasses records the fields)
+_PARAMS = dataclasses.dataclass(init=False, repr=False, eq=False)(type("_P", (), {"__doc__": "-"})).__dataclass_params__  # type: ignore[attr-defined]
+_PARAMS.init = _PARAMS.repr = _PARAMS.eq = _PARAMS.frozen = True
+_FIELD = getattr(dataclasses, "_FIELD", None)
+
+
+def _register(cls: type[T]) -> tuple[type[T], tuple[Field[Any], ...]]:
+    """`cls` recorded as a dataclass (`__dataclass_fields__`, `__match_args__`, a field's default left as
+    its class attribute, a factory's removed), and its fields. As dataclasses records it, without its
+    per-annotation search for ClassVar, InitVar and KW_ONLY (a class naming one is recorded by dataclasses,
+    as is every class where its internal marker of a field is missing)."""
+    own = cls.__dict__
+    annotations: dict[str, Any] = own.get("__annotations__", {})
+    if _FIELD is None or any(not isinstance(t, str) or "ClassVar" in t for t in annotations.values()):
+        made = dataclasses.dataclass(init=False, repr=False, eq=False)(cls)
+        return made, dataclasses.fields(made)  # type: ignore[arg-type]
+    fields: dict[str, Field[Any]] = {}
+    for name, kind in annotations.items():
+        value = own.get(name, MISSING)
+        f = value if isinstance(value, Field) else dataclasses.field(default=value)
+        f.name, f.type, f._field_type = name, kind, _FIELD  # type: ignore[union-attr]
+        if f.kw_only is MISSING:
+            f.kw_only = False
+        if f.default is not MISSING and f.default.__class__.__hash__ is None:
+            raise ValueError(f"mutable default {type(f.default)} for field {name} is not allowed: use default_factory")
+        if isinstance(value, Field):
+            if f.default is MISSING:
+                delattr(cls, name)
+            else:
+                setattr(cls, name, f.default)
+        fields[name] = f
+    for name, value in own.items():
+        if isinstance(value, Field) and name not in annotations:
+            raise TypeError(f"{name!r} is a field but has no type annotation")
+    cls.__dataclass_fields__ = fields  # type: ignore[attr-defined]
+    if "__match_args__" not in own:
+        cls.__match_args__ = tuple(n for n, f in fields.items() if f.init)  # type: ignore[attr-defined, misc]
+    abc.update_abstractmethods(cls)
+    return cls, tuple(fields.values())
+
+
+def _beyond(own: Any) -> bool:
+    """An InitVar or KW_ONLY annotation, or a keyword-only field: left to dataclasses (none in roofline)."""
+    for t in own.get("__annotations__", {}).values():
+        if (isinstance(t, str) and ("InitVar" in t or "KW_ONLY" in t)) or isinstance(t, dataclasses.InitVar) \
+                or t is dataclasses.KW_ONLY:
+            return True
+    return any(isinstance(v, Field) and v.kw_only is True for v in own.values())
+
+
+def _set(cls: type, name: str, fn: Callable[..., Any]) -> None:
+    fn.__qualname__ = f"{cls.__qualname__}.{name}"
+    setattr(cls, name, fn)
+
+
+def _init(cls: type, fields: tuple[Field[Any], ...]) -> Callable[..., None]:
+    """`__init__` as dataclasses writes it for a frozen class (the same parameters and defaults, a factory
+    called where its argument is left out, then `__post_init__` if the class has one), the fields set in
+    one `self.__dict__.update(...)` where dataclasses writes an `object.__setattr__` a field: the same for
+    a class without slots or descriptors of those names (`frozen` sends any other to dataclasses), and
+    half the text to compile for five fields."""
+    me = "__dataclass_self__" if any(f.name == "self" for f in fields) else "self"
+    env: dict[str, Any] = {"_HAS_DEFAULT_FACTORY": _HAS_FACTORY}
+    params, values = [me], []
+    seen_default = False
+    for f in fields:
+        if f.default_factory is not MISSING:
+            env[f"_dflt_{f.name}"] = f.default_factory
+            value = (f"_dflt_{f.name}() if {f.name} is _HAS_DEFAULT_FACTORY else {f.name}" if f.init
+                     else f"_dflt_{f.name}()")
+        elif f.init:
+            value = f.name
+            if f.default is not MISSING:
+                env[f"_dflt_{f.name}"] = f.default
+        else:
+            continue  # a field outside __init__ without a factory reads its class attribute
+        values.append(f"{f.name}={value}")
+        if f.init:
+            if f.default is MISSING and f.default_factory is MISSING:
+                if seen_default:
+                    raise TypeError(f"non-default argument {f.name!r} follows default argument")
+                params.append(f.name)
+            else:
+                seen_default = True
+                default = "_HAS_DEFAULT_FACTORY" if f.default is MISSING else f"_dflt_{f.name}"
+                params.append(f"{f.name}={default}")
+    body = [f"{me}.__dict__.update({', '.join(values)})"] if values else []
+    if hasattr(cls, "__post_init__"):
+        body.append(f"{me}.__post_init__()")
+    lines = "\n".join(f"  {line}" for line in body or ["pass"])
+    text = (f"def __create_fn__({', '.join(env)}):\n def __init__({','.join(params)}):\n{lines}\n"
+            " return __init__")
+    module = sys.modules.get(cls.__module__)
+    scope: dict[str, Any] = {}
+    exec(text, module.__dict__ if module is not None else {}, scope)
+    fn: Callable[..., None] = scope["__create_fn__"](**env)
+    fn.__annotations__ = {f.name: f.type for f in fields if f.init} | {"return": None}
+    return fn
+
+
+def _key(names: tuple[str, ...]) -> Callable[[object], tuple[Any, ...]]:
+    """The tuple of an object's named attributes, (self.a, self.b, ...), as dataclasses compares it."""
+    if not names:
+        return lambda obj: ()
+    get = attrgetter(*names)
+    if len(names) == 1:
+        return lambda obj: (get(obj),)
+    return get
+
+
+def _eq(key: Callable[[object], tuple[Any, ...]]) -> Callable[[object, object], Any]:
+    def __eq__(self: object, other: object) -> Any:
+        if other.__class__ is self.__class__:
+            return key(self) == key(other)
+        return NotImplemented
+    return __eq__
+
+
+def _hash(key: Callable[[object], tuple[Any, ...]]) -> Callable[[object], int]:
+    def __hash__(self: object) -> int:
+        return hash(key(self))
+    return __hash__
+
+
+def _repr(names: list[str]) -> Callable[[object], str]:
+    running: set[tuple[int, int]] = set()
+
+    def __repr__(self: object) -> str:
+        mark = (id(self), get_ident())
+        if mark in running:
+            return "..."
+        running.add(mark)
+        try:
+            inner = ", ".join(f"{n}={getattr(self, n)!r}" for n in names)
+        finally:
+            running.discard(mark)
+        return f"{self.__class__.__qualname__}({inner})"
+    return __repr__
+
+
+def _setattr(cls: type, names: tuple[str, ...]) -> Callable[[object, str, object], None]:
+    def __setattr__(self: object, name: str, value: object) -> None:
+        if type(self) is cls or name in names:
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)  # type: ignore[arg-type]
+    return __setattr__
+
+
+def _delattr(cls: type, names: tuple[str, ...]) -> Callable[[object, str], None]:
+    def __delattr__(self: object, name: str) -> None:
+        if type(self) is cls or name in names:
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)  # type: ignore[arg-type]
+    return __delattr__
