@@ -263,7 +263,7 @@ def test_the_hot_path_holds_no_tensor_past_its_call() -> None:
 
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.SiLU(), torch.nn.Linear(32, 16))
-    with trace(model, inference=False) as t:
+    with torch.enable_grad(), trace(model, inference=False) as t:  # grad mode whatever an earlier test left
         model(x).sum().backward()
     # the backward of two Linear layers: each weight's gradient an mm, each bias's a sum over the batch,
     # none copied into .grad; silu_backward between them
