@@ -48,26 +48,18 @@ def test_llama_4_flops_and_parameters() -> None:
     assert config_from_dict(copy.deepcopy(raw)).total_params == hf_param_count(copy.deepcopy(raw))
 
 
-def test_qwen3_next_flops_and_parameters() -> None:
-    """Two differences beside attention's, on each of the 2 Gated DeltaNet layers (one chunk of C = 64):
+@pytest.mark.parametrize("name", ["qwen3-next", "qwen3.5"])
+def test_gated_deltanet_flops_and_parameters(name: str) -> None:
+    """Qwen3-Next, and a text-only Qwen3.5 config (model_type qwen3_5_text, transformers' Qwen3_5TextConfig)
+    read as the wrapper's text_config is. Two differences beside attention's, on each of the 2 Gated DeltaNet
+    layers (one chunk of C = 64):
     - its short convolution, an aten.convolution FlopCounterMode counts at 2·C_out·K·(T + K − 1) (padding
       K − 1 each side), which we count on the vector lanes: C_out = 2·2·16 + 4·16 = 128 channels, K = 4;
     - the UT transform: transformers' torch_chunk_gated_delta_rule solves it, torch.linalg.solve_triangular
       (A, v_beta) and (A, decayed k_beta), which FlopCounterMode does not count; we count flash-linear-
       attention's chunk_gated_delta_rule, which forms A⁻¹ and multiplies both: 2·C·(d_k + d_v) more per token
       and value head, 4 value heads of 16."""
-    raw, tokens, masked = _CASE["qwen3-next"]
-    conv = 2 * (2 * 128 * 4 * (tokens + 3))
-    ut = 2 * (2 * 64 * (16 + 16) * 4 * tokens)
-    assert our_prefill_matrix_flop(copy.deepcopy(raw), tokens) == (
-        hf_prefill_flop(copy.deepcopy(raw), tokens) - masked - conv + ut)
-    assert config_from_dict(copy.deepcopy(raw)).total_params == hf_param_count(copy.deepcopy(raw))
-
-
-def test_qwen3_5_text_alone_counts_as_qwen3_next() -> None:
-    """A text-only Qwen3.5 config (model_type qwen3_5_text, transformers' Qwen3_5TextConfig) is read as the
-    wrapper's text_config is: the same Gated DeltaNet layers, so the same two differences as Qwen3-Next's."""
-    raw, tokens, masked = _CASE["qwen3.5"]
+    raw, tokens, masked = _CASE[name]
     conv = 2 * (2 * 128 * 4 * (tokens + 3))
     ut = 2 * (2 * 64 * (16 + 16) * 4 * tokens)
     assert our_prefill_matrix_flop(copy.deepcopy(raw), tokens) == (
