@@ -265,7 +265,7 @@ class Graph:
             self._by_name[op.name] = op
             for t in (*op.inputs, *op.outputs):
                 old = tensors.setdefault(t.name, t)
-                if old != t:
+                if old is not t and old != t:  # the same object (most reads): equal without comparing fields
                     raise RooflineError(f"graph {name}: tensor {t.name} declared twice differently "
                                         f"({old.shape} {old.dtype} vs {t.shape} {t.dtype})")
             for t in op.inputs:

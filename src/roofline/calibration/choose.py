@@ -99,25 +99,25 @@ def choose(machine: str, engine: str | None = None, calibration: str | None = No
 
 
 def _fit_band(p: Placement, times: ExpectedTimes) -> Band:
-    e = expect(p, times)
     shape = shape_of(p)
-    f = e.fit
+    e = expect(p, times, shape)
+    f, floor = e.fit, shape.floor_s  # the placement's time_s, read once
     warnings = []
     if times.file and not times.file.startswith("expectation/data/") and times.machine != p.machine.id:
         warnings.append(f"--calibration {times.file} was measured on {times.machine}, not {p.machine.id}: "
                         "its band may not hold here")
     t = f.expected_s(shape)
     terms = f.terms_s(shape)
-    small = f.small_band is not None and p.time_s < BAND_SPLIT_S
+    small = f.small_band is not None and floor < BAND_SPLIT_S
     r25, r75 = f.small_band if small and f.small_band else (f.low, f.high)
-    memory = p.time_s if shape.memory_s is None else shape.memory_s
+    memory = floor if shape.memory_s is None else shape.memory_s
     steps = [f"expected time ({MODEL})",
              f"  kind {e.kind}" + (f" ({e.note})" if e.note else "") + f": e = {f.efficiency:.3f}, "
              f"t0 = {f.t0_s * 1e6:.2f} µs",
              f"  roofline term = max(memory {memory * 1e6:.4g} µs, {f.compute_ratio:.2f} × compute "
              f"{shape.compute_s * 1e6:.4g} µs" + (f" × waves in {f.tile[0]}x{f.tile[1]} tiles on {shape.sms} SMs"
                                                  if f.tile else "")
-             + f") = {f.stretched_floor_s(shape) * 1e6:.4g} µs (floor {p.time_s * 1e6:.4g} µs)",
+             + f") = {f.stretched_floor_s(shape) * 1e6:.4g} µs (floor {floor * 1e6:.4g} µs)",
              "  t = " + " + ".join(f"{name} {v * 1e6:.4g}" for name, v in terms.items() if v)
              + " µs" + (f", at least the host floor {f.host_s(shape) * 1e6:.4g} µs (the launch path's)"
                         if f.host_floors else "") + f" = {t * 1e6:.4g} µs  (roofline = the term / e)",
@@ -125,7 +125,7 @@ def _fit_band(p: Placement, times: ExpectedTimes) -> Band:
              f"floors {'below' if small else 'of at least'} 10 µs), at least the floor = "
              f"{e.low_s * 1e6:.4g}-{e.high_s * 1e6:.4g} µs",
              f"  source: {times.origin}"]
-    return Band(p.time_s, e.low_s, e.high_s, e.calibration_dict(), tuple(warnings), tuple(steps))
+    return Band(floor, e.low_s, e.high_s, e.calibration_dict(), tuple(warnings), tuple(steps))
 
 
 def _bench_band(p: Placement, cal: Calibration, file: str) -> Band:

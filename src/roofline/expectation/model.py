@@ -487,12 +487,13 @@ class Expected:
                 "note": "; ".join(n for n in (self.note, self.times.origin) if n)}
 
 
-def expect(p: Placement, times: ExpectedTimes) -> Expected:
-    """The band of one placed kernel under `times` (the floor is the placement's, untouched)."""
-    shape = shape_of(p)
+def expect(p: Placement, times: ExpectedTimes, shape: Shape | None = None) -> Expected:
+    """The band of one placed kernel under `times` (the floor is the placement's, untouched);
+    `shape`: shape_of(p) where the caller has it already."""
+    shape = shape or shape_of(p)
     fit, note = times.fit_for(shape.kind, Bound(p.bound_class))
     low, high = fit.band_s(shape)
-    return Expected(p.time_s, low, high, shape.kind, fit, note, times)
+    return Expected(shape.floor_s, low, high, shape.kind, fit, note, times)
 
 
 @dataclass
