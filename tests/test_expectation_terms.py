@@ -212,4 +212,7 @@ def test_the_prefill_kv_read_is_recovered() -> None:
                     memory_s=mem * 1e-6) for grp in (1, 2, 4, 8, 16, 32) for mem in (20.0, 50.0, 100.0, 200.0, 400.0)]
     y = [(s.memory_s or 0.0) / 0.5 + 4 * Fit.kv_read_s(s) + 8e-6 for s in shapes]
     fit = fit_kind("context_attention.bf16", shapes, y)
-    assert (fit.efficiency, fit.kv_read_weight, fit.t0_s) == pytest.approx((0.5, 4.0, 8e-6), rel=1e-6)
+    assert (fit.efficiency, fit.kv_read_weight) == pytest.approx((0.5, 4.0), rel=1e-6)
+    # every row has H = 32 heads on 132 SMs, so t0 and the per-head term (× H / SMs) are one column twice: the
+    # least-squares solver may split the 8 µs between them (it does, by machine); their sum is what is identified
+    assert fit.t0_s + fit.per_head_s * 32.0 / 132 == pytest.approx(8e-6, rel=1e-6)
