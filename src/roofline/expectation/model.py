@@ -490,7 +490,7 @@ class Expected:
 def expect(p: Placement, times: ExpectedTimes, shape: Shape | None = None) -> Expected:
     """The band of one placed kernel under `times` (the floor is the placement's, untouched);
     `shape`: shape_of(p) where the caller has it already."""
-    shape = shape or shape_of(p)
+    shape = shape_of(p) if shape is None else shape
     fit, note = times.fit_for(shape.kind, Bound(p.bound_class))
     low, high = fit.band_s(shape)
     return Expected(shape.floor_s, low, high, shape.kind, fit, note, times)

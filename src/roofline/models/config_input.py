@@ -143,18 +143,19 @@ def load_config(model: str | ModelConfig, overrides: Mapping[str, str] | None = 
         name = path.parent.name if path.name == "config.json" else path.stem
         cfg = _parse_with_overrides(raw, overrides, name, str(path))
         return _with_source(cfg, str(path))
-    if not overrides:
-        return _preset_config(text)
-    raw = preset_dict(text)
-    return _with_source(_parse_with_overrides(raw, overrides, text.lower(), f"preset {text}"),
+    return _parse_preset(text, overrides) if overrides else _preset_config(text)
+
+
+def _parse_preset(text: str, overrides: Mapping[str, str] | None) -> ModelConfig:
+    return _with_source(_parse_with_overrides(preset_dict(text), overrides, text.lower(), f"preset {text}"),
                         f"preset {text.lower()}")
 
 
 @cache
 def _preset_config(text: str) -> ModelConfig:
-    """A preset parsed once per spelling (the config is a frozen dataclass; a bad name raises and is not cached)."""
-    return _with_source(_parse_with_overrides(preset_dict(text), None, text.lower(), f"preset {text}"),
-                        f"preset {text.lower()}")
+    """A preset without overrides, parsed once per spelling (the config is a frozen dataclass; a bad name raises
+    and is not cached)."""
+    return _parse_preset(text, None)
 
 
 def quant_file(path: Path) -> Path:
