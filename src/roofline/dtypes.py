@@ -8,6 +8,8 @@ not counted). `peak_key` names the machine peak that a matmul in this dtype runs
 
 from __future__ import annotations
 
+from functools import cached_property
+
 from roofline.errors import RooflineError, unknown
 from roofline.frozen import frozen
 
@@ -29,7 +31,7 @@ class DType:
             return float(self.bits)
         return self.bits + self.scale_bits / self.block_size
 
-    @property
+    @cached_property  # read for every tensor's bytes: computed once per dtype (its fields never change)
     def bytes_per_element(self) -> float:
         """Storage bytes per value, scales included: 2 for bf16, 4.25/8 = 0.53125 for MXFP4."""
         return self.bits_per_element / 8

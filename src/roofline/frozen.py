@@ -24,13 +24,25 @@ from __future__ import annotations
 import abc
 import dataclasses
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import MISSING, Field, FrozenInstanceError
 from operator import attrgetter
 from threading import get_ident
+from types import MappingProxyType
 from typing import Any, TypeVar, dataclass_transform
 
 T = TypeVar("T")
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def read_only(mapping: Mapping[K, V]) -> Mapping[K, V]:
+    """`mapping` as a frozen value's field holds it: a MappingProxyType kept as it is (read-only
+    already: another frozen value's field, or one made for this value alone), anything else copied
+    into a new one, so that later changes to the caller's dict do not reach the value."""
+    if mapping.__class__ is MappingProxyType:
+        return mapping
+    return MappingProxyType(dict(mapping))
 
 
 class _Factory:

@@ -30,7 +30,8 @@ class Tensor:
     persistent: bool = False  # written for later steps (KV cache): its write always reaches memory
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "dtype", get_dtype(self.dtype))
+        if self.dtype.__class__ is not DType:  # a name: looked up (a DType, as builders pass it, stands)
+            object.__setattr__(self, "dtype", get_dtype(self.dtype))
         for n in self.shape:
             if not (isinstance(n, int) and n >= 0):
                 raise RooflineError(f"tensor {self.name}: dimensions must be non-negative integers, got {self.shape}")
@@ -42,7 +43,7 @@ class Tensor:
     @property
     def bytes(self) -> float:
         """elements x bytes per element (block scales included)."""
-        return self.elements * self.dtype.bytes_per_element
+        return math.prod(self.shape) * self.dtype.bytes_per_element
 
 
 def tensor(name: str, shape: Sequence[int], dtype: str | DType, role: Role = Role.ACTIVATION,
@@ -51,6 +52,12 @@ def tensor(name: str, shape: Sequence[int], dtype: str | DType, role: Role = Rol
 
 
 _UNITS = frozenset(Unit)  # an op's units are checked against these (a constant: built once, not per op)
+
+
+def _units(by: Mapping[Unit, float]) -> MappingProxyType[Unit, float]:
+    """`by` keyed by Unit (a member stands as it is; Unit(u) is the same member, and the enum call
+    is most of an op's construction), read-only."""
+    return MappingProxyType({u if u.__class__ is Unit else Unit(u): f for u, f in by.items()})
 
 
 def _add(a: Mapping[Unit, float], b: Mapping[Unit, float]) -> dict[Unit, float]:
@@ -131,9 +138,8 @@ class OnChip:
     explicit: bool = False
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "ops_by_unit", MappingProxyType({Unit(u): f for u, f in self.ops_by_unit.items()}))
-        object.__setattr__(self, "fused_ops_by_unit",
-                           MappingProxyType({Unit(u): f for u, f in self.fused_ops_by_unit.items()}))
+        object.__setattr__(self, "ops_by_unit", _units(self.ops_by_unit))
+        object.__setattr__(self, "fused_ops_by_unit", _units(self.fused_ops_by_unit))
 
     def scaled(self, factor: float) -> OnChip:
         """The same tiling over `factor` times the work (a sliding window's share of the pairs)."""
@@ -168,10 +174,11 @@ class Op:
         for unit in self.flop_by_unit:
             if unit not in _UNITS:
                 raise RooflineError(f"op {self.name}: unknown compute unit {unit!r}")
-        object.__setattr__(self, "flop_by_unit", MappingProxyType({Unit(u): f for u, f in self.flop_by_unit.items()}))
+        object.__setattr__(self, "flop_by_unit", _units(self.flop_by_unit))
         if Level.DRAM in self.traffic:
             raise RooflineError(f"op {self.name}: DRAM bytes come from its tensors, not from its traffic")
-        object.__setattr__(self, "traffic", MappingProxyType({Level(lv): b for lv, b in self.traffic.items()}))
+        object.__setattr__(self, "traffic", MappingProxyType({lv if lv.__class__ is Level else Level(lv): b
+                                                              for lv, b in self.traffic.items()}))
         if self.count < 1:
             raise RooflineError(f"op {self.name}: count must be at least 1")
 
@@ -209,6 +216,8 @@ class Kernel(Costed):
 
     @property
     def kind(self) -> str:
+        if len(self.ops) == 1:  # most kernels: the op's own kind
+            return self.ops[0].kind
         kinds = dict.fromkeys(op.kind for op in self.ops)
         return "+".join(kinds)
 
@@ -310,6 +319,8 @@ class Graph:
         return out
 
     def _kernel(self, name: str, ops: list[Op]) -> Kernel:
+        if len(ops) == 1:
+            return self._alone(name, ops[0])
         counts = {op.count for op in ops}
         if len(counts) != 1:
             raise RooflineError(f"kernel {name}: fused ops run different numbers of times "
@@ -332,7 +343,7 @@ class Graph:
         for op in ops:
             for unit, f in op.flop_by_unit.items():
                 flop[unit] = flop.get(unit, 0.0) + f
-        moved = sum(t.bytes for t in reads.values()) + sum(t.bytes for t in writes)
+        moved = sum([t.bytes for t in reads.values()]) + sum([t.bytes for t in writes])
         by_level: dict[Level, float] = {Level.DRAM: float(moved)}
         for op in ops:
             for level, b in op.traffic.items():
@@ -341,8 +352,7 @@ class Graph:
         for op in ops:
             if op.onchip is not None:
                 other = _add(other, op.onchip.ops_by_unit)
-                if len(ops) > 1:
-                    other = _add(other, op.onchip.fused_ops_by_unit)
+                other = _add(other, op.onchip.fused_ops_by_unit)
         # the roof's dtype: that of the matmuls; a kernel without one, its ops' own (an fp32 matmul moved to the
         # FP32 cores keeps fp32, so it is placed, and reported, on the fp32 roof)
         dtypes = {op.compute_dtype for op in ops if op.compute_dtype is not None and op.flop_by_unit.get(Unit.MATRIX)}
@@ -350,6 +360,27 @@ class Graph:
             dtypes = {op.compute_dtype for op in ops if op.compute_dtype is not None and op.flop}
         return Kernel(name, tuple(ops), counts.pop(), tuple(reads.values()), tuple(writes),
                       Cost(flop, by_level, other), dtypes.pop() if len(dtypes) == 1 else None)
+
+    def _alone(self, name: str, op: Op) -> Kernel:
+        """`_kernel` of one op (most kernels of a step; the same Kernel, without the work of a group):
+        every input read, each output written unless this op is its only reader (a state updated in
+        place: read and written), no fused-only work, the sums started from 0.0 as `_kernel` starts them."""
+        reads: dict[str, Tensor] = {}
+        for t in op.inputs:
+            reads.setdefault(t.name, t)
+        readers, me = self.readers, op.name
+        writes = [t for t in {t.name: t for t in op.outputs}.values()
+                  if t.persistent or not (rs := readers.get(t.name)) or any(r != me for r in rs)]
+        moved = sum([t.bytes for t in reads.values()]) + sum([t.bytes for t in writes])
+        by_level: dict[Level, float] = {Level.DRAM: float(moved)}
+        for level, b in op.traffic.items():  # never DRAM (Op refuses it)
+            by_level[level] = 0.0 + b
+        other = {} if op.onchip is None else {u: 0.0 + v for u, v in op.onchip.ops_by_unit.items()}
+        dt = op.compute_dtype
+        if dt is not None and not (op.flop_by_unit.get(Unit.MATRIX) or op.flop):
+            dt = None
+        return Kernel(name, (op,), op.count, tuple(reads.values()), tuple(writes),
+                      Cost({u: 0.0 + f for u, f in op.flop_by_unit.items()}, by_level, other), dt)
 
 
 __all__ = ["UNFUSED", "Cost", "FusionPlan", "Graph", "Kernel", "OnChip", "Op", "Tensor", "simple_cost", "tensor"]

@@ -28,7 +28,7 @@ from typing import Any
 
 from roofline.dtypes import DType, get_dtype
 from roofline.errors import RooflineError
-from roofline.frozen import frozen
+from roofline.frozen import frozen, read_only
 from roofline.graph import UNFUSED, Cost, Costed, FusionPlan, Graph, Kernel, simple_cost
 from roofline.hardware import Machine, get_machine
 from roofline.units import finite_or_none
@@ -98,9 +98,9 @@ class Placement(Costed, Drawable):
     chip_notes: tuple[str, ...] = ()  # what inside the chip could not be placed, and why
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "peak_by_unit", MappingProxyType(dict(self.peak_by_unit)))
-        object.__setattr__(self, "bandwidth_by_level", MappingProxyType(dict(self.bandwidth_by_level)))
-        object.__setattr__(self, "latency_by_level", MappingProxyType(dict(self.latency_by_level)))
+        object.__setattr__(self, "peak_by_unit", read_only(self.peak_by_unit))
+        object.__setattr__(self, "bandwidth_by_level", read_only(self.bandwidth_by_level))
+        object.__setattr__(self, "latency_by_level", read_only(self.latency_by_level))
 
     # --- the kernel (flop and bytes: Costed's, the cost's) --------------------------------------
     @property
@@ -292,36 +292,6 @@ def _peaks(machine: Machine, dtype: DType, units: Iterable[Unit], matrix_work: b
     return {u: machine.peak_flop_per_s(dtype, unit_of(u)) for u in units}
 
 
-def _on_chip(m: Machine, kernel: Kernel | None, cost: Cost) -> tuple[float | None, dict[Level, float], list[str]]:
-    """The exponential rate, the on-chip bandwidths and the notes for one kernel on `m`; raises when
-    tiles the user chose do not fit the SM's shared memory."""
-    chip = m.chip
-    notes: list[str] = []
-    if chip is None:
-        if cost.ops_by_unit or any(cost.bytes_by_level.get(lv) for lv in ON_CHIP):
-            notes.append(f"{m.id} has no per-SM data ([chip]): placed on its datasheet units and DRAM only")
-        return None, {}, notes
-    exp = chip.exp_per_s
-    if exp is None and cost.ops_by_unit.get(Unit.EXP):
-        notes.append(f"{m.id} publishes no exponential rate: each exponential counts as its one vector FLOP")
-    bandwidths: dict[Level, float] = {}
-    if chip.smem_bytes_per_s:
-        bandwidths[Level.SMEM] = chip.smem_bytes_per_s
-    if chip.l2_bytes_per_s:
-        bandwidths[Level.L2] = chip.l2_bytes_per_s
-    capacity = chip.smem_capacity_bytes
-    if kernel is not None and capacity:
-        for op in kernel.ops:
-            if op.onchip is None or op.onchip.smem_bytes <= capacity:
-                continue
-            text = (f"{op.name}: {op.onchip.tiles} needs {op.onchip.smem_bytes / 1024:.0f} KiB of shared memory "
-                    f"per thread block; {m.id} has {capacity / 1024:.0f} KiB per {chip.unit}")
-            if op.onchip.explicit:
-                raise RooflineError(text + "; choose smaller tiles")
-            notes.append(text + " (default tiles; its shared-memory and L2 bytes assume them)")
-    return exp, bandwidths, notes
-
-
 def place(work: Cost | Kernel, machine: Machine | str, dtype: str | DType | None = None,
           name: str = "", measured_time_s: float | None = None) -> Placement:
     """Put one kernel (or a bare Cost) on a machine, its matrix FLOPs at `dtype`'s peak."""
@@ -341,54 +311,91 @@ def _checked_dtype(m: Machine, dtype: str | DType | None) -> DType:
 class _Ceilings:
     """One machine's ceilings as `place` reads them, each looked up once for every kernel placed on it
     in one analysis: the bandwidth and latency of each level (a measured [memory.l2] bandwidth winning
-    over the per-SM figure) and the peaks of each set of units at each dtype."""
+    over the per-SM figure), the exponential rate and shared memory of its chip, and the peaks of each
+    set of units at each dtype. Every mapping is read-only and shared by the placements that read it."""
 
-    __slots__ = ("bandwidths", "latencies", "machine", "peaks")
+    __slots__ = ("bandwidths", "capacity", "exp_per_s", "latencies", "machine", "peaks")
 
     def __init__(self, m: Machine) -> None:
         self.machine = m
-        self.bandwidths: dict[Level, float] = {lv.name: lv.bytes_per_s for lv in m.memory.values() if lv.bytes_per_s}
-        _, chip_bandwidths, _ = _on_chip(m, None, Cost())
-        for level, bw in chip_bandwidths.items():
-            self.bandwidths.setdefault(level, bw)
-        self.latencies: dict[Level, float] = {lv.name: lv.latency_s for lv in m.memory.values() if lv.latency_s}
-        self.peaks: dict[tuple[DType, tuple[Unit, ...], bool], dict[Unit, float]] = {}
+        bandwidths: dict[Level, float] = {lv.name: lv.bytes_per_s for lv in m.memory.values() if lv.bytes_per_s}
+        chip = m.chip
+        self.exp_per_s = None if chip is None else chip.exp_per_s
+        self.capacity = None if chip is None else chip.smem_capacity_bytes
+        if chip is not None:
+            if chip.smem_bytes_per_s:
+                bandwidths.setdefault(Level.SMEM, chip.smem_bytes_per_s)
+            if chip.l2_bytes_per_s:
+                bandwidths.setdefault(Level.L2, chip.l2_bytes_per_s)
+        self.bandwidths: Mapping[Level, float] = MappingProxyType(bandwidths)
+        self.latencies: Mapping[Level, float] = MappingProxyType(
+            {lv.name: lv.latency_s for lv in m.memory.values() if lv.latency_s})
+        self.peaks: dict[tuple[DType, tuple[Unit, ...], bool, bool], Mapping[Unit, float]] = {}
 
-    def peaks_of(self, dt: DType, units: tuple[Unit, ...], matrix_work: bool) -> dict[Unit, float]:
-        key = (dt, units, matrix_work)
+    def peaks_of(self, dt: DType, units: tuple[Unit, ...], matrix_work: bool, exp: bool) -> Mapping[Unit, float]:
+        """Each of `units`' peak at `dt` (`_peaks`), and with `exp` the exponential rate last."""
+        key = (dt, units, matrix_work, exp)
         found = self.peaks.get(key)
         if found is None:
-            found = self.peaks[key] = _peaks(self.machine, dt, units, matrix_work)
-        return dict(found)
+            peaks = _peaks(self.machine, dt, units, matrix_work)
+            if exp:
+                peaks[Unit.EXP] = self.exp_per_s  # type: ignore[assignment]  # exp: the chip has a rate
+            found = self.peaks[key] = MappingProxyType(peaks)
+        return found
+
+    def notes(self, kernel: Kernel | None, cost: Cost) -> list[str]:
+        """What inside the chip one kernel on this machine cannot be placed on, and why; raises when
+        tiles the user chose do not fit the SM's shared memory."""
+        m, chip = self.machine, self.machine.chip
+        notes: list[str] = []
+        if chip is None:
+            if cost.ops_by_unit or any(cost.bytes_by_level.get(lv) for lv in ON_CHIP):
+                notes.append(f"{m.id} has no per-SM data ([chip]): placed on its datasheet units and DRAM only")
+            return notes
+        if self.exp_per_s is None and cost.ops_by_unit.get(Unit.EXP):
+            notes.append(f"{m.id} publishes no exponential rate: each exponential counts as its one vector FLOP")
+        capacity = self.capacity
+        if kernel is not None and capacity:
+            for op in kernel.ops:
+                if op.onchip is None or op.onchip.smem_bytes <= capacity:
+                    continue
+                text = (f"{op.name}: {op.onchip.tiles} needs {op.onchip.smem_bytes / 1024:.0f} KiB of shared "
+                        f"memory per thread block; {m.id} has {capacity / 1024:.0f} KiB per {chip.unit}")
+                if op.onchip.explicit:
+                    raise RooflineError(text + "; choose smaller tiles")
+                notes.append(text + " (default tiles; its shared-memory and L2 bytes assume them)")
+        return notes
+
+
+_UNIT_ORDER = tuple(Unit)  # a placement's units in Unit's order (stable output); iterating the enum is slow
 
 
 def _place(work: Cost | Kernel, ceilings: _Ceilings, dt: DType, name: str = "",
            measured_time_s: float | None = None) -> Placement:
     """`place` on a machine's ceilings, the dtype already checked."""
     m = ceilings.machine
-    kernel = work if isinstance(work, Kernel) else None
-    cost = work.cost if isinstance(work, Kernel) else work
-    if kernel is not None and kernel.compute_dtype is not None:
-        dt = kernel.compute_dtype
-    exp_per_s, _, notes = _on_chip(m, kernel, cost)
+    if isinstance(work, Kernel):
+        kernel: Kernel | None = work
+        cost = work.cost
+        if work.compute_dtype is not None:
+            dt = work.compute_dtype
+    else:
+        kernel, cost = None, work
+    notes = ceilings.notes(kernel, cost)
     if m.chip is None and cost.ops_by_unit:  # DRAM-only placement: the FLOPs alone, as without per-SM data
         cost = Cost(cost.flop_by_unit, cost.bytes_by_level)
-    # in Unit's order (stable output); the exp units only where the machine has their rate
-    units = tuple(u for u in Unit if u is Unit.MATRIX or (u is not Unit.EXP and cost.work(u)))
-    peaks = ceilings.peaks_of(dt, units, bool(cost.work(Unit.MATRIX)))
-    if exp_per_s is not None and cost.work(Unit.EXP):
-        peaks[Unit.EXP] = exp_per_s
+    # the exp units only where the machine has their rate
+    units = tuple(u for u in _UNIT_ORDER if u is Unit.MATRIX or (u is not Unit.EXP and cost.work(u)))
+    exp = ceilings.exp_per_s is not None and bool(cost.work(Unit.EXP))
+    peaks = ceilings.peaks_of(dt, units, bool(cost.work(Unit.MATRIX)), exp)
     bandwidths = ceilings.bandwidths
     for level, b in cost.bytes_by_level.items():
         if b and level not in bandwidths and level not in ON_CHIP:
             raise RooflineError(f"{m.id} has no bandwidth for memory level {level!r}")
     return Placement(
-        name=name or (kernel.name if kernel else "kernel"),
-        machine=m, dtype=dt, cost=cost, peak_by_unit=peaks,
-        bandwidth_by_level=bandwidths, count=kernel.count if kernel else 1,
-        latency_by_level=ceilings.latencies,
-        kind=kernel.kind if kernel else "", kernel=kernel, measured_time_s=measured_time_s,
-        chip_notes=tuple(notes),
+        name or (kernel.name if kernel else "kernel"), m, dt, cost, peaks, bandwidths,
+        kernel.count if kernel else 1, kernel.kind if kernel else "", kernel, measured_time_s,
+        latency_by_level=ceilings.latencies, chip_notes=tuple(notes),
     )
 
 
