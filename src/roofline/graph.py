@@ -311,7 +311,7 @@ class Graph:
             return [self._kernel(name, ops) for name, ops in members.items()]
         out: list[Kernel] = []
         for name, ops in members.items():
-            key = (name, tuple(op.name for op in ops))
+            key = (name, (ops[0].name,) if len(ops) == 1 else tuple([op.name for op in ops]))
             k = built.get(key)
             if k is None:
                 k = built[key] = self._kernel(name, ops)
@@ -319,13 +319,16 @@ class Graph:
         return out
 
     def _kernel(self, name: str, ops: list[Op]) -> Kernel:
-        if len(ops) == 1:
-            return self._alone(name, ops[0])
-        counts = {op.count for op in ops}
-        if len(counts) != 1:
-            raise RooflineError(f"kernel {name}: fused ops run different numbers of times "
-                                f"({', '.join(f'{o.name}x{o.count}' for o in ops)})")
-        inside = {op.name for op in ops}
+        return self._alone(name, ops[0]) if len(ops) == 1 else self._group(name, ops)
+
+    def _group(self, name: str, ops: list[Op]) -> Kernel:
+        """The kernel of `ops` fused (of any number of ops). Loops, not comprehensions: each comprehension
+        is a function call of its own (Python 3.11), and a kernel is built for every group of every step."""
+        count = ops[0].count
+        for op in ops:
+            if op.count != count:
+                raise RooflineError(f"kernel {name}: fused ops run different numbers of times "
+                                    f"({', '.join(f'{o.name}x{o.count}' for o in ops)})")
         # a read comes from memory unless an earlier op of the kernel produced it: an op that reads and
         # writes the same tensor (a recurrent state updated in place) moves it both ways
         produced: dict[str, Tensor] = {}
@@ -336,51 +339,73 @@ class Graph:
                     reads.setdefault(t.name, t)
             for t in op.outputs:
                 produced[t.name] = t
-        writes = [t for t in produced.values()
-                  if t.persistent or not self.readers.get(t.name)
-                  or any(r not in inside for r in self.readers[t.name])]
+        inside = {op.name for op in ops}
+        writes: list[Tensor] = []
+        for t in produced.values():  # written if it outlives the step or something outside the kernel reads it
+            rs = self.readers.get(t.name)
+            if t.persistent or not rs or not inside.issuperset(rs):
+                writes.append(t)
+        read_bytes: list[float] = []
+        for t in reads.values():
+            read_bytes.append(t.bytes)
+        write_bytes: list[float] = []
+        for t in writes:
+            write_bytes.append(t.bytes)
+        by_level: dict[Level, float] = {Level.DRAM: float(sum(read_bytes) + sum(write_bytes))}
         flop: dict[Unit, float] = {}
+        other: dict[Unit, float] = {}
         for op in ops:
             for unit, f in op.flop_by_unit.items():
                 flop[unit] = flop.get(unit, 0.0) + f
-        moved = sum([t.bytes for t in reads.values()]) + sum([t.bytes for t in writes])
-        by_level: dict[Level, float] = {Level.DRAM: float(moved)}
-        for op in ops:
             for level, b in op.traffic.items():
                 by_level[level] = by_level.get(level, 0.0) + b
-        other: dict[Unit, float] = {}
-        for op in ops:
-            if op.onchip is not None:
-                other = _add(other, op.onchip.ops_by_unit)
-                other = _add(other, op.onchip.fused_ops_by_unit)
+            if op.onchip is not None:  # its own ops, and the work only done fused (several ops here)
+                for unit, f in (*op.onchip.ops_by_unit.items(), *op.onchip.fused_ops_by_unit.items()):
+                    other[unit] = other.get(unit, 0.0) + f
         # the roof's dtype: that of the matmuls; a kernel without one, its ops' own (an fp32 matmul moved to the
         # FP32 cores keeps fp32, so it is placed, and reported, on the fp32 roof)
-        dtypes = {op.compute_dtype for op in ops if op.compute_dtype is not None and op.flop_by_unit.get(Unit.MATRIX)}
-        if not any(op.flop_by_unit.get(Unit.MATRIX) for op in ops):
-            dtypes = {op.compute_dtype for op in ops if op.compute_dtype is not None and op.flop}
-        return Kernel(name, tuple(ops), counts.pop(), tuple(reads.values()), tuple(writes),
-                      Cost(flop, by_level, other), dtypes.pop() if len(dtypes) == 1 else None)
+        matmuls = [op for op in ops if op.flop_by_unit.get(Unit.MATRIX)]
+        dtypes = {op.compute_dtype for op in (matmuls or [op for op in ops if op.flop]) if op.compute_dtype is not None}
+        return Kernel(name, tuple(ops), count, tuple(reads.values()), tuple(writes), Cost(flop, by_level, other),
+                      dtypes.pop() if len(dtypes) == 1 else None)
 
     def _alone(self, name: str, op: Op) -> Kernel:
         """`_kernel` of one op (most kernels of a step; the same Kernel, without the work of a group):
         every input read, each output written unless this op is its only reader (a state updated in
-        place: read and written), no fused-only work, the sums started from 0.0 as `_kernel` starts them."""
+        place: read and written), no fused-only work, the sums started from 0.0 as `_kernel` starts them.
+        Loops, not comprehensions: each comprehension is a function call of its own (Python 3.11)."""
         reads: dict[str, Tensor] = {}
         for t in op.inputs:
             reads.setdefault(t.name, t)
+        produced: dict[str, Tensor] = {}
+        for t in op.outputs:
+            produced[t.name] = t
         readers, me = self.readers, op.name
-        writes = [t for t in {t.name: t for t in op.outputs}.values()
-                  if t.persistent or not (rs := readers.get(t.name)) or any(r != me for r in rs)]
-        moved = sum([t.bytes for t in reads.values()]) + sum([t.bytes for t in writes])
-        by_level: dict[Level, float] = {Level.DRAM: float(moved)}
+        writes: list[Tensor] = []
+        for t in produced.values():
+            rs = readers.get(t.name)
+            if t.persistent or not rs or rs.count(me) != len(rs):  # a reader other than this op
+                writes.append(t)
+        read_bytes: list[float] = []
+        for t in reads.values():
+            read_bytes.append(t.bytes)
+        write_bytes: list[float] = []
+        for t in writes:
+            write_bytes.append(t.bytes)
+        by_level: dict[Level, float] = {Level.DRAM: float(sum(read_bytes) + sum(write_bytes))}
         for level, b in op.traffic.items():  # never DRAM (Op refuses it)
             by_level[level] = 0.0 + b
-        other = {} if op.onchip is None else {u: 0.0 + v for u, v in op.onchip.ops_by_unit.items()}
+        flop: dict[Unit, float] = {}
+        for unit, f in op.flop_by_unit.items():
+            flop[unit] = 0.0 + f
+        other: dict[Unit, float] = {}
+        if op.onchip is not None:
+            for unit, f in op.onchip.ops_by_unit.items():
+                other[unit] = 0.0 + f
         dt = op.compute_dtype
         if dt is not None and not (op.flop_by_unit.get(Unit.MATRIX) or op.flop):
             dt = None
-        return Kernel(name, (op,), op.count, tuple(reads.values()), tuple(writes),
-                      Cost({u: 0.0 + f for u, f in op.flop_by_unit.items()}, by_level, other), dt)
+        return Kernel(name, (op,), op.count, tuple(reads.values()), tuple(writes), Cost(flop, by_level, other), dt)
 
 
 __all__ = ["UNFUSED", "Cost", "FusionPlan", "Graph", "Kernel", "OnChip", "Op", "Tensor", "simple_cost", "tensor"]

@@ -384,10 +384,15 @@ def _place(work: Cost | Kernel, ceilings: _Ceilings, dt: DType, name: str = "",
     notes = ceilings.notes(kernel, cost)
     if m.chip is None and cost.ops_by_unit:  # DRAM-only placement: the FLOPs alone, as without per-SM data
         cost = Cost(cost.flop_by_unit, cost.bytes_by_level)
-    # the exp units only where the machine has their rate
-    units = tuple(u for u in _UNIT_ORDER if u is Unit.MATRIX or (u is not Unit.EXP and cost.work(u)))
-    exp = ceilings.exp_per_s is not None and bool(cost.work(Unit.EXP))
-    peaks = ceilings.peaks_of(dt, units, bool(cost.work(Unit.MATRIX)), exp)
+    # the units with work (Cost.work: FLOPs + other ops) in Unit's order; the exp units only where the chip has
+    # their rate (a loop: a comprehension is a call of its own in Python 3.11, and this runs for every kernel)
+    flop, other = cost.flop_by_unit.get, cost.ops_by_unit.get
+    units: list[Unit] = []
+    for u in _UNIT_ORDER:
+        if u is Unit.MATRIX or (u is not Unit.EXP and flop(u, 0.0) + other(u, 0.0)):
+            units.append(u)
+    exp = ceilings.exp_per_s is not None and bool(flop(Unit.EXP, 0.0) + other(Unit.EXP, 0.0))
+    peaks = ceilings.peaks_of(dt, tuple(units), bool(flop(Unit.MATRIX, 0.0) + other(Unit.MATRIX, 0.0)), exp)
     bandwidths = ceilings.bandwidths
     for level, b in cost.bytes_by_level.items():
         if b and level not in bandwidths and level not in ON_CHIP:
