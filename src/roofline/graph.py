@@ -54,10 +54,16 @@ def tensor(name: str, shape: Sequence[int], dtype: str | DType, role: Role = Rol
 _UNITS = frozenset(Unit)  # an op's units are checked against these (a constant: built once, not per op)
 
 
-def _units(by: Mapping[Unit, float]) -> MappingProxyType[Unit, float]:
-    """`by` keyed by Unit (a member stands as it is; Unit(u) is the same member, and the enum call
-    is most of an op's construction), read-only."""
-    return MappingProxyType({u if u.__class__ is Unit else Unit(u): f for u, f in by.items()})
+def _units(by: Mapping[Unit, float], op: str | None = None) -> MappingProxyType[Unit, float]:
+    """`by` keyed by Unit, read-only; with `op`, a key that is not a unit is an error naming the op. A
+    member stands as it is (Unit(u) is the same member, and the enum call was most of an op's
+    construction); a loop, not a comprehension (a call of its own in Python 3.11)."""
+    out: dict[Unit, float] = {}
+    for u, f in by.items():
+        if op is not None and u not in _UNITS:
+            raise RooflineError(f"op {op}: unknown compute unit {u!r}")
+        out[u if u.__class__ is Unit else Unit(u)] = f
+    return MappingProxyType(out)
 
 
 def _add(a: Mapping[Unit, float], b: Mapping[Unit, float]) -> dict[Unit, float]:
@@ -171,10 +177,7 @@ class Op:
     onchip: OnChip | None = None  # exponentials, online-softmax work, the tiles' shared memory
 
     def __post_init__(self) -> None:
-        for unit in self.flop_by_unit:
-            if unit not in _UNITS:
-                raise RooflineError(f"op {self.name}: unknown compute unit {unit!r}")
-        object.__setattr__(self, "flop_by_unit", _units(self.flop_by_unit))
+        object.__setattr__(self, "flop_by_unit", _units(self.flop_by_unit, self.name))
         if Level.DRAM in self.traffic:
             raise RooflineError(f"op {self.name}: DRAM bytes come from its tensors, not from its traffic")
         object.__setattr__(self, "traffic", MappingProxyType({lv if lv.__class__ is Level else Level(lv): b
@@ -236,6 +239,9 @@ class Kernel(Costed):
         return tuple(op.note for op in self.ops if op.note)
 
 
+_PLANS = tuple(Plan)  # a plan's name is checked against these (iterating the enum is slow)
+
+
 @frozen
 class FusionPlan:
     """A partition of a graph's ops into kernels: kernel name -> op names. Ops not named run alone."""
@@ -244,7 +250,7 @@ class FusionPlan:
     groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.name not in tuple(Plan):
+        if self.name not in _PLANS:
             raise RooflineError(f"unknown fusion plan {self.name!r}; plans: {', '.join(Plan)}")
         object.__setattr__(self, "name", Plan(self.name))
         object.__setattr__(self, "groups", MappingProxyType({k: tuple(v) for k, v in self.groups.items()}))

@@ -101,8 +101,9 @@ def matmul_onchip(m: int, n: int, k: int, batch: int, bytes_per_element: float,
     tile_k · bytes of shared memory per thread block.
     """
     tm, tn, tk = tile or MATMUL_TILE
-    for label, v in (("tile-m", tm), ("tile-n", tn), ("tile-k", tk)):
-        _tile(v, label)
+    if tile:  # a tile the caller chose (MATMUL_TILE is one already checked)
+        for label, v in (("tile-m", tm), ("tile-n", tn), ("tile-k", tk)):
+            _tile(v, label)
     em, en = min(tm, m), min(tn, n)
     smem = bytes_per_element * batch * m * n * k * (1 / en + 1 / em)
     footprint = STAGES * (em + en) * min(tk, k) * bytes_per_element
@@ -207,8 +208,9 @@ def attention_ops(prefix: str, q: Tensor, k: Tensor, v: Tensor, out: Tensor, cau
     probs = tensor(f"{prefix}.probs", (b, h, nq, nkv), sdt)
     note = "causal: FLOPs count unmasked pairs only" if causal else ""
     br, bc = tile or ATTENTION_TILE
-    _tile(br, "tile-q")
-    _tile(bc, "tile-kv")
+    if tile:  # a tile the caller chose (ATTENTION_TILE is one already checked)
+        _tile(br, "tile-q")
+        _tile(bc, "tile-kv")
     if not 0.0 <= exp_emulated <= 1.0:
         raise RooflineError(f"{prefix}: the share of exponentials emulated must be from 0 to 1, got {exp_emulated!r}")
     if not 0.0 <= rescale <= 1.0:
