@@ -4,8 +4,10 @@ Targets (issue 3): the whole Llama 3 70B, prefill and decode, every kernel under
 analysed in at most 5 ms after import; a 10,000-point batch × context sweep in at most 1 s. Issue 12:
 the same on every unit and level inside the chip (matrix, vector, exp, shared memory, L2, DRAM) of an
 A100 (which has an L2 bandwidth) and a B200, still within 5 ms. We time
-each many times and report min and median (the min is the machine's speed, the median its noise),
-and check the fast sweep path against the graph path at a few grid points.
+each many times and report min and median (the min is the machine's speed, the median what a run
+meets), and check the fast sweep path against the graph path at a few grid points. Each line's
+verdict judges that line's own median against its target; the exit status is 0 when every line
+meets its target.
 Issue 22: both phases of a 512-expert hybrid model (Qwen3.5-397B-A17B) within the same 5 ms.
 Usage: python bench/bench_model.py [--runs N] [--out FILE]
 """
@@ -80,26 +82,30 @@ def main() -> int:
         a = analyze_model("llama-3-70b", "h100", "decode", int(b.ravel()[i]), int(s.ravel()[i]))
         worst = max(worst, abs(float(r["time_s"][i]) - a.time_s) / a.time_s)
 
-    ok_a = (min(both) <= ANALYSIS_TARGET_S and all(min(v) <= ANALYSIS_TARGET_S for v in chip_runs.values())
-            and min(hybrid_runs) <= ANALYSIS_TARGET_S)
-    ok_s = min(sweeps) <= SWEEP_TARGET_S
+    def verdict(runs: list[float], target_s: float) -> str:
+        """The line's own median against its target."""
+        return "OK" if statistics.median(runs) <= target_s else "MISSED"
+
+    analysis_runs = [both, *chip_runs.values(), hybrid_runs]
+    ok_a = all(verdict(v, ANALYSIS_TARGET_S) == "OK" for v in analysis_runs)
+    ok_s = verdict(sweeps, SWEEP_TARGET_S) == "OK"
+    target = f"target: median <= {ANALYSIS_TARGET_S * 1e3:.0f} ms"
     lines = [
         f"# bench_model: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, numpy {np.__version__}, "
         f"load average {os.getloadavg()[0]:.1f} (other work on the same CPUs slows every row alike)",
         f"import roofline.models + numpy: {import_s * 1e3:.1f} ms (not part of the targets)",
         f"llama-3-70b prefill (batch 1, prompt 8192) + decode (batch 64, context 8192), 3 plans each, "
         f"{kernels} kernels placed: min {min(both) * 1e3:.2f} ms, median {statistics.median(both) * 1e3:.2f} ms "
-        f"over {len(both)} runs; target <= {ANALYSIS_TARGET_S * 1e3:.0f} ms: {'OK' if ok_a else 'MISSED'}",
+        f"over {len(both)} runs; {target}: {verdict(both, ANALYSIS_TARGET_S)}",
         *(f"the same on {m}, every unit and level ({terms[m]} unit and level terms): min {min(v) * 1e3:.2f} ms, "
-          f"median {statistics.median(v) * 1e3:.2f} ms; target <= {ANALYSIS_TARGET_S * 1e3:.0f} ms: "
-          f"{'OK' if min(v) <= ANALYSIS_TARGET_S else 'MISSED'}" for m, v in chip_runs.items()),
+          f"median {statistics.median(v) * 1e3:.2f} ms; {target}: {verdict(v, ANALYSIS_TARGET_S)}"
+          for m, v in chip_runs.items()),
         f"{hybrid} (512 experts, Gated DeltaNet + attention) on h200: prefill (batch 1, prompt 8192) + decode "
         f"(batch 64, context 8192): min {min(hybrid_runs) * 1e3:.2f} ms, median "
-        f"{statistics.median(hybrid_runs) * 1e3:.2f} ms; target <= {ANALYSIS_TARGET_S * 1e3:.0f} ms: "
-        f"{'OK' if min(hybrid_runs) <= ANALYSIS_TARGET_S else 'MISSED'}",
+        f"{statistics.median(hybrid_runs) * 1e3:.2f} ms; {target}: {verdict(hybrid_runs, ANALYSIS_TARGET_S)}",
         f"10,000-point batch (1..100) x context (1310..131000) decode sweep: min {min(sweeps) * 1e3:.1f} ms, "
-        f"median {statistics.median(sweeps) * 1e3:.1f} ms over {len(sweeps)} runs; target <= "
-        f"{SWEEP_TARGET_S * 1e3:.0f} ms: {'OK' if ok_s else 'MISSED'}",
+        f"median {statistics.median(sweeps) * 1e3:.1f} ms over {len(sweeps)} runs; target: median <= "
+        f"{SWEEP_TARGET_S * 1e3:.0f} ms: {verdict(sweeps, SWEEP_TARGET_S)}",
         f"sweep path vs graph path at 3 grid points: largest relative difference in time {worst:.1e}",
         f"decode at batch 64, 8k: {dec.flop_per_byte:.2f} FLOP/B, limit {dec.decode_limit.flop_per_byte:.2f} FLOP/B",
     ]

@@ -17,7 +17,7 @@ from types import MappingProxyType
 
 from roofline.dtypes import DType, get_dtype
 from roofline.errors import RooflineError
-from roofline.frozen import frozen
+from roofline.frozen import frozen, read_only
 from roofline.vocab import Level, Plan, Role, Unit
 
 
@@ -91,9 +91,14 @@ class Cost:
     ops_by_unit: Mapping[Unit, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "flop_by_unit", MappingProxyType(dict(self.flop_by_unit)))
-        object.__setattr__(self, "bytes_by_level", MappingProxyType(dict(self.bytes_by_level)))
-        object.__setattr__(self, "ops_by_unit", MappingProxyType(dict(self.ops_by_unit)))
+        # read_only's rule written out (a Cost is made for every kernel): a read-only mapping as it is (a
+        # kernel's sums, wrapped by Graph for this Cost alone; another Cost's), anything else copied
+        if self.flop_by_unit.__class__ is not MappingProxyType:
+            object.__setattr__(self, "flop_by_unit", read_only(self.flop_by_unit))
+        if self.bytes_by_level.__class__ is not MappingProxyType:
+            object.__setattr__(self, "bytes_by_level", read_only(self.bytes_by_level))
+        if self.ops_by_unit.__class__ is not MappingProxyType:
+            object.__setattr__(self, "ops_by_unit", read_only(self.ops_by_unit))
 
     def work(self, unit: Unit) -> float:
         """What `unit` does: its FLOPs plus its other ops (the numerator of its time)."""
@@ -118,6 +123,11 @@ class Cost:
         return Cost({k: v * factor for k, v in self.flop_by_unit.items()},
                     {k: v * factor for k, v in self.bytes_by_level.items()},
                     {k: v * factor for k, v in self.ops_by_unit.items()})
+
+
+def _owned_cost(flop: dict[Unit, float], by_level: dict[Level, float], other: dict[Unit, float]) -> Cost:
+    """A Cost over dicts made for it alone (a kernel's sums): wrapped read-only, not copied again."""
+    return Cost(MappingProxyType(flop), MappingProxyType(by_level), MappingProxyType(other))
 
 
 def simple_cost(flop: float, bytes_moved: float, unit: Unit = Unit.MATRIX) -> Cost:
@@ -360,19 +370,21 @@ class Graph:
         by_level: dict[Level, float] = {Level.DRAM: float(sum(read_bytes) + sum(write_bytes))}
         flop: dict[Unit, float] = {}
         other: dict[Unit, float] = {}
+        fused = len(ops) > 1
         for op in ops:
             for unit, f in op.flop_by_unit.items():
                 flop[unit] = flop.get(unit, 0.0) + f
             for level, b in op.traffic.items():
                 by_level[level] = by_level.get(level, 0.0) + b
-            if op.onchip is not None:  # its own ops, and the work only done fused (several ops here)
-                for unit, f in (*op.onchip.ops_by_unit.items(), *op.onchip.fused_ops_by_unit.items()):
+            if op.onchip is not None:  # its own ops, and the work only done fused with others
+                chip = op.onchip
+                for unit, f in (*chip.ops_by_unit.items(), *(chip.fused_ops_by_unit.items() if fused else ())):
                     other[unit] = other.get(unit, 0.0) + f
         # the roof's dtype: that of the matmuls; a kernel without one, its ops' own (an fp32 matmul moved to the
         # FP32 cores keeps fp32, so it is placed, and reported, on the fp32 roof)
         matmuls = [op for op in ops if op.flop_by_unit.get(Unit.MATRIX)]
         dtypes = {op.compute_dtype for op in (matmuls or [op for op in ops if op.flop]) if op.compute_dtype is not None}
-        return Kernel(name, tuple(ops), count, tuple(reads.values()), tuple(writes), Cost(flop, by_level, other),
+        return Kernel(name, tuple(ops), count, tuple(reads.values()), tuple(writes), _owned_cost(flop, by_level, other),
                       dtypes.pop() if len(dtypes) == 1 else None)
 
     def _alone(self, name: str, op: Op) -> Kernel:
@@ -411,7 +423,8 @@ class Graph:
         dt = op.compute_dtype
         if dt is not None and not (op.flop_by_unit.get(Unit.MATRIX) or op.flop):
             dt = None
-        return Kernel(name, (op,), op.count, tuple(reads.values()), tuple(writes), Cost(flop, by_level, other), dt)
+        return Kernel(name, (op,), op.count, tuple(reads.values()), tuple(writes), _owned_cost(flop, by_level, other),
+                      dt)
 
 
 __all__ = ["UNFUSED", "Cost", "FusionPlan", "Graph", "Kernel", "OnChip", "Op", "Tensor", "simple_cost", "tensor"]

@@ -98,9 +98,14 @@ class Placement(Costed, Drawable):
     chip_notes: tuple[str, ...] = ()  # what inside the chip could not be placed, and why
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "peak_by_unit", read_only(self.peak_by_unit))
-        object.__setattr__(self, "bandwidth_by_level", read_only(self.bandwidth_by_level))
-        object.__setattr__(self, "latency_by_level", read_only(self.latency_by_level))
+        # read_only's rule written out (a placement is made for every kernel of every plan): a read-only
+        # mapping as it is (_place's are the machine's ceilings, shared), anything else copied
+        if self.peak_by_unit.__class__ is not MappingProxyType:
+            object.__setattr__(self, "peak_by_unit", read_only(self.peak_by_unit))
+        if self.bandwidth_by_level.__class__ is not MappingProxyType:
+            object.__setattr__(self, "bandwidth_by_level", read_only(self.bandwidth_by_level))
+        if self.latency_by_level.__class__ is not MappingProxyType:
+            object.__setattr__(self, "latency_by_level", read_only(self.latency_by_level))
 
     # --- the kernel (flop and bytes: Costed's, the cost's) --------------------------------------
     @property
@@ -330,11 +335,12 @@ class _Ceilings:
         self.bandwidths: Mapping[Level, float] = MappingProxyType(bandwidths)
         self.latencies: Mapping[Level, float] = MappingProxyType(
             {lv.name: lv.latency_s for lv in m.memory.values() if lv.latency_s})
-        self.peaks: dict[tuple[DType, tuple[Unit, ...], bool, bool], Mapping[Unit, float]] = {}
+        self.peaks: dict[tuple[str, tuple[Unit, ...], bool, bool], Mapping[Unit, float]] = {}
 
     def peaks_of(self, dt: DType, units: tuple[Unit, ...], matrix_work: bool, exp: bool) -> Mapping[Unit, float]:
-        """Each of `units`' peak at `dt` (`_peaks`), and with `exp` the exponential rate last."""
-        key = (dt, units, matrix_work, exp)
+        """Each of `units`' peak at `dt` (`_peaks`), and with `exp` the exponential rate last. Looked up by
+        the dtype's peak key, all that a machine's peaks depend on (a string: hashed without a call)."""
+        key = (dt.peak_key, units, matrix_work, exp)
         found = self.peaks.get(key)
         if found is None:
             peaks = _peaks(self.machine, dt, units, matrix_work)
