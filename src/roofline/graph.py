@@ -190,8 +190,10 @@ class Op:
         object.__setattr__(self, "flop_by_unit", _units(self.flop_by_unit, self.name))
         if Level.DRAM in self.traffic:
             raise RooflineError(f"op {self.name}: DRAM bytes come from its tensors, not from its traffic")
-        object.__setattr__(self, "traffic", MappingProxyType({lv if lv.__class__ is Level else Level(lv): b
-                                                              for lv, b in self.traffic.items()}))
+        traffic: dict[Level, float] = {}
+        for lv, b in self.traffic.items():  # a loop, as _units (a member stands; a name becomes one)
+            traffic[lv if lv.__class__ is Level else Level(lv)] = b
+        object.__setattr__(self, "traffic", MappingProxyType(traffic))
         if self.count < 1:
             raise RooflineError(f"op {self.name}: count must be at least 1")
 
@@ -275,6 +277,11 @@ class FusionPlan:
 UNFUSED = FusionPlan(Plan.NONE)
 
 
+def _declared_twice(graph: str, old: Tensor, t: Tensor) -> RooflineError:
+    return RooflineError(f"graph {graph}: tensor {t.name} declared twice differently "
+                         f"({old.shape} {old.dtype} vs {t.shape} {t.dtype})")
+
+
 class Graph:
     """Ops in execution order over named tensors. Build once; apply any number of fusion plans."""
 
@@ -284,17 +291,25 @@ class Graph:
         self._by_name: dict[str, Op] = {}
         tensors: dict[str, Tensor] = {}
         self.readers: dict[str, list[str]] = {}
+        by_name, readers = self._by_name, self.readers
         for op in self.ops:
-            if op.name in self._by_name:
-                raise RooflineError(f"graph {name}: two ops named {op.name}")
-            self._by_name[op.name] = op
-            for t in (*op.inputs, *op.outputs):
+            me = op.name
+            if me in by_name:
+                raise RooflineError(f"graph {name}: two ops named {me}")
+            by_name[me] = op
+            for t in op.inputs:
                 old = tensors.setdefault(t.name, t)
                 if old is not t and old != t:  # the same object (most reads): equal without comparing fields
-                    raise RooflineError(f"graph {name}: tensor {t.name} declared twice differently "
-                                        f"({old.shape} {old.dtype} vs {t.shape} {t.dtype})")
-            for t in op.inputs:
-                self.readers.setdefault(t.name, []).append(op.name)
+                    raise _declared_twice(name, old, t)
+                rs = readers.get(t.name)
+                if rs is None:
+                    readers[t.name] = [me]
+                else:
+                    rs.append(me)
+            for t in op.outputs:
+                old = tensors.setdefault(t.name, t)
+                if old is not t and old != t:
+                    raise _declared_twice(name, old, t)
         self.tensors = tensors
 
     def op(self, name: str) -> Op:
