@@ -170,7 +170,10 @@ def test_three_compiles_fewer_than_dataclasses() -> None:
 
     builtins.exec = counting  # type: ignore[assignment]
     try:
-        make(frozen)
+        made = make(frozen)
+        defined = len(calls)
+        for cls in made.values():
+            cls.__init__  # noqa: B018 (the lookup compiles it)
         ours = len(calls)
         calls.clear()
         make(dataclass(frozen=True))
@@ -180,6 +183,32 @@ def test_three_compiles_fewer_than_dataclasses() -> None:
     # six classes: Own defines __repr__, __eq__ and __hash__ itself, Empty has no field
     assert theirs >= 6 * 3 + 3
     assert ours == 6
+    # an __init__ is compiled when first looked up: at definition only for the five classes without a
+    # docstring (Plain has one), whose signature, read through __init__, becomes their docstring
+    assert defined == 5
+
+
+def test_init_is_compiled_on_first_use_and_then_the_classs_own() -> None:
+    # the first instance (or lookup) puts the compiled function on the decorated class in place of the
+    # lazy one, also when the first instance is of an undecorated subclass
+    @frozen
+    class Base:
+        """A base."""
+
+        a: int
+        b: str = "b"
+
+    class Sub(Base):
+        pass
+
+    assert type(Base.__dict__["__init__"]).__name__ == "_LazyInit"
+    s = Sub(1)
+    assert (s.a, s.b, type(s)) == (1, "b", Sub)
+    assert inspect.isfunction(Base.__dict__["__init__"])
+    assert "__init__" not in Sub.__dict__
+    assert Base(2, "c") == Base(a=2, b="c")
+    with pytest.raises(TypeError):
+        Base()  # type: ignore[call-arg]
 
 
 def test_a_field_named_as_a_base_classs_property_is_left_to_dataclasses() -> None:

@@ -7,7 +7,8 @@ over the ~60 classes one `roofline model` run defines was ~40% of its in-process
 callgrind, bench/results/bench_startup.txt). Here the fields are recorded as dataclasses records them
 (`__dataclass_fields__`, so that `fields()`, `replace()`, `asdict()` and `is_dataclass()` work as on
 any dataclass; `_register`); `__init__` is the one function compiled (the same parameters, defaults,
-factories and `__post_init__` call as dataclasses'); the other five are closures over the field names,
+factories and `__post_init__` call as dataclasses'), and only when first looked up (`_LazyInit`: the
+first instance, or a reader such as `inspect.signature`); the other five are closures over the field names,
 compiled once with this module, with dataclasses' results (`__eq__` compares the tuples of the compared
 fields of two objects of one class, `__hash__` hashes that tuple, `__repr__` is `Name(field=value, ...)`
 guarded against recursion, assigning or deleting a field raises `FrozenInstanceError`). A method the
@@ -60,7 +61,7 @@ def frozen(cls: type[T]) -> type[T]:
     made, fields = _register(cls)
     names = tuple(f.name for f in fields)
     if "__init__" not in defined:
-        _set(made, "__init__", _init(made, fields))
+        made.__init__ = _LazyInit(made, fields)  # type: ignore[assignment, method-assign]
     if "__repr__" not in defined:
         _set(made, "__repr__", _repr([f.name for f in fields if f.repr]))
     if "__eq__" not in defined:
@@ -133,6 +134,24 @@ def _beyond(own: Any) -> bool:
 def _set(cls: type, name: str, fn: Callable[..., Any]) -> None:
     fn.__qualname__ = f"{cls.__qualname__}.{name}"
     setattr(cls, name, fn)
+
+
+class _LazyInit:
+    """A class's `__init__` until it is first looked up: then compiled (`_init`), put on the class in its
+    place and returned. The lookup is the first instance made (the type's slot asks the class for
+    `__init__`, as for any descriptor) or a reader such as `inspect.signature`; of the ~50 classes one
+    `roofline model` run defines, a third never make an instance, and the compile is most of the
+    decorator's cost (~0.6 of ~0.9 M instructions a class)."""
+
+    __slots__ = ("cls", "fields")
+
+    def __init__(self, cls: type, fields: tuple[Field[Any], ...]) -> None:
+        self.cls, self.fields = cls, fields
+
+    def __get__(self, obj: object, owner: type | None = None) -> Callable[..., None]:
+        fn = _init(self.cls, self.fields)
+        _set(self.cls, "__init__", fn)  # on the decorated class, also when `obj` is of a subclass
+        return fn if obj is None else fn.__get__(obj, owner)
 
 
 def _init(cls: type, fields: tuple[Field[Any], ...]) -> Callable[..., None]:
