@@ -15,9 +15,11 @@ guarded against recursion, assigning or deleting a field raises `FrozenInstanceE
 class defines itself is kept, as dataclasses keeps it; `__dataclass_params__` says frozen. About 1 M
 instructions a class (tests/test_frozen.py holds it to dataclasses' behaviour).
 
-A class beyond that (dataclass bases, slots, a field named as a descriptor, InitVar or keyword-only
-fields, its own `__setattr__` or `__delattr__`) goes to `dataclass(frozen=True)` unchanged, and a ClassVar
-annotation has dataclasses record the fields.
+A class deriving from such a class (or from a frozen dataclass) has its base's fields first, as
+dataclasses orders them. A class beyond that (a base dataclass that is not frozen or records ClassVars,
+slots, a field named as a descriptor, InitVar or keyword-only fields, its own `__setattr__` or
+`__delattr__`) goes to `dataclass(frozen=True)` unchanged, and a ClassVar annotation has dataclasses
+record the fields.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ def frozen(cls: type[T]) -> type[T]:
     """`cls` as `@dataclass(frozen=True)` makes it (the module's docstring says how and why)."""
     own = cls.__dict__
     if (own.get("__setattr__") or own.get("__delattr__") or _beyond(own)
-            or any(hasattr(b, "__dataclass_fields__") or b.__dict__.get("__slots__") for b in cls.__mro__[:-1])
+            or any(b.__dict__.get("__slots__") or not _frozen_base(b) for b in cls.__mro__[:-1])
             or any(hasattr(type(getattr(cls, n, None)), "__set__") for n in own.get("__annotations__", ()))):
         return dataclasses.dataclass(frozen=True)(cls)
     doc = own.get("__doc__")
@@ -98,6 +100,8 @@ def _register(cls: type[T]) -> tuple[type[T], tuple[Field[Any], ...]]:
         made = dataclasses.dataclass(init=False, repr=False, eq=False)(cls)
         return made, dataclasses.fields(made)  # type: ignore[arg-type]
     fields: dict[str, Field[Any]] = {}
+    for base in cls.__mro__[-1:0:-1]:  # a frozen base's fields first, in its order, as dataclasses collects them
+        fields.update(base.__dict__.get("__dataclass_fields__", {}))
     for name, kind in annotations.items():
         value = own.get(name, MISSING)
         f = value if isinstance(value, Field) else dataclasses.field(default=value)
@@ -120,6 +124,15 @@ def _register(cls: type[T]) -> tuple[type[T], tuple[Field[Any], ...]]:
         cls.__match_args__ = tuple(n for n, f in fields.items() if f.init)  # type: ignore[attr-defined, misc]
     abc.update_abstractmethods(cls)
     return cls, tuple(fields.values())
+
+
+def _frozen_base(b: type) -> bool:
+    """`b` is no dataclass, or a frozen one of real fields only (no ClassVar or InitVar entries): a class
+    deriving from it can be made here, its fields after the base's."""
+    own: dict[str, Field[Any]] | None = b.__dict__.get("__dataclass_fields__")
+    params = b.__dict__.get("__dataclass_params__")
+    return own is None or (params is not None and params.frozen and _FIELD is not None
+                           and all(getattr(f, "_field_type", None) is _FIELD for f in own.values()))
 
 
 def _beyond(own: Any) -> bool:
