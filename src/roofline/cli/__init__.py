@@ -100,9 +100,9 @@ def _error(text: str) -> None:
 
 def _one_short_process() -> None:
     """The cyclic collector set for a process that runs one command and exits. Its default pass every 700
-    new container objects walks the ~100,000 that the imports make and that live to the end, and at exit
-    it walks them all once more, finding nothing a command leaves behind: 9% of one `roofline model`
-    decode run's instructions (45 of 500 M, valgrind callgrind; bench/results/bench_startup.txt). A pass
+    new container objects walks the ~20,000 that the imports make and that live to the end, and at exit
+    it walks them all once more, finding nothing a command leaves behind: 7% of one `roofline model`
+    decode run's instructions (36 of 500 M, valgrind callgrind; bench/results/bench_startup.txt). A pass
     every 50,000 still bounds what unreachable cycles hold; `gc.freeze` at exit (atexit handlers run
     before the interpreter's last collection) leaves that last walk nothing to visit. A command's files
     are closed by `writing_together` before then, never by a collection."""
