@@ -202,3 +202,25 @@ def test_help_imports_no_command_module() -> None:
             "'roofline.models', 'roofline.hardware'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.splitlines()[-1] == "['roofline.cli.common']"
+
+
+def test_the_process_entry_sets_the_collector_for_one_short_process_and_a_caller_keeps_its_own() -> None:
+    # main() without argv is the process's command line: a collection every 50,000 new objects instead of
+    # 700, and gc.freeze at exit (so the last collection visits nothing); main(argv) leaves the caller's
+    # settings (the tests run many commands in one process)
+    code = ("import atexit, gc, io, sys, contextlib\nfrom roofline.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    main(['machines'])\nprint(gc.get_threshold())\n"
+            "sys.argv = ['roofline', 'machines']\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    main()\nprint(gc.get_threshold())\n"
+            "atexit.register(lambda: print(gc.get_freeze_count() > 10_000))\n")  # runs before gc.freeze: False
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split("\n")[:3] == ["(700, 10, 10)", "(50000, 10, 10)", "False"]
+    code = ("import gc, atexit, io, sys, contextlib\nfrom roofline.cli import main\n"
+            "atexit.register(lambda: print(gc.get_freeze_count() > 10_000))\n"  # registered first: runs last
+            "sys.argv = ['roofline', 'machines']\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    main()\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "True"

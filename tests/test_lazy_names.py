@@ -74,3 +74,28 @@ def test_a_train_analysis_loads_none_of_the_inference_analysis() -> None:
             "print('roofline.training.analysis' in new)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["[]", "True"]
+
+
+def test_a_llama_step_loads_no_other_layer_kinds_ops_and_the_cli_no_model_room() -> None:
+    # roofline.models.build imports a layer kind's ops where a step first reaches them (bench_startup's one
+    # decode analysis); a Llama decode step under TP 2 (its all-reduces through roofline.parallel) loads
+    # none of the eleven modules, a DeepSeek-V3 one (MLA, routed and shared experts over DP 8 × EP 8) its
+    # four (mla, with dsa and deltanet's StepBuilder, and experts), and `import roofline.cli` alone loads
+    # neither the model room nor roofline.parallel
+    kinds = ("attn_res_ops", "compressed_ops", "deltanet", "draft", "dsa", "experts", "kda", "latent", "mamba",
+             "mla", "msa")
+    code = ("import sys, io, contextlib\nimport roofline.cli\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('roofline.models', 'roofline.parallel'))))\n"
+            "from roofline.cli import main\n"
+            f"kinds = {tuple(f'roofline.models.{k}' for k in kinds)!r}\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    assert main(['model', 'llama-3-8b', '--phase', 'decode', '--batch', '8', '--context', '2048',\n"
+            "                 '--machine', 'dgx-h100', '--tp', '2', '--json']) == 0\n"
+            "print(sorted(m for m in kinds if m in sys.modules), 'roofline.parallel' in sys.modules)\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    assert main(['model', 'deepseek-v3', '--phase', 'decode', '--batch', '64', '--context', '4096',\n"
+            "                 '--machine', 'dgx-h100', '--dp', '8', '--ep', '8', '--json']) == 0\n"
+            "print(sorted(m for m in kinds if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == ["[]", "[] True", "['roofline.models.deltanet', 'roofline.models.dsa', "
+                                "'roofline.models.experts', 'roofline.models.mla']"]

@@ -287,6 +287,21 @@ def test_a_bare_device_is_one_node_of_8_or_of_the_split() -> None:
     assert sixteen.bare and sixteen.devices_per_node == 16 and sixteen.max_devices == 16
 
 
+def test_one_catalog_device_deploys_without_building_its_node(monkeypatch: pytest.MonkeyPatch) -> None:
+    # with no split, a catalog device's deployment is the device the node get_system builds would keep:
+    # the catalog machine itself, read without the node's reference system (dgx-h100's file)
+    from roofline.hardware import get_machine, get_system, system_file
+    from roofline.hardware.system_file import bare_device
+    from roofline.parallel import deploy
+
+    kept = get_system("h100").device  # the node's device, as deploy kept it before
+    monkeypatch.setattr(system_file, "catalog_system", lambda sid: pytest.fail(f"read the system {sid}"))
+    alone = deploy("h100")
+    assert alone.machine is kept is get_machine("h100") and alone.system is None
+    # a system's name, a path and an unknown name are get_system's to resolve (and to refuse)
+    assert bare_device("dgx-h100") is None and bare_device("./h100.toml") is None and bare_device("h1000") is None
+
+
 def test_devices_alone_are_tensor_parallel_in_a_node_then_stages() -> None:
     from roofline.parallel import split_for_devices
     from roofline.parallel.deployment import UnevenDevices

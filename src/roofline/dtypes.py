@@ -16,6 +16,8 @@ from roofline.frozen import frozen
 
 @frozen
 class DType:
+    """A storage or compute dtype: its bits a value, the machine peak its matmuls use, its shared scales."""
+
     name: str
     bits: int  # bits of one value, excluding shared scales
     peak_key: str  # which machine peak a matmul in this dtype uses

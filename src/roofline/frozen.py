@@ -7,28 +7,35 @@ over the ~60 classes one `roofline model` run defines was ~40% of its in-process
 callgrind, bench/results/bench_startup.txt). Here the fields are recorded as dataclasses records them
 (`__dataclass_fields__`, so that `fields()`, `replace()`, `asdict()` and `is_dataclass()` work as on
 any dataclass; `_register`); `__init__` is the one function compiled (the same parameters, defaults,
-factories and `__post_init__` call as dataclasses'); the other five are closures over the field names,
-compiled once with this module, with dataclasses' results (`__eq__` compares the tuples of the compared
-fields of two objects of one class, `__hash__` hashes that tuple, `__repr__` is `Name(field=value, ...)`
-guarded against recursion, assigning or deleting a field raises `FrozenInstanceError`). A method the
-class defines itself is kept, as dataclasses keeps it; `__dataclass_params__` says frozen. About 1 M
-instructions a class (tests/test_frozen.py holds it to dataclasses' behaviour).
+factories and `__post_init__` call as dataclasses'), only when first looked up (`_LazyInit`: the first
+instance, or a reader such as `inspect.signature`), and for a class whose fields are all parameters
+without a factory not compiled but copied from a template of as many fields (`_template`); the other
+five are closures over the field names, compiled once with this module, with dataclasses' results
+(`__eq__` compares the tuples of the compared fields of two objects of one class, `__hash__` hashes that
+tuple, `__repr__` is `Name(field=value, ...)` guarded against recursion, assigning or deleting a field
+raises `FrozenInstanceError`). A method the class defines itself is kept, as dataclasses keeps it;
+`__dataclass_params__` says frozen. About 0.3 M instructions a class at definition, and ~0.3 M more
+when its `__init__` is first used and compiled (a copied one: a few thousand; tests/test_frozen.py
+holds it all to dataclasses' behaviour).
 
-A class beyond that (dataclass bases, slots, a field named as a descriptor, InitVar or keyword-only
-fields, its own `__setattr__` or `__delattr__`) goes to `dataclass(frozen=True)` unchanged, and a ClassVar
-annotation has dataclasses record the fields.
+A class deriving from such a class (or from a frozen dataclass) has its base's fields first, as
+dataclasses orders them. A class beyond that (a base dataclass that is not frozen or records ClassVars,
+slots, a field named as a descriptor, InitVar or keyword-only fields, its own `__setattr__` or
+`__delattr__`) goes to `dataclass(frozen=True)` unchanged, and a ClassVar annotation has dataclasses
+record the fields.
 """
 
 from __future__ import annotations
 
 import abc
 import dataclasses
+import functools
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, Field, FrozenInstanceError
 from operator import attrgetter
 from threading import get_ident
-from types import MappingProxyType
+from types import CodeType, FunctionType, MappingProxyType
 from typing import Any, TypeVar, dataclass_transform
 
 T = TypeVar("T")
@@ -60,7 +67,7 @@ def frozen(cls: type[T]) -> type[T]:
     """`cls` as `@dataclass(frozen=True)` makes it (the module's docstring says how and why)."""
     own = cls.__dict__
     if (own.get("__setattr__") or own.get("__delattr__") or _beyond(own)
-            or any(hasattr(b, "__dataclass_fields__") or b.__dict__.get("__slots__") for b in cls.__mro__[:-1])
+            or any(b.__dict__.get("__slots__") or not _frozen_base(b) for b in cls.__mro__[:-1])
             or any(hasattr(type(getattr(cls, n, None)), "__set__") for n in own.get("__annotations__", ()))):
         return dataclasses.dataclass(frozen=True)(cls)
     doc = own.get("__doc__")
@@ -72,7 +79,7 @@ def frozen(cls: type[T]) -> type[T]:
     made, fields = _register(cls)
     names = tuple(f.name for f in fields)
     if "__init__" not in defined:
-        _set(made, "__init__", _init(made, fields))
+        made.__init__ = _LazyInit(made, fields)  # type: ignore[assignment, method-assign]
     if "__repr__" not in defined:
         _set(made, "__repr__", _repr([f.name for f in fields if f.repr]))
     if "__eq__" not in defined:
@@ -109,6 +116,8 @@ def _register(cls: type[T]) -> tuple[type[T], tuple[Field[Any], ...]]:
         made = dataclasses.dataclass(init=False, repr=False, eq=False)(cls)
         return made, dataclasses.fields(made)  # type: ignore[arg-type]
     fields: dict[str, Field[Any]] = {}
+    for base in cls.__mro__[-1:0:-1]:  # a frozen base's fields first, in its order, as dataclasses collects them
+        fields.update(base.__dict__.get("__dataclass_fields__", {}))
     for name, kind in annotations.items():
         value = own.get(name, MISSING)
         f = value if isinstance(value, Field) else dataclasses.field(default=value)
@@ -133,6 +142,15 @@ def _register(cls: type[T]) -> tuple[type[T], tuple[Field[Any], ...]]:
     return cls, tuple(fields.values())
 
 
+def _frozen_base(b: type) -> bool:
+    """`b` is no dataclass, or a frozen one of real fields only (no ClassVar or InitVar entries): a class
+    deriving from it can be made here, its fields after the base's."""
+    own: dict[str, Field[Any]] | None = b.__dict__.get("__dataclass_fields__")
+    params = b.__dict__.get("__dataclass_params__")
+    return own is None or (params is not None and params.frozen and _FIELD is not None
+                           and all(getattr(f, "_field_type", None) is _FIELD for f in own.values()))
+
+
 def _beyond(own: Any) -> bool:
     """An InitVar or KW_ONLY annotation, or a keyword-only field: left to dataclasses (none in roofline)."""
     for t in own.get("__annotations__", {}).values():
@@ -145,6 +163,24 @@ def _beyond(own: Any) -> bool:
 def _set(cls: type, name: str, fn: Callable[..., Any]) -> None:
     fn.__qualname__ = f"{cls.__qualname__}.{name}"
     setattr(cls, name, fn)
+
+
+class _LazyInit:
+    """A class's `__init__` until it is first looked up: then compiled (`_init`), put on the class in its
+    place and returned. The lookup is the first instance made (the type's slot asks the class for
+    `__init__`, as for any descriptor) or a reader such as `inspect.signature`; of the ~50 classes one
+    `roofline model` run defines, a third never make an instance, and the compile is most of the
+    decorator's cost (~0.6 of ~0.9 M instructions a class)."""
+
+    __slots__ = ("cls", "fields")
+
+    def __init__(self, cls: type, fields: tuple[Field[Any], ...]) -> None:
+        self.cls, self.fields = cls, fields
+
+    def __get__(self, obj: object, owner: type | None = None) -> Callable[..., None]:
+        fn = _init(self.cls, self.fields)
+        _set(self.cls, "__init__", fn)  # on the decorated class, also when `obj` is of a subclass
+        return fn if obj is None else fn.__get__(obj, owner)
 
 
 def _init(cls: type, fields: tuple[Field[Any], ...]) -> Callable[..., None]:
@@ -178,18 +214,51 @@ def _init(cls: type, fields: tuple[Field[Any], ...]) -> Callable[..., None]:
                 seen_default = True
                 default = "_HAS_DEFAULT_FACTORY" if f.default is MISSING else f"_dflt_{f.name}"
                 params.append(f"{f.name}={default}")
-    body = [f"{me}.__dict__.update({', '.join(values)})"] if values else []
-    if hasattr(cls, "__post_init__"):
-        body.append(f"{me}.__post_init__()")
-    lines = "\n".join(f"  {line}" for line in body or ["pass"])
-    text = (f"def __create_fn__({', '.join(env)}):\n def __init__({','.join(params)}):\n{lines}\n"
-            " return __init__")
+    post = hasattr(cls, "__post_init__")
     module = sys.modules.get(cls.__module__)
-    scope: dict[str, Any] = {}
-    exec(text, module.__dict__ if module is not None else {}, scope)
-    fn: Callable[..., None] = scope["__create_fn__"](**env)
+    scope_globals = module.__dict__ if module is not None else {}
+    template = _template(len(fields), post) if fields and len(values) == len(fields) == len(params) - 1 \
+        and all(f.default_factory is MISSING for f in fields) else None
+    fn: Callable[..., None]
+    if template is not None:  # every field a parameter, none with a factory: the template's code, renamed
+        names = tuple(f.name for f in fields)
+        code = template.replace(co_varnames=(me, *names), co_consts=tuple(
+            names if c == _placeholders(len(fields)) else c for c in template.co_consts))
+        fn = FunctionType(code, scope_globals, "__init__",
+                          tuple(f.default for f in fields if f.default is not MISSING) or None)
+    else:
+        body = [f"{me}.__dict__.update({', '.join(values)})"] if values else []
+        if post:
+            body.append(f"{me}.__post_init__()")
+        lines = "\n".join(f"  {line}" for line in body or ["pass"])
+        text = (f"def __create_fn__({', '.join(env)}):\n def __init__({','.join(params)}):\n{lines}\n"
+                " return __init__")
+        scope: dict[str, Any] = {}
+        exec(text, scope_globals, scope)
+        fn = scope["__create_fn__"](**env)
     fn.__annotations__ = {f.name: f.type for f in fields if f.init} | {"return": None}
     return fn
+
+
+def _placeholders(n: int) -> tuple[str, ...]:
+    return tuple(f"_{i}" for i in range(n))
+
+
+@functools.cache
+def _template(n: int, post: bool) -> CodeType | None:
+    """The code of `def __init__(self, _0, ..., _n-1): self.__dict__.update(_0=_0, ...)` (then
+    `self.__post_init__()` if `post`), compiled once for every class of n fields that are all parameters
+    without a factory: `_init` gives a class a copy with its own parameter names (`CodeType.replace`: the
+    local names and the keyword names' constant), ~1 µs where a compile of the class's own text takes ~30
+    (valgrind: 0.55 M instructions a class). None where the compiled code is not of that form (another
+    Python's compiler), and `_init` compiles each class's text instead."""
+    names = _placeholders(n)
+    body = f"  self.__dict__.update({', '.join(f'{a}={a}' for a in names)})\n"
+    scope: dict[str, Any] = {}
+    exec(f"def __init__(self, {', '.join(names)}):\n{body}{'  self.__post_init__()' if post else ''}\n", {}, scope)
+    code: CodeType = scope["__init__"].__code__
+    formed = code.co_varnames == ("self", *names) and code.co_consts.count(names) == 1
+    return code if formed else None
 
 
 def _key(names: tuple[str, ...]) -> Callable[[object], tuple[Any, ...]]:

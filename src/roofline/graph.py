@@ -23,6 +23,8 @@ from roofline.vocab import Level, Plan, Role, Unit
 
 @frozen
 class Tensor:
+    """A named tensor of a step's graph: its shape, dtype and role (weight, KV cache, activation)."""
+
     name: str
     shape: tuple[int, ...]
     dtype: DType

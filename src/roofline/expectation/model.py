@@ -128,7 +128,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -496,7 +496,7 @@ def expect(p: Placement, times: ExpectedTimes, shape: Shape | None = None) -> Ex
     return Expected(shape.floor_s, low, high, shape.kind, fit, note, times)
 
 
-@dataclass
+@frozen
 class Columns:
     """Shape's fields as numpy columns, one entry a kernel (or a grid point): what `expected_columns` reads."""
 

@@ -4,6 +4,7 @@ this batch, the crossover batch and the memory fit, with the numbers put in.
 
 from __future__ import annotations
 
+from roofline.explain.fit import TIGHT_HEADROOM, fit_words
 from roofline.explain.placement import explain_placements
 from roofline.models import AttentionKind, DecodeLimit, ModelAnalysis, ModelConfig, expected_experts_hit
 from roofline.models.recurrent import KDA_GATE_FLOP, KimiDelta, LinearAttention, Mamba2
@@ -11,17 +12,6 @@ from roofline.units import format_bytes, format_count, format_flop, format_inten
 from roofline.vocab import Phase, Role
 
 GLOBAL, LOCAL = AttentionKind.GLOBAL, AttentionKind.LOCAL
-TIGHT_HEADROOM = 0.05  # a fit that leaves less than 5% of the usable memory free is "tight"
-
-
-def fit_words(total_bytes: float, usable_bytes: float) -> str:
-    """'fits, 35.6 GiB (49%) headroom'; under TIGHT_HEADROOM of the usable memory left (usable − needed),
-    'fits, tight (<5% headroom): 0.8 GiB (0.6%) left': a longer context or a larger batch will not."""
-    room = usable_bytes - total_bytes
-    share = room / usable_bytes if usable_bytes else 0.0
-    if share < TIGHT_HEADROOM:
-        return f"fits, tight (<{TIGHT_HEADROOM:.0%} headroom): {format_bytes(room, binary=True)} ({share:.1%}) left"
-    return f"fits, {format_bytes(room, binary=True)} ({share:.0%}) headroom"
 
 
 def _recurrent_limit(cfg: ModelConfig, lim: DecodeLimit) -> list[str]:

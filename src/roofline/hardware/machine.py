@@ -23,6 +23,8 @@ PEAK_KEYS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "int8", "fp4"
 
 @frozen
 class MemoryLevel:
+    """One level of a machine's memory or links: its bandwidth, capacity, latency and source."""
+
     name: Level
     bytes_per_s: float | None = None
     capacity_bytes: float | None = None
@@ -37,6 +39,8 @@ def _frozen(d: Mapping[str, float] | None) -> Mapping[str, float]:
 
 @frozen
 class Machine:
+    """One device's datasheet: matrix and vector peaks by dtype, its memory levels, with sources."""
+
     id: str
     name: str
     matrix_flop_per_s: Mapping[str, float]  # dense peaks of the matrix units, by peak key

@@ -377,6 +377,17 @@ def get_system(name: str | os.PathLike[str] | System | Machine, devices: int | N
 LOOKUP_HINT = "see `roofline machines` and `roofline machines --systems`, or pass a machine or system file path"
 
 
+def bare_device(name: str) -> Machine | None:
+    """The catalog machine `name` is where `get_system` would make it a node of bare devices (a machine's id
+    or alias that names no system), read without building that node (nor reading its reference system);
+    None for a system's name, a path or an unknown name."""
+    text = name.strip()
+    if names_a_path(text) or (key := name_key(text)) in _system_names():
+        return None
+    machines = _names()
+    return catalog_machine(machines[key]) if key in machines else None
+
+
 def lookup(name: str, devices_first: bool = False) -> Machine | System:
     """A catalog system or device by id or alias (a name in both catalogs is the system's, as for
     --machine; with `devices_first`, the device's), or a system or machine file by path (a system
@@ -397,6 +408,6 @@ def lookup(name: str, devices_first: bool = False) -> Machine | System:
 
 
 __all__ = ["DEFAULT_DEVICES", "DEFAULT_LINK_LATENCY_S", "LOOKUP_HINT", "NoLinkError", "SystemFileError",
-           "device_system", "get_system", "is_system_file",
+           "bare_device", "device_system", "get_system", "is_system_file",
            "load_system_file", "lookup", "parse_system", "system_catalog"]
 

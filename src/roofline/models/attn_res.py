@@ -27,8 +27,7 @@ same weighted sum over its n streams: `weighted_sum_flop` is both. The step grap
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from roofline.frozen import frozen
 from roofline.kernels import FLOP_PER_ELEMENT
 
 SCORE_FLOP = 5  # per value of a candidate: v² and its mean (2), the multiply by rsqrt (1), the dot (2)
@@ -39,7 +38,7 @@ def weighted_sum_flop(rows: int, candidates: int, width: int) -> int:
     return 2 * rows * candidates * width
 
 
-@dataclass(frozen=True)
+@frozen
 class AttentionResiduals:
     """Block AttnRes over `layers` layers, a snapshot every `block_size` (see the module docstring)."""
 

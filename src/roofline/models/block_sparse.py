@@ -28,12 +28,13 @@ device (tp dividing H_I or a multiple of it), the one index key computed and cac
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
+from roofline.frozen import frozen
 from roofline.models.formulas import Num, minimum, windowed_pairs
 
 
-@dataclass(frozen=True)
+@frozen
 class BlockSparse:
     """The SPARSE layers' indexer and block selection (see the module docstring)."""
 

@@ -46,17 +46,8 @@ from roofline.errors import RooflineError
 from roofline.frozen import frozen
 from roofline.graph import FusionPlan, Graph, Op, Tensor
 from roofline.kernels import FLOP_PER_ELEMENT, attention_ops, elementwise_op, matmul_op, norm_op
-from roofline.models.attn_res_ops import attn_res_head, attn_res_layers
-from roofline.models.compressed_ops import mhc_head, streams_step
-from roofline.models.draft import mtp_input, mtp_streams
 from roofline.models.dtypes import ModelDtypes, for_checkpoint, model_dtypes, weight_part
-from roofline.models.experts import combine_ops, dispatch_ops, shared_experts
 from roofline.models.formulas import experts_hit, experts_read_per_device
-from roofline.models.kda import linear_mixer
-from roofline.models.latent import latent_in, latent_out
-from roofline.models.mamba import mamba2
-from roofline.models.mla import mla
-from roofline.models.msa import block_sparse_indexer, sparse_prefill
 from roofline.models.split import Comm, check_moe_rows, check_split, comm_for, sequence_split, shard
 from roofline.models.transformer import AttentionKind, MlpKind, ModelConfig
 from roofline.models.windows import windowed
@@ -64,6 +55,11 @@ from roofline.parallel import Collective, CollectiveCall, Split, collective_op
 from roofline.parallel.algorithms import AllReduceRule, all_reduce_op
 from roofline.units import require_positive_int
 from roofline.vocab import Level, Phase, Plan, Role, Unit
+
+# The ops of a layer kind few models have (Gated DeltaNet and KDA, Mamba2, MLA, MiniMax-M3's block-sparse
+# indexer, DeepSeek-V4's compressed attention and mHC, Kimi K3's attention residuals, MTP drafts, expert
+# parallelism, LatentMoE, shared experts) are imported where the step first reaches them: a Llama step's
+# graph loads none of their eleven modules (bench/bench_startup.py).
 
 PLANS = (Plan.NONE, Plan.FLASH, Plan.FUSED)  # the plans a model step is analysed under
 DEFAULT_PLAN = Plan.FLASH  # as serving engines run attention
@@ -218,8 +214,12 @@ class _Builder:
         own (Gemma 4's full layers), each kind runs its own norm, projections, attention and residual."""
         cfg = self.cfg
         if linear := cfg.attention_layers(AttentionKind.LINEAR):
+            from roofline.models.kda import linear_mixer
+
             linear_mixer(self, resid, hidden, linear)
         if ssm := cfg.attention_layers(AttentionKind.MAMBA):
+            from roofline.models.mamba import mamba2
+
             mamba2(self, resid, hidden, ssm)
         groups = cfg.softmax_layer_kinds
         if groups and (cfg.is_mla or cfg.uniform_attention):
@@ -240,6 +240,8 @@ class _Builder:
         norm = self.norm(f"{p}attn_norm", resid, x, layers)
         attn_out = self.act(f"{p}attn.out", (n, shape.out_width))
         if cfg.is_mla:
+            from roofline.models.mla import mla
+
             mla(self, x, attn_out, norm)
         else:
             self.gqa(x, attn_out, norm, kinds, p)
@@ -312,6 +314,8 @@ class _Builder:
             self.add(Op(f"{p}{name}", kind, inputs, (q, k_new, v_new), {Unit.VECTOR: float(flop)}, layers,
                         formula=formula + "; writes the new K and V into the cache"))
         if AttentionKind.SPARSE in kinds:  # MiniMax-M3: the indexer picks the key blocks its layers attend
+            from roofline.models.msa import block_sparse_indexer, sparse_prefill
+
             block_sparse_indexer(self, x, cfg.attention_layers(AttentionKind.SPARSE))
         for kind in kinds:
             count = cfg.attention_layers(kind)
@@ -404,6 +408,10 @@ class _Builder:
                                 + ("" if tp == 1 else f"; this tp rank's {nm} of the replica's {n} tokens")))
         self.fuse(norm if tp == 1 else "", router, topk)  # the norm runs on all N rows, the router on N/tp
         rows, lw = nm * k, cfg.moe_latent_size or h  # LatentMoE: the experts run in the latent width
+        if cfg.moe_latent_size:
+            from roofline.models.latent import latent_in, latent_out
+        if ep > 1 or cfg.num_shared_experts:
+            from roofline.models.experts import combine_ops, dispatch_ops, shared_experts
         xe = xm if not cfg.moe_latent_size else latent_in(self, xm, count, p)
         dispatch = ""
         if ep == 1:
@@ -459,8 +467,14 @@ class _Builder:
         every = self.shape.phase == Phase.DECODE or cfg.logits == "all"
         rows = self.n if every else b
         x = resid if every else self.act("resid.last", (b, h))
-        x = mhc_head(self, resid, rows) if cfg.compressed is not None else x  # DeepSeek-V4: hc_head collapses first
-        x = attn_res_head(self, resid, rows) if cfg.attn_res is not None else x  # Kimi K3: the head's mix
+        if cfg.compressed is not None:  # DeepSeek-V4: hc_head collapses the streams first
+            from roofline.models.compressed_ops import mhc_head
+
+            x = mhc_head(self, resid, rows)
+        if cfg.attn_res is not None:  # Kimi K3: the head's mix
+            from roofline.models.attn_res_ops import attn_res_head
+
+            x = attn_res_head(self, resid, rows)
         y = self.act("final_norm.out", (rows, h))
         norm = self.norm("final_norm", x, y, 1)
         head = "embed_tokens.weight" if cfg.tie_word_embeddings else "lm_head.weight"
@@ -477,6 +491,8 @@ class _Builder:
         resid = self.act("resid", (n, h))  # the residual stream between layers (layer input and output)
         hidden = self.act("hidden", (n, h))  # the residual stream after attention
         if cfg.mtp_draft:  # an MTP module as the draft: its input projection first (roofline.models.draft)
+            from roofline.models.draft import mtp_input, mtp_streams
+
             self.embedding(embedded := self.act("mtp.embedded", (n, h)))
             resid = mtp_streams(self, embedded) if cfg.compressed is not None else resid  # DeepSeek-V4's streams
             if cfg.compressed is None:
@@ -484,10 +500,15 @@ class _Builder:
         else:
             self.embedding(resid)
         if cfg.attn_res is not None:  # Kimi K3: the mixes before each norm (roofline.models.attn_res)
+            from roofline.models.attn_res_ops import attn_res_layers
+
             attn_res_layers(self, resid)
         if cfg.compressed is None:
             self.attention_block(resid, hidden)
-        resid = resid if cfg.compressed is None else streams_step(self, resid, not cfg.mtp_draft)  # mHC's streams
+        if cfg.compressed is not None:  # mHC's streams
+            from roofline.models.compressed_ops import streams_step
+
+            resid = streams_step(self, resid, not cfg.mtp_draft)
         for kind, count, width, prefix in (cfg.mlp_groups() if cfg.compressed is None else ()):
             self.ffn = width  # the dense MLP's width in this group (NAS blocks: a group per width)
             self.mlp_block(hidden, resid, kind, count, prefix)

@@ -128,6 +128,8 @@ class SystemCollectives:
 
 @frozen
 class AlgorithmFloor:
+    """One algorithm's floor for one collective: the bytes each device sends and the time, derived."""
+
     algorithm: Algorithm
     bytes_per_device: float  # sent per direction (and received)
     floor_s: float

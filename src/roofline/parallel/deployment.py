@@ -28,7 +28,7 @@ from dataclasses import field, replace
 from roofline.errors import RooflineError
 from roofline.frozen import frozen
 from roofline.hardware import Machine, System, get_machine, get_system
-from roofline.hardware.system_file import DEFAULT_DEVICES, NoLinkError
+from roofline.hardware.system_file import DEFAULT_DEVICES, NoLinkError, bare_device
 from roofline.parallel.algorithms import has_nvls, shipped_source, system_collectives
 from roofline.parallel.split import Split
 from roofline.vocab import Level
@@ -81,6 +81,9 @@ def deploy(machine: str | Machine | System, split: Split | None = None) -> Deplo
     sp = split or Split()
     if isinstance(machine, Machine):
         return Deployment(get_machine(machine), sp, None, NODE_DEVICES, MOST_DEVICES, machine)
+    if sp.trivial and isinstance(machine, str) and (device := bare_device(machine)) is not None:
+        # one catalog device: the node below would be built (its reference system read) to keep only the device
+        return Deployment(device, sp, None, NODE_DEVICES, MOST_DEVICES, machine)
     try:
         system = get_system(machine)
     except NoLinkError as exc:  # a device with no [interconnect], as `roofline measure --save` writes a CPU

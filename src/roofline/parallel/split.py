@@ -22,6 +22,8 @@ from roofline.vocab import Level
 
 @frozen
 class Split:
+    """One step split over tp × pp × dp devices, its experts over ep of each stage's tp × dp (the module docstring)."""
+
     tp: int = 1
     pp: int = 1
     ep: int = 1

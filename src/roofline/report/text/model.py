@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from roofline.explain.model import fit_words
+from roofline.explain.fit import fit_words
 from roofline.models.memory import gib
 from roofline.report.text.tables import RUNS_NOTE, placements_table, render
 from roofline.units import format_bytes, format_count, format_flop, format_intensity, format_time
