@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from roofline.calibration.fit import fit_kind
+from roofline.expectation.columns import Columns, expected_columns
 from roofline.expectation.launch import host_path, padding_factor
-from roofline.expectation.model import Columns, Fit, Shape, expected_columns
+from roofline.expectation.model import Fit, Shape
 
 # H200 vLLM 0.24.0 block-scaled FP8 GEMM (aiconfigurator-core 0.12.0, h200_sxm/gemm/vllm/0.24.0): its rows'
 # kernel_source is CutlassFp8BlockScaledMMKernel where k % 128 or n % 64 (1792×16384×32), FlashInfer's at

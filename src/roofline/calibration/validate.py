@@ -47,8 +47,9 @@ from roofline.calibration.mla import join_mla
 from roofline.calibration.moe import join_moe
 from roofline.calibration.tables import Table
 from roofline.errors import RooflineError
-from roofline.expectation.model import Columns, ExpectedTimes, Fit, Shape
-from roofline.expectation.model import expected_columns as columns_band
+from roofline.expectation.columns import Columns
+from roofline.expectation.columns import expected_columns as columns_band
+from roofline.expectation.model import ExpectedTimes, Fit, Shape
 from roofline.frozen import frozen
 from roofline.units import format_bytes, format_time
 from roofline.vocab import Level
@@ -146,7 +147,7 @@ class Rows:
                      output_s=at(f.output_s), k=int(at(f.depth)))
 
     def columns(self) -> Columns:
-        """The group's Shapes as columns (roofline.expectation.model.expected_columns)."""
+        """The group's Shapes as columns (roofline.expectation.columns.expected_columns)."""
         import numpy as np
 
         f = self.floors
@@ -284,7 +285,7 @@ def fit_group(rows: Rows, max_rows: int = FIT_MAX_ROWS) -> tuple[Fit, int]:
 
 def expected_columns(fit: Fit, rows: Rows) -> tuple[Any, Any, Any]:
     """(t, low, high) of every row: Fit.expected_s and Fit.band_around as columns
-    (roofline.expectation.model.expected_columns), checked against Fit.expected_s on CHECKED_ROWS rows;
+    (roofline.expectation.columns.expected_columns), checked against Fit.expected_s on CHECKED_ROWS rows;
     where they differ (a term the columns miss), every row is scored by Fit.expected_s itself."""
     import numpy as np
 

@@ -121,7 +121,8 @@ def calibrate(origin: str, machine: str, engine: str | None, max_rows: int, save
     the activation's quantize pass and the epilogue, the last tile's padding, a host floor per launch path;
     attention: matrix and exp time, costs per tile pair, per head and per K/V head, prefill's K/V read,
     decode's latency and streaming roofs and MHA term), per kind on one GPU x engine's measured tables
-    (MLA and MoE too, where they exist); the band is the 25th-75th percentile of measured / t."""
+    (MLA and MoE too, where they exist); the band is Wilks's tolerance interval of measured / t from
+    constants fitted without each row (10 folds): half of new kernels at 99% confidence."""
     import json
 
     from roofline.calibration.calibrate import calibrate as fit

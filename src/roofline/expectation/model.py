@@ -106,12 +106,13 @@ Attention's tile pairs: causal prefill visits ⌈nq/128⌉·(⌈nq/128⌉+1)/2 p
 decode ⌈kv/128⌉ key tiles per sequence and K/V head. A term whose constant is 0 is absent (no host floors: no max): a
 GEMM's fit has a_mm = a_exp = c_tile = c_head = c_kv = c_g = c_1 = 0, an attention fit ρ = c_in = c_out = 0.
 
-    band = [t · r25, t · r75], never below the floor
+    band = [t · r_lo, t · r_hi], never below the floor
 
-with r25 and r75 the 25th and 75th percentiles of measured / t over the rows fitted, widened for
-kernels whose floor is at least BAND_SPLIT_S (10 µs: their time is their work) and for those below
-(their time is mostly fixed costs, which scatter otherwise) to that class's own quartiles where they
-reach further: each band holds at least the middle half of its class. roofline.calibration.fit writes them; the
+with r_lo and r_hi a tolerance interval of measured / t, each ratio from constants fitted without its
+row (cross-fitted over 10 folds): Wilks's order statistics that hold at least half of new kernels with
+probability 0.99, for kernels whose floor is at least BAND_SPLIT_S (10 µs: their time is their work)
+and for those below (their time is mostly fixed costs, which scatter otherwise) apart
+(roofline.calibration.fit states the ranks). roofline.calibration.fit writes them; the
 shipped files in expectation/data/ name their tables, package version, engine version and rows used.
 
 Kinds (`kind_of`): gemm.<dtype> (bf16, fp8, fp8_block, nvfp4), context_attention.<dtype> (causal
@@ -133,7 +134,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from roofline.errors import RooflineError
-from roofline.expectation.launch import ANY_PATH, HOST_PATHS, host_columns, host_path, padding_factor, waves_factor
+from roofline.expectation.launch import ANY_PATH, HOST_PATHS, host_path, padding_factor, waves_factor
 from roofline.frozen import frozen
 from roofline.vocab import Bound, Level, Unit
 
@@ -150,7 +151,8 @@ MODEL = ("t = max(memory, rho x compute x waves) / e + a_mm x matrix + a_exp x e
          "decode's streaming roof kappa x memory / (sequences x K/V heads) beside memory in the max, "
          "+ c_kvr x prefill's K/V share of memory, at least the host floor of the kernel's launch path; "
          "waves = ceil(tiles / SMs) x SMs / tiles (x the last tile's padding where tile_padded); "
-         "band = t x [25th, 75th percentile of measured / t], widened per class of floor below and above 10 us")
+         "band = t x [Wilks tolerance interval of cross-fitted measured / t: half of new kernels at 99% confidence], "
+         "one per class of floor below and above 10 us")
 BAND_SPLIT_S = 10e-6  # the band is measured apart below and above a 10 µs floor (module docstring)
 
 # our dtype names -> the table's dtype key
@@ -196,7 +198,7 @@ def tiles_of(shape: Shape, tile: tuple[int, int]) -> int:
 @frozen
 class Fit:
     """One kind's fitted constants (module docstring): efficiency e in (0, 1], fixed cost t0 ≥ 0 s, the
-    tile the waves are counted in (None: no wave term), the residual band (r25, r75) of floors of at
+    tile the waves are counted in (None: no wave term), the residual band (r_lo, r_hi) of floors of at
     least 10 µs and `small_band` of those below (None: the one band), how many rows made it, and the
     terms' constants, each ≥ 0 (a GEMM's attention terms and an attention's GEMM terms are 0)."""
 
@@ -216,7 +218,7 @@ class Fit:
     exp_weight: float = 0.0  # a_exp: attention's exponential-unit time added
     per_input: float = 0.0  # c_in: the quantize pass, in reads of the BF16 activation at DRAM bandwidth
     per_output: float = 0.0  # c_out: the epilogue, in writes of the BF16 output at DRAM bandwidth
-    small_band: tuple[float, float] | None = None  # (r25, r75) of floors below BAND_SPLIT_S
+    small_band: tuple[float, float] | None = None  # (r_lo, r_hi) of floors below BAND_SPLIT_S
     max_group: int = 0  # attention: the most query heads a block shares one K/V head's stream with (0: no limit)
     regroup_weight: float = 0.0  # c_g: the K/V stream reread per query head beyond max_group
     head_dim_weights: tuple[tuple[int, float], ...] = ()  # attention: a_mm per head width (nearest width used)
@@ -345,15 +347,15 @@ class Fit:
         return max(self.host_s(shape), sum(self.terms_s(shape).values()))
 
     def band_s(self, shape: Shape) -> tuple[float, float]:
-        """(low, high) = t · (r25, r75), each at least the floor."""
+        """(low, high) = t · (r_lo, r_hi), each at least the floor."""
         return self.band_around(self.expected_s(shape), shape.floor_s)
 
     def band_around(self, t: float, floor_s: float) -> tuple[float, float]:
-        """(low, high) = t · (r25, r75) for an expected time t already computed, each at least the floor;
+        """(low, high) = t · (r_lo, r_hi) for an expected time t already computed, each at least the floor;
         the band of floors below 10 µs where the fit has one."""
-        r25, r75 = self.small_band if self.small_band and floor_s < BAND_SPLIT_S else (self.low, self.high)
-        low = max(floor_s, t * r25)
-        return low, max(low, t * r75)
+        lo, hi = self.small_band if self.small_band and floor_s < BAND_SPLIT_S else (self.low, self.high)
+        low = max(floor_s, t * lo)
+        return low, max(low, t * hi)
 
     def to_dict(self) -> dict[str, Any]:
         return {"efficiency": self.efficiency, "t0_s": self.t0_s, "band": [self.low, self.high],
@@ -496,88 +498,6 @@ def expect(p: Placement, times: ExpectedTimes, shape: Shape | None = None) -> Ex
     return Expected(shape.floor_s, low, high, shape.kind, fit, note, times)
 
 
-@frozen
-class Columns:
-    """Shape's fields as numpy columns, one entry a kernel (or a grid point): what `expected_columns` reads."""
-
-    floor_s: Any
-    compute_s: Any
-    memory_s: Any  # DRAM's time (a collective's: its link's)
-    exp_s: Any
-    m: Any  # gemm: output rows and columns; attention: query rows and 0 (tiles_of)
-    n: Any
-    tile_pairs: Any
-    heads: Any
-    kv_heads: Any
-    head_dim: Any
-    input_s: Any
-    output_s: Any
-    sms: int
-    k: Any = None  # gemm: the depth (the host floor's launch path reads it; None: every entry's path unknown)
-
-
-def expected_columns(fit: Fit, c: Columns) -> tuple[Any, Any, Any]:
-    """(t, low, high) of every entry: Fit.terms_s summed and Fit.band_around, term by term, as columns."""
-    import numpy as np
-
-    def ceil(a: Any) -> Any:
-        return np.ceil(np.asarray(a, dtype=np.float64) - 1e-9)  # dimensions fitted to 1e-6 are whole numbers
-
-    q: Any = 1.0
-    if fit.tile is not None and c.sms > 0:
-        across = ceil(c.n / fit.tile[1]) if fit.tile[1] > 0 else np.ones_like(c.n, dtype=np.float64)
-        tiles = np.where(c.m > 0, ceil(c.m / fit.tile[0]) * np.where(c.n > 0, across, 1.0), 0.0)
-        q = np.where(tiles > 0, ceil(tiles / c.sms) * c.sms / np.maximum(tiles, 1.0), 1.0)
-        if fit.tile_padded:
-            mm, nn = np.asarray(c.m, dtype=np.float64), np.asarray(c.n, dtype=np.float64)
-            tm, tn = fit.tile
-            pad_m = np.where(mm > tm, ceil(mm / tm) * tm / np.maximum(mm, 1.0), 1.0)
-            pad_n = np.where(nn > tn, ceil(nn / tn) * tn / np.maximum(nn, 1.0), 1.0)
-            q = q * np.where(tiles > 0, pad_m * pad_n, 1.0)
-    roofline = np.maximum(c.memory_s, fit.compute_ratio * c.compute_s * q)
-    if (fit.block_latency_s or fit.head_latency_s) and c.sms > 0:  # decode's latency roof (Fit.latency_s)
-        kv = np.asarray(c.kv_heads, dtype=np.float64)
-        grp = np.where(kv > 0, c.heads / np.maximum(kv, 1e-300), 0.0)
-        wide = (grp == 1) | ((fit.max_group > 0) & (grp > fit.max_group))
-        blocks = np.where(wide, fit.head_latency_s * c.heads, fit.block_latency_s * kv)
-        lat = np.where((c.m == 0) & (kv > 0), blocks * (1 + c.head_dim / LATENCY_WIDTH) / c.sms, 0.0)
-        roofline = np.maximum(roofline, lat)
-    if fit.stream_blocks:  # decode's streaming roof (Fit.stream_s)
-        kvs = np.asarray(c.kv_heads, dtype=np.float64)
-        roofline = np.maximum(roofline, np.where((c.m == 0) & (kvs > 0), fit.stream_blocks * c.memory_s
-                                                 / np.maximum(kvs, 1e-300), 0.0))
-    roofline = roofline / fit.efficiency
-    weight: Any
-    if fit.head_dim_weights:
-        widths = np.array([d for d, _ in fit.head_dim_weights], dtype=np.float64)
-        weights = np.array([w for _, w in fit.head_dim_weights], dtype=np.float64)
-        hd = np.asarray(c.head_dim, dtype=np.float64)
-        each = np.unique(hd)  # a few widths over many entries: each looked up once
-        nearest = np.abs(np.log(np.maximum(each, 1e-9)[..., None] / widths)).argmin(axis=-1)[np.searchsorted(each, hd)]
-        weight = np.where(hd > 0, weights[nearest], fit.matrix_weight)
-    else:
-        weight = fit.matrix_weight
-    per_sm = 1.0 / c.sms if c.sms else 0.0
-    group = np.where(c.kv_heads > 0, c.heads / np.maximum(c.kv_heads, 1.0), 0.0)
-    regroup = np.where((group > fit.max_group) & (fit.max_group > 0), group * c.memory_s, 0.0)
-    # decode rows (no query rows, K/V heads) with one query head per K/V head (Fit.single_group_s)
-    single = np.where((c.m == 0) & (c.kv_heads > 0) & (c.heads == c.kv_heads), c.memory_s, 0.0)
-    t = (roofline + weight * c.compute_s + fit.exp_weight * c.exp_s + fit.t0_s + fit.per_input * c.input_s
-         + fit.per_output * c.output_s + per_sm * (fit.per_tile_s * c.tile_pairs + fit.per_head_s * c.heads
-                                                   + fit.per_kv_head_s * c.kv_heads) + fit.regroup_weight * regroup
-         + fit.single_group_weight * single)
-    if fit.kv_read_weight:  # prefill's K/V read (Fit.kv_read_s)
-        kvr = np.asarray(c.kv_heads, dtype=np.float64)
-        t = t + fit.kv_read_weight * np.where((c.m > 0) & (kvr > 0) & (c.heads > 0),
-                                              c.memory_s * kvr / np.maximum(c.heads + kvr, 1e-300), 0.0)
-    if fit.host_floors:  # t = max(host floor of the entry's launch path, the device's sum) (Fit.host_s)
-        t = np.maximum(t, host_columns(fit.host_floors, c.m, c.n, c.k, np.shape(c.floor_s)))
-    small = fit.small_band if fit.small_band else (fit.low, fit.high)
-    below = c.floor_s < BAND_SPLIT_S
-    low = np.maximum(c.floor_s, t * np.where(below, small[0], fit.low))
-    return t, low, np.maximum(low, t * np.where(below, small[1], fit.high))
-
-
 __all__ = [
     "ANY_PATH",
     "BAND_SPLIT_S",
@@ -586,13 +506,11 @@ __all__ = [
     "MODEL",
     "READS",
     "VERSION",
-    "Columns",
     "Expected",
     "ExpectedTimes",
     "Fit",
     "Shape",
     "expect",
-    "expected_columns",
     "host_path",
     "shape_of",
     "tiles_of",

@@ -19,7 +19,7 @@ and each kernel takes the fit of its kind, or of the kind nearest its bound (Exp
     t = Σ of Fit.terms_s: max(DRAM, ρ·compute·waves) / e + a_mm(head width)·compute + a_exp·exp + t0
         + c_in·(the BF16 activation read) + c_out·(the BF16 output written) + per tile pair, per head and per
         K/V head costs / SMs + c_g·(the K/V stream reread per query head beyond the kernel's group)
-    band = [max(floor, t · r25), max(low, t · r75)], the small floors' band below 10 µs  (Fit.band_around)
+    band = [max(floor, t · r_lo), max(low, t · r_hi)], the small floors' band below 10 µs  (Fit.band_around)
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from roofline.dtypes import DType
 from roofline.errors import RooflineError
+from roofline.expectation.columns import Columns, expected_columns
 from roofline.expectation.model import (
     ACTIVATION_BYTES,
     ATTENTION_TILE,
@@ -36,10 +37,8 @@ from roofline.expectation.model import (
     DTYPE_KEY,
     GEMM,
     GENERATION,
-    Columns,
     ExpectedTimes,
     expect,
-    expected_columns,
 )
 from roofline.expectation.shipped import for_machine
 from roofline.hardware import Machine
