@@ -83,7 +83,8 @@ def _oos(machine: str) -> list[tuple[str, str, str, int, int, float, float, floa
 
                         idx = np.array(list(sel))
                         return Rows(rows.machine, rows.engine, rows.version, rows.kind, rows.floors.take(idx),
-                                    rows.measured_s[idx], rows.sms, rows.l2_bytes, lambda i: rows.name(int(idx[i])))
+                                    rows.measured_s[idx], rows.sms, rows.l2_bytes, lambda i: rows.name(int(idx[i])),
+                                    rows.l2_s)
 
                     even, odd = part(r, range(0, n, 2)), part(r, range(1, n, 2))
                     fit, _ = fit_group(even, FIT_ROWS)

@@ -21,7 +21,8 @@ The terms fitted per kind:
     *_attention.*    x = memory; z = 1, matrix (one column per head width with MIN_HEAD_ROWS rows), exp,
                      tile pairs / SMs, heads / SMs, K/V heads / SMs,
                      and, for decode, (H/G)·memory for groups beyond g_max (g_max among GROUPS, 0: none)
-                     and memory on the rows of one query head per K/V head (MHA; where the rows mix both);
+                     and memory on the rows of one query head per K/V head (MHA; where the rows mix both),
+                     and decode's short stream min(memory, τ) (τ = L2 capacity / DRAM bandwidth);
                      decode's x = max(memory, L, S), the latency roof L with (λ_g, λ_h) on a grid
                      (LATENCIES) and the streaming roof S with κ on a grid (STREAMS)
 
@@ -48,9 +49,9 @@ setting tolerance limits", Ann. Math. Statist. 1941), so
 (n = 20: r = 2, P = 0.994; n = 700: r = 159, about the 23rd and 77th percentiles). 0.99 and not 0.9:
 the rows a fit takes are a stride through a table's grid of shapes, not a random sample of it; at 0.9
 seven of the 81 GPU × engine × kind groups held 49-50% of all their rows (floors ≥ 10 µs), two of them
-under half; at 0.99 the least holds 51% (bench/results/validate_done_when.txt). Rows whose floor is at least BAND_SPLIT_S
-(10 µs) and those below each get their own band (each class with MIN_BAND_ROWS rows; else the one band
-of all). Under CV_MIN_ROWS rows the in-sample ratios stand in; under 11 rows (no rank reaches 0.99)
+under half; at 0.99 the least holds 51% (bench/results/validate_done_when.txt). Rows whose floor is at
+least BAND_SPLIT_S (10 µs) and those below each get their own band (each class with MIN_BAND_ROWS rows;
+else the one band of all). Under CV_MIN_ROWS rows the in-sample ratios stand in; under 11 rows (no rank reaches 0.99)
 the band is their range.
 
 Layering: imports numpy, roofline.errors, roofline.frozen, roofline.expectation.
@@ -188,6 +189,7 @@ class _Columns:
     heads: np.ndarray
     kv_heads: np.ndarray
     head_dim: np.ndarray
+    short: np.ndarray  # decode's short stream min(M, τ) (Fit.short_stream_s)
 
     @staticmethod
     def of(shapes: Sequence[Shape]) -> _Columns:
@@ -197,7 +199,7 @@ class _Columns:
         return _Columns(col(lambda s: s.floor_s), col(lambda s: s.floor_s if s.memory_s is None else s.memory_s),
                         col(lambda s: s.compute_s), col(lambda s: s.exp_s), col(lambda s: s.input_s),
                         col(lambda s: s.output_s), col(lambda s: Fit.per_sm(s)[0]), col(lambda s: Fit.per_sm(s)[1]),
-                        col(Fit.kv_heads_per_sm), col(lambda s: s.head_dim))
+                        col(Fit.kv_heads_per_sm), col(lambda s: s.head_dim), col(Fit.short_stream_s))
 
 
 def _waves(shapes: Sequence[Shape], tile: tuple[int, int] | None, padded: bool = False) -> np.ndarray:
@@ -333,6 +335,7 @@ def _attention_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.nda
     width = 1 + c.head_dim / LATENCY_WIDTH
     kv = np.array([s.kv_heads for s in shapes], dtype=float)  # sequences × K/V heads (not per SM)
     kv_read = np.array([Fit.kv_read_s(s) for s in shapes], dtype=float)
+    short = decode and bool(np.any(c.short > 0))
     # prefill with and without its K/V read (Fit.kv_read_s): the setting of least MAPE is kept
     for group, with_kv in ((gr, False) for gr in GROUPS) if decode else ((0, False), (0, True)):
         probe = Fit(kind, 1.0, 0.0, 1.0, 1.0, 1, max_group=group, regroup_weight=1.0)
@@ -345,6 +348,8 @@ def _attention_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.nda
             extra.append(one)
         if with_kv:  # prefill's K/V read (Fit.kv_read_s)
             extra.append(kv_read)
+        if short:  # decode's short stream (Fit.short_stream_s)
+            extra.append(c.short)
         # decode's latency roof per block time (Fit.latency_s), blocks per SM (the columns are per SM)
         wide = (grp == 1) | ((group > 0) & (grp > group))
         per_head = np.where(decode & (c.kv_heads > 0) & wide, c.heads * width, 0.0)
@@ -363,13 +368,15 @@ def _attention_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.nda
                 a_mm = [float(v) for v in coef[6:6 + len(matrix)]]
                 c_g = float(coef[6 + len(matrix)]) if group else 0.0
                 c_1 = float(coef[6 + len(matrix) + (1 if group else 0)]) if single else 0.0
-                c_kvr = float(coef[-1]) if with_kv else 0.0
+                c_kvr = float(coef[-1]) if with_kv else 0.0  # prefill only: never beside the short stream
+                c_l2 = float(coef[-1]) if short else 0.0  # decode only
                 by_width = tuple(zip(widths, a_mm, strict=True)) if widths else ()
                 return Fit(kind, 1 / a, t0, 1.0, 1.0, n, None, per_tile_s=c_tile, per_head_s=c_head,
                            per_kv_head_s=c_kv, compute_ratio=0.0, matrix_weight=a_mm[common], exp_weight=a_exp,
                            max_group=group if c_g > 0 or lam_h > 0 else 0, regroup_weight=c_g,
                            head_dim_weights=by_width, single_group_weight=c_1, block_latency_s=lam_g,
-                           head_latency_s=lam_h, stream_blocks=kappa, kv_read_weight=c_kvr)
+                           head_latency_s=lam_h, stream_blocks=kappa, kv_read_weight=c_kvr,
+                           short_stream_weight=c_l2)
 
             out.append(_Trial(cols, make))
     return out

@@ -34,6 +34,7 @@ class Columns:
     output_s: Any
     sms: int
     k: Any = None  # gemm: the depth (the host floor's launch path reads it; None: every entry's path unknown)
+    l2_s: float = 0.0  # τ = L2 capacity / DRAM bandwidth (decode's short stream, Fit.short_stream_s)
 
 
 def expected_columns(fit: Fit, c: Columns) -> tuple[Any, Any, Any]:
@@ -90,6 +91,9 @@ def expected_columns(fit: Fit, c: Columns) -> tuple[Any, Any, Any]:
         kvr = np.asarray(c.kv_heads, dtype=np.float64)
         t = t + fit.kv_read_weight * np.where((c.m > 0) & (kvr > 0) & (c.heads > 0),
                                               c.memory_s * kvr / np.maximum(c.heads + kvr, 1e-300), 0.0)
+    if fit.short_stream_weight and c.l2_s > 0:  # decode's short stream (Fit.short_stream_s)
+        kvs = np.asarray(c.kv_heads, dtype=np.float64)
+        t = t + fit.short_stream_weight * np.where((c.m == 0) & (kvs > 0), np.minimum(c.memory_s, c.l2_s), 0.0)
     if fit.host_floors:  # t = max(host floor of the entry's launch path, the device's sum) (Fit.host_s)
         t = np.maximum(t, host_columns(fit.host_floors, c.m, c.n, c.k, np.shape(c.floor_s)))
     small = fit.small_band if fit.small_band else (fit.low, fit.high)

@@ -61,6 +61,19 @@ of 32-64 0.85-0.87x (B200); with it, c_kvr = 6.9 (B200) and 3.1 (H200), MHA at 1
 ≥ 10 µs 17.2% -> 15.8% (B200), 15.1% -> 14.3% (H200). TensorRT-LLM's prefill (contiguous K/V) shows no
 such trend by group (0.93-1.07x over groups 1-96 on B200).
 
+Decode's short stream: a decode kernel's first τ = L2 capacity / DRAM bandwidth of DRAM time costs
+more per byte than the rest, as if a stream shorter than an L2's worth did not reach DRAM's bandwidth:
+
+    + c_L2·min(M, τ)                           decode only (no query rows; K/V heads)
+
+What the tables show (aiconfigurator-core 0.12.0, decode attention of TensorRT-LLM, vLLM and SGLang on
+H100, H200 and B200, floors ≥ 10 µs): measured / t falls with M/τ (H200 TRT-LLM BF16: 1.17 at M = 1-2τ,
+1.01 at 4-8τ, 0.89 beyond 8τ), and the term with its knee at τ lowers the cross-fitted MAPE of 16 of
+the 18 groups (H200 TRT-LLM BF16 15.5% -> 11.8%, H100 13.7% -> 10.7%, H200 vLLM BF16 10.3% -> 8.1%) and
+leaves the other two as they were; a knee at 2τ does within 0.5 points as well, at 4τ or 8τ worse,
+and √(M·τ) or τ·ln(1 + M/τ) in its place worse. The tables do not pin down the mechanism (they are
+timed by replaying one CUDA graph without flushing L2, aiconfigurator's collector/helper.py).
+
 Decode's latency roof (Little's law): a decode kernel launches blocks (one per sequence × K/V head for
 a grouped kernel, one per sequence × query head for MHA and for groups beyond g_max), each taking a
 fixed time λ (set up, the query loaded, the split reduced) however short its K/V, SMs at a time:
@@ -139,6 +152,7 @@ from roofline.frozen import frozen
 from roofline.vocab import Bound, Level, Unit
 
 if TYPE_CHECKING:
+    from roofline.hardware import Machine
     from roofline.placement import Placement
 
 FORMAT = "roofline-expected-times"
@@ -149,7 +163,9 @@ MODEL = ("t = max(memory, rho x compute x waves) / e + a_mm x matrix + a_exp x e
          "+ per-head cost x sequences x heads / SMs + per-K/V-head cost x sequences x K/V heads / SMs "
          "+ c_g x (heads / K/V heads) x memory beyond the largest group + c_1 x memory if one head per K/V head, "
          "decode's streaming roof kappa x memory / (sequences x K/V heads) beside memory in the max, "
-         "+ c_kvr x prefill's K/V share of memory, at least the host floor of the kernel's launch path; "
+         "+ c_kvr x prefill's K/V share of memory, "
+         "+ c_L2 x min(memory, L2 capacity / DRAM bandwidth) for decode, "
+         "at least the host floor of the kernel's launch path; "
          "waves = ceil(tiles / SMs) x SMs / tiles (x the last tile's padding where tile_padded); "
          "band = t x [Wilks tolerance interval of cross-fitted measured / t: half of new kernels at 99% confidence], "
          "one per class of floor below and above 10 us")
@@ -186,6 +202,7 @@ class Shape:
     input_s: float = 0.0  # gemm: m·k BF16 activation bytes over DRAM bandwidth (the quantize pass reads it)
     output_s: float = 0.0  # gemm: m·n BF16 output bytes over DRAM bandwidth
     k: int = 0  # gemm: the depth (which kernel an engine launches, and so its host cost, depends on it)
+    l2_s: float = 0.0  # decode: τ = L2 capacity / DRAM bandwidth of its machine (the short stream's knee)
 
 
 def tiles_of(shape: Shape, tile: tuple[int, int]) -> int:
@@ -231,6 +248,7 @@ class Fit:
     kv_read_weight: float = 0.0  # c_kv_read: prefill's K/V read again, in its share of DRAM's time
     tile_padded: bool = False  # the wave term counts the last tile's padding too (padding_factor)
     stream_blocks: float = 0.0  # κ: decode's sequences × K/V heads that pull DRAM's bandwidth (0: no such roof)
+    short_stream_weight: float = 0.0  # c_L2: decode's first τ of DRAM time again (short_stream_s)
 
     def __post_init__(self) -> None:
         if not 0 < self.efficiency <= 1:
@@ -242,7 +260,7 @@ class Fit:
                  ("output weight", self.per_output), ("regroup weight", self.regroup_weight),
                  ("single-group weight", self.single_group_weight), ("block latency", self.block_latency_s),
                  ("head latency", self.head_latency_s), ("streaming blocks", self.stream_blocks),
-                 ("K/V read weight", self.kv_read_weight),
+                 ("K/V read weight", self.kv_read_weight), ("short-stream weight", self.short_stream_weight),
                  ("largest group", self.max_group), ("t0", self.t0_s))
         for what, v in terms:
             if v < 0 or not math.isfinite(v):
@@ -322,7 +340,8 @@ class Fit:
                 "heads": self.per_head_s * heads, "kv_heads": self.per_kv_head_s * self.kv_heads_per_sm(shape),
                 "regroup": self.regroup_weight * self.regrouped_s(shape),
                 "single_group": self.single_group_weight * self.single_group_s(shape),
-                "kv_read": self.kv_read_weight * self.kv_read_s(shape)}
+                "kv_read": self.kv_read_weight * self.kv_read_s(shape),
+                "short_stream": self.short_stream_weight * self.short_stream_s(shape)}
 
     @staticmethod
     def kv_read_s(shape: Shape) -> float:
@@ -332,6 +351,14 @@ class Fit:
         if shape.m <= 0 or shape.kv_heads <= 0 or shape.heads <= 0:
             return 0.0
         return memory * shape.kv_heads / (shape.heads + shape.kv_heads)
+
+    @staticmethod
+    def short_stream_s(shape: Shape) -> float:
+        """Decode's short stream min(M, τ), τ = L2 capacity / DRAM bandwidth (module docstring); 0 for a
+        kernel with query rows (prefill, a GEMM), without K/V heads, or on a machine without an L2 figure."""
+        if shape.m != 0 or shape.kv_heads <= 0 or shape.l2_s <= 0:
+            return 0.0
+        return min(shape.floor_s if shape.memory_s is None else shape.memory_s, shape.l2_s)
 
     def host_s(self, shape: Shape) -> float:
         """The host floor h of the shape's launch path (host_path), or of the path fitted first (the one
@@ -368,7 +395,7 @@ class Fit:
                 "single_group_weight": self.single_group_weight, "block_latency_s": self.block_latency_s,
                 "head_latency_s": self.head_latency_s, "host_floors_s": dict(self.host_floors),
                 "stream_blocks": self.stream_blocks, "tile_padded": self.tile_padded,
-                "kv_read_weight": self.kv_read_weight,
+                "kv_read_weight": self.kv_read_weight, "short_stream_weight": self.short_stream_weight,
                 "head_dim_weights": {str(d): w for d, w in self.head_dim_weights}, "rows": self.rows, "mape": self.mape}
 
 
@@ -424,6 +451,15 @@ def _dtype_key(name: str) -> str:
     return DTYPE_KEY.get(name, name)
 
 
+def l2_stream_s(machine: Machine) -> float:
+    """τ = L2 capacity / DRAM bandwidth: the time DRAM takes to stream one L2's worth (decode's short
+    stream, Fit.short_stream_s); 0 where the machine has no L2 capacity or DRAM bandwidth."""
+    l2, dram = machine.memory.get(Level.L2), machine.memory.get(Level.DRAM)
+    if l2 is None or not l2.capacity_bytes or dram is None or not dram.bytes_per_s:
+        return 0.0
+    return l2.capacity_bytes / dram.bytes_per_s
+
+
 def shape_of(p: Placement) -> Shape:
     """The kind and shape of a placed kernel: a matmul (gemm.<dtype>), a fused attention (context or
     generation by its queries per sequence), or another kind named by its ops (`other.<dtype>`)."""
@@ -456,7 +492,7 @@ def shape_of(p: Placement) -> Shape:
         if nq == 1:  # decode: each sequence's K/V heads stream their key tiles
             return Shape(f"{GENERATION}.{_dtype_key(k.dtype.name)}", p.time_s, compute, 0, 0, sms,
                          float(b * g * kt), float(b * h), memory_s=memory, exp_s=exp, kv_heads=float(b * g),
-                         head_dim=q.shape[3])
+                         head_dim=q.shape[3], l2_s=l2_stream_s(p.machine))
         # FlashAttention tiles the queries of the heads sharing a K/V head together: b·g groups of nq·h/g rows
         rows = b * g * math.ceil(nq * (h // g) / ATTENTION_TILE) * ATTENTION_TILE
         # causal, per query head: query tile i visits the key tiles up to its own, qt(qt+1)/2 pairs
@@ -512,6 +548,7 @@ __all__ = [
     "Shape",
     "expect",
     "host_path",
+    "l2_stream_s",
     "shape_of",
     "tiles_of",
     "waves_factor",

@@ -39,6 +39,7 @@ from roofline.expectation.model import (
     GENERATION,
     ExpectedTimes,
     expect,
+    l2_stream_s,
 )
 from roofline.expectation.shipped import for_machine
 from roofline.hardware import Machine
@@ -145,6 +146,7 @@ def expected_band(sm: StepModel, r: dict[str, Any], batch: Any, seq: Any, machin
     sms = machine.chip.sms if machine.chip is not None else 0
     level = machine.memory.get(Level.DRAM)
     bw = level.bytes_per_s if level is not None and level.bytes_per_s else 0.0
+    tau = l2_stream_s(machine)
     chip = sm.chip
     dims = None
     if chip is not None and chip.ops:  # the tiled ops' dimensions: evaluate's when it took them
@@ -226,7 +228,7 @@ def expected_band(sm: StepModel, r: dict[str, Any], batch: Any, seq: Any, machin
         col = {name: v[a:z] for name, v in flat.items()}
         _, low_g[a:z], high_g[a:z] = expected_columns(fit, Columns(
             col["floor"], col["compute"], col["dram"], col["exp"], col["rows"], col["n"], col["pairs"], col["heads"],
-            col["kv_heads"], col["head_dim"], col["input_s"], col["output_s"], sms, col["k"]))
+            col["kv_heads"], col["head_dim"], col["input_s"], col["output_s"], sms, col["k"], tau))
     low, high = np.empty(key.size), np.empty(key.size)
     low[order], high[order] = low_g, high_g
     low, high = low.reshape(floor.shape), high.reshape(floor.shape)
