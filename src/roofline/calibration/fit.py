@@ -49,7 +49,7 @@ setting tolerance limits", Ann. Math. Statist. 1941), so
 (n = 20: r = 2, P = 0.994; n = 700: r = 159, about the 23rd and 77th percentiles). 0.99 and not 0.9:
 the rows a fit takes are a stride through a table's grid of shapes, not a random sample of it; at 0.9
 seven of the 81 GPU × engine × kind groups held 49-50% of all their rows (floors ≥ 10 µs), two of them
-under half; at 0.99 the least holds 51% (bench/results/validate_done_when.txt). Rows whose floor is at
+under half; at 0.99 the least holds 52% (bench/results/validate_done_when.txt). Rows whose floor is at
 least BAND_SPLIT_S (10 µs) and those below each get their own band (each class with MIN_BAND_ROWS rows;
 else the one band of all). Under CV_MIN_ROWS rows the in-sample ratios stand in; under 11 rows (no rank reaches 0.99)
 the band is their range.
