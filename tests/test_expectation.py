@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from roofline.calibration.fit import _bands, fit_kind, solve
+from roofline.calibration.fit import _bands, fit_kind, solve, tolerance_rank
 from roofline.calibration.join import join
 from roofline.calibration.tables import Row
 from roofline.calibration.validate import explain_faster, fit_rows, summarise
@@ -168,31 +168,64 @@ def test_the_latency_roof_and_the_mha_term_are_recovered() -> None:
     assert fit.mape == pytest.approx(0.0, abs=1e-9)
 
 
-def test_the_band_is_widened_for_each_class_of_floor() -> None:
-    # 20 kernels under 10 µs measured at exactly t (r = 1.0), 20 above measured at 0.8·t (10) and 1.2·t (10).
-    # All 40 sorted: 10 × 0.8, 20 × 1.0, 10 × 1.2; type 7: q25 at h = 39·0.25 = 9.75, 0.8 + 0.75·0.2 = 0.95,
-    # q75 at h = 29.25, 1.0 + 0.25·0.2 = 1.05. The large ones' own quartiles (h = 4.75 and 14.25 of 20) are
-    # 0.8 and 1.2, wider: their band; the small ones' own (1.0, 1.0) are narrower: the band of all, 0.95-1.05
+def test_each_class_of_floor_has_its_own_tolerance_band() -> None:
+    # Wilks's tolerance ranks (Ann. Math. Statist. 1941): the r-th smallest and largest of n values hold at
+    # least half the population with probability P(Binomial(n, 1/2) ≤ n − 2r). n = 20: P(≤ 13) = 0.9423,
+    # P(≤ 14) = 0.9793, P(≤ 15) = 0.9941: 0.9 needs n − 2r ≥ 13 (r = 3), 0.99 (the band's) n − 2r ≥ 15 (r = 2)
+    assert tolerance_rank(20, 0.9) == 3 and tolerance_rank(20) == 2
+    # n = 7: P(≤ 5) = 1 − 8/2^7 = 0.9375 (r = 1 at 0.9); at 0.99 the range needs 1 − (n + 1)/2^n ≥ 0.99,
+    # 2^n ≥ 100(n + 1): n = 11 (2048 ≥ 1200; n = 10: 1024 < 1100), so 10 rows take their range (r = 1) anyway
+    assert tolerance_rank(7, 0.9) == 1 and tolerance_rank(10) == 1 and tolerance_rank(11) == 1
+    # n = 700 at 0.99: mean 350, sd √175 = 13.23, 350 + 2.3263·13.23 = 380.8 -> r = (700 − 381)//2 = 159 (±1
+    # for the normal approximation): about the 22.7th and 77.3rd percentiles
+    assert 158 <= tolerance_rank(700) <= 160
+    # n = 12: P(≤ 10) = 1 − 13/4096 = 0.9968, P(≤ 9) = 1 − 79/4096 = 0.9807: j = 10, r = 1
+    assert tolerance_rank(12) == 1
+    # 20 kernels under 10 µs at r = 1.00 + 0.01·i, 20 above at 0.80 + 0.02·i (i = 0..19): each class its own
+    # 2nd and 19th: 1.01 and 1.18 below, 0.82 and 1.16 above
     pred = np.ones(40)
-    measured = np.array([1.0] * 20 + [0.8] * 10 + [1.2] * 10)
+    measured = np.array([1.0 + 0.01 * i for i in range(20)] + [0.8 + 0.02 * i for i in range(20)])
     floor = np.array([1e-6] * 20 + [20e-6] * 20)
     low, high, small = _bands(pred, measured, floor)
-    assert (low, high) == pytest.approx((0.8, 1.2)) and small == pytest.approx((0.95, 1.05))
+    assert (low, high) == pytest.approx((0.82, 1.16)) and small == pytest.approx((1.01, 1.18))
     fit = Fit("gemm.bf16", 1.0, 0.0, low, high, 40, small_band=small)
-    assert fit.band_around(1e-6, 0.5e-6) == pytest.approx((0.95e-6, 1.05e-6))  # a 0.5 µs floor: the small band
-    assert fit.band_around(100e-6, 20e-6) == pytest.approx((80e-6, 120e-6))
+    assert fit.band_around(1e-6, 0.5e-6) == pytest.approx((1.01e-6, 1.18e-6))  # a 0.5 µs floor: the small band
+    assert fit.band_around(100e-6, 20e-6) == pytest.approx((82e-6, 116e-6))
+    # a class of 19 rows is thin: one band over all 39, r = tolerance_rank(39)
+    k = tolerance_rank(39)
+    r = np.sort(measured[1:])
+    low, high, small = _bands(pred[1:], measured[1:], floor[1:])
+    assert small is None and (low, high) == pytest.approx((r[k - 1], r[39 - k]))
 
 
-def test_the_band_is_the_quartiles_of_measured_over_expected() -> None:
-    # five GEMMs measured at their floor except the last (1.4 × floor); whatever e and t0 the fit
-    # takes, its band is the type 7 quartiles of measured / t: over 5 ratios sorted r0..r4, h = (5 − 1)·0.25
-    # = 1 picks r1 and h = 3 picks r3
+def test_the_band_of_a_few_kernels_is_their_range() -> None:
+    # five GEMMs measured at their floor except the last (1.4 × floor): under CV_MIN_ROWS rows the in-sample
+    # ratios measured / t stand in, and 5 rows are too few for any rank to hold half with probability 0.99
+    # (P(Binomial(5, 1/2) ≤ 3) = 26/32 = 0.81): the band is their smallest and largest
     shapes = [Shape("gemm.bf16", f * 1e-6, f * 1e-6) for f in (10, 20, 30, 40, 50)]
     measured = [s.floor_s * r for s, r in zip(shapes, (1.0, 1.0, 1.0, 1.0, 1.4), strict=True)]
     fit = fit_kind("gemm.bf16", shapes, measured)
     assert fit.efficiency <= 1.0 and fit.t0_s >= 0.0
     r = sorted(m / fit.expected_s(s) for s, m in zip(shapes, measured, strict=True))
-    assert fit.low == pytest.approx(r[1]) and fit.high == pytest.approx(r[3])
+    assert fit.low == pytest.approx(r[0]) and fit.high == pytest.approx(r[4])
+
+
+def test_the_band_comes_from_rows_left_out_of_the_fit() -> None:
+    # 200 GEMMs at t = floor / 0.8 + 5 µs, each measured ×(1 + ε), ε = ±0.1 alternating with a slow 1.5×
+    # every 10th. Cross-fitted, every left-out row's t is within a hair of the truth (the constants barely
+    # move without a tenth of the rows), so the band is Wilks's ranks of the ratios themselves: of 200, r =
+    # tolerance_rank(200); 80 rows at 0.9, 100 at 1.1, 20 at 1.5·1.1 sorted: the r-th smallest falls in the 0.9
+    # run (r ≤ 80) and the r-th largest, the (201 − r)-th smallest, in the 1.1 run (81 to 180)
+    shapes = [Shape("gemm.bf16", (5 + i) * 1e-6, (5 + i) * 1e-6) for i in range(200)]
+    eps = [1.5 * 1.1 if i % 10 == 9 else (0.9 if i % 2 == 0 else 1.1) for i in range(200)]
+    measured = [(s.floor_s / 0.8 + 5e-6) * e for s, e in zip(shapes, eps, strict=True)]
+    fit = fit_kind("gemm.bf16", shapes, measured)
+    k = tolerance_rank(200)
+    assert k <= 80 and 81 <= 201 - k <= 180
+    truth = [m / e for m, e in zip(measured, eps, strict=True)]
+    t = [fit.expected_s(s) for s in shapes]
+    scale = float(np.median([a / b for a, b in zip(truth, t, strict=True)]))  # L1 fit on the noise: t ≈ truth·c
+    assert fit.low == pytest.approx(0.9 * scale, rel=0.02) and fit.high == pytest.approx(1.1 * scale, rel=0.02)
 
 
 def test_the_wave_factor() -> None:
@@ -347,7 +380,7 @@ def test_kernel_json_has_the_band_above_the_floor(capsys: pytest.CaptureFixture[
     band, fit = d["expected_time_s"], d["calibration"]["fit"]
     assert d["calibration"]["file"] == "expectation/data/h100-sxm.trtllm.json"
     # by hand from the file's constants: tiles = ⌈4096/tm⌉·⌈4096/tn⌉ on 132 SMs, q = ⌈tiles/132⌉·132/tiles,
-    # t = max(memory, ρ·compute·q)/e + t0 + c_in·I + c_out·O, band = t·[r25, r75], never below the floor
+    # t = max(memory, ρ·compute·q)/e + t0 + c_in·I + c_out·O, band = t·[r_lo, r_hi], never below the floor
     # (the floor, 139 µs, is above 10 µs: the band of the large kernels)
     q = 1.0
     if fit["tile"]:

@@ -1,15 +1,19 @@
-"""The expected-time model's host floor (Fit.host_s), decode's streaming roof (Fit.stream_s) and the
-wave term's tile padding (padding_factor) (roofline.expectation.model) and their fit
+"""The expected-time model's host floor (Fit.host_s), decode's streaming roof (Fit.stream_s) and short
+stream (Fit.short_stream_s), the wave term's tile padding (padding_factor) (roofline.expectation.model) and their fit
 (roofline.calibration.fit), by hand on synthetic sets whose answer is known."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from roofline.calibration.fit import fit_kind
+from roofline.expectation.columns import Columns, expected_columns
 from roofline.expectation.launch import host_path, padding_factor
-from roofline.expectation.model import Columns, Fit, Shape, expected_columns
+from roofline.expectation.model import Fit, Shape, l2_stream_s
+from roofline.hardware import get_machine
 
 # H200 vLLM 0.24.0 block-scaled FP8 GEMM (aiconfigurator-core 0.12.0, h200_sxm/gemm/vllm/0.24.0): its rows'
 # kernel_source is CutlassFp8BlockScaledMMKernel where k % 128 or n % 64 (1792×16384×32), FlashInfer's at
@@ -216,3 +220,41 @@ def test_the_prefill_kv_read_is_recovered() -> None:
     # every row has H = 32 heads on 132 SMs, so t0 and the per-head term (× H / SMs) are one column twice: the
     # least-squares solver may split the 8 µs between them (it does, by machine); their sum is what is identified
     assert fit.t0_s + fit.per_head_s * 32.0 / 132 == pytest.approx(8e-6, rel=1e-6)
+
+
+def test_decode_short_stream_by_hand() -> None:
+    # τ = L2 capacity / DRAM bandwidth: H200's 50 MiB (Hopper whitepaper) over 4.8 TB/s (H200 datasheet)
+    tau = 50 * 2**20 / 4.8e12  # 10.92 µs
+    assert l2_stream_s(get_machine("h200")) == pytest.approx(tau)
+    fit = Fit("generation_attention.bf16", 0.8, 5e-6, 1.0, 1.0, 1, short_stream_weight=1.2)
+
+    def decode(memory_s: float) -> Shape:
+        return Shape("generation_attention.bf16", memory_s, 0.0, 0, 0, 132, 8.0, 64.0, memory_s=memory_s,
+                     kv_heads=8.0, head_dim=128, l2_s=tau)
+
+    # M = 4 µs, under τ: t = M/e + t0 + c_L2·M = 5 + 5 + 4.8 = 14.8 µs
+    assert fit.expected_s(decode(4e-6)) == pytest.approx(14.8e-6)
+    # M = 40 µs, past τ: t = 50 + 5 + 1.2·10.92 = 68.11 µs (the term stops growing at τ)
+    assert fit.expected_s(decode(40e-6)) == pytest.approx(55e-6 + 1.2 * tau)
+    # a GEMM (query rows m > 0) and a decode shape of a machine without an L2 figure take no such term
+    assert fit.short_stream_s(Shape("gemm.bf16", 4e-6, 1e-6, 128, 128, 132, memory_s=4e-6, l2_s=tau)) == 0.0
+    assert fit.short_stream_s(replace(decode(4e-6), l2_s=0.0)) == 0.0
+    # the columns' evaluation (validate's and serve's) adds the same term
+    m = np.array([4e-6, 40e-6])
+    zero = np.zeros(2)
+    t, _, _ = expected_columns(fit, Columns(m, zero, m, zero, zero, zero, np.full(2, 8.0), np.full(2, 64.0),
+                                            np.full(2, 8.0), np.full(2, 128.0), zero, zero, 132, None, tau))
+    assert t == pytest.approx([14.8e-6, 55e-6 + 1.2 * tau])
+
+
+def test_the_short_stream_is_recovered_from_measured_decode() -> None:
+    # 120 decode kernels, M from 1 to 60 µs around τ = 10.92 µs, measured at M/0.9 + 1.5·min(M, τ) + 6 µs: the fit
+    # recovers c_L2 = 1.5 and e = 0.9 (the truth is in its span; the latency and streaming roofs are not
+    # searched on so few rows, MIN_LATENCY_ROWS and MIN_STREAM_ROWS)
+    tau = 50 * 2**20 / 4.8e12
+    shapes = [Shape("generation_attention.bf16", m * 1e-6, 0.0, 0, 0, 132, 8.0, 64.0, memory_s=m * 1e-6,
+                    kv_heads=8.0, head_dim=128, l2_s=tau) for m in np.linspace(1.0, 60.0, 120)]
+    y = [s.floor_s / 0.9 + 1.5 * min(s.floor_s, tau) + 6e-6 for s in shapes]
+    fit = fit_kind("generation_attention.bf16", shapes, y)
+    assert fit.short_stream_weight == pytest.approx(1.5, rel=1e-3) and fit.efficiency == pytest.approx(0.9, rel=1e-3)
+    assert fit.mape is not None and fit.mape < 1e-4

@@ -109,7 +109,7 @@ def _fit_band(p: Placement, times: ExpectedTimes) -> Band:
     t = f.expected_s(shape)
     terms = f.terms_s(shape)
     small = f.small_band is not None and floor < BAND_SPLIT_S
-    r25, r75 = f.small_band if small and f.small_band else (f.low, f.high)
+    lo, hi = f.small_band if small and f.small_band else (f.low, f.high)
     memory = floor if shape.memory_s is None else shape.memory_s
     steps = [f"expected time ({MODEL})",
              f"  kind {e.kind}" + (f" ({e.note})" if e.note else "") + f": e = {f.efficiency:.3f}, "
@@ -121,7 +121,8 @@ def _fit_band(p: Placement, times: ExpectedTimes) -> Band:
              "  t = " + " + ".join(f"{name} {v * 1e6:.4g}" for name, v in terms.items() if v)
              + " µs" + (f", at least the host floor {f.host_s(shape) * 1e6:.4g} µs (the launch path's)"
                         if f.host_floors else "") + f" = {t * 1e6:.4g} µs  (roofline = the term / e)",
-             f"  band = t × [{r25:.3f}, {r75:.3f}] (25th-75th percentile of measured / t over {f.rows} rows, "
+             f"  band = t × [{lo:.3f}, {hi:.3f}] (Wilks's tolerance interval of measured / t, each ratio "
+             f"cross-fitted, over {f.rows} rows: half of new kernels at 99% confidence; "
              f"floors {'below' if small else 'of at least'} 10 µs), at least the floor = "
              f"{e.low_s * 1e6:.4g}-{e.high_s * 1e6:.4g} µs",
              f"  source: {times.origin}"]

@@ -21,7 +21,8 @@ The terms fitted per kind:
     *_attention.*    x = memory; z = 1, matrix (one column per head width with MIN_HEAD_ROWS rows), exp,
                      tile pairs / SMs, heads / SMs, K/V heads / SMs,
                      and, for decode, (H/G)·memory for groups beyond g_max (g_max among GROUPS, 0: none)
-                     and memory on the rows of one query head per K/V head (MHA; where the rows mix both);
+                     and memory on the rows of one query head per K/V head (MHA; where the rows mix both),
+                     and decode's short stream min(memory, τ) (τ = L2 capacity / DRAM bandwidth);
                      decode's x = max(memory, L, S), the latency roof L with (λ_g, λ_h) on a grid
                      (LATENCIES) and the streaming roof S with κ on a grid (STREAMS)
 
@@ -32,25 +33,43 @@ a kernel's matrix side runs); an attention's largest group g_max.
 The constants of the best few knob settings are then refined to the least *absolute* relative error,
 Σ |t_i − y_i| / y_i (the MAPE itself, `least_absolute`), and the setting of least MAPE kept.
 
-The band: r_i = y_i / t_i, (r25, r75) its 25th and 75th percentiles (type 7, as
-roofline.measure.calibration.quantile) over all rows, widened for the rows whose floor is at least
-BAND_SPLIT_S (10 µs) and for those below to that class's own quartiles where they reach further
-(each class with MIN_BAND_ROWS rows; else the one band).
+The band: a tolerance interval of r = measured / t, each r from constants fitted without its row.
+The rows are dealt into CV_FOLDS folds (a seeded permutation); each fold's t comes from the chosen
+knobs' constants refitted on the other folds (cross-fitting: the residuals of new kernels, not of the
+rows that made the constants, which are narrower; Lei, G'Sell, Rinaldo, Tibshirani and Wasserman,
+"Distribution-free predictive inference for regression", JASA 2018, and Barber et al., "Predictive
+inference with the jackknife+", Ann. Statist. 2021, for the K-fold form). Of n such ratios sorted, the
+band is the r-th smallest and the r-th largest, r the largest rank at which the two hold at least
+BAND_COVERAGE (half) of the kernels with probability BAND_CONFIDENCE (0.99): the coverage between
+order statistics r and n + 1 − r is Beta(n + 1 − 2r, 2r) (Wilks, "Determination of sample sizes for
+setting tolerance limits", Ann. Math. Statist. 1941), so
 
-Layering: imports numpy, roofline.errors, roofline.measure.calibration (quantile), roofline.expectation.
+    P(coverage ≥ 1/2) = P(Binomial(n, 1/2) ≤ n − 2r) ≥ 0.99
+
+(n = 20: r = 2, P = 0.994; n = 700: r = 159, about the 23rd and 77th percentiles). 0.99 and not 0.9:
+the rows a fit takes are a stride through a table's grid of shapes, not a random sample of it; at 0.9
+seven of the 81 GPU × engine × kind groups held 49-50% of all their rows (floors ≥ 10 µs), two of them
+under half; at 0.99 the least holds 52% (bench/results/validate_done_when.txt). Rows whose floor is at
+least BAND_SPLIT_S (10 µs) and those below each get their own band (each class with MIN_BAND_ROWS rows;
+else the one band of all). Under CV_MIN_ROWS rows the in-sample ratios stand in; under 11 rows (no rank reaches 0.99)
+the band is their range.
+
+Layering: imports numpy, roofline.errors, roofline.frozen, roofline.expectation.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from fractions import Fraction
+from functools import lru_cache
 
 import numpy as np
 
 from roofline.errors import RooflineError
 from roofline.expectation.model import ANY_PATH, BAND_SPLIT_S, HOST_PATHS, LATENCY_WIDTH, Fit, Shape, host_path
 from roofline.frozen import frozen
-from roofline.measure.calibration import quantile
 
 # tiles the wave term may be counted in: CUTLASS/cuBLAS's common 128×128, 128×256 and 256×128 output tiles
 GEMM_TILES: tuple[tuple[int, int] | None, ...] = (None, (128, 128), (128, 256), (256, 128))
@@ -60,6 +79,11 @@ ATTENTION_TILES: tuple[tuple[int, int] | None, ...] = (None,)
 # ρ = e / e_compute, 0.5 to 2.5 by 0.05: the matrix side at twice the memory side's efficiency to 2.5× below
 RATIOS = tuple(round(0.5 + 0.05 * i, 2) for i in range(41))
 MIN_BAND_ROWS = 20
+BAND_COVERAGE = 0.5  # the band holds at least half of a class's kernels ...
+BAND_CONFIDENCE = 0.99  # ... with this probability (module docstring: Wilks's tolerance ranks)
+CV_FOLDS = 10  # the band's residuals are cross-fitted over this many folds
+CV_MIN_ROWS = 40  # below this many rows the in-sample residuals stand in (a fold's fit would be too thin)
+CV_SEED = 20  # the permutation that deals the rows into folds (fixed: a refit reproduces its file)
 L1_PASSES = 20  # reweighted passes of least_absolute (the MAPE settles to 0.01 points within some 10)
 L1_REFINED = 5  # the knob settings of least squared error refined to least absolute error
 MIN_HEAD_ROWS = 30  # a head width with fewer rows takes the nearest width's matrix weight
@@ -165,6 +189,7 @@ class _Columns:
     heads: np.ndarray
     kv_heads: np.ndarray
     head_dim: np.ndarray
+    short: np.ndarray  # decode's short stream min(M, τ) (Fit.short_stream_s)
 
     @staticmethod
     def of(shapes: Sequence[Shape]) -> _Columns:
@@ -174,7 +199,7 @@ class _Columns:
         return _Columns(col(lambda s: s.floor_s), col(lambda s: s.floor_s if s.memory_s is None else s.memory_s),
                         col(lambda s: s.compute_s), col(lambda s: s.exp_s), col(lambda s: s.input_s),
                         col(lambda s: s.output_s), col(lambda s: Fit.per_sm(s)[0]), col(lambda s: Fit.per_sm(s)[1]),
-                        col(Fit.kv_heads_per_sm), col(lambda s: s.head_dim))
+                        col(Fit.kv_heads_per_sm), col(lambda s: s.head_dim), col(Fit.short_stream_s))
 
 
 def _waves(shapes: Sequence[Shape], tile: tuple[int, int] | None, padded: bool = False) -> np.ndarray:
@@ -217,20 +242,38 @@ def fit_kind(kind: str, shapes: Sequence[Shape], measured: Sequence[float],
     n = len(y)
     trials = (_attention_trials(kind, shapes, c, y, n) if attention else _gemm_trials(kind, shapes, c, n, tiles))
     ranked = sorted(trials, key=lambda t: mape(t.cols @ _solve_scaled(t.cols / y[:, None]), y))
-    best: tuple[float, Fit] | None = None
+    best: _Best | None = None
     for trial in ranked[:L1_REFINED]:
         coef = least_absolute(trial.cols, y, _solve_scaled(trial.cols / y[:, None]))
         err = mape(trial.cols @ coef, y)
         if best is None or err < best[0]:
-            best = (err, trial.make(coef))
+            best = (err, trial.make(coef), trial, None)
     if best is None:
         raise RooflineError(f"{kind}: the fit found no admissible constants")
     if not attention:
         best = _with_host_floor(kind, shapes, y, ranked[:L1_REFINED], best)
-    err, fit = best
+    _, fit, trial, path = best
     pred = np.array([fit.expected_s(s) for s in shapes])
-    low, high, small = _bands(pred, y, c.floor)
+    held_out = _cross_fitted(trial, path, y) if n >= CV_MIN_ROWS else pred
+    low, high, small = _bands(held_out, y, c.floor)
     return replace(fit, mape=mape(pred, y), low=low, high=high, small_band=small)
+
+
+def _cross_fitted(trial: _Trial, path: np.ndarray | None, y: np.ndarray) -> np.ndarray:
+    """t of every row from the trial's constants refitted on the other CV_FOLDS − 1 folds (module
+    docstring): least_absolute, or host_fit on the same launch paths where the fit has a host floor."""
+    fold = np.random.default_rng(CV_SEED).permutation(len(y)) % CV_FOLDS
+    out = np.empty(len(y))
+    for f in range(CV_FOLDS):
+        train, test = fold != f, fold == f
+        cols = trial.cols[train]
+        start = _solve_scaled(cols / y[train, None])
+        if path is None:
+            out[test] = trial.cols[test] @ least_absolute(cols, y[train], start)
+        else:
+            coef, h = host_fit(cols, y[train], path[train], start)
+            out[test] = np.maximum(trial.cols[test] @ coef, h[path[test]])
+    return out
 
 
 @frozen
@@ -239,6 +282,10 @@ class _Trial:
 
     cols: np.ndarray
     make: Callable[[np.ndarray], Fit]
+
+
+# the best fit so far: (its MAPE, the fit, the knob setting it came from, its rows' launch paths or None)
+_Best = tuple[float, Fit, _Trial, np.ndarray | None]
 
 
 def _gemm_trials(kind: str, shapes: Sequence[Shape], c: _Columns, n: int,
@@ -288,6 +335,7 @@ def _attention_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.nda
     width = 1 + c.head_dim / LATENCY_WIDTH
     kv = np.array([s.kv_heads for s in shapes], dtype=float)  # sequences × K/V heads (not per SM)
     kv_read = np.array([Fit.kv_read_s(s) for s in shapes], dtype=float)
+    short = decode and bool(np.any(c.short > 0))
     # prefill with and without its K/V read (Fit.kv_read_s): the setting of least MAPE is kept
     for group, with_kv in ((gr, False) for gr in GROUPS) if decode else ((0, False), (0, True)):
         probe = Fit(kind, 1.0, 0.0, 1.0, 1.0, 1, max_group=group, regroup_weight=1.0)
@@ -300,6 +348,8 @@ def _attention_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.nda
             extra.append(one)
         if with_kv:  # prefill's K/V read (Fit.kv_read_s)
             extra.append(kv_read)
+        if short:  # decode's short stream (Fit.short_stream_s)
+            extra.append(c.short)
         # decode's latency roof per block time (Fit.latency_s), blocks per SM (the columns are per SM)
         wide = (grp == 1) | ((group > 0) & (grp > group))
         per_head = np.where(decode & (c.kv_heads > 0) & wide, c.heads * width, 0.0)
@@ -318,13 +368,15 @@ def _attention_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.nda
                 a_mm = [float(v) for v in coef[6:6 + len(matrix)]]
                 c_g = float(coef[6 + len(matrix)]) if group else 0.0
                 c_1 = float(coef[6 + len(matrix) + (1 if group else 0)]) if single else 0.0
-                c_kvr = float(coef[-1]) if with_kv else 0.0
+                c_kvr = float(coef[-1]) if with_kv else 0.0  # prefill only: never beside the short stream
+                c_l2 = float(coef[-1]) if short else 0.0  # decode only
                 by_width = tuple(zip(widths, a_mm, strict=True)) if widths else ()
                 return Fit(kind, 1 / a, t0, 1.0, 1.0, n, None, per_tile_s=c_tile, per_head_s=c_head,
                            per_kv_head_s=c_kv, compute_ratio=0.0, matrix_weight=a_mm[common], exp_weight=a_exp,
                            max_group=group if c_g > 0 or lam_h > 0 else 0, regroup_weight=c_g,
                            head_dim_weights=by_width, single_group_weight=c_1, block_latency_s=lam_g,
-                           head_latency_s=lam_h, stream_blocks=kappa, kv_read_weight=c_kvr)
+                           head_latency_s=lam_h, stream_blocks=kappa, kv_read_weight=c_kvr,
+                           short_stream_weight=c_l2)
 
             out.append(_Trial(cols, make))
     return out
@@ -368,9 +420,9 @@ def host_fit(cols: np.ndarray, y: np.ndarray, path: np.ndarray, start: np.ndarra
 
 
 def _with_host_floor(kind: str, shapes: Sequence[Shape], y: np.ndarray, trials: Sequence[_Trial],
-                     best: tuple[float, Fit]) -> tuple[float, Fit]:
+                     best: _Best) -> _Best:
     """`best`, or the fit with a host floor (host_fit) on one of `trials` where that lowers the MAPE by
-    at least HOST_GAIN."""
+    at least HOST_GAIN (with the trial and the launch path of each row it was fitted with)."""
     out = best
     for path in _paths(kind, shapes):
         for trial in trials:
@@ -381,26 +433,43 @@ def _with_host_floor(kind: str, shapes: Sequence[Shape], y: np.ndarray, trials: 
                 order = sorted(range(len(h)), key=lambda p: -counts[p])
                 names = [ANY_PATH] if len(h) == 1 else list(HOST_PATHS)
                 floors = tuple((names[p], float(h[p])) for p in order if counts[p] > 0)
-                out = (err, replace(trial.make(coef), host_floors=floors))
+                out = (err, replace(trial.make(coef), host_floors=floors), trial, path)
     return out
 
 
+@lru_cache(maxsize=256)
+def tolerance_rank(n: int, confidence: float = BAND_CONFIDENCE) -> int:
+    """r: the largest rank at which the r-th smallest and r-th largest of n values hold at least
+    BAND_COVERAGE of the population with probability `confidence`, P(Binomial(n, 1/2) ≤ n − 2r) ≥ confidence
+    (Wilks 1941; module docstring), in exact integers; 1 (the range) where none does (n < 11 at 0.99)."""
+    if BAND_COVERAGE != 0.5:
+        raise RooflineError("the tolerance ranks are counted for a coverage of one half")
+    need = math.ceil(Fraction(str(confidence)) * 2 ** n)  # confidence · 2^n, exactly
+    term, cdf = 1, 0  # C(n, j) and Σ_{i ≤ j} C(n, i)
+    for j in range(n + 1):
+        cdf += term
+        if cdf >= need:  # the least j that reaches it; rank r needs n − 2r ≥ j
+            return max(1, (n - j) // 2)
+        term = term * (n - j) // (j + 1)
+    return 1
+
+
+def _tolerance(r: np.ndarray) -> tuple[float, float]:
+    vals = np.sort(r)
+    k = tolerance_rank(len(vals))
+    return float(vals[k - 1]), float(vals[len(vals) - k])
+
+
 def _bands(pred: np.ndarray, y: np.ndarray, floor: np.ndarray) -> tuple[float, float, tuple[float, float] | None]:
-    """The band of measured / t: its quartiles over all rows, widened for each size class (floors of at
-    least 10 µs, and below) to that class's own quartiles where they reach further, so that a band holds
-    at least the middle half of the kernels of its class; one band where a class is thin."""
+    """The band of measured / t (module docstring): the tolerance interval of the rows whose floor is at
+    least 10 µs and, apart, of those below; the one interval of all rows where a class is thin."""
     r = y / pred
-
-    def q(sel: np.ndarray) -> tuple[float, float]:
-        vals = [float(v) for v in r[sel]]
-        return quantile(vals, 0.25), quantile(vals, 0.75)
-
-    everyone = q(np.ones(len(r), dtype=bool))
     big = floor >= BAND_SPLIT_S
     if int(big.sum()) < MIN_BAND_ROWS or int((~big).sum()) < MIN_BAND_ROWS:
-        return everyone[0], everyone[1], None
-    (bl, bh), (sl, sh) = q(big), q(~big)
-    return min(bl, everyone[0]), max(bh, everyone[1]), (min(sl, everyone[0]), max(sh, everyone[1]))
+        low, high = _tolerance(r)
+        return low, high, None
+    (bl, bh), small = _tolerance(r[big]), _tolerance(r[~big])
+    return bl, bh, small
 
 
-__all__ = ["ATTENTION_TILES", "GEMM_TILES", "RATIOS", "fit_kind", "host_fit", "mape", "solve"]
+__all__ = ["ATTENTION_TILES", "GEMM_TILES", "RATIOS", "fit_kind", "host_fit", "mape", "solve", "tolerance_rank"]

@@ -47,8 +47,9 @@ from roofline.calibration.mla import join_mla
 from roofline.calibration.moe import join_moe
 from roofline.calibration.tables import Table
 from roofline.errors import RooflineError
-from roofline.expectation.model import Columns, ExpectedTimes, Fit, Shape
-from roofline.expectation.model import expected_columns as columns_band
+from roofline.expectation.columns import Columns
+from roofline.expectation.columns import expected_columns as columns_band
+from roofline.expectation.model import ExpectedTimes, Fit, Shape, l2_stream_s
 from roofline.frozen import frozen
 from roofline.units import format_bytes, format_time
 from roofline.vocab import Level
@@ -133,6 +134,7 @@ class Rows:
     sms: int
     l2_bytes: float | None
     name: Callable[[int], str]
+    l2_s: float = 0.0  # τ = L2 capacity / DRAM bandwidth (decode's short stream, Shape.l2_s)
 
     def shape(self, i: int) -> Shape:
         f = self.floors
@@ -143,10 +145,10 @@ class Rows:
         return Shape(self.kind, float(f.floor_s[i]), float(f.compute_s[i]), int(f.m[i]), int(f.n[i]), self.sms,
                      float(f.tile_pairs[i]), float(f.heads[i]), memory_s=float(f.dram_s[i]), exp_s=at(f.exp_s),
                      kv_heads=at(f.kv_heads), head_dim=int(at(f.head_dim)), input_s=at(f.input_s),
-                     output_s=at(f.output_s), k=int(at(f.depth)))
+                     output_s=at(f.output_s), k=int(at(f.depth)), l2_s=self.l2_s)
 
     def columns(self) -> Columns:
-        """The group's Shapes as columns (roofline.expectation.model.expected_columns)."""
+        """The group's Shapes as columns (roofline.expectation.columns.expected_columns)."""
         import numpy as np
 
         f = self.floors
@@ -157,7 +159,7 @@ class Rows:
 
         return Columns(f.floor_s, f.compute_s, f.dram_s, col(f.exp_s), f.m, f.n, f.tile_pairs, f.heads,
                        col(f.kv_heads), col(f.head_dim), col(f.input_s), col(f.output_s), self.sms,
-                       None if f.depth is None else np.asarray(f.depth))
+                       None if f.depth is None else np.asarray(f.depth), self.l2_s)
 
 
 @frozen
@@ -284,7 +286,7 @@ def fit_group(rows: Rows, max_rows: int = FIT_MAX_ROWS) -> tuple[Fit, int]:
 
 def expected_columns(fit: Fit, rows: Rows) -> tuple[Any, Any, Any]:
     """(t, low, high) of every row: Fit.expected_s and Fit.band_around as columns
-    (roofline.expectation.model.expected_columns), checked against Fit.expected_s on CHECKED_ROWS rows;
+    (roofline.expectation.columns.expected_columns), checked against Fit.expected_s on CHECKED_ROWS rows;
     where they differ (a term the columns miss), every row is scored by Fit.expected_s itself."""
     import numpy as np
 
@@ -342,7 +344,8 @@ def rows_of(machine: str, engine: str, version: str, kind: str, joined: Sequence
                     output_s=col(lambda j: j.shape.output_s), depth=col(lambda j: j.shape.k, np.int64))
     sms = joined[0].shape.sms if joined else 0
     return Rows(machine, engine, version, kind, floors, col(lambda j: j.measured_s), sms,
-                _l2(joined[0]) if joined else None, lambda i: joined[i].placement.name)
+                _l2(joined[0]) if joined else None, lambda i: joined[i].placement.name,
+                l2_stream_s(joined[0].placement.machine) if joined else 0.0)
 
 
 def summarise(machine: str, engine: str, version: str, kind: str, joined: Sequence[Joined], fit: Fit,
@@ -388,8 +391,9 @@ def split(jt: JoinedTable) -> list[Rows]:
         def name(i: int, sel: Any = sel) -> str:
             return jt.name(int(sel[i]))
 
+        tau = r.l2_capacity_bytes / r.dram_bytes_per_s if r.l2_capacity_bytes and r.dram_bytes_per_s else 0.0
         out.append(Rows(t.machine, t.engine, t.version, kind, floors, jt.measured_s[sel], r.sms,
-                        r.l2_capacity_bytes, name))
+                        r.l2_capacity_bytes, name, tau))
     return out
 
 

@@ -61,6 +61,19 @@ of 32-64 0.85-0.87x (B200); with it, c_kvr = 6.9 (B200) and 3.1 (H200), MHA at 1
 ≥ 10 µs 17.2% -> 15.8% (B200), 15.1% -> 14.3% (H200). TensorRT-LLM's prefill (contiguous K/V) shows no
 such trend by group (0.93-1.07x over groups 1-96 on B200).
 
+Decode's short stream: a decode kernel's first τ = L2 capacity / DRAM bandwidth of DRAM time costs
+more per byte than the rest, as if a stream shorter than an L2's worth did not reach DRAM's bandwidth:
+
+    + c_L2·min(M, τ)                           decode only (no query rows; K/V heads)
+
+What the tables show (aiconfigurator-core 0.12.0, decode attention of TensorRT-LLM, vLLM and SGLang on
+H100, H200 and B200, floors ≥ 10 µs): measured / t falls with M/τ (H200 TRT-LLM BF16: 1.17 at M = 1-2τ,
+1.01 at 4-8τ, 0.89 beyond 8τ), and the term with its knee at τ lowers the cross-fitted MAPE of 16 of
+the 18 groups (H200 TRT-LLM BF16 15.5% -> 11.8%, H100 13.7% -> 10.7%, H200 vLLM BF16 10.3% -> 8.1%) and
+leaves the other two as they were; a knee at 2τ does within 0.5 points as well, at 4τ or 8τ worse,
+and √(M·τ) or τ·ln(1 + M/τ) in its place worse. The tables do not pin down the mechanism (they are
+timed by replaying one CUDA graph without flushing L2, aiconfigurator's collector/helper.py).
+
 Decode's latency roof (Little's law): a decode kernel launches blocks (one per sequence × K/V head for
 a grouped kernel, one per sequence × query head for MHA and for groups beyond g_max), each taking a
 fixed time λ (set up, the query loaded, the split reduced) however short its K/V, SMs at a time:
@@ -106,12 +119,13 @@ Attention's tile pairs: causal prefill visits ⌈nq/128⌉·(⌈nq/128⌉+1)/2 p
 decode ⌈kv/128⌉ key tiles per sequence and K/V head. A term whose constant is 0 is absent (no host floors: no max): a
 GEMM's fit has a_mm = a_exp = c_tile = c_head = c_kv = c_g = c_1 = 0, an attention fit ρ = c_in = c_out = 0.
 
-    band = [t · r25, t · r75], never below the floor
+    band = [t · r_lo, t · r_hi], never below the floor
 
-with r25 and r75 the 25th and 75th percentiles of measured / t over the rows fitted, widened for
-kernels whose floor is at least BAND_SPLIT_S (10 µs: their time is their work) and for those below
-(their time is mostly fixed costs, which scatter otherwise) to that class's own quartiles where they
-reach further: each band holds at least the middle half of its class. roofline.calibration.fit writes them; the
+with r_lo and r_hi a tolerance interval of measured / t, each ratio from constants fitted without its
+row (cross-fitted over 10 folds): Wilks's order statistics that hold at least half of new kernels with
+probability 0.99, for kernels whose floor is at least BAND_SPLIT_S (10 µs: their time is their work)
+and for those below (their time is mostly fixed costs, which scatter otherwise) apart
+(roofline.calibration.fit states the ranks). roofline.calibration.fit writes them; the
 shipped files in expectation/data/ name their tables, package version, engine version and rows used.
 
 Kinds (`kind_of`): gemm.<dtype> (bf16, fp8, fp8_block, nvfp4), context_attention.<dtype> (causal
@@ -133,11 +147,12 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from roofline.errors import RooflineError
-from roofline.expectation.launch import ANY_PATH, HOST_PATHS, host_columns, host_path, padding_factor, waves_factor
+from roofline.expectation.launch import ANY_PATH, HOST_PATHS, host_path, padding_factor, waves_factor
 from roofline.frozen import frozen
 from roofline.vocab import Bound, Level, Unit
 
 if TYPE_CHECKING:
+    from roofline.hardware import Machine
     from roofline.placement import Placement
 
 FORMAT = "roofline-expected-times"
@@ -148,9 +163,12 @@ MODEL = ("t = max(memory, rho x compute x waves) / e + a_mm x matrix + a_exp x e
          "+ per-head cost x sequences x heads / SMs + per-K/V-head cost x sequences x K/V heads / SMs "
          "+ c_g x (heads / K/V heads) x memory beyond the largest group + c_1 x memory if one head per K/V head, "
          "decode's streaming roof kappa x memory / (sequences x K/V heads) beside memory in the max, "
-         "+ c_kvr x prefill's K/V share of memory, at least the host floor of the kernel's launch path; "
+         "+ c_kvr x prefill's K/V share of memory, "
+         "+ c_L2 x min(memory, L2 capacity / DRAM bandwidth) for decode, "
+         "at least the host floor of the kernel's launch path; "
          "waves = ceil(tiles / SMs) x SMs / tiles (x the last tile's padding where tile_padded); "
-         "band = t x [25th, 75th percentile of measured / t], widened per class of floor below and above 10 us")
+         "band = t x [Wilks tolerance interval of cross-fitted measured / t: half of new kernels at 99% confidence], "
+         "one per class of floor below and above 10 us")
 BAND_SPLIT_S = 10e-6  # the band is measured apart below and above a 10 µs floor (module docstring)
 
 # our dtype names -> the table's dtype key
@@ -184,6 +202,7 @@ class Shape:
     input_s: float = 0.0  # gemm: m·k BF16 activation bytes over DRAM bandwidth (the quantize pass reads it)
     output_s: float = 0.0  # gemm: m·n BF16 output bytes over DRAM bandwidth
     k: int = 0  # gemm: the depth (which kernel an engine launches, and so its host cost, depends on it)
+    l2_s: float = 0.0  # decode: τ = L2 capacity / DRAM bandwidth of its machine (the short stream's knee)
 
 
 def tiles_of(shape: Shape, tile: tuple[int, int]) -> int:
@@ -196,7 +215,7 @@ def tiles_of(shape: Shape, tile: tuple[int, int]) -> int:
 @frozen
 class Fit:
     """One kind's fitted constants (module docstring): efficiency e in (0, 1], fixed cost t0 ≥ 0 s, the
-    tile the waves are counted in (None: no wave term), the residual band (r25, r75) of floors of at
+    tile the waves are counted in (None: no wave term), the residual band (r_lo, r_hi) of floors of at
     least 10 µs and `small_band` of those below (None: the one band), how many rows made it, and the
     terms' constants, each ≥ 0 (a GEMM's attention terms and an attention's GEMM terms are 0)."""
 
@@ -216,7 +235,7 @@ class Fit:
     exp_weight: float = 0.0  # a_exp: attention's exponential-unit time added
     per_input: float = 0.0  # c_in: the quantize pass, in reads of the BF16 activation at DRAM bandwidth
     per_output: float = 0.0  # c_out: the epilogue, in writes of the BF16 output at DRAM bandwidth
-    small_band: tuple[float, float] | None = None  # (r25, r75) of floors below BAND_SPLIT_S
+    small_band: tuple[float, float] | None = None  # (r_lo, r_hi) of floors below BAND_SPLIT_S
     max_group: int = 0  # attention: the most query heads a block shares one K/V head's stream with (0: no limit)
     regroup_weight: float = 0.0  # c_g: the K/V stream reread per query head beyond max_group
     head_dim_weights: tuple[tuple[int, float], ...] = ()  # attention: a_mm per head width (nearest width used)
@@ -229,6 +248,7 @@ class Fit:
     kv_read_weight: float = 0.0  # c_kv_read: prefill's K/V read again, in its share of DRAM's time
     tile_padded: bool = False  # the wave term counts the last tile's padding too (padding_factor)
     stream_blocks: float = 0.0  # κ: decode's sequences × K/V heads that pull DRAM's bandwidth (0: no such roof)
+    short_stream_weight: float = 0.0  # c_L2: decode's first τ of DRAM time again (short_stream_s)
 
     def __post_init__(self) -> None:
         if not 0 < self.efficiency <= 1:
@@ -240,7 +260,7 @@ class Fit:
                  ("output weight", self.per_output), ("regroup weight", self.regroup_weight),
                  ("single-group weight", self.single_group_weight), ("block latency", self.block_latency_s),
                  ("head latency", self.head_latency_s), ("streaming blocks", self.stream_blocks),
-                 ("K/V read weight", self.kv_read_weight),
+                 ("K/V read weight", self.kv_read_weight), ("short-stream weight", self.short_stream_weight),
                  ("largest group", self.max_group), ("t0", self.t0_s))
         for what, v in terms:
             if v < 0 or not math.isfinite(v):
@@ -320,7 +340,8 @@ class Fit:
                 "heads": self.per_head_s * heads, "kv_heads": self.per_kv_head_s * self.kv_heads_per_sm(shape),
                 "regroup": self.regroup_weight * self.regrouped_s(shape),
                 "single_group": self.single_group_weight * self.single_group_s(shape),
-                "kv_read": self.kv_read_weight * self.kv_read_s(shape)}
+                "kv_read": self.kv_read_weight * self.kv_read_s(shape),
+                "short_stream": self.short_stream_weight * self.short_stream_s(shape)}
 
     @staticmethod
     def kv_read_s(shape: Shape) -> float:
@@ -330,6 +351,14 @@ class Fit:
         if shape.m <= 0 or shape.kv_heads <= 0 or shape.heads <= 0:
             return 0.0
         return memory * shape.kv_heads / (shape.heads + shape.kv_heads)
+
+    @staticmethod
+    def short_stream_s(shape: Shape) -> float:
+        """Decode's short stream min(M, τ), τ = L2 capacity / DRAM bandwidth (module docstring); 0 for a
+        kernel with query rows (prefill, a GEMM), without K/V heads, or on a machine without an L2 figure."""
+        if shape.m != 0 or shape.kv_heads <= 0 or shape.l2_s <= 0:
+            return 0.0
+        return min(shape.floor_s if shape.memory_s is None else shape.memory_s, shape.l2_s)
 
     def host_s(self, shape: Shape) -> float:
         """The host floor h of the shape's launch path (host_path), or of the path fitted first (the one
@@ -345,15 +374,15 @@ class Fit:
         return max(self.host_s(shape), sum(self.terms_s(shape).values()))
 
     def band_s(self, shape: Shape) -> tuple[float, float]:
-        """(low, high) = t · (r25, r75), each at least the floor."""
+        """(low, high) = t · (r_lo, r_hi), each at least the floor."""
         return self.band_around(self.expected_s(shape), shape.floor_s)
 
     def band_around(self, t: float, floor_s: float) -> tuple[float, float]:
-        """(low, high) = t · (r25, r75) for an expected time t already computed, each at least the floor;
+        """(low, high) = t · (r_lo, r_hi) for an expected time t already computed, each at least the floor;
         the band of floors below 10 µs where the fit has one."""
-        r25, r75 = self.small_band if self.small_band and floor_s < BAND_SPLIT_S else (self.low, self.high)
-        low = max(floor_s, t * r25)
-        return low, max(low, t * r75)
+        lo, hi = self.small_band if self.small_band and floor_s < BAND_SPLIT_S else (self.low, self.high)
+        low = max(floor_s, t * lo)
+        return low, max(low, t * hi)
 
     def to_dict(self) -> dict[str, Any]:
         return {"efficiency": self.efficiency, "t0_s": self.t0_s, "band": [self.low, self.high],
@@ -366,7 +395,7 @@ class Fit:
                 "single_group_weight": self.single_group_weight, "block_latency_s": self.block_latency_s,
                 "head_latency_s": self.head_latency_s, "host_floors_s": dict(self.host_floors),
                 "stream_blocks": self.stream_blocks, "tile_padded": self.tile_padded,
-                "kv_read_weight": self.kv_read_weight,
+                "kv_read_weight": self.kv_read_weight, "short_stream_weight": self.short_stream_weight,
                 "head_dim_weights": {str(d): w for d, w in self.head_dim_weights}, "rows": self.rows, "mape": self.mape}
 
 
@@ -422,6 +451,15 @@ def _dtype_key(name: str) -> str:
     return DTYPE_KEY.get(name, name)
 
 
+def l2_stream_s(machine: Machine) -> float:
+    """τ = L2 capacity / DRAM bandwidth: the time DRAM takes to stream one L2's worth (decode's short
+    stream, Fit.short_stream_s); 0 where the machine has no L2 capacity or DRAM bandwidth."""
+    l2, dram = machine.memory.get(Level.L2), machine.memory.get(Level.DRAM)
+    if l2 is None or not l2.capacity_bytes or dram is None or not dram.bytes_per_s:
+        return 0.0
+    return l2.capacity_bytes / dram.bytes_per_s
+
+
 def shape_of(p: Placement) -> Shape:
     """The kind and shape of a placed kernel: a matmul (gemm.<dtype>), a fused attention (context or
     generation by its queries per sequence), or another kind named by its ops (`other.<dtype>`)."""
@@ -454,7 +492,7 @@ def shape_of(p: Placement) -> Shape:
         if nq == 1:  # decode: each sequence's K/V heads stream their key tiles
             return Shape(f"{GENERATION}.{_dtype_key(k.dtype.name)}", p.time_s, compute, 0, 0, sms,
                          float(b * g * kt), float(b * h), memory_s=memory, exp_s=exp, kv_heads=float(b * g),
-                         head_dim=q.shape[3])
+                         head_dim=q.shape[3], l2_s=l2_stream_s(p.machine))
         # FlashAttention tiles the queries of the heads sharing a K/V head together: b·g groups of nq·h/g rows
         rows = b * g * math.ceil(nq * (h // g) / ATTENTION_TILE) * ATTENTION_TILE
         # causal, per query head: query tile i visits the key tiles up to its own, qt(qt+1)/2 pairs
@@ -496,88 +534,6 @@ def expect(p: Placement, times: ExpectedTimes, shape: Shape | None = None) -> Ex
     return Expected(shape.floor_s, low, high, shape.kind, fit, note, times)
 
 
-@frozen
-class Columns:
-    """Shape's fields as numpy columns, one entry a kernel (or a grid point): what `expected_columns` reads."""
-
-    floor_s: Any
-    compute_s: Any
-    memory_s: Any  # DRAM's time (a collective's: its link's)
-    exp_s: Any
-    m: Any  # gemm: output rows and columns; attention: query rows and 0 (tiles_of)
-    n: Any
-    tile_pairs: Any
-    heads: Any
-    kv_heads: Any
-    head_dim: Any
-    input_s: Any
-    output_s: Any
-    sms: int
-    k: Any = None  # gemm: the depth (the host floor's launch path reads it; None: every entry's path unknown)
-
-
-def expected_columns(fit: Fit, c: Columns) -> tuple[Any, Any, Any]:
-    """(t, low, high) of every entry: Fit.terms_s summed and Fit.band_around, term by term, as columns."""
-    import numpy as np
-
-    def ceil(a: Any) -> Any:
-        return np.ceil(np.asarray(a, dtype=np.float64) - 1e-9)  # dimensions fitted to 1e-6 are whole numbers
-
-    q: Any = 1.0
-    if fit.tile is not None and c.sms > 0:
-        across = ceil(c.n / fit.tile[1]) if fit.tile[1] > 0 else np.ones_like(c.n, dtype=np.float64)
-        tiles = np.where(c.m > 0, ceil(c.m / fit.tile[0]) * np.where(c.n > 0, across, 1.0), 0.0)
-        q = np.where(tiles > 0, ceil(tiles / c.sms) * c.sms / np.maximum(tiles, 1.0), 1.0)
-        if fit.tile_padded:
-            mm, nn = np.asarray(c.m, dtype=np.float64), np.asarray(c.n, dtype=np.float64)
-            tm, tn = fit.tile
-            pad_m = np.where(mm > tm, ceil(mm / tm) * tm / np.maximum(mm, 1.0), 1.0)
-            pad_n = np.where(nn > tn, ceil(nn / tn) * tn / np.maximum(nn, 1.0), 1.0)
-            q = q * np.where(tiles > 0, pad_m * pad_n, 1.0)
-    roofline = np.maximum(c.memory_s, fit.compute_ratio * c.compute_s * q)
-    if (fit.block_latency_s or fit.head_latency_s) and c.sms > 0:  # decode's latency roof (Fit.latency_s)
-        kv = np.asarray(c.kv_heads, dtype=np.float64)
-        grp = np.where(kv > 0, c.heads / np.maximum(kv, 1e-300), 0.0)
-        wide = (grp == 1) | ((fit.max_group > 0) & (grp > fit.max_group))
-        blocks = np.where(wide, fit.head_latency_s * c.heads, fit.block_latency_s * kv)
-        lat = np.where((c.m == 0) & (kv > 0), blocks * (1 + c.head_dim / LATENCY_WIDTH) / c.sms, 0.0)
-        roofline = np.maximum(roofline, lat)
-    if fit.stream_blocks:  # decode's streaming roof (Fit.stream_s)
-        kvs = np.asarray(c.kv_heads, dtype=np.float64)
-        roofline = np.maximum(roofline, np.where((c.m == 0) & (kvs > 0), fit.stream_blocks * c.memory_s
-                                                 / np.maximum(kvs, 1e-300), 0.0))
-    roofline = roofline / fit.efficiency
-    weight: Any
-    if fit.head_dim_weights:
-        widths = np.array([d for d, _ in fit.head_dim_weights], dtype=np.float64)
-        weights = np.array([w for _, w in fit.head_dim_weights], dtype=np.float64)
-        hd = np.asarray(c.head_dim, dtype=np.float64)
-        each = np.unique(hd)  # a few widths over many entries: each looked up once
-        nearest = np.abs(np.log(np.maximum(each, 1e-9)[..., None] / widths)).argmin(axis=-1)[np.searchsorted(each, hd)]
-        weight = np.where(hd > 0, weights[nearest], fit.matrix_weight)
-    else:
-        weight = fit.matrix_weight
-    per_sm = 1.0 / c.sms if c.sms else 0.0
-    group = np.where(c.kv_heads > 0, c.heads / np.maximum(c.kv_heads, 1.0), 0.0)
-    regroup = np.where((group > fit.max_group) & (fit.max_group > 0), group * c.memory_s, 0.0)
-    # decode rows (no query rows, K/V heads) with one query head per K/V head (Fit.single_group_s)
-    single = np.where((c.m == 0) & (c.kv_heads > 0) & (c.heads == c.kv_heads), c.memory_s, 0.0)
-    t = (roofline + weight * c.compute_s + fit.exp_weight * c.exp_s + fit.t0_s + fit.per_input * c.input_s
-         + fit.per_output * c.output_s + per_sm * (fit.per_tile_s * c.tile_pairs + fit.per_head_s * c.heads
-                                                   + fit.per_kv_head_s * c.kv_heads) + fit.regroup_weight * regroup
-         + fit.single_group_weight * single)
-    if fit.kv_read_weight:  # prefill's K/V read (Fit.kv_read_s)
-        kvr = np.asarray(c.kv_heads, dtype=np.float64)
-        t = t + fit.kv_read_weight * np.where((c.m > 0) & (kvr > 0) & (c.heads > 0),
-                                              c.memory_s * kvr / np.maximum(c.heads + kvr, 1e-300), 0.0)
-    if fit.host_floors:  # t = max(host floor of the entry's launch path, the device's sum) (Fit.host_s)
-        t = np.maximum(t, host_columns(fit.host_floors, c.m, c.n, c.k, np.shape(c.floor_s)))
-    small = fit.small_band if fit.small_band else (fit.low, fit.high)
-    below = c.floor_s < BAND_SPLIT_S
-    low = np.maximum(c.floor_s, t * np.where(below, small[0], fit.low))
-    return t, low, np.maximum(low, t * np.where(below, small[1], fit.high))
-
-
 __all__ = [
     "ANY_PATH",
     "BAND_SPLIT_S",
@@ -586,14 +542,13 @@ __all__ = [
     "MODEL",
     "READS",
     "VERSION",
-    "Columns",
     "Expected",
     "ExpectedTimes",
     "Fit",
     "Shape",
     "expect",
-    "expected_columns",
     "host_path",
+    "l2_stream_s",
     "shape_of",
     "tiles_of",
     "waves_factor",

@@ -19,7 +19,7 @@ and each kernel takes the fit of its kind, or of the kind nearest its bound (Exp
     t = Σ of Fit.terms_s: max(DRAM, ρ·compute·waves) / e + a_mm(head width)·compute + a_exp·exp + t0
         + c_in·(the BF16 activation read) + c_out·(the BF16 output written) + per tile pair, per head and per
         K/V head costs / SMs + c_g·(the K/V stream reread per query head beyond the kernel's group)
-    band = [max(floor, t · r25), max(low, t · r75)], the small floors' band below 10 µs  (Fit.band_around)
+    band = [max(floor, t · r_lo), max(low, t · r_hi)], the small floors' band below 10 µs  (Fit.band_around)
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from roofline.dtypes import DType
 from roofline.errors import RooflineError
+from roofline.expectation.columns import Columns, expected_columns
 from roofline.expectation.model import (
     ACTIVATION_BYTES,
     ATTENTION_TILE,
@@ -36,10 +37,9 @@ from roofline.expectation.model import (
     DTYPE_KEY,
     GEMM,
     GENERATION,
-    Columns,
     ExpectedTimes,
     expect,
-    expected_columns,
+    l2_stream_s,
 )
 from roofline.expectation.shipped import for_machine
 from roofline.hardware import Machine
@@ -146,6 +146,7 @@ def expected_band(sm: StepModel, r: dict[str, Any], batch: Any, seq: Any, machin
     sms = machine.chip.sms if machine.chip is not None else 0
     level = machine.memory.get(Level.DRAM)
     bw = level.bytes_per_s if level is not None and level.bytes_per_s else 0.0
+    tau = l2_stream_s(machine)
     chip = sm.chip
     dims = None
     if chip is not None and chip.ops:  # the tiled ops' dimensions: evaluate's when it took them
@@ -227,7 +228,7 @@ def expected_band(sm: StepModel, r: dict[str, Any], batch: Any, seq: Any, machin
         col = {name: v[a:z] for name, v in flat.items()}
         _, low_g[a:z], high_g[a:z] = expected_columns(fit, Columns(
             col["floor"], col["compute"], col["dram"], col["exp"], col["rows"], col["n"], col["pairs"], col["heads"],
-            col["kv_heads"], col["head_dim"], col["input_s"], col["output_s"], sms, col["k"]))
+            col["kv_heads"], col["head_dim"], col["input_s"], col["output_s"], sms, col["k"], tau))
     low, high = np.empty(key.size), np.empty(key.size)
     low[order], high[order] = low_g, high_g
     low, high = low.reshape(floor.shape), high.reshape(floor.shape)

@@ -1,0 +1,105 @@
+"""The expected-time model over columns: Fit.expected_s and Fit.band_around, term by term, for many kernels
+at once (numpy arrays, one entry a kernel or a grid point). What `roofline validate` scores every row of
+a table with and what the serving step model's bands are evaluated with; each term is the one
+roofline.expectation.model states, and validate checks the two against each other on sampled rows
+(roofline.calibration.validate.expected_columns).
+
+Layering: imports numpy (lazily), roofline.frozen and this room's model and launch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from roofline.expectation.launch import host_columns
+from roofline.expectation.model import BAND_SPLIT_S, LATENCY_WIDTH, Fit
+from roofline.frozen import frozen
+
+
+@frozen
+class Columns:
+    """Shape's fields as numpy columns, one entry a kernel (or a grid point): what `expected_columns` reads."""
+
+    floor_s: Any
+    compute_s: Any
+    memory_s: Any  # DRAM's time (a collective's: its link's)
+    exp_s: Any
+    m: Any  # gemm: output rows and columns; attention: query rows and 0 (tiles_of)
+    n: Any
+    tile_pairs: Any
+    heads: Any
+    kv_heads: Any
+    head_dim: Any
+    input_s: Any
+    output_s: Any
+    sms: int
+    k: Any = None  # gemm: the depth (the host floor's launch path reads it; None: every entry's path unknown)
+    l2_s: float = 0.0  # τ = L2 capacity / DRAM bandwidth (decode's short stream, Fit.short_stream_s)
+
+
+def expected_columns(fit: Fit, c: Columns) -> tuple[Any, Any, Any]:
+    """(t, low, high) of every entry: Fit.terms_s summed and Fit.band_around, term by term, as columns."""
+    import numpy as np
+
+    def ceil(a: Any) -> Any:
+        return np.ceil(np.asarray(a, dtype=np.float64) - 1e-9)  # dimensions fitted to 1e-6 are whole numbers
+
+    q: Any = 1.0
+    if fit.tile is not None and c.sms > 0:
+        across = ceil(c.n / fit.tile[1]) if fit.tile[1] > 0 else np.ones_like(c.n, dtype=np.float64)
+        tiles = np.where(c.m > 0, ceil(c.m / fit.tile[0]) * np.where(c.n > 0, across, 1.0), 0.0)
+        q = np.where(tiles > 0, ceil(tiles / c.sms) * c.sms / np.maximum(tiles, 1.0), 1.0)
+        if fit.tile_padded:
+            mm, nn = np.asarray(c.m, dtype=np.float64), np.asarray(c.n, dtype=np.float64)
+            tm, tn = fit.tile
+            pad_m = np.where(mm > tm, ceil(mm / tm) * tm / np.maximum(mm, 1.0), 1.0)
+            pad_n = np.where(nn > tn, ceil(nn / tn) * tn / np.maximum(nn, 1.0), 1.0)
+            q = q * np.where(tiles > 0, pad_m * pad_n, 1.0)
+    roofline = np.maximum(c.memory_s, fit.compute_ratio * c.compute_s * q)
+    if (fit.block_latency_s or fit.head_latency_s) and c.sms > 0:  # decode's latency roof (Fit.latency_s)
+        kv = np.asarray(c.kv_heads, dtype=np.float64)
+        grp = np.where(kv > 0, c.heads / np.maximum(kv, 1e-300), 0.0)
+        wide = (grp == 1) | ((fit.max_group > 0) & (grp > fit.max_group))
+        blocks = np.where(wide, fit.head_latency_s * c.heads, fit.block_latency_s * kv)
+        lat = np.where((c.m == 0) & (kv > 0), blocks * (1 + c.head_dim / LATENCY_WIDTH) / c.sms, 0.0)
+        roofline = np.maximum(roofline, lat)
+    if fit.stream_blocks:  # decode's streaming roof (Fit.stream_s)
+        kvs = np.asarray(c.kv_heads, dtype=np.float64)
+        roofline = np.maximum(roofline, np.where((c.m == 0) & (kvs > 0), fit.stream_blocks * c.memory_s
+                                                 / np.maximum(kvs, 1e-300), 0.0))
+    roofline = roofline / fit.efficiency
+    weight: Any
+    if fit.head_dim_weights:
+        widths = np.array([d for d, _ in fit.head_dim_weights], dtype=np.float64)
+        weights = np.array([w for _, w in fit.head_dim_weights], dtype=np.float64)
+        hd = np.asarray(c.head_dim, dtype=np.float64)
+        each = np.unique(hd)  # a few widths over many entries: each looked up once
+        nearest = np.abs(np.log(np.maximum(each, 1e-9)[..., None] / widths)).argmin(axis=-1)[np.searchsorted(each, hd)]
+        weight = np.where(hd > 0, weights[nearest], fit.matrix_weight)
+    else:
+        weight = fit.matrix_weight
+    per_sm = 1.0 / c.sms if c.sms else 0.0
+    group = np.where(c.kv_heads > 0, c.heads / np.maximum(c.kv_heads, 1.0), 0.0)
+    regroup = np.where((group > fit.max_group) & (fit.max_group > 0), group * c.memory_s, 0.0)
+    # decode rows (no query rows, K/V heads) with one query head per K/V head (Fit.single_group_s)
+    single = np.where((c.m == 0) & (c.kv_heads > 0) & (c.heads == c.kv_heads), c.memory_s, 0.0)
+    t = (roofline + weight * c.compute_s + fit.exp_weight * c.exp_s + fit.t0_s + fit.per_input * c.input_s
+         + fit.per_output * c.output_s + per_sm * (fit.per_tile_s * c.tile_pairs + fit.per_head_s * c.heads
+                                                   + fit.per_kv_head_s * c.kv_heads) + fit.regroup_weight * regroup
+         + fit.single_group_weight * single)
+    if fit.kv_read_weight:  # prefill's K/V read (Fit.kv_read_s)
+        kvr = np.asarray(c.kv_heads, dtype=np.float64)
+        t = t + fit.kv_read_weight * np.where((c.m > 0) & (kvr > 0) & (c.heads > 0),
+                                              c.memory_s * kvr / np.maximum(c.heads + kvr, 1e-300), 0.0)
+    if fit.short_stream_weight and c.l2_s > 0:  # decode's short stream (Fit.short_stream_s)
+        kvs = np.asarray(c.kv_heads, dtype=np.float64)
+        t = t + fit.short_stream_weight * np.where((c.m == 0) & (kvs > 0), np.minimum(c.memory_s, c.l2_s), 0.0)
+    if fit.host_floors:  # t = max(host floor of the entry's launch path, the device's sum) (Fit.host_s)
+        t = np.maximum(t, host_columns(fit.host_floors, c.m, c.n, c.k, np.shape(c.floor_s)))
+    small = fit.small_band if fit.small_band else (fit.low, fit.high)
+    below = c.floor_s < BAND_SPLIT_S
+    low = np.maximum(c.floor_s, t * np.where(below, small[0], fit.low))
+    return t, low, np.maximum(low, t * np.where(below, small[1], fit.high))
+
+
+__all__ = ["Columns", "expected_columns"]
