@@ -16,7 +16,7 @@ Layering: imports roofline.errors, roofline.measure.calibration, roofline.expect
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
@@ -33,14 +33,19 @@ if TYPE_CHECKING:
 @frozen
 class Band:
     """One kernel's expected time: (low, high) ≥ the floor, the calibration used, warnings to print,
-    and the derivation in words (for --explain)."""
+    and the derivation in words (for --explain), written when it is read (`words`): serve bands every
+    kernel of each layout it tries and only sums them."""
 
     floor_s: float
     low_s: float
     high_s: float
     calibration: dict[str, Any]
     warnings: tuple[str, ...] = ()
-    derivation: tuple[str, ...] = field(default=())
+    words: Callable[[], tuple[str, ...]] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def derivation(self) -> tuple[str, ...]:
+        return () if self.words is None else self.words()
 
     def to_dict(self) -> dict[str, float]:
         return {"low": self.low_s, "high": self.high_s}
@@ -106,27 +111,30 @@ def _fit_band(p: Placement, times: ExpectedTimes) -> Band:
     if times.file and not times.file.startswith("expectation/data/") and times.machine != p.machine.id:
         warnings.append(f"--calibration {times.file} was measured on {times.machine}, not {p.machine.id}: "
                         "its band may not hold here")
-    t = f.expected_s(shape)
-    terms = f.terms_s(shape)
-    small = f.small_band is not None and floor < BAND_SPLIT_S
-    lo, hi = f.small_band if small and f.small_band else (f.low, f.high)
-    memory = floor if shape.memory_s is None else shape.memory_s
-    steps = [f"expected time ({MODEL})",
-             f"  kind {e.kind}" + (f" ({e.note})" if e.note else "") + f": e = {f.efficiency:.3f}, "
-             f"t0 = {f.t0_s * 1e6:.2f} µs",
-             f"  roofline term = max(memory {memory * 1e6:.4g} µs, {f.compute_ratio:.2f} × compute "
-             f"{shape.compute_s * 1e6:.4g} µs" + (f" × waves in {f.tile[0]}x{f.tile[1]} tiles on {shape.sms} SMs"
-                                                 if f.tile else "")
-             + f") = {f.stretched_floor_s(shape) * 1e6:.4g} µs (floor {floor * 1e6:.4g} µs)",
-             "  t = " + " + ".join(f"{name} {v * 1e6:.4g}" for name, v in terms.items() if v)
-             + " µs" + (f", at least the host floor {f.host_s(shape) * 1e6:.4g} µs (the launch path's)"
-                        if f.host_floors else "") + f" = {t * 1e6:.4g} µs  (roofline = the term / e)",
-             f"  band = t × [{lo:.3f}, {hi:.3f}] (Wilks's tolerance interval of measured / t, each ratio "
-             f"cross-fitted, over {f.rows} rows: half of new kernels at 99% confidence; "
-             f"floors {'below' if small else 'of at least'} 10 µs), at least the floor = "
-             f"{e.low_s * 1e6:.4g}-{e.high_s * 1e6:.4g} µs",
-             f"  source: {times.origin}"]
-    return Band(floor, e.low_s, e.high_s, e.calibration_dict(), tuple(warnings), tuple(steps))
+    def words() -> tuple[str, ...]:
+        t = f.expected_s(shape)
+        terms = f.terms_s(shape)
+        small = f.small_band is not None and floor < BAND_SPLIT_S
+        lo, hi = f.small_band if small and f.small_band else (f.low, f.high)
+        memory = floor if shape.memory_s is None else shape.memory_s
+        steps = [f"expected time ({MODEL})",
+                 f"  kind {e.kind}" + (f" ({e.note})" if e.note else "") + f": e = {f.efficiency:.3f}, "
+                 f"t0 = {f.t0_s * 1e6:.2f} µs",
+                 f"  roofline term = max(memory {memory * 1e6:.4g} µs, {f.compute_ratio:.2f} × compute "
+                 f"{shape.compute_s * 1e6:.4g} µs" + (f" × waves in {f.tile[0]}x{f.tile[1]} tiles on {shape.sms} SMs"
+                                                     if f.tile else "")
+                 + f") = {f.stretched_floor_s(shape) * 1e6:.4g} µs (floor {floor * 1e6:.4g} µs)",
+                 "  t = " + " + ".join(f"{name} {v * 1e6:.4g}" for name, v in terms.items() if v)
+                 + " µs" + (f", at least the host floor {f.host_s(shape) * 1e6:.4g} µs (the launch path's)"
+                            if f.host_floors else "") + f" = {t * 1e6:.4g} µs  (roofline = the term / e)",
+                 f"  band = t × [{lo:.3f}, {hi:.3f}] (Wilks's tolerance interval of measured / t, each ratio "
+                 f"cross-fitted, over {f.rows} rows: half of new kernels at 99% confidence; "
+                 f"floors {'below' if small else 'of at least'} 10 µs), at least the floor = "
+                 f"{e.low_s * 1e6:.4g}-{e.high_s * 1e6:.4g} µs",
+                 f"  source: {times.origin}"]
+        return tuple(steps)
+
+    return Band(floor, e.low_s, e.high_s, e.calibration_dict(), tuple(warnings), words)
 
 
 def _bench_band(p: Placement, cal: Calibration, file: str) -> Band:
@@ -146,7 +154,7 @@ def _bench_band(p: Placement, cal: Calibration, file: str) -> Band:
              f"{low * 1e6:.4g}-{high * 1e6:.4g} µs")
     info = {"file": file, "machine": cal.machine, "produced_by": cal.produced_by, "date": cal.date,
             "class": cls, "share_of_roof": [lo_share, hi_share]}
-    return Band(p.time_s, low, high, info, tuple(warnings), steps)
+    return Band(p.time_s, low, high, info, tuple(warnings), lambda: steps)
 
 
 def total(placements: Sequence[Placement], bands: Sequence[Band]) -> dict[str, float]:

@@ -56,44 +56,55 @@ def expected_columns(fit: Fit, c: Columns) -> tuple[Any, Any, Any]:
             pad_n = np.where(nn > tn, ceil(nn / tn) * tn / np.maximum(nn, 1.0), 1.0)
             q = q * np.where(tiles > 0, pad_m * pad_n, 1.0)
     roofline = np.maximum(c.memory_s, fit.compute_ratio * c.compute_s * q)
+    kv = np.asarray(c.kv_heads, dtype=np.float64)
+    # entries without K/V heads (GEMMs, norms, collectives: a group holds one kind) take 0 for every K/V
+    # term below; the scalar 0 is what each masked column holds there, so the sums are the same bits
+    with_kv = bool((kv > 0).any())
     if (fit.block_latency_s or fit.head_latency_s) and c.sms > 0:  # decode's latency roof (Fit.latency_s)
-        kv = np.asarray(c.kv_heads, dtype=np.float64)
-        grp = np.where(kv > 0, c.heads / np.maximum(kv, 1e-300), 0.0)
-        wide = (grp == 1) | ((fit.max_group > 0) & (grp > fit.max_group))
-        blocks = np.where(wide, fit.head_latency_s * c.heads, fit.block_latency_s * kv)
-        lat = np.where((c.m == 0) & (kv > 0), blocks * (1 + c.head_dim / LATENCY_WIDTH) / c.sms, 0.0)
+        lat: Any = 0.0
+        if with_kv:
+            grp = np.where(kv > 0, c.heads / np.maximum(kv, 1e-300), 0.0)
+            wide = (grp == 1) | ((fit.max_group > 0) & (grp > fit.max_group))
+            blocks = np.where(wide, fit.head_latency_s * c.heads, fit.block_latency_s * kv)
+            lat = np.where((c.m == 0) & (kv > 0), blocks * (1 + c.head_dim / LATENCY_WIDTH) / c.sms, 0.0)
         roofline = np.maximum(roofline, lat)
     if fit.stream_blocks:  # decode's streaming roof (Fit.stream_s)
-        kvs = np.asarray(c.kv_heads, dtype=np.float64)
-        roofline = np.maximum(roofline, np.where((c.m == 0) & (kvs > 0), fit.stream_blocks * c.memory_s
-                                                 / np.maximum(kvs, 1e-300), 0.0))
+        roofline = np.maximum(roofline, np.where((c.m == 0) & (kv > 0), fit.stream_blocks * c.memory_s
+                                                 / np.maximum(kv, 1e-300), 0.0) if with_kv else 0.0)
     roofline = roofline / fit.efficiency
     weight: Any
     if fit.head_dim_weights:
         widths = np.array([d for d, _ in fit.head_dim_weights], dtype=np.float64)
         weights = np.array([w for _, w in fit.head_dim_weights], dtype=np.float64)
         hd = np.asarray(c.head_dim, dtype=np.float64)
-        each = np.unique(hd)  # a few widths over many entries: each looked up once
-        nearest = np.abs(np.log(np.maximum(each, 1e-9)[..., None] / widths)).argmin(axis=-1)[np.searchsorted(each, hd)]
-        weight = np.where(hd > 0, weights[nearest], fit.matrix_weight)
+        one = hd.size > 0 and bool((hd == hd.flat[0]).all())  # one width over the entries (a group's usual case)
+        each = hd.flat[:1] if one else np.unique(hd)  # a few widths over many entries: each looked up once
+        nearest = np.abs(np.log(np.maximum(each, 1e-9)[..., None] / widths)).argmin(axis=-1)
+        if one:
+            weight = weights[nearest[0]] if hd.flat[0] > 0 else fit.matrix_weight
+        else:
+            weight = np.where(hd > 0, weights[nearest[np.searchsorted(each, hd)]], fit.matrix_weight)
     else:
         weight = fit.matrix_weight
     per_sm = 1.0 / c.sms if c.sms else 0.0
-    group = np.where(c.kv_heads > 0, c.heads / np.maximum(c.kv_heads, 1.0), 0.0)
-    regroup = np.where((group > fit.max_group) & (fit.max_group > 0), group * c.memory_s, 0.0)
-    # decode rows (no query rows, K/V heads) with one query head per K/V head (Fit.single_group_s)
-    single = np.where((c.m == 0) & (c.kv_heads > 0) & (c.heads == c.kv_heads), c.memory_s, 0.0)
+    group: Any = 0.0
+    regroup: Any = 0.0
+    single: Any = 0.0
+    if with_kv:
+        group = np.where(c.kv_heads > 0, c.heads / np.maximum(c.kv_heads, 1.0), 0.0)
+        regroup = np.where((group > fit.max_group) & (fit.max_group > 0), group * c.memory_s, 0.0)
+        # decode rows (no query rows, K/V heads) with one query head per K/V head (Fit.single_group_s)
+        single = np.where((c.m == 0) & (c.kv_heads > 0) & (c.heads == c.kv_heads), c.memory_s, 0.0)
     t = (roofline + weight * c.compute_s + fit.exp_weight * c.exp_s + fit.t0_s + fit.per_input * c.input_s
          + fit.per_output * c.output_s + per_sm * (fit.per_tile_s * c.tile_pairs + fit.per_head_s * c.heads
                                                    + fit.per_kv_head_s * c.kv_heads) + fit.regroup_weight * regroup
          + fit.single_group_weight * single)
     if fit.kv_read_weight:  # prefill's K/V read (Fit.kv_read_s)
-        kvr = np.asarray(c.kv_heads, dtype=np.float64)
-        t = t + fit.kv_read_weight * np.where((c.m > 0) & (kvr > 0) & (c.heads > 0),
-                                              c.memory_s * kvr / np.maximum(c.heads + kvr, 1e-300), 0.0)
-    if fit.short_stream_weight and c.l2_s > 0:  # decode's short stream (Fit.short_stream_s)
-        kvs = np.asarray(c.kv_heads, dtype=np.float64)
-        t = t + fit.short_stream_weight * np.where((c.m == 0) & (kvs > 0), np.minimum(c.memory_s, c.l2_s), 0.0)
+        t = t + fit.kv_read_weight * (np.where((c.m > 0) & (kv > 0) & (c.heads > 0),
+                                               c.memory_s * kv / np.maximum(c.heads + kv, 1e-300), 0.0)
+                                      if with_kv else 0.0)
+    if fit.short_stream_weight and c.l2_s > 0 and with_kv:  # decode's short stream (Fit.short_stream_s)
+        t = t + fit.short_stream_weight * np.where((c.m == 0) & (kv > 0), np.minimum(c.memory_s, c.l2_s), 0.0)
     if fit.host_floors:  # t = max(host floor of the entry's launch path, the device's sum) (Fit.host_s)
         t = np.maximum(t, host_columns(fit.host_floors, c.m, c.n, c.k, np.shape(c.floor_s)))
     small = fit.small_band if fit.small_band else (fit.low, fit.high)

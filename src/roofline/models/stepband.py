@@ -56,6 +56,8 @@ BOUNDS = (Bound.COMPUTE, Bound.MEMORY, Bound.COMMUNICATION)
 CLASS_OF_CODE = (0, 0, 1, 2, 2, 0, 1, 1)
 
 
+# the shape columns expected_band builds for expected_columns (Columns' fields, its names)
+SHAPE_COLUMNS = ("rows", "n", "pairs", "heads", "kv_heads", "input_s", "output_s", "head_dim", "k")
 Band = Callable[["Placement"], tuple[float, float]]  # a placed kernel's expected (low, high), one run
 
 
@@ -153,10 +155,15 @@ def expected_band(sm: StepModel, r: dict[str, Any], batch: Any, seq: Any, machin
         dims = r["op_dims"] if "op_dims" in r else chip.dims(dims_basis(sm.config, b // sm.split.dp, s, sm.phase))
     kinds = chip.kinds if chip is not None else ()
     nk = floor.shape[1]
-    grid = {name: np.zeros_like(floor) for name in ("rows", "n", "pairs", "heads", "kv_heads", "input_s",
-                                                      "output_s", "head_dim", "k")}
+    grid: dict[str, Any] = {}  # the shape columns a family sets [points, kernels]; the others are 0 everywhere
+
+    def column(name: str) -> Any:
+        if name not in grid:
+            grid[name] = np.zeros_like(floor)
+        return grid[name]
+
     names: list[str] = []  # the kinds' names; `kind` [points, kernels] indexes them
-    kind = np.zeros(floor.shape, dtype=np.int64)
+    static: list[int] = []  # each kernel's kind where it is one at every point (attention's is set below)
 
     def code(name: str) -> int:
         if name not in names:
@@ -165,31 +172,37 @@ def expected_band(sm: StepModel, r: dict[str, Any], batch: Any, seq: Any, machin
 
     gemms: list[tuple[int, int]] = []  # (kernel, its tiled op)
     attentions: list[tuple[int, int]] = []
+    along: list[tuple[int, Any, int, int]] = []  # attention kernels: (kernel, decode at each point, the two codes)
     for j in range(nk):
         k = kinds[j] if j < len(kinds) else None
         dt = _key(k.dtype if k is not None and k.dtype else dtype.name)
         family = k.family if k is not None and dims is not None and chip is not None else "other"
         if family == "gemm" and k is not None:
-            kind[:, j] = code(f"{GEMM}.{dt}")
+            static.append(code(f"{GEMM}.{dt}"))
             gemms.append((j, k.op))
         elif family != "other" and k is not None and chip is not None and dims is not None:
-            op = chip.ops[k.op]
-            d = dims[:, k.op]
-            decode = np.rint(d[:, 4]) == 1  # one query a sequence: generation attention, of the K/V dtype
-            kind[:, j] = np.where(decode, code(f"{GENERATION}.{_key(op.kv_dtype)}"), code(f"{CONTEXT}.{dt}"))
+            static.append(0)
             attentions.append((j, k.op))
+            op = chip.ops[k.op]
+            # one query a sequence: generation attention, of the K/V dtype (the codes in the kernels' order)
+            along.append((j, np.rint(dims[:, k.op, 4]) == 1, code(f"{GENERATION}.{_key(op.kv_dtype)}"),
+                          code(f"{CONTEXT}.{dt}")))
         else:
-            kind[:, j] = code(f"other.{dt}")
+            static.append(code(f"other.{dt}"))
+    kind = np.repeat(np.array(static, dtype=np.int64)[None, :], floor.shape[0], axis=0)
+    for j, decode, generation, context in along:
+        kind[:, j] = np.where(decode, generation, context)
     if gemms and dims is not None:
         js, ops = [j for j, _ in gemms], [o for _, o in gemms]
         d = dims[:, ops]
         rows, n = np.rint(d[..., 2]), np.rint(d[..., 1])
-        grid["rows"][:, js], grid["n"][:, js] = rows, n
+        column("rows")[:, js], column("n")[:, js] = rows, n
         if bw:  # a GEMM's 2·M·N·K FLOPs: the M·K activation read, and the M·N output written, in BF16
-            grid["input_s"][:, js] = np.where(n > 0, r["kernel_matrix_flop"][:, js] / np.maximum(n, 1.0), 0.0) / bw
-            grid["output_s"][:, js] = rows * n * ACTIVATION_BYTES / bw
+            column("input_s")[:, js] = np.where(n > 0, r["kernel_matrix_flop"][:, js] / np.maximum(n, 1.0), 0.0) / bw
+            column("output_s")[:, js] = rows * n * ACTIVATION_BYTES / bw
         # k = 2·M·N·K / (2·M·N): the depth, whose launch path a host floor reads (model.host_path)
-        grid["k"][:, js] = np.where(rows * n > 0, r["kernel_matrix_flop"][:, js] / np.maximum(2 * rows * n, 1.0), 0.0)
+        column("k")[:, js] = np.where(rows * n > 0, r["kernel_matrix_flop"][:, js] / np.maximum(2 * rows * n, 1.0),
+                                      0.0)
     if attentions and dims is not None and chip is not None:
         js, ops = [j for j, _ in attentions], [o for _, o in attentions]
         tiled = [chip.ops[o] for o in ops]
@@ -202,23 +215,26 @@ def expected_band(sm: StepModel, r: dict[str, Any], batch: Any, seq: Any, machin
         qt = _ceil(nq / ATTENTION_TILE)
         decode = nq == 1
         heads = bq * heads_of
-        grid["heads"][:, js] = heads
-        grid["kv_heads"][:, js] = bq * kv_of
-        grid["head_dim"][:, js] = np.array([float(t.head_dim) for t in tiled])
+        column("heads")[:, js] = heads
+        column("kv_heads")[:, js] = bq * kv_of
+        column("head_dim")[:, js] = np.array([float(t.head_dim) for t in tiled])
         pre_pairs = np.where(nq == nkv, qt * (qt + 1) / 2, qt * kt)
-        grid["pairs"][:, js] = np.where(decode, bq * kv_of * kt, heads * pre_pairs)
-        grid["rows"][:, js] = np.where(decode, 0.0, bq * kv_of * _ceil(nq * group_of / ATTENTION_TILE)
-                                       * ATTENTION_TILE)
+        column("pairs")[:, js] = np.where(decode, bq * kv_of * kt, heads * pre_pairs)
+        column("rows")[:, js] = np.where(decode, 0.0, bq * kv_of * _ceil(nq * group_of / ATTENTION_TILE)
+                                         * ATTENTION_TILE)
     # one group an (kind, class): entries sorted by it, each group a slice, taken in the order the kernels
     # meet them (j, then the point: so a kind without a fit is named as the kernel-by-kernel walk names it)
     key = (kind * len(BOUNDS) + cls).ravel()
     order = np.argsort(key, kind="stable")
-    starts = np.flatnonzero(np.concatenate(([True], np.diff(key[order]) != 0)))
+    ordered = key[order]
+    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
     ends = np.append(starts[1:], key.size)
     # every column gathered once in the groups' order: each group is then a slice (a view), its band
-    # written back in place of the entries it holds
+    # written back in place of the entries it holds; a shape column no family set is 0 everywhere
+    zero = np.zeros(key.size)
     flat = {name: a.ravel()[order] for name, a in (("floor", floor), ("compute", compute), ("dram", dram),
-                                                    ("exp", exp), *grid.items())}
+                                                    ("exp", exp))}
+    flat |= {name: grid[name].ravel()[order] if name in grid else zero for name in SHAPE_COLUMNS}
     low_g, high_g = np.empty(key.size), np.empty(key.size)
     first = np.minimum.reduceat((order % nk) * key.size + order, starts) if key.size else np.zeros(0)
     for g in np.argsort(first, kind="stable").tolist():

@@ -197,12 +197,18 @@ class ChipModel:
         m, nn, nq, nkv = dims[..., 0], dims[..., 1], dims[..., 4], dims[..., 5]
         tm, tn, _ = MATMUL_TILE
         br, bc = ATTENTION_TILE
+        # the matmuls' bytes all at once (elementwise, so each column is what the op alone gives), added
+        # below in the ops' order as the attention ops' are
+        mm = [i for i, op in enumerate(self.ops) if op.kind == MATMUL]
+        column = {i: c for c, i in enumerate(mm)}
+        if mm:
+            bytes_in = np.array([self.ops[i].bytes_in for i in mm], dtype=np.float64)
+            matmul = bytes_in * (f[:, mm] / 2) * (1 / _least(nn[:, mm], tn) + 1 / _least(m[:, mm], tm))
         for i, op in enumerate(self.ops):
-            half = f[:, i] / 2
             if op.kind == MATMUL:
-                smem = op.bytes_in * half * (1 / _least(nn[:, i], tn) + 1 / _least(m[:, i], tm))
-                l2 = smem
+                smem = l2 = matmul[:, column[i]]
             else:
+                half = f[:, i] / 2
                 q, kv = np.maximum(nq[:, i], 1.0), np.maximum(nkv[:, i], 1.0)
                 er, ec = _least(q * op.group, br), _least(kv, bc)
                 pairs = q * (kv - q) + q * (q + 1) / 2  # the causal pairs before a window keeps some
