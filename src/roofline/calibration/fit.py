@@ -34,7 +34,7 @@ The constants of the best few knob settings are then refined to the least *absol
 Σ |t_i − y_i| / y_i (the MAPE itself, `least_absolute`), and the setting of least MAPE kept.
 
 The band: a tolerance interval of r = measured / t, each r from constants fitted without its row.
-The rows are dealt into CV_FOLDS folds (a seeded permutation); each fold's t comes from the chosen
+The rows are dealt into CV_FOLDS folds (a fixed permutation); each fold's t comes from the chosen
 knobs' constants refitted on the other folds (cross-fitting: the residuals of new kernels, not of the
 rows that made the constants, which are narrower; Lei, G'Sell, Rinaldo, Tibshirani and Wasserman,
 "Distribution-free predictive inference for regression", JASA 2018, and Barber et al., "Predictive
@@ -83,7 +83,7 @@ BAND_COVERAGE = 0.5  # the band holds at least half of a class's kernels ...
 BAND_CONFIDENCE = 0.99  # ... with this probability (module docstring: Wilks's tolerance ranks)
 CV_FOLDS = 10  # the band's residuals are cross-fitted over this many folds
 CV_MIN_ROWS = 40  # below this many rows the in-sample residuals stand in (a fold's fit would be too thin)
-CV_SEED = 20  # the permutation that deals the rows into folds (fixed: a refit reproduces its file)
+CV_PERMUTATION = 20  # the permutation that deals the rows into folds (fixed: a refit reproduces its file)
 L1_PASSES = 20  # reweighted passes of least_absolute (the MAPE settles to 0.01 points within some 10)
 L1_REFINED = 5  # the knob settings of least squared error refined to least absolute error
 MIN_HEAD_ROWS = 30  # a head width with fewer rows takes the nearest width's matrix weight
@@ -262,7 +262,7 @@ def fit_kind(kind: str, shapes: Sequence[Shape], measured: Sequence[float],
 def _cross_fitted(trial: _Trial, path: np.ndarray | None, y: np.ndarray) -> np.ndarray:
     """t of every row from the trial's constants refitted on the other CV_FOLDS − 1 folds (module
     docstring): least_absolute, or host_fit on the same launch paths where the fit has a host floor."""
-    fold = np.random.default_rng(CV_SEED).permutation(len(y)) % CV_FOLDS
+    fold = np.random.default_rng(CV_PERMUTATION).permutation(len(y)) % CV_FOLDS
     out = np.empty(len(y))
     for f in range(CV_FOLDS):
         train, test = fold != f, fold == f
