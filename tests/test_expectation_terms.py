@@ -258,3 +258,44 @@ def test_the_short_stream_is_recovered_from_measured_decode() -> None:
     fit = fit_kind("generation_attention.bf16", shapes, y)
     assert fit.short_stream_weight == pytest.approx(1.5, rel=1e-3) and fit.efficiency == pytest.approx(0.9, rel=1e-3)
     assert fit.mape is not None and fit.mape < 1e-4
+
+
+def test_prefill_waves_by_hand() -> None:
+    # B200: 148 SMs (its catalog file). One sequence, one head, 16,384 tokens: ⌈16384/128⌉ = 128 query tiles, one
+    # CTA each, on 148 slots (k = 1): q = ⌈128/148⌉·148/128 = 1.15625, so c_w·C·(q − 1) = 2·30 µs·0.15625 = 9.375 µs
+    fit = Fit("context_attention.bf16", 1.0, 0.0, 1.0, 1.0, 1, wave_weight=2.0, wave_slots=1)
+
+    def prefill(tiles: float, sms: int = 148) -> Shape:
+        return Shape("context_attention.bf16", 30e-6, 30e-6, 16384, 0, sms, tiles * (tiles + 1) / 2, 1.0,
+                     memory_s=5e-6, kv_heads=1.0, head_dim=128, query_tiles=tiles)
+
+    assert fit.waves_s(prefill(128)) == pytest.approx(30e-6 * (148 / 128 - 1))
+    assert fit.terms_s(prefill(128))["waves"] == pytest.approx(9.375e-6)
+    # 149 tiles: a second wave of one CTA, q = 2·148/149 = 1.98658: 2·30·0.98658 = 59.19 µs
+    assert fit.terms_s(prefill(149))["waves"] == pytest.approx(2 * 30e-6 * (2 * 148 / 149 - 1))
+    # k = 2 on Hopper's 132 SMs: 264 tiles fill one wave of 2·132 slots exactly (q = 1), 265 spill into a second
+    hopper = Fit("context_attention.bf16", 1.0, 0.0, 1.0, 1.0, 1, wave_weight=2.0, wave_slots=2)
+    assert hopper.waves_s(prefill(264, 132)) == 0.0
+    assert hopper.waves_s(prefill(265, 132)) == pytest.approx(30e-6 * (2 * 264 / 265 - 1))
+    # decode (no query tiles) and a fit without slots take none
+    assert fit.waves_s(replace(prefill(128), query_tiles=0.0)) == 0.0
+    assert Fit("context_attention.bf16", 1.0, 0.0, 1.0, 1.0, 1).waves_s(prefill(128)) == 0.0
+    # the columns (validate's and serve's evaluation) add the same term
+    tiles = np.array([128.0, 149.0])
+    zero, thirty = np.zeros(2), np.full(2, 30e-6)
+    t, _, _ = expected_columns(fit, Columns(thirty, thirty, np.full(2, 5e-6), zero, np.full(2, 16384.0), zero,
+                                            tiles * (tiles + 1) / 2, np.ones(2), np.ones(2), np.full(2, 128.0),
+                                            zero, zero, 148, None, 0.0, tiles))
+    assert t == pytest.approx([fit.expected_s(prefill(128)), fit.expected_s(prefill(149))])
+
+
+def test_prefill_query_tiles_of_a_measured_row() -> None:
+    # the floors of a table's prefill row (roofline.calibration.floors): 2 sequences × 8 query heads × ⌈1000/128⌉ = 8
+    # query tiles = 128 CTAs; a decode row (one query per sequence) has none
+    from roofline.calibration.floors import attention_floors, roofs
+
+    r = roofs(get_machine("b200"), "bf16")
+    f = attention_floors(r, False, "bf16", "bf16", [2], [8], [2], [128], [1000])
+    assert f.query_tiles is not None and float(f.query_tiles[0]) == 2 * 8 * 8
+    d = attention_floors(r, True, "bf16", "bf16", [2], [8], [2], [128], [1000])
+    assert d.query_tiles is not None and float(d.query_tiles[0]) == 0.0

@@ -23,6 +23,7 @@ The terms fitted per kind:
                      and, for decode, (H/G)·memory for groups beyond g_max (g_max among GROUPS, 0: none)
                      and memory on the rows of one query head per K/V head (MHA; where the rows mix both),
                      and decode's short stream min(memory, τ) (τ = L2 capacity / DRAM bandwidth);
+                     prefill's waves C·(q_k − 1) with k among WAVE_SLOTS;
                      decode's x = max(memory, L, S), the latency roof L with (λ_g, λ_h) on a grid
                      (LATENCIES) and the streaming roof S with κ on a grid (STREAMS)
 
@@ -106,6 +107,9 @@ HOST_GAIN = 0.005
 # One knob, searched on fits of at least MIN_STREAM_ROWS rows (the split-off decode groups hold 115-301): on the
 # 60-75-row fixture fits it overfits (H100 TRT-LLM decode fp8, fit on 63 rows: kappa = 16, out of sample 38.5%)
 MIN_STREAM_ROWS = 100
+# prefill's waves (roofline.expectation.model, Fit.waves_s): the query tiles an SM runs at once, k, tried
+# among these (0: no wave term), as each group's data choose (the model's docstring)
+WAVE_SLOTS = (0, 1, 2)
 STREAMS = (0.0, 16.0, 32.0, 48.0, 64.0, 96.0, 128.0, 192.0, 256.0)
 LATENCIES = tuple((g * 1e-6, h * 1e-6) for g in (0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0)
                   for h in (0.0, 0.25, 0.5, 1.0, 1.5, 2.0))
@@ -190,6 +194,7 @@ class _Columns:
     kv_heads: np.ndarray
     head_dim: np.ndarray
     short: np.ndarray  # decode's short stream min(M, τ) (Fit.short_stream_s)
+    query_tiles: np.ndarray  # prefill's CTAs (Fit.waves_s)
 
     @staticmethod
     def of(shapes: Sequence[Shape]) -> _Columns:
@@ -199,7 +204,8 @@ class _Columns:
         return _Columns(col(lambda s: s.floor_s), col(lambda s: s.floor_s if s.memory_s is None else s.memory_s),
                         col(lambda s: s.compute_s), col(lambda s: s.exp_s), col(lambda s: s.input_s),
                         col(lambda s: s.output_s), col(lambda s: Fit.per_sm(s)[0]), col(lambda s: Fit.per_sm(s)[1]),
-                        col(Fit.kv_heads_per_sm), col(lambda s: s.head_dim), col(Fit.short_stream_s))
+                        col(Fit.kv_heads_per_sm), col(lambda s: s.head_dim), col(Fit.short_stream_s),
+                        col(lambda s: s.query_tiles))
 
 
 def _waves(shapes: Sequence[Shape], tile: tuple[int, int] | None, padded: bool = False) -> np.ndarray:
@@ -337,7 +343,10 @@ def _attention_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.nda
     kv_read = np.array([Fit.kv_read_s(s) for s in shapes], dtype=float)
     short = decode and bool(np.any(c.short > 0))
     # prefill with and without its K/V read (Fit.kv_read_s): the setting of least MAPE is kept
-    for group, with_kv in ((gr, False) for gr in GROUPS) if decode else ((0, False), (0, True)):
+    # prefill's waves of query tiles on k·SMs slots (Fit.waves_s), k among WAVE_SLOTS (0: none)
+    slots_tried = WAVE_SLOTS if not decode and bool(np.any(c.query_tiles > 0)) else (0,)
+    for group, with_kv, slots in ((gr, False, 0) for gr in GROUPS) if decode else (
+            (0, kvr, k) for kvr in (False, True) for k in slots_tried):
         probe = Fit(kind, 1.0, 0.0, 1.0, 1.0, 1, max_group=group, regroup_weight=1.0)
         extra = [c.exp, c.tiles, c.heads, c.kv_heads, *matrix]
         if group:
@@ -350,6 +359,11 @@ def _attention_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.nda
             extra.append(kv_read)
         if short:  # decode's short stream (Fit.short_stream_s)
             extra.append(c.short)
+        if slots:  # prefill's waves (Fit.waves_s)
+            probe_w = Fit(kind, 1.0, 0.0, 1.0, 1.0, 1, wave_slots=slots)
+            extra.append(np.array([probe_w.waves_s(s) for s in shapes]))
+            if not np.any(extra[-1] > 0):
+                continue
         # decode's latency roof per block time (Fit.latency_s), blocks per SM (the columns are per SM)
         wide = (grp == 1) | ((group > 0) & (grp > group))
         per_head = np.where(decode & (c.kv_heads > 0) & wide, c.heads * width, 0.0)
@@ -363,20 +377,22 @@ def _attention_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.nda
             cols = np.column_stack([roof, np.ones(n), *extra])
 
             def make(coef: np.ndarray, group: int = group, lam_g: float = lam_g, lam_h: float = lam_h,
-                     kappa: float = kappa, with_kv: bool = with_kv) -> Fit:
+                     kappa: float = kappa, with_kv: bool = with_kv, slots: int = slots) -> Fit:
                 a, t0, a_exp, c_tile, c_head, c_kv = (float(v) for v in coef[:6])
                 a_mm = [float(v) for v in coef[6:6 + len(matrix)]]
                 c_g = float(coef[6 + len(matrix)]) if group else 0.0
                 c_1 = float(coef[6 + len(matrix) + (1 if group else 0)]) if single else 0.0
-                c_kvr = float(coef[-1]) if with_kv else 0.0  # prefill only: never beside the short stream
-                c_l2 = float(coef[-1]) if short else 0.0  # decode only
+                # the last columns: prefill's K/V read then its waves; decode's short stream (never both kinds)
+                c_w = float(coef[-1]) if slots else 0.0
+                c_kvr = float(coef[-1 - (1 if slots else 0)]) if with_kv else 0.0
+                c_l2 = float(coef[-1]) if short else 0.0
                 by_width = tuple(zip(widths, a_mm, strict=True)) if widths else ()
                 return Fit(kind, 1 / a, t0, 1.0, 1.0, n, None, per_tile_s=c_tile, per_head_s=c_head,
                            per_kv_head_s=c_kv, compute_ratio=0.0, matrix_weight=a_mm[common], exp_weight=a_exp,
                            max_group=group if c_g > 0 or lam_h > 0 else 0, regroup_weight=c_g,
                            head_dim_weights=by_width, single_group_weight=c_1, block_latency_s=lam_g,
                            head_latency_s=lam_h, stream_blocks=kappa, kv_read_weight=c_kvr,
-                           short_stream_weight=c_l2)
+                           short_stream_weight=c_l2, wave_weight=c_w, wave_slots=slots if c_w > 0 else 0)
 
             out.append(_Trial(cols, make))
     return out

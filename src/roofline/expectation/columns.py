@@ -35,6 +35,7 @@ class Columns:
     sms: int
     k: Any = None  # gemm: the depth (the host floor's launch path reads it; None: every entry's path unknown)
     l2_s: float = 0.0  # τ = L2 capacity / DRAM bandwidth (decode's short stream, Fit.short_stream_s)
+    query_tiles: Any = None  # prefill attention: its CTAs (Fit.waves_s; None: no entry has them)
 
 
 def expected_columns(fit: Fit, c: Columns) -> tuple[Any, Any, Any]:
@@ -105,6 +106,11 @@ def expected_columns(fit: Fit, c: Columns) -> tuple[Any, Any, Any]:
                                       if with_kv else 0.0)
     if fit.short_stream_weight and c.l2_s > 0 and with_kv:  # decode's short stream (Fit.short_stream_s)
         t = t + fit.short_stream_weight * np.where((c.m == 0) & (kv > 0), np.minimum(c.memory_s, c.l2_s), 0.0)
+    if fit.wave_weight and fit.wave_slots and c.sms > 0 and c.query_tiles is not None:  # prefill's waves
+        qts = ceil(c.query_tiles)
+        slots = fit.wave_slots * c.sms
+        qk = np.where(qts > 0, ceil(qts / slots) * slots / np.maximum(qts, 1.0), 1.0)
+        t = t + fit.wave_weight * c.compute_s * (qk - 1)
     if fit.host_floors:  # t = max(host floor of the entry's launch path, the device's sum) (Fit.host_s)
         t = np.maximum(t, host_columns(fit.host_floors, c.m, c.n, c.k, np.shape(c.floor_s)))
     small = fit.small_band if fit.small_band else (fit.low, fit.high)

@@ -61,6 +61,20 @@ of 32-64 0.85-0.87x (B200); with it, c_kvr = 6.9 (B200) and 3.1 (H200), MHA at 1
 ≥ 10 µs 17.2% -> 15.8% (B200), 15.1% -> 14.3% (H200). TensorRT-LLM's prefill (contiguous K/V) shows no
 such trend by group (0.93-1.07x over groups 1-96 on B200).
 
+Prefill's waves: a FlashAttention-style prefill kernel runs one CTA per sequence × query head × query
+tile of 128 rows (T of them), k at a time on an SM; they fill ⌈T/(k·SMs)⌉ waves, the last one partly
+idle, so the matrix units' time is stretched as a GEMM's is (q, above), with its own weight:
+
+    + c_w·C·(q_k − 1),   q_k = ⌈T/(k·SMs)⌉·k·SMs/T      prefill only; k (`wave_slots`) 1 or 2, fitted
+
+What the tables show (aiconfigurator-core 0.12.0, prefill attention, floors ≥ 10 µs, every row, the
+fits with and without the term): where few sequences × heads fill few SMs the kernel runs long (B200
+vLLM, FlashInfer's TRT-LLM kernels: rows of b·h = 1 ran a median 2.1× the fit without it; 16,384
+tokens are 128 CTAs on 148 SMs); the MAPE falls in every prefill group, B200 vLLM BF16 15.5% -> 13.9%,
+SGLang 8.1% -> 7.0%, TRT-LLM 10.3% -> 9.4%, H200 TRT-LLM 12.2% -> 11.7%, vLLM 14.1% -> 13.7%. k is
+fitted per group: 2 for FlashAttention-3 under vLLM and SGLang on H100 and H200, 1 for TensorRT-LLM's
+kernels on H200 and B200 (bench/results/validate_done_when.txt; the shipped files name each).
+
 Decode's short stream: a decode kernel's first τ = L2 capacity / DRAM bandwidth of DRAM time costs
 more per byte than the rest, as if a stream shorter than an L2's worth did not reach DRAM's bandwidth:
 
@@ -165,6 +179,7 @@ MODEL = ("t = max(memory, rho x compute x waves) / e + a_mm x matrix + a_exp x e
          "decode's streaming roof kappa x memory / (sequences x K/V heads) beside memory in the max, "
          "+ c_kvr x prefill's K/V share of memory, "
          "+ c_L2 x min(memory, L2 capacity / DRAM bandwidth) for decode, "
+         "+ c_w x compute x (prefill's waves of query tiles on k x SMs slots - 1), "
          "at least the host floor of the kernel's launch path; "
          "waves = ceil(tiles / SMs) x SMs / tiles (x the last tile's padding where tile_padded); "
          "band = t x [Wilks tolerance interval of cross-fitted measured / t: half of new kernels at 99% confidence], "
@@ -203,6 +218,7 @@ class Shape:
     output_s: float = 0.0  # gemm: m·n BF16 output bytes over DRAM bandwidth
     k: int = 0  # gemm: the depth (which kernel an engine launches, and so its host cost, depends on it)
     l2_s: float = 0.0  # decode: τ = L2 capacity / DRAM bandwidth of its machine (the short stream's knee)
+    query_tiles: float = 0.0  # prefill attention: sequences × query heads × ⌈nq/128⌉ (its CTAs, waves_s)
 
 
 def tiles_of(shape: Shape, tile: tuple[int, int]) -> int:
@@ -249,6 +265,8 @@ class Fit:
     tile_padded: bool = False  # the wave term counts the last tile's padding too (padding_factor)
     stream_blocks: float = 0.0  # κ: decode's sequences × K/V heads that pull DRAM's bandwidth (0: no such roof)
     short_stream_weight: float = 0.0  # c_L2: decode's first τ of DRAM time again (short_stream_s)
+    wave_weight: float = 0.0  # c_w: prefill's last wave of CTAs, in matrix-unit time (waves_s)
+    wave_slots: int = 0  # k: the query tiles an SM runs at once (0: no wave term)
 
     def __post_init__(self) -> None:
         if not 0 < self.efficiency <= 1:
@@ -261,6 +279,7 @@ class Fit:
                  ("single-group weight", self.single_group_weight), ("block latency", self.block_latency_s),
                  ("head latency", self.head_latency_s), ("streaming blocks", self.stream_blocks),
                  ("K/V read weight", self.kv_read_weight), ("short-stream weight", self.short_stream_weight),
+                 ("wave weight", self.wave_weight), ("wave slots", self.wave_slots),
                  ("largest group", self.max_group), ("t0", self.t0_s))
         for what, v in terms:
             if v < 0 or not math.isfinite(v):
@@ -341,7 +360,8 @@ class Fit:
                 "regroup": self.regroup_weight * self.regrouped_s(shape),
                 "single_group": self.single_group_weight * self.single_group_s(shape),
                 "kv_read": self.kv_read_weight * self.kv_read_s(shape),
-                "short_stream": self.short_stream_weight * self.short_stream_s(shape)}
+                "short_stream": self.short_stream_weight * self.short_stream_s(shape),
+                "waves": self.wave_weight * self.waves_s(shape)}
 
     @staticmethod
     def kv_read_s(shape: Shape) -> float:
@@ -359,6 +379,13 @@ class Fit:
         if shape.m != 0 or shape.kv_heads <= 0 or shape.l2_s <= 0:
             return 0.0
         return min(shape.floor_s if shape.memory_s is None else shape.memory_s, shape.l2_s)
+
+    def waves_s(self, shape: Shape) -> float:
+        """Prefill's idle share of its last wave, C·(q_k − 1), q_k = ⌈T/(k·SMs)⌉·k·SMs/T (module docstring:
+        prefill's waves); 0 without query tiles, per-SM data or wave slots."""
+        if not self.wave_slots or shape.query_tiles <= 0 or not shape.sms:
+            return 0.0
+        return shape.compute_s * (waves_factor(math.ceil(shape.query_tiles - 1e-9), self.wave_slots * shape.sms) - 1)
 
     def host_s(self, shape: Shape) -> float:
         """The host floor h of the shape's launch path (host_path), or of the path fitted first (the one
@@ -396,6 +423,7 @@ class Fit:
                 "head_latency_s": self.head_latency_s, "host_floors_s": dict(self.host_floors),
                 "stream_blocks": self.stream_blocks, "tile_padded": self.tile_padded,
                 "kv_read_weight": self.kv_read_weight, "short_stream_weight": self.short_stream_weight,
+                "wave_weight": self.wave_weight, "wave_slots": self.wave_slots,
                 "head_dim_weights": {str(d): w for d, w in self.head_dim_weights}, "rows": self.rows, "mape": self.mape}
 
 
@@ -499,7 +527,8 @@ def shape_of(p: Placement) -> Shape:
         qt = math.ceil(nq / ATTENTION_TILE)
         pairs = qt * (qt + 1) / 2 if nq == nkv else qt * kt
         return Shape(f"{CONTEXT}.{dt}", p.time_s, compute, rows, 0, sms, b * h * pairs, float(b * h),
-                     memory_s=memory, exp_s=exp, kv_heads=float(b * g), head_dim=q.shape[3])
+                     memory_s=memory, exp_s=exp, kv_heads=float(b * g), head_dim=q.shape[3],
+                     query_tiles=float(b * h * qt))
     return Shape(f"other.{dt}", p.time_s, compute, 0, 0, sms, memory_s=memory, exp_s=exp)
 
 

@@ -57,7 +57,7 @@ CLASS_OF_CODE = (0, 0, 1, 2, 2, 0, 1, 1)
 
 
 # the shape columns expected_band builds for expected_columns (Columns' fields, its names)
-SHAPE_COLUMNS = ("rows", "n", "pairs", "heads", "kv_heads", "input_s", "output_s", "head_dim", "k")
+SHAPE_COLUMNS = ("rows", "n", "pairs", "heads", "kv_heads", "input_s", "output_s", "head_dim", "k", "qtiles")
 Band = Callable[["Placement"], tuple[float, float]]  # a placed kernel's expected (low, high), one run
 
 
@@ -220,6 +220,7 @@ def expected_band(sm: StepModel, r: dict[str, Any], batch: Any, seq: Any, machin
         column("head_dim")[:, js] = np.array([float(t.head_dim) for t in tiled])
         pre_pairs = np.where(nq == nkv, qt * (qt + 1) / 2, qt * kt)
         column("pairs")[:, js] = np.where(decode, bq * kv_of * kt, heads * pre_pairs)
+        column("qtiles")[:, js] = np.where(decode, 0.0, heads * qt)  # prefill's CTAs (Shape.query_tiles)
         column("rows")[:, js] = np.where(decode, 0.0, bq * kv_of * _ceil(nq * group_of / ATTENTION_TILE)
                                          * ATTENTION_TILE)
     # one group an (kind, class): entries sorted by it, each group a slice, taken in the order the kernels
@@ -244,7 +245,7 @@ def expected_band(sm: StepModel, r: dict[str, Any], batch: Any, seq: Any, machin
         col = {name: v[a:z] for name, v in flat.items()}
         _, low_g[a:z], high_g[a:z] = expected_columns(fit, Columns(
             col["floor"], col["compute"], col["dram"], col["exp"], col["rows"], col["n"], col["pairs"], col["heads"],
-            col["kv_heads"], col["head_dim"], col["input_s"], col["output_s"], sms, col["k"], tau))
+            col["kv_heads"], col["head_dim"], col["input_s"], col["output_s"], sms, col["k"], tau, col["qtiles"]))
     low, high = np.empty(key.size), np.empty(key.size)
     low[order], high[order] = low_g, high_g
     low, high = low.reshape(floor.shape), high.reshape(floor.shape)
