@@ -3,10 +3,12 @@
 Per kind (gemm.bf16, context_attention.bf16, ...), the rows of the newest version that has each table
 are joined to our kernels (roofline.calibration.join, as `validate` joins them) and fitted
 (roofline.calibration.fit). (B200 TensorRT-LLM 1.3.0rc23's gemm folder only points back at 1.3.0rc20's
-table: its GEMMs are fitted on 1.3.0rc20's.) At most
-`max_rows` rows a table are used, taken at an even stride through the table (every ⌈n / max_rows⌉-th
-row, in the table's order), so a fit of 100,000 GEMM rows takes seconds; the file records how many
-were used and the stride.
+table: its GEMMs are fitted on 1.3.0rc20's.) Every row of a table is joined (in numpy, seconds for
+100,000 rows), then at most `max_rows` rows of each *kind* are fitted, taken at an even stride through
+the kind's rows (every ⌈n / max_rows⌉-th, in the table's order): a kernel an engine runs for a few
+shapes (SGLang's Triton prefill beside FlashAttention-3: 900 of H200's 17,000 prefill rows) is fitted
+on all its rows instead of its share of a stride through the whole table (181 rows). The file records,
+per table, the rows used and each kind's stride.
 
 Layering: imports roofline.errors, roofline.expectation and this room's tables, join and validate.
 """
@@ -57,9 +59,9 @@ def engines_of(source: Source, system: str) -> dict[str, str]:
 def calibrate(source: Source, machine: str, engine: str, max_rows: int = DEFAULT_MAX_ROWS,
               families: Sequence[Family] = FAMILIES) -> ExpectedTimes:
     """The fitted expected times of one catalog machine and engine, with their source: each table of
-    the engine's newest version that has it (tables.tables), at most `max_rows` rows at an even stride,
-    joined as `validate` joins them (join_any: the same kinds, a kernel split off included) and fitted
-    per kind (validate.fit_group)."""
+    the engine's newest version that has it (tables.tables), joined as `validate` joins them (join_any:
+    the same kinds, a kernel split off included) and fitted per kind on at most `max_rows` of its rows at
+    an even stride (validate.fit_group; 0: every row)."""
     names = systems(source, machine)
     if not names:
         covered = sorted({SYSTEMS[s] for s in systems(source)})
@@ -73,15 +75,17 @@ def calibrate(source: Source, machine: str, engine: str, max_rows: int = DEFAULT
     left_out: dict[str, int] = {}
     for family in families:
         for table in tables(source, system, family, engine):
-            sub = table.every(max_rows)
-            stride = max(1, math.ceil(len(table) / max_rows)) if max_rows > 0 else 1
-            jt = join_any(sub)
+            jt = join_any(table)
             for k, v in jt.left_out.items():
                 left_out[f"{table.table}: {k}"] = left_out.get(f"{table.table}: {k}", 0) + v
-            used_tables.append({"table": table.table, "version": table.version, "rows": len(table),
-                                "stride": stride, "used": len(jt.keep)})
+            strides: dict[str, int] = {}
+            used = 0
             for rows_ in split(jt):
-                fits[rows_.kind] = fit_group(rows_, max(max_rows, len(rows_.measured_s)))[0]
+                cap = max_rows if max_rows > 0 else len(rows_.measured_s)
+                fits[rows_.kind], strides[rows_.kind] = fit_group(rows_, cap)
+                used += math.ceil(len(rows_.measured_s) / strides[rows_.kind])
+            used_tables.append({"table": table.table, "version": table.version, "rows": len(table),
+                                "strides": strides, "used": used})
     if not fits:
         raise RooflineError(f"no {engine} rows of {machine} could be joined to a kernel")
     src = {"package": "aiconfigurator-core", "version": source.version, "system": system,

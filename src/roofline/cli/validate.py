@@ -113,7 +113,7 @@ def validate(machine: str | None, engine: str | None, kind: str | None, max_rows
 @click.option("--engine", type=click.Choice(ENGINES), default=None,
               help="Engine (default: the one with the most rows).")
 @click.option("--max-rows", type=POS, default=4000, show_default=True,
-              help="At most this many rows a table, at an even stride.")
+              help="At most this many rows of each kind, at an even stride through its rows.")
 @click.option("--save", default=None, metavar="FILE", help="Write the fitted expected-time file (JSON).")
 @click.option("--json", "as_json", is_flag=True, help="Print the fit as JSON.")
 def calibrate(origin: str, machine: str, engine: str | None, max_rows: int, save: str | None, as_json: bool) -> None:
