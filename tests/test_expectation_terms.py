@@ -1,6 +1,7 @@
-"""The expected-time model's host floor (Fit.host_s), decode's streaming roof (Fit.stream_s) and short
-stream (Fit.short_stream_s), the wave term's tile padding (padding_factor) (roofline.expectation.model) and their fit
-(roofline.calibration.fit), by hand on synthetic sets whose answer is known."""
+"""The expected-time model's host floor (Fit.host_s), decode's streaming roof (Fit.stream_s), short
+stream (Fit.short_stream_s) and query-tile roof (Fit.query_tile_s), the wave term's tile padding
+(padding_factor) (roofline.expectation.model) and their fit (roofline.calibration.fit), by hand on
+synthetic sets whose answer is known."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 from roofline.calibration.fit import fit_kind
 from roofline.expectation.columns import Columns, expected_columns
 from roofline.expectation.launch import host_path, padding_factor
-from roofline.expectation.model import Fit, Shape, l2_stream_s
+from roofline.expectation.model import Fit, Shape, l2_stream_s, query_tile
 from roofline.hardware import get_machine
 
 # H200 vLLM 0.24.0 block-scaled FP8 GEMM (aiconfigurator-core 0.12.0, h200_sxm/gemm/vllm/0.24.0): its rows'
@@ -167,7 +168,7 @@ def test_the_tile_padding_is_recovered() -> None:
 
 
 def test_the_new_terms_survive_the_file() -> None:
-    # a version 3 file carries the host floors, the tile padding and kappa; they read back as written
+    # a version 3 file carries the host floors, the tile padding, kappa and lambda_q; they read back as written
     import json
 
     from roofline.expectation.model import ExpectedTimes
@@ -177,7 +178,9 @@ def test_the_new_terms_survive_the_file() -> None:
                                   host_floors=PATHS),
             "context_attention.bf16": Fit("context_attention.bf16", 0.3, 1e-5, 0.9, 1.2, 2796, kv_read_weight=6.9),
             "generation_attention.fp8@triton": Fit("generation_attention.fp8@triton", 0.5, 9e-6, 0.9, 1.3, 117,
-                                                   stream_blocks=96.0)}
+                                                   stream_blocks=96.0),
+            "generation_attention.fp8": Fit("generation_attention.fp8", 1.0, 7.3e-6, 0.94, 1.21, 1647, max_group=32,
+                                            query_tile_latency_s=0.2e-6)}
     raw = json.loads(json.dumps(ExpectedTimes("h200", "vllm", "0.24.0", {}, fits).to_dict()))
     assert raw["version"] == 3
     assert dict(parse(raw, "h200.vllm.json").fits) == fits
@@ -299,3 +302,78 @@ def test_prefill_query_tiles_of_a_measured_row() -> None:
     assert f.query_tiles is not None and float(f.query_tiles[0]) == 2 * 8 * 8
     d = attention_floors(r, True, "bf16", "bf16", [2], [8], [2], [128], [1000])
     assert d.query_tiles is not None and float(d.query_tiles[0]) == 0.0
+
+
+def _grouped(b: int, h: int, g: int, d: int, mem_us: float) -> Shape:
+    """A decode kernel on H200's 132 SMs: b sequences, h query heads over g K/V heads of width d."""
+    return Shape("generation_attention.fp8", mem_us * 1e-6, 0.0, sms=132, tile_pairs=float(b * g),
+                 heads=float(b * h), memory_s=mem_us * 1e-6, kv_heads=float(b * g), head_dim=d)
+
+
+def test_the_query_tile_by_hand() -> None:
+    # TensorRT-LLM's Hopper FP8 XQA kernel pads a block's query heads to a multiple of 8 (kernels/xqa/mha_sm90.cu,
+    # ctaNbQHeads = roundUp(headGrpSize x beamWidth, 8)) and a head to 64, 128 or 256 elements (kernels/xqa/mha.h,
+    # headElems): ⌈H/G⌉₈ x padded width / 256
+    assert query_tile(16, 192) == 16 * 256 / 256  # 16 heads of 192 (padded to 256): 16
+    assert query_tile(12, 128) == query_tile(16, 128) == 16 * 128 / 256  # 12 heads take a tile of 16: 8
+    assert query_tile(2, 64) == 8 * 64 / 256  # 2 heads take a tile of 8, of 64 elements: 2
+    assert query_tile(6, 100) == 8 * 128 / 256  # a head of 100 elements pads to 128: 4
+    assert query_tile(32, 512) == 32 * 512 / 256  # wider than 256 (no such XQA kernel): the width as it is, 64
+
+
+def test_the_query_tile_roof_by_hand() -> None:
+    # H200 TRT-LLM 1.3.0rc20 decode with an FP8 cache, b2048 h32/2 d192 KV 1 (aiconfigurator-core 0.12.0): measured
+    # 224.7 µs; DRAM's time is the BF16 query and output, 2048·32·192·2 B·2 = 50.3 MB over 4.8 TB/s = 10.5 µs.
+    # With λ_q = 0.2 µs a padded query head × 256 elements on one SM (the shipped H200 fit's): B_g = 2048·2 = 4096
+    # blocks of tile 16 (16 heads, 192 -> 256), 4096/132 = 31.03 an SM of which the first n₀ = 2 hide under t0:
+    # Q = 0.2 µs × (31.03 − 2) × 16 = 92.90 µs, above M: t = Q/e + t0 = 92.90 + 7.3 µs
+    fit = Fit("generation_attention.fp8", 1.0, 7.3e-6, 1.0, 1.0, 1, max_group=32, query_tile_latency_s=0.2e-6)
+    row = _grouped(2048, 32, 2, 192, 10.5)
+    assert fit.query_tile_s(row) == pytest.approx(0.2e-6 * (4096 / 132 - 2) * 16, rel=1e-12)
+    assert fit.expected_s(row) == pytest.approx((0.2 * (4096 / 132 - 2) * 16 + 7.3) * 1e-6, rel=1e-12)
+    # the same blocks at KV length 8191: M = 2048·2·8192·192·2 B / 4.8 TB/s = 2.7 ms is above Q, which adds nothing
+    assert fit.expected_s(_grouped(2048, 32, 2, 192, 2684.0)) == pytest.approx((2684 + 7.3) * 1e-6, rel=1e-12)
+    # b64 h32/2: 128 blocks, under 2 an SM: none beyond the launch's fixed time
+    assert fit.query_tile_s(_grouped(64, 32, 2, 192, 1.0)) == 0.0
+    # MHA (H = G: masked MHA, not XQA), a group of 64 (beyond max_group = 32: one block per query head) and a
+    # prefill shape (query rows tiled) have none
+    assert fit.query_tile_s(_grouped(2048, 32, 32, 128, 1.0)) == 0.0
+    assert fit.query_tile_s(_grouped(2048, 128, 2, 128, 1.0)) == 0.0
+    assert fit.query_tile_s(Shape("context_attention.fp8", 1e-5, 1e-5, m=128, sms=132, heads=32.0,
+                                  kv_heads=2.0, head_dim=128)) == 0.0
+    # the columns' evaluation (validate's and serve's) takes the same roof
+    shapes = [row, _grouped(2048, 32, 2, 192, 2684.0), _grouped(2048, 32, 32, 128, 1.0),
+              _grouped(256, 96, 8, 256, 12.0), _grouped(64, 32, 2, 192, 1.0)]
+
+    def col(get: object) -> np.ndarray:
+        return np.array([get(s) for s in shapes], dtype=float)  # type: ignore[operator]
+
+    zero = np.zeros(len(shapes))
+    c = Columns(col(lambda s: s.floor_s), zero, col(lambda s: s.memory_s), zero, zero, zero,
+                col(lambda s: s.tile_pairs), col(lambda s: s.heads), col(lambda s: s.kv_heads),
+                col(lambda s: s.head_dim), zero, zero, 132)
+    t, _, _ = expected_columns(fit, c)
+    assert t == pytest.approx([fit.expected_s(s) for s in shapes], rel=1e-12)
+    # b256 h96/8 d256: B_g = 2048 blocks (15.52 an SM) of tile 16 (12 heads pad to 16): Q = 0.2 × 13.52 × 16 = 43.25 µs
+    assert t[3] == pytest.approx((0.2 * (2048 / 132 - 2) * 16 + 7.3) * 1e-6, rel=1e-12)
+
+
+def test_the_query_tile_roof_is_recovered() -> None:
+    # 600 decode shapes (the latency knobs are searched on fits of at least MIN_LATENCY_ROWS = 500 rows), groups
+    # of 2-16 heads of width 64-256, measured = max(M, L, Q)/0.9 + 7 µs with L = 1 µs·B_g·(1 + d/256)/132 and
+    # Q = 0.3 µs·max(0, B_g/132 − 2)·⌈H/G⌉₈·d₂₅₆: λ_g, λ_q (on their grids) and e, t0 come back, the MAPE 0
+    shapes = []
+    for i in range(600):
+        b, g, group = (64, 256, 1024, 2048)[i % 4], (1, 2, 8)[i % 3], (2, 4, 8, 12, 16)[i % 5]
+        d = (64, 128, 192, 256)[(i // 7) % 4]
+        shapes.append(_grouped(b, g * group, g, d, (2 + 37 * (i % 13)) * 1.0))
+
+    def truth(s: Shape) -> float:
+        lat = 1e-6 * s.kv_heads * (1 + s.head_dim / 256) / 132
+        tile = 0.3e-6 * max(0.0, s.kv_heads / 132 - 2) * query_tile(s.heads / s.kv_heads, s.head_dim)
+        return max(s.memory_s or 0.0, lat, tile) / 0.9 + 7e-6
+
+    fit = fit_kind("generation_attention.fp8", shapes, [truth(s) for s in shapes])
+    assert (fit.block_latency_s, fit.query_tile_latency_s) == pytest.approx((1e-6, 0.3e-6))
+    assert (fit.efficiency, fit.t0_s) == pytest.approx((0.9, 7e-6), rel=1e-6)
+    assert fit.mape == pytest.approx(0.0, abs=1e-9)

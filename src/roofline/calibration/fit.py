@@ -24,8 +24,9 @@ The terms fitted per kind:
                      and memory on the rows of one query head per K/V head (MHA; where the rows mix both),
                      and decode's short stream min(memory, τ) (τ = L2 capacity / DRAM bandwidth);
                      prefill's waves C·(q_k − 1) with k among WAVE_SLOTS;
-                     decode's x = max(memory, L, S), the latency roof L with (λ_g, λ_h) on a grid
-                     (LATENCIES) and the streaming roof S with κ on a grid (STREAMS)
+                     decode's x = max(memory, L, S, Q), the latency roof L with (λ_g, λ_h) on a grid
+                     (LATENCIES), the streaming roof S with κ on a grid (STREAMS) and the query-tile
+                     roof Q with λ_q on a grid (QUERY_TILES)
 
 and around them the knobs, chosen by the smallest mean absolute percentage error (MAPE) of t: a GEMM's
 wave tile among candidates (GEMM_TILES) and ρ on a grid (RATIOS: how much slower than its memory side
@@ -69,7 +70,17 @@ from functools import lru_cache
 import numpy as np
 
 from roofline.errors import RooflineError
-from roofline.expectation.model import ANY_PATH, BAND_SPLIT_S, HOST_PATHS, LATENCY_WIDTH, Fit, Shape, host_path
+from roofline.expectation.model import (
+    ANY_PATH,
+    BAND_SPLIT_S,
+    HOST_PATHS,
+    LATENCY_WIDTH,
+    QUERY_TILE_HIDDEN,
+    Fit,
+    Shape,
+    host_path,
+    query_tile,
+)
 from roofline.frozen import frozen
 
 # tiles the wave term may be counted in: CUTLASS/cuBLAS's common 128×128, 128×256 and 256×128 output tiles
@@ -113,6 +124,11 @@ WAVE_SLOTS = (0, 1, 2)
 STREAMS = (0.0, 16.0, 32.0, 48.0, 64.0, 96.0, 128.0, 192.0, 256.0)
 LATENCIES = tuple((g * 1e-6, h * 1e-6) for g in (0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0)
                   for h in (0.0, 0.25, 0.5, 1.0, 1.5, 2.0))
+# decode's query-tile roof (roofline.expectation.model, Fit.query_tile_s): λ_q per padded query head × 256 elements
+# of a grouped block on one SM beyond its first QUERY_TILE_HIDDEN blocks, on a grid around what H200's and H100's
+# FP8-cache TensorRT-LLM rows show (0.28-0.52 µs from 16 blocks an SM on); searched with the latency roof's knobs,
+# on fits of MIN_LATENCY_ROWS rows
+QUERY_TILES = (0.0, 0.1e-6, 0.15e-6, 0.2e-6, 0.3e-6, 0.4e-6)
 
 
 def solve(x: Sequence[float], y: Sequence[float], *extra: Sequence[float]) -> tuple[float, ...]:
@@ -339,6 +355,7 @@ def _attention_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.nda
     decode = kind.startswith("generation")
     grp = np.where(c.kv_heads > 0, c.heads / np.maximum(c.kv_heads, 1e-300), 0.0)
     width = 1 + c.head_dim / LATENCY_WIDTH
+    q_tile = np.array([query_tile(g, int(d)) for g, d in zip(grp, c.head_dim, strict=True)])
     kv = np.array([s.kv_heads for s in shapes], dtype=float)  # sequences × K/V heads (not per SM)
     kv_read = np.array([Fit.kv_read_s(s) for s in shapes], dtype=float)
     short = decode and bool(np.any(c.short > 0))
@@ -368,16 +385,24 @@ def _attention_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.nda
         wide = (grp == 1) | ((group > 0) & (grp > group))
         per_head = np.where(decode & (c.kv_heads > 0) & wide, c.heads * width, 0.0)
         per_block = np.where(decode & (c.kv_heads > 0) & ~wide, c.kv_heads * width, 0.0)
+        # decode's query-tile roof per λ_q (Fit.query_tile_s): the grouped blocks' padded query tiles per SM
+        # beyond the first QUERY_TILE_HIDDEN blocks an SM
+        per_tile = np.where(decode & (c.kv_heads > 0) & ~wide,
+                            np.maximum(c.kv_heads - QUERY_TILE_HIDDEN, 0.0) * q_tile, 0.0)
         latencies = LATENCIES if decode and n >= MIN_LATENCY_ROWS else ((0.0, 0.0),)
         streams = STREAMS if decode and n >= MIN_STREAM_ROWS else (0.0,)
-        for (lam_g, lam_h), kappa in ((lat, k) for lat in latencies for k in streams):
+        query_tiles = QUERY_TILES if decode and n >= MIN_LATENCY_ROWS else (0.0,)
+        for (lam_g, lam_h), kappa, lam_q in ((lat, k, lq) for lat in latencies for k in streams for lq in query_tiles):
             roof = np.maximum(c.memory, lam_g * per_block + lam_h * per_head)
             if kappa:
                 roof = np.maximum(roof, np.where(decode & (kv > 0), kappa * c.memory / np.maximum(kv, 1e-300), 0.0))
+            if lam_q:
+                roof = np.maximum(roof, lam_q * per_tile)
             cols = np.column_stack([roof, np.ones(n), *extra])
 
             def make(coef: np.ndarray, group: int = group, lam_g: float = lam_g, lam_h: float = lam_h,
-                     kappa: float = kappa, with_kv: bool = with_kv, slots: int = slots) -> Fit:
+                     kappa: float = kappa, with_kv: bool = with_kv, slots: int = slots,
+                     lam_q: float = lam_q) -> Fit:
                 a, t0, a_exp, c_tile, c_head, c_kv = (float(v) for v in coef[:6])
                 a_mm = [float(v) for v in coef[6:6 + len(matrix)]]
                 c_g = float(coef[6 + len(matrix)]) if group else 0.0
@@ -389,10 +414,11 @@ def _attention_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.nda
                 by_width = tuple(zip(widths, a_mm, strict=True)) if widths else ()
                 return Fit(kind, 1 / a, t0, 1.0, 1.0, n, None, per_tile_s=c_tile, per_head_s=c_head,
                            per_kv_head_s=c_kv, compute_ratio=0.0, matrix_weight=a_mm[common], exp_weight=a_exp,
-                           max_group=group if c_g > 0 or lam_h > 0 else 0, regroup_weight=c_g,
+                           max_group=group if c_g > 0 or lam_h > 0 or lam_q > 0 else 0, regroup_weight=c_g,
                            head_dim_weights=by_width, single_group_weight=c_1, block_latency_s=lam_g,
                            head_latency_s=lam_h, stream_blocks=kappa, kv_read_weight=c_kvr,
-                           short_stream_weight=c_l2, wave_weight=c_w, wave_slots=slots if c_w > 0 else 0)
+                           short_stream_weight=c_l2, wave_weight=c_w, wave_slots=slots if c_w > 0 else 0,
+                           query_tile_latency_s=lam_q)
 
             out.append(_Trial(cols, make))
     return out

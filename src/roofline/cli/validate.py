@@ -120,8 +120,8 @@ def calibrate(origin: str, machine: str, engine: str | None, max_rows: int, save
     """Fit the expected-time model, t = max(DRAM, rho x compute x waves)/e + t0 + the kind's terms (GEMM:
     the activation's quantize pass and the epilogue, the last tile's padding, a host floor per launch path;
     attention: matrix and exp time, costs per tile pair, per head and per K/V head, prefill's K/V read,
-    decode's latency and streaming roofs and MHA term), per kind on one GPU x engine's measured tables
-    (MLA and MoE too, where they exist); the band is Wilks's tolerance interval of measured / t from
+    decode's latency, streaming and query-tile roofs and MHA term), per kind on one GPU x engine's measured
+    tables (MLA and MoE too, where they exist); the band is Wilks's tolerance interval of measured / t from
     constants fitted without each row (10 folds): half of new kernels at 99% confidence."""
     import json
 
@@ -162,7 +162,8 @@ def calibrate(origin: str, machine: str, engine: str | None, max_rows: int, save
                 ("ns a K/V head", f.per_kv_head_s * 1e9), ("c_g", f.regroup_weight), ("c_1", f.single_group_weight),
                 ("us a decode block", f.block_latency_s * 1e6), ("us a decode head", f.head_latency_s * 1e6),
                 ("kappa", f.stream_blocks), ("c_kvr", f.kv_read_weight), ("c_L2", f.short_stream_weight),
-                ("c_w", f.wave_weight), ("wave slots", f.wave_slots)) if v)
+                ("c_w", f.wave_weight), ("wave slots", f.wave_slots),
+                ("us a decode query tile", f.query_tile_latency_s * 1e6)) if v)
             click.echo(f"  {kind:<28} e = {f.efficiency:.3f}, t0 = {f.t0_s * 1e6:.1f} us{extra}, "
                        f"waves in {_tile_words(f.tile)}, band x{f.low:.2f}-{f.high:.2f}, "
                        f"{f.rows} rows, MAPE {100 * (f.mape or 0):.1f}%")

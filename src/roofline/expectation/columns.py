@@ -12,7 +12,14 @@ from __future__ import annotations
 from typing import Any
 
 from roofline.expectation.launch import host_columns
-from roofline.expectation.model import BAND_SPLIT_S, LATENCY_WIDTH, Fit
+from roofline.expectation.model import (
+    BAND_SPLIT_S,
+    LATENCY_WIDTH,
+    QUERY_TILE_HEADS,
+    QUERY_TILE_HIDDEN,
+    QUERY_TILE_WIDTHS,
+    Fit,
+)
 from roofline.frozen import frozen
 
 
@@ -69,6 +76,14 @@ def expected_columns(fit: Fit, c: Columns) -> tuple[Any, Any, Any]:
             blocks = np.where(wide, fit.head_latency_s * c.heads, fit.block_latency_s * kv)
             lat = np.where((c.m == 0) & (kv > 0), blocks * (1 + c.head_dim / LATENCY_WIDTH) / c.sms, 0.0)
         roofline = np.maximum(roofline, lat)
+    if fit.query_tile_latency_s and c.sms > 0 and with_kv:  # decode's query-tile roof (Fit.query_tile_s)
+        grp = np.where(kv > 0, c.heads / np.maximum(kv, 1e-300), 0.0)
+        grouped = (c.m == 0) & (kv > 0) & (grp != 1) & ~((fit.max_group > 0) & (grp > fit.max_group))
+        hd = np.asarray(c.head_dim, dtype=np.float64)
+        width = np.select([hd <= w for w in QUERY_TILE_WIDTHS], QUERY_TILE_WIDTHS, hd)
+        tile = ceil(grp / QUERY_TILE_HEADS) * QUERY_TILE_HEADS * width / QUERY_TILE_WIDTHS[-1]
+        blocks = np.maximum(kv / c.sms - QUERY_TILE_HIDDEN, 0.0)
+        roofline = np.maximum(roofline, np.where(grouped, fit.query_tile_latency_s * blocks * tile, 0.0))
     if fit.stream_blocks:  # decode's streaming roof (Fit.stream_s)
         roofline = np.maximum(roofline, np.where((c.m == 0) & (kv > 0), fit.stream_blocks * c.memory_s
                                                  / np.maximum(kv, 1e-300), 0.0) if with_kv else 0.0)

@@ -102,6 +102,43 @@ the KV length and linear in sequences × K/V heads, 36, 40 and 55 ns a block at 
 256 (1 + d/256 within 10%) for groups of 2-32, 12 ns for MHA's blocks and 9.8 ns a query head for
 groups of 48-128; at long KV the same rows are DRAM-bound.
 
+Decode's query-tile roof: TensorRT-LLM decodes a grouped cache (1 < H/G ≤ 32) on Hopper with one of two
+XQA kernels, by the cache's dtype: an FP8 (E4M3) cache on sm90 takes the Hopper warp-specialized kernel
+(kernels/xqa/mha_sm90.cu, launchHopperF8MHA), a BF16/FP16 cache the Ampere-style one
+(kernels/xqa/mha.cu); H = G and H/G > 32 go to the masked multi-head attention kernel
+(supportConfigQGMMA, supportConfigHMMA and supportConfigCommon in
+cpp/tensorrt_llm/kernels/decoderMaskedMultiheadAttention/decoderXQAImplJIT/kernelUtils.cpp,
+NVIDIA/TensorRT-LLM: three stored versions, 2023-2026, agree; the v1.3.0rc20 tag's own was not among
+them; aiconfigurator's collector/trtllm/collect_attn.py times decode with TRTLLM_ENABLE_XQA_JIT=1,
+64-token pages, RoPE GPT-NeoX). The Hopper kernel's block (one sequence × K/V head) holds its query
+heads padded to a multiple of 8 (mha_sm90.cu: ctaNbQHeads = roundUp(headGrpSize × beamWidth, 8), the
+MMA's N) and each head padded to 64, 128 or 256 elements (kernels/xqa/mha.h: headElems; a head of 192 is
+256), and its time grows with that padded query tile:
+
+    Q = λ_q·max(0, B_g/SMs − n₀)·⌈H/G⌉₈·d₂₅₆   ⌈H/G⌉₈ = H/G rounded up to a multiple of 8 (QUERY_TILE_HEADS),
+                                               d₂₅₆ = the padded head width / 256, n₀ = 2 blocks an SM
+                                               (QUERY_TILE_HIDDEN); B_g as in L; inside the roofline max
+                                               beside L and S, decode's grouped blocks only
+
+What the tables show (aiconfigurator-core 0.12.0, TensorRT-LLM 1.3.0rc20, KV length ≤ 15, batches
+512-2048): an FP8-cache block takes 1.3 µs an SM at ⌈H/G⌉₈·d₂₅₆ = 2, 1.7 at 4, 2.6 at 8, 5.5-7.4 at 16
+and 12.1 at 32 on H200 (H100 1-11% slower), about the same at one product however it is split (8 × 256,
+16 × 128 and 32 × 64 at 8: 2.5-3.0, 2.3-2.7 and 2.6 µs), where a BF16-cache block (the Ampere-style
+kernel) takes 4.6-8.1 µs, within 16% of its time at H/G = 2 up to H/G = 16 and 6.2-11.1 µs at 32. The
+time beyond t0 is (B_g/SMs − n₀)·⌈H/G⌉₈·d₂₅₆ times 0.28-0.52 µs from 16 blocks an SM on, with n₀ = 1-2
+blocks an SM that take no more than the launch's fixed time (fewer blocks per SM cost less per block);
+n₀ = 0, 1, 2, 3 cross-fit the H100 TRT-LLM FP8 rows at 14.8, 14.0, 13.7, 13.8% MAPE (floors ≥ 10 µs, the
+fit's rows), H200's at 14.3, 14.0, 14.0, 13.9%, and the unpadded H/G·d₂₅₆ in place of the padded tile
+does no better (H200 14.4% against 14.3% at n₀ = 0). The tables do not show why the tile costs what it
+does (they time the kernel with its in-kernel RoPE, the BF16 query's conversion to FP8 and the new
+token's K/V write: mha_sm90.cu's needInputCvt, decoderXQAImplJIT.cpp's applyRoPEInXqaKernel), only that
+it does. λ_q is fitted with the latency roof's knobs wherever it lowers the MAPE, as they are: besides
+TensorRT-LLM's Hopper FP8 rows (λ_q = 0.3 µs on H100, 0.2 on H200) 26 more decode fits take it (0.1-0.4 µs:
+its BF16 rows on Hopper, whose kernel rises past 16 heads; SGLang's and vLLM's on Hopper; 12 of
+Blackwell's; A100's BF16; 5 MLA fits); on those kernels the padding is this kernel's, not theirs, and
+the term stands for what their tables show (every row, floors ≥ 10 µs: B200 TRT-LLM FP8 10.2% -> 7.1%,
+B200 SGLang FP8 9.0% -> 6.5%, H200 SGLang FP8 10.4% -> 8.5%; bench/results/validate_done_when.txt).
+
 Decode's streaming roof (Little's law for bytes): a kernel that gives each sequence × K/V head a fixed
 number of blocks, each streaming its share of the K/V in order, pulls at most β bytes a second a block
 (the bytes it keeps in flight over DRAM's latency); with fewer such blocks than DRAM's bandwidth needs,
@@ -177,6 +214,8 @@ MODEL = ("t = max(memory, rho x compute x waves) / e + a_mm x matrix + a_exp x e
          "+ per-head cost x sequences x heads / SMs + per-K/V-head cost x sequences x K/V heads / SMs "
          "+ c_g x (heads / K/V heads) x memory beyond the largest group + c_1 x memory if one head per K/V head, "
          "decode's streaming roof kappa x memory / (sequences x K/V heads) beside memory in the max, "
+         "decode's query-tile roof lambda_q x max(0, sequences x K/V heads / SMs - 2) x ceil(heads per K/V head, 8) "
+         "x padded width / 256 beside it, "
          "+ c_kvr x prefill's K/V share of memory, "
          "+ c_L2 x min(memory, L2 capacity / DRAM bandwidth) for decode, "
          "+ c_w x compute x (prefill's waves of query tiles on k x SMs slots - 1), "
@@ -195,6 +234,9 @@ GEMM, CONTEXT, GENERATION = "gemm", "context_attention", "generation_attention"
 FALLBACK_MEMORY = f"{GENERATION}.bf16"
 ATTENTION_TILE = 128  # FlashAttention-3's 128 queries × 128 keys (roofline.kernels.ATTENTION_TILE)
 LATENCY_WIDTH = 256  # decode's block latency grows as 1 + d/256 with the head width d (module docstring)
+QUERY_TILE_HEADS = 8  # Hopper's FP8 XQA kernel pads a block's query heads to a multiple of 8 (module docstring)
+QUERY_TILE_WIDTHS = (64, 128, 256)  # ... and a head to one of these widths (TensorRT-LLM kernels/xqa/mha.h)
+QUERY_TILE_HIDDEN = 2.0  # n₀: the first blocks an SM runs within the launch's fixed time t0 (module docstring)
 ACTIVATION_BYTES = 2  # the BF16 activation an engine's quantized GEMM reads before it quantizes it
 
 
@@ -219,6 +261,13 @@ class Shape:
     k: int = 0  # gemm: the depth (which kernel an engine launches, and so its host cost, depends on it)
     l2_s: float = 0.0  # decode: τ = L2 capacity / DRAM bandwidth of its machine (the short stream's knee)
     query_tiles: float = 0.0  # prefill attention: sequences × query heads × ⌈nq/128⌉ (its CTAs, waves_s)
+
+
+def query_tile(group: float, head_dim: int) -> float:
+    """⌈H/G⌉₈·d₂₅₆: a decode block's query heads rounded up to a multiple of QUERY_TILE_HEADS times its head
+    width padded to the next of QUERY_TILE_WIDTHS (a wider head as it is), over 256 (the query-tile roof)."""
+    width = next((w for w in QUERY_TILE_WIDTHS if head_dim <= w), head_dim)
+    return math.ceil(group / QUERY_TILE_HEADS - 1e-9) * QUERY_TILE_HEADS * width / QUERY_TILE_WIDTHS[-1]
 
 
 def tiles_of(shape: Shape, tile: tuple[int, int]) -> int:
@@ -267,6 +316,8 @@ class Fit:
     short_stream_weight: float = 0.0  # c_L2: decode's first τ of DRAM time again (short_stream_s)
     wave_weight: float = 0.0  # c_w: prefill's last wave of CTAs, in matrix-unit time (waves_s)
     wave_slots: int = 0  # k: the query tiles an SM runs at once (0: no wave term)
+    # λ_q: decode's time per padded query head × 256 elements of a grouped block on one SM (query_tile_s)
+    query_tile_latency_s: float = 0.0
 
     def __post_init__(self) -> None:
         if not 0 < self.efficiency <= 1:
@@ -280,6 +331,7 @@ class Fit:
                  ("head latency", self.head_latency_s), ("streaming blocks", self.stream_blocks),
                  ("K/V read weight", self.kv_read_weight), ("short-stream weight", self.short_stream_weight),
                  ("wave weight", self.wave_weight), ("wave slots", self.wave_slots),
+                 ("query-tile latency", self.query_tile_latency_s),
                  ("largest group", self.max_group), ("t0", self.t0_s))
         for what, v in terms:
             if v < 0 or not math.isfinite(v):
@@ -294,13 +346,14 @@ class Fit:
                 raise RooflineError(f"{self.kind}: the band needs 0 < low ≤ high, got {low:g}, {high:g}")
 
     def stretched_floor_s(self, shape: Shape) -> float:
-        """max(memory, ρ·compute·q, L): the roofline term with the last wave's idle SMs counted and
-        decode's latency roof (latency_s)."""
+        """max(memory, ρ·compute·q, L, S, Q): the roofline term with the last wave's idle SMs counted and
+        decode's latency, streaming and query-tile roofs (latency_s, stream_s, query_tile_s)."""
         memory = shape.floor_s if shape.memory_s is None else shape.memory_s
         q = waves_factor(tiles_of(shape, self.tile), shape.sms) if self.tile is not None else 1.0
         if self.tile_padded:
             q *= padding_factor(shape.m, shape.n, self.tile)
-        return max(memory, self.compute_ratio * shape.compute_s * q, self.latency_s(shape), self.stream_s(shape))
+        return max(memory, self.compute_ratio * shape.compute_s * q, self.latency_s(shape), self.stream_s(shape),
+                   self.query_tile_s(shape))
 
     def stream_s(self, shape: Shape) -> float:
         """Decode's streaming roof S = κ·M / (sequences × K/V heads) (module docstring); 0 for a kernel
@@ -319,6 +372,23 @@ class Fit:
         wide = group == 1 or (self.max_group > 0 and group > self.max_group)
         blocks = self.head_latency_s * shape.heads if wide else self.block_latency_s * shape.kv_heads
         return blocks * (1 + shape.head_dim / LATENCY_WIDTH) / shape.sms
+
+    def grouped(self, shape: Shape) -> bool:
+        """A decode shape whose blocks each serve a group of query heads (1 < H/G, within max_group where the
+        fit has one): the blocks latency_s counts by K/V head and query_tile_s by their padded query tile."""
+        if shape.m != 0 or shape.kv_heads <= 0:
+            return False
+        group = shape.heads / shape.kv_heads
+        return group != 1 and not (self.max_group > 0 and group > self.max_group)
+
+    def query_tile_s(self, shape: Shape) -> float:
+        """Decode's query-tile roof Q = λ_q·max(0, B_g/SMs − n₀)·⌈H/G⌉₈·d₂₅₆ (module docstring); 0 for a
+        kernel with query rows (prefill, a GEMM), one of one query head per K/V head or beyond max_group,
+        without per-SM data, or where λ_q = 0."""
+        if not self.query_tile_latency_s or not shape.sms or not self.grouped(shape):
+            return 0.0
+        blocks = max(0.0, shape.kv_heads / shape.sms - QUERY_TILE_HIDDEN)
+        return self.query_tile_latency_s * blocks * query_tile(shape.heads / shape.kv_heads, shape.head_dim)
 
     @staticmethod
     def per_sm(shape: Shape) -> tuple[float, float]:
@@ -424,6 +494,7 @@ class Fit:
                 "stream_blocks": self.stream_blocks, "tile_padded": self.tile_padded,
                 "kv_read_weight": self.kv_read_weight, "short_stream_weight": self.short_stream_weight,
                 "wave_weight": self.wave_weight, "wave_slots": self.wave_slots,
+                "query_tile_latency_s": self.query_tile_latency_s,
                 "head_dim_weights": {str(d): w for d, w in self.head_dim_weights}, "rows": self.rows, "mape": self.mape}
 
 
@@ -578,6 +649,7 @@ __all__ = [
     "expect",
     "host_path",
     "l2_stream_s",
+    "query_tile",
     "shape_of",
     "tiles_of",
     "waves_factor",
