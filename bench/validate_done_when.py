@@ -118,8 +118,8 @@ def main() -> int:
              f"{f' --max-rows {args.max_rows}' if args.max_rows else ''} --json, "
              f"M = {', '.join(machines)}; E = every engine's newest tables; {rows}; aiconfigurator-core 0.12.0)",
              f"fits: {'the shipped ones, src/roofline/expectation/data/' if args.fits == 'shipped' else 'fitted here'}"
-             f" (roofline calibrate --from aiconfigurator --machine M --engine E, --max-rows {FIT_ROWS}: every "
-             f"ceil(n/{FIT_ROWS})-th row)",
+             f" (roofline calibrate --from aiconfigurator --machine M --engine E, --max-rows {FIT_ROWS}: at most "
+             f"{FIT_ROWS} rows of each kind, at a stride through its rows)",
              f"run {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC on the CPU dev box; uptime: {load}",
              "", HEADER]
     groups = []
