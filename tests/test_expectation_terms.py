@@ -13,7 +13,8 @@ import pytest
 from roofline.calibration.fit import fit_kind
 from roofline.expectation.columns import Columns, expected_columns
 from roofline.expectation.launch import host_path, padding_factor
-from roofline.expectation.model import Fit, Shape, l2_stream_s, query_tile
+from roofline.expectation.model import Fit, Shape, query_tile
+from roofline.expectation.placed import l2_stream_s
 from roofline.hardware import get_machine
 
 # H200 vLLM 0.24.0 block-scaled FP8 GEMM (aiconfigurator-core 0.12.0, h200_sxm/gemm/vllm/0.24.0): its rows'

@@ -21,7 +21,8 @@ from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from roofline.errors import RooflineError
-from roofline.expectation.model import BAND_SPLIT_S, FORMAT, MODEL, ExpectedTimes, expect, shape_of
+from roofline.expectation.model import BAND_SPLIT_S, FORMAT, MODEL, ExpectedTimes
+from roofline.expectation.placed import expect, shape_of
 from roofline.expectation.shipped import for_machine, parse
 from roofline.frozen import frozen
 

@@ -23,7 +23,7 @@ nq = nkv and pairs = nq·(nq + 1)/2 per head, decode nq = 1 and pairs = nkv; P =
     SMEM bytes    q bytes·P·d·(1/Bc + 1/Br) + kv bytes·P·dv/Br,  Br = min(128, nq·h/g), Bc = min(128, nkv)
     L2 bytes      q bytes·P·d/Br + q + kv bytes·P·dv/Br + out
 
-The `Shape` columns the expected-time model reads (roofline.expectation.model.shape_of) come out
+The `Shape` columns the expected-time model reads (roofline.expectation.placed.shape_of) come out
 beside the floor: output rows and columns, tile pairs and sequences × heads.
 
 Layering: imports roofline.dtypes, roofline.vocab, roofline.hardware, roofline.kernels (the tiles)

@@ -39,7 +39,8 @@ from roofline.calibration.floors import FIELDS, Floors, Roofs, attention_floors,
 from roofline.calibration.tables import KERNEL_GROUP, Row, Table, version_key
 from roofline.dtypes import get_dtype
 from roofline.errors import RooflineError
-from roofline.expectation.model import Shape, shape_of
+from roofline.expectation.model import Shape
+from roofline.expectation.placed import shape_of
 from roofline.frozen import frozen
 from roofline.graph import Graph, tensor
 from roofline.hardware import Machine, get_machine

@@ -49,7 +49,8 @@ from roofline.calibration.tables import Table
 from roofline.errors import RooflineError
 from roofline.expectation.columns import Columns
 from roofline.expectation.columns import expected_columns as columns_band
-from roofline.expectation.model import ExpectedTimes, Fit, Shape, l2_stream_s
+from roofline.expectation.model import ExpectedTimes, Fit, Shape
+from roofline.expectation.placed import l2_stream_s
 from roofline.frozen import frozen
 from roofline.units import format_bytes, format_time
 from roofline.vocab import Level

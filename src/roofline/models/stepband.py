@@ -3,7 +3,7 @@ at every (batch, length), with numpy, as `roofline kernel` and `roofline model` 
 kernel at a time.
 
 The expected-time model reads of a placed kernel its kind, its floor, its FLOP units' term and its
-shape (roofline.expectation.model.shape_of). The step model has all four for every point: the floor
+shape (roofline.expectation.placed.shape_of). The step model has all four for every point: the floor
 and the compute term from StepModel.evaluate, the kind from the kernel's ops (a lone matmul is a GEMM
 of its dtype; a kernel holding attention's q·kᵀ is context attention, or generation attention of the
 K/V dtype when each sequence has one query), and the shape from the tiled op's dimensions, fitted
@@ -38,9 +38,8 @@ from roofline.expectation.model import (
     GEMM,
     GENERATION,
     ExpectedTimes,
-    expect,
-    l2_stream_s,
 )
+from roofline.expectation.placed import expect, l2_stream_s
 from roofline.expectation.shipped import for_machine
 from roofline.hardware import Machine
 from roofline.models.stepchip import dims_basis

@@ -33,7 +33,8 @@ from dataclasses import replace
 from functools import cached_property
 from typing import Any
 
-from roofline.expectation.model import ExpectedTimes, expect
+from roofline.expectation.model import ExpectedTimes
+from roofline.expectation.placed import expect
 from roofline.expectation.shipped import for_machine
 from roofline.frozen import frozen
 from roofline.graph import Kernel
