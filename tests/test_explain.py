@@ -55,3 +55,19 @@ def test_fit_words_names_the_headroom_and_a_tight_fit() -> None:
     # exactly 5% left (68.4 of 72 GiB) is not tight; a byte less is
     assert fit_words(0.95 * 72 * GiB, 72 * GiB).startswith("fits, 3.6 GiB (5%) headroom")
     assert fit_words(0.95 * 72 * GiB + 2**20, 72 * GiB).startswith("fits, tight")
+
+
+def test_the_expected_roofline_term_names_the_roof_that_sets_it(capsys: pytest.CaptureFixture[str]) -> None:
+    # decode on an H200 with an FP8 cache, b2048 h32/2 d192 KV 1 (a row of aiconfigurator-core's tables): DRAM
+    # moves only the queries and outputs (5.6 µs), so the term is set by a roof of the shipped fit's, and the line
+    # must name it: the term's value is the largest of the parts it lists
+    code, out, _ = run(capsys, "kernel", "attention", "--seq", "1", "--kv-seq", "1", "--head-dim", "192",
+                       "--batch", "2048", "--heads", "32", "--kv-heads", "2", "--fusion", "flash", "--machine", "h200",
+                       "--dtype", "fp8_e4m3", "--explain")
+    assert code == 0
+    line = next(ln for ln in out.splitlines() if ln.strip().startswith("roofline term = max("))
+    inside, value = line.split("max(", 1)[1].rsplit(") = ", 1)
+    parts = [float(v) for v in re.findall(r"([\d.]+(?:e[-+]?\d+)?) µs", inside)]
+    term = float(value.split(" µs")[0])
+    assert "roof" in inside and term > 5 * parts[0]  # memory (the first part) is not what sets it
+    assert max(parts) == pytest.approx(term, rel=1e-3)
