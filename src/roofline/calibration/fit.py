@@ -362,6 +362,8 @@ def _attention_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.nda
     # prefill with and without its K/V read (Fit.kv_read_s): the setting of least MAPE is kept
     # prefill's waves of query tiles on k·SMs slots (Fit.waves_s), k among WAVE_SLOTS (0: none)
     slots_tried = WAVE_SLOTS if not decode and bool(np.any(c.query_tiles > 0)) else (0,)
+    waves = {k: np.array([Fit(kind, 1.0, 0.0, 1.0, 1.0, 1, wave_slots=k).waves_s(s) for s in shapes])
+             for k in slots_tried if k}  # each k's column, the same with and without the K/V read
     for group, with_kv, slots in ((gr, False, 0) for gr in GROUPS) if decode else (
             (0, kvr, k) for kvr in (False, True) for k in slots_tried):
         probe = Fit(kind, 1.0, 0.0, 1.0, 1.0, 1, max_group=group, regroup_weight=1.0)
@@ -377,10 +379,9 @@ def _attention_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.nda
         if short:  # decode's short stream (Fit.short_stream_s)
             extra.append(c.short)
         if slots:  # prefill's waves (Fit.waves_s)
-            probe_w = Fit(kind, 1.0, 0.0, 1.0, 1.0, 1, wave_slots=slots)
-            extra.append(np.array([probe_w.waves_s(s) for s in shapes]))
-            if not np.any(extra[-1] > 0):
+            if not np.any(waves[slots] > 0):
                 continue
+            extra.append(waves[slots])
         # decode's latency roof per block time (Fit.latency_s), blocks per SM (the columns are per SM)
         wide = (grp == 1) | ((group > 0) & (grp > group))
         per_head = np.where(decode & (c.kv_heads > 0) & wide, c.heads * width, 0.0)

@@ -49,7 +49,7 @@ from roofline.calibration.tables import Table
 from roofline.errors import RooflineError
 from roofline.expectation.columns import Columns
 from roofline.expectation.columns import expected_columns as columns_band
-from roofline.expectation.model import ExpectedTimes, Fit, Shape
+from roofline.expectation.model import ExpectedTimes, Fit, Shape, l2_stream_time_s
 from roofline.expectation.placed import l2_stream_s
 from roofline.frozen import frozen
 from roofline.units import format_bytes, format_time
@@ -394,9 +394,8 @@ def split(jt: JoinedTable) -> list[Rows]:
         def name(i: int, sel: Any = sel) -> str:
             return jt.name(int(sel[i]))
 
-        tau = r.l2_capacity_bytes / r.dram_bytes_per_s if r.l2_capacity_bytes and r.dram_bytes_per_s else 0.0
         out.append(Rows(t.machine, t.engine, t.version, kind, floors, jt.measured_s[sel], r.sms,
-                        r.l2_capacity_bytes, name, tau))
+                        r.l2_capacity_bytes, name, l2_stream_time_s(r.l2_capacity_bytes, r.dram_bytes_per_s)))
     return out
 
 

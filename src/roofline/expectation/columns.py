@@ -68,16 +68,16 @@ def expected_columns(fit: Fit, c: Columns) -> tuple[Any, Any, Any]:
     # entries without K/V heads (GEMMs, norms, collectives: a group holds one kind) take 0 for every K/V
     # term below; the scalar 0 is what each masked column holds there, so the sums are the same bits
     with_kv = bool((kv > 0).any())
+    # query heads per K/V head (decode's latency and query-tile roofs read it)
+    grp = np.where(kv > 0, c.heads / np.maximum(kv, 1e-300), 0.0) if with_kv else 0.0
     if (fit.block_latency_s or fit.head_latency_s) and c.sms > 0:  # decode's latency roof (Fit.latency_s)
         lat: Any = 0.0
         if with_kv:
-            grp = np.where(kv > 0, c.heads / np.maximum(kv, 1e-300), 0.0)
             wide = (grp == 1) | ((fit.max_group > 0) & (grp > fit.max_group))
             blocks = np.where(wide, fit.head_latency_s * c.heads, fit.block_latency_s * kv)
             lat = np.where((c.m == 0) & (kv > 0), blocks * (1 + c.head_dim / LATENCY_WIDTH) / c.sms, 0.0)
         roofline = np.maximum(roofline, lat)
     if fit.query_tile_latency_s and c.sms > 0 and with_kv:  # decode's query-tile roof (Fit.query_tile_s)
-        grp = np.where(kv > 0, c.heads / np.maximum(kv, 1e-300), 0.0)
         grouped = (c.m == 0) & (kv > 0) & (grp != 1) & ~((fit.max_group > 0) & (grp > fit.max_group))
         hd = np.asarray(c.head_dim, dtype=np.float64)
         width = np.select([hd <= w for w in QUERY_TILE_WIDTHS], QUERY_TILE_WIDTHS, hd)

@@ -239,6 +239,17 @@ QUERY_TILE_HIDDEN = 2.0  # n₀: the first blocks an SM runs within the launch's
 ACTIVATION_BYTES = 2  # the BF16 activation an engine's quantized GEMM reads before it quantizes it
 
 
+def dtype_key(name: str) -> str:
+    """The table's dtype key of one of our dtype names (DTYPE_KEY), the name itself where it has none."""
+    return DTYPE_KEY.get(name, name)
+
+
+def l2_stream_time_s(l2_bytes: float | None, dram_bytes_per_s: float | None) -> float:
+    """τ = L2 capacity / DRAM bandwidth: the time DRAM takes to stream one L2's worth (decode's short
+    stream, Fit.short_stream_s); 0 where either figure is missing."""
+    return l2_bytes / dram_bytes_per_s if l2_bytes and dram_bytes_per_s else 0.0
+
+
 @frozen
 class Shape:
     """What the expected-time model reads of a placed kernel (times in seconds, on its machine)."""
@@ -556,7 +567,9 @@ __all__ = [
     "ExpectedTimes",
     "Fit",
     "Shape",
+    "dtype_key",
     "host_path",
+    "l2_stream_time_s",
     "query_tile",
     "tiles_of",
     "waves_factor",

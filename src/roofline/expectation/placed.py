@@ -15,13 +15,14 @@ from roofline.expectation.model import (
     ACTIVATION_BYTES,
     ATTENTION_TILE,
     CONTEXT,
-    DTYPE_KEY,
     GEMM,
     GENERATION,
     MODEL,
     ExpectedTimes,
     Fit,
     Shape,
+    dtype_key,
+    l2_stream_time_s,
 )
 from roofline.frozen import frozen
 from roofline.vocab import Bound, Level, Unit
@@ -31,17 +32,12 @@ if TYPE_CHECKING:
     from roofline.placement import Placement
 
 
-def _dtype_key(name: str) -> str:
-    return DTYPE_KEY.get(name, name)
-
-
 def l2_stream_s(machine: Machine) -> float:
     """τ = L2 capacity / DRAM bandwidth: the time DRAM takes to stream one L2's worth (decode's short
     stream, Fit.short_stream_s); 0 where the machine has no L2 capacity or DRAM bandwidth."""
     l2, dram = machine.memory.get(Level.L2), machine.memory.get(Level.DRAM)
-    if l2 is None or not l2.capacity_bytes or dram is None or not dram.bytes_per_s:
-        return 0.0
-    return l2.capacity_bytes / dram.bytes_per_s
+    return l2_stream_time_s(l2.capacity_bytes if l2 is not None else None,
+                            dram.bytes_per_s if dram is not None else None)
 
 
 def shape_of(p: Placement) -> Shape:
@@ -57,7 +53,7 @@ def shape_of(p: Placement) -> Shape:
     exp = p.unit_times_s.get(Unit.EXP, 0.0)
     ops = p.kernel.ops if p.kernel is not None else ()
     kinds = [op.kind for op in ops]
-    dt = _dtype_key(p.dtype.name)
+    dt = dtype_key(p.dtype.name)
     if kinds == ["matmul"]:
         out = ops[0].outputs[0].shape
         batch = math.prod(out[:-2]) if len(out) > 2 else 1
@@ -74,7 +70,7 @@ def shape_of(p: Placement) -> Shape:
         g, nkv = k.shape[1], k.shape[2]
         kt = math.ceil(nkv / ATTENTION_TILE)
         if nq == 1:  # decode: each sequence's K/V heads stream their key tiles
-            return Shape(f"{GENERATION}.{_dtype_key(k.dtype.name)}", p.time_s, compute, 0, 0, sms,
+            return Shape(f"{GENERATION}.{dtype_key(k.dtype.name)}", p.time_s, compute, 0, 0, sms,
                          float(b * g * kt), float(b * h), memory_s=memory, exp_s=exp, kv_heads=float(b * g),
                          head_dim=q.shape[3], l2_s=l2_stream_s(p.machine))
         # FlashAttention tiles the queries of the heads sharing a K/V head together: b·g groups of nq·h/g rows

@@ -34,10 +34,10 @@ from roofline.expectation.model import (
     ACTIVATION_BYTES,
     ATTENTION_TILE,
     CONTEXT,
-    DTYPE_KEY,
     GEMM,
     GENERATION,
     ExpectedTimes,
+    dtype_key,
 )
 from roofline.expectation.placed import expect, l2_stream_s
 from roofline.expectation.shipped import for_machine
@@ -87,10 +87,6 @@ def step_total(placements: Any, band: Band) -> dict[str, float]:
         lo += p.count * a
         hi += p.count * b
     return {"low": lo, "high": hi}
-
-
-def _key(name: str) -> str:
-    return DTYPE_KEY.get(name, name)
 
 
 def _ceil(a: Any) -> Any:
@@ -174,7 +170,7 @@ def expected_band(sm: StepModel, r: dict[str, Any], batch: Any, seq: Any, machin
     along: list[tuple[int, Any, int, int]] = []  # attention kernels: (kernel, decode at each point, the two codes)
     for j in range(nk):
         k = kinds[j] if j < len(kinds) else None
-        dt = _key(k.dtype if k is not None and k.dtype else dtype.name)
+        dt = dtype_key(k.dtype if k is not None and k.dtype else dtype.name)
         family = k.family if k is not None and dims is not None and chip is not None else "other"
         if family == "gemm" and k is not None:
             static.append(code(f"{GEMM}.{dt}"))
@@ -184,7 +180,7 @@ def expected_band(sm: StepModel, r: dict[str, Any], batch: Any, seq: Any, machin
             attentions.append((j, k.op))
             op = chip.ops[k.op]
             # one query a sequence: generation attention, of the K/V dtype (the codes in the kernels' order)
-            along.append((j, np.rint(dims[:, k.op, 4]) == 1, code(f"{GENERATION}.{_key(op.kv_dtype)}"),
+            along.append((j, np.rint(dims[:, k.op, 4]) == 1, code(f"{GENERATION}.{dtype_key(op.kv_dtype)}"),
                           code(f"{CONTEXT}.{dt}")))
         else:
             static.append(code(f"other.{dt}"))
