@@ -297,3 +297,40 @@ def test_kernels_timing_the_same_shapes_are_split_into_their_own_kinds() -> None
     windowed = kernel_groups("context_attention", cols(["trtllm_mha", "trtllm_mha", "triton"], [512, 1024, 512],
                                                        [0, 0, 128]))
     assert windowed.tolist() == ["", "", ""]
+
+
+def test_trtllm_flashinfer_prefill_on_an_fp8_cache_multiplies_in_fp8() -> None:
+    # TensorRT-LLM's FlashInfer backend (trtllm-gen, as aiconfigurator pins it) casts the BF16 query to an FP8
+    # cache's dtype before prefill (flashinfer.py forward_impl: the QkvE4m3OBfloat16 context cubins), so its
+    # matrix units run at B200's dense FP8 rate, 4.5 PFLOP/s, not BF16's 2.25 (B200 datasheet; join.FP8_QUERY_CAST).
+    # The measured rows (B200, 1.3.0rc20, aiconfigurator-core 0.12.0): b1 isl 8192 h16/2 d512 took 954.2 µs on
+    # an FP8 cache and 1547.8 µs on a BF16 one; b8 isl 16384 h16/2 d512 24.9 ms and 43.1 ms.
+    # P = 16·8192·8193/2 = 536,936,448 pairs; FLOPs 2·P·512 + 2·P·512 = 1,099,645,845,504
+    from roofline.calibration.tables import KERNEL_GROUP
+
+    src = ["torch_flow_flashinfer", "torch_flow_flashinfer", "torch_flow"]
+    cols: dict[str, list[object]] = dict(
+        batch_size=[1, 1, 1], isl=[8192] * 3, num_heads=[16] * 3, num_key_value_heads=[2] * 3, head_dim=[512] * 3,
+        step=[0] * 3, attn_dtype=["bfloat16"] * 3, kv_cache_dtype=["fp8", "bfloat16", "fp8"], kernel_source=src)
+    t = table("context_attention", "b200", **cols)
+    t.columns[KERNEL_GROUP] = np.array(["@torch_flow_flashinfer"] * 2 + [""], dtype=object)
+    jt = join_table(t)
+    p = 16 * 8192 * 8193 // 2
+    assert p == 536_936_448
+    flops = 4 * p * 512
+    assert jt.floors.compute_s[0] == pytest.approx(flops / 4.5e15, rel=1e-12)  # 244.4 µs: FP8's rate
+    assert jt.floors.compute_s[1] == pytest.approx(flops / 2.25e15, rel=1e-12)  # 488.7 µs: a BF16 cache, BF16's
+    # TensorRT-LLM's own kernel (torch_flow) keeps a BF16 query over an FP8 cache: BF16's rate
+    assert jt.floors.compute_s[2] == pytest.approx(flops / 2.25e15, rel=1e-12)
+    assert jt.kinds.tolist() == ["context_attention.fp8@torch_flow_flashinfer",
+                                 "context_attention.bf16@torch_flow_flashinfer", "context_attention.bf16"]
+    # the query read in FP8 (1 B), K and V of 2 heads in FP8, the BF16 output: 8192·(16·512 + 2·2·512 + 16·512·2) B
+    assert jt.floors.dram_bytes[0] == 8192 * (16 * 512 + 2 * 2 * 512 + 16 * 512 * 2) == 218_103_808
+    # the row-at-a-time join places it the same, and decode on the same backend is left as it was
+    row = Row("b200_sxm", "b200", "trtllm", "1.3.0rc20", "context_attention",
+              {k: v[0] for k, v in cols.items()}, 954.2e-6)
+    j = join(row)
+    assert (j.kind, j.shape.compute_s) == ("context_attention.fp8", pytest.approx(flops / 4.5e15, rel=1e-12))
+    gen = join(Row("b200_sxm", "b200", "trtllm", "1.3.0rc20", "generation_attention",
+                   {**{k: v[0] for k, v in cols.items()}, "isl": 1, "step": 8192}, 1e-4))
+    assert gen.placement.dtype.name == "bf16"

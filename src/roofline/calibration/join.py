@@ -7,7 +7,9 @@
     context_attention row                  causal attention of isl queries against isl keys per sequence,
                                            batch_size sequences, num_heads query heads over
                                            num_key_value_heads K/V heads of head_dim, fused (FlashAttention);
-                                           q in attn_dtype, K and V in kv_cache_dtype
+                                           q in attn_dtype, K and V in kv_cache_dtype; the
+                                           matrix units run in q's dtype, except where the
+                                           engine casts q to the cache's (FP8_QUERY_CAST)
     generation_attention row               one query per sequence (isl = 1) against `step` cached keys
                                            (collector/trtllm/collect_attn.py writes step = the KV length);
                                            V as wide as K, except SGLang's head_dim 192 (NARROW_V);
@@ -121,6 +123,32 @@ NARROW_V: Mapping[tuple[str, int], int] = {("sglang", 192): 128}
 # cache tensor streamed, not two. Of the tables shipped, A100's TensorRT-LLM 1.0.0 is the one so timed.
 K_ONLY_BEFORE = ("trtllm", "1.3.0rc20")
 
+# TensorRT-LLM's FlashInfer backend on Blackwell, as aiconfigurator times it (kernel_source
+# 'torch_flow_flashinfer'): the collector pins FlashInfer's trtllm-gen sub-backend, as Gemma4's serving does
+# (collector/trtllm/collect_attn.py:108-136 and 246-259, `attn.flashinfer_backend = "trtllm-gen"`;
+# ai-dynamo/aiconfigurator 095f58a), and with an FP8 KV cache that backend casts the BF16 query to the
+# cache's FP8 before prefill, "so context cubins (QkvE4m3OBfloat16) can be used. trtllm-gen context cubins
+# require same Q/KV dtype" (tensorrt_llm/_torch/attention_backend/flashinfer.py, forward_impl; the collector
+# cites it as flashinfer.py:1789-1791@1.3.0rc20): Q·Kᵀ and P·V run on FP8 operands, at FP8's matrix rate,
+# while the table's attn_dtype says bfloat16 (the model's). Such a prefill row is placed with q in the
+# cache's dtype and is of the kind context_attention.fp8@torch_flow_flashinfer. What the table shows (B200,
+# 1.3.0rc20, aiconfigurator-core 0.12.0): at the same shape the FP8-cache rows took a median 0.59x the
+# BF16-cache rows' time at 6,144-16,384 tokens (10th-90th percentile 0.53-0.66; b8 isl 16384 h16/2 d512:
+# 24.9 against 43.1 ms), where the matrix units bind (FP8 dense 4.5 PFLOP/s against BF16's 2.25), and 1.2-1.3x
+# at 1-512 tokens, where the casts (K and V before the cache append, Q before the prefill: three more kernels
+# in the timed graph; collector/helper.py's benchmark_with_power replays one CUDA graph, so FlashInfer's
+# host-side plan() is not timed) cost more than the FP8 matrix units save. Pooled as BF16 the 737 rows of
+# floors >= 10 us fitted at 18.9% MAPE, apart 7.6% (BF16 cache, 371 rows) and 6.6% (FP8 cache, 321); fitted
+# on half of a kind's rows and scored on the other half, 7.7-7.8% and 6.3-7.1% (pooled: 19.1-19.3%).
+FP8_QUERY_CAST = {("trtllm", "torch_flow_flashinfer")}
+
+
+def matrix_dtype(casts: bool, generation: bool, qdt: str, kvdt: str) -> str:
+    """The dtype a row's attention multiplies in: q's, or an FP8 cache's in a prefill whose kernel casts q
+    to it (`casts`: the row's engine and kernel_source among FP8_QUERY_CAST)."""
+    cast = casts and not generation and kvdt.startswith("fp8")
+    return kvdt if cast and get_dtype(kvdt).bytes_per_element < get_dtype(qdt).bytes_per_element else qdt
+
 
 def k_only_cache(engine: str, version: str) -> bool:
     """Whether a decode row of this engine and version was timed on a K-only cache (K_ONLY_BEFORE)."""
@@ -150,6 +178,7 @@ def _attention(row: Row, generation: bool) -> Joined:
     table = "generation_attention" if generation else "context_attention"
     dv = value_width(row.engine, d)
     shared = generation and k_only_cache(row.engine, row.version)
+    qdt = matrix_dtype((row.engine, row.get("kernel_source")) in FP8_QUERY_CAST, generation, qdt, kvdt)
     p, shape = _attention_placed(row.machine, generation, b, h, g, d, nq, nkv, qdt, kvdt, dv, shared)
     return Joined(row, p, f"{table}.{_key(kvdt if generation else qdt)}", shape)
 
@@ -321,14 +350,18 @@ def _attention_table(t: Table) -> JoinedTable:
     qraw = np.asarray(t.column("attn_dtype", "bfloat16"), dtype=object)
     kvraw = np.asarray(t.column("kv_cache_dtype", "bfloat16"), dtype=object)
     source = np.asarray(t.column(KERNEL_GROUP, ""), dtype=object)  # roofline.calibration.tables.kernel_groups
+    casting = {k for e, k in FP8_QUERY_CAST if e == t.engine}
+    casts = np.fromiter((k in casting for k in t.column("kernel_source", "").tolist()), bool, len(t))
     parts = []
-    for qn, kvn, src in sorted({(str(a), str(c), s) for a, c, s in zip(qraw[ok], kvraw[ok], source[ok], strict=True)}):
-        sel = ok & (qraw == qn) & (kvraw == kvn) & (source == src)
+    for qn, kvn, src, cast in sorted({(str(a), str(c), s, bool(k)) for a, c, s, k in
+                                      zip(qraw[ok], kvraw[ok], source[ok], casts[ok], strict=True)}):
+        sel = ok & (qraw == qn) & (kvraw == kvn) & (source == src) & (casts == cast)
         bad = next((x for x in (qn, kvn) if x not in DTYPES), None)
         if bad is not None:
             count_left(left, f"dtype {bad!r} has no counterpart here", int(sel.sum()))
             continue
         qdt, kvdt = DTYPES[qn], DTYPES[kvn]
+        qdt = matrix_dtype(cast, generation, qdt, kvdt)
         r = machine_roofs(t.machine, qdt, left, int(sel.sum()))
         if r is None:
             continue
@@ -354,4 +387,4 @@ def join_table(t: Table) -> JoinedTable:
     return joiner(t)
 
 
-__all__ = ["DTYPES", "TABLE_JOINS", "Joined", "JoinedTable", "join", "join_table"]
+__all__ = ["DTYPES", "FP8_QUERY_CAST", "TABLE_JOINS", "Joined", "JoinedTable", "join", "join_table", "matrix_dtype"]
