@@ -421,13 +421,10 @@ class StepModel:
                              self.coef_link, self.coef_network) if c is not None]
         if self.chip is not None:
             coefs += list(self.chip.coef_rest.values())
-        free = np.ones(len(self.names), dtype=bool)
-        for c in coefs:
-            free &= ~(c[xs] != 0).any(axis=0)
-        if self.chip is not None:
-            for i, op in enumerate(self.chip.ops):
-                if (self.chip.coef_flop[xs, i] != 0).any() or (self.chip.coef_dims[basis, i] != 0).any():
-                    free[op.kernel] = False
+        free = ~(np.vstack([c[xs] for c in coefs]) != 0).any(axis=0)  # every coefficient kind at once
+        if self.chip is not None and self.chip.ops:  # an op whose FLOPs or dimensions vary with the length
+            grows = (self.chip.coef_flop[xs] != 0).any(axis=0) | (self.chip.coef_dims[basis] != 0).any(axis=(0, 2))
+            free[[op.kernel for op, g in zip(self.chip.ops, grows.tolist(), strict=True) if g]] = False
         return free
 
     def kernels_only(self, keep: Any) -> StepModel:
