@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 
 from roofline.dtypes import DType
 from roofline.errors import RooflineError
-from roofline.frozen import frozen
 from roofline.expectation.columns import Columns, expected_columns
 from roofline.expectation.model import (
     ACTIVATION_BYTES,
@@ -42,6 +41,7 @@ from roofline.expectation.model import (
 )
 from roofline.expectation.placed import expect, l2_stream_s
 from roofline.expectation.shipped import for_machine
+from roofline.frozen import frozen
 from roofline.hardware import Machine
 from roofline.models.stepchip import dims_basis
 from roofline.vocab import Bound, Level
@@ -205,7 +205,7 @@ def expected_band(sm: StepModel, r: dict[str, Any], batch: Any, seq: Any, machin
     if got is None:
         got = memo["kinds"] = _kinds(sm, machine, dtype)
     ks: _Kinds = got
-    fits: dict[tuple[int, int], Any] = memo.setdefault("fits", {})
+    fits: dict[int, Any] = memo.setdefault("fits", {})  # (kind code × classes + class) -> its fit
     b = np.asarray(batch)
     s = np.asarray(seq)
     counts = ks.counts
