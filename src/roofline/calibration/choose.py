@@ -33,16 +33,21 @@ if TYPE_CHECKING:
 
 @frozen
 class Band:
-    """One kernel's expected time: (low, high) ≥ the floor, the calibration used, warnings to print,
-    and the derivation in words (for --explain), written when it is read (`words`): serve bands every
-    kernel of each layout it tries and only sums them."""
+    """One kernel's expected time: (low, high) ≥ the floor, the calibration used (`calibration`, made
+    when it is read: `about`), warnings to print, and the derivation in words (for --explain), written
+    when it is read (`words`): serve bands every kernel of each layout it tries and only sums them."""
 
     floor_s: float
     low_s: float
     high_s: float
-    calibration: dict[str, Any]
+    about: Callable[[], dict[str, Any]] = field(compare=False, repr=False)
     warnings: tuple[str, ...] = ()
     words: Callable[[], tuple[str, ...]] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def calibration(self) -> dict[str, Any]:
+        """The fit's file, machine, engine, kind and coefficients (a bench file's: its class and shares)."""
+        return self.about()
 
     @property
     def derivation(self) -> tuple[str, ...]:
@@ -138,7 +143,7 @@ def _fit_band(p: Placement, times: ExpectedTimes) -> Band:
                  f"  source: {times.origin}"]
         return tuple(steps)
 
-    return Band(floor, e.low_s, e.high_s, e.calibration_dict(), tuple(warnings), words)
+    return Band(floor, e.low_s, e.high_s, e.calibration_dict, tuple(warnings), words)
 
 
 def _bench_band(p: Placement, cal: Calibration, file: str) -> Band:
@@ -158,7 +163,7 @@ def _bench_band(p: Placement, cal: Calibration, file: str) -> Band:
              f"{low * 1e6:.4g}-{high * 1e6:.4g} µs")
     info = {"file": file, "machine": cal.machine, "produced_by": cal.produced_by, "date": cal.date,
             "class": cls, "share_of_roof": [lo_share, hi_share]}
-    return Band(p.time_s, low, high, info, tuple(warnings), lambda: steps)
+    return Band(p.time_s, low, high, lambda: info, tuple(warnings), lambda: steps)
 
 
 def total(placements: Sequence[Placement], bands: Sequence[Band]) -> dict[str, float]:

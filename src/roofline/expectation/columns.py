@@ -80,7 +80,12 @@ def expected_columns(fit: Fit, c: Columns) -> tuple[Any, Any, Any]:
     if fit.query_tile_latency_s and c.sms > 0 and with_kv:  # decode's query-tile roof (Fit.query_tile_s)
         grouped = (c.m == 0) & (kv > 0) & (grp != 1) & ~((fit.max_group > 0) & (grp > fit.max_group))
         hd = np.asarray(c.head_dim, dtype=np.float64)
-        width = np.select([hd <= w for w in QUERY_TILE_WIDTHS], QUERY_TILE_WIDTHS, hd)
+        width: Any
+        if hd.size > 0 and np.shape(grp) == hd.shape and bool((hd == hd.flat[0]).all()):  # a group's one width:
+            # the width np.select gives every entry, taken once (the same factor in every product below)
+            width = next((float(w) for w in QUERY_TILE_WIDTHS if hd.flat[0] <= w), float(hd.flat[0]))
+        else:
+            width = np.select([hd <= w for w in QUERY_TILE_WIDTHS], QUERY_TILE_WIDTHS, hd)
         tile = ceil(grp / QUERY_TILE_HEADS) * QUERY_TILE_HEADS * width / QUERY_TILE_WIDTHS[-1]
         blocks = np.maximum(kv / c.sms - QUERY_TILE_HIDDEN, 0.0)
         roofline = np.maximum(roofline, np.where(grouped, fit.query_tile_latency_s * blocks * tile, 0.0))

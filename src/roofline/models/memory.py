@@ -28,6 +28,7 @@ from roofline.frozen import frozen
 from roofline.graph import Kernel
 from roofline.models.dtypes import ModelDtypes
 from roofline.models.mtp import MTP_PARTS
+from roofline.models.shared import shared
 from roofline.models.split import shard, stage_share, valid_splits
 from roofline.models.transformer import ModelConfig
 from roofline.parallel import MOST_DEVICES, NODE_DEVICES, Split
@@ -144,7 +145,13 @@ class MemoryFit(DeviceMemory):
 
 def device_weights_bytes(cfg: ModelConfig, split: Split, dtypes: ModelDtypes) -> float:
     """One device's weights: its share of the widths; one stage's layers; the edge tables of the fuller
-    end. Each part in its own dtype (a quantized checkpoint's tables and excluded modules in BF16)."""
+    end. Each part in its own dtype (a quantized checkpoint's tables and excluded modules in BF16).
+    Within a search (roofline.models.shared) once a layout: its memory fit and its serving report ask."""
+    return shared(("weights", id(cfg), split, id(dtypes)), lambda: _device_weights_bytes(cfg, split, dtypes),
+                  cfg, dtypes)
+
+
+def _device_weights_bytes(cfg: ModelConfig, split: Split, dtypes: ModelDtypes) -> float:
     parts = shard(cfg, split).param_counts().parts
     layers = {k: float(v) for k, v in parts.items() if k not in EDGE_PARTS and k not in MTP_PARTS}
     mtp = {k: float(parts[k]) for k in MTP_PARTS if k in parts}  # multi-token prediction: after the last layer

@@ -39,6 +39,7 @@ from dataclasses import replace
 
 from roofline.errors import RooflineError, T
 from roofline.frozen import frozen
+from roofline.models.shared import shared
 from roofline.models.transformer import ModelConfig
 from roofline.parallel import Split, divisors, group_level, stage_boundaries_across_nodes
 from roofline.vocab import Level, Phase
@@ -194,10 +195,15 @@ def check_moe_rows(split: Split, phase: Phase, batch_per_replica: int, seq: int)
 def shard(cfg: ModelConfig, split: Split) -> ModelConfig:
     """One device's share of the model's widths under tensor (and expert) parallelism: H/tp heads,
     max(1, G/tp) KV heads, MLP and (without T.ep) expert widths / tp, ⌈V/tp⌉ vocabulary rows. Layer
-    counts are the model's: the step graph runs every layer; pipeline stages are accounted apart."""
-    tp = split.tp
-    if tp == 1:
+    counts are the model's: the step graph runs every layer; pipeline stages are accounted apart.
+    Within a search (roofline.models.shared) once a model and split: each graph of a layout asks."""
+    if split.tp == 1:
         return cfg
+    return shared(("shard", id(cfg), split), lambda: _shard(cfg, split), cfg)
+
+
+def _shard(cfg: ModelConfig, split: Split) -> ModelConfig:
+    tp = split.tp
     la = cfg.linear_attention
     if la is not None and (la.key_heads % tp or la.value_heads % tp):
         heads = (f"linear_attn_config num_heads {la.key_heads}" if la.name == "KDA" else

@@ -41,6 +41,7 @@ from roofline.expectation.model import (
 )
 from roofline.expectation.placed import expect, l2_stream_s
 from roofline.expectation.shipped import for_machine
+from roofline.frozen import frozen
 from roofline.hardware import Machine
 from roofline.models.stepchip import dims_basis
 from roofline.vocab import Bound, Level
@@ -120,45 +121,40 @@ def share_band(r: dict[str, Any], shares: Mapping[str, tuple[float, float]], whe
     return low, high
 
 
-def expected_band(sm: StepModel, r: dict[str, Any], batch: Any, seq: Any, machine: Machine, dtype: DType,
-                  times: ExpectedTimes) -> tuple[Any, Any]:
-    """(low, high) [points, kernels] over all of each kernel's runs, from `r` = sm.evaluate(batch, seq,
-    machine, dtype).
+@frozen
+class _Kinds:
+    """What expected_band reads of a step model's kernels that no point changes: each kernel's kind (its
+    code into `names`; attention's two, chosen per point), the GEMMs' and the attention kernels' tiled ops
+    and constants, and the machine's SMs, DRAM bandwidth and τ."""
 
-    Every entry (point, kernel) takes its kind's fit for its bound class; the shape columns are built for
-    all kernels of a family at once ([points, kernels]), and each (kind, class) is one call of
-    expected_columns over all the entries it holds: the expected-time model is elementwise, so this is
-    the kernel-by-kernel band entry for entry, in a handful of numpy calls instead of dozens a kernel."""
+    counts: Any
+    names: tuple[str, ...]
+    static: Any  # [kernels] each kernel's kind where it is one at every point
+    along: tuple[tuple[int, int, int, int], ...]  # attention kernels: (kernel, its op, generation's, context's code)
+    gemm_js: tuple[int, ...]
+    gemm_ops: tuple[int, ...]
+    attention_js: tuple[int, ...]
+    attention_ops: tuple[int, ...]
+    heads_of: Any
+    kv_of: Any
+    group_of: Any
+    head_dims: Any
+    sms: int
+    bw: float
+    tau: float
+
+
+def _kinds(sm: StepModel, machine: Machine, dtype: DType) -> _Kinds:
     import numpy as np
 
-    b = np.asarray(batch)
-    s = np.asarray(seq)
-    counts = np.array(sm.counts, dtype=np.float64)
-    floor = r["kernel_time_s"] / counts
-    compute, exp = r["kernel_compute_s"], r["kernel_exp_s"]
-    cls = np.array(CLASS_OF_CODE)[np.asarray(r["kernel_bound"])]
-    # a collective's memory term is its link's time (shape_of); every other kernel's, DRAM's
-    bound = np.asarray(r["kernel_bound"])
-    dram = np.where((bound == 3) | (bound == 4), floor, r["kernel_dram_s"])  # the link, the network
     sms = machine.chip.sms if machine.chip is not None else 0
     level = machine.memory.get(Level.DRAM)
     bw = level.bytes_per_s if level is not None and level.bytes_per_s else 0.0
-    tau = l2_stream_s(machine)
     chip = sm.chip
-    dims = None
-    if chip is not None and chip.ops:  # the tiled ops' dimensions: evaluate's when it took them
-        dims = r["op_dims"] if "op_dims" in r else chip.dims(dims_basis(sm.config, b // sm.split.dp, s, sm.phase))
+    tiled_dims = chip is not None and bool(chip.ops)  # the tiled ops' dimensions are there to read
     kinds = chip.kinds if chip is not None else ()
-    nk = floor.shape[1]
-    grid: dict[str, Any] = {}  # the shape columns a family sets [points, kernels]; the others are 0 everywhere
-
-    def column(name: str) -> Any:
-        if name not in grid:
-            grid[name] = np.zeros_like(floor)
-        return grid[name]
-
     names: list[str] = []  # the kinds' names; `kind` [points, kernels] indexes them
-    static: list[int] = []  # each kernel's kind where it is one at every point (attention's is set below)
+    static: list[int] = []  # each kernel's kind where it is one at every point (attention's is set per point)
 
     def code(name: str) -> int:
         if name not in names:
@@ -167,28 +163,76 @@ def expected_band(sm: StepModel, r: dict[str, Any], batch: Any, seq: Any, machin
 
     gemms: list[tuple[int, int]] = []  # (kernel, its tiled op)
     attentions: list[tuple[int, int]] = []
-    along: list[tuple[int, Any, int, int]] = []  # attention kernels: (kernel, decode at each point, the two codes)
-    for j in range(nk):
+    along: list[tuple[int, int, int, int]] = []
+    for j in range(len(sm.counts)):
         k = kinds[j] if j < len(kinds) else None
         dt = dtype_key(k.dtype if k is not None and k.dtype else dtype.name)
-        family = k.family if k is not None and dims is not None and chip is not None else "other"
+        family = k.family if k is not None and tiled_dims and chip is not None else "other"
         if family == "gemm" and k is not None:
             static.append(code(f"{GEMM}.{dt}"))
             gemms.append((j, k.op))
-        elif family != "other" and k is not None and chip is not None and dims is not None:
+        elif family != "other" and k is not None and chip is not None and tiled_dims:
             static.append(0)
             attentions.append((j, k.op))
             op = chip.ops[k.op]
             # one query a sequence: generation attention, of the K/V dtype (the codes in the kernels' order)
-            along.append((j, np.rint(dims[:, k.op, 4]) == 1, code(f"{GENERATION}.{dtype_key(op.kv_dtype)}"),
-                          code(f"{CONTEXT}.{dt}")))
+            along.append((j, k.op, code(f"{GENERATION}.{dtype_key(op.kv_dtype)}"), code(f"{CONTEXT}.{dt}")))
         else:
             static.append(code(f"other.{dt}"))
-    kind = np.repeat(np.array(static, dtype=np.int64)[None, :], floor.shape[0], axis=0)
-    for j, decode, generation, context in along:
-        kind[:, j] = np.where(decode, generation, context)
-    if gemms and dims is not None:
-        js, ops = [j for j, _ in gemms], [o for _, o in gemms]
+    tiled = [chip.ops[o] for _, o in attentions] if chip is not None else []
+    return _Kinds(np.array(sm.counts, dtype=np.float64), tuple(names), np.array(static, dtype=np.int64), tuple(along),
+                  tuple(j for j, _ in gemms), tuple(o for _, o in gemms), tuple(j for j, _ in attentions),
+                  tuple(o for _, o in attentions), np.array([t.heads for t in tiled]),
+                  np.array([t.kv_heads for t in tiled]), np.array([t.group for t in tiled]),
+                  np.array([float(t.head_dim) for t in tiled]), sms, bw, l2_stream_s(machine))
+
+
+def expected_band(sm: StepModel, r: dict[str, Any], batch: Any, seq: Any, machine: Machine, dtype: DType,
+                  times: ExpectedTimes, memo: dict[Any, Any] | None = None) -> tuple[Any, Any]:
+    """(low, high) [points, kernels] over all of each kernel's runs, from `r` = sm.evaluate(batch, seq,
+    machine, dtype).
+
+    Every entry (point, kernel) takes its kind's fit for its bound class; the shape columns are built for
+    all kernels of a family at once ([points, kernels]), and each (kind, class) is one call of
+    expected_columns over all the entries it holds: the expected-time model is elementwise, so this is
+    the kernel-by-kernel band entry for entry, in a handful of numpy calls instead of dozens a kernel.
+    `memo`: a dict the caller keeps for one step model, machine and fit (serving.decode.Decode asks for
+    its bands several times): the kernels' kinds and each kind's fit are worked out once into it."""
+    import numpy as np
+
+    memo = {} if memo is None else memo
+    got = memo.get("kinds")
+    if got is None:
+        got = memo["kinds"] = _kinds(sm, machine, dtype)
+    ks: _Kinds = got
+    fits: dict[int, Any] = memo.setdefault("fits", {})  # (kind code × classes + class) -> its fit
+    b = np.asarray(batch)
+    s = np.asarray(seq)
+    counts = ks.counts
+    floor = r["kernel_time_s"] / counts
+    compute, exp = r["kernel_compute_s"], r["kernel_exp_s"]
+    cls = np.array(CLASS_OF_CODE)[np.asarray(r["kernel_bound"])]
+    # a collective's memory term is its link's time (shape_of); every other kernel's, DRAM's
+    bound = np.asarray(r["kernel_bound"])
+    dram = np.where((bound == 3) | (bound == 4), floor, r["kernel_dram_s"])  # the link, the network
+    sms, bw, tau = ks.sms, ks.bw, ks.tau
+    chip = sm.chip
+    dims = None
+    if chip is not None and chip.ops:  # the tiled ops' dimensions: evaluate's when it took them
+        dims = r["op_dims"] if "op_dims" in r else chip.dims(dims_basis(sm.config, b // sm.split.dp, s, sm.phase))
+    grid: dict[str, Any] = {}  # the shape columns a family sets [points, kernels]; the others are 0 everywhere
+
+    def column(name: str) -> Any:
+        if name not in grid:
+            grid[name] = np.zeros_like(floor)
+        return grid[name]
+
+    kind = np.repeat(ks.static[None, :], floor.shape[0], axis=0)
+    if dims is not None:
+        for j, op, generation, context in ks.along:
+            kind[:, j] = np.where(np.rint(dims[:, op, 4]) == 1, generation, context)
+    if ks.gemm_js and dims is not None:
+        js, ops = list(ks.gemm_js), list(ks.gemm_ops)
         d = dims[:, ops]
         rows, n = np.rint(d[..., 2]), np.rint(d[..., 1])
         column("rows")[:, js], column("n")[:, js] = rows, n
@@ -198,12 +242,9 @@ def expected_band(sm: StepModel, r: dict[str, Any], batch: Any, seq: Any, machin
         # k = 2·M·N·K / (2·M·N): the depth, whose launch path a host floor reads (model.host_path)
         column("k")[:, js] = np.where(rows * n > 0, r["kernel_matrix_flop"][:, js] / np.maximum(2 * rows * n, 1.0),
                                       0.0)
-    if attentions and dims is not None and chip is not None:
-        js, ops = [j for j, _ in attentions], [o for _, o in attentions]
-        tiled = [chip.ops[o] for o in ops]
-        heads_of = np.array([t.heads for t in tiled])
-        kv_of = np.array([t.kv_heads for t in tiled])
-        group_of = np.array([t.group for t in tiled])
+    if ks.attention_js and dims is not None and chip is not None:
+        js, ops = list(ks.attention_js), list(ks.attention_ops)
+        heads_of, kv_of, group_of = ks.heads_of, ks.kv_of, ks.group_of
         d = dims[:, ops]
         bq, nq, nkv = np.rint(d[..., 3]), np.rint(d[..., 4]), np.rint(d[..., 5])
         kt = _ceil(nkv / ATTENTION_TILE)
@@ -212,22 +253,40 @@ def expected_band(sm: StepModel, r: dict[str, Any], batch: Any, seq: Any, machin
         heads = bq * heads_of
         column("heads")[:, js] = heads
         column("kv_heads")[:, js] = bq * kv_of
-        column("head_dim")[:, js] = np.array([float(t.head_dim) for t in tiled])
+        column("head_dim")[:, js] = ks.head_dims
         pre_pairs = np.where(nq == nkv, qt * (qt + 1) / 2, qt * kt)
         column("pairs")[:, js] = np.where(decode, bq * kv_of * kt, heads * pre_pairs)
         column("qtiles")[:, js] = np.where(decode, 0.0, heads * qt)  # prefill's CTAs (Shape.query_tiles)
         column("rows")[:, js] = np.where(decode, 0.0, bq * kv_of * _ceil(nq * group_of / ATTENTION_TILE)
                                          * ATTENTION_TILE)
+    nk = floor.shape[1]
+    key = (kind * len(BOUNDS) + cls).ravel()
+
+    def band_of(k: int, col: Mapping[str, Any]) -> tuple[Any, Any, Any]:
+        fit = fits.get(k)
+        if fit is None:
+            i, c = divmod(k, len(BOUNDS))
+            fit = fits[k] = times.fit_for(ks.names[i], BOUNDS[c])[0]
+        return expected_columns(fit, Columns(
+            col["floor"], col["compute"], col["dram"], col["exp"], col["rows"], col["n"], col["pairs"], col["heads"],
+            col["kv_heads"], col["head_dim"], col["input_s"], col["output_s"], sms, col["k"], tau, col["qtiles"]))
+
+    zero = np.zeros(key.size)
+    if key.size and bool((key == key[0]).all()):  # one (kind, class) holds every entry: the columns as they are
+        whole = {name: a.ravel() for name, a in (("floor", floor), ("compute", compute), ("dram", dram),
+                                                 ("exp", exp))}
+        whole |= {name: grid[name].ravel() if name in grid else zero for name in SHAPE_COLUMNS}
+        low, high = np.empty(key.size), np.empty(key.size)
+        _, low[:], high[:] = band_of(int(key[0]), whole)
+        return low.reshape(floor.shape) * counts, high.reshape(floor.shape) * counts
     # one group an (kind, class): entries sorted by it, each group a slice, taken in the order the kernels
     # meet them (j, then the point: so a kind without a fit is named as the kernel-by-kernel walk names it)
-    key = (kind * len(BOUNDS) + cls).ravel()
     order = np.argsort(key, kind="stable")
     ordered = key[order]
     starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
     ends = np.append(starts[1:], key.size)
     # every column gathered once in the groups' order: each group is then a slice (a view), its band
     # written back in place of the entries it holds; a shape column no family set is 0 everywhere
-    zero = np.zeros(key.size)
     flat = {name: a.ravel()[order] for name, a in (("floor", floor), ("compute", compute), ("dram", dram),
                                                     ("exp", exp))}
     flat |= {name: grid[name].ravel()[order] if name in grid else zero for name in SHAPE_COLUMNS}
@@ -235,12 +294,7 @@ def expected_band(sm: StepModel, r: dict[str, Any], batch: Any, seq: Any, machin
     first = np.minimum.reduceat((order % nk) * key.size + order, starts) if key.size else np.zeros(0)
     for g in np.argsort(first, kind="stable").tolist():
         a, z = int(starts[g]), int(ends[g])
-        i, c = divmod(int(key[order[a]]), len(BOUNDS))
-        fit, _ = times.fit_for(names[i], BOUNDS[c])
-        col = {name: v[a:z] for name, v in flat.items()}
-        _, low_g[a:z], high_g[a:z] = expected_columns(fit, Columns(
-            col["floor"], col["compute"], col["dram"], col["exp"], col["rows"], col["n"], col["pairs"], col["heads"],
-            col["kv_heads"], col["head_dim"], col["input_s"], col["output_s"], sms, col["k"], tau, col["qtiles"]))
+        _, low_g[a:z], high_g[a:z] = band_of(int(key[order[a]]), {name: v[a:z] for name, v in flat.items()})
     low, high = np.empty(key.size), np.empty(key.size)
     low[order], high[order] = low_g, high_g
     low, high = low.reshape(floor.shape), high.reshape(floor.shape)

@@ -29,6 +29,7 @@ from roofline.models.build import DEFAULT_PLAN, as_phase, build_graph
 from roofline.models.compressed import compressed_features
 from roofline.models.dtypes import ModelDtypes
 from roofline.models.formulas import experts_hit, experts_read_per_device, windowed_pairs
+from roofline.models.shared import shared
 from roofline.models.split import sequence_split
 from roofline.models.stepchip import ChipModel, dims_basis, onchip_bandwidths
 from roofline.models.transformer import AttentionKind, ModelConfig
@@ -240,14 +241,17 @@ class StepModel:
 
         phase = as_phase(phase)
         sp = split or Split()
-        ring = cfg if cfg.allreduce is Algorithm.RING else replace(cfg, allreduce=Algorithm.RING)
+        ring = cfg if cfg.allreduce is Algorithm.RING else shared(("ring", id(cfg)),
+                                                                  lambda: replace(cfg, allreduce=Algorithm.RING), cfg)
         all_reduces: tuple[tuple[int, int], ...] = ()
         unit = batch_unit(sp)  # the sample batches: multiples of dp (× tp under a sequence split)
         points = _sample_points(cfg, phase)
         grid = np.array([p[0] * unit for p in points]), np.array([p[1] for p in points])
         blocks = [_features(cfg, phase, *grid, experts_hit_override, sp),
                   dims_basis(cfg, per_replica(grid[0], sp.dp), grid[1], phase)]
-        points = [points[i] for i in _spanning(blocks, points, CHECK_POINTS)]
+        # the same grid for every layout of a search whose features read the same of the split (_split_key)
+        key = ("spanning", tuple(points), *((x.shape, x.tobytes()) for x in blocks))
+        points = [points[i] for i in shared(key, lambda: _spanning(blocks, points, CHECK_POINTS))]
         names: tuple[str, ...] = ()
         counts: tuple[int, ...] = ()
         rows_m, rows_v, rows_b, rows_l, rows_n, rows_e, rows_o = [], [], [], [], [], [], []
@@ -410,18 +414,17 @@ class StepModel:
         its times are the same at every context of a batch."""
         import numpy as np
 
-        xs, basis = _length_columns(self.config, self.phase, self.split, self.experts_hit_override)
+        cfg, sp, override = self.config, self.split, self.experts_hit_override
+        xs, basis = shared(("length columns", id(cfg), self.phase, override, _split_key(sp)),
+                           lambda: _length_columns(cfg, self.phase, sp, override), cfg)
         coefs = [c for c in (self.coef_matrix, self.coef_vector, self.coef_bytes, self.coef_exp, self.coef_vector_ops,
                              self.coef_link, self.coef_network) if c is not None]
         if self.chip is not None:
             coefs += list(self.chip.coef_rest.values())
-        free = np.ones(len(self.names), dtype=bool)
-        for c in coefs:
-            free &= ~(c[xs] != 0).any(axis=0)
-        if self.chip is not None:
-            for i, op in enumerate(self.chip.ops):
-                if (self.chip.coef_flop[xs, i] != 0).any() or (self.chip.coef_dims[basis, i] != 0).any():
-                    free[op.kernel] = False
+        free = ~(np.vstack([c[xs] for c in coefs]) != 0).any(axis=0)  # every coefficient kind at once
+        if self.chip is not None and self.chip.ops:  # an op whose FLOPs or dimensions vary with the length
+            grows = (self.chip.coef_flop[xs] != 0).any(axis=0) | (self.chip.coef_dims[basis] != 0).any(axis=(0, 2))
+            free[[op.kernel for op, g in zip(self.chip.ops, grows.tolist(), strict=True) if g]] = False
         return free
 
     def kernels_only(self, keep: Any) -> StepModel:
@@ -458,6 +461,11 @@ class StepModel:
         df, db = float(flop[1] - flop[0]), float(byt[1] - byt[0])
         per = (1 << 30) * (unit // self.split.dp)
         return df / per, db / per, df / db if db else math.inf
+
+
+def _split_key(split: Split) -> tuple[int, int, int]:
+    """What _features and dims_basis read of a split: dp, ep, and tp under a sequence split (batch_unit)."""
+    return split.dp, split.ep, split.tp if sequence_split(split) else 1
 
 
 def _length_columns(cfg: ModelConfig, phase: Phase, split: Split, override: int | None) -> tuple[Any, Any]:

@@ -40,6 +40,7 @@ class Decode:
         # compute, the other collectives in full (ModelAnalysis.step_time_s counts a step the same way)
         hidden = None if overlap or comm is None else overlapped_all_to_all(sm.names, sm.config, sm.split.ep)
         self.tbo = None if hidden is None or comm is None else (np.asarray(hidden), np.asarray(comm))
+        self._memo: dict[int, dict[Any, Any]] = {}  # id(step model) -> what its bands work out once
         self._rows: dict[int, tuple[Any, Any, Any]] = {}  # batch -> its (floor, low, high) over the contexts
         # the kernels nothing of which grows with the context (GEMMs, norms, collectives: StepModel.length_free)
         # are evaluated once a batch, the others at every context
@@ -105,7 +106,8 @@ class Decode:
         """Each kernel's floor and band over all its runs [points, kernels] at batches `b` and contexts `c`."""
         sm = sm or self.sm
         r = sm.evaluate(b, c, self.machine, self.dtype, totals=False)
-        fast, slow = kernel_bands(sm, r, b, c, self.machine, self.dtype, self.eff)
+        # the kernels' kinds and fits worked out once a step model (this object keeps every one it asks of)
+        fast, slow = kernel_bands(sm, r, b, c, self.machine, self.dtype, self.eff, self._memo.setdefault(id(sm), {}))
         return r["kernel_time_s"], fast, slow
 
     def itl(self, batches: Any) -> tuple[list[Band], list[Band]]:
@@ -118,17 +120,22 @@ class Decode:
 
 
 def kernel_bands(sm: StepModel, r: dict[str, Any], batch: Any, seq: Any, machine: Machine, dtype: DType,
-                 eff: Efficiency) -> tuple[Any, Any]:
+                 eff: Efficiency, memo: dict[Any, Any] | None = None) -> tuple[Any, Any]:
     """Each kernel's band over all its runs [points, kernels], as `roofline model` gives it: the
     calibrated fit (roofline.models.stepband), or a bench calibration's floor / measured share of
-    the roof of each kernel's bound class."""
+    the roof of each kernel's bound class. `memo`: kept by the caller for this step model and machine
+    (expected_band's, one a fit)."""
+
+    def band(times: Any) -> tuple[Any, Any]:
+        mine = None if memo is None else memo.setdefault(id(times), {})
+        return expected_band(sm, r, batch, seq, machine, dtype, times, mine)
 
     chosen = eff.chosen
     if chosen.times is not None:
-        return expected_band(sm, r, batch, seq, machine, dtype, chosen.times)
+        return band(chosen.times)
     assert chosen.bench is not None
     shipped = eff.fallback.times if eff.fallback is not None else None
-    otherwise = expected_band(sm, r, batch, seq, machine, dtype, shipped) if shipped is not None else None
+    otherwise = band(shipped) if shipped is not None else None
     return share_band(r, eff.shares, chosen.file, otherwise)
 
 

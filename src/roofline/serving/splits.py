@@ -31,6 +31,7 @@ from roofline.errors import RooflineError
 from roofline.frozen import frozen
 from roofline.hardware import Machine, System, get_system
 from roofline.models.memory import DEFAULT_UTILIZATION, device_kv_bytes, device_weights_bytes
+from roofline.models.shared import sharing
 from roofline.models.split import valid_splits
 from roofline.models.step import Step
 from roofline.parallel import MOST_DEVICES, NODE_DEVICES, Split, deploy
@@ -107,7 +108,17 @@ def serve_search(step: Step, machine: str | Machine | System, *, output: int, ba
                  price_per_device_hour: float | None = None, utilization: float = DEFAULT_UTILIZATION,
                  overlap: bool = False, efficiency: Efficiency | None = None,
                  devices: int | None = None) -> ServeSearch:
-    """Serve `step`'s workload on each engine layout of `machine` and rank them (module docstring)."""
+    """Serve `step`'s workload on each engine layout of `machine` and rank them (module docstring); what
+    the layouts would each work out again with the same inputs is worked out once (roofline.models.shared)."""
+    with sharing():
+        return _search(step, machine, output, batch, ttft_slo_s, itl_slo_s, price_per_device_hour, utilization,
+                       overlap, efficiency, devices)
+
+
+def _search(step: Step, machine: str | Machine | System, output: int, batch: int | None, ttft_slo_s: float | None,
+            itl_slo_s: float | None, price_per_device_hour: float | None, utilization: float, overlap: bool,
+            efficiency: Efficiency | None, devices: int | None) -> ServeSearch:
+    """serve_search's body."""
     if isinstance(machine, Machine):
         raise RooflineError("searching a split needs a system or a catalog device (its link), not a parsed Machine")
     bare = get_system(machine)
