@@ -12,7 +12,7 @@ import pytest
 from roofline.calibration.fit import fit_kind
 from roofline.calibration.validate import deepgemm_kind
 from roofline.expectation.columns import Columns, expected_columns
-from roofline.expectation.deepgemm import block_config, k_steps, legal, stretch
+from roofline.expectation.deepgemm import block_config, block_config_one, k_steps, legal, stretch
 from roofline.expectation.model import ExpectedTimes, Fit, Shape
 from roofline.expectation.shipped import parse
 
@@ -136,3 +136,14 @@ def test_a_file_without_the_fields_reads_them_as_absent_and_a_saved_one_keeps_th
         del raw["fits"]["gemm.fp8_block"][key]
     old = parse(raw, "memory").fits["gemm.fp8_block"]
     assert not old.deepgemm_blocks and old.k_step_s == 0.0
+
+
+def test_one_shape_and_the_columns_pick_the_same_blocks() -> None:
+    # Fit.expected_s reads block_config_one, the columns block_config: the same rule over a grid of shapes
+    # (the H200 SGLang table's m and n values, a few of each)
+    ms = np.array([1, 15, 17, 64, 65, 129, 193, 256, 257, 512, 513, 1025, 2049, 4097, 32768])
+    ns = np.array([128, 768, 1536, 4096, 7168, 8192, 16384, 65536])
+    mm, nn = (a.ravel() for a in np.meshgrid(ms, ns))
+    cols = np.column_stack(block_config(mm, nn, SMS))
+    assert [tuple(int(v) for v in row) for row in cols] == [block_config_one(int(a), int(b), SMS)
+                                                             for a, b in zip(mm, nn, strict=True)]

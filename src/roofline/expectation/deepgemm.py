@@ -57,6 +57,7 @@ Layering: imports only the standard library; numpy lazily.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Any
 
 BLOCK_MS = (64, 128, 256)  # get_best_config's block_m candidates (heuristics/common.hpp)
@@ -125,14 +126,33 @@ def k_steps(m: Any, n: Any, k: Any, sms: int) -> Any:
     return np.where(kk > 0, waves * np.ceil(kk / BLOCK_K - 1e-9), 0.0)
 
 
+@lru_cache(maxsize=4096)
+def block_config_one(m: int, n: int, sms: int) -> tuple[int, int, int]:
+    """block_config for one shape, in plain Python (Fit.expected_s runs it once a kernel): the same rule."""
+    best = (0, 0, 0, 0)  # block_m, block_n, waves, blocks in the last wave
+    if m <= 0 or n <= 0 or sms <= 0:
+        return 0, 0, 0
+    for bm, bn in CANDIDATES:
+        blocks = -(-m // bm) * -(-n // bn)
+        waves, last = -(-blocks // sms), blocks % sms or sms
+        bbm, bbn, bw, bu = best
+        tie = waves == bw and last == bu
+        if (bbm == 0 or waves < bw or (waves == bw and last > bu) or (tie and bm == bbm and bn < bbn)
+                or (tie and bn == bbn and bm < bbm) or (tie and bm != bbm and bn > bbn and bn <= n and bm <= m)):
+            best = (bm, bn, waves, last)
+    return best[0], best[1], best[2]
+
+
 def stretch_one(m: int, n: int, sms: int) -> float:
     """stretch for one shape."""
-    return float(stretch(m, n, sms))
+    bm, bn, waves = block_config_one(m, n, sms)
+    return waves * sms * bm * bn / (m * n) if waves else 1.0
 
 
 def k_steps_one(m: int, n: int, k: int, sms: int) -> float:
     """k_steps for one shape."""
-    return float(k_steps(m, n, k, sms)) if k > 0 and not math.isnan(k) else 0.0
+    return float(block_config_one(m, n, sms)[2] * math.ceil(k / BLOCK_K - 1e-9)) if k > 0 else 0.0
 
 
-__all__ = ["BLOCK_K", "CANDIDATES", "block_config", "k_steps", "k_steps_one", "legal", "stretch", "stretch_one"]
+__all__ = ["BLOCK_K", "CANDIDATES", "block_config", "block_config_one", "k_steps", "k_steps_one", "legal", "stretch",
+           "stretch_one"]
