@@ -129,6 +129,7 @@ def _fit_band(p: Placement, times: ExpectedTimes) -> Band:
                  f"  roofline term = max(memory {memory * 1e6:.4g} µs, {f.compute_ratio:.2f} × compute "
                  f"{shape.compute_s * 1e6:.4g} µs" + (f" × waves in {f.tile[0]}x{f.tile[1]} tiles on {shape.sms} SMs"
                                                      if f.tile else "")
+                 + (f" × waves in DeepGEMM's blocks on {shape.sms} SMs" if f.deepgemm_blocks else "")
                  + "".join(f", {what} {v * 1e6:.4g} µs" for what, v in (
                      ("decode's latency roof", f.latency_s(shape)), ("streaming roof", f.stream_s(shape)),
                      ("query-tile roof", f.query_tile_s(shape))) if v)

@@ -17,7 +17,9 @@ Three points x = 10, 20, 40 µs with y = 2x + 5 µs give a = 2, t0 = 5 µs exact
 
 The terms fitted per kind:
 
-    gemm.*           x = max(memory, ρ·compute·q); z = 1, I (activation read), O (output write)
+    gemm.*           x = max(memory, ρ·compute·q); z = 1, I (activation read), O (output write);
+                     with `deepgemm` (a block-scaled FP8 GEMM on Hopper) also q from DeepGEMM's blocks
+                     and z = waves · ⌈k/128⌉ besides (roofline.expectation.deepgemm)
     *_attention.*    x = memory; z = 1, matrix (one column per head width with MIN_HEAD_ROWS rows), exp,
                      tile pairs / SMs, heads / SMs, K/V heads / SMs,
                      and, for decode, (H/G)·memory for groups beyond g_max (g_max among GROUPS, 0: none)
@@ -56,7 +58,7 @@ least BAND_SPLIT_S (10 µs) and those below each get their own band (each class 
 else the one band of all). Under CV_MIN_ROWS rows the in-sample ratios stand in; under 11 rows (no rank reaches 0.99)
 the band is their range.
 
-Layering: imports numpy, roofline.errors, roofline.frozen, roofline.expectation.
+Layering: imports numpy, roofline.errors, roofline.frozen, roofline.expectation (model, deepgemm).
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ from functools import lru_cache
 import numpy as np
 
 from roofline.errors import RooflineError
+from roofline.expectation.deepgemm import k_steps, stretch
 from roofline.expectation.model import (
     ANY_PATH,
     BAND_SPLIT_S,
@@ -251,9 +254,11 @@ def least_absolute(cols: np.ndarray, y: np.ndarray, start: np.ndarray) -> np.nda
 
 
 def fit_kind(kind: str, shapes: Sequence[Shape], measured: Sequence[float],
-             tiles: Sequence[tuple[int, int] | None] = (None,), per_tile: bool = False) -> Fit:
+             tiles: Sequence[tuple[int, int] | None] = (None,), per_tile: bool = False,
+             deepgemm: bool = False) -> Fit:
     """The fit of one kind (module docstring): the GEMM terms, or the attention terms when `per_tile`
-    (or the kind is an attention's); the knobs chosen by the smallest MAPE; the band from the residuals."""
+    (or the kind is an attention's); the knobs chosen by the smallest MAPE; the band from the residuals.
+    `deepgemm`: a GEMM's waves may also be DeepGEMM's sm90 blocks', with its cost per k-block."""
     if not shapes:
         raise RooflineError(f"{kind}: no measured rows to fit")
     if len(shapes) != len(measured) or any(v <= 0 for v in measured):
@@ -262,7 +267,8 @@ def fit_kind(kind: str, shapes: Sequence[Shape], measured: Sequence[float],
     c = _Columns.of(shapes)
     attention = per_tile or "attention" in kind
     n = len(y)
-    trials = (_attention_trials(kind, shapes, c, y, n) if attention else _gemm_trials(kind, shapes, c, n, tiles))
+    trials = (_attention_trials(kind, shapes, c, y, n) if attention
+              else _gemm_trials(kind, shapes, c, n, tiles) + (_deepgemm_trials(kind, shapes, c, n) if deepgemm else []))
     ranked = sorted(trials, key=lambda t: mape(t.cols @ _solve_scaled(t.cols / y[:, None]), y))
     best: _Best | None = None
     for trial in ranked[:L1_REFINED]:
@@ -325,6 +331,25 @@ def _gemm_trials(kind: str, shapes: Sequence[Shape], c: _Columns, n: int,
                            tile_padded=padded)
 
             out.append(_Trial(cols, make))
+    return out
+
+
+def _deepgemm_trials(kind: str, shapes: Sequence[Shape], c: _Columns, n: int) -> list[_Trial]:
+    """The GEMM trials with DeepGEMM's waves (q_dg) and its k-blocks (waves · ⌈k/128⌉) as a column
+    (roofline.expectation.deepgemm), one per ρ."""
+    sms = shapes[0].sms if shapes else 0
+    m, nn, k = (np.array([getattr(s, f) for s in shapes], dtype=float) for f in ("m", "n", "k"))
+    q, steps = stretch(m, nn, sms), k_steps(m, nn, k, sms)
+    out = []
+    for rho in RATIOS:
+        cols = np.column_stack([np.maximum(c.memory, rho * c.compute * q), np.ones(n), c.inputs, c.outputs, steps])
+
+        def make(coef: np.ndarray, rho: float = rho) -> Fit:
+            a, t0, c_in, c_out, lam = (float(v) for v in coef)
+            return Fit(kind, 1 / a, t0, 1.0, 1.0, n, None, compute_ratio=rho, per_input=c_in, per_output=c_out,
+                       deepgemm_blocks=True, k_step_s=lam)
+
+        out.append(_Trial(cols, make))
     return out
 
 

@@ -30,7 +30,7 @@ Which tables are joined, and by what, is one table: JOINERS (a table kind -> its
 kind is one entry there (and its files in roofline.calibration.tables.TABLES).
 
 Layering: imports roofline.errors, roofline.units, roofline.vocab, roofline.expectation and this room's
-tables, floors, join and fit; numpy lazily.
+tables, floors, join and fit; numpy and roofline.hardware (a machine's architecture) lazily.
 """
 
 from __future__ import annotations
@@ -67,6 +67,8 @@ JOINERS: Mapping[str, Callable[[Table], JoinedTable]] = {
     **TABLE_JOINS, "context_mla": join_mla, "generation_mla": join_mla, "moe": join_moe,
 }
 PER_TILE_KINDS = ("context_attention", "generation_attention", "context_mla", "generation_mla")
+# the kind and architecture whose fit tries DeepGEMM's sm90 blocks (roofline.expectation.deepgemm)
+DEEPGEMM_KIND, DEEPGEMM_ARCHITECTURE = "gemm.fp8_block", "Hopper"
 
 
 @frozen
@@ -270,10 +272,24 @@ def _tiles(kind: str) -> tuple[tuple[int, int] | None, ...]:
     return GEMM_TILES if kind.startswith("gemm") else ATTENTION_TILES if kind.startswith("context") else (None,)
 
 
+def deepgemm_kind(kind: str, machine: str) -> bool:
+    """A block-scaled FP8 GEMM on a Hopper machine: the kernel DeepGEMM's sm90 heuristic tiles
+    (roofline.expectation.deepgemm; its fit tries DeepGEMM's waves)."""
+    from roofline.hardware import get_machine
+
+    if kind != DEEPGEMM_KIND:
+        return False
+    try:
+        return get_machine(machine).architecture == DEEPGEMM_ARCHITECTURE
+    except RooflineError:
+        return False
+
+
 def fit_rows(kind: str, joined: Sequence[Joined]) -> Fit:
     """The fit of one kind over its joined rows (wave tiles tried where the kind has them)."""
+    machine = joined[0].placement.machine.id if joined else ""
     return fit_kind(kind, [j.shape for j in joined], [j.measured_s for j in joined], _tiles(kind),
-                    per_tile="attention" in kind)
+                    per_tile="attention" in kind, deepgemm=deepgemm_kind(kind, machine))
 
 
 def fit_group(rows: Rows, max_rows: int = FIT_MAX_ROWS) -> tuple[Fit, int]:
@@ -282,7 +298,8 @@ def fit_group(rows: Rows, max_rows: int = FIT_MAX_ROWS) -> tuple[Fit, int]:
     stride = max(1, math.ceil(n / max_rows))
     idx = range(0, n, stride)
     fit = fit_kind(rows.kind, [rows.shape(i) for i in idx], [float(rows.measured_s[i]) for i in idx],
-                   _tiles(rows.kind), per_tile=rows.kind.startswith(PER_TILE_KINDS))
+                   _tiles(rows.kind), per_tile=rows.kind.startswith(PER_TILE_KINDS),
+                   deepgemm=deepgemm_kind(rows.kind, rows.machine))
     return fit, stride
 
 

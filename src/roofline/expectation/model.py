@@ -164,7 +164,14 @@ padding, each of its empty rows and columns computed as a full one:
 
     q · (⌈m / tm⌉·tm / m) · (⌈n / tn⌉·tn / n)       each side where the matrix spans more than one tile
 
-(the tables' evidence: roofline.expectation.launch)
+(the tables' evidence: roofline.expectation.launch). A block-scaled FP8 GEMM DeepGEMM runs on Hopper
+(SGLang's; `deepgemm_blocks`) takes q from the block DeepGEMM's heuristic picks per shape instead, and
+a fixed cost λ_k per k-block each wave steps through (its WGMMAs drained, the accumulators promoted by
+the scales):
+
+    q_dg = waves · SMs · block_m · block_n / (m · n),    + λ_k · waves · ⌈k/128⌉
+
+(the heuristic, the kernel and the tables' evidence: roofline.expectation.deepgemm)
 
 Attention's tile pairs: causal prefill visits ⌈nq/128⌉·(⌈nq/128⌉+1)/2 per sequence and query head;
 decode ⌈kv/128⌉ key tiles per sequence and K/V head. A term whose constant is 0 is absent (no host floors: no max): a
@@ -189,7 +196,7 @@ A placed kernel's Shape and band: roofline.expectation.placed; the same model ov
 roofline.expectation.columns.
 
 Layering: imports roofline.errors, roofline.frozen, roofline.vocab and this room's launch (waves, tile
-padding, launch paths).
+padding, launch paths) and deepgemm (DeepGEMM's blocks).
 """
 
 from __future__ import annotations
@@ -201,6 +208,7 @@ from types import MappingProxyType
 from typing import Any
 
 from roofline.errors import RooflineError
+from roofline.expectation.deepgemm import k_steps_one, stretch_one
 from roofline.expectation.launch import ANY_PATH, HOST_PATHS, host_path, padding_factor, waves_factor
 from roofline.frozen import frozen
 from roofline.vocab import Bound
@@ -218,8 +226,10 @@ MODEL = ("t = max(memory, rho x compute x waves) / e + a_mm x matrix + a_exp x e
          "+ c_kvr x prefill's K/V share of memory, "
          "+ c_L2 x min(memory, L2 capacity / DRAM bandwidth) for decode, "
          "+ c_w x compute x (prefill's waves of query tiles on k x SMs slots - 1), "
+         "+ lambda_k x DeepGEMM's waves x ceil(k / 128) where its blocks set the waves, "
          "at least the host floor of the kernel's launch path; "
-         "waves = ceil(tiles / SMs) x SMs / tiles (x the last tile's padding where tile_padded); "
+         "waves = ceil(tiles / SMs) x SMs / tiles (x the last tile's padding where tile_padded; "
+         "DeepGEMM's waves x SMs x block_m x block_n / (m x n) where deepgemm_blocks); "
          "band = t x [Wilks tolerance interval of cross-fitted measured / t: half of new kernels at 99% confidence], "
          "one per class of floor below and above 10 us")
 BAND_SPLIT_S = 10e-6  # the band is measured apart below and above a 10 µs floor (module docstring)
@@ -328,6 +338,8 @@ class Fit:
     wave_slots: int = 0  # k: the query tiles an SM runs at once (0: no wave term)
     # λ_q: decode's time per padded query head × 256 elements of a grouped block on one SM (query_tile_s)
     query_tile_latency_s: float = 0.0
+    deepgemm_blocks: bool = False  # q from DeepGEMM's sm90 block choice, not `tile` (roofline.expectation.deepgemm)
+    k_step_s: float = 0.0  # λ_k: a DeepGEMM wave's fixed cost per k-block of 128 (k_steps_s)
 
     def __post_init__(self) -> None:
         if not 0 < self.efficiency <= 1:
@@ -341,7 +353,7 @@ class Fit:
                  ("head latency", self.head_latency_s), ("streaming blocks", self.stream_blocks),
                  ("K/V read weight", self.kv_read_weight), ("short-stream weight", self.short_stream_weight),
                  ("wave weight", self.wave_weight), ("wave slots", self.wave_slots),
-                 ("query-tile latency", self.query_tile_latency_s),
+                 ("query-tile latency", self.query_tile_latency_s), ("k-block cost", self.k_step_s),
                  ("largest group", self.max_group), ("t0", self.t0_s))
         for what, v in terms:
             if v < 0 or not math.isfinite(v):
@@ -362,6 +374,8 @@ class Fit:
         q = waves_factor(tiles_of(shape, self.tile), shape.sms) if self.tile is not None else 1.0
         if self.tile_padded:
             q *= padding_factor(shape.m, shape.n, self.tile)
+        if self.deepgemm_blocks:
+            q = stretch_one(shape.m, shape.n, shape.sms)
         return max(memory, self.compute_ratio * shape.compute_s * q, self.latency_s(shape), self.stream_s(shape),
                    self.query_tile_s(shape))
 
@@ -441,7 +455,14 @@ class Fit:
                 "single_group": self.single_group_weight * self.single_group_s(shape),
                 "kv_read": self.kv_read_weight * self.kv_read_s(shape),
                 "short_stream": self.short_stream_weight * self.short_stream_s(shape),
-                "waves": self.wave_weight * self.waves_s(shape)}
+                "waves": self.wave_weight * self.waves_s(shape), "k_steps": self.k_steps_s(shape)}
+
+    def k_steps_s(self, shape: Shape) -> float:
+        """λ_k · waves · ⌈k/128⌉: a DeepGEMM GEMM's fixed cost per k-block, each wave in turn (module
+        docstring; roofline.expectation.deepgemm); 0 without deepgemm_blocks or λ_k."""
+        if not (self.deepgemm_blocks and self.k_step_s):
+            return 0.0
+        return self.k_step_s * k_steps_one(shape.m, shape.n, shape.k, shape.sms)
 
     @staticmethod
     def kv_read_s(shape: Shape) -> float:
@@ -505,6 +526,7 @@ class Fit:
                 "kv_read_weight": self.kv_read_weight, "short_stream_weight": self.short_stream_weight,
                 "wave_weight": self.wave_weight, "wave_slots": self.wave_slots,
                 "query_tile_latency_s": self.query_tile_latency_s,
+                "deepgemm_blocks": self.deepgemm_blocks, "k_step_s": self.k_step_s,
                 "head_dim_weights": {str(d): w for d, w in self.head_dim_weights}, "rows": self.rows, "mape": self.mape}
 
 
