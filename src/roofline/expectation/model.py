@@ -61,6 +61,19 @@ of 32-64 0.85-0.87x (B200); with it, c_kvr = 6.9 (B200) and 3.1 (H200), MHA at 1
 ≥ 10 µs 17.2% -> 15.8% (B200), 15.1% -> 14.3% (H200). TensorRT-LLM's prefill (contiguous K/V) shows no
 such trend by group (0.93-1.07x over groups 1-96 on B200).
 
+Prefill's matrix weight by cache dtype: Triton compiles a kernel per argument dtype, and SGLang's
+Triton extend kernel (triton_ops/extend_attention.py _fwd_kernel) takes the cache's K/V buffers beside
+the BF16 query; a BF16 query over an FP8 cache (`narrow_kv`) is another binary at the same tiles
+(Hopper: BLOCK_M × BLOCK_N 32 × 64 at a head of 512, 8 warps, 1 stage), whose a_mm is fitted apart
+per head width (`narrow_kv_weights`) where that lowers the MAPE by NARROW_GAIN (0.5 points):
+
+    + a_mm,narrow(d)·C   in place of a_mm(d)·C on rows with K/V narrower than Q   prefill only
+
+What the tables show (aiconfigurator-core 0.12.0, SGLang 0.5.14 Triton prefill, floors ≥ 10 µs): the
+same shapes take a median 1.64x (H100) and 1.63x (H200) as long on an FP8 cache at a head of 512 and
+0.73x at 256; the fit pooling both ran 22.0% (H100) and 21.8% (H200), with a_mm by width and cache
+dtype 8.6% and 7.8%, cross-fitted alike.
+
 Prefill's waves: a FlashAttention-style prefill kernel runs one CTA per sequence × query head × query
 tile of 128 rows (T of them), k at a time on an SM; they fill ⌈T/(k·SMs)⌉ waves, the last one partly
 idle, so the matrix units' time is stretched as a GEMM's is (q, above), with its own weight:
@@ -218,6 +231,7 @@ MODEL = ("t = max(memory, rho x compute x waves) / e + a_mm x matrix + a_exp x e
          "+ c_kvr x prefill's K/V share of memory, "
          "+ c_L2 x min(memory, L2 capacity / DRAM bandwidth) for decode, "
          "+ c_w x compute x (prefill's waves of query tiles on k x SMs slots - 1), "
+         "a_mm per head width and, for prefill with K/V narrower than Q, apart, "
          "at least the host floor of the kernel's launch path; "
          "waves = ceil(tiles / SMs) x SMs / tiles (x the last tile's padding where tile_padded); "
          "band = t x [Wilks tolerance interval of cross-fitted measured / t: half of new kernels at 99% confidence], "
@@ -271,6 +285,7 @@ class Shape:
     k: int = 0  # gemm: the depth (which kernel an engine launches, and so its host cost, depends on it)
     l2_s: float = 0.0  # decode: τ = L2 capacity / DRAM bandwidth of its machine (the short stream's knee)
     query_tiles: float = 0.0  # prefill attention: sequences × query heads × ⌈nq/128⌉ (its CTAs, waves_s)
+    narrow_kv: bool = False  # prefill attention: K/V narrower than Q (a BF16 query over an FP8 cache)
 
 
 def query_tile(group: float, head_dim: int) -> float:
@@ -328,6 +343,8 @@ class Fit:
     wave_slots: int = 0  # k: the query tiles an SM runs at once (0: no wave term)
     # λ_q: decode's time per padded query head × 256 elements of a grouped block on one SM (query_tile_s)
     query_tile_latency_s: float = 0.0
+    # prefill: a_mm per head width on rows whose K/V is narrower than Q (Shape.narrow_kv); (): a_mm as the rest
+    narrow_kv_weights: tuple[tuple[int, float], ...] = ()
 
     def __post_init__(self) -> None:
         if not 0 < self.efficiency <= 1:
@@ -349,7 +366,7 @@ class Fit:
         if any(h < 0 or not math.isfinite(h) or path not in (ANY_PATH, *HOST_PATHS) for path, h in self.host_floors):
             raise RooflineError(f"{self.kind}: a host floor must be finite and ≥ 0, on a path among "
                                 f"{', '.join((ANY_PATH, *HOST_PATHS))}")
-        if any(w < 0 or not math.isfinite(w) or d <= 0 for d, w in self.head_dim_weights):
+        if any(w < 0 or not math.isfinite(w) or d <= 0 for d, w in (*self.head_dim_weights, *self.narrow_kv_weights)):
             raise RooflineError(f"{self.kind}: a matrix weight per head width must be finite and ≥ 0")
         for low, high in ((self.low, self.high), *((self.small_band,) if self.small_band else ())):
             if not 0 < low <= high:
@@ -411,7 +428,10 @@ class Fit:
         return shape.kv_heads / shape.sms if shape.sms else 0.0
 
     def matrix_weight_for(self, shape: Shape) -> float:
-        """a_mm of the shape's head width, or of the nearest width fitted (by ratio); matrix_weight without."""
+        """a_mm of the shape's head width, or of the nearest width fitted (by ratio), from narrow_kv_weights
+        for a prefill shape with K/V narrower than Q where the fit has them; matrix_weight without."""
+        if shape.narrow_kv and self.narrow_kv_weights and shape.m > 0:
+            return min(self.narrow_kv_weights, key=lambda dw: abs(math.log(max(shape.head_dim, 1) / dw[0])))[1]
         if not self.head_dim_weights or shape.head_dim <= 0:
             return self.matrix_weight
         return min(self.head_dim_weights, key=lambda dw: abs(math.log(shape.head_dim / dw[0])))[1]
@@ -505,7 +525,9 @@ class Fit:
                 "kv_read_weight": self.kv_read_weight, "short_stream_weight": self.short_stream_weight,
                 "wave_weight": self.wave_weight, "wave_slots": self.wave_slots,
                 "query_tile_latency_s": self.query_tile_latency_s,
-                "head_dim_weights": {str(d): w for d, w in self.head_dim_weights}, "rows": self.rows, "mape": self.mape}
+                "head_dim_weights": {str(d): w for d, w in self.head_dim_weights},
+                "narrow_kv_weights": {str(d): w for d, w in self.narrow_kv_weights}, "rows": self.rows,
+                "mape": self.mape}
 
 
 @frozen
