@@ -64,15 +64,16 @@ such trend by group (0.93-1.07x over groups 1-96 on B200).
 Prefill's matrix weight by cache dtype: Triton compiles a kernel per argument dtype, and SGLang's
 Triton extend kernel (triton_ops/extend_attention.py _fwd_kernel) takes the cache's K/V buffers beside
 the BF16 query; a BF16 query over an FP8 cache (`narrow_kv`) is another binary at the same tiles
-(Hopper: BLOCK_M × BLOCK_N 32 × 64 at a head of 512, 8 warps, 1 stage), whose a_mm is fitted apart
-per head width (`narrow_kv_weights`) where that lowers the MAPE by NARROW_GAIN (0.5 points):
+(Hopper: BLOCK_M × BLOCK_N 32 × 64 at a head of 512, 8 warps, 1 stage), so a_mm is fitted apart per
+head width on such rows (`narrow_kv_weights`) where that lowers the MAPE by 0.5 points (fit.NARROW_GAIN):
 
-    + a_mm,narrow(d)·C   in place of a_mm(d)·C on rows with K/V narrower than Q   prefill only
+    + a_mm,narrow(d)·C   in place of a_mm(d)·C on prefill rows with K/V narrower than Q
 
-What the tables show (aiconfigurator-core 0.12.0, SGLang 0.5.14 Triton prefill, floors ≥ 10 µs): the
-same shapes take a median 1.64x (H100) and 1.63x (H200) as long on an FP8 cache at a head of 512 and
-0.73x at 256; the fit pooling both ran 22.0% (H100) and 21.8% (H200), with a_mm by width and cache
-dtype 8.6% and 7.8%, cross-fitted alike.
+What the tables show (aiconfigurator-core 0.12.0, floors ≥ 10 µs): SGLang 0.5.14's Triton prefill takes
+a median 1.64x (H100) and 1.63x (H200) as long over an FP8 cache at a head of 512, 0.73x at 256; the
+pooled fit ran 21.5% (H100) and 21.4% (H200), split 8.9% and 7.7% (out of sample 23.9 -> 7.2%, 25.9 ->
+10.2%). TensorRT-LLM's and vLLM's prefill depend on it too (H200, by head 64/128/256: 1.31, 0.87, 0.77x
+and 1.19, 1.20, 1.55x): TRT-LLM 11.3 -> 7.3% (H100), 11.7 -> 7.5% (H200), vLLM 13.7 -> 11.7%, 11.6%.
 
 Prefill's waves: a FlashAttention-style prefill kernel runs one CTA per sequence × query head × query
 tile of 128 rows (T of them), k at a time on an SM; they fill ⌈T/(k·SMs)⌉ waves, the last one partly
