@@ -448,3 +448,27 @@ def test_no_split_by_cache_where_it_changes_little() -> None:
     same = [(s.memory_s or 0.0) / 0.5 + (2.0 if s.head_dim == 256 else 3.0) * s.compute_s + 8e-6 for s in shapes]
     assert fit_kind("context_attention.bf16@triton", shapes, y).narrow_kv_weights != ()
     assert fit_kind("context_attention.bf16@triton", shapes, same).narrow_kv_weights == ()
+
+
+def test_the_sweep_band_takes_the_narrower_cache_weights() -> None:
+    # Llama 3 8B prefill (head 128) over an FP8 cache on H100: the sweep's band (numpy over the step model,
+    # roofline.models.stepband) is Σ runs × each placed kernel's band (Fit.band_s, which reads Shape.narrow_kv)
+    # under a fit whose a_mm over a narrower K/V is 5 where the rest take the shipped fit's
+    from roofline.calibration.choose import total
+    from roofline.expectation.placed import expect, shape_of
+    from roofline.expectation.shipped import for_machine
+    from roofline.models import analyze_model, deployments, dtype_steps
+    from roofline.models.sweep import sweep
+
+    times = for_machine("h100")
+    pre = times.fits["context_attention.bf16"]
+    mine = replace(times, fits={**times.fits, "context_attention.bf16": replace(pre, narrow_kv_weights=((128, 5.0),))})
+    steps = dtype_steps("llama-3-8b", "prefill", kv_dtypes=["fp8"])
+    a = analyze_model("llama-3-8b", "h100", "prefill", 2, 2048, dtypes=steps[0].dtypes)
+    assert any(shape_of(p).narrow_kv for p in a.placements)  # the attention kernel reads an FP8 K/V under BF16 Q
+    want = total(a.placements, [expect(p, mine) for p in a.placements])
+    plain = total(a.placements, [expect(p, times) for p in a.placements])
+    assert want["low"] > plain["low"]  # a_mm 5 over the shipped fit's
+    row = sweep(steps, deployments(["h100"]), [2], [2048], expected=lambda _: mine)[0]
+    assert row["expected_time_s"]["low"] == pytest.approx(want["low"], rel=1e-9)
+    assert row["expected_time_s"]["high"] == pytest.approx(want["high"], rel=1e-9)

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from roofline.dtypes import DType
+from roofline.dtypes import DType, get_dtype
 from roofline.errors import RooflineError
 from roofline.expectation.columns import Columns, expected_columns
 from roofline.expectation.model import (
@@ -56,7 +56,8 @@ CLASS_OF_CODE = (0, 0, 1, 2, 2, 0, 1, 1)
 
 
 # the shape columns expected_band builds for expected_columns (Columns' fields, its names)
-SHAPE_COLUMNS = ("rows", "n", "pairs", "heads", "kv_heads", "input_s", "output_s", "head_dim", "k", "qtiles")
+SHAPE_COLUMNS = ("rows", "n", "pairs", "heads", "kv_heads", "input_s", "output_s", "head_dim", "k", "qtiles",
+                 "narrow")
 Band = Callable[["Placement"], tuple[float, float]]  # a placed kernel's expected (low, high), one run
 
 
@@ -216,6 +217,9 @@ def expected_band(sm: StepModel, r: dict[str, Any], batch: Any, seq: Any, machin
         pre_pairs = np.where(nq == nkv, qt * (qt + 1) / 2, qt * kt)
         column("pairs")[:, js] = np.where(decode, bq * kv_of * kt, heads * pre_pairs)
         column("qtiles")[:, js] = np.where(decode, 0.0, heads * qt)  # prefill's CTAs (Shape.query_tiles)
+        # prefill with K/V narrower than Q (Shape.narrow_kv): q·kᵀ's K/V bytes per element below q's
+        narrow_of = np.array([float(get_dtype(t.kv_dtype).bytes_per_element < t.bytes_in) for t in tiled])
+        column("narrow")[:, js] = np.where(decode, 0.0, narrow_of)
         column("rows")[:, js] = np.where(decode, 0.0, bq * kv_of * _ceil(nq * group_of / ATTENTION_TILE)
                                          * ATTENTION_TILE)
     # one group an (kind, class): entries sorted by it, each group a slice, taken in the order the kernels
@@ -240,7 +244,8 @@ def expected_band(sm: StepModel, r: dict[str, Any], batch: Any, seq: Any, machin
         col = {name: v[a:z] for name, v in flat.items()}
         _, low_g[a:z], high_g[a:z] = expected_columns(fit, Columns(
             col["floor"], col["compute"], col["dram"], col["exp"], col["rows"], col["n"], col["pairs"], col["heads"],
-            col["kv_heads"], col["head_dim"], col["input_s"], col["output_s"], sms, col["k"], tau, col["qtiles"]))
+            col["kv_heads"], col["head_dim"], col["input_s"], col["output_s"], sms, col["k"], tau, col["qtiles"],
+            col["narrow"] > 0))
     low, high = np.empty(key.size), np.empty(key.size)
     low[order], high[order] = low_g, high_g
     low, high = low.reshape(floor.shape), high.reshape(floor.shape)
