@@ -169,7 +169,8 @@ def test_the_tile_padding_is_recovered() -> None:
 
 
 def test_the_new_terms_survive_the_file() -> None:
-    # a version 3 file carries the host floors, the tile padding, kappa and lambda_q; they read back as written
+    # a version 3 file carries the host floors, the tile padding, kappa, lambda_q and the matrix weights over a
+    # narrower cache; they read back as written
     import json
 
     from roofline.expectation.model import ExpectedTimes
@@ -181,7 +182,10 @@ def test_the_new_terms_survive_the_file() -> None:
             "generation_attention.fp8@triton": Fit("generation_attention.fp8@triton", 0.5, 9e-6, 0.9, 1.3, 117,
                                                    stream_blocks=96.0),
             "generation_attention.fp8": Fit("generation_attention.fp8", 1.0, 7.3e-6, 0.94, 1.21, 1647, max_group=32,
-                                            query_tile_latency_s=0.2e-6)}
+                                            query_tile_latency_s=0.2e-6),
+            "context_attention.bf16@triton": Fit("context_attention.bf16@triton", 0.94, 1.2e-5, 0.93, 1.56, 1850,
+                                                 head_dim_weights=((256, 6.2), (512, 2.9)),
+                                                 narrow_kv_weights=((256, 0.0), (512, 10.3)))}
     raw = json.loads(json.dumps(ExpectedTimes("h200", "vllm", "0.24.0", {}, fits).to_dict()))
     assert raw["version"] == 3
     assert dict(parse(raw, "h200.vllm.json").fits) == fits
@@ -378,3 +382,93 @@ def test_the_query_tile_roof_is_recovered() -> None:
     assert (fit.block_latency_s, fit.query_tile_latency_s) == pytest.approx((1e-6, 0.3e-6))
     assert (fit.efficiency, fit.t0_s) == pytest.approx((0.9, 7e-6), rel=1e-6)
     assert fit.mape == pytest.approx(0.0, abs=1e-9)
+
+
+def _prefill(d: int, compute_us: float, memory_us: float, narrow: bool) -> Shape:
+    """A prefill kernel on H100's 132 SMs: one sequence × 8 query heads over 1 K/V head of width d."""
+    return Shape("context_attention.bf16@triton", compute_us * 1e-6, compute_us * 1e-6, m=4096, sms=132,
+                 memory_s=memory_us * 1e-6, head_dim=d, narrow_kv=narrow)
+
+
+def test_prefill_over_a_narrower_cache_by_hand() -> None:
+    # H100 SGLang 0.5.14 Triton prefill (aiconfigurator-core 0.12.0, h100_sxm/attention/sglang): b8 h8/1 d512
+    # isl 4096 took 11,251 µs on a BF16 cache and 18,194 µs on an FP8 one (1.62x), b4 h16/8 d256 isl 1024 703 and
+    # 479 µs (0.68x). With a_mm = 2.9 at 512 and 6.2 at 256 on a BF16 cache and 10.3 and 0 on an FP8 one (the
+    # fit's, rounded), a d512 kernel of C = 1 ms and M = 5 µs takes 5 + 2.9 x 1000 µs, or 5 + 10.3 x 1000 on FP8
+    fit = Fit("context_attention.bf16@triton", 1.0, 0.0, 1.0, 1.0, 1, compute_ratio=0.0,
+              head_dim_weights=((256, 6.2), (512, 2.9)), narrow_kv_weights=((256, 0.0), (512, 10.3)))
+    assert fit.expected_s(_prefill(512, 1000.0, 5.0, False)) == pytest.approx(5e-6 + 2.9e-3)
+    assert fit.expected_s(_prefill(512, 1000.0, 5.0, True)) == pytest.approx(5e-6 + 10.3e-3)
+    assert fit.expected_s(_prefill(256, 1000.0, 5.0, True)) == pytest.approx(5e-6)
+    # a decode shape (no query rows) and a fit without the split take a_mm by width alone
+    assert fit.matrix_weight_for(replace(_prefill(512, 1000.0, 5.0, True), m=0)) == 2.9
+    assert replace(fit, narrow_kv_weights=()).matrix_weight_for(_prefill(512, 1000.0, 5.0, True)) == 2.9
+    # the columns (validate's and serve's evaluation) take the same weights
+    c, m = np.full(3, 1e-3), np.full(3, 5e-6)
+    zero = np.zeros(3)
+    t, _, _ = expected_columns(fit, Columns(c, c, m, zero, np.full(3, 4096.0), zero, zero, zero, zero,
+                                            np.array([512.0, 512.0, 256.0]), zero, zero, 132,
+                                            narrow_kv=np.array([False, True, True])))
+    assert t == pytest.approx([5e-6 + 2.9e-3, 5e-6 + 10.3e-3, 5e-6])
+
+
+def test_a_measured_row_over_an_fp8_cache_is_narrow() -> None:
+    # the floors of the table's row above (b8 h8/1 d512 isl 4096, a BF16 query): narrow on an FP8 cache (1 B
+    # against the query's 2 B), not on a BF16 one; decode (one query per sequence) never
+    from roofline.calibration.floors import attention_floors, roofs
+
+    r = roofs(get_machine("h100"), "bf16")
+    for generation, kv, narrow in ((False, "fp8_e4m3", True), (False, "bf16", False), (True, "fp8_e4m3", False)):
+        f = attention_floors(r, generation, "bf16", kv, [8], [8], [1], [512], [4096])
+        assert f.narrow_kv is not None and bool(f.narrow_kv[0]) is narrow
+
+
+def _mixed(narrow_512: float) -> tuple[list[Shape], list[float]]:
+    """120 prefill kernels at widths 256 and 512 on both caches, measured at M/0.5 + a_mm·C + 8 µs, a_mm = 2 and 3
+    on the BF16 cache and 1 and `narrow_512` on the narrower one."""
+    weights = {(256, False): 2.0, (512, False): 3.0, (256, True): 1.0, (512, True): narrow_512}
+    shapes = [_prefill(d, c, mem, narrow) for d in (256, 512) for narrow in (False, True)
+              for c in (50.0, 100.0, 200.0, 400.0, 800.0) for mem in (10.0, 20.0, 40.0, 80.0, 160.0, 320.0)]
+    return shapes, [(s.memory_s or 0.0) / 0.5 + weights[(s.head_dim, s.narrow_kv)] * s.compute_s + 8e-6
+                    for s in shapes]
+
+
+def test_the_matrix_weight_by_cache_is_recovered() -> None:
+    shapes, y = _mixed(6.0)
+    fit = fit_kind("context_attention.bf16@triton", shapes, y)
+    assert fit.efficiency == pytest.approx(0.5, rel=1e-4)
+    assert [w for _, w in fit.head_dim_weights] == pytest.approx([2.0, 3.0], rel=1e-4)
+    assert [w for _, w in fit.narrow_kv_weights] == pytest.approx([1.0, 6.0], rel=1e-4)
+
+
+def test_no_split_by_cache_where_it_changes_little() -> None:
+    # the narrower cache's a_mm differs only at 256 and by 1 (of 2): the split lowers the MAPE, and is kept; where
+    # the two caches run alike the split would gain nothing and is left out (NARROW_GAIN)
+    shapes, y = _mixed(3.0)
+    same = [(s.memory_s or 0.0) / 0.5 + (2.0 if s.head_dim == 256 else 3.0) * s.compute_s + 8e-6 for s in shapes]
+    assert fit_kind("context_attention.bf16@triton", shapes, y).narrow_kv_weights != ()
+    assert fit_kind("context_attention.bf16@triton", shapes, same).narrow_kv_weights == ()
+
+
+def test_the_sweep_band_takes_the_narrower_cache_weights() -> None:
+    # Llama 3 8B prefill (head 128) over an FP8 cache on H100: the sweep's band (numpy over the step model,
+    # roofline.models.stepband) is Σ runs × each placed kernel's band (Fit.band_s, which reads Shape.narrow_kv)
+    # under a fit whose a_mm over a narrower K/V is 5 where the rest take the shipped fit's
+    from roofline.calibration.choose import total
+    from roofline.expectation.placed import expect, shape_of
+    from roofline.expectation.shipped import for_machine
+    from roofline.models import analyze_model, deployments, dtype_steps
+    from roofline.models.sweep import sweep
+
+    times = for_machine("h100")
+    pre = times.fits["context_attention.bf16"]
+    mine = replace(times, fits={**times.fits, "context_attention.bf16": replace(pre, narrow_kv_weights=((128, 5.0),))})
+    steps = dtype_steps("llama-3-8b", "prefill", kv_dtypes=["fp8"])
+    a = analyze_model("llama-3-8b", "h100", "prefill", 2, 2048, dtypes=steps[0].dtypes)
+    assert any(shape_of(p).narrow_kv for p in a.placements)  # the attention kernel reads an FP8 K/V under BF16 Q
+    want = total(a.placements, [expect(p, mine) for p in a.placements])
+    plain = total(a.placements, [expect(p, times) for p in a.placements])
+    assert want["low"] > plain["low"]  # a_mm 5 over the shipped fit's
+    row = sweep(steps, deployments(["h100"]), [2], [2048], expected=lambda _: mine)[0]
+    assert row["expected_time_s"]["low"] == pytest.approx(want["low"], rel=1e-9)
+    assert row["expected_time_s"]["high"] == pytest.approx(want["high"], rel=1e-9)

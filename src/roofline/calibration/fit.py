@@ -26,6 +26,8 @@ The terms fitted per kind:
                      and memory on the rows of one query head per K/V head (MHA; where the rows mix both),
                      and decode's short stream min(memory, τ) (τ = L2 capacity / DRAM bandwidth);
                      prefill's waves C·(q_k − 1) with k among WAVE_SLOTS;
+                     prefill's matrix columns split by K/V narrower than Q (Shape.narrow_kv) where the
+                     rows mix both, kept where that lowers the MAPE by NARROW_GAIN;
                      decode's x = max(memory, L, S, Q), the latency roof L with (λ_g, λ_h) on a grid
                      (LATENCIES), the streaming roof S with κ on a grid (STREAMS) and the query-tile
                      roof Q with λ_q on a grid (QUERY_TILES)
@@ -124,6 +126,9 @@ MIN_STREAM_ROWS = 100
 # prefill's waves (roofline.expectation.model, Fit.waves_s): the query tiles an SM runs at once, k, tried
 # among these (0: no wave term), as each group's data choose (the model's docstring)
 WAVE_SLOTS = (0, 1, 2)
+# prefill's matrix weight apart on rows whose K/V is narrower than Q (Fit.narrow_kv_weights): kept only where
+# it lowers the fit's MAPE by this much (a split that changes nothing is left out, as the host floor's)
+NARROW_GAIN = 0.005
 STREAMS = (0.0, 16.0, 32.0, 48.0, 64.0, 96.0, 128.0, 192.0, 256.0)
 LATENCIES = tuple((g * 1e-6, h * 1e-6) for g in (0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0)
                   for h in (0.0, 0.25, 0.5, 1.0, 1.5, 2.0))
@@ -214,6 +219,7 @@ class _Columns:
     head_dim: np.ndarray
     short: np.ndarray  # decode's short stream min(M, τ) (Fit.short_stream_s)
     query_tiles: np.ndarray  # prefill's CTAs (Fit.waves_s)
+    narrow: np.ndarray  # prefill rows whose K/V is narrower than Q, 1.0 (Shape.narrow_kv)
 
     @staticmethod
     def of(shapes: Sequence[Shape]) -> _Columns:
@@ -224,7 +230,7 @@ class _Columns:
                         col(lambda s: s.compute_s), col(lambda s: s.exp_s), col(lambda s: s.input_s),
                         col(lambda s: s.output_s), col(lambda s: Fit.per_sm(s)[0]), col(lambda s: Fit.per_sm(s)[1]),
                         col(Fit.kv_heads_per_sm), col(lambda s: s.head_dim), col(Fit.short_stream_s),
-                        col(lambda s: s.query_tiles))
+                        col(lambda s: s.query_tiles), col(lambda s: float(s.narrow_kv and s.m > 0)))
 
 
 def _waves(shapes: Sequence[Shape], tile: tuple[int, int] | None, padded: bool = False) -> np.ndarray:
@@ -270,12 +276,11 @@ def fit_kind(kind: str, shapes: Sequence[Shape], measured: Sequence[float],
     trials = (_attention_trials(kind, shapes, c, y, n) if attention
               else _gemm_trials(kind, shapes, c, n, tiles) + (_deepgemm_trials(kind, shapes, c, n) if deepgemm else []))
     ranked = sorted(trials, key=lambda t: mape(t.cols @ _solve_scaled(t.cols / y[:, None]), y))
-    best: _Best | None = None
-    for trial in ranked[:L1_REFINED]:
-        coef = least_absolute(trial.cols, y, _solve_scaled(trial.cols / y[:, None]))
-        err = mape(trial.cols @ coef, y)
-        if best is None or err < best[0]:
-            best = (err, trial.make(coef), trial, None)
+    best = _refined(ranked, y)
+    if best is not None and best[2].narrow:  # the split by K/V dtype only where it lowers the MAPE by NARROW_GAIN
+        plain = _refined([t for t in ranked if not t.narrow], y)
+        if plain is not None and plain[0] < best[0] + NARROW_GAIN:
+            best = plain
     if best is None:
         raise RooflineError(f"{kind}: the fit found no admissible constants")
     if not attention:
@@ -285,6 +290,17 @@ def fit_kind(kind: str, shapes: Sequence[Shape], measured: Sequence[float],
     held_out = _cross_fitted(trial, path, y) if n >= CV_MIN_ROWS else pred
     low, high, small = _bands(held_out, y, c.floor)
     return replace(fit, mape=mape(pred, y), low=low, high=high, small_band=small)
+
+
+def _refined(ranked: Sequence[_Trial], y: np.ndarray) -> _Best | None:
+    """Of the L1_REFINED first trials, the one of least MAPE with its constants at least absolute error."""
+    best: _Best | None = None
+    for trial in ranked[:L1_REFINED]:
+        coef = least_absolute(trial.cols, y, _solve_scaled(trial.cols / y[:, None]))
+        err = mape(trial.cols @ coef, y)
+        if best is None or err < best[0]:
+            best = (err, trial.make(coef), trial, None)
+    return best
 
 
 def _cross_fitted(trial: _Trial, path: np.ndarray | None, y: np.ndarray) -> np.ndarray:
@@ -310,6 +326,7 @@ class _Trial:
 
     cols: np.ndarray
     make: Callable[[np.ndarray], Fit]
+    narrow: bool = False  # its matrix columns split by K/V narrower than Q (Fit.narrow_kv_weights)
 
 
 # the best fit so far: (its MAPE, the fit, the knob setting it came from, its rows' launch paths or None)
@@ -371,6 +388,10 @@ def _attention_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.nda
         widths, matrix = [], [c.compute]
     # for a shape without a head width (another kind borrowing this fit): the most common width's a_mm
     common = int(np.argmax([np.sum(m > 0) for m in matrix]))
+    # prefill rows over a narrower K/V (Fit.narrow_kv_weights): a_mm apart per width where the rows mix both
+    mixed = not kind.startswith("generation") and bool(np.any(c.narrow > 0)) and bool(np.any(c.narrow == 0))
+    dims = c.head_dim[c.head_dim > 0]
+    narrow_widths = widths or ([int(np.bincount(dims.astype(int)).argmax())] if dims.size else [1])
     out = []
     # the group limit is a decode kernel's (one block per sequence × K/V head); prefill tiles the queries
     # decode's MHA column (Fit.single_group_s): only where the rows mix one and several query heads per
@@ -389,10 +410,11 @@ def _attention_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.nda
     slots_tried = WAVE_SLOTS if not decode and bool(np.any(c.query_tiles > 0)) else (0,)
     waves = {k: np.array([Fit(kind, 1.0, 0.0, 1.0, 1.0, 1, wave_slots=k).waves_s(s) for s in shapes])
              for k in slots_tried if k}  # each k's column, the same with and without the K/V read
-    for group, with_kv, slots in ((gr, False, 0) for gr in GROUPS) if decode else (
-            (0, kvr, k) for kvr in (False, True) for k in slots_tried):
+    for group, with_kv, slots, split in ((gr, False, 0, False) for gr in GROUPS) if decode else (
+            (0, kvr, k, sp) for kvr in (False, True) for k in slots_tried for sp in ((False, True)[:1 + mixed])):
         probe = Fit(kind, 1.0, 0.0, 1.0, 1.0, 1, max_group=group, regroup_weight=1.0)
-        extra = [c.exp, c.tiles, c.heads, c.kv_heads, *matrix]
+        mats = [m * (1 - c.narrow) for m in matrix] + [m * c.narrow for m in matrix] if split else matrix
+        extra = [c.exp, c.tiles, c.heads, c.kv_heads, *mats]
         if group:
             extra.append(np.array([probe.regrouped_s(s) for s in shapes]))
             if not np.any(extra[-1] > 0):
@@ -428,11 +450,14 @@ def _attention_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.nda
 
             def make(coef: np.ndarray, group: int = group, lam_g: float = lam_g, lam_h: float = lam_h,
                      kappa: float = kappa, with_kv: bool = with_kv, slots: int = slots,
-                     lam_q: float = lam_q) -> Fit:
+                     lam_q: float = lam_q, split: bool = split) -> Fit:
                 a, t0, a_exp, c_tile, c_head, c_kv = (float(v) for v in coef[:6])
+                nm = len(matrix) * (2 if split else 1)
                 a_mm = [float(v) for v in coef[6:6 + len(matrix)]]
-                c_g = float(coef[6 + len(matrix)]) if group else 0.0
-                c_1 = float(coef[6 + len(matrix) + (1 if group else 0)]) if single else 0.0
+                narrow = tuple(zip(narrow_widths, (float(v) for v in coef[6 + len(matrix):6 + nm]), strict=True)
+                               ) if split else ()
+                c_g = float(coef[6 + nm]) if group else 0.0
+                c_1 = float(coef[6 + nm + (1 if group else 0)]) if single else 0.0
                 # the last columns: prefill's K/V read then its waves; decode's short stream (never both kinds)
                 c_w = float(coef[-1]) if slots else 0.0
                 c_kvr = float(coef[-1 - (1 if slots else 0)]) if with_kv else 0.0
@@ -444,9 +469,9 @@ def _attention_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.nda
                            head_dim_weights=by_width, single_group_weight=c_1, block_latency_s=lam_g,
                            head_latency_s=lam_h, stream_blocks=kappa, kv_read_weight=c_kvr,
                            short_stream_weight=c_l2, wave_weight=c_w, wave_slots=slots if c_w > 0 else 0,
-                           query_tile_latency_s=lam_q)
+                           query_tile_latency_s=lam_q, narrow_kv_weights=narrow)
 
-            out.append(_Trial(cols, make))
+            out.append(_Trial(cols, make, split))
     return out
 
 

@@ -103,6 +103,7 @@ class Floors:
     output_s: Any = None  # gemm: the BF16 output's m·n bytes over DRAM bandwidth
     depth: Any = None  # gemm: k (int; the host floor's launch path reads it)
     query_tiles: Any = None  # prefill attention: sequences × query heads × ⌈nq/128⌉ (its CTAs; Shape.query_tiles)
+    narrow_kv: Any = None  # bool, prefill attention: K/V stored narrower than Q (Shape.narrow_kv)
 
     def take(self, sel: Any) -> Floors:
         """The rows `sel` (an index array) of every column."""
@@ -185,7 +186,8 @@ def attention_floors(r: Roofs, generation: bool, qdt: str, kvdt: str, b: Any, h:
     pairs_t = np.where(one, b * g * np.ceil(n / tile), b * h * qt * (qt + 1) / 2)
     t_exp = exp / r.exp_per_s if r.exp_per_s and r.per_sm else np.zeros_like(floor)
     return Floors(floor, compute, dram, t_dram, mem, rows_.astype(np.int64), np.zeros_like(n, dtype=np.int64),
-                  pairs_t, b * h, exp_s=t_exp, kv_heads=b * g, head_dim=d, query_tiles=np.where(one, 0.0, b * h * qt))
+                  pairs_t, b * h, exp_s=t_exp, kv_heads=b * g, head_dim=d, query_tiles=np.where(one, 0.0, b * h * qt),
+                  narrow_kv=~one & (kvb < qb))
 
 
 __all__ = ["FIELDS", "Floors", "Roofs", "attention_floors", "gemm_floors", "roofs"]

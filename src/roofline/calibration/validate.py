@@ -148,7 +148,8 @@ class Rows:
         return Shape(self.kind, float(f.floor_s[i]), float(f.compute_s[i]), int(f.m[i]), int(f.n[i]), self.sms,
                      float(f.tile_pairs[i]), float(f.heads[i]), memory_s=float(f.dram_s[i]), exp_s=at(f.exp_s),
                      kv_heads=at(f.kv_heads), head_dim=int(at(f.head_dim)), input_s=at(f.input_s),
-                     output_s=at(f.output_s), k=int(at(f.depth)), l2_s=self.l2_s, query_tiles=at(f.query_tiles))
+                     output_s=at(f.output_s), k=int(at(f.depth)), l2_s=self.l2_s, query_tiles=at(f.query_tiles),
+                     narrow_kv=bool(at(f.narrow_kv)))
 
     def columns(self) -> Columns:
         """The group's Shapes as columns (roofline.expectation.columns.expected_columns)."""
@@ -163,7 +164,8 @@ class Rows:
         return Columns(f.floor_s, f.compute_s, f.dram_s, col(f.exp_s), f.m, f.n, f.tile_pairs, f.heads,
                        col(f.kv_heads), col(f.head_dim), col(f.input_s), col(f.output_s), self.sms,
                        None if f.depth is None else np.asarray(f.depth), self.l2_s,
-                       None if f.query_tiles is None else np.asarray(f.query_tiles, dtype=np.float64))
+                       None if f.query_tiles is None else np.asarray(f.query_tiles, dtype=np.float64),
+                       None if f.narrow_kv is None else np.asarray(f.narrow_kv, dtype=bool))
 
 
 @frozen
@@ -361,7 +363,7 @@ def rows_of(machine: str, engine: str, version: str, kind: str, joined: Sequence
                     exp_s=col(lambda j: j.shape.exp_s), kv_heads=col(lambda j: j.shape.kv_heads),
                     head_dim=col(lambda j: j.shape.head_dim), input_s=col(lambda j: j.shape.input_s),
                     output_s=col(lambda j: j.shape.output_s), depth=col(lambda j: j.shape.k, np.int64),
-                    query_tiles=col(lambda j: j.shape.query_tiles))
+                    query_tiles=col(lambda j: j.shape.query_tiles), narrow_kv=col(lambda j: j.shape.narrow_kv, bool))
     sms = joined[0].shape.sms if joined else 0
     return Rows(machine, engine, version, kind, floors, col(lambda j: j.measured_s), sms,
                 _l2(joined[0]) if joined else None, lambda i: joined[i].placement.name,

@@ -164,6 +164,8 @@ def calibrate(origin: str, machine: str, engine: str | None, max_rows: int, save
                 ("kappa", f.stream_blocks), ("c_kvr", f.kv_read_weight), ("c_L2", f.short_stream_weight),
                 ("c_w", f.wave_weight), ("wave slots", f.wave_slots),
                 ("us a decode query tile", f.query_tile_latency_s * 1e6), ("ns a k-block", f.k_step_s * 1e9)) if v)
+            if f.narrow_kv_weights:  # prefill's a_mm by head width over a narrower K/V (Fit.narrow_kv_weights)
+                extra += ", a_mm over a narrower K/V " + ", ".join(f"{d}: {w:.3g}" for d, w in f.narrow_kv_weights)
             click.echo(f"  {kind:<28} e = {f.efficiency:.3f}, t0 = {f.t0_s * 1e6:.1f} us{extra}, "
                        f"waves in {'DeepGEMM blocks' if f.deepgemm_blocks else _tile_words(f.tile)}, "
                        f"band x{f.low:.2f}-{f.high:.2f}, "

@@ -44,6 +44,7 @@ class Columns:
     k: Any = None  # gemm: the depth (the host floor's launch path reads it; None: every entry's path unknown)
     l2_s: float = 0.0  # τ = L2 capacity / DRAM bandwidth (decode's short stream, Fit.short_stream_s)
     query_tiles: Any = None  # prefill attention: its CTAs (Fit.waves_s; None: no entry has them)
+    narrow_kv: Any = None  # prefill attention: K/V narrower than Q (Shape.narrow_kv; None: no entry)
 
 
 def expected_columns(fit: Fit, c: Columns) -> tuple[Any, Any, Any]:
@@ -110,6 +111,12 @@ def expected_columns(fit: Fit, c: Columns) -> tuple[Any, Any, Any]:
             weight = np.where(hd > 0, weights[nearest[np.searchsorted(each, hd)]], fit.matrix_weight)
     else:
         weight = fit.matrix_weight
+    if fit.narrow_kv_weights and c.narrow_kv is not None:  # prefill over a narrower K/V (Fit.matrix_weight_for)
+        nw = np.array([d for d, _ in fit.narrow_kv_weights], dtype=np.float64)
+        nv = np.array([w for _, w in fit.narrow_kv_weights], dtype=np.float64)
+        hd = np.maximum(np.asarray(c.head_dim, dtype=np.float64), 1.0)
+        near = nv[np.abs(np.log(hd[..., None] / nw)).argmin(axis=-1)]
+        weight = np.where(np.asarray(c.narrow_kv, dtype=bool) & (c.m > 0), near, weight)
     per_sm = 1.0 / c.sms if c.sms else 0.0
     group: Any = 0.0
     regroup: Any = 0.0

@@ -61,6 +61,20 @@ of 32-64 0.85-0.87x (B200); with it, c_kvr = 6.9 (B200) and 3.1 (H200), MHA at 1
 ≥ 10 µs 17.2% -> 15.8% (B200), 15.1% -> 14.3% (H200). TensorRT-LLM's prefill (contiguous K/V) shows no
 such trend by group (0.93-1.07x over groups 1-96 on B200).
 
+Prefill's matrix weight by cache dtype: Triton compiles a kernel per argument dtype, and SGLang's
+Triton extend kernel (triton_ops/extend_attention.py _fwd_kernel) takes the cache's K/V buffers beside
+the BF16 query; a BF16 query over an FP8 cache (`narrow_kv`) is another binary at the same tiles
+(Hopper: BLOCK_M × BLOCK_N 32 × 64 at a head of 512, 8 warps, 1 stage), so a_mm is fitted apart per
+head width on such rows (`narrow_kv_weights`) where that lowers the MAPE by 0.5 points (fit.NARROW_GAIN):
+
+    + a_mm,narrow(d)·C   in place of a_mm(d)·C on prefill rows with K/V narrower than Q
+
+What the tables show (aiconfigurator-core 0.12.0, floors ≥ 10 µs): SGLang 0.5.14's Triton prefill takes
+a median 1.64x (H100) and 1.63x (H200) as long over an FP8 cache at a head of 512, 0.73x at 256; the
+pooled fit ran 21.5% (H100) and 21.4% (H200), split 8.9% and 7.7% (out of sample 23.9 -> 7.2%, 25.9 ->
+10.2%). TensorRT-LLM's and vLLM's prefill depend on it too (H200, by head 64/128/256: 1.31, 0.87, 0.77x
+and 1.19, 1.20, 1.55x): TRT-LLM 11.3 -> 7.3% (H100), 11.7 -> 7.5% (H200), vLLM 13.7 -> 11.7%, 11.6%.
+
 Prefill's waves: a FlashAttention-style prefill kernel runs one CTA per sequence × query head × query
 tile of 128 rows (T of them), k at a time on an SM; they fill ⌈T/(k·SMs)⌉ waves, the last one partly
 idle, so the matrix units' time is stretched as a GEMM's is (q, above), with its own weight:
@@ -227,6 +241,7 @@ MODEL = ("t = max(memory, rho x compute x waves) / e + a_mm x matrix + a_exp x e
          "+ c_L2 x min(memory, L2 capacity / DRAM bandwidth) for decode, "
          "+ c_w x compute x (prefill's waves of query tiles on k x SMs slots - 1), "
          "+ lambda_k x DeepGEMM's waves x ceil(k / 128) where its blocks set the waves, "
+         "a_mm per head width and, for prefill with K/V narrower than Q, apart, "
          "at least the host floor of the kernel's launch path; "
          "waves = ceil(tiles / SMs) x SMs / tiles (x the last tile's padding where tile_padded; "
          "DeepGEMM's waves x SMs x block_m x block_n / (m x n) where deepgemm_blocks); "
@@ -281,6 +296,7 @@ class Shape:
     k: int = 0  # gemm: the depth (which kernel an engine launches, and so its host cost, depends on it)
     l2_s: float = 0.0  # decode: τ = L2 capacity / DRAM bandwidth of its machine (the short stream's knee)
     query_tiles: float = 0.0  # prefill attention: sequences × query heads × ⌈nq/128⌉ (its CTAs, waves_s)
+    narrow_kv: bool = False  # prefill attention: K/V narrower than Q (a BF16 query over an FP8 cache)
 
 
 def query_tile(group: float, head_dim: int) -> float:
@@ -340,6 +356,8 @@ class Fit:
     query_tile_latency_s: float = 0.0
     deepgemm_blocks: bool = False  # q from DeepGEMM's sm90 block choice, not `tile` (roofline.expectation.deepgemm)
     k_step_s: float = 0.0  # λ_k: a DeepGEMM wave's fixed cost per k-block of 128 (k_steps_s)
+    # prefill: a_mm per head width on rows whose K/V is narrower than Q (Shape.narrow_kv); (): a_mm as the rest
+    narrow_kv_weights: tuple[tuple[int, float], ...] = ()
 
     def __post_init__(self) -> None:
         if not 0 < self.efficiency <= 1:
@@ -361,7 +379,7 @@ class Fit:
         if any(h < 0 or not math.isfinite(h) or path not in (ANY_PATH, *HOST_PATHS) for path, h in self.host_floors):
             raise RooflineError(f"{self.kind}: a host floor must be finite and ≥ 0, on a path among "
                                 f"{', '.join((ANY_PATH, *HOST_PATHS))}")
-        if any(w < 0 or not math.isfinite(w) or d <= 0 for d, w in self.head_dim_weights):
+        if any(w < 0 or not math.isfinite(w) or d <= 0 for d, w in (*self.head_dim_weights, *self.narrow_kv_weights)):
             raise RooflineError(f"{self.kind}: a matrix weight per head width must be finite and ≥ 0")
         for low, high in ((self.low, self.high), *((self.small_band,) if self.small_band else ())):
             if not 0 < low <= high:
@@ -425,7 +443,10 @@ class Fit:
         return shape.kv_heads / shape.sms if shape.sms else 0.0
 
     def matrix_weight_for(self, shape: Shape) -> float:
-        """a_mm of the shape's head width, or of the nearest width fitted (by ratio); matrix_weight without."""
+        """a_mm of the shape's head width, or of the nearest width fitted (by ratio), from narrow_kv_weights
+        for a prefill shape with K/V narrower than Q where the fit has them; matrix_weight without."""
+        if shape.narrow_kv and self.narrow_kv_weights and shape.m > 0:
+            return min(self.narrow_kv_weights, key=lambda dw: abs(math.log(max(shape.head_dim, 1) / dw[0])))[1]
         if not self.head_dim_weights or shape.head_dim <= 0:
             return self.matrix_weight
         return min(self.head_dim_weights, key=lambda dw: abs(math.log(shape.head_dim / dw[0])))[1]
@@ -527,7 +548,9 @@ class Fit:
                 "wave_weight": self.wave_weight, "wave_slots": self.wave_slots,
                 "query_tile_latency_s": self.query_tile_latency_s,
                 "deepgemm_blocks": self.deepgemm_blocks, "k_step_s": self.k_step_s,
-                "head_dim_weights": {str(d): w for d, w in self.head_dim_weights}, "rows": self.rows, "mape": self.mape}
+                "head_dim_weights": {str(d): w for d, w in self.head_dim_weights},
+                "narrow_kv_weights": {str(d): w for d, w in self.narrow_kv_weights}, "rows": self.rows,
+                "mape": self.mape}
 
 
 @frozen

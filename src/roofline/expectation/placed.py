@@ -80,7 +80,7 @@ def shape_of(p: Placement) -> Shape:
         pairs = qt * (qt + 1) / 2 if nq == nkv else qt * kt
         return Shape(f"{CONTEXT}.{dt}", p.time_s, compute, rows, 0, sms, b * h * pairs, float(b * h),
                      memory_s=memory, exp_s=exp, kv_heads=float(b * g), head_dim=q.shape[3],
-                     query_tiles=float(b * h * qt))
+                     query_tiles=float(b * h * qt), narrow_kv=k.dtype.bytes_per_element < q.dtype.bytes_per_element)
     return Shape(f"other.{dt}", p.time_s, compute, 0, 0, sms, memory_s=memory, exp_s=exp)
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from roofline.dtypes import DType
+from roofline.dtypes import DType, get_dtype
 from roofline.errors import RooflineError
 from roofline.expectation.columns import Columns, expected_columns
 from roofline.expectation.model import (
@@ -57,7 +57,8 @@ CLASS_OF_CODE = (0, 0, 1, 2, 2, 0, 1, 1)
 
 
 # the shape columns expected_band builds for expected_columns (Columns' fields, its names)
-SHAPE_COLUMNS = ("rows", "n", "pairs", "heads", "kv_heads", "input_s", "output_s", "head_dim", "k", "qtiles")
+SHAPE_COLUMNS = ("rows", "n", "pairs", "heads", "kv_heads", "input_s", "output_s", "head_dim", "k", "qtiles",
+                 "narrow")
 Band = Callable[["Placement"], tuple[float, float]]  # a placed kernel's expected (low, high), one run
 
 
@@ -139,6 +140,7 @@ class _Kinds:
     kv_of: Any
     group_of: Any
     head_dims: Any
+    narrow_of: Any  # 1 where the attention's K/V is narrower than its query (Shape.narrow_kv), else 0
     sms: int
     bw: float
     tau: float
@@ -184,7 +186,9 @@ def _kinds(sm: StepModel, machine: Machine, dtype: DType) -> _Kinds:
                   tuple(j for j, _ in gemms), tuple(o for _, o in gemms), tuple(j for j, _ in attentions),
                   tuple(o for _, o in attentions), np.array([t.heads for t in tiled]),
                   np.array([t.kv_heads for t in tiled]), np.array([t.group for t in tiled]),
-                  np.array([float(t.head_dim) for t in tiled]), sms, bw, l2_stream_s(machine))
+                  np.array([float(t.head_dim) for t in tiled]),
+                  np.array([float(get_dtype(t.kv_dtype).bytes_per_element < t.bytes_in) for t in tiled]),
+                  sms, bw, l2_stream_s(machine))
 
 
 def expected_band(sm: StepModel, r: dict[str, Any], batch: Any, seq: Any, machine: Machine, dtype: DType,
@@ -257,6 +261,8 @@ def expected_band(sm: StepModel, r: dict[str, Any], batch: Any, seq: Any, machin
         pre_pairs = np.where(nq == nkv, qt * (qt + 1) / 2, qt * kt)
         column("pairs")[:, js] = np.where(decode, bq * kv_of * kt, heads * pre_pairs)
         column("qtiles")[:, js] = np.where(decode, 0.0, heads * qt)  # prefill's CTAs (Shape.query_tiles)
+        # prefill with K/V narrower than Q (Shape.narrow_kv): q·kᵀ's K/V bytes per element below q's
+        column("narrow")[:, js] = np.where(decode, 0.0, ks.narrow_of)
         column("rows")[:, js] = np.where(decode, 0.0, bq * kv_of * _ceil(nq * group_of / ATTENTION_TILE)
                                          * ATTENTION_TILE)
     nk = floor.shape[1]
@@ -269,7 +275,8 @@ def expected_band(sm: StepModel, r: dict[str, Any], batch: Any, seq: Any, machin
             fit = fits[k] = times.fit_for(ks.names[i], BOUNDS[c])[0]
         return expected_columns(fit, Columns(
             col["floor"], col["compute"], col["dram"], col["exp"], col["rows"], col["n"], col["pairs"], col["heads"],
-            col["kv_heads"], col["head_dim"], col["input_s"], col["output_s"], sms, col["k"], tau, col["qtiles"]))
+            col["kv_heads"], col["head_dim"], col["input_s"], col["output_s"], sms, col["k"], tau, col["qtiles"],
+            col["narrow"] > 0))
 
     zero = np.zeros(key.size)
     if key.size and bool((key == key[0]).all()):  # one (kind, class) holds every entry: the columns as they are
