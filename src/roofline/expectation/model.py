@@ -200,7 +200,9 @@ and for those below (their time is mostly fixed costs, which scatter otherwise) 
 (roofline.calibration.fit states the ranks). roofline.calibration.fit writes them; the
 shipped files in expectation/data/ name their tables, package version, engine version and rows used.
 
-Kinds (`kind_of`): gemm.<dtype> (bf16, fp8, fp8_block, nvfp4), context_attention.<dtype> (causal
+Kinds (`kind_of`): gemm.<dtype> (bf16, fp8, fp8_block, nvfp4; `gemm_dtype_key`: an FP8 matmul whose
+weights carry 128×128 block scales is fp8_block, the kernels the tables time for DeepSeek-V3's recipe),
+context_attention.<dtype> (causal
 prefill, FlashAttention-style), generation_attention.<kv dtype> (decode: one query per sequence). A
 kernel of another kind (a norm, an elementwise op) takes the fit of the kind nearest its bound: a
 compute-bound one the GEMM of its dtype, a memory-bound one decode attention (a streaming read of
@@ -267,6 +269,22 @@ ACTIVATION_BYTES = 2  # the BF16 activation an engine's quantized GEMM reads bef
 def dtype_key(name: str) -> str:
     """The table's dtype key of one of our dtype names (DTYPE_KEY), the name itself where it has none."""
     return DTYPE_KEY.get(name, name)
+
+
+BLOCK_FP8 = "fp8_block"  # the tables' block-scaled FP8 GEMM (gemm_dtype fp8_block: 128×128 weight blocks)
+NEAREST_KEY: Mapping[str, str] = {BLOCK_FP8: "fp8"}  # a file without a kind's rows: the nearer kind first
+
+
+def gemm_dtype_key(compute: str, operands: tuple[str, ...]) -> str:
+    """A matmul's table key: its compute dtype's (dtype_key), and fp8_block where it computes in FP8 and
+    an operand is FP8 with 128×128 block scales (roofline.models.quantization's fp8_<fmt>_block128x128,
+    a checkpoint's weight_block_size [128, 128]): what engines run such weights on (DeepGEMM in SGLang,
+    TensorRT-LLM's fp8_block_scaling_gemm, vLLM's block FP8 path) and what the tables time as
+    gemm_dtype fp8_block, its activation quantized per 1×128 group on the way."""
+    key = dtype_key(compute)
+    if key == "fp8" and any(n.startswith("fp8_") and n.endswith("_block128x128") for n in operands):
+        return BLOCK_FP8
+    return key
 
 
 def l2_stream_time_s(l2_bytes: float | None, dram_bytes_per_s: float | None) -> float:
@@ -586,11 +604,12 @@ class ExpectedTimes:
         if kind in self.fits:
             return self.fits[kind], ""
         family, _, dtype = kind.partition(".")
+        nearer = (f"{family}.{NEAREST_KEY[dtype]}",) if dtype in NEAREST_KEY else ()
         if bound is Bound.COMPUTE:
-            for near in (f"{GEMM}.{dtype}", f"{GEMM}.bf16"):
+            for near in (*nearer, f"{GEMM}.{dtype}", f"{GEMM}.bf16"):
                 if near in self.fits:
                     return self.fits[near], f"no {kind} rows: the {near} fit (a compute-bound kernel)"
-        for near in (f"{family}.bf16", FALLBACK_MEMORY, f"{GEMM}.bf16"):
+        for near in (*nearer, f"{family}.bf16", FALLBACK_MEMORY, f"{GEMM}.bf16"):
             if near in self.fits:
                 return self.fits[near], f"no {kind} rows: the {near} fit (the nearest measured kind)"
         raise RooflineError(f"no fit for {kind} in {self.file or self.machine}; it has: {', '.join(self.fits)}")
@@ -613,6 +632,7 @@ __all__ = [
     "Fit",
     "Shape",
     "dtype_key",
+    "gemm_dtype_key",
     "host_path",
     "l2_stream_time_s",
     "query_tile",

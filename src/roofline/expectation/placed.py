@@ -22,6 +22,7 @@ from roofline.expectation.model import (
     Fit,
     Shape,
     dtype_key,
+    gemm_dtype_key,
     l2_stream_time_s,
 )
 from roofline.frozen import frozen
@@ -61,6 +62,7 @@ def shape_of(p: Placement) -> Shape:
         dram = p.machine.memory.get(Level.DRAM)
         bw = dram.bytes_per_s if dram is not None and dram.bytes_per_s else 0.0
         act, res = ((m * depth * ACTIVATION_BYTES / bw, m * n * ACTIVATION_BYTES / bw) if bw else (0.0, 0.0))
+        dt = gemm_dtype_key(p.dtype.name, tuple(t.dtype.name for t in ops[0].inputs))
         return Shape(f"{GEMM}.{dt}", p.time_s, compute, m, n, sms, memory_s=memory, exp_s=exp, input_s=act,
                      output_s=res, k=depth)
     if "attention_qk" in kinds:

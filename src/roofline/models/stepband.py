@@ -38,6 +38,7 @@ from roofline.expectation.model import (
     GENERATION,
     ExpectedTimes,
     dtype_key,
+    gemm_dtype_key,
 )
 from roofline.expectation.placed import expect, l2_stream_s
 from roofline.expectation.shipped import for_machine
@@ -170,8 +171,8 @@ def _kinds(sm: StepModel, machine: Machine, dtype: DType) -> _Kinds:
         k = kinds[j] if j < len(kinds) else None
         dt = dtype_key(k.dtype if k is not None and k.dtype else dtype.name)
         family = k.family if k is not None and tiled_dims and chip is not None else "other"
-        if family == "gemm" and k is not None:
-            static.append(code(f"{GEMM}.{dt}"))
+        if family == "gemm" and k is not None and chip is not None:
+            static.append(code(f"{GEMM}.{gemm_dtype_key(k.dtype or dtype.name, chip.ops[k.op].operands)}"))
             gemms.append((j, k.op))
         elif family != "other" and k is not None and chip is not None and tiled_dims:
             static.append(0)

@@ -75,13 +75,14 @@ class TiledOp:
     kv_heads: int
     kv_dtype: str  # attention: the K/V dtype (what generation attention's fit is keyed by)
     head_dim: int = 0  # attention: the width of a query head (q·kᵀ's; an engine picks its kernel by it)
+    operands: tuple[str, ...] = ()  # a matmul: its operands' dtypes (gemm_dtype_key reads block-scaled FP8)
 
     @staticmethod
     def of(kernel_index: int, op: Any) -> TiledOp | None:
         if op.kind == MATMUL and op.traffic:
             a, b = op.inputs[0], op.inputs[1]
             return TiledOp(kernel_index, MATMUL, max(a.dtype.bytes_per_element, b.dtype.bytes_per_element), 0.0, 1,
-                           0, 0, "")
+                           0, 0, "", 0, (a.dtype.name, b.dtype.name))
         if op.kind in (QK, PV) and op.traffic:
             q_or_p, k_or_v = op.inputs[0], op.inputs[1]
             h, g = q_or_p.shape[1], k_or_v.shape[1]
