@@ -163,7 +163,7 @@ def calibrate(origin: str, machine: str, engine: str | None, max_rows: int, save
                 ("us a decode block", f.block_latency_s * 1e6), ("us a decode head", f.head_latency_s * 1e6),
                 ("kappa", f.stream_blocks), ("c_kvr", f.kv_read_weight), ("c_L2", f.short_stream_weight),
                 ("c_w", f.wave_weight), ("wave slots", f.wave_slots),
-                ("us a decode query tile", f.query_tile_latency_s * 1e6)) if v)
+                ("us a decode query tile", f.query_tile_latency_s * 1e6), ("c_far", f.long_stream_weight)) if v)
             click.echo(f"  {kind:<28} e = {f.efficiency:.3f}, t0 = {f.t0_s * 1e6:.1f} us{extra}, "
                        f"waves in {_tile_words(f.tile)}, band x{f.low:.2f}-{f.high:.2f}, "
                        f"{f.rows} rows, MAPE {100 * (f.mape or 0):.1f}%")

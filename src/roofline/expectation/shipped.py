@@ -90,7 +90,7 @@ def parse(raw: Any, where: str) -> ExpectedTimes:
                              float(f.get("kv_read_weight", 0.0)), bool(f.get("tile_padded", False)),
                              float(f.get("stream_blocks", 0.0)), float(f.get("short_stream_weight", 0.0)),
                              float(f.get("wave_weight", 0.0)), int(f.get("wave_slots", 0)),
-                             float(f.get("query_tile_latency_s", 0.0)))
+                             float(f.get("query_tile_latency_s", 0.0)), float(f.get("long_stream_weight", 0.0)))
         return ExpectedTimes(str(raw["machine"]), str(raw["engine"]), str(raw.get("engine_version", "")),
                              dict(raw.get("source", {})), fits, where)
     except (KeyError, TypeError, ValueError, IndexError) as exc:
