@@ -360,8 +360,10 @@ def _attention_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.nda
     kv = np.array([s.kv_heads for s in shapes], dtype=float)  # sequences × K/V heads (not per SM)
     kv_read = np.array([Fit.kv_read_s(s) for s in shapes], dtype=float)
     short = decode and bool(np.any(c.short > 0))
-    # decode's long stream (Fit.long_stream_s): a column beside the streaming roof's κ > 0 trials only
-    far_col = np.array([Fit.long_stream_s(s) for s in shapes]) if decode and n >= MIN_STREAM_ROWS else None
+    # decode's long stream (Fit.long_stream_s): a column beside the streaming roof's κ > 0 trials only, on decode
+    # attention (MLA's kinds, generation_mla.*, are left as they were: their tables were not examined for it)
+    far_kind = kind.startswith("generation_attention") and n >= MIN_STREAM_ROWS
+    far_col = np.array([Fit.long_stream_s(s) for s in shapes]) if far_kind else None
     long_stream = far_col if far_col is not None and bool(np.any(far_col > 0)) else None
     # prefill with and without its K/V read (Fit.kv_read_s): the setting of least MAPE is kept
     # prefill's waves of query tiles on k·SMs slots (Fit.waves_s), k among WAVE_SLOTS (0: none)

@@ -156,21 +156,21 @@ TensorRT-LLM's multi-block mode) fit κ = 0.
 
 Decode's long stream: beside a streaming roof (κ > 0: SGLang's Triton decode, whose stage 1 runs sequences ×
 ⌈H/min(16, H/G)⌉ × 8 blocks, each walking its split of the K/V in order: sglang triton_ops/decode_attention.py
-_decode_grouped_att_m_fwd, _decode_att_m_fwd; splits from metadata.py get_num_kv_splits_triton, at most the
-triton_attention_num_kv_splits = 8 of aiconfigurator's collector/sglang/collect_attn.py), the part of the cache
-past half of L2 streams slower per block than the part within it (B200's L2 is split across its two dies:
-Chips and Cheese, hardware/data/b200.toml), and a block's time grows by its share of that part:
+_decode_grouped_att_m_fwd, _decode_att_m_fwd; metadata.py get_num_kv_splits_triton, capped at aiconfigurator's
+triton_attention_num_kv_splits = 8, collector/sglang/collect_attn.py), the cache past half of L2 streams slower
+per block (B200's L2 is split across its two dies: Chips and Cheese, hardware/data/b200.toml):
 
     + c_far·max(0, M − τ/2) / (sequences × K/V heads)     τ as c_L2's; decode, in fits with κ > 0 only
 
-What the tables show (aiconfigurator-core 0.12.0, SGLang 0.5.14 Triton decode on B200, τ = 17.3 µs): with one
-sequence × K/V head (8 blocks) a block's 32-token step takes 2.5 µs at KV 16,383-32,767, 3.2 at 65,535 and
-4.3 at 131,071 (BF16 b1 h8/1 d256: M = 4.4, 8.75, 17.5 µs against τ/2 = 8.6 µs; d192, 0.62 as wide, rises
-one KV length later). Cross-fitted MAPE (10 folds, floors ≥ 10 µs, each fit's knobs with the column added):
-BF16 15.7 -> 11.6%, FP8 17.5 -> 13.4%; knees at τ/4 and 3τ/8 within 0.7 points (11.8, 11.6%; 12.7, 13.0%),
-at τ 13.4 and 16.3%, at 2τ 14.9 and 17.3%: τ/2 is the dies' reason, not the best of these. The tables time
-the kernel by replaying one CUDA graph without flushing L2 (collector/helper.py), so a cache within L2 is
-read from it on replay.
+What the tables show (aiconfigurator-core 0.12.0, SGLang 0.5.14 Triton decode, B200, τ = 17.3 µs): one sequence
+× K/V head's 8 blocks take 2.5 µs a 32-token step at KV 16,383-32,767, 3.2 at 65,535, 4.3 at 131,071 (BF16 b1
+h8/1 d256: M = 4.4, 8.75, 17.5 µs against τ/2 = 8.6 µs; d192, 0.62 as wide, rises one KV length later).
+Cross-fitted MAPE (10 folds, floors ≥ 10 µs, each fit's knobs with the column added): BF16 15.7 -> 11.6%, FP8
+17.5 -> 13.4%; knees at τ/4 and 3τ/8 within 0.7 points, at τ 13.4 and 16.3%, at 2τ 14.9 and 17.3% (τ/2 is the
+dies' reason, not the best of these). Every row, floors ≥ 10 µs (bench/validate_done_when.py, shipped fits):
+B200 BF16 15.6 -> 11.5%, FP8 17.5 -> 13.3%; H200's and H100's Triton decode fits take it too (c_far 15-54:
+FP8 14.2 -> 9.9% and 12.2 -> 10.9%, BF16 within 0.3 points). The tables replay one CUDA graph without
+flushing L2 (collector/helper.py): a cache within L2 is read from it.
 
 Wave quantization: an output of `tiles` thread-block tiles runs in ⌈tiles / SMs⌉ waves, each as long
 as one full wave, so the matrix units' term is stretched by
