@@ -24,7 +24,8 @@ The terms fitted per kind:
                      tile pairs / SMs, heads / SMs, K/V heads / SMs,
                      and, for decode, (H/G)·memory for groups beyond g_max (g_max among GROUPS, 0: none)
                      and memory on the rows of one query head per K/V head (MHA; where the rows mix both),
-                     and decode's short stream min(memory, τ) (τ = L2 capacity / DRAM bandwidth);
+                     and decode's short stream min(memory, τ) (τ = L2 capacity / DRAM bandwidth),
+                     and, beside a streaming roof (κ > 0), its long stream max(0, memory − τ/2) / K/V heads;
                      prefill's waves C·(q_k − 1) with k among WAVE_SLOTS;
                      prefill's matrix columns split by K/V narrower than Q (Shape.narrow_kv) where the
                      rows mix both, kept where that lowers the MAPE by NARROW_GAIN;
@@ -405,6 +406,11 @@ def _attention_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.nda
     kv = np.array([s.kv_heads for s in shapes], dtype=float)  # sequences × K/V heads (not per SM)
     kv_read = np.array([Fit.kv_read_s(s) for s in shapes], dtype=float)
     short = decode and bool(np.any(c.short > 0))
+    # decode's long stream (Fit.long_stream_s): a column beside the streaming roof's κ > 0 trials only, on decode
+    # attention (MLA's kinds, generation_mla.*, are left as they were: their tables were not examined for it)
+    far_kind = kind.startswith("generation_attention") and n >= MIN_STREAM_ROWS
+    far_col = np.array([Fit.long_stream_s(s) for s in shapes]) if far_kind else None
+    long_stream = far_col if far_col is not None and bool(np.any(far_col > 0)) else None
     # prefill with and without its K/V read (Fit.kv_read_s): the setting of least MAPE is kept
     # prefill's waves of query tiles on k·SMs slots (Fit.waves_s), k among WAVE_SLOTS (0: none)
     slots_tried = WAVE_SLOTS if not decode and bool(np.any(c.query_tiles > 0)) else (0,)
@@ -446,11 +452,14 @@ def _attention_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.nda
                 roof = np.maximum(roof, np.where(decode & (kv > 0), kappa * c.memory / np.maximum(kv, 1e-300), 0.0))
             if lam_q:
                 roof = np.maximum(roof, lam_q * per_tile)
-            cols = np.column_stack([roof, np.ones(n), *extra])
+            far = bool(kappa) and long_stream is not None  # decode's long stream, beside a streaming roof
+            cols = np.column_stack([roof, np.ones(n), *extra, *((long_stream,) if far else ())])
 
             def make(coef: np.ndarray, group: int = group, lam_g: float = lam_g, lam_h: float = lam_h,
                      kappa: float = kappa, with_kv: bool = with_kv, slots: int = slots,
-                     lam_q: float = lam_q, split: bool = split) -> Fit:
+                     lam_q: float = lam_q, split: bool = split, far: bool = far) -> Fit:
+                c_far = float(coef[-1]) if far else 0.0
+                coef = coef[:-1] if far else coef
                 a, t0, a_exp, c_tile, c_head, c_kv = (float(v) for v in coef[:6])
                 nm = len(matrix) * (2 if split else 1)
                 a_mm = [float(v) for v in coef[6:6 + len(matrix)]]
@@ -469,7 +478,7 @@ def _attention_trials(kind: str, shapes: Sequence[Shape], c: _Columns, y: np.nda
                            head_dim_weights=by_width, single_group_weight=c_1, block_latency_s=lam_g,
                            head_latency_s=lam_h, stream_blocks=kappa, kv_read_weight=c_kvr,
                            short_stream_weight=c_l2, wave_weight=c_w, wave_slots=slots if c_w > 0 else 0,
-                           query_tile_latency_s=lam_q, narrow_kv_weights=narrow)
+                           query_tile_latency_s=lam_q, narrow_kv_weights=narrow, long_stream_weight=c_far)
 
             out.append(_Trial(cols, make, split))
     return out

@@ -163,7 +163,8 @@ def calibrate(origin: str, machine: str, engine: str | None, max_rows: int, save
                 ("us a decode block", f.block_latency_s * 1e6), ("us a decode head", f.head_latency_s * 1e6),
                 ("kappa", f.stream_blocks), ("c_kvr", f.kv_read_weight), ("c_L2", f.short_stream_weight),
                 ("c_w", f.wave_weight), ("wave slots", f.wave_slots),
-                ("us a decode query tile", f.query_tile_latency_s * 1e6), ("ns a k-block", f.k_step_s * 1e9)) if v)
+                ("us a decode query tile", f.query_tile_latency_s * 1e6), ("ns a k-block", f.k_step_s * 1e9),
+                ("c_far", f.long_stream_weight)) if v)
             if f.narrow_kv_weights:  # prefill's a_mm by head width over a narrower K/V (Fit.narrow_kv_weights)
                 extra += ", a_mm over a narrower K/V " + ", ".join(f"{d}: {w:.3g}" for d, w in f.narrow_kv_weights)
             click.echo(f"  {kind:<28} e = {f.efficiency:.3f}, t0 = {f.t0_s * 1e6:.1f} us{extra}, "

@@ -16,6 +16,7 @@ from roofline.expectation.launch import host_columns
 from roofline.expectation.model import (
     BAND_SPLIT_S,
     LATENCY_WIDTH,
+    LONG_STREAM_KNEE,
     QUERY_TILE_HEADS,
     QUERY_TILE_HIDDEN,
     QUERY_TILE_WIDTHS,
@@ -136,6 +137,9 @@ def expected_columns(fit: Fit, c: Columns) -> tuple[Any, Any, Any]:
                                       if with_kv else 0.0)
     if fit.short_stream_weight and c.l2_s > 0 and with_kv:  # decode's short stream (Fit.short_stream_s)
         t = t + fit.short_stream_weight * np.where((c.m == 0) & (kv > 0), np.minimum(c.memory_s, c.l2_s), 0.0)
+    if fit.long_stream_weight and c.l2_s > 0 and with_kv:  # decode's long stream (Fit.long_stream_s)
+        t = t + fit.long_stream_weight * np.where((c.m == 0) & (kv > 0), np.maximum(
+            c.memory_s - LONG_STREAM_KNEE * c.l2_s, 0.0) / np.maximum(kv, 1e-300), 0.0)
     if fit.wave_weight and fit.wave_slots and c.sms > 0 and c.query_tiles is not None:  # prefill's waves
         qts = ceil(c.query_tiles)
         slots = fit.wave_slots * c.sms

@@ -168,6 +168,24 @@ time, κ = 87; b2 h8/1 KV 65535: 1441 µs, 28 µs, κ = 103; b8 h2/1 KV 131071: 
 and DRAM's M once b·g passes κ. Kernels that split the K/V by the SMs free (FlashAttention-3's,
 TensorRT-LLM's multi-block mode) fit κ = 0.
 
+Decode's long stream: beside a streaming roof (κ > 0: SGLang's Triton decode, whose stage 1 runs sequences ×
+⌈H/min(16, H/G)⌉ × 8 blocks, each walking its split of the K/V in order: sglang triton_ops/decode_attention.py
+_decode_grouped_att_m_fwd, _decode_att_m_fwd; metadata.py get_num_kv_splits_triton, capped at aiconfigurator's
+triton_attention_num_kv_splits = 8, collector/sglang/collect_attn.py), the cache past half of L2 streams slower
+per block (B200's L2 is split across its two dies: Chips and Cheese, hardware/data/b200.toml):
+
+    + c_far·max(0, M − τ/2) / (sequences × K/V heads)     τ as c_L2's; decode, in fits with κ > 0 only
+
+What the tables show (aiconfigurator-core 0.12.0, SGLang 0.5.14 Triton decode, B200, τ = 17.3 µs): one sequence
+× K/V head's 8 blocks take 2.5 µs a 32-token step at KV 16,383-32,767, 3.2 at 65,535, 4.3 at 131,071 (BF16 b1
+h8/1 d256: M = 4.4, 8.75, 17.5 µs against τ/2 = 8.6 µs; d192, 0.62 as wide, rises one KV length later).
+Cross-fitted MAPE (10 folds, floors ≥ 10 µs, each fit's knobs with the column added): BF16 15.7 -> 11.6%, FP8
+17.5 -> 13.4%; knees at τ/4 and 3τ/8 within 0.7 points, at τ 13.4 and 16.3%, at 2τ 14.9 and 17.3% (τ/2 is the
+dies' reason, not the best of these). Every row, floors ≥ 10 µs (bench/validate_done_when.py, shipped fits):
+B200 BF16 15.6 -> 11.5%, FP8 17.5 -> 13.3%; H200's and H100's Triton decode fits take it too (c_far 15-54:
+FP8 14.2 -> 9.9% and 12.2 -> 10.9%, BF16 within 0.3 points). The tables replay one CUDA graph without
+flushing L2 (collector/helper.py): a cache within L2 is read from it.
+
 Wave quantization: an output of `tiles` thread-block tiles runs in ⌈tiles / SMs⌉ waves, each as long
 as one full wave, so the matrix units' term is stretched by
 
@@ -243,6 +261,8 @@ MODEL = ("t = max(memory, rho x compute x waves) / e + a_mm x matrix + a_exp x e
          "+ c_L2 x min(memory, L2 capacity / DRAM bandwidth) for decode, "
          "+ c_w x compute x (prefill's waves of query tiles on k x SMs slots - 1), "
          "+ lambda_k x DeepGEMM's waves x ceil(k / 128) where its blocks set the waves, "
+         "+ c_far x max(0, memory - L2 capacity / DRAM bandwidth / 2) / (sequences x K/V heads) for decode "
+         "where kappa > 0, "
          "a_mm per head width and, for prefill with K/V narrower than Q, apart, "
          "at least the host floor of the kernel's launch path; "
          "waves = ceil(tiles / SMs) x SMs / tiles (x the last tile's padding where tile_padded; "
@@ -262,6 +282,7 @@ ATTENTION_TILE = 128  # FlashAttention-3's 128 queries × 128 keys (roofline.ker
 LATENCY_WIDTH = 256  # decode's block latency grows as 1 + d/256 with the head width d (module docstring)
 QUERY_TILE_HEADS = 8  # Hopper's FP8 XQA kernel pads a block's query heads to a multiple of 8 (module docstring)
 QUERY_TILE_WIDTHS = (64, 128, 256)  # ... and a head to one of these widths (TensorRT-LLM kernels/xqa/mha.h)
+LONG_STREAM_KNEE = 0.5  # decode's long stream starts past this share of τ (one of B200's two dies' L2)
 QUERY_TILE_HIDDEN = 2.0  # n₀: the first blocks an SM runs within the launch's fixed time t0 (module docstring)
 ACTIVATION_BYTES = 2  # the BF16 activation an engine's quantized GEMM reads before it quantizes it
 
@@ -376,6 +397,7 @@ class Fit:
     k_step_s: float = 0.0  # λ_k: a DeepGEMM wave's fixed cost per k-block of 128 (k_steps_s)
     # prefill: a_mm per head width on rows whose K/V is narrower than Q (Shape.narrow_kv); (): a_mm as the rest
     narrow_kv_weights: tuple[tuple[int, float], ...] = ()
+    long_stream_weight: float = 0.0  # c_far: decode's blocks' share of the cache past τ/2 (long_stream_s)
 
     def __post_init__(self) -> None:
         if not 0 < self.efficiency <= 1:
@@ -390,6 +412,7 @@ class Fit:
                  ("K/V read weight", self.kv_read_weight), ("short-stream weight", self.short_stream_weight),
                  ("wave weight", self.wave_weight), ("wave slots", self.wave_slots),
                  ("query-tile latency", self.query_tile_latency_s), ("k-block cost", self.k_step_s),
+                 ("long-stream weight", self.long_stream_weight),
                  ("largest group", self.max_group), ("t0", self.t0_s))
         for what, v in terms:
             if v < 0 or not math.isfinite(v):
@@ -494,7 +517,8 @@ class Fit:
                 "single_group": self.single_group_weight * self.single_group_s(shape),
                 "kv_read": self.kv_read_weight * self.kv_read_s(shape),
                 "short_stream": self.short_stream_weight * self.short_stream_s(shape),
-                "waves": self.wave_weight * self.waves_s(shape), "k_steps": self.k_steps_s(shape)}
+                "waves": self.wave_weight * self.waves_s(shape), "k_steps": self.k_steps_s(shape),
+                "long_stream": self.long_stream_weight * self.long_stream_s(shape)}
 
     def k_steps_s(self, shape: Shape) -> float:
         """λ_k · waves · ⌈k/128⌉: a DeepGEMM GEMM's fixed cost per k-block, each wave in turn (module
@@ -519,6 +543,16 @@ class Fit:
         if shape.m != 0 or shape.kv_heads <= 0 or shape.l2_s <= 0:
             return 0.0
         return min(shape.floor_s if shape.memory_s is None else shape.memory_s, shape.l2_s)
+
+    @staticmethod
+    def long_stream_s(shape: Shape) -> float:
+        """Decode's long stream max(0, M − τ/2) / (sequences × K/V heads) (module docstring): a block's share
+        of the DRAM time past LONG_STREAM_KNEE·τ; 0 for a kernel with query rows, without K/V heads, or on a
+        machine without an L2 figure."""
+        if shape.m != 0 or shape.kv_heads <= 0 or shape.l2_s <= 0:
+            return 0.0
+        memory = shape.floor_s if shape.memory_s is None else shape.memory_s
+        return max(0.0, memory - LONG_STREAM_KNEE * shape.l2_s) / shape.kv_heads
 
     def waves_s(self, shape: Shape) -> float:
         """Prefill's idle share of its last wave, C·(q_k − 1), q_k = ⌈T/(k·SMs)⌉·k·SMs/T (module docstring:
@@ -566,6 +600,7 @@ class Fit:
                 "wave_weight": self.wave_weight, "wave_slots": self.wave_slots,
                 "query_tile_latency_s": self.query_tile_latency_s,
                 "deepgemm_blocks": self.deepgemm_blocks, "k_step_s": self.k_step_s,
+                "long_stream_weight": self.long_stream_weight,
                 "head_dim_weights": {str(d): w for d, w in self.head_dim_weights},
                 "narrow_kv_weights": {str(d): w for d, w in self.narrow_kv_weights}, "rows": self.rows,
                 "mape": self.mape}
@@ -625,6 +660,7 @@ __all__ = [
     "BAND_SPLIT_S",
     "FORMAT",
     "HOST_PATHS",
+    "LONG_STREAM_KNEE",
     "MODEL",
     "READS",
     "VERSION",

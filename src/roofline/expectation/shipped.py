@@ -92,7 +92,8 @@ def parse(raw: Any, where: str) -> ExpectedTimes:
                              float(f.get("wave_weight", 0.0)), int(f.get("wave_slots", 0)),
                              float(f.get("query_tile_latency_s", 0.0)), bool(f.get("deepgemm_blocks", False)),
                              float(f.get("k_step_s", 0.0)),
-                             tuple(sorted((int(d), float(w)) for d, w in (f.get("narrow_kv_weights") or {}).items())))
+                             tuple(sorted((int(d), float(w)) for d, w in (f.get("narrow_kv_weights") or {}).items())),
+                             float(f.get("long_stream_weight", 0.0)))
         return ExpectedTimes(str(raw["machine"]), str(raw["engine"]), str(raw.get("engine_version", "")),
                              dict(raw.get("source", {})), fits, where)
     except (KeyError, TypeError, ValueError, IndexError) as exc:
