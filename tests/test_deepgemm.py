@@ -13,8 +13,9 @@ from roofline.calibration.fit import fit_kind
 from roofline.calibration.validate import deepgemm_kind
 from roofline.expectation.columns import Columns, expected_columns
 from roofline.expectation.deepgemm import block_config, block_config_one, k_steps, legal, stretch
-from roofline.expectation.model import ExpectedTimes, Fit, Shape
+from roofline.expectation.model import Fit, Shape
 from roofline.expectation.shipped import parse
+from roofline.expectation.times import ExpectedTimes
 
 SMS = 132  # H100 SXM and H200
 

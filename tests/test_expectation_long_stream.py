@@ -11,9 +11,10 @@ import pytest
 
 from roofline.calibration.fit import fit_kind
 from roofline.expectation.columns import Columns, expected_columns
-from roofline.expectation.model import LONG_STREAM_KNEE, ExpectedTimes, Fit, Shape
+from roofline.expectation.model import LONG_STREAM_KNEE, Fit, Shape
 from roofline.expectation.placed import l2_stream_s
 from roofline.expectation.shipped import parse
+from roofline.expectation.times import ExpectedTimes
 from roofline.hardware import get_machine
 
 # τ = L2 capacity / DRAM bandwidth on B200: the driver's 132,644,864 B (126.5 MiB) over 7,680 bits x 2 x 3996 MHz / 8

@@ -173,8 +173,8 @@ def test_the_new_terms_survive_the_file() -> None:
     # narrower cache; they read back as written
     import json
 
-    from roofline.expectation.model import ExpectedTimes
     from roofline.expectation.shipped import parse
+    from roofline.expectation.times import ExpectedTimes
 
     fits = {"gemm.fp8_block": Fit("gemm.fp8_block", 0.86, 21.5e-6, 0.9, 1.1, 1407, (128, 128), tile_padded=True,
                                   host_floors=PATHS),

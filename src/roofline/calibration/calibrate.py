@@ -22,7 +22,7 @@ from roofline.calibration.join import Joined, join
 from roofline.calibration.tables import SYSTEMS, Family, Row, Source, newest_with, systems, tables
 from roofline.calibration.validate import fit_group, join_any, split
 from roofline.errors import RooflineError
-from roofline.expectation.model import ExpectedTimes
+from roofline.expectation.times import ExpectedTimes
 
 DEFAULT_MAX_ROWS = 4000
 FAMILIES = (Family.GEMM, Family.ATTENTION, Family.MLA, Family.MOE)  # MLA and MoE where the engine has them

@@ -21,9 +21,10 @@ from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from roofline.errors import RooflineError
-from roofline.expectation.model import BAND_SPLIT_S, FORMAT, MODEL, ExpectedTimes
+from roofline.expectation.model import BAND_SPLIT_S
 from roofline.expectation.placed import expect, shape_of
 from roofline.expectation.shipped import for_machine, parse
+from roofline.expectation.times import FORMAT, MODEL, ExpectedTimes
 from roofline.frozen import frozen
 
 if TYPE_CHECKING:

@@ -49,8 +49,9 @@ from roofline.calibration.tables import Table
 from roofline.errors import RooflineError
 from roofline.expectation.columns import Columns
 from roofline.expectation.columns import expected_columns as columns_band
-from roofline.expectation.model import ExpectedTimes, Fit, Shape, l2_stream_time_s
+from roofline.expectation.model import Fit, Shape, l2_stream_time_s
 from roofline.expectation.placed import l2_stream_s
+from roofline.expectation.times import ExpectedTimes
 from roofline.frozen import frozen
 from roofline.units import format_bytes, format_time
 from roofline.vocab import Level

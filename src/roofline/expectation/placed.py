@@ -17,14 +17,13 @@ from roofline.expectation.model import (
     CONTEXT,
     GEMM,
     GENERATION,
-    MODEL,
-    ExpectedTimes,
     Fit,
     Shape,
     dtype_key,
     gemm_dtype_key,
     l2_stream_time_s,
 )
+from roofline.expectation.times import MODEL, ExpectedTimes
 from roofline.frozen import frozen
 from roofline.vocab import Bound, Level, Unit
 

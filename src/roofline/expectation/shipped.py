@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from roofline.errors import RooflineError
-from roofline.expectation.model import FORMAT, READS, VERSION, ExpectedTimes, Fit
+from roofline.expectation.model import Fit
+from roofline.expectation.times import FORMAT, READS, VERSION, ExpectedTimes
 
 # the nearest measured architecture of a catalog machine without tables of its own
 NEAREST: Mapping[str, str] = {

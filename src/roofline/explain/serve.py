@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from roofline.expectation.model import MODEL
+from roofline.expectation.times import MODEL
 from roofline.models.memory import gib
 from roofline.serving import KNEE_GAIN, Band, ServingReport
 from roofline.serving.chunked import APPROXIMATION as CHUNK_APPROXIMATION

@@ -36,12 +36,12 @@ from roofline.expectation.model import (
     CONTEXT,
     GEMM,
     GENERATION,
-    ExpectedTimes,
     dtype_key,
     gemm_dtype_key,
 )
 from roofline.expectation.placed import expect, l2_stream_s
 from roofline.expectation.shipped import for_machine
+from roofline.expectation.times import ExpectedTimes
 from roofline.frozen import frozen
 from roofline.hardware import Machine
 from roofline.models.stepchip import dims_basis

@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from roofline.errors import RooflineError, T
-from roofline.expectation.model import ExpectedTimes
 from roofline.expectation.shipped import for_machine
+from roofline.expectation.times import ExpectedTimes
 from roofline.frozen import frozen
 from roofline.hardware import DEFAULT_MACHINE, Machine, get_machine
 from roofline.models.analysis import analyze_model, decode_limit

@@ -33,9 +33,9 @@ from dataclasses import replace
 from functools import cached_property
 from typing import Any
 
-from roofline.expectation.model import ExpectedTimes
 from roofline.expectation.placed import expect
 from roofline.expectation.shipped import for_machine
+from roofline.expectation.times import ExpectedTimes
 from roofline.frozen import frozen
 from roofline.graph import Kernel
 from roofline.hardware import Machine
