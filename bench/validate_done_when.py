@@ -14,8 +14,9 @@ validate.validate_tables), in one process.
                      takes by default) and score the 3000-row stride: what the shipped fits would give
                      once regenerated, without writing them
     --max-rows N     score every ⌈n/N⌉-th row of each table (default 0: every row, as `validate` does)
-    --oos            also fit on the even rows of the 4000-row stride and score the odd ones (out of
-                     sample), beside the in-sample figure of the same rows
+    --oos            also, per kind, take every ⌈n/8000⌉-th of its rows (every row of a kind split off a
+                     table), fit on the even ones of those (at most 4000, as `roofline calibrate` fits a
+                     kind) and score the odd ones: out of sample, beside the in-sample figure
 
 Usage: python bench/validate_done_when.py [--fits shipped|fresh] [--max-rows N] [--oos] [--machine M ...] [--out FILE]
 """
@@ -73,8 +74,10 @@ def _oos(machine: str) -> list[tuple[str, str, str, int, int, float, float, floa
     for system in systems(source, get_machine(machine).id):
         for family in (Family.GEMM, Family.ATTENTION):
             for table in tables(source, system, family):
-                for r in split(join_any(table.every(FIT_ROWS))):
-                    n = len(r.measured_s)
+                for r in split(join_any(table)):
+                    # calibrate's sampling (at most FIT_ROWS of each kind), every other row held out
+                    every = range(0, len(r.measured_s), max(1, -(-len(r.measured_s) // (2 * FIT_ROWS))))
+                    n = len(every)
                     if n < 40:
                         continue
 
@@ -86,7 +89,7 @@ def _oos(machine: str) -> list[tuple[str, str, str, int, int, float, float, floa
                                     rows.measured_s[idx], rows.sms, rows.l2_bytes, lambda i: rows.name(int(idx[i])),
                                     rows.l2_s)
 
-                    even, odd = part(r, range(0, n, 2)), part(r, range(1, n, 2))
+                    even, odd = part(r, every[0::2]), part(r, every[1::2])
                     fit, _ = fit_group(even, FIT_ROWS)
                     ins, outs = summarise_rows(even, fit, ""), summarise_rows(odd, fit, "")
                     out.append((r.machine, r.engine, r.kind, n, ins.big_rows + outs.big_rows,
@@ -146,8 +149,8 @@ def main() -> int:
         lines.append(f"  missed: {g.machine} {g.engine} {g.kind}: {100 * (g.big_mape or 0):.1f}% MAPE, "
                      f"{100 * (g.big_inside or 0):.0f}% in band")
     if args.oos:
-        lines += ["", f"Out of sample (fit on the even rows of the {FIT_ROWS}-row stride, scored on the odd; "
-                  "floor >= 10 us, MAPE / in band):", "",
+        lines += ["", f"Out of sample (per kind, every ceil(n / {2 * FIT_ROWS})-th row: fit on the even ones, at most "
+                  f"{FIT_ROWS} as calibrate fits a kind, scored on the odd; floor >= 10 us, MAPE / in band):", "",
                   "GPU      engine kind                       rows   >=10us   in-sample MAPE / band | out of sample"]
         for machine in machines:
             for m, e, k, n, nb, im, ib, om, ob in _oos(machine):
