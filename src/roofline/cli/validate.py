@@ -118,9 +118,11 @@ def validate(machine: str | None, engine: str | None, kind: str | None, max_rows
 @click.option("--json", "as_json", is_flag=True, help="Print the fit as JSON.")
 def calibrate(origin: str, machine: str, engine: str | None, max_rows: int, save: str | None, as_json: bool) -> None:
     """Fit the expected-time model, t = max(DRAM, rho x compute x waves)/e + t0 + the kind's terms (GEMM:
-    the activation's quantize pass and the epilogue, the last tile's padding, a host floor per launch path;
-    attention: matrix and exp time, costs per tile pair, per head and per K/V head, prefill's K/V read,
-    decode's latency, streaming and query-tile roofs and MHA term), per kind on one GPU x engine's measured
+    the activation's quantize pass and the epilogue, the last tile's padding, a host floor per launch path,
+    on Hopper block-scaled FP8 DeepGEMM's blocks and a cost per k-block; attention: matrix time (apart for
+    prefill over a narrower K/V cache) and exp time, costs per tile pair, per head and per K/V head,
+    prefill's K/V read and waves, decode's latency, streaming and query-tile roofs, short and long stream
+    and MHA term), per kind on one GPU x engine's measured
     tables (MLA and MoE too, where they exist); the band is Wilks's tolerance interval of measured / t from
     constants fitted without each row (10 folds): half of new kernels at 99% confidence."""
     import json

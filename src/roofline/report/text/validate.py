@@ -18,10 +18,12 @@ def validate_text(groups: Sequence[Group], source: str, command: str = "") -> st
     lines = [f"Measured kernels ({source}) against our floor and expected band", "",
              "share of roof = floor / measured; MAPE = mean |expected - measured| / measured of the expected "
              "time t = max(DRAM, rho x compute x waves)/e + t0 + the kind's terms (GEMM: quantize pass, epilogue, "
-             "the last tile's padding, a host floor per launch path; attention: matrix, exp, per tile pair, per "
-             "head, per K/V head, prefill's K/V read, decode's latency and streaming roofs and MHA term; "
-             "roofline.expectation.model); "
-             "band = t x [25th, 75th percentile of measured / t]",
+             "the last tile's padding, a host floor per launch path, on Hopper block-scaled FP8 DeepGEMM's blocks "
+             "and a cost per k-block; attention: matrix (apart for prefill over a narrower K/V cache), exp, per "
+             "tile pair, per head, per K/V head, prefill's K/V read and waves, decode's latency, streaming and "
+             "query-tile roofs, short and long stream and MHA term; roofline.expectation.model); "
+             "band = t x [Wilks's tolerance interval of cross-fitted measured / t: half of new kernels at 99% "
+             "confidence]",
              *(["kind@kernel_source: rows the table times on another kernel than its main one for the same "
                 "shapes (the engine's backend choosing, not the shape), fitted and scored apart "
                 "(roofline.calibration.tables.kernel_groups)"] if any("@" in g.kind for g in groups) else []),
