@@ -75,7 +75,7 @@ from functools import lru_cache
 import numpy as np
 
 from roofline.errors import RooflineError
-from roofline.expectation.deepgemm import k_steps, stretch
+from roofline.expectation.deepgemm import stretch_and_k_steps
 from roofline.expectation.model import (
     ANY_PATH,
     BAND_SPLIT_S,
@@ -357,7 +357,7 @@ def _deepgemm_trials(kind: str, shapes: Sequence[Shape], c: _Columns, n: int) ->
     (roofline.expectation.deepgemm), one per ρ."""
     sms = shapes[0].sms if shapes else 0
     m, nn, k = (np.array([getattr(s, f) for s in shapes], dtype=float) for f in ("m", "n", "k"))
-    q, steps = stretch(m, nn, sms), k_steps(m, nn, k, sms)
+    q, steps = stretch_and_k_steps(m, nn, k, sms)
     out = []
     for rho in RATIOS:
         cols = np.column_stack([np.maximum(c.memory, rho * c.compute * q), np.ones(n), c.inputs, c.outputs, steps])

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from roofline.expectation.deepgemm import k_steps, stretch
+from roofline.expectation.deepgemm import stretch_and_k_steps
 from roofline.expectation.launch import host_columns
 from roofline.expectation.model import (
     BAND_SPLIT_S,
@@ -66,8 +66,9 @@ def expected_columns(fit: Fit, c: Columns) -> tuple[Any, Any, Any]:
             pad_m = np.where(mm > tm, ceil(mm / tm) * tm / np.maximum(mm, 1.0), 1.0)
             pad_n = np.where(nn > tn, ceil(nn / tn) * tn / np.maximum(nn, 1.0), 1.0)
             q = q * np.where(tiles > 0, pad_m * pad_n, 1.0)
+    steps: Any = 0.0
     if fit.deepgemm_blocks and c.sms > 0:  # DeepGEMM's blocks set the waves (Fit.stretched_floor_s)
-        q = stretch(c.m, c.n, c.sms)
+        q, steps = stretch_and_k_steps(c.m, c.n, c.k if c.k is not None else 0.0, c.sms)
     roofline = np.maximum(c.memory_s, fit.compute_ratio * c.compute_s * q)
     kv = np.asarray(c.kv_heads, dtype=np.float64)
     # entries without K/V heads (GEMMs, norms, collectives: a group holds one kind) take 0 for every K/V
@@ -146,7 +147,7 @@ def expected_columns(fit: Fit, c: Columns) -> tuple[Any, Any, Any]:
         qk = np.where(qts > 0, ceil(qts / slots) * slots / np.maximum(qts, 1.0), 1.0)
         t = t + fit.wave_weight * c.compute_s * (qk - 1)
     if fit.deepgemm_blocks and fit.k_step_s and c.sms > 0 and c.k is not None:  # Fit.k_steps_s
-        t = t + fit.k_step_s * k_steps(c.m, c.n, c.k, c.sms)
+        t = t + fit.k_step_s * steps
     if fit.host_floors:  # t = max(host floor of the entry's launch path, the device's sum) (Fit.host_s)
         t = np.maximum(t, host_columns(fit.host_floors, c.m, c.n, c.k, np.shape(c.floor_s)))
     small = fit.small_band if fit.small_band else (fit.low, fit.high)

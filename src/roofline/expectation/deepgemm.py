@@ -105,25 +105,27 @@ def block_config(m: Any, n: Any, sms: int) -> tuple[Any, Any, Any]:
 def stretch(m: Any, n: Any, sms: int) -> Any:
     """q_dg = waves · SMs · block_m · block_n / (m · n) (module docstring); 1 where m·n = 0 or no SMs.
     257 × 8192 on 132 SMs: one wave of 128 × 192 blocks, 132·128·192 / (257·8192) = 1.54."""
-    import numpy as np
-
-    if sms <= 0:
-        return np.ones(np.shape(m))
-    bm, bn, waves = block_config(m, n, sms)
-    area = np.asarray(m, dtype=np.float64) * np.asarray(n, dtype=np.float64)
-    return np.where(area > 0, waves * sms * bm * bn / np.maximum(area, 1.0), 1.0)
+    return stretch_and_k_steps(m, n, 0.0, sms)[0]
 
 
 def k_steps(m: Any, n: Any, k: Any, sms: int) -> Any:
     """waves · ⌈k/128⌉: the k-blocks one SM steps through in turn (module docstring); 0 where m·n·k = 0.
     15 × 768 × 65536 on 132 SMs: one wave (48 blocks of 64 × 16), 512 k-blocks."""
+    return stretch_and_k_steps(m, n, k, sms)[1]
+
+
+def stretch_and_k_steps(m: Any, n: Any, k: Any, sms: int) -> tuple[Any, Any]:
+    """(stretch, k_steps) of the same shapes, DeepGEMM's blocks picked once for both (the fit's columns and
+    expected_columns read the two terms together)."""
     import numpy as np
 
     if sms <= 0:
-        return np.zeros(np.shape(m))
-    _, _, waves = block_config(m, n, sms)
+        return np.ones(np.shape(m)), np.zeros(np.shape(m))
+    bm, bn, waves = block_config(m, n, sms)
+    area = np.asarray(m, dtype=np.float64) * np.asarray(n, dtype=np.float64)
     kk = np.asarray(k, dtype=np.float64)
-    return np.where(kk > 0, waves * np.ceil(kk / BLOCK_K - 1e-9), 0.0)
+    return (np.where(area > 0, waves * sms * bm * bn / np.maximum(area, 1.0), 1.0),
+            np.where(kk > 0, waves * np.ceil(kk / BLOCK_K - 1e-9), 0.0))
 
 
 @lru_cache(maxsize=4096)
@@ -155,4 +157,4 @@ def k_steps_one(m: int, n: int, k: int, sms: int) -> float:
 
 
 __all__ = ["BLOCK_K", "CANDIDATES", "block_config", "block_config_one", "k_steps", "k_steps_one", "legal", "stretch",
-           "stretch_one"]
+           "stretch_and_k_steps", "stretch_one"]
