@@ -123,7 +123,7 @@ def _fit_band(p: Placement, times: ExpectedTimes) -> Band:
         terms = f.terms_s(shape)
         small = f.small_band is not None and floor < BAND_SPLIT_S
         lo, hi = f.small_band if small and f.small_band else (f.low, f.high)
-        memory = floor if shape.memory_s is None else shape.memory_s
+        memory = shape.dram_s
         steps = [f"expected time ({MODEL})",
                  f"  kind {e.kind}" + (f" ({e.note})" if e.note else "") + f": e = {f.efficiency:.3f}, "
                  f"t0 = {f.t0_s * 1e6:.2f} µs",

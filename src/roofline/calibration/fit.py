@@ -227,7 +227,7 @@ class _Columns:
         def col(f: object) -> np.ndarray:
             return np.array([f(s) for s in shapes], dtype=float)  # type: ignore[operator]
 
-        return _Columns(col(lambda s: s.floor_s), col(lambda s: s.floor_s if s.memory_s is None else s.memory_s),
+        return _Columns(col(lambda s: s.floor_s), col(lambda s: s.dram_s),
                         col(lambda s: s.compute_s), col(lambda s: s.exp_s), col(lambda s: s.input_s),
                         col(lambda s: s.output_s), col(lambda s: Fit.per_sm(s)[0]), col(lambda s: Fit.per_sm(s)[1]),
                         col(Fit.kv_heads_per_sm), col(lambda s: s.head_dim), col(Fit.short_stream_s),

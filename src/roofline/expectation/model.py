@@ -313,6 +313,11 @@ class Shape:
     query_tiles: float = 0.0  # prefill attention: sequences × query heads × ⌈nq/128⌉ (its CTAs, waves_s)
     narrow_kv: bool = False  # prefill attention: K/V narrower than Q (a BF16 query over an FP8 cache)
 
+    @property
+    def dram_s(self) -> float:
+        """DRAM's time M: memory_s, or the floor where none was given."""
+        return self.floor_s if self.memory_s is None else self.memory_s
+
 
 def query_tile(group: float, head_dim: int) -> float:
     """⌈H/G⌉₈·d₂₅₆: a decode block's query heads rounded up to a multiple of QUERY_TILE_HEADS times its head
@@ -405,7 +410,7 @@ class Fit:
     def stretched_floor_s(self, shape: Shape) -> float:
         """max(memory, ρ·compute·q, L, S, Q): the roofline term with the last wave's idle SMs counted and
         decode's latency, streaming and query-tile roofs (latency_s, stream_s, query_tile_s)."""
-        memory = shape.floor_s if shape.memory_s is None else shape.memory_s
+        memory = shape.dram_s
         q = waves_factor(tiles_of(shape, self.tile), shape.sms) if self.tile is not None else 1.0
         if self.tile_padded:
             q *= padding_factor(shape.m, shape.n, self.tile)
@@ -419,7 +424,7 @@ class Fit:
         with query rows (prefill, a GEMM), without K/V heads, or where κ = 0."""
         if not self.stream_blocks or shape.m != 0 or shape.kv_heads <= 0:
             return 0.0
-        memory = shape.floor_s if shape.memory_s is None else shape.memory_s
+        memory = shape.dram_s
         return self.stream_blocks * memory / shape.kv_heads
 
     def latency_s(self, shape: Shape) -> float:
@@ -471,13 +476,13 @@ class Fit:
     def regrouped_s(self, shape: Shape) -> float:
         """The K/V stream read once per query head, (H / G)·memory, when a group of H / G query heads
         per K/V head is larger than the kernel takes (max_group); 0 otherwise."""
-        memory = shape.floor_s if shape.memory_s is None else shape.memory_s
+        memory = shape.dram_s
         group = shape.heads / shape.kv_heads if shape.kv_heads else 0.0
         return group * memory if self.max_group and group > self.max_group else 0.0
 
     def single_group_s(self, shape: Shape) -> float:
         """DRAM's time when each K/V head serves one query head (MHA: H = G), decode only; 0 otherwise."""
-        memory = shape.floor_s if shape.memory_s is None else shape.memory_s
+        memory = shape.dram_s
         decode = shape.m == 0 and shape.kv_heads > 0  # no query rows tiled: one query per sequence
         return memory if decode and shape.heads == shape.kv_heads else 0.0
 
@@ -507,7 +512,7 @@ class Fit:
     def kv_read_s(shape: Shape) -> float:
         """Prefill's K/V share of DRAM's time, M·G/(H + G) (K and V of G heads beside Q and O of H, each
         as wide); 0 for decode, a GEMM, or a kernel without heads."""
-        memory = shape.floor_s if shape.memory_s is None else shape.memory_s
+        memory = shape.dram_s
         if shape.m <= 0 or shape.kv_heads <= 0 or shape.heads <= 0:
             return 0.0
         return memory * shape.kv_heads / (shape.heads + shape.kv_heads)
@@ -518,7 +523,7 @@ class Fit:
         kernel with query rows (prefill, a GEMM), without K/V heads, or on a machine without an L2 figure."""
         if shape.m != 0 or shape.kv_heads <= 0 or shape.l2_s <= 0:
             return 0.0
-        return min(shape.floor_s if shape.memory_s is None else shape.memory_s, shape.l2_s)
+        return min(shape.dram_s, shape.l2_s)
 
     @staticmethod
     def long_stream_s(shape: Shape) -> float:
@@ -527,7 +532,7 @@ class Fit:
         machine without an L2 figure."""
         if shape.m != 0 or shape.kv_heads <= 0 or shape.l2_s <= 0:
             return 0.0
-        memory = shape.floor_s if shape.memory_s is None else shape.memory_s
+        memory = shape.dram_s
         return max(0.0, memory - LONG_STREAM_KNEE * shape.l2_s) / shape.kv_heads
 
     def waves_s(self, shape: Shape) -> float:
