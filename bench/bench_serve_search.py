@@ -1,9 +1,10 @@
 """The split search of issue 21, side by side with what it replaces, in-process (no start-up).
 
-Targets: `serve` with no split (the cheapest layout meeting the targets, serving.splits) in at most 1 s;
-`plan` with serving targets (--output, --itl-slo, --price-per-device-hour) as fast as today's `plan`
-(every valid split of one decode step, ranked). Each case runs interleaved with the others `--runs`
-times after one warm-up; we print min / median / max of each and the ratios of the medians.
+Targets: `serve` with no split (the cheapest layout meeting the targets, serving.splits, then the winner's
+whole report) in at most 1 s; `plan` with serving targets (--output, --itl-slo, --price-per-device-hour:
+each layout quoted, serving.quote) as fast as today's `plan` (every valid split of one decode step,
+ranked). Each case runs interleaved with the others `--runs` times after one warm-up; we print min /
+median / max of each and the ratios of the medians.
 Usage: python bench/bench_serve_search.py [--runs N] [--out FILE]
 """
 
@@ -20,19 +21,25 @@ from roofline.models import describe_step
 from roofline.models.search import search_splits
 from roofline.parallel import Split
 from roofline.serving import serve_model
-from roofline.serving.splits import serve_search
+from roofline.serving.splits import ServeSearch, serve_search
 from roofline.vocab import Phase
 
 TARGET_SERVE_S = 1.0
 MODEL, MACHINE, P, O, SLO = "llama-3-70b", "dgx-h100", 2048, 256, 0.03
 
 
+def _served(s: ServeSearch) -> object:
+    """What `serve` without a split shows: the search, then the winner's whole report."""
+    assert s.winner is not None and s.winner.report is not None
+    return s.winner.report.report()
+
+
 def cases() -> dict[str, Callable[[], object]]:
     step = describe_step(MODEL, Phase.PREFILL, 1, P)
     return {
         "serve, TP 8 given": lambda: serve_model(MODEL, MACHINE, Split(tp=8), prompt=P, output=O, itl_slo_s=SLO),
-        "serve, split searched": lambda: serve_search(step, MACHINE, output=O, itl_slo_s=SLO,
-                                                      price_per_device_hour=2.5),
+        "serve, split searched": lambda: _served(serve_search(step, MACHINE, output=O, itl_slo_s=SLO,
+                                                              price_per_device_hour=2.5)),
         "plan today (decode step, batch 64, 8k)": lambda: search_splits(MODEL, MACHINE, "decode", 64, 8192),
         "plan with targets (= serve's search)": lambda: serve_search(step, MACHINE, output=O, itl_slo_s=SLO,
                                                                      price_per_device_hour=2.5),

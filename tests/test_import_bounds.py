@@ -68,7 +68,8 @@ def test_streamed_events_are_the_whole_file_reading(tmp_path_factory: pytest.Tem
     """Read in pieces as small as 1 byte (numbers and strings cut by a read), the kept events equal
     json.loads' of the same file; other keys before and after the list are skipped."""
     doc = {**others, "traceEvents": evs}
-    text = json.dumps(doc, indent=1 if ws else None).replace(": ", ":" + ws)
+    # the whitespace after each colon as a separator (a str.replace of ": " would reach into keys holding ": ")
+    text = json.dumps(doc, indent=1 if ws else None, separators=(",", ":" + ws))
     path = tmp_path_factory.mktemp("stream") / "t.json"
     path.write_text(text, encoding="utf-8")
     old = chrome.CHUNK_BYTES

@@ -226,8 +226,8 @@ def searched(model: Any, machine: str, prompt: int, output: int, options: dict[s
         return serve_model(model, machine, None, prompt=prompt, output=output, **options, **what_ifs)
     if s.winner is None:
         raise RooflineError(no_split_meets(s))
-    r = s.winner.report
-    assert r is not None  # a winner was served
+    assert s.winner.report is not None  # a winner was quoted
+    r = s.winner.report.report()  # its whole report, from the quote's prefill and step model
     if any(v is not None for v in what_ifs.values()):
         r = serve_model(model, machine, s.winner.split, prompt=prompt, output=output, **options, **what_ifs)
     return replace(r, split_search=s)

@@ -42,4 +42,17 @@ def shared(key: Any, make: Callable[[], V], *keep: Any) -> V:
     return hit[0]
 
 
-__all__ = ["shared", "sharing"]
+def first_time(key: Any, *keep: Any) -> bool:
+    """True the first time `key` is asked of inside a sharing() block (every time outside one): for work a
+    search does once for what its layouts share, not once a layout; `keep` as for shared()."""
+    scope = _SCOPE.get()
+    if scope is None:
+        return True
+    k = ("first time", key)
+    if k in scope:
+        return False
+    scope[k] = (True, keep)
+    return True
+
+
+__all__ = ["first_time", "shared", "sharing"]

@@ -22,7 +22,6 @@ other bytes are. The fit must reproduce every sample graph's bytes, or the step 
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from roofline.errors import RooflineError
@@ -76,6 +75,11 @@ class TiledOp:
     kv_dtype: str  # attention: the K/V dtype (what generation attention's fit is keyed by)
     head_dim: int = 0  # attention: the width of a query head (q·kᵀ's; an engine picks its kernel by it)
     operands: tuple[str, ...] = ()  # a matmul: its operands' dtypes (gemm_dtype_key reads block-scaled FP8)
+
+    def moved(self, kernel: int) -> TiledOp:
+        """This op as kernel `kernel`'s (replace(self, kernel=kernel), without its per-call field walk)."""
+        return TiledOp(kernel, self.kind, self.bytes_in, self.bytes_out, self.group, self.heads, self.kv_heads,
+                       self.kv_dtype, self.head_dim, self.operands)
 
     @staticmethod
     def of(kernel_index: int, op: Any) -> TiledOp | None:
@@ -179,8 +183,9 @@ class ChipModel:
         at = {j: i for i, j in enumerate(keep)}
         mine = [i for i, t in enumerate(self.ops) if t.kernel in at]
         op_at = {i: n for n, i in enumerate(mine)}
-        kinds = tuple(replace(self.kinds[j], op=op_at.get(self.kinds[j].op, -1)) for j in keep) if self.kinds else ()
-        return ChipModel(tuple(replace(self.ops[i], kernel=at[self.ops[i].kernel]) for i in mine),
+        kinds = tuple(KernelKind(k.family, op_at.get(k.op, -1), k.dtype) for k in (self.kinds[j] for j in keep)) \
+            if self.kinds else ()
+        return ChipModel(tuple(self.ops[i].moved(at[self.ops[i].kernel]) for i in mine),
                          self.coef_flop[:, mine], self.coef_dims[:, mine], {lv: c[:, keep] for lv, c in
                                                                            self.coef_rest.items()}, len(keep), kinds)
 

@@ -11,6 +11,14 @@ tp ranks): of a grid that separates every feature, the fewest whose features spa
 one more (`_spanning`: 4 graphs for a dense decode step where the grid has 30), solves for those
 coefficients exactly, checks the fit reproduces every sample, and then evaluates any grid of (B, S)
 with numpy: the same kernels, the same max(compute, memory) per kernel.
+
+Within one split search (roofline.models.shared: `plan --output`, `serve` without a split) the check
+point is built for the first layout of each sample grid alone, and the others are solved on the fewest
+points (one graph build a layout fewer). What the check can find, a kernel cost that is not linear in the
+features, comes from the model's config and the features its grid reads of the split (_split_key: dp,
+ep, a sequence split's tp), which every layout of the grid shares; the tensor-parallel degree only
+scales a layout's costs by constants (heads, widths and experts per device). Outside a search every fit
+checks itself.
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ from roofline.models.build import DEFAULT_PLAN, as_phase, build_graph
 from roofline.models.compressed import compressed_features
 from roofline.models.dtypes import ModelDtypes
 from roofline.models.formulas import experts_hit, experts_read_per_device, windowed_pairs
-from roofline.models.shared import shared
+from roofline.models.shared import first_time, shared
 from roofline.models.split import sequence_split
 from roofline.models.stepchip import ChipModel, dims_basis, onchip_bandwidths
 from roofline.models.transformer import AttentionKind, ModelConfig
@@ -155,10 +163,10 @@ def _sample_points(cfg: ModelConfig, phase: Phase) -> list[tuple[int, int]]:
     return [(b, s) for b in batches for s in sorted(lengths)]
 
 
-def _spanning(blocks: list[Any], points: list[tuple[int, int]], extra: int) -> list[int]:
-    """Indices of the fewest sample points whose rows of each of `blocks` (the features, the dims basis:
-    each solved on its own, each column scaled to 1) span that block's rows at all of them, in their order,
-    plus `extra` more to check the fit on.
+def _spanning(blocks: list[Any], points: list[tuple[int, int]], extra: int) -> tuple[list[int], list[int]]:
+    """(indices of the fewest sample points whose rows of each of `blocks` (the features, the dims basis:
+    each solved on its own, each column scaled to 1) span that block's rows at all of them, and of `extra`
+    more to check the fit on), each in their order.
 
     Every kernel's FLOPs, bytes and dimensions are exact linear combinations of those columns (the module
     docstring), so the coefficients solved on such a subset are the ones solved on every point: the rows
@@ -191,11 +199,12 @@ def _spanning(blocks: list[Any], points: list[tuple[int, int]], extra: int) -> l
         score[taken] = -1.0
         i = int(np.argmax(score))
     where = np.log(np.array(points, dtype=np.float64))
+    fewest = len(taken)
     for _ in range(min(extra, len(points) - len(taken))):
         gap = np.abs(where[:, None, :] - where[None, taken, :]).sum(axis=2).min(axis=1)
         gap[taken] = -1.0
         taken.append(int(np.argmax(gap)))
-    return sorted(taken)
+    return sorted(taken[:fewest]), sorted(taken[fewest:])
 
 
 @frozen
@@ -246,12 +255,18 @@ class StepModel:
         all_reduces: tuple[tuple[int, int], ...] = ()
         unit = batch_unit(sp)  # the sample batches: multiples of dp (× tp under a sequence split)
         points = _sample_points(cfg, phase)
-        grid = np.array([p[0] * unit for p in points]), np.array([p[1] for p in points])
-        blocks = [_features(cfg, phase, *grid, experts_hit_override, sp),
-                  dims_basis(cfg, per_replica(grid[0], sp.dp), grid[1], phase)]
-        # the same grid for every layout of a search whose features read the same of the split (_split_key)
-        key = ("spanning", tuple(points), *((x.shape, x.tobytes()) for x in blocks))
-        points = [points[i] for i in shared(key, lambda: _spanning(blocks, points, CHECK_POINTS))]
+
+        def spanning() -> tuple[list[int], list[int]]:
+            grid = np.array([p[0] * unit for p in points]), np.array([p[1] for p in points])
+            blocks = [_features(cfg, phase, *grid, experts_hit_override, sp),
+                      dims_basis(cfg, per_replica(grid[0], sp.dp), grid[1], phase)]
+            return _spanning(blocks, points, CHECK_POINTS)
+
+        # the same for every layout of a search whose features read the same of the split (_split_key); the
+        # check points are built for the first of them alone (the module docstring)
+        key = ("spanning", id(cfg), phase, experts_hit_override, _split_key(sp))
+        fewest, checks = shared(key, spanning, cfg)
+        points = [points[i] for i in (sorted(fewest + checks) if first_time(key, cfg) else fewest)]
         names: tuple[str, ...] = ()
         counts: tuple[int, ...] = ()
         rows_m, rows_v, rows_b, rows_l, rows_n, rows_e, rows_o = [], [], [], [], [], [], []
@@ -281,8 +296,9 @@ class StepModel:
         x = _features(cfg, phase, batches, seqs, experts_hit_override, sp)
         _check_experts_column(cfg, sp, x, experts_hit_override)
 
-        def solve(cols: Any, y: Any, reference: Any = None) -> Any:
-            return _solve(cfg.name, cols, y, reference)
+        def solve(cols: Any, y: Any, reference: Any = None) -> Any:  # the features' or the dims basis's
+            return _solve(cfg.name, cols, y, reference, shared(("inverse", cols.shape, cols.tobytes()),
+                                                             lambda: _inverse(cols)))
 
         links = (rows_l, rows_n) if not sp.trivial else ()
         every = (rows_m, rows_v, rows_b, rows_e, rows_o, *links)  # solved at once, one column a kernel and kind
@@ -498,20 +514,31 @@ def _first_max(arrays: list[Any]) -> tuple[Any, Any]:
     return best, index
 
 
-def _solve(name: str, x: Any, y: Any, reference: Any = None) -> Any:
-    """Coefficients c with x · c = y at every sample (columns scaled to 1, then one step of iterative
-    refinement: the window or chunk pairs column is nearly collinear with B·S² below the window, and the
-    residual's solve recovers the digits the first one lost); a coefficient whose column adds at most
-    ROUNDING of `reference` (default y) at every sample is the solve's rounding and is set to 0 (a kernel
-    that does not grow with the length then has no length terms at all: Decode evaluates it once a
-    batch); an error when the fit misses a sample by more than 1e-6 of `reference`."""
+def _inverse(x: Any) -> tuple[Any, Any, Any]:
+    """(the columns' scales, x with each column scaled to 1, its pseudo-inverse): what _solve applies to every
+    right-hand side at the same samples (a layout's kernels and kinds, the on-chip bytes; within a split
+    search, every layout whose samples are the same: roofline.models.shared)."""
     import numpy as np
 
     scale = np.abs(x).max(axis=0)
     scale[scale == 0] = 1.0
     xs = x / scale
-    c, *_ = np.linalg.lstsq(xs, y, rcond=None)
-    c = c + np.linalg.lstsq(xs, y - xs @ c, rcond=None)[0]
+    return scale, xs, np.linalg.pinv(xs)
+
+
+def _solve(name: str, x: Any, y: Any, reference: Any = None, inverse: tuple[Any, Any, Any] | None = None) -> Any:
+    """Coefficients c with x · c = y at every sample: the least-squares solution (columns scaled to 1, x's
+    pseudo-inverse applied, then one step of iterative refinement: the window or chunk pairs column is
+    nearly collinear with B·S² below the window, and the residual's solve recovers the digits the first one
+    lost); a coefficient whose column adds at most ROUNDING of `reference` (default y) at every sample is
+    the solve's rounding and is set to 0 (a kernel that does not grow with the length then has no length
+    terms at all: Decode evaluates it once a batch); an error when the fit misses a sample by more than 1e-6
+    of `reference`. `inverse`: _inverse(x), when already taken."""
+    import numpy as np
+
+    scale, xs, pinv = _inverse(x) if inverse is None else inverse
+    c = pinv @ y
+    c = c + pinv @ (y - xs @ c)
     ref = y if reference is None else reference
     c[np.abs(c) <= ROUNDING * np.abs(ref).max(axis=0, initial=0.0)] = 0.0  # columns scaled to 1: c is what each adds
     c = c / scale[:, None]

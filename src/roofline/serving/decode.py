@@ -42,6 +42,10 @@ class Decode:
         self.tbo = None if hidden is None or comm is None else (np.asarray(hidden), np.asarray(comm))
         self._memo: dict[int, dict[Any, Any]] = {}  # id(step model) -> what its bands work out once
         self._rows: dict[int, tuple[Any, Any, Any]] = {}  # batch -> its (floor, low, high) over the contexts
+        self._floors: dict[int, Any] = {}  # batch -> its floor alone (floors()), where its band was not asked for
+        # id(step model) -> batch -> what sm.evaluate gave at its points in floors(): its band, when then asked
+        # for, is taken from them (a quote bands the one batch its floor search chose: roofline.serving.quote)
+        self._evaluated: dict[int, dict[int, dict[str, Any]]] = {}
         # the kernels nothing of which grows with the context (GEMMs, norms, collectives: StepModel.length_free)
         # are evaluated once a batch, the others at every context
         free = sm.length_free() if self.contexts.size > 1 else np.zeros(len(sm.names), dtype=bool)
@@ -68,8 +72,23 @@ class Decode:
             return empty, empty, empty
         return (np.stack([g[0] for g in got]), np.stack([g[1] for g in got]), np.stack([g[2] for g in got]))
 
-    def _evaluate(self, b: Any) -> tuple[Any, Any, Any]:
-        """steps() for batches not yet evaluated."""
+    def floors(self, batches: Any) -> Any:
+        """The floors alone [batches, contexts] (steps()'s first), without the bands: what a search at the
+        floor reads (roofline.serving.quote), at a third of the cost (no kernel's band is evaluated)."""
+        import numpy as np
+
+        b = np.asarray(batches, dtype=np.int64).ravel()
+        todo = [int(n) for n in dict.fromkeys(b.tolist()) if int(n) not in self._rows and int(n) not in self._floors]
+        if todo:
+            rows = self._evaluate(np.array(todo, dtype=np.int64), bands=False)[0]
+            for i, n in enumerate(todo):
+                self._floors[n] = rows[i]
+        if not b.size:
+            return np.zeros((0, self.contexts.size))
+        return np.stack([self._rows[n][0] if n in self._rows else self._floors[n] for n in b.tolist()])
+
+    def _evaluate(self, b: Any, bands: bool = True) -> tuple[Any, ...]:
+        """steps() for batches not yet evaluated (`bands` False: the floor alone, floors())."""
         import numpy as np
 
         nb, nc = b.size, self.contexts.size
@@ -77,13 +96,13 @@ class Decode:
         total: Callable[[int, Any], Any]
         if self._parts is not None:  # the kernels that do not grow with the context: at the first, once a batch
             grows, at_grows, flat, at_flat = self._parts
-            once = self._kernels(b, np.full(nb, self.contexts[0]), flat)
-            each = self._kernels(bs, cs, grows)
+            once = self._kernels(b, np.full(nb, self.contexts[0]), flat, bands, b)
+            each = self._kernels(bs, cs, grows, bands, b)
 
             def total(i: int, mask: Any) -> Any:  # Σ over the kernels `mask` of the floor (0), low (1), high (2)
                 return each[i][:, mask[at_grows]].sum(axis=1) + np.repeat(once[i][:, mask[at_flat]].sum(axis=1), nc)
         else:
-            whole = self._kernels(bs, cs)
+            whole = self._kernels(bs, cs, None, bands, b)
 
             def total(i: int, mask: Any) -> Any:
                 return whole[i][:, mask].sum(axis=1)
@@ -99,13 +118,26 @@ class Decode:
                 return total(i, everything) + overhead[i]
             return np.maximum(total(i, ~self.comm), total(i, self.comm)) + overhead[i]
 
-        floor, low, high = (step(i).reshape(nb, nc) for i in range(3))
-        return floor, low, high
+        return tuple(step(i).reshape(nb, nc) for i in range(3 if bands else 1))
 
-    def _kernels(self, b: Any, c: Any, sm: StepModel | None = None) -> tuple[Any, Any, Any]:
-        """Each kernel's floor and band over all its runs [points, kernels] at batches `b` and contexts `c`."""
+    def _kernels(self, b: Any, c: Any, sm: StepModel | None, bands: bool, batches: Any) -> tuple[Any, ...]:
+        """Each kernel's floor and band over all its runs [points, kernels] at batches `b` and contexts `c`, the
+        points of `batches` in turn, as many each (`bands` False: the floor alone)."""
+        import numpy as np
+
         sm = sm or self.sm
-        r = sm.evaluate(b, c, self.machine, self.dtype, totals=False)
+        kept = self._evaluated.setdefault(id(sm), {})
+        rows = batches.tolist()
+        if bands and all(n in kept for n in rows):  # evaluated by floors(): the same points
+            got = [kept[n] for n in rows]
+            r = got[0] if len(got) == 1 else {k: np.concatenate([g[k] for g in got]) for k in got[0]}
+        else:
+            r = sm.evaluate(b, c, self.machine, self.dtype, totals=False)
+        if not bands:
+            per = len(b) // len(rows)
+            for i, n in enumerate(rows):
+                kept[n] = {k: v[i * per:(i + 1) * per] for k, v in r.items()}
+            return (r["kernel_time_s"],)
         # the kernels' kinds and fits worked out once a step model (this object keeps every one it asks of)
         fast, slow = kernel_bands(sm, r, b, c, self.machine, self.dtype, self.eff, self._memo.setdefault(id(sm), {}))
         return r["kernel_time_s"], fast, slow
@@ -221,9 +253,9 @@ def slo_batches(dec: Decode, unit: int, max_mem: int | None, itl_slo: float | No
             (None if lo_n is None else lo_n * unit, None if hi_n is None else hi_n * unit))
 
 
-def largest_meeting(dec: Decode, unit: int, most: int, target: float,
-                     known: Mapping[int, tuple[float, float, float]],
-                     regimes: list[tuple[int, int]] | None = None) -> list[int | None]:
+def largest_meeting(dec: Decode, unit: int, most: int, target: float, known: Mapping[int, tuple[float, ...]],
+                    regimes: list[tuple[int, int]] | None = None, orders: tuple[int, ...] | None = None
+                    ) -> list[int | None]:
     """The largest n in [1, most] whose batch n × unit has ITL mean ≤ target, for the floor, the
     expected high and the expected low times. `known`: n → (floor, low, high) means already evaluated
     (the curve's), which bracket each search. Within one regime of the all-reduce algorithms (the
@@ -233,23 +265,34 @@ def largest_meeting(dec: Decode, unit: int, most: int, target: float,
     instead of the two-shot's 2(n−1)/n · S). So each regime's first batch is looked at (serve takes
     them with the curve's): a regime whose first batch misses the target has no batch that meets it,
     and the answer is in the highest regime whose first batch meets it, searched for each of the three
-    times at once (`regimes`: StepModel.all_reduce_regimes(unit, most, the first context) when taken)."""
+    times at once (`regimes`: StepModel.all_reduce_regimes(unit, most, the first context) when taken).
+    `orders` FLOOR: the floor's search alone (`known` then holds the floor alone), its batches evaluated
+    without their bands (Decode.floors)."""
+    orders = ORDER if orders is None else orders
     if regimes is None:
         regimes = dec.sm.all_reduce_regimes(unit, most, int(dec.contexts[0]))
     firsts = [first for first, _ in regimes if first not in known]
     if firsts:
-        means = dec.itl([n * unit for n in firsts])[0]
-        known = {**known, **{n: (m.floor, m.low, m.high) for n, m in zip(firsts, means, strict=True)}}
+        known = {**known, **mean_times(dec, unit, firsts, orders)}
     # per time (floor, expected high, expected low: the indices into known's (floor, low, high)) its regime
-    where = [next(((a, z) for a, z in reversed(regimes) if known[a][k] <= target), None) for k in ORDER]
-    return _largest_in(dec, unit, where, target, known)
+    where = [next(((a, z) for a, z in reversed(regimes) if known[a][k] <= target), None) for k in orders]
+    return _largest_in(dec, unit, where, target, known, orders)
 
 
 ORDER = (0, 2, 1)  # the three searches: the floor, the expected high and the expected low times
+FLOOR = (0,)  # the floor's alone
+
+
+def mean_times(dec: Decode, unit: int, ns: list[int], orders: tuple[int, ...] = ORDER) -> dict[int, tuple[float, ...]]:
+    """n -> the ITL means of batch n × unit: (floor, low, high), or (floor,) for the FLOOR search alone."""
+    if orders == FLOOR:
+        return dict(zip(ns, ((v,) for v in dec.floors([n * unit for n in ns]).mean(axis=1).tolist()), strict=True))
+    means = dec.itl([n * unit for n in ns])[0]
+    return {n: (m.floor, m.low, m.high) for n, m in zip(ns, means, strict=True)}
 
 
 def _largest_in(dec: Decode, unit: int, regimes: list[tuple[int, int] | None], target: float,
-                known: Mapping[int, tuple[float, float, float]]) -> list[int | None]:
+                known: Mapping[int, tuple[float, ...]], orders: tuple[int, ...]) -> list[int | None]:
     """`largest_meeting` inside one regime [first, most] for each time (None: no batch meets it): the
     chord across a bracket crosses the target at or below the answer, so each round tries that crossing,
     the next n and the midpoint of every search in one numpy call (and the bracket's top when it is
@@ -258,7 +301,7 @@ def _largest_in(dec: Decode, unit: int, regimes: list[tuple[int, int] | None], t
     import numpy as np
 
     inside = [(lambda n, r=r: r is not None and r[0] <= n <= r[1]) for r in regimes]
-    seen = [{n: v[k] for n, v in known.items() if inside[w](n)} for w, k in enumerate(ORDER)]
+    seen = [{n: v[k] for n, v in known.items() if inside[w](n)} for w, k in enumerate(orders)]
     lo = [max((n for n, t in sn.items() if t <= target), default=r[0] - 1) if r else 0
           for sn, r in zip(seen, regimes, strict=True)]
     hi = [min([r[1], *(n - 1 for n, t in sn.items() if t > target)]) if r else 0
@@ -277,8 +320,8 @@ def _largest_in(dec: Decode, unit: int, regimes: list[tuple[int, int] | None], t
                 p |= {min(max(g, lo_ + 1), h), min(max(g + 1, lo_ + 1), h)}
             picks.append(p)
         ns = sorted(set().union(*picks))
-        times = dec.steps(np.array(ns) * unit)
-        for w, k in enumerate(ORDER):
+        times = (dec.floors(np.array(ns) * unit),) if orders == FLOOR else dec.steps(np.array(ns) * unit)
+        for w, k in enumerate(orders):
             seen[w].update((n, t) for n, t in zip(ns, times[k].mean(axis=1).tolist(), strict=True) if inside[w](n))
         for w, p in enumerate(picks):
             for n in p:
@@ -289,5 +332,5 @@ def _largest_in(dec: Decode, unit: int, regimes: list[tuple[int, int] | None], t
     return [n if r is not None and n >= r[0] and n > 0 else None for n, r in zip(lo, regimes, strict=True)]
 
 
-__all__ = ["NO_CAPACITY_SEARCH", "Decode", "first_look", "kernel_bands", "largest_meeting", "search_units",
-           "slo_batches", "throughputs", "workload_rate"]
+__all__ = ["FLOOR", "NO_CAPACITY_SEARCH", "Decode", "first_look", "kernel_bands", "largest_meeting", "mean_times",
+           "search_units", "slo_batches", "throughputs", "workload_rate"]

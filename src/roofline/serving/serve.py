@@ -387,11 +387,21 @@ def _memory(pre: ModelAnalysis, context: int, utilization: float, unit: int) -> 
 def _check_targets_met(first_mean: Band, ttft: Band, itl_slo: float | None, ttft_slo: float | None,
                        unit: int) -> None:
     """An error when even the smallest batch misses the ITL target, or TTFT (per request) misses its own."""
+    _check_itl_met(first_mean, itl_slo, unit)
+    _check_ttft_met(ttft, ttft_slo)
+
+
+def _check_itl_met(first_mean: Band, itl_slo: float | None, unit: int) -> None:
+    """An error when even the smallest batch misses the ITL target (`first_mean`: its ITL mean)."""
     if itl_slo is not None and first_mean.floor > itl_slo:
         raise RooflineError(f"{T.itl_slo_s} {format_time(itl_slo)}: no batch meets it; the closest is batch {unit}, "
                             f"whose "
                             f"ITL (mean over the generation) is {format_time(first_mean.floor)} at the roofline "
                             f"floor (expected {format_time(first_mean.low)}-{format_time(first_mean.high)})")
+
+
+def _check_ttft_met(ttft: Band, ttft_slo: float | None) -> None:
+    """An error when TTFT (per request) misses its target."""
     if ttft_slo is not None and ttft.floor > ttft_slo:
         raise RooflineError(f"{T.ttft_slo_s} {format_time(ttft_slo)}: no batch meets it; TTFT is per request (one "
                             f"prompt's prefill at batch 1, no queueing) and its floor is {format_time(ttft.floor)} "
@@ -500,30 +510,75 @@ def curve_batches(unit: int, max_mem: int | None) -> list[int]:
     return out
 
 
-def _serve_step(step: Step, d: Deployment, output: int, batch: int | None,
-                ttft_slo: float | None, itl_slo: float | None, price: float | None, eff: Efficiency,
-                utilization: float, overlap: bool) -> ServingReport:
-    """The serving report of one deployment: TTFT from the prefill `step`, then memory, the decode
-    curve, the batches the targets allow, the chosen batch, goodput and cost, in that order."""
-    cfg, sp, m, prompt = step.config, d.split, d.machine, step.seq
+@frozen
+class Prepared:
+    """One deployment's request, checked, and what every answer about it starts from (serve's report,
+    a split search's quote: roofline.serving.quote): the prompt's prefill (TTFT's analysis and band),
+    the warnings so far, the memory, the decode step model."""
+
+    step: Step  # the prompt's prefill at batch dp
+    deployment: Deployment
+    output: int
+    batch: int | None  # as given
+    ttft_slo: float | None
+    itl_slo: float | None
+    price: float | None
+    eff: Efficiency
+    utilization: float
+    overlap: bool
+    pre: ModelAnalysis
+    ttft: Band
+    warnings: tuple[str, ...]
+    mem: _Memory
+    sm: StepModel
+
+    def decode(self) -> Decode:
+        """The decode steps over the generation's contexts (a new one: its rows are evaluated as asked)."""
+        return Decode(self.sm, self.deployment.machine, self.pre.dtype, self.eff, self.overlap, self.step.seq,
+                      self.output)
+
+
+def prepare(step: Step, d: Deployment, output: int, batch: int | None, ttft_slo: float | None,
+            itl_slo: float | None, price: float | None, eff: Efficiency, utilization: float,
+            overlap: bool) -> Prepared:
+    """TTFT from the prefill `step`, the memory, and the decode step model, once per deployment."""
+    cfg, sp, prompt = step.config, d.split, step.seq
     unit = batch_unit(sp)
     pre = analyze(step, d, utilization, overlap, plans=(step.plan,))  # TTFT's plan alone: the others unused
     bands = [eff.band(p) for p in pre.placements]
     ttft = _prefill_band(pre, eff, bands)
     warnings = list(pre.warnings) + list(dict.fromkeys(w for b in bands for w in b.warnings))
     mem = _memory(pre, prompt + output, utilization, unit)
-    max_mem = mem.max_batch
-
     # decode: the step model once, every batch and context with numpy
     sm = StepModel.fit(cfg, Phase.DECODE, step.dtypes, step.plan, step.experts_hit, sp, d.graph_devices_per_node,
                        d.nvls)
-    dec = Decode(sm, m, pre.dtype, eff, overlap, prompt, output)
+    return Prepared(step, d, output, batch, ttft_slo, itl_slo, price, eff, utilization, overlap, pre, ttft,
+                    tuple(warnings), mem, sm)
+
+
+def _serve_step(step: Step, d: Deployment, output: int, batch: int | None,
+                ttft_slo: float | None, itl_slo: float | None, price: float | None, eff: Efficiency,
+                utilization: float, overlap: bool) -> ServingReport:
+    """The serving report of one deployment: TTFT from the prefill `step`, then memory, the decode
+    curve, the batches the targets allow, the chosen batch, goodput and cost, in that order."""
+    return report_of(prepare(step, d, output, batch, ttft_slo, itl_slo, price, eff, utilization, overlap))
+
+
+def report_of(prep: Prepared) -> ServingReport:
+    """_serve_step from its prepared deployment: the decode curve, the batches the targets allow, the
+    chosen batch, goodput and cost."""
+    step, d, output, ttft, itl_slo, max_mem = prep.step, prep.deployment, prep.output, prep.ttft, prep.itl_slo, \
+        prep.mem.max_batch
+    cfg, sp, m, prompt = step.config, d.split, d.machine, step.seq
+    unit = batch_unit(sp)
+    warnings = list(prep.warnings)
+    dec = prep.decode()
     curve_b = curve_batches(unit, max_mem)
     regimes = first_look(dec, unit, max_mem, curve_b) if itl_slo is not None else None  # with the curve
     curve_means, curve_lasts = dec.itl(curve_b)
-    _check_targets_met(curve_means[0], ttft, itl_slo, ttft_slo, unit)
+    _check_targets_met(curve_means[0], ttft, itl_slo, prep.ttft_slo, unit)
     max_slo, slo_exp = slo_batches(dec, unit, max_mem, itl_slo, curve_b, curve_means, regimes)
-    batch, chosen = _chosen_batch(batch, max_slo, unit)
+    batch, chosen = _chosen_batch(prep.batch, max_slo, unit)
     if max_mem is not None and batch > max_mem:
         warnings.append(f"batch {batch} does not fit: at most {max_mem} sequences of {prompt + output} tokens fit "
                         f"in memory")
@@ -533,7 +588,7 @@ def _serve_step(step: Step, d: Deployment, output: int, batch: int | None,
     good_at: tuple[int | None, int | None, int | None] = (None, None, None)
     if itl_slo is not None:
         good_at = (max_slo, *(slo_exp or (None, None)))
-    elif ttft_slo is not None:
+    elif prep.ttft_slo is not None:
         good_at = (max_mem, max_mem, max_mem)
     extra = [b for b in dict.fromkeys((batch, *good_at)) if b is not None and b not in curve_b]
     batches = [*curve_b, *extra]
@@ -556,15 +611,16 @@ def _serve_step(step: Step, d: Deployment, output: int, batch: int | None,
                         f"{format_time(itl_mean.floor)} at the floor; the largest batch meeting it is {max_slo}")
     e2e = _add(ttft, itl_mean, output - 1)
     cost_in = cost_out = None
+    price, mem, pre = prep.price, prep.mem, prep.pre
     if price is not None:
         cost_in = ttft.scaled(price / 3600 * sp.devices / (prompt * sp.dp) * 1e6)
         cost_out = _cost_output(price, sp.devices, rate)
     return ServingReport(cfg, m, pre.system, sp, step.dtypes, pre.dtype, step.plan, prompt, output, batch, chosen,
-                         eff, utilization, overlap, ttft, itl_mean, itl_last, e2e, rate, pipe, max_mem, max_slo,
-                         slo_exp, _goodput(good_at, by_batch, ttft, ttft_slo), cost_in, cost_out, curve, knee,
-                         ttft_slo, itl_slo, price, mem.weights_bytes, mem.kv_bytes_per_sequence, mem.workspace_bytes,
-                         mem.capacity_bytes, pre, tuple(warnings), d.given if d.given is not None else m, dec,
-                         decode_throughput=decode_of[batch])
+                         prep.eff, prep.utilization, prep.overlap, ttft, itl_mean, itl_last, e2e, rate, pipe, max_mem,
+                         max_slo, slo_exp, _goodput(good_at, by_batch, ttft, prep.ttft_slo), cost_in, cost_out, curve,
+                         knee, prep.ttft_slo, itl_slo, price, mem.weights_bytes, mem.kv_bytes_per_sequence,
+                         mem.workspace_bytes, mem.capacity_bytes, pre, tuple(warnings),
+                         d.given if d.given is not None else m, dec, decode_throughput=decode_of[batch])
 
 
 def _with_draft(report: ServingReport, draft: str | ModelConfig, spec: tuple[int, float],

@@ -12,15 +12,17 @@ replicas are left out: a replica costs what the split it copies costs per token,
 is the cheapest replica.
 
 Each candidate whose weights and one sequence's KV cache fit (roofline.models.memory, closed form) is
-served (serve(): the batch the ITL target allows, or the batch given), and meets the targets when a
-batch meets --itl-slo and the prompt's prefill meets --ttft-slo, both at the floor as serve checks
-them. Among those, the cheapest:
+quoted (roofline.serving.quote: serve's batch, the largest the ITL target allows or the batch given,
+and the workload's throughput and cost at it, without the report's curve and goodput), and meets the
+targets when a batch meets --itl-slo and the prompt's prefill meets --ttft-slo, both at the floor as
+serve checks them. Among those, the cheapest:
 
     cost per output token = devices / expected tokens/s        (device-seconds a token; × price / 3600
                                                                 per device-hour gives money)
 
 with the expected tokens/s the middle of the workload throughput's band (prefill counted), as `plan`
-ranks by expected times; ties go to fewer devices.
+ranks by expected times; ties go to fewer devices. `serve` then shows the winner's whole report
+(Quote.report(), from the same prefill and decode step model).
 """
 
 from __future__ import annotations
@@ -36,16 +38,16 @@ from roofline.models.split import valid_splits
 from roofline.models.step import Step
 from roofline.parallel import MOST_DEVICES, NODE_DEVICES, Split, deploy
 from roofline.serving.efficiency import Efficiency
-from roofline.serving.serve import ServingReport, serve
+from roofline.serving.quote import Quote, quote
 from roofline.vocab import Phase
 
 
 @frozen
 class Candidate:
-    """One split tried: its report when it was served, and why it wins or loses."""
+    """One split tried: its quote when it was served, and why it wins or loses."""
 
     split: Split
-    report: ServingReport | None
+    report: Quote | None
     reason: str
     meets: bool
 
@@ -158,7 +160,7 @@ def _search(step: Step, machine: str | Machine | System, output: int, batch: int
 def _try(step: Step, machine: str | System, sp: Split, output: int, batch: int | None, ttft_slo_s: float | None,
          itl_slo_s: float | None, price: float | None, utilization: float, overlap: bool,
          efficiency: Efficiency | None) -> Candidate:
-    """One layout: refused by the closed-form memory fit, refused by serve (one line why), or served."""
+    """One layout: refused by the closed-form memory fit, refused by serve's checks (one line why), or quoted."""
     d = deploy(machine, sp)
     cap = d.machine.memory_capacity_bytes
     if cap is not None:
@@ -168,7 +170,7 @@ def _try(step: Step, machine: str | System, sp: Split, output: int, batch: int |
             return Candidate(sp, None, f"does not fit: weights + one sequence's KV cache {(weights + kv) / 2**30:.1f} "
                                        f"GiB > {cap * utilization / 2**30:.1f} GiB usable", False)
     try:
-        r = serve(step, d, output=output, batch=batch, ttft_slo_s=ttft_slo_s, itl_slo_s=itl_slo_s,
+        r = quote(step, d, output=output, batch=batch, ttft_slo_s=ttft_slo_s, itl_slo_s=itl_slo_s,
                   price_per_device_hour=price, utilization=utilization, overlap=overlap, efficiency=efficiency)
     except RooflineError as exc:
         return Candidate(sp, None, exc.marked, False)  # its parameters still marked: the CLI names its flags
