@@ -5,7 +5,15 @@ whole report) in at most 1 s; `plan` with serving targets (--output, --itl-slo, 
 each layout quoted, serving.quote) as fast as today's `plan` (every valid split of one decode step,
 ranked). Each case runs interleaved with the others `--runs` times after one warm-up; we print min /
 median / max of each and the ratios of the medians.
-Usage: python bench/bench_serve_search.py [--runs N] [--out FILE]
+
+"Today's plan" read two ways: plan as it is now (above), and plan as it was on the day issue 21 was filed
+(45d41c3, before plan itself got faster under issues 22 and 24): --issue-day SRC times that plan, from the
+`src` of a checkout of that commit, in a child process that runs one call per line it reads, in turn with
+the cases here (each process times its own calls: process CPU time and wall time around the call alone).
+--commands N times the two plan commands (and with --issue-day the plan command of that day) as whole
+processes, N times each in turn, start-up and imports counted: what a user waits for.
+Usage: python bench/bench_serve_search.py [--runs N] [--out FILE] [--issue-day SRC] [--commands N]
+  e.g. git worktree add /tmp/issue-day 45d41c3 && python bench/bench_serve_search.py --issue-day /tmp/issue-day/src
 """
 
 from __future__ import annotations
@@ -13,6 +21,8 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -46,28 +56,98 @@ def cases() -> dict[str, Callable[[], object]]:
     }
 
 
+# the child for --issue-day: plan's search as that checkout has it, one call per line read, its times printed
+CHILD = f"""
+import sys, time
+from roofline.models.search import search_splits
+call = lambda: search_splits({MODEL!r}, {MACHINE!r}, "decode", 64, 8192)
+call()
+print("ready", flush=True)
+for _ in sys.stdin:
+    t, c = time.perf_counter(), time.process_time()
+    call()
+    print(time.perf_counter() - t, time.process_time() - c, flush=True)
+"""
+OLD = "plan on issue 21's day (45d41c3)"
+
+
+def _child(src: Path) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    p = subprocess.Popen([sys.executable, "-c", CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                         env=env)
+    assert p.stdout is not None and p.stdout.readline().strip() == "ready", f"{src}: the child did not start"
+    return p
+
+
+def _child_call(p: subprocess.Popen[str]) -> tuple[float, float]:
+    assert p.stdin is not None and p.stdout is not None
+    p.stdin.write("go\n")
+    p.stdin.flush()
+    wall, cpu = p.stdout.readline().split()
+    return float(wall), float(cpu)
+
+
+PLAN = ["plan", MODEL, "--machine", MACHINE, "--batch", "64", "--context", "8192"]
+PLAN_TARGETS = ["plan", MODEL, "--machine", MACHINE, "--prompt", str(P), "--output", str(O), "--itl-slo",
+                f"{SLO * 1e3:g}ms", "--price-per-device-hour", "2.5"]
+
+
+def _commands(n: int, issue_day: Path | None) -> list[str]:
+    """--commands: medians of whole processes (roofline.cli.main), run in turn after one warm-up each."""
+    here = Path(__file__).resolve().parents[1] / "src"
+    run = "import sys; from roofline.cli import main; sys.exit(main())"
+    todo = {"plan today": (here, PLAN), "plan with targets": (here, PLAN_TARGETS)}
+    if issue_day:
+        todo[OLD] = (issue_day, PLAN)
+    walls: dict[str, list[float]] = {k: [] for k in todo}
+    for i in range(n + 1):
+        for name, (src, argv) in todo.items():
+            t = time.perf_counter()
+            subprocess.run([sys.executable, "-c", run, *argv], check=True, stdout=subprocess.DEVNULL,
+                           env={**os.environ, "PYTHONPATH": str(src)})
+            if i:  # the first round warms the file cache
+                walls[name].append(time.perf_counter() - t)
+    med = {k: statistics.median(v) for k, v in walls.items()}
+    lines = [f"# whole commands, {n} runs each in turn: roofline {' '.join(PLAN_TARGETS)} against roofline "
+             f"{' '.join(PLAN)}"]
+    lines += [f"{name:<42} wall min {min(v):6.3f} median {med[name]:6.3f} max {max(v):6.3f} s"
+              for name, v in walls.items()]
+    lines.append(f"command: plan with targets / plan today {med['plan with targets'] / med['plan today']:.2f}x"
+                 + (f"; / {OLD} {med['plan with targets'] / med[OLD]:.2f}x" if issue_day else ""))
+    return lines
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--issue-day", type=Path, default=None, help="src of a checkout of 45d41c3 (module docstring)")
+    ap.add_argument("--commands", type=int, default=0, help="also time the plan commands as whole processes")
     args = ap.parse_args()
     todo = cases()
     for f in todo.values():  # warm-up: imports and caches
         f()
+    child = _child(args.issue_day) if args.issue_day else None
     load = os.getloadavg()
-    times: dict[str, list[float]] = {k: [] for k in todo}
-    cpu: dict[str, list[float]] = {k: [] for k in todo}
+    times: dict[str, list[float]] = {k: [] for k in (*todo, *((OLD,) if child else ()))}
+    cpu: dict[str, list[float]] = {k: [] for k in times}
     for _ in range(args.runs):
         for name, f in todo.items():
             t, c = time.perf_counter(), time.process_time()
             f()
             times[name].append(time.perf_counter() - t)
             cpu[name].append(time.process_time() - c)
+        if child:
+            wall, used = _child_call(child)
+            times[OLD].append(wall)
+            cpu[OLD].append(used)
+    if child:
+        child.terminate()
     med = {k: statistics.median(v) for k, v in times.items()}
     lines = [f"# load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} at the start, "
              f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end; {args.runs} runs"]
-    lines += [f"{name:<42} wall min {min(v) * 1e3:6.0f} median {med[name] * 1e3:6.0f} max {max(v) * 1e3:6.0f} ms;"
-              f" cpu median {statistics.median(cpu[name]) * 1e3:6.0f} ms" for name, v in times.items()]
+    lines += [f"{name:<42} wall min {min(v) * 1e3:6.1f} median {med[name] * 1e3:6.1f} max {max(v) * 1e3:6.1f} ms;"
+              f" cpu median {statistics.median(cpu[name]) * 1e3:6.1f} ms" for name, v in times.items()]
     cmed = {k: statistics.median(v) for k, v in cpu.items()}
     lines.append(f"serve searched / serve TP 8 given: {med['serve, split searched'] / med['serve, TP 8 given']:.2f}x; "
                  f"target: searched <= {TARGET_SERVE_S:g} s: "
@@ -76,6 +156,13 @@ def main() -> int:
     cratio = cmed["plan with targets (= serve's search)"] / cmed["plan today (decode step, batch 64, 8k)"]
     lines.append(f"plan with targets / plan today: {ratio:.2f}x wall, {cratio:.2f}x cpu; target <= 1x: "
                  f"{'met' if ratio <= 1 else 'NOT met'}")
+    if child:
+        old, cold = med["plan with targets (= serve's search)"] / med[OLD], \
+            cmed["plan with targets (= serve's search)"] / cmed[OLD]
+        lines.append(f"plan with targets / {OLD}: {old:.2f}x wall, {cold:.2f}x cpu; target <= 1x: "
+                     f"{'met' if old <= 1 else 'NOT met'}")
+    if args.commands:
+        lines += _commands(args.commands, args.issue_day)
     text = "\n".join(lines)
     print(text)
     if args.out:
