@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from bench_startup import interleaved  # the same interleaved timing of whole commands, bench/ beside it
 from roofline.models import describe_step
 from roofline.models.search import search_splits
 from roofline.parallel import Split
@@ -93,20 +94,18 @@ PLAN_TARGETS = ["plan", MODEL, "--machine", MACHINE, "--prompt", str(P), "--outp
 
 
 def _commands(n: int, issue_day: Path | None) -> list[str]:
-    """--commands: medians of whole processes (roofline.cli.main), run in turn after one warm-up each."""
+    """--commands: medians of whole processes (roofline.cli.main from each checkout's src, put first on
+    sys.path), taking turns (bench_startup.interleaved) after one round that warms the file cache."""
+    def command(src: Path, argv: list[str]) -> list[str]:
+        run = f"import sys; sys.path.insert(0, {str(src)!r}); from roofline.cli import main; sys.exit(main())"
+        return [sys.executable, "-c", run, *argv]
+
     here = Path(__file__).resolve().parents[1] / "src"
-    run = "import sys; from roofline.cli import main; sys.exit(main())"
-    todo = {"plan today": (here, PLAN), "plan with targets": (here, PLAN_TARGETS)}
+    todo = {"plan today": command(here, PLAN), "plan with targets": command(here, PLAN_TARGETS)}
     if issue_day:
-        todo[OLD] = (issue_day, PLAN)
-    walls: dict[str, list[float]] = {k: [] for k in todo}
-    for i in range(n + 1):
-        for name, (src, argv) in todo.items():
-            t = time.perf_counter()
-            subprocess.run([sys.executable, "-c", run, *argv], check=True, stdout=subprocess.DEVNULL,
-                           env={**os.environ, "PYTHONPATH": str(src)})
-            if i:  # the first round warms the file cache
-                walls[name].append(time.perf_counter() - t)
+        todo[OLD] = command(issue_day, PLAN)
+    interleaved(todo, 1)
+    walls = interleaved(todo, n)
     med = {k: statistics.median(v) for k, v in walls.items()}
     lines = [f"# whole commands, {n} runs each in turn: roofline {' '.join(PLAN_TARGETS)} against roofline "
              f"{' '.join(PLAN)}"]

@@ -4,16 +4,16 @@ answer one question, and `plan` with targets is about as cheap as `plan`)."""
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import numpy as np
 import pytest
 
 import roofline.models.stepmodel as stepmodel
-import roofline.serving.decode  # noqa: F401  (the module, not the name roofline.serving exports)
 from roofline.models import describe_step
+from roofline.parallel import Split
 from roofline.serving import serve_model
+from roofline.serving.decode import Decode
 from roofline.serving.quote import Quote
 from roofline.serving.splits import ServeSearch, serve_search
 from roofline.vocab import Phase
@@ -96,16 +96,15 @@ def test_the_ranking_cost_order(search: ServeSearch) -> None:
 def test_the_floor_search_bands_the_chosen_batch_only(monkeypatch: pytest.MonkeyPatch) -> None:
     # the ITL search (largest_meeting) evaluates its probes at the floor (Decode.floors, bands=False); the
     # expected band is worked out once a layout, at the one batch the quote reports
-    dec_cls = sys.modules["roofline.serving.decode"].Decode
     banded: list[list[int]] = []
-    real = dec_cls._evaluate
+    real = Decode._evaluate
 
     def counted(self: Any, b: Any, bands: bool = True) -> tuple[Any, ...]:
         if bands:
             banded.append([int(x) for x in np.asarray(b)])
         return real(self, b, bands)
 
-    monkeypatch.setattr(dec_cls, "_evaluate", counted)
+    monkeypatch.setattr(Decode, "_evaluate", counted)
     quotes = _quotes(_search())
     assert sorted(banded) == sorted([q.batch] for q in quotes.values())
 
@@ -126,7 +125,5 @@ def test_a_search_builds_three_sample_graphs_a_layout_and_one_check(monkeypatch:
     _search()
     assert len(built) == 3 * 3 + stepmodel.CHECK_POINTS == 10
     built.clear()
-    from roofline.parallel import Split
-
     serve_model(MODEL, MACHINE, Split(tp=4), prompt=P, output=O, itl_slo_s=ITL)
     assert len(built) == 3 + stepmodel.CHECK_POINTS == 4
